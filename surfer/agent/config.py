@@ -1,0 +1,152 @@
+"""Configuration: defaults < config file (TOML) < environment < explicit
+arguments. Everything parsed from outside goes through pydantic; problems
+become `ConfigError` with the offending field named."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from surfer.core.errors import ConfigError
+from surfer.models.http import Endpoint
+from surfer.models.profiles import DEFAULT_PROFILE
+
+ENV_VARS = {
+    "SURFER_BASE_URL": "base_url",
+    "SURFER_MODEL": "model",
+    "SURFER_API_KEY": "api_key",
+    "SURFER_PROFILE": "profile",
+}
+ROLE_NAMES = ("policy", "localizer", "validator")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RoleSettings(_Strict):
+    """Per-role overrides; anything left unset falls back to the shared endpoint."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
+def parse_viewport(value: Any) -> tuple[int, int]:
+    if isinstance(value, str):
+        parts = value.lower().replace("×", "x").split("x")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise ValueError(f"viewport must look like 1280x800, got {value!r}")
+        value = (int(parts[0]), int(parts[1]))
+    width, height = value
+    if not (100 <= width <= 10_000 and 100 <= height <= 10_000):
+        raise ValueError(f"viewport {width}x{height} is out of range (100..10000 per side)")
+    return int(width), int(height)
+
+
+class BrowserSettings(_Strict):
+    headless: bool = True
+    viewport: tuple[int, int] = (1280, 800)
+    device_scale_factor: float = Field(default=1.0, gt=0, le=4)
+    settle_timeout: float = Field(default=3.0, ge=0, le=60)
+    settle_quiet: float = Field(default=0.08, ge=0, le=5)
+    screenshot_format: Literal["jpeg", "png"] = "jpeg"
+
+    @field_validator("viewport", mode="before")
+    @classmethod
+    def _viewport(cls, value: Any) -> tuple[int, int]:
+        return parse_viewport(value)
+
+
+class AgentConfig(_Strict):
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "Hcompany/Holotron-12B"
+    api_key: str = "EMPTY"
+    request_timeout: float = Field(default=120.0, gt=0)
+    profile: str = DEFAULT_PROFILE
+    policy: RoleSettings = RoleSettings()
+    localizer: RoleSettings = RoleSettings()
+    validator: RoleSettings = RoleSettings()
+    validate_answers: bool = True
+    max_steps: int = Field(default=30, ge=1)
+    max_seconds: float = Field(default=600.0, gt=0)
+    max_rejections: int = Field(default=2, ge=0)
+    output_retries: int = Field(default=2, ge=0, le=10)
+    max_failed_steps: int = Field(default=3, ge=1, description="Consecutive failed steps before the run ends in error.")
+    memory_images: int = Field(default=3, ge=1, le=16)
+    history_window: int = Field(default=8, ge=1)
+    browser: BrowserSettings = BrowserSettings()
+
+    def endpoint(self, role: str) -> Endpoint:
+        settings: RoleSettings = getattr(self, role)
+        return Endpoint(
+            base_url=settings.base_url or self.base_url,
+            model=settings.model or self.model,
+            api_key=settings.api_key or self.api_key,
+            timeout=self.request_timeout,
+        )
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration ({source}):"]
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"  {where}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(dict(out[key]), value)
+        else:
+            out[key] = value
+    return out
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+
+
+def load_config(
+    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> AgentConfig:
+    """Build the configuration from a TOML file, SURFER_* variables and overrides
+    (None values in overrides are ignored)."""
+    data: dict[str, Any] = read_config_file(path) if path else {}
+    env = os.environ if environ is None else environ
+    data = _merge(data, {field: env[var] for var, field in ENV_VARS.items() if env.get(var)})
+    data = _merge(data, _drop_none(overrides or {}))
+    try:
+        return AgentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, str(path) if path else "arguments and environment")) from None
+
+
+def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            nested = _drop_none(value)
+            if nested:
+                out[key] = nested
+        elif value is not None:
+            out[key] = value
+    return out

@@ -1,0 +1,157 @@
+"""The typed event stream. The CLI live view, the SDK's iterator and the run
+directory writer are all consumers of these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from surfer.core.actions import Action, CssPoint
+from surfer.models.backend import Usage
+
+
+@dataclass
+class ModelCall:
+    """One request to one role's model."""
+
+    role: str
+    request: dict[str, Any]
+    completion: str
+    seconds: float
+    usage: Usage
+    structured: str = ""
+    error: str | None = None  # why the completion was rejected, when it was
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role, "request": self.request, "completion": self.completion,
+            "seconds": round(self.seconds, 4), "structured": self.structured, "error": self.error,
+            "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
+        }
+
+
+@dataclass
+class Verdict:
+    accepted: bool
+    reasons: str
+    answer: str
+
+
+@dataclass
+class Timings:
+    model: float = 0.0
+    action: float = 0.0
+    settle: float = 0.0
+    screenshot: float = 0.0
+    encode: float = 0.0
+    total: float = 0.0
+
+    @property
+    def overhead(self) -> float:
+        """Everything but model time."""
+        return max(0.0, self.total - self.model)
+
+    def to_dict(self) -> dict[str, float]:
+        data = {k: round(v, 4) for k, v in vars(self).items()}
+        data["overhead"] = round(self.overhead, 4)
+        return data
+
+
+@dataclass
+class StepRecord:
+    """Everything known about one step; one line of trajectory.jsonl."""
+
+    index: int
+    url: str = ""
+    title: str = ""
+    screenshot: bytes = b""
+    screenshot_ext: str = "jpg"
+    screenshot_file: str = ""
+    screen: dict[str, Any] = field(default_factory=dict)  # pixel size, scale, CSS origin of the screenshot
+    thought: str = ""
+    notes: str = ""
+    action: Action | None = None
+    points: list[CssPoint] = field(default_factory=list)
+    outcome: dict[str, Any] = field(default_factory=dict)
+    calls: list[ModelCall] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    error: str | None = None
+    timings: Timings = field(default_factory=Timings)
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for call in self.calls:
+            total.add(call.usage)
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        calls: dict[str, list[dict[str, Any]]] = {}
+        for call in self.calls:
+            calls.setdefault(call.role, []).append(call.to_dict())
+        usage = self.usage
+        return {
+            "index": self.index, "url": self.url, "title": self.title, "screenshot": self.screenshot_file,
+            "screen": self.screen,
+            "thought": self.thought, "notes": self.notes,
+            "action": self.action.model_dump(mode="json", exclude_none=True) if self.action else None,
+            "points": [{"x": round(p.x, 2), "y": round(p.y, 2)} for p in self.points],
+            "outcome": self.outcome, "calls": calls,
+            "verdicts": [vars(v) for v in self.verdicts], "error": self.error,
+            "timings": self.timings.to_dict(),
+            "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
+        }
+
+
+@dataclass
+class RunStarted:
+    run_id: str
+    task: str
+    url: str | None
+    run_dir: str | None
+    config: dict[str, Any]
+
+
+@dataclass
+class StepStarted:
+    index: int
+
+
+@dataclass
+class ModelCalled:
+    step: int
+    call: ModelCall
+
+
+@dataclass
+class ActionPerformed:
+    step: int
+    action: Action
+    points: list[CssPoint]
+    outcome: dict[str, Any]
+
+
+@dataclass
+class Validated:
+    step: int
+    verdict: Verdict
+
+
+@dataclass
+class StepFinished:
+    record: StepRecord
+
+
+@dataclass
+class ErrorOccurred:
+    step: int | None
+    message: str
+    fatal: bool = False
+
+
+@dataclass
+class Finished:
+    result: Any  # RunResult (kept loose to avoid an import cycle)
+
+
+Event = Union[RunStarted, StepStarted, ModelCalled, ActionPerformed, Validated, StepFinished, ErrorOccurred, Finished]

@@ -1,0 +1,386 @@
+"""The agent loop: observe → policy → localizer → act → settle, with the
+validator on answers. Side effects (run directory, live view, user callbacks)
+hang off the event stream; the loop only emits events."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import statistics
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from surfer.core.actions import Answer, Fail, targets_of, with_points
+from surfer.core.errors import (
+    ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
+)
+from surfer.models.backend import ModelBackend
+from surfer.models.imaging import prepare_image
+from surfer.models.profiles import Profile, get_profile
+from surfer.tools.base import Environment
+
+from .config import AgentConfig, load_config
+from .events import (
+    ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
+    StepStarted, Validated, Verdict,
+)
+from .memory import Memory
+from .result import RunResult, TimingTotals, TokenTotals
+from .roles import Localizer, Policy, RoleClient, StepFailed, Validator
+
+Listener = Callable[[Event], Awaitable[None] | None]
+
+
+def slugify(text: str, limit: int = 40) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:limit].strip("-") or "run"
+
+
+def default_run_dir(task: str, root: str | Path = "runs") -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(root) / f"{stamp}-{uuid.uuid4().hex[:4]}-{slugify(task)}"
+
+
+@dataclass
+class _Run:
+    task: str
+    url: str | None
+    run_id: str
+    run_dir: str | None
+    emit: Callable[[Event], Awaitable[None]]
+    started: float = field(default_factory=time.monotonic)
+    records: list[StepRecord] = field(default_factory=list)
+
+    def result(self, status: str, **fields: Any) -> RunResult:
+        overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
+        usage = TokenTotals()
+        for record in self.records:
+            usage.prompt_tokens += record.usage.prompt_tokens
+            usage.completion_tokens += record.usage.completion_tokens
+        timings = TimingTotals(
+            seconds=round(time.monotonic() - self.started, 3),
+            model_seconds=round(sum(r.timings.model for r in self.records), 3),
+            overhead_p50=round(statistics.median(overheads), 4) if overheads else None,
+            overhead_p95=round(overheads[min(len(overheads) - 1, int(0.95 * len(overheads)))], 4) if overheads else None,
+        )
+        return RunResult(
+            status=status, task=self.task, url=self.url, steps=len(self.records), run_id=self.run_id,
+            run_dir=self.run_dir, usage=usage, timings=timings, **fields,  # type: ignore[arg-type]
+        )
+
+
+class Agent:
+    """A computer-use agent: policy, localizer and validator over an environment.
+
+        agent = Agent(base_url="http://127.0.0.1:8000/v1", model="Hcompany/Holotron-12B")
+        result = await agent.run("Find the price of ...", url="https://example.com")
+
+    `backend=` sends every role to one backend (e.g. a `ScriptedModel`);
+    `backends={"localizer": ...}` overrides single roles. Without an
+    `environment=`, each run opens its own `BrowserEnvironment` from the
+    configuration and closes it afterwards.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig | None = None,
+        *,
+        environment: Environment | None = None,
+        backend: ModelBackend | None = None,
+        backends: dict[str, ModelBackend] | None = None,
+        profile: str | Profile | None = None,
+        out_dir: str | Path | None = None,
+        listeners: list[Listener] | None = None,
+        **settings: Any,
+    ) -> None:
+        if config is None:
+            config = load_config(overrides=settings)
+        elif settings:
+            config = config.model_copy(update=settings)
+        self.config = config
+        if isinstance(profile, Profile):
+            self.profile = profile
+        else:
+            self.profile = get_profile(profile or config.profile)
+        self.environment = environment
+        self.out_dir = Path(out_dir) if out_dir else None
+        self.listeners = list(listeners or [])
+        self._backends = self._make_backends(backend, backends or {})
+        self.policy = Policy(self._client("policy"))
+        self.localizer = Localizer(self._client("localizer"))
+        self.validator = Validator(self._client("validator"))
+
+    # -- construction --------------------------------------------------------
+
+    def _make_backends(self, shared: ModelBackend | None, per_role: dict[str, ModelBackend]) -> dict[str, ModelBackend]:
+        from surfer.models.http import OpenAICompatibleBackend
+
+        unknown = set(per_role) - {"policy", "localizer", "validator"}
+        if unknown:
+            raise ConfigError(f"unknown role(s) in backends: {', '.join(sorted(unknown))}")
+        made: dict[str, ModelBackend] = {}
+        by_endpoint: dict[str, ModelBackend] = {}
+        for role in ("policy", "localizer", "validator"):
+            if role in per_role:
+                made[role] = per_role[role]
+            elif shared is not None:
+                made[role] = shared
+            else:
+                endpoint = self.config.endpoint(role)
+                key = endpoint.model_dump_json()
+                if key not in by_endpoint:  # roles on one endpoint share one connection pool
+                    by_endpoint[key] = OpenAICompatibleBackend(endpoint)
+                made[role] = by_endpoint[key]
+        return made
+
+    def _client(self, role: str) -> RoleClient:
+        settings = getattr(self.config, role)
+        return RoleClient(
+            role, self._backends[role], self.profile, temperature=settings.temperature,
+            max_tokens=settings.max_tokens, output_retries=self.config.output_retries,
+        )
+
+    def _new_environment(self) -> Environment:
+        from surfer.tools.browser import BrowserEnvironment
+        from surfer.tools.settle import SettleConfig
+
+        b = self.config.browser
+        return BrowserEnvironment(
+            headless=b.headless, viewport=b.viewport, device_scale_factor=b.device_scale_factor,
+            settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
+        )
+
+    async def aclose(self) -> None:
+        for backend in {id(b): b for b in self._backends.values()}.values():
+            await backend.aclose()
+
+    # -- public API ----------------------------------------------------------
+
+    async def run(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> RunResult:
+        """Run one task to the end and return its result. Errors of the run
+        (server down, crash, bad configuration) come back as `status="error"`."""
+        listeners = list(self.listeners)
+        writer = self._writer(task, out_dir)
+        if writer is not None:
+            listeners.insert(0, writer.handle)
+
+        async def emit(event: Event) -> None:
+            for listener in listeners:
+                outcome = listener(event)
+                if asyncio.iscoroutine(outcome):
+                    await outcome
+
+        return await self._execute(task, url, writer.run_dir if writer else None, emit)
+
+    def run_sync(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> RunResult:
+        """`run` for scripts without an event loop."""
+        return asyncio.run(self._run_and_close(task, url, out_dir))
+
+    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | None) -> RunResult:
+        try:
+            return await self.run(task, url, out_dir=out_dir)
+        finally:
+            await self.aclose()
+
+    async def stream(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> AsyncIterator[Event]:
+        """Run the task, yielding typed events as they happen; the last is `Finished`."""
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.listeners.append(queue.put)
+        runner = asyncio.ensure_future(self.run(task, url, out_dir=out_dir))
+        runner.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await runner  # surface an unexpected exception
+        finally:
+            self.listeners.remove(queue.put)
+            if not runner.done():
+                runner.cancel()
+                await asyncio.gather(runner, return_exceptions=True)
+
+    def _writer(self, task: str, out_dir: str | Path | None) -> Any:
+        target = Path(out_dir) if out_dir else (default_run_dir(task, self.out_dir) if self.out_dir else None)
+        if target is None:
+            return None
+        from .trajectory import TrajectoryWriter
+
+        return TrajectoryWriter(target)
+
+    # -- the loop ------------------------------------------------------------
+
+    async def _execute(self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]]) -> RunResult:
+        run = _Run(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit)
+        await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
+        owned = self.environment is None
+        env = self._new_environment() if owned else self.environment
+        result: RunResult | None = None
+        try:
+            for backend in {id(b): b for b in self._backends.values()}.values():
+                await backend.check()
+            assert env is not None
+            await env.start(url)
+            result = await self._steps(run, env)
+        except asyncio.CancelledError:
+            result = run.result("interrupted", reason="interrupted (Ctrl-C or cancelled)")
+            raise
+        except SurferError as exc:
+            kind = "config" if isinstance(exc, ConfigError) else "unreachable" if isinstance(exc, ModelServerUnreachable) \
+                else "environment" if isinstance(exc, EnvironmentFailure) else "model" if isinstance(exc, RunError) else "internal"
+            result = run.result("error", reason=str(exc), error_kind=kind)
+            await emit(ErrorOccurred(len(run.records) or None, str(exc), fatal=True))
+        except Exception as exc:
+            result = run.result("error", reason=f"internal error: {exc!r}", error_kind="internal")
+            await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
+            raise
+        finally:
+            if owned and env is not None:
+                await asyncio.shield(env.close())
+            if result is not None:
+                await asyncio.shield(emit(Finished(result)))
+        return result
+
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile.name,
+            "backends": {role: backend.label for role, backend in self._backends.items()},
+            "validator": self.config.validate_answers, "max_steps": self.config.max_steps,
+            "max_seconds": self.config.max_seconds,
+            "environment": self.environment.kind if self.environment else "browser",
+        }
+
+    async def _steps(self, run: _Run, env: Environment) -> RunResult:
+        cfg = self.config
+        memory = Memory(run.task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
+        deadline = run.started + cfg.max_seconds
+        rejections = failed_streak = 0
+        for index in range(1, cfg.max_steps + 1):
+            if time.monotonic() >= deadline:
+                return await self._final(run, env, memory, index, f"time limit of {cfg.max_seconds:g} s reached")
+            record, outcome = await self._step(run, env, memory, index)
+            if outcome is None:
+                failed_streak = failed_streak + 1 if record.error and record.action is None else 0
+                if failed_streak >= cfg.max_failed_steps:
+                    return run.result("error", reason=f"{failed_streak} failed steps in a row; last: {record.error}", error_kind="model")
+                continue
+            status, answer, reason = outcome
+            if status == "rejected":
+                rejections += 1
+                if rejections > cfg.max_rejections:
+                    return run.result("failed", answer=answer, reason=f"the validator rejected the answer {rejections} times: {reason}")
+                continue
+            return run.result(status, answer=answer, reason=reason)
+        return await self._final(run, env, memory, cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached")
+
+    async def _observe(self, env: Environment, memory: Memory, record: StepRecord) -> Any:
+        t = time.perf_counter()
+        observation = await env.observe()
+        record.timings.screenshot = time.perf_counter() - t
+        t = time.perf_counter()
+        prepared = await prepare_image(observation.screenshot, self.profile.image)
+        record.timings.encode = time.perf_counter() - t
+        memory.add_image(prepared)
+        record.url, record.title = observation.url, observation.title
+        shot = observation.screenshot
+        record.screenshot, record.screenshot_ext = shot.data, shot.extension
+        record.screen = {"width": shot.size.width, "height": shot.size.height, "scale": shot.scale, "origin": list(shot.origin)}
+        return observation, prepared
+
+    def _sink(self, run: _Run, record: StepRecord) -> Callable[[ModelCall], Awaitable[None]]:
+        async def sink(call: ModelCall) -> None:
+            record.calls.append(call)
+            record.timings.model += call.seconds
+            await run.emit(ModelCalled(record.index, call))
+        return sink
+
+    async def _finish_step(self, run: _Run, record: StepRecord, started: float) -> None:
+        record.timings.total = time.perf_counter() - started
+        run.records.append(record)
+        await run.emit(StepFinished(record))
+
+    async def _step(self, run: _Run, env: Environment, memory: Memory, index: int) -> tuple[StepRecord, tuple[str, str | None, str | None] | None]:
+        """One step. Returns the record and, when the run should end or an answer
+        was judged, (status, answer, reason)."""
+        started = time.perf_counter()
+        record = StepRecord(index)
+        await run.emit(StepStarted(index))
+        sink = self._sink(run, record)
+        verdict_outcome: tuple[str, str | None, str | None] | None = None
+        try:
+            observation, prepared = await self._observe(env, memory, record)
+            decision = await self.policy.decide(memory, observation, sink)
+            record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
+            if decision.notes:
+                memory.add_note(decision.notes)
+            action = decision.action
+            if isinstance(action, Answer):
+                verdict_outcome = await self._judge(run, memory, record, action.text, sink)
+            elif isinstance(action, Fail):
+                memory.add_history(index, action.describe(), "gave up")
+                verdict_outcome = ("failed", None, action.reason)
+            else:
+                points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
+                record.points = points
+                record.action = action = with_points(action, points)
+                try:
+                    outcome = await env.perform(action)
+                except (ActionFailed, ActionNotSupported, ValueError) as exc:
+                    record.error = str(exc)
+                    record.outcome = {"error": str(exc)}
+                    memory.add_history(index, action.describe(), f"error: {exc}")
+                    await run.emit(ErrorOccurred(index, str(exc)))
+                else:
+                    record.timings.action, record.timings.settle = outcome.action_seconds, outcome.settle_seconds
+                    record.outcome = outcome.to_dict()
+                    memory.add_history(index, action.describe(), outcome.detail or "done")
+                    await run.emit(ActionPerformed(index, action, points, record.outcome))
+        except StepFailed as exc:
+            record.error = str(exc)
+            memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
+            await run.emit(ErrorOccurred(index, str(exc)))
+        finally:
+            await self._finish_step(run, record, started)
+        return record, verdict_outcome
+
+    async def _judge(self, run: _Run, memory: Memory, record: StepRecord, answer: str, sink: Any) -> tuple[str, str | None, str | None]:
+        if not self.config.validate_answers:
+            memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
+            return ("success", answer, None)
+        verdict: Verdict = await self.validator.judge(run.task, answer, list(memory.images), sink)
+        record.verdicts.append(verdict)
+        await run.emit(Validated(record.index, verdict))
+        if verdict.accepted:
+            memory.add_history(record.index, f"answer({answer!r})", "accepted by the validator")
+            return ("success", answer, verdict.reasons or None)
+        memory.add_note(f"The validator rejected the answer {answer!r}: {verdict.reasons}")
+        memory.add_history(record.index, f"answer({answer!r})", f"rejected: {verdict.reasons}")
+        return ("rejected", answer, verdict.reasons)
+
+    async def _final(self, run: _Run, env: Environment, memory: Memory, index: int, why: str) -> RunResult:
+        """At a limit, ask the policy once for a final answer (validated like any answer)."""
+        started = time.perf_counter()
+        record = StepRecord(index)
+        await run.emit(StepStarted(index))
+        sink = self._sink(run, record)
+        try:
+            observation, _ = await self._observe(env, memory, record)
+            decision = await self.policy.decide(memory, observation, sink, final=True)
+            record.thought, record.action = decision.thought, decision.action
+            if isinstance(decision.action, Fail):
+                outcome: dict[str, Any] = {"status": "failed", "reason": f"{why}; gave up: {decision.action.reason}"}
+            else:
+                status, answer, reason = await self._judge(run, memory, record, decision.action.text, sink)
+                if status == "success":
+                    outcome = {"status": "success", "answer": answer, "reason": f"answered at the limit ({why})"}
+                else:
+                    outcome = {"status": "failed", "answer": answer, "reason": f"{why}; final answer rejected: {reason}"}
+        except (StepFailed, EnvironmentFailure) as exc:
+            record.error = str(exc)
+            outcome = {"status": "limit", "reason": f"{why}; no final answer ({exc})"}
+        finally:
+            await self._finish_step(run, record, started)
+        return run.result(**outcome)

@@ -1,0 +1,44 @@
+"""The typed outcome of one run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+Status = Literal["success", "failed", "limit", "error", "interrupted"]
+ErrorKind = Literal["config", "unreachable", "model", "environment", "internal"]
+
+
+class TokenTotals(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class TimingTotals(BaseModel):
+    seconds: float = 0.0
+    model_seconds: float = 0.0
+    overhead_p50: float | None = None
+    overhead_p95: float | None = None
+
+
+class RunResult(BaseModel):
+    """status: success (answer accepted), failed (gave up / answer rejected),
+    limit (step or time limit without an answer), error (server down, crash,
+    bad configuration), interrupted (Ctrl-C / cancelled)."""
+
+    status: Status
+    answer: str | None = None
+    reason: str | None = None
+    error_kind: ErrorKind | None = None
+    task: str = ""
+    url: str | None = None
+    steps: int = 0
+    run_id: str = ""
+    run_dir: str | None = None
+    usage: TokenTotals = TokenTotals()
+    timings: TimingTotals = TimingTotals()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "success"

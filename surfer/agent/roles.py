@@ -1,0 +1,171 @@
+"""The three roles. Each builds its messages from templates, asks its backend
+with its own JSON schema (named after the role), parses and validates the
+answer, and retries malformed output a bounded number of times with the
+error fed back to the model."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable, Literal, TypeVar, Union
+
+from pydantic import BaseModel, Field, ValidationError
+
+from surfer.core.actions import Action, Answer, CssPoint, Fail
+from surfer.core.coordinates import model_to_css
+from surfer.core.errors import ModelOutputError
+from surfer.core.observation import Observation
+from surfer.models.backend import ImagePart, Message, ModelBackend, ModelRequest, TextPart
+from surfer.models.imaging import PreparedImage
+from surfer.models.profiles import Profile
+from surfer.models.schema import parse_json_object, portable_schema
+from surfer.prompts import render
+
+from .events import ModelCall, Verdict
+from .memory import Memory
+
+T = TypeVar("T")
+CallSink = Callable[[ModelCall], Awaitable[None]]
+
+
+class StepFailed(Exception):
+    """A role could not get usable output within its retries."""
+
+
+class PolicyDecision(BaseModel):
+    thought: str = ""
+    notes: str = ""
+    action: Action
+
+
+class FinalDecision(BaseModel):
+    thought: str = ""
+    notes: str = ""
+    action: Union[Answer, Fail] = Field(discriminator="type")
+
+
+class ValidatorAnswer(BaseModel):
+    verdict: Literal["accept", "reject"]
+    reasons: str = ""
+
+
+def _validation_feedback(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "answer"
+        problems.append(f"{where}: {err['msg']}")
+    return "The answer does not match the required format: " + "; ".join(problems) + "."
+
+
+def _pydantic_parser(model: type[BaseModel]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        data = parse_json_object(text)
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise ModelOutputError(_validation_feedback(exc)) from None
+    return parse
+
+
+class RoleClient:
+    """One role's connection: backend, sampling and the retry-with-feedback loop."""
+
+    def __init__(
+        self, name: str, backend: ModelBackend, profile: Profile, *,
+        temperature: float | None = None, max_tokens: int | None = None, output_retries: int = 2,
+    ) -> None:
+        sampling = profile.sampling_for(name)
+        self.name = name
+        self.backend = backend
+        self.profile = profile
+        self.temperature = temperature if temperature is not None else sampling.temperature
+        self.max_tokens = max_tokens if max_tokens is not None else sampling.max_tokens
+        self.output_retries = output_retries
+        self.extra_body = profile.extra_body_for(name)
+
+    async def ask(
+        self, messages: list[Message], schema: dict[str, Any], parse: Callable[[str], T], sink: CallSink,
+    ) -> T:
+        conversation = list(messages)
+        last_error = ""
+        for _attempt in range(self.output_retries + 1):
+            request = ModelRequest(
+                messages=tuple(conversation), schema_name=self.name, schema=schema,
+                temperature=self.temperature, max_tokens=self.max_tokens, extra_body=self.extra_body,
+            )
+            completion = await self.backend.complete(request)
+            call = ModelCall(self.name, request.summary(), completion.text, completion.seconds, completion.usage, completion.structured)
+            try:
+                value = parse(completion.text)
+            except ModelOutputError as exc:
+                last_error = str(exc)
+                call.error = last_error
+                await sink(call)
+                conversation += [Message.text("assistant", completion.text[:2000]), Message.text("user", f"{last_error} Answer again.")]
+                continue
+            await sink(call)
+            return value
+        raise StepFailed(f"{self.name} output unusable after {self.output_retries + 1} attempt(s): {last_error}")
+
+
+def _images(images: list[PreparedImage]) -> list[ImagePart]:
+    return [ImagePart(image.data, image.mime) for image in images]
+
+
+def _location(observation: Observation) -> str:
+    where = f"{observation.title} — {observation.url}" if observation.title else observation.url or "(unknown)"
+    if len(observation.tabs) > 1:
+        where += f" (tab {observation.active_tab} of {len(observation.tabs)} open tabs)"
+    return where
+
+
+class Policy:
+    def __init__(self, client: RoleClient) -> None:
+        self.client = client
+        self.schema = portable_schema(PolicyDecision.model_json_schema())
+        self.final_schema = portable_schema(FinalDecision.model_json_schema())
+        self._system = Message.text("system", render(client.profile.templates.get("policy", "policy")))
+
+    def messages(self, memory: Memory, observation: Observation, *, final: bool = False) -> list[Message]:
+        images = list(memory.images)[-self.client.profile.max_images:]
+        step_text = render(
+            "policy_step", task=memory.task, notes=memory.render_notes(), history=memory.render_history(),
+            location=_location(observation), image_count=len(images),
+        )
+        closing = render("policy_final" if final else "policy_next")
+        content = (TextPart(step_text), *_images(images), TextPart(closing))
+        return [self._system, Message("user", content)]
+
+    async def decide(self, memory: Memory, observation: Observation, sink: CallSink, *, final: bool = False) -> PolicyDecision | FinalDecision:
+        messages = self.messages(memory, observation, final=final)
+        if final:
+            return await self.client.ask(messages, self.final_schema, _pydantic_parser(FinalDecision), sink)
+        return await self.client.ask(messages, self.schema, _pydantic_parser(PolicyDecision), sink)
+
+
+class Localizer:
+    def __init__(self, client: RoleClient) -> None:
+        self.client = client
+        self.schema = dict(client.profile.localizer_schema)
+
+    async def locate(self, target: str, image: PreparedImage, sink: CallSink) -> CssPoint:
+        profile = self.client.profile
+        prompt = render(profile.templates.get("localizer", "localizer"), target=target, frame_hint=profile.frame_hint)
+        messages = [Message("user", (ImagePart(image.data, image.mime), TextPart(prompt)))]
+
+        def parse(text: str) -> CssPoint:
+            x, y = profile.parse_point(parse_json_object(text))
+            return model_to_css(x, y, profile.frame, image.geometry)
+
+        return await self.client.ask(messages, self.schema, parse, sink)
+
+
+class Validator:
+    def __init__(self, client: RoleClient) -> None:
+        self.client = client
+        self.schema = portable_schema(ValidatorAnswer.model_json_schema())
+
+    async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink) -> Verdict:
+        prompt = render(self.client.profile.templates.get("validator", "validator"), task=task, answer=json.dumps(answer))
+        messages = [Message("user", (*_images(images[-self.client.profile.max_images:]), TextPart(prompt)))]
+        parsed: ValidatorAnswer = await self.client.ask(messages, self.schema, _pydantic_parser(ValidatorAnswer), sink)
+        return Verdict(accepted=parsed.verdict == "accept", reasons=parsed.reasons, answer=answer)

@@ -1,0 +1,72 @@
+"""The run directory, written step by step from the event stream:
+
+    run.json           task, URL, configuration summary
+    trajectory.jsonl   one JSON line per finished step
+    screenshots/       the screenshot each step looked at
+    result.json        the final RunResult (also after errors and Ctrl-C)
+    report.html        a self-contained page to read the run
+
+A crash or Ctrl-C loses at most the step in progress."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .events import Event, Finished, RunStarted, StepFinished
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class TrajectoryWriter:
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    async def handle(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            await asyncio.to_thread(self._start, event)
+        elif isinstance(event, StepFinished):
+            await asyncio.to_thread(self._step, event)
+        elif isinstance(event, Finished):
+            await asyncio.to_thread(self._finish, event)
+
+    def _start(self, event: RunStarted) -> None:
+        (self.run_dir / "screenshots").mkdir(parents=True, exist_ok=True)
+        meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
+        write_atomic(self.run_dir / "run.json", json.dumps(meta, indent=2))
+
+    def _step(self, event: StepFinished) -> None:
+        record = event.record
+        if record.screenshot:
+            name = f"screenshots/step-{record.index:03d}.{record.screenshot_ext}"
+            (self.run_dir / name).write_bytes(record.screenshot)
+            record.screenshot_file = name
+        with (self.run_dir / "trajectory.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+            handle.flush()
+
+    def _finish(self, event: Finished) -> None:
+        write_atomic(self.run_dir / "result.json", event.result.model_dump_json(indent=2))
+        from .report import render_report
+
+        write_atomic(self.run_dir / "report.html", render_report(self.run_dir))
+
+
+def read_trajectory(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The steps of a run directory; a torn last line (crash mid-write) is skipped."""
+    path = Path(run_dir) / "trajectory.jsonl"
+    steps = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                steps.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return steps

@@ -1,0 +1,1 @@
+"""Front ends over the core: the CLI (and, later, batch, QA, benchmarks)."""

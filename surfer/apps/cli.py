@@ -1,0 +1,105 @@
+"""`surfer` command line.
+
+Exit codes: 0 success, 1 task failed or gave up (or hit a limit), 2 bad
+usage or configuration, 3 model server unreachable, 130 interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from surfer.core.errors import ConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+app = typer.Typer(
+    name="surfer", add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+    help="surfer — a computer-use agent: policy, localizer and validator over a real browser.",
+)
+
+
+def exit_code(result: object) -> int:
+    status = getattr(result, "status", "error")
+    if status == "success":
+        return EXIT_OK
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
+    if status == "error":
+        kind = getattr(result, "error_kind", None)
+        return {"config": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(kind or "", EXIT_FAILED)
+    return EXIT_FAILED
+
+
+@app.command()
+def run(
+    task: str = typer.Argument(..., help="What the agent should do, in plain language."),
+    url: Optional[str] = typer.Option(None, "--url", help="Page to open first."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL]."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name served at the endpoint \\[env: SURFER_MODEL]."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY]."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Model family profile (holotron, holo2, …) \\[env: SURFER_PROFILE]."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit (default 30)."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
+    headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
+    viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
+    scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
+    no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML configuration file (per-role endpoints, limits, browser)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
+) -> None:
+    """Run one task in a real browser and watch it step by step."""
+    from surfer.agent.config import load_config
+    from surfer.agent.loop import Agent, default_run_dir
+    from surfer.apps.live import LiveView
+
+    console = Console(stderr=as_json)
+    try:
+        overrides = {
+            "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
+            "max_steps": max_steps, "max_seconds": max_seconds,
+            "validate_answers": False if no_validator else None,
+            "browser": {"headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale},
+        }
+        cfg = load_config(config, overrides)
+        agent = Agent(cfg, listeners=[LiveView(console)])
+    except ConfigError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
+    run_dir = out or default_run_dir(task)
+
+    async def main() -> object:
+        try:
+            return await agent.run(task, url, out_dir=run_dir)
+        finally:
+            await agent.aclose()
+
+    try:
+        result = asyncio.run(main())
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]; what was done is saved in {run_dir}")
+        if as_json:
+            saved = Path(run_dir) / "result.json"
+            print(saved.read_text() if saved.exists() else json.dumps({"status": "interrupted", "run_dir": str(run_dir)}))
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if as_json:
+        sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]
+    raise typer.Exit(exit_code(result))
+
+
+@app.command()
+def version() -> None:
+    """Print surfer's version."""
+    from surfer import __version__
+
+    print(__version__)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,45 @@
+"""Serve a local folder over HTTP on 127.0.0.1 (fixture sites, benchmarks)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+
+class StaticSite:
+    """`with StaticSite(folder) as site: site.url("index.html")`"""
+
+    def __init__(self, folder: str | Path, host: str = "127.0.0.1", port: int = 0) -> None:
+        handler = functools.partial(_QuietHandler, directory=str(folder))
+        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd.daemon_threads = True
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/"
+
+    def url(self, path: str = "") -> str:
+        return self.base_url + path.lstrip("/")
+
+    def __enter__(self) -> "StaticSite":
+        threading.Thread(target=self._httpd.serve_forever, name="static-site", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()

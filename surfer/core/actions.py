@@ -1,0 +1,157 @@
+"""The one action model used by every environment.
+
+The policy emits one of these (without points); the localizer fills the CSS
+points of pointed actions before the environment runs them. Fields the model
+must not fill are hidden from the JSON schema with `SkipJsonSchema`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.json_schema import SkipJsonSchema
+
+
+class CssPoint(BaseModel):
+    """A point in CSS pixels of the viewport (browser) or logical screen pixels (desktop)."""
+
+    model_config = ConfigDict(frozen=True)
+    x: float
+    y: float
+
+    def __str__(self) -> str:
+        return f"({self.x:.0f}, {self.y:.0f})"
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def describe(self) -> str:
+        """One compact line for history and logs."""
+        fields = self.model_dump(exclude={"type", "point", "to_point"}, exclude_defaults=True)
+        args = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        return f"{self.type}({args})"  # type: ignore[attr-defined]
+
+
+class _Pointed(_Action):
+    target: str = Field(min_length=1, description="What to act on, described so it can be found on the screenshot.")
+    point: SkipJsonSchema[CssPoint | None] = None
+
+
+class Click(_Pointed):
+    type: Literal["click"] = "click"
+    button: Literal["left", "right", "middle"] = "left"
+    double: bool = False
+
+
+class Hover(_Pointed):
+    type: Literal["hover"] = "hover"
+
+
+class TypeText(_Action):
+    """Type text, into `target` when given (clicked first) or into the focused element."""
+
+    type: Literal["type"] = "type"
+    text: str
+    target: str | None = Field(default=None, description="Field to type into; omit to type into the focused element.")
+    clear: bool = Field(default=True, description="Select and delete the existing content first.")
+    submit: bool = Field(default=False, description="Press Enter after typing.")
+    point: SkipJsonSchema[CssPoint | None] = None
+
+
+class PressKeys(_Action):
+    type: Literal["press"] = "press"
+    keys: str = Field(min_length=1, description="Key or combination, e.g. 'Enter', 'Control+A', 'Shift+Tab'.")
+
+
+class Scroll(_Action):
+    type: Literal["scroll"] = "scroll"
+    direction: Literal["up", "down", "left", "right"] = "down"
+    amount: int = Field(default=5, ge=1, le=50, description="Mouse-wheel notches (about 100 px each).")
+    target: str | None = Field(default=None, description="Element to scroll inside; omit for the page.")
+    point: SkipJsonSchema[CssPoint | None] = None
+
+
+class Drag(_Pointed):
+    type: Literal["drag"] = "drag"
+    to_target: str = Field(min_length=1, description="Where to drop.")
+    to_point: SkipJsonSchema[CssPoint | None] = None
+
+
+class Goto(_Action):
+    type: Literal["goto"] = "goto"
+    url: str = Field(min_length=1)
+
+
+class Back(_Action):
+    type: Literal["back"] = "back"
+
+
+class Forward(_Action):
+    type: Literal["forward"] = "forward"
+
+
+class Refresh(_Action):
+    type: Literal["refresh"] = "refresh"
+
+
+class SwitchTab(_Action):
+    type: Literal["switch_tab"] = "switch_tab"
+    index: int = Field(ge=0, description="0-based tab index.")
+
+
+class CloseTab(_Action):
+    type: Literal["close_tab"] = "close_tab"
+    index: int | None = Field(default=None, ge=0, description="Tab to close; omit for the current one.")
+
+
+class Wait(_Action):
+    type: Literal["wait"] = "wait"
+    seconds: float = Field(default=1.0, gt=0, le=30)
+
+
+class Answer(_Action):
+    type: Literal["answer"] = "answer"
+    text: str
+
+
+class Fail(_Action):
+    type: Literal["fail"] = "fail"
+    reason: str
+
+
+Action = Annotated[
+    Union[
+        Click, Hover, TypeText, PressKeys, Scroll, Drag, Goto, Back, Forward,
+        Refresh, SwitchTab, CloseTab, Wait, Answer, Fail,
+    ],
+    Field(discriminator="type"),
+]
+
+ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+
+ALL_ACTION_TYPES: tuple[str, ...] = (
+    "click", "hover", "type", "press", "scroll", "drag", "goto", "back", "forward",
+    "refresh", "switch_tab", "close_tab", "wait", "answer", "fail",
+)
+
+TERMINAL_TYPES = frozenset({"answer", "fail"})
+
+
+def targets_of(action: Action) -> list[str]:
+    """Target descriptions the localizer must resolve, in order (point, to_point)."""
+    if isinstance(action, Drag):
+        return [action.target, action.to_target]
+    target = getattr(action, "target", None)
+    return [target] if target else []
+
+
+def with_points(action: Action, points: list[CssPoint]) -> Action:
+    """A copy of `action` with its localized points filled in."""
+    if not points:
+        return action
+    update: dict[str, CssPoint] = {"point": points[0]}
+    if isinstance(action, Drag):
+        update["to_point"] = points[1]
+    return action.model_copy(update=update)

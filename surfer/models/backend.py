@@ -1,0 +1,110 @@
+"""The model backend contract: messages (text + images) and an optional JSON
+schema in, text + token usage out."""
+
+from __future__ import annotations
+
+import abc
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+RoleName = Literal["policy", "localizer", "validator"]
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    data: bytes
+    mime: str = "image/jpeg"
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+
+Part = Union[TextPart, ImagePart]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: tuple[Part, ...]
+
+    @classmethod
+    def text(cls, role: Literal["system", "user", "assistant"], text: str) -> "Message":
+        return cls(role, (TextPart(text),))
+
+    @property
+    def image_count(self) -> int:
+        return sum(isinstance(p, ImagePart) for p in self.content)
+
+    @property
+    def text_chars(self) -> int:
+        return sum(len(p.text) for p in self.content if isinstance(p, TextPart))
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One chat completion. `schema_name` names the role (policy/localizer/validator)."""
+
+    messages: tuple[Message, ...]
+    schema_name: str
+    schema: dict[str, Any] | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """What the trajectory records of a request (no image bytes)."""
+        return {
+            "schema": self.schema_name,
+            "messages": len(self.messages),
+            "images": sum(m.image_count for m in self.messages),
+            "text_chars": sum(m.text_chars for m in self.messages),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: "Usage") -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
+
+@dataclass
+class Completion:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    model: str = ""
+    structured: str = "none"  # how the schema was enforced: response_format | structured_outputs | none
+
+
+class ModelBackend(abc.ABC):
+    """Exactly one required method. `check` and `aclose` are optional."""
+
+    @abc.abstractmethod
+    async def complete(self, request: ModelRequest) -> Completion:
+        """Run one chat completion."""
+
+    async def check(self) -> None:
+        """Fail fast with a clear error if the backend cannot serve (preflight)."""
+
+    async def aclose(self) -> None:
+        """Release connections."""
+
+    @property
+    def label(self) -> str:
+        return type(self).__name__

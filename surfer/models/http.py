@@ -1,0 +1,191 @@
+"""OpenAI-compatible chat completions over HTTP (vLLM, SGLang, any compatible
+server). The endpoint (URL, key, model) is configuration, not a class.
+
+Structured outputs: `response_format` of type `json_schema`, named after the
+role. A server that rejects that parameter (HTTP 400 naming it) is retried
+with vLLM's `structured_outputs` extra body, then with the schema in the
+prompt only; the working mode is remembered per backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from typing import Any
+
+import openai
+from pydantic import BaseModel, Field
+
+from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
+
+from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
+
+STRUCTURED_MODES = ("response_format", "structured_outputs", "none")
+
+
+class Endpoint(BaseModel):
+    """Where and how to reach an OpenAI-compatible model server."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "Hcompany/Holotron-12B"
+    api_key: str = "EMPTY"
+    timeout: float = Field(default=120.0, gt=0, description="Seconds for one request.")
+    max_retries: int = Field(default=4, ge=0, description="Retries for transient errors (429, 5xx, timeouts).")
+    connect_retries: int = Field(default=2, ge=0, description="Quick retries when the connection is refused.")
+
+
+def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.image_count == 0:
+            out.append({"role": message.role, "content": "".join(p.text for p in message.content)})  # type: ignore[union-attr]
+            continue
+        parts: list[dict[str, Any]] = []
+        for part in message.content:
+            if isinstance(part, ImagePart):
+                parts.append({"type": "image_url", "image_url": {"url": part.data_url()}})
+            else:
+                parts.append({"type": "text", "text": part.text})
+        out.append({"role": message.role, "content": parts})
+    return out
+
+
+def _schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    note = "Reply with one JSON object that follows this JSON schema, and nothing else:\n" + json.dumps(schema)
+    return [*messages, {"role": "user", "content": note}]
+
+
+def _rejects_structured_param(exc: openai.APIStatusError) -> bool:
+    text = str(exc).lower()
+    return exc.status_code in (400, 422) and any(
+        word in text for word in ("response_format", "json_schema", "structured_outputs", "extra_forbidden", "extra inputs")
+    )
+
+
+class OpenAICompatibleBackend(ModelBackend):
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.structured_mode = STRUCTURED_MODES[0]
+        # The SDK's default pool (1,000 connections) is enough for hundreds of sessions.
+        self._client = openai.AsyncOpenAI(
+            base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY", timeout=endpoint.timeout, max_retries=0,
+        )
+        self._checked = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.endpoint.model} @ {self.endpoint.base_url}"
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def check(self) -> None:
+        """Preflight: reachable, and the model is listed (when /models exists)."""
+        if self._checked:
+            return
+        try:
+            page = await self._with_connect_retries(lambda: self._client.models.list())
+        except openai.NotFoundError:
+            self._checked = True  # server without /models: nothing to check against
+            return
+        except openai.AuthenticationError as exc:
+            raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
+        except openai.APIStatusError as exc:
+            raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
+        served = [m.id for m in page.data]
+        if served and self.endpoint.model not in served:
+            raise ModelNotFound(
+                f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
+                f"it serves: {', '.join(served)}"
+            )
+        self._checked = True
+
+    async def _with_connect_retries(self, call):  # type: ignore[no-untyped-def]
+        for attempt in range(self.endpoint.connect_retries + 1):
+            try:
+                return await call()
+            except openai.APITimeoutError:
+                raise ModelServerUnreachable(
+                    f"model server at {self.endpoint.base_url} did not answer within {self.endpoint.timeout:.0f} s"
+                ) from None
+            except openai.APIConnectionError as exc:
+                if attempt == self.endpoint.connect_retries:
+                    raise ModelServerUnreachable(
+                        f"cannot reach the model server at {self.endpoint.base_url} ({exc.__cause__ or exc}). "
+                        "Is it running? Start one with `vllm serve` or set --base-url / SURFER_BASE_URL."
+                    ) from None
+                await asyncio.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _body(self, request: ModelRequest, mode: str) -> dict[str, Any]:
+        messages = to_openai_messages(request.messages)
+        body: dict[str, Any] = {"model": self.endpoint.model}
+        extra = dict(request.extra_body)
+        if request.schema is not None:
+            if mode == "response_format":
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": request.schema_name, "schema": request.schema, "strict": True},
+                }
+            elif mode == "structured_outputs":
+                extra["structured_outputs"] = {"json": request.schema}
+            else:
+                messages = _schema_in_prompt(messages, request.schema)
+        body["messages"] = messages
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if extra:
+            body["extra_body"] = extra
+        return body
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        started = time.perf_counter()
+        transient = 0
+        while True:
+            mode = self.structured_mode
+            try:
+                response = await self._with_connect_retries(
+                    lambda: self._client.chat.completions.create(**self._body(request, mode))
+                )
+            except ModelServerUnreachable:
+                if transient >= self.endpoint.max_retries:
+                    raise
+                transient += 1
+                await asyncio.sleep(min(8.0, 0.5 * 2 ** transient) * (0.5 + random.random()))
+                continue
+            except openai.NotFoundError as exc:
+                raise ModelNotFound(
+                    f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}: {exc.message}"
+                ) from None
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
+            except openai.APIStatusError as exc:
+                if request.schema is not None and _rejects_structured_param(exc) and mode != "none":
+                    next_mode = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
+                    if self.structured_mode == mode:
+                        self.structured_mode = next_mode
+                    continue
+                if (exc.status_code == 429 or exc.status_code >= 500) and transient < self.endpoint.max_retries:
+                    transient += 1
+                    await asyncio.sleep(min(8.0, 0.5 * 2 ** transient) * (0.5 + random.random()))
+                    continue
+                raise ModelRequestError(
+                    f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
+                ) from None
+            return self._completion(response, mode, started)
+
+    def _completion(self, response: Any, mode: str, started: float) -> Completion:
+        if not getattr(response, "choices", None):
+            raise ModelRequestError(f"model server at {self.endpoint.base_url} answered without choices")
+        text = response.choices[0].message.content or ""
+        usage = Usage()
+        if response.usage is not None:
+            usage = Usage(response.usage.prompt_tokens or 0, response.usage.completion_tokens or 0)
+        return Completion(
+            text=text, usage=usage, seconds=time.perf_counter() - started,
+            model=response.model or self.endpoint.model, structured=mode if mode != "none" else "prompt",
+        )

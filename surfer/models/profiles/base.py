@@ -1,0 +1,66 @@
+"""A model family's quirks as data: image preprocessing, coordinate frame,
+prompt templates, schemas, extra request parameters, sampling, image limits."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from surfer.core.coordinates import CoordinateFrame
+from surfer.core.errors import ModelOutputError
+from surfer.models.imaging import ImagePolicy
+
+ROLES = ("policy", "localizer", "validator")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+def point_schema(*, normalized: bool, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`{x, y}` integers; 0..1000 when normalized, non-negative pixels otherwise."""
+    bound: dict[str, Any] = {"type": "integer", "minimum": 0}
+    if normalized:
+        bound["maximum"] = 1000
+    properties: dict[str, Any] = dict(extra or {})
+    properties.update(x=dict(bound), y=dict(bound))
+    return {"type": "object", "properties": properties, "required": [*properties], "additionalProperties": False}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    frame: CoordinateFrame
+    image: ImagePolicy
+    localizer_schema: Mapping[str, Any]
+    # Prompt template base names per role (files in surfer/prompts/, ".md" added).
+    templates: Mapping[str, str] = field(default_factory=lambda: {r: r for r in ROLES})
+    # Extra request body per role (e.g. chat_template_kwargs to turn thinking off).
+    extra_body: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    sampling: Mapping[str, Sampling] = field(default_factory=dict)
+    max_images: int = 3
+    # Words for the localizer prompt: how the frame is explained to the model.
+    frame_hint: str = "x and y are integers from 0 to 1000, relative to the image width and height"
+
+    def sampling_for(self, role: str) -> Sampling:
+        return self.sampling.get(role, Sampling())
+
+    def extra_body_for(self, role: str) -> dict[str, Any]:
+        return dict(self.extra_body.get(role, {}))
+
+    def parse_point(self, data: Mapping[str, Any]) -> tuple[float, float]:
+        """Read (x, y) in this profile's frame from the localizer's JSON."""
+        try:
+            x, y = data["x"], data["y"]
+        except KeyError as exc:
+            raise ModelOutputError(f"The answer is missing the key {exc.args[0]!r}; reply with {{\"x\": ..., \"y\": ...}}.") from None
+        values = []
+        for name, value in (("x", x), ("y", y)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ModelOutputError(f"{name} must be a number, got {value!r}.")
+            values.append(float(value))
+        return values[0], values[1]

@@ -1,0 +1,58 @@
+"""JSON-schema helpers: make pydantic schemas portable to structured-output
+engines (xgrammar, guidance, outlines) — refs inlined, `oneOf` as `anyOf`,
+no discriminator keywords."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from surfer.core.errors import ModelOutputError
+
+
+def portable_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                name = node["$ref"].rsplit("/", 1)[-1]
+                merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+                return walk(merged)
+            out = {}
+            for key, value in node.items():
+                if key in ("$defs", "discriminator"):
+                    continue
+                out["anyOf" if key == "oneOf" else key] = walk(value)
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """Parse a JSON object from model text, tolerating code fences and prose
+    around one object. Raises ModelOutputError with a message for the model."""
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1)
+    try:
+        value = json.loads(stripped)
+    except json.JSONDecodeError:
+        start, end = stripped.find("{"), stripped.rfind("}")
+        if start < 0 or end <= start:
+            raise ModelOutputError("The answer is not JSON. Reply with a single JSON object only.") from None
+        try:
+            value = json.loads(stripped[start : end + 1])
+        except json.JSONDecodeError as exc:
+            raise ModelOutputError(f"The answer is not valid JSON ({exc.msg}). Reply with a single JSON object only.") from None
+    if not isinstance(value, dict):
+        raise ModelOutputError("The answer must be a JSON object, not " + type(value).__name__ + ".")
+    return value

@@ -1,0 +1,59 @@
+"""A scripted model double shipped in the library, for offline tests of your
+own agents (no server, no network).
+
+    model = ScriptedModel(policy=[{"thought": "...", "action": {...}}],
+                          localizer=[{"x": 500, "y": 500}],
+                          validator=[{"verdict": "accept", "reasons": "ok"}])
+    agent = Agent(backend=model, ...)
+
+Each role gets its answers in order. An answer is a dict (sent as JSON), a
+string (sent verbatim, e.g. to simulate malformed output), or a callable
+taking the `ModelRequest` and returning either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from typing import Any, Callable, Iterable, Union
+
+from .backend import Completion, ModelBackend, ModelRequest, Usage
+
+Reply = Union[str, dict[str, Any], Callable[[ModelRequest], Union[str, dict[str, Any]]]]
+
+
+class ScriptExhausted(AssertionError):
+    """The agent asked a role for more answers than the script holds."""
+
+
+class ScriptedModel(ModelBackend):
+    def __init__(
+        self,
+        policy: Iterable[Reply] = (),
+        localizer: Iterable[Reply] = (),
+        validator: Iterable[Reply] = (),
+        *,
+        default: dict[str, Reply] | None = None,
+    ) -> None:
+        self.queues: dict[str, deque[Reply]] = {
+            "policy": deque(policy), "localizer": deque(localizer), "validator": deque(validator),
+        }
+        self.defaults = default or {}
+        self.requests: list[ModelRequest] = []
+
+    def enqueue(self, role: str, *replies: Reply) -> None:
+        self.queues.setdefault(role, deque()).extend(replies)
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        self.requests.append(request)
+        queue = self.queues.setdefault(request.schema_name, deque())
+        if queue:
+            reply = queue.popleft()
+        elif request.schema_name in self.defaults:
+            reply = self.defaults[request.schema_name]
+        else:
+            raise ScriptExhausted(f"ScriptedModel has no more {request.schema_name!r} answers")
+        if callable(reply):
+            reply = reply(request)
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        return Completion(text=text, usage=Usage(100, len(text) // 4), model="scripted", structured="scripted")

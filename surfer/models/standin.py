@@ -1,0 +1,192 @@
+"""A local OpenAI-compatible stand-in server for tests and benchmarks: the
+real HTTP path runs end to end, with answers decided by Python callables.
+
+    def answer(request: ChatRequest) -> dict | str:
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        ...
+    with StandInServer(answer) as server:
+        Agent(base_url=server.base_url, model=server.model, ...)
+
+It serves `GET /v1/models` and `POST /v1/chat/completions`, can fail the
+next N requests with a status code, delay answers, or reject
+`response_format` the way servers without structured outputs do.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Union
+
+Answer = Union[str, dict[str, Any]]
+
+
+@dataclass
+class ChatRequest:
+    body: dict[str, Any]
+    role: str
+    text: str
+    images: list[bytes] = field(default_factory=list)
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        fmt = self.body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            return fmt["json_schema"].get("schema")
+        return (self.body.get("structured_outputs") or {}).get("json")
+
+    def image_size(self, index: int = -1) -> tuple[int, int]:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(self.images[index])) as image:
+            return image.size
+
+
+def _infer_role(body: dict[str, Any], text: str) -> str:
+    fmt = body.get("response_format") or {}
+    name = (fmt.get("json_schema") or {}).get("name")
+    if name:
+        return name
+    lowered = text.lower()
+    if "localize an element" in lowered:
+        return "localizer"
+    if "you are the validator" in lowered:
+        return "validator"
+    return "policy"
+
+
+def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
+    texts: list[str] = []
+    images: list[bytes] = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        for part in content or []:
+            if part.get("type") == "text":
+                texts.append(part["text"])
+            elif part.get("type") == "image_url":
+                url = part["image_url"]["url"]
+                images.append(base64.b64decode(url.split(",", 1)[1]) if url.startswith("data:") else b"")
+    text = "\n".join(texts)
+    return ChatRequest(body, _infer_role(body, text), text, images)
+
+
+class StandInServer:
+    def __init__(
+        self,
+        respond: Callable[[ChatRequest], Answer],
+        *,
+        model: str = "standin-model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        delay: float = 0.0,
+        reject_response_format: bool = False,
+    ) -> None:
+        self.respond = respond
+        self.model = model
+        self.delay = delay
+        self.reject_response_format = reject_response_format
+        self.requests: list[ChatRequest] = []
+        self._failures: list[int] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def fail_next(self, status: int, count: int = 1) -> None:
+        """Answer the next `count` chat requests with HTTP `status`."""
+        with self._lock:
+            self._failures.extend([status] * count)
+
+    def start(self) -> "StandInServer":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="standin", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "StandInServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next_failure(self) -> int | None:
+        with self._lock:
+            return self._failures.pop(0) if self._failures else None
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "surfer"}]})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                if body.get("model") != server.model:
+                    self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError"}})
+                    return
+                if server.reject_response_format and "response_format" in body:
+                    self._send(400, {"error": {"message": "response_format is not supported by this server"}})
+                    return
+                failure = server._next_failure()
+                if failure is not None:
+                    self._send(failure, {"error": {"message": f"injected failure {failure}"}})
+                    return
+                request = parse_chat_request(body)
+                with server._lock:
+                    server.requests.append(request)
+                if server.delay:
+                    time.sleep(server.delay)
+                try:
+                    answer = server.respond(request)
+                except Exception as exc:  # noqa: BLE001 - a broken responder is a 500, like a broken server
+                    self._send(500, {"error": {"message": f"responder failed: {exc!r}"}})
+                    return
+                content = answer if isinstance(answer, str) else json.dumps(answer)
+                prompt_tokens = len(request.text) // 4 + 256 * len(request.images)
+                self._send(200, {
+                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
+                    "model": server.model,
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(content) // 4),
+                              "total_tokens": prompt_tokens + max(1, len(content) // 4)},
+                })
+
+        return Handler

@@ -1,0 +1,95 @@
+"""The environment contract: observe, perform one action, settle, close."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from surfer.core.actions import Action, Drag, targets_of
+from surfer.core.errors import ActionNotSupported
+from surfer.core.observation import Observation
+
+
+@dataclass
+class ActionOutcome:
+    """What performing one action did and how long it took."""
+
+    detail: str = ""
+    action_seconds: float = 0.0
+    settle_seconds: float = 0.0
+    settle_reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "detail": self.detail, "action_seconds": round(self.action_seconds, 4),
+            "settle_seconds": round(self.settle_seconds, 4), "settle_reason": self.settle_reason,
+        }
+
+
+class Environment(abc.ABC):
+    """Subclasses implement `_act_<type>` for each action type they support,
+    plus `start`, `observe`, `settle` and `close`. `perform` checks support and
+    points, runs the action, then settles, timing both."""
+
+    kind: str = "environment"
+
+    @property
+    def supported_actions(self) -> frozenset[str]:
+        return frozenset(name[5:] for name in dir(self) if name.startswith("_act_"))
+
+    @abc.abstractmethod
+    async def start(self, url: str | None = None) -> None:
+        """Open the environment (and go to `url` when given)."""
+
+    @abc.abstractmethod
+    async def observe(self) -> Observation:
+        """Capture the screen."""
+
+    @abc.abstractmethod
+    async def settle(self, mark: Any) -> str:
+        """Wait, bounded, until the effects of the last action are done; say why it stopped."""
+
+    async def mark(self) -> Any:
+        """Snapshot taken before an action, handed to `settle` (e.g. request counters)."""
+        return None
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release everything."""
+
+    async def perform(self, action: Action) -> ActionOutcome:
+        handler = getattr(self, f"_act_{action.type}", None)
+        if handler is None:
+            raise ActionNotSupported(
+                f"the {self.kind} environment cannot perform '{action.type}'; "
+                f"it supports: {', '.join(sorted(self.supported_actions))}"
+            )
+        missing = [t for t, p in zip(targets_of(action), _points(action)) if p is None]
+        if missing:
+            raise ValueError(f"action {action.type} needs a localized point for target {missing[0]!r}")
+        mark = await self.mark()
+        started = time.perf_counter()
+        detail = await handler(action) or ""
+        acted = time.perf_counter()
+        reason = await self.settle(mark)
+        return ActionOutcome(detail, acted - started, time.perf_counter() - acted, reason)
+
+    async def _act_wait(self, action: Any) -> str:
+        await asyncio.sleep(action.seconds)
+        return f"waited {action.seconds:g} s"
+
+    async def __aenter__(self) -> "Environment":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _points(action: Action) -> list[Any]:
+    if isinstance(action, Drag):
+        return [action.point, action.to_point]
+    return [getattr(action, "point", None)]
