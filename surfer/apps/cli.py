@@ -101,5 +101,24 @@ def version() -> None:
     print(__version__)
 
 
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: print figures and write JSON (not tests).")
+app.add_typer(bench_app, name="bench")
+
+# Front-end modules that add commands: each defines register(app, bench_app).
+COMMAND_MODULES = [
+    "surfer.apps.overhead",
+]
+
+
+def _register_commands() -> None:
+    import importlib
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(app, bench_app)
+
+
+_register_commands()
+
+
 def main() -> None:
     app()
