@@ -25,7 +25,7 @@ def _clip(text: str, limit: int) -> str:
 class Memory:
     def __init__(
         self, task: str, *, max_images: int = 3, history_window: int = 8,
-        notes_chars: int = 1500, note_chars: int = 400, entry_chars: int = 200,
+        notes_chars: int = 1500, note_chars: int = 400, entry_chars: int = 200, max_notes: int = 10,
     ) -> None:
         self.task = task
         self.images: deque[PreparedImage] = deque(maxlen=max(1, max_images))
@@ -33,6 +33,7 @@ class Memory:
         self.notes_chars = notes_chars
         self.note_chars = note_chars
         self.entry_chars = entry_chars
+        self.max_notes = max_notes
         self._notes: deque[str] = deque()
         self._dropped_notes = 0
         self._recent: deque[HistoryEntry] = deque()
@@ -46,10 +47,12 @@ class Memory:
 
     def add_note(self, text: str) -> None:
         text = _clip(text, self.note_chars)
-        if not text:
+        if not text or (self._notes and self._notes[-1] == text):
             return
         self._notes.append(text)
-        while sum(len(n) + 3 for n in self._notes) > self.notes_chars and len(self._notes) > 1:
+        while len(self._notes) > self.max_notes or (
+            sum(len(n) + 3 for n in self._notes) > self.notes_chars and len(self._notes) > 1
+        ):
             self._notes.popleft()
             self._dropped_notes += 1
 

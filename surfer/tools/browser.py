@@ -140,6 +140,13 @@ class BrowserEnvironment(Environment):
                 self._playwright = None
 
     @property
+    def context(self) -> Any:
+        """The Playwright BrowserContext (cookies, routes, storage) of this session."""
+        if self._context is None:
+            raise EnvironmentFailure("the browser is not started")
+        return self._context
+
+    @property
     def page(self) -> Any:
         if self._page is None:
             raise EnvironmentFailure("the browser is not started")
@@ -194,7 +201,7 @@ class BrowserEnvironment(Environment):
 
     async def settle(self, mark: Mark) -> str:
         self._check_alive()
-        return await settle_page(self.page, mark, self._navigations, self._tracker, self.settle_config)
+        return await settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config)
 
     # -- actions -------------------------------------------------------------
 

@@ -1,0 +1,130 @@
+"""Every action in real Chromium, checked by what the page itself recorded."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from surfer.core.actions import (
+    Answer, Back, Click, CloseTab, CssPoint, Drag, Forward, Goto, Hover, PressKeys, Refresh, Scroll, SwitchTab,
+    TypeText, Wait,
+)
+from surfer.core.errors import ActionFailed, ActionNotSupported
+
+BTN = CssPoint(x=160, y=120)
+FIELD = CssPoint(x=250, y=215)
+
+
+async def page_log(env) -> list[str]:  # type: ignore[no-untyped-def]
+    return await env.page.evaluate("window.__log")
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        (Click(target="button", point=BTN), ["click:0"]),
+        (Click(target="button", point=BTN, double=True), ["click:0", "click:0", "dblclick"]),
+        (Click(target="button", point=BTN, button="right"), ["contextmenu", "auxclick:2"]),
+        (Click(target="button", point=BTN, button="middle"), ["auxclick:1"]),
+        (Hover(target="grey box", point=CssPoint(x=360, y=120)), ["hover"]),
+        (PressKeys(keys="Control+K"), ["key:Control+K"]),
+        (Drag(target="red square", point=CssPoint(x=130, y=330), to_target="dashed box", to_point=CssPoint(x=460, y=360)), ["dropped"]),
+    ],
+    ids=["click", "double", "right", "middle", "hover", "press-combo", "drag"],
+)
+async def test_pointer_and_key_actions(browser_env, pages, action, expected):
+    env = await browser_env(pages.url("actions.html"))
+    outcome = await env.perform(action)
+    assert await page_log(env) == expected
+    assert outcome.detail
+    assert outcome.settle_reason
+
+
+async def test_type_clears_then_types_and_submits(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    await env.perform(TypeText(text="hello world", target="field", point=FIELD, clear=True, submit=True))
+    assert await env.page.input_value("#field") == "hello world"
+    assert [e for e in await page_log(env) if e.startswith("submit")] == ["submit:hello world"]
+
+
+async def test_type_without_clear_appends_into_focused_field(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    await env.page.focus("#field")
+    await env.page.keyboard.press("End")
+    outcome = await env.perform(TypeText(text="!", clear=False))
+    assert await env.page.input_value("#field") == "old text!"
+    assert "typed 1 characters" in outcome.detail
+
+
+async def test_scroll_page_and_inside_element(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    await env.perform(Scroll(direction="down", amount=3))
+    assert await env.page.evaluate("window.scrollY") == 300
+    await env.perform(Scroll(direction="up", amount=1))
+    assert await env.page.evaluate("window.scrollY") == 200
+    await env.page.evaluate("window.scrollTo(0, 0)")
+    await env.perform(Scroll(direction="down", amount=2, target="box", point=CssPoint(x=600, y=150)))
+    assert await env.page.evaluate("document.getElementById('box').scrollTop") == 200
+    assert await env.page.evaluate("window.scrollY") == 0
+
+
+async def test_goto_back_forward_refresh(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    await env.perform(Goto(url=pages.url("page2.html")))
+    assert env.page.url.endswith("page2.html")
+    await env.perform(Back())
+    assert env.page.url.endswith("actions.html")
+    await env.perform(Forward())
+    assert env.page.url.endswith("page2.html")
+    await env.page.evaluate("window.marker = 1")
+    await env.perform(Refresh())
+    assert await env.page.evaluate("window.marker === undefined")
+    outcome = await env.perform(Forward())
+    assert "no page in that direction" in outcome.detail
+
+
+async def test_click_that_opens_a_tab_makes_it_current_then_switch_and_close(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    popup = await env.page.locator("#popup").bounding_box()
+    await env.perform(Click(target="link", point=CssPoint(x=popup["x"] + 5, y=popup["y"] + 5)))
+    assert env.page.url.endswith("page2.html")
+    observation = await env.observe()
+    assert len(observation.tabs) == 2 and observation.active_tab == 1
+    assert observation.title == "Page two"
+    await env.perform(SwitchTab(index=0))
+    assert env.page.url.endswith("actions.html")
+    await env.perform(CloseTab(index=1))
+    assert len((await env.observe()).tabs) == 1
+    await env.perform(CloseTab())  # closing the last tab leaves a blank one
+    assert env.page.url == "about:blank"
+
+
+async def test_wait_action_waits(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    outcome = await env.perform(Wait(seconds=0.2))
+    assert outcome.action_seconds >= 0.2
+    assert outcome.detail == "waited 0.2 s"
+
+
+async def test_unsupported_and_failing_actions_give_clear_errors(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    with pytest.raises(ActionNotSupported, match="cannot perform 'answer'"):
+        await env.perform(Answer(text="42"))
+    with pytest.raises(ActionFailed, match=re.escape("cannot press 'Control+Nope'")):
+        await env.perform(PressKeys(keys="Control+Nope"))
+    with pytest.raises(ActionFailed, match="could not open"):
+        await env.perform(Goto(url="http://127.0.0.1:1/unreachable"))
+    with pytest.raises(ActionFailed, match="no tab 5"):
+        await env.perform(SwitchTab(index=5))
+    with pytest.raises(ValueError, match="needs a localized point"):
+        await env.perform(Click(target="button"))
+
+
+async def test_observation_geometry_with_scale_factor_2(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"), viewport=(900, 600), device_scale_factor=2)
+    observation = await env.observe()
+    shot = observation.screenshot
+    assert (shot.size.width, shot.size.height) == (1800, 1200)
+    assert shot.scale == 2 and shot.mime == "image/jpeg"
+    assert observation.url.endswith("actions.html") and observation.title == "Actions"

@@ -1,0 +1,110 @@
+"""The OpenAI-compatible client over real HTTP to the stand-in server."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from surfer.core.errors import ModelNotFound, ModelRequestError, ModelServerUnreachable
+from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
+from surfer.models.http import Endpoint, OpenAICompatibleBackend
+
+SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+
+
+def request(schema_name: str = "localizer") -> ModelRequest:
+    content = (ImagePart(b"\xff\xd8fakejpeg", "image/jpeg"), TextPart("Target: the button"))
+    return ModelRequest(
+        messages=(Message.text("system", "sys"), Message("user", content)), schema_name=schema_name, schema=SCHEMA,
+        temperature=0.0, max_tokens=16, extra_body={"chat_template_kwargs": {"thinking": False}},
+    )
+
+
+def backend_for(server, **options) -> OpenAICompatibleBackend:  # type: ignore[no-untyped-def]
+    return OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, **options))
+
+
+async def test_request_shape_schema_named_after_role_and_usage(standin):
+    server = standin(lambda r: {"x": 7})
+    backend = backend_for(server)
+    completion = await backend.complete(request("localizer"))
+    assert completion.text == '{"x": 7}'
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+    assert completion.structured == "response_format"
+    body = server.requests[0].body
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "localizer"
+    assert body["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert body["chat_template_kwargs"] == {"thinking": False}
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 16
+    image = body["messages"][1]["content"][0]
+    assert image["type"] == "image_url" and image["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    assert server.requests[0].images == [b"\xff\xd8fakejpeg"]
+    await backend.aclose()
+
+
+async def test_falls_back_when_server_rejects_response_format(standin):
+    server = standin(lambda r: {"x": 1}, reject_response_format=True)
+    backend = backend_for(server)
+    completion = await backend.complete(request())
+    assert completion.structured == "structured_outputs"
+    assert backend.structured_mode == "structured_outputs"
+    assert server.requests[-1].body["structured_outputs"] == {"json": SCHEMA}
+    await backend.complete(request())  # remembered: no second rejected attempt
+    assert "response_format" not in server.requests[-1].body
+    await backend.aclose()
+
+
+async def test_transient_errors_are_retried_with_backoff(standin):
+    server = standin(lambda r: {"x": 2})
+    server.fail_next(503, count=2)
+    backend = backend_for(server, max_retries=3)
+    completion = await backend.complete(request())
+    assert completion.text == '{"x": 2}'
+    await backend.aclose()
+
+
+async def test_persistent_server_errors_end_with_a_clear_error(standin):
+    server = standin(lambda r: {"x": 2})
+    server.fail_next(500, count=10)
+    backend = backend_for(server, max_retries=1)
+    with pytest.raises(ModelRequestError, match="HTTP 500"):
+        await backend.complete(request())
+    await backend.aclose()
+
+
+async def test_unknown_model_is_reported_by_preflight_and_by_requests(standin):
+    server = standin(lambda r: {"x": 2})
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model="no-such-model"))
+    with pytest.raises(ModelNotFound, match="does not serve model 'no-such-model'.*standin-model"):
+        await backend.check()
+    with pytest.raises(ModelNotFound):
+        await backend.complete(request())
+    await backend.aclose()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_server_down_is_an_immediate_clear_error():
+    backend = OpenAICompatibleBackend(Endpoint(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", max_retries=0))
+    started = time.monotonic()
+    with pytest.raises(ModelServerUnreachable, match="cannot reach the model server"):
+        await backend.check()
+    with pytest.raises(ModelServerUnreachable):
+        await backend.complete(request())
+    assert time.monotonic() - started < 10  # immediate: no long retry loop for a refused connection
+    await backend.aclose()
+
+
+async def test_timeouts_are_reported_as_unreachable(standin):
+    server = standin(lambda r: {"x": 2}, delay=2.0)
+    backend = backend_for(server, timeout=0.3, max_retries=0)
+    with pytest.raises(ModelServerUnreachable, match="did not answer within"):
+        await backend.complete(request())
+    await backend.aclose()

@@ -1,0 +1,57 @@
+"""Settle waiting in real Chromium: what an action starts is waited for,
+bounded by the timeout, and the reason is recorded."""
+
+from __future__ import annotations
+
+import asyncio
+
+from surfer.core.actions import Click, CssPoint
+from surfer.tools.settle import SettleConfig
+
+LATE = CssPoint(x=95, y=40)
+FETCH = CssPoint(x=95, y=100)
+FOREVER = CssPoint(x=95, y=160)
+NAV = CssPoint(x=95, y=220)
+
+
+async def test_waits_for_a_timer_the_action_started(browser_env, pages):
+    env = await browser_env(pages.url("settle.html"))
+    outcome = await env.perform(Click(target="late", point=LATE))
+    assert await env.page.text_content("#out") == "late done"
+    assert outcome.settle_reason.endswith("quiet")
+    assert outcome.settle_seconds >= 0.35  # the 400 ms timer was waited for
+
+
+async def test_waits_for_a_request_the_action_started(browser_env, pages):
+    env = await browser_env(pages.url("settle.html"))
+
+    async def slow(route):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(0.5)
+        await route.fulfill(status=200, body="ok")
+
+    await env.context.route("**/slow-endpoint", slow)
+    outcome = await env.perform(Click(target="fetch", point=FETCH))
+    assert await env.page.text_content("#out") == "fetched ok"
+    assert "network-timeout" not in outcome.settle_reason
+
+
+async def test_waits_for_a_navigation_the_action_started(browser_env, pages):
+    env = await browser_env(pages.url("settle.html"))
+    outcome = await env.perform(Click(target="nav", point=NAV))
+    assert env.page.url.endswith("page2.html")
+    assert await env.page.text_content("h1") == "Page two"
+    assert outcome.settle_reason
+
+
+async def test_endless_activity_is_bounded_by_the_timeout(browser_env, pages):
+    env = await browser_env(pages.url("settle.html"), settle=SettleConfig(timeout=0.6, quiet=0.08))
+    outcome = await env.perform(Click(target="forever", point=FOREVER))
+    assert outcome.settle_reason.endswith("timeout")
+    assert 0.5 <= outcome.settle_seconds < 3.0
+
+
+async def test_an_action_that_changes_nothing_waits_only_briefly(browser_env, pages):
+    env = await browser_env(pages.url("settle.html"))
+    outcome = await env.perform(Click(target="nothing", point=CssPoint(x=600, y=500)))
+    assert outcome.settle_reason == "quiet"
+    assert outcome.settle_seconds < 0.5
