@@ -41,3 +41,34 @@ def standin() -> Iterator[Callable[..., StandInServer]]:
     yield make
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+async def shared_browser():
+    """One Chromium for the session; tests take isolated contexts from it."""
+    from playwright.async_api import async_playwright
+
+    from surfer.tools.browser import launch_chromium
+
+    async with async_playwright() as playwright:
+        browser = await launch_chromium(playwright)
+        yield browser
+        await browser.close()
+
+
+@pytest.fixture
+async def browser_env(shared_browser):
+    """Factory for BrowserEnvironments on the shared browser, closed after the test."""
+    from surfer.tools.browser import BrowserEnvironment
+
+    made = []
+
+    async def make(url: str | None = None, **options):  # type: ignore[no-untyped-def]
+        env = BrowserEnvironment(browser=shared_browser, **options)
+        await env.start(url)
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        await env.close()

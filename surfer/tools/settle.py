@@ -9,6 +9,9 @@ No fixed sleeps. After a browser action we wait, bounded by `timeout`, for:
    timers the action started that are due within `timer_horizon` to fire.
 Each wait reports why it ended ("quiet", "timeout", ...) and the caller
 records how long it took.
+
+On the desktop nothing but the screen can be watched: `settle_screen` probes
+frames until the screen stays unchanged for a quiet window (bounded too).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable, Hashable
 
 from pydantic import BaseModel, Field
 
@@ -124,35 +127,91 @@ class NetworkTracker:
         return True
 
 
-async def settle_page(page: Any, mark: Mark, navigations: int, tracker: NetworkTracker, config: SettleConfig) -> str:
-    """Wait until `page` settles after an action taken at `mark`; return why the wait ended."""
+async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: float) -> str:
+    from playwright.async_api import Error as PlaywrightError
+
+    remaining = max(0.0, deadline - time.monotonic())
+    try:
+        return await page.evaluate(WAIT_FOR_QUIET, {
+            "quiet": config.quiet * 1000, "timeout": remaining * 1000,
+            "since": mark.wall_ms, "horizon": config.timer_horizon * 1000,
+        })
+    except PlaywrightError as exc:
+        if page.is_closed():
+            return "page-closed"
+        # A navigation replaced the document mid-wait: the caller goes round again.
+        return "navigated" if "context was destroyed" in str(exc) or "navigat" in str(exc).lower() else "evaluate-failed"
+
+
+async def settle_page(
+    current: Callable[[], tuple[Any, int]], mark: Mark, tracker: NetworkTracker, config: SettleConfig,
+) -> str:
+    """Wait until the current page settles after an action taken at `mark`.
+
+    `current()` returns (page, navigation count) now: a click may open a tab
+    (which becomes current) or navigate while we wait. Rounds of
+    load → DOM/timer quiet → network idle repeat until one round sees nothing
+    new, or the deadline passes. Returns why the wait ended, e.g. "quiet" or
+    "loaded+quiet" or "...+timeout"."""
     from playwright.async_api import Error as PlaywrightError
 
     deadline = time.monotonic() + config.timeout
+    seen_navigations, seen_url = mark.navigations, mark.url
     reasons: list[str] = []
-    if navigations != mark.navigations or page.url != mark.url:
-        try:
-            await page.wait_for_load_state("load", timeout=max(1.0, (deadline - time.monotonic()) * 1000))
-            reasons.append("loaded")
-        except PlaywrightError:
-            reasons.append("load-timeout")
-    if not await tracker.wait_idle_since(mark.request_seq, deadline):
-        reasons.append("network-timeout")
-    for attempt in range(2):
-        remaining = max(0.0, deadline - time.monotonic())
-        try:
-            reasons.append(await page.evaluate(WAIT_FOR_QUIET, {
-                "quiet": config.quiet * 1000, "timeout": remaining * 1000,
-                "since": mark.wall_ms, "horizon": config.timer_horizon * 1000,
-            }))
-            break
-        except PlaywrightError as exc:
-            # A navigation replaced the document mid-wait: wait for it, then once more.
-            if attempt or "Execution context was destroyed" not in str(exc) and "navigation" not in str(exc).lower():
-                reasons.append("evaluate-failed")
-                break
+    while True:
+        page, navigations = current()
+        if navigations != seen_navigations or page.url != seen_url:
+            seen_navigations, seen_url = navigations, page.url
             try:
                 await page.wait_for_load_state("load", timeout=max(1.0, (deadline - time.monotonic()) * 1000))
+                reasons.append("loaded")
             except PlaywrightError:
-                pass
-    return "+".join(reasons)
+                reasons.append("load-timeout")
+        quiet = await _wait_quiet(page, mark, config, deadline)
+        if tracker.pending_since(mark.request_seq):
+            if not await tracker.wait_idle_since(mark.request_seq, deadline):
+                reasons.append("network-timeout")
+                return "+".join(reasons)
+            continue  # responses may change the page: look again
+        page_now, navigations_now = current()
+        if quiet == "evaluate-failed" or quiet in ("quiet", "timeout", "page-closed") and page_now is page and navigations_now == seen_navigations and page.url == seen_url:
+            reasons.append(quiet)
+            return "+".join(reasons)
+        if time.monotonic() >= deadline:
+            reasons.append("timeout")
+            return "+".join(reasons)
+
+
+# -- desktop: screenshot stability ---------------------------------------------
+
+
+class ScreenSettleConfig(BaseModel):
+    """Settle waiting for the desktop, where only the screen itself can be watched."""
+
+    timeout: float = Field(default=3.0, ge=0, description="Upper bound on one settle wait, seconds.")
+    quiet: float = Field(default=0.12, ge=0, description="The screen must stay unchanged this long, seconds.")
+    interval: float = Field(default=0.04, gt=0, description="Pause between probe frames, seconds.")
+    grace: float = Field(default=0.3, ge=0, description="When the screen has not changed since the action, wait this long for a (late) change.")
+
+
+async def settle_screen(probe: Callable[[], Awaitable[Hashable]], before: Hashable | None, config: ScreenSettleConfig) -> str:
+    """Probe frames (`probe()` returns a digest of the screen) until two
+    consecutive ones stay equal for `quiet` seconds, bounded by `timeout`.
+    `before` is the digest taken before the action: while the screen still
+    equals it, the wait gives the application `grace` seconds to react.
+    Returns "stable", "unchanged" or "timeout"."""
+    deadline = time.monotonic() + config.timeout
+    last = await probe()
+    since = time.monotonic()
+    changed = before is None or last != before
+    while True:
+        now = time.monotonic()
+        if now - since >= (config.quiet if changed else max(config.quiet, config.grace)):
+            return "stable" if changed else "unchanged"
+        if now >= deadline:
+            return "timeout"
+        await asyncio.sleep(min(config.interval, deadline - now))
+        frame = await probe()
+        if frame != last:
+            changed = changed or frame != before
+            last, since = frame, time.monotonic()
