@@ -134,10 +134,14 @@ def load_config(
     env = os.environ if environ is None else environ
     data = _merge(data, {field: env[var] for var, field in ENV_VARS.items() if env.get(var)})
     data = _merge(data, _drop_none(overrides or {}))
+    return validate_config(data, str(path) if path else "arguments and environment")
+
+
+def validate_config(data: Mapping[str, Any], source: str) -> AgentConfig:
     try:
         return AgentConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, str(path) if path else "arguments and environment")) from None
+        raise ConfigError(format_validation_error(exc, source)) from None
 
 
 def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -94,7 +94,7 @@ class StepRecord:
             "index": self.index, "url": self.url, "title": self.title, "screenshot": self.screenshot_file,
             "screen": self.screen,
             "thought": self.thought, "notes": self.notes,
-            "action": self.action.model_dump(mode="json", exclude_none=True) if self.action else None,
+            "action": self.action.model_dump(mode="json", exclude_none=True, exclude={"point", "to_point"}) if self.action else None,
             "points": [{"x": round(p.x, 2), "y": round(p.y, 2)} for p in self.points],
             "outcome": self.outcome, "calls": calls,
             "verdicts": [vars(v) for v in self.verdicts], "error": self.error,

@@ -24,7 +24,7 @@ from surfer.models.imaging import prepare_image
 from surfer.models.profiles import Profile, get_profile
 from surfer.tools.base import Environment
 
-from .config import AgentConfig, load_config
+from .config import AgentConfig, load_config, validate_config
 from .events import (
     ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
     StepStarted, Validated, Verdict,
@@ -101,7 +101,7 @@ class Agent:
         if config is None:
             config = load_config(overrides=settings)
         elif settings:
-            config = config.model_copy(update=settings)
+            config = validate_config({**config.model_dump(), **settings}, "Agent arguments")
         self.config = config
         if isinstance(profile, Profile):
             self.profile = profile

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, urlparse
 
 from surfer.core.actions import CssPoint
@@ -136,3 +136,43 @@ class DemoOracle:
         if proposed == expected:
             return {"verdict": "accept", "reasons": "The code matches the welcome page."}
         return {"verdict": "reject", "reasons": f"The welcome page does not show {proposed}."}
+
+
+def register(app: Any, bench_app: Any) -> None:
+    import typer
+
+    @app.command()
+    def demo(
+        headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
+        profile: str = typer.Option("holotron", "--profile", help="Profile whose wire format the oracle speaks."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
+    ) -> None:
+        """Watch the whole loop on the bundled demo site, with a ground-truth oracle
+        standing in for the model (over real HTTP): no GPU or model server needed."""
+        import asyncio
+
+        from rich.console import Console
+
+        from surfer.agent.config import AgentConfig, BrowserSettings
+        from surfer.agent.loop import Agent, default_run_dir
+        from surfer.apps.cli import exit_code
+        from surfer.apps.live import LiveView
+        from surfer.apps.static_site import StaticSite
+        from surfer.models.profiles import get_profile
+        from surfer.models.standin import StandInServer
+
+        viewport, frame = (1280, 800), get_profile(profile).frame
+
+        async def main() -> Any:
+            with StaticSite(DEMO_SITE) as site:
+                centres = await measure_targets(site.base_url, viewport)
+                with StandInServer(DemoOracle(centres, frame_mapper(frame, viewport, 1.0))) as server:
+                    config = AgentConfig(base_url=server.base_url, model=server.model, profile=profile,
+                                         browser=BrowserSettings(headless=not headful, viewport=viewport))
+                    agent = Agent(config, listeners=[LiveView(Console())])
+                    try:
+                        return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=out or default_run_dir(DEMO_TASK))
+                    finally:
+                        await agent.aclose()
+
+        raise typer.Exit(exit_code(asyncio.run(main())))

@@ -1,0 +1,3 @@
+from surfer.apps.cli import main
+
+main()

@@ -1,0 +1,181 @@
+"""`surfer run` end to end as a user runs it: a subprocess, real HTTP to the
+stand-in server, real Chromium on the demo site, the run directory checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from surfer.apps.demo import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets
+
+VIEWPORT = (1100, 700)
+
+
+def cli(*args: str, timeout: float = 120, **popen) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    for key in ("SURFER_BASE_URL", "SURFER_MODEL", "SURFER_API_KEY", "SURFER_PROFILE"):
+        env.pop(key, None)
+    return subprocess.run([sys.executable, "-m", "surfer", *args], capture_output=True, text=True, timeout=timeout, env=env, **popen)
+
+
+def normalized(point, sent):  # type: ignore[no-untyped-def]
+    """The perfect 0..1000 answer, computed here without surfer's coordinate module."""
+    return round(point.x / VIEWPORT[0] * 1000), round(point.y / VIEWPORT[1] * 1000)
+
+
+@pytest.fixture(scope="module")
+async def centres(demo_site):
+    return await measure_targets(demo_site.base_url, VIEWPORT)
+
+
+def run_args(server, site, out: Path, *extra: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return [
+        "run", DEMO_TASK, "--url", site.url("index.html"), "--base-url", server.base_url, "--model", server.model,
+        "--profile", "holotron", "--viewport", f"{VIEWPORT[0]}x{VIEWPORT[1]}", "--out", str(out), *extra,
+    ]
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_run_completes_the_demo_task_and_writes_the_run_directory(standin, demo_site, centres, tmp_path):
+    oracle = DemoOracle(centres, normalized)
+    server = standin(oracle)
+    proc = cli(*run_args(server, demo_site, tmp_path / "run", "--json"))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    code = confirmation_code(NAME, EMAIL)
+    assert result["status"] == "success" and result["answer"] == code
+    assert result["run_dir"] == str(tmp_path / "run") and result["steps"] == 5
+
+    run_dir = tmp_path / "run"
+    steps = read_lines(run_dir / "trajectory.jsonl")
+    assert [s["action"]["type"] for s in steps] == ["click", "type", "type", "click", "answer"]
+    # the typed values really reached the site: the welcome page's URL carries them
+    final = parse_qs(urlparse(steps[-1]["url"]).query)
+    assert final["name"] == [NAME] and final["email"] == [EMAIL]
+    for step in steps:
+        assert (run_dir / step["screenshot"]).stat().st_size > 1000
+        assert set(step["timings"]) >= {"model", "action", "settle", "screenshot", "encode", "total", "overhead"}
+        assert step["calls"]["policy"][0]["completion"]
+        assert step["usage"]["prompt_tokens"] > 0
+    click = steps[0]
+    expected = centres["the 'Register as a member' link"]
+    assert abs(click["points"][0]["x"] - expected.x) < 1.5 and abs(click["points"][0]["y"] - expected.y) < 1.5
+    assert click["calls"]["localizer"][0]["request"]["schema"] == "localizer"
+    assert steps[-1]["verdicts"][0]["accepted"] is True
+    saved = json.loads((run_dir / "result.json").read_text())
+    assert saved["status"] == "success" and saved["answer"] == code
+    report = (run_dir / "report.html").read_text()
+    assert report.count("data:image/jpeg;base64,") == 5 and report.count('class="mark"') == 4
+    assert "Create account" in report and code in report
+    assert "step  1" in proc.stderr and "→ click" in proc.stderr  # the live view went to stderr
+
+
+async def test_validator_rejection_then_acceptance(standin, demo_site, centres, tmp_path):
+    server = standin(DemoOracle(centres, normalized, wrong_first_answer=True))
+    proc = cli(*run_args(server, demo_site, tmp_path / "run"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    steps = read_lines(tmp_path / "run" / "trajectory.jsonl")
+    verdicts = [v["accepted"] for s in steps for v in s["verdicts"]]
+    assert verdicts == [False, True]
+    assert "validator rejected" in proc.stdout and "result: success" in proc.stdout
+
+
+async def test_no_validator_flag(standin, demo_site, centres, tmp_path):
+    oracle = DemoOracle(centres, normalized)
+    server = standin(oracle)
+    proc = cli(*run_args(server, demo_site, tmp_path / "run", "--no-validator", "--json"))
+    assert proc.returncode == 0, proc.stderr
+    assert "validator" not in oracle.calls
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_server_down_exits_3_with_a_clear_message(demo_site, tmp_path):
+    proc = cli("run", "task", "--url", demo_site.url("index.html"), "--base-url", f"http://127.0.0.1:{free_port()}/v1",
+               "--model", "m", "--out", str(tmp_path / "run"), "--json")
+    assert proc.returncode == 3
+    result = json.loads(proc.stdout)
+    assert result["status"] == "error" and result["error_kind"] == "unreachable"
+    assert "cannot reach the model server" in result["reason"]
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["status"] == "error"
+
+
+async def test_unknown_model_exits_2(standin, demo_site, tmp_path):
+    server = standin(lambda r: "{}")
+    proc = cli("run", "task", "--url", demo_site.url("index.html"), "--base-url", server.base_url, "--model", "nope",
+               "--out", str(tmp_path / "run"))
+    assert proc.returncode == 2
+    assert "does not serve model 'nope'" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("max_steps = 'many'", "max_steps: Input should be a valid integer"),
+        ("[policy]\nmodle = 'x'", "policy.modle: Extra inputs are not permitted"),
+        ("this is = = not toml", "is not valid TOML"),
+        ("[browser]\nviewport = '12x'", "viewport must look like 1280x800"),
+    ],
+)
+def test_bad_config_file_exits_2_naming_the_problem(tmp_path, content, message):
+    config = tmp_path / "surfer.toml"
+    config.write_text(content)
+    proc = cli("run", "task", "--config", str(config), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 2
+    assert message in " ".join(proc.stdout.split())
+    assert not (tmp_path / "run").exists()
+
+
+def test_bad_flags_exit_2(tmp_path):
+    assert cli("run", "task", "--profile", "nonsense").returncode == 2
+    assert cli("run", "task", "--viewport", "wide").returncode == 2
+    assert cli("run", "task", "--max-steps", "0").returncode == 2
+    assert cli("run").returncode == 2  # missing TASK
+
+
+def test_config_file_sets_per_role_endpoints(tmp_path):
+    from surfer.agent.config import load_config
+
+    config = tmp_path / "surfer.toml"
+    config.write_text('base_url = "http://a/v1"\nmodel = "big"\n[localizer]\nbase_url = "http://b/v1"\nmodel = "small"\ntemperature = 0.0\n')
+    cfg = load_config(config, {"max_steps": 7}, environ={"SURFER_MODEL": "from-env"})
+    assert cfg.endpoint("policy").base_url == "http://a/v1" and cfg.endpoint("policy").model == "from-env"
+    assert cfg.endpoint("localizer").base_url == "http://b/v1" and cfg.endpoint("localizer").model == "small"
+    assert cfg.localizer.temperature == 0.0 and cfg.max_steps == 7
+
+
+async def test_ctrl_c_keeps_finished_steps_and_writes_the_result(standin, demo_site, centres, tmp_path):
+    server = standin(DemoOracle(centres, normalized), delay=0.4)
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "surfer", *run_args(server, demo_site, run_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    trajectory = run_dir / "trajectory.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (trajectory.exists() and trajectory.read_text().count("\n") >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in out
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "interrupted"
+    steps = read_lines(trajectory)
+    assert 2 <= len(steps) < 5 and result["steps"] == len(steps)
+    assert (run_dir / "report.html").exists()
