@@ -52,3 +52,22 @@ def test_bad_settings_are_config_errors():
         Agent(AgentConfig(), max_rejections=-1)
     with pytest.raises(ConfigError, match="unknown role"):
         Agent(backends={"planner": ScriptedModel()})
+
+
+async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
+    def replies(answer: str) -> dict:
+        return {"thought": "t", "action": {"type": "answer", "text": answer}}
+
+    def policy(request):  # type: ignore[no-untyped-def]
+        return replies("A" if "Task: first" in request.messages[1].content[0].text else "B")
+
+    agent = Agent(backend=ScriptedModel(default={"policy": policy}), validate_answers=False)
+
+    async def collect(task: str) -> list:
+        return [event async for event in agent.stream(task, url=pages.url("actions.html"))]
+
+    first, second = await asyncio.gather(collect("first"), collect("second"))
+    assert first[0].task == "first" and first[-1].result.answer == "A"
+    assert second[0].task == "second" and second[-1].result.answer == "B"
+    assert len(first) == len(second)
+    await agent.aclose()

@@ -161,10 +161,17 @@ class Agent:
 
     # -- public API ----------------------------------------------------------
 
-    async def run(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> RunResult:
+    async def run(
+        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
+        listeners: list[Listener] | None = None,
+    ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
-        (server down, crash, bad configuration) come back as `status="error"`."""
-        listeners = list(self.listeners)
+        (server down, crash, bad configuration) come back as `status="error"`.
+
+        `listeners` receive this run's events (after the agent's own). One
+        Agent may run several tasks concurrently when it owns its environments
+        (no `environment=` given): each run opens its own browser session."""
+        listeners = [*self.listeners, *(listeners or [])]
         writer = self._writer(task, out_dir)
         if writer is not None:
             listeners.insert(0, writer.handle)
@@ -190,15 +197,13 @@ class Agent:
     async def stream(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> AsyncIterator[Event]:
         """Run the task, yielding typed events as they happen; the last is `Finished`."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        self.listeners.append(queue.put)
-        runner = asyncio.ensure_future(self.run(task, url, out_dir=out_dir))
+        runner = asyncio.ensure_future(self.run(task, url, out_dir=out_dir, listeners=[queue.put]))
         runner.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
                 yield event
             await runner  # surface an unexpected exception
         finally:
-            self.listeners.remove(queue.put)
             if not runner.done():
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
