@@ -181,3 +181,11 @@ async def test_scripted_model_reports_exhaustion_clearly():
 
 def test_steps_started_before_finished_is_enforced_by_types():
     assert StepStarted(1).index == 1
+
+
+async def test_unreachable_start_url_is_an_environment_error(tmp_path):
+    model = ScriptedModel(policy=[answer("x")])
+    result = await Agent(backend=model).run("task", url="http://127.0.0.1:1/", out_dir=tmp_path / "run")
+    assert result.status == "error" and result.error_kind == "environment"
+    assert "could not open http://127.0.0.1:1/" in result.reason
+    assert (tmp_path / "run" / "result.json").exists()

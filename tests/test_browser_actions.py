@@ -128,3 +128,18 @@ async def test_observation_geometry_with_scale_factor_2(browser_env, pages):
     assert (shot.size.width, shot.size.height) == (1800, 1200)
     assert shot.scale == 2 and shot.mime == "image/jpeg"
     assert observation.url.endswith("actions.html") and observation.title == "Actions"
+
+
+def test_urls_are_normalized():
+    from surfer.tools.browser import normalize_url
+
+    assert normalize_url("example.com") == "https://example.com"
+    assert normalize_url("/a/b?c=1", "http://127.0.0.1:8000/x/y.html") == "http://127.0.0.1:8000/a/b?c=1"
+    assert normalize_url("../z.html", "http://h/x/y/w.html") == "http://h/x/z.html"
+    assert normalize_url("about:blank") == "about:blank"
+
+
+async def test_goto_relative_url_resolves_against_the_current_page(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    await env.perform(Goto(url="/page3.html"))
+    assert env.page.url == pages.url("page3.html")

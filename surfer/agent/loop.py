@@ -46,6 +46,16 @@ def default_run_dir(task: str, root: str | Path = "runs") -> Path:
     return Path(root) / f"{stamp}-{uuid.uuid4().hex[:4]}-{slugify(task)}"
 
 
+def _error_kind(exc: SurferError) -> str:
+    if isinstance(exc, ConfigError):
+        return "config"
+    if isinstance(exc, ModelServerUnreachable):
+        return "unreachable"
+    if isinstance(exc, (EnvironmentFailure, ActionFailed, ActionNotSupported)):
+        return "environment"  # e.g. the start URL cannot be opened
+    return "model" if isinstance(exc, RunError) else "internal"
+
+
 @dataclass
 class _Run:
     task: str
@@ -234,8 +244,7 @@ class Agent:
             result = run.result("interrupted", reason="interrupted (Ctrl-C or cancelled)")
             raise
         except SurferError as exc:
-            kind = "config" if isinstance(exc, ConfigError) else "unreachable" if isinstance(exc, ModelServerUnreachable) \
-                else "environment" if isinstance(exc, EnvironmentFailure) else "model" if isinstance(exc, RunError) else "internal"
+            kind = _error_kind(exc)
             result = run.result("error", reason=str(exc), error_kind=kind)
             await emit(ErrorOccurred(len(run.records) or None, str(exc), fatal=True))
         except Exception as exc:

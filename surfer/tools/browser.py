@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import time
+from urllib.parse import urljoin
 from typing import Any
 
 from surfer.core.actions import Click, CloseTab, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText
@@ -30,8 +31,12 @@ def _image_size(data: bytes) -> Size:
         return Size(*image.size)
 
 
-def normalize_url(url: str) -> str:
+def normalize_url(url: str, current: str = "") -> str:
+    """Absolute URL for `url`: relative paths resolve against `current`, a bare
+    host gets https://."""
     url = url.strip()
+    if url.startswith(("/", "./", "../", "?", "#")) and current.startswith(("http://", "https://", "file:")):
+        return urljoin(current, url)
     if "://" not in url and not url.startswith(("about:", "data:", "file:", "chrome:")):
         url = "https://" + url
     return url
@@ -251,7 +256,7 @@ class BrowserEnvironment(Environment):
         return f"dragged {action.point} → {action.to_point}"
 
     async def _goto(self, url: str) -> None:
-        target = normalize_url(url)
+        target = normalize_url(url, self._page.url if self._page else "")
         try:
             await self.page.goto(target, wait_until="domcontentloaded")
         except Exception as exc:  # noqa: BLE001
