@@ -18,11 +18,19 @@ from surfer.core.errors import (
 from surfer.models.scripted import ScriptedModel
 from surfer.tools.browser import BrowserEnvironment
 
+
+def __getattr__(name: str) -> object:
+    if name == "DesktopEnvironment":  # lazy: never load pyautogui/mss at `import surfer`
+        from surfer.tools.desktop import DesktopEnvironment
+
+        return DesktopEnvironment
+    raise AttributeError(f"module 'surfer' has no attribute {name!r}")
+
 __version__ = "0.1.0"
 
 __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "BrowserEnvironment",
-    "ConfigError", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
+    "ConfigError", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
     "StepStarted", "SurferError", "Validated", "actions", "load_config", "__version__",
 ]

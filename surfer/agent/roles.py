@@ -112,7 +112,7 @@ def _images(images: list[PreparedImage]) -> list[ImagePart]:
 
 
 def _location(observation: Observation) -> str:
-    where = f"{observation.title} — {observation.url}" if observation.title else observation.url or "(unknown)"
+    where = " — ".join(p for p in (observation.title, observation.url) if p) or "(unknown)"
     if len(observation.tabs) > 1:
         where += f" (tab {observation.active_tab} of {len(observation.tabs)} open tabs)"
     return where

@@ -191,10 +191,14 @@ class ScreenSettleConfig(BaseModel):
     timeout: float = Field(default=3.0, ge=0, description="Upper bound on one settle wait, seconds.")
     quiet: float = Field(default=0.12, ge=0, description="The screen must stay unchanged this long, seconds.")
     interval: float = Field(default=0.04, gt=0, description="Pause between probe frames, seconds.")
-    grace: float = Field(default=0.3, ge=0, description="When the screen has not changed since the action, wait this long for a (late) change.")
+    grace: float = Field(
+        default=0.3, ge=0, description="When the screen has not changed since the action, wait this long for a (late) change.",
+    )
 
 
-async def settle_screen(probe: Callable[[], Awaitable[Hashable]], before: Hashable | None, config: ScreenSettleConfig) -> str:
+async def settle_screen(
+    probe: Callable[[], Awaitable[Hashable]], before: Hashable | None, config: ScreenSettleConfig,
+) -> str:
     """Probe frames (`probe()` returns a digest of the screen) until two
     consecutive ones stay equal for `quiet` seconds, bounded by `timeout`.
     `before` is the digest taken before the action: while the screen still

@@ -1,0 +1,362 @@
+"""The desktop: any application, seen with mss and driven with OS input
+(pyautogui). Install with `pip install 'surfer-agent[desktop]'`.
+
+One `DesktopEnvironment` watches one monitor (or a region of the screen) of
+one X display. Screenshots carry their geometry (`scale` = screenshot pixels
+per input pixel, for HiDPI; `origin` = the monitor's or region's top-left in
+input coordinates), so `surfer.core.coordinates` maps model answers to the
+points pyautogui takes. Every blocking call (grab, encode, input) runs in a
+worker thread.
+
+pyautogui reads DISPLAY once, when it is first imported, so a process drives
+one X display: `display=` binds it on first use, and a later environment
+asking for another display gets a `ConfigError`. pyautogui's fail-safe stays
+on by default: moving the mouse into a screen corner (0, 0) stops the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import logging
+import os
+import re
+import sys
+from typing import Any
+
+from surfer.core.actions import Action, Click, Drag, Hover, PressKeys, Scroll, TypeText
+from surfer.core.coordinates import Size
+from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure
+from surfer.core.observation import Observation, Screenshot
+
+from .base import ActionOutcome, Environment
+from .settle import ScreenSettleConfig, settle_screen
+
+log = logging.getLogger("surfer.desktop")
+
+EXTRA_HINT = "the desktop environment needs pyautogui and mss: pip install 'surfer-agent[desktop]'"
+DISPLAY_HINT = (
+    "start a virtual one with `Xvfb :99 -screen 0 1280x800x24 & export DISPLAY=:99` "
+    "(or run surfer under `xvfb-run -s '-screen 0 1280x800x24'`), or pass display=':N' / --display :N"
+)
+BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "close_tab"})
+
+_MAC = sys.platform == "darwin"
+_PRIMARY_MODIFIER = "command" if _MAC else "ctrl"
+# Playwright-style key names → pyautogui names; anything else is lowercased.
+KEY_ALIASES = {
+    "control": "ctrl", "controlormeta": _PRIMARY_MODIFIER, "meta": "command" if _MAC else "win",
+    "cmd": "command" if _MAC else "win", "super": "win", "windows": "win", "option": "option" if _MAC else "alt",
+    "return": "enter", "escape": "esc", "del": "delete", "arrowup": "up", "arrowdown": "down",
+    "arrowleft": "left", "arrowright": "right", "spacebar": "space", " ": "space", "plus": "+",
+}
+
+
+def split_keys(keys: str) -> list[str]:
+    """'Control+Shift+A' → ['Control', 'Shift', 'A']; 'Control++' → ['Control', '+']."""
+    return [part for part in re.split(r"\+(?=.)", keys.strip()) if part] or [keys]
+
+
+def pyautogui_key(part: str, mapping: dict[str, Any] | None) -> str | None:
+    """The pyautogui name for one key, or None when this platform cannot press it."""
+    name = part.lower() if len(part) > 1 or part.isalpha() else part
+    name = KEY_ALIASES.get(name, name)
+    if mapping is None:
+        return name
+    return name if mapping.get(name) else None
+
+
+def _describe_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """'click(214, 118, button='left')': the pyautogui call, for dry-run details."""
+    return f"{name}({', '.join([*map(repr, args), *(f'{k}={v!r}' for k, v in kwargs.items())])})"
+
+
+def _linux() -> bool:
+    return sys.platform.startswith("linux")
+
+
+def _display_name(display: str) -> str:
+    """':99.0' and ':99' are the same display."""
+    return re.sub(r"\.0$", "", display.strip())
+
+
+def _load_pyautogui(display: str | None) -> Any:
+    """Import pyautogui bound to `display` (it reads DISPLAY at import time).
+    The process environment is left as it was."""
+    loaded = sys.modules.get("pyautogui")
+    if loaded is None:
+        saved = os.environ.get("DISPLAY")
+        if display:
+            os.environ["DISPLAY"] = display
+        try:
+            import pyautogui as loaded
+        except ImportError as exc:
+            raise ConfigError(f"{EXTRA_HINT} ({exc})") from None
+        finally:
+            if saved is None:
+                os.environ.pop("DISPLAY", None)
+            else:
+                os.environ["DISPLAY"] = saved
+    if _linux() and display:
+        bound = loaded.platformModule._display.get_display_name()
+        if _display_name(bound) != _display_name(display):
+            raise ConfigError(
+                f"pyautogui in this process already drives display {bound} (it reads DISPLAY once, at import); "
+                f"cannot switch to {display}: use one desktop display per process"
+            )
+    return loaded
+
+
+def _open_screen(display: str | None) -> Any:
+    try:
+        import mss
+    except ImportError as exc:
+        raise ConfigError(f"{EXTRA_HINT} ({exc})") from None
+    try:
+        return mss.MSS(display=display) if _linux() else mss.MSS()
+    except mss.ScreenShotError as exc:
+        raise ConfigError(f"cannot reach the X server at DISPLAY={display} ({exc}); {DISPLAY_HINT}") from None
+
+
+class DesktopEnvironment(Environment):
+    """The screen of one monitor (or region) of a desktop, driven with OS input.
+
+    display:   X display such as ':99' (default: $DISPLAY; Linux only)
+    monitor:   mss monitor index: 1 = the first monitor, 0 = all monitors together
+    region:    (left, top, width, height) in input coordinates, instead of a monitor
+    failsafe:  keep pyautogui's fail-safe (mouse in a screen corner stops the run);
+               turn off only on a headless display nobody can reach, e.g. Xvfb
+    dry_run:   log every action (in the outcome detail) without performing it
+    """
+
+    kind = "desktop"
+
+    def __init__(
+        self,
+        *,
+        display: str | None = None,
+        monitor: int = 1,
+        region: tuple[int, int, int, int] | None = None,
+        failsafe: bool = True,
+        dry_run: bool = False,
+        settle: ScreenSettleConfig | None = None,
+        screenshot_format: str = "jpeg",
+        jpeg_quality: int = 85,
+        drag_seconds: float = 0.25,
+    ) -> None:
+        if monitor < 0:
+            raise ConfigError(f"monitor must be 0 (all monitors) or a monitor number from 1, got {monitor}")
+        if region is not None and (len(region) != 4 or region[2] <= 0 or region[3] <= 0):
+            raise ConfigError(f"region must be (left, top, width, height) with a positive size, got {region}")
+        if screenshot_format not in ("jpeg", "png"):
+            raise ConfigError("screenshot format must be 'jpeg' or 'png'")
+        self.display = display
+        self.monitor = monitor
+        self.region = region
+        self.failsafe = failsafe
+        self.dry_run = dry_run
+        self.settle_config = settle or ScreenSettleConfig()
+        self.screenshot_format = screenshot_format
+        self.jpeg_quality = jpeg_quality
+        self.drag_seconds = drag_seconds
+        self._screen: Any = None  # mss.MSS (thread-safe, one lock per instance)
+        self._gui: Any = None  # the pyautogui module
+        self._keys: dict[str, Any] | None = None
+        self._area: dict[str, int] = {}
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def _resolve_display(self) -> str | None:
+        if not _linux():
+            return None
+        display = self.display or os.environ.get("DISPLAY")
+        if not display:
+            raise ConfigError(
+                f"no display: DISPLAY is not set. The desktop environment needs an X server; {DISPLAY_HINT}"
+            )
+        return display
+
+    async def start(self, url: str | None = None) -> None:
+        if url:
+            raise ConfigError(
+                "the desktop environment does not open URLs; start the application first and describe it in the task"
+            )
+        if self._screen is not None:
+            return
+        display = self._resolve_display()
+        screen = await asyncio.to_thread(_open_screen, display)
+        try:
+            self._area = self._pick_area(screen.monitors)
+            self._gui = await asyncio.to_thread(_load_pyautogui, display)
+        except BaseException:
+            screen.close()
+            raise
+        self._keys = getattr(self._gui.platformModule, "keyboardMapping", None)
+        self._screen, self.display = screen, display
+
+    def _pick_area(self, monitors: list[dict[str, int]]) -> dict[str, int]:
+        if self.region is not None:
+            left, top, width, height = self.region
+            return {"left": left, "top": top, "width": width, "height": height}
+        if self.monitor >= len(monitors):
+            found = ", ".join(f"{i}: {m['width']}x{m['height']}+{m['left']}+{m['top']}" for i, m in enumerate(monitors))
+            raise ConfigError(f"there is no monitor {self.monitor}; monitors are {found} (0 = all together)")
+        area = monitors[self.monitor]
+        return {key: area[key] for key in ("left", "top", "width", "height")}
+
+    async def close(self) -> None:
+        screen, self._screen = self._screen, None
+        if screen is not None:
+            await asyncio.to_thread(screen.close)
+
+    @property
+    def screen(self) -> Any:
+        if self._screen is None:
+            raise EnvironmentFailure("the desktop environment is not started (call start() first)")
+        return self._screen
+
+    # -- observe / settle ----------------------------------------------------
+
+    def _capture(self) -> Screenshot:
+        from PIL import Image
+
+        shot = self.screen.grab(self._area)
+        image = Image.frombytes("RGB", shot.size, shot.bgra, "raw", "BGRX")
+        out = io.BytesIO()
+        if self.screenshot_format == "jpeg":
+            image.save(out, format="JPEG", quality=self.jpeg_quality)
+        else:
+            image.save(out, format="PNG", compress_level=1)
+        area = self._area
+        return Screenshot(
+            out.getvalue(), f"image/{self.screenshot_format}", Size(*shot.size),
+            scale=shot.size[0] / area["width"], origin=(float(area["left"]), float(area["top"])),
+        )
+
+    def _digest(self) -> bytes:
+        return hashlib.blake2b(self.screen.grab(self._area).raw, digest_size=16).digest()
+
+    async def observe(self) -> Observation:
+        try:
+            screenshot = await asyncio.to_thread(self._capture)
+        except EnvironmentFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - mss raises ScreenShotError, X errors, ...
+            raise EnvironmentFailure(f"screenshot of the desktop failed: {exc}") from None
+        a = self._area
+        where = f"region {a['width']}x{a['height']}+{a['left']}+{a['top']}" if self.region else f"monitor {self.monitor}"
+        title = f"Desktop (display {self.display}, {where})" if self.display else f"Desktop ({where})"
+        return Observation(screenshot=screenshot, title=title)
+
+    async def mark(self) -> bytes | None:
+        return None if self.dry_run else await asyncio.to_thread(self._digest)
+
+    async def settle(self, mark: bytes | None) -> str:
+        if self.dry_run:
+            return "dry-run"
+        return await settle_screen(lambda: asyncio.to_thread(self._digest), mark, self.settle_config)
+
+    # -- performing ----------------------------------------------------------
+
+    async def perform(self, action: Action) -> ActionOutcome:
+        if action.type in BROWSER_ONLY:
+            raise ActionNotSupported(
+                f"'{action.type}' is a browser action: the desktop has no pages, URLs or tabs. "
+                "Work through the applications on screen instead "
+                f"(it supports: {', '.join(sorted(self.supported_actions))})"
+            )
+        return await super().perform(action)
+
+    def _run(self, steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
+        gui = self._gui
+        gui.FAILSAFE = self.failsafe
+        try:
+            for name, args, kwargs in steps:
+                getattr(gui, name)(*args, _pause=False, **kwargs)
+        except gui.FailSafeException:
+            raise EnvironmentFailure(
+                "pyautogui fail-safe: the mouse is in a screen corner, so the run was stopped "
+                "(move the mouse away to continue; on a headless Xvfb display use failsafe=False)"
+            ) from None
+        except gui.PyAutoGUIException as exc:
+            raise ActionFailed(f"desktop input failed: {exc}") from None
+
+    async def _input(self, detail: str, *steps: tuple[str, tuple[Any, ...], dict[str, Any]]) -> str:
+        """Perform pyautogui calls (name, args, kwargs) in a worker thread, or only log them in dry-run mode."""
+        if self._gui is None:
+            raise EnvironmentFailure("the desktop environment is not started (call start() first)")
+        if self.dry_run:
+            calls = "; ".join(_describe_call(*step) for step in steps)
+            log.info("dry run: %s [%s]", detail, calls)
+            return f"dry run, not performed: {detail} [{calls}]"
+        await asyncio.to_thread(self._run, list(steps))
+        return detail
+
+    def _key_names(self, keys: str) -> list[str]:
+        names = []
+        for part in split_keys(keys):
+            name = pyautogui_key(part, self._keys)
+            if name is None:
+                raise ActionFailed(
+                    f"unknown key {part!r} in {keys!r}: use key names such as Enter, Tab, Escape, Backspace, Delete, "
+                    "ArrowUp, PageDown, Home, F5 or single characters, joined with '+' (e.g. 'Control+A')"
+                )
+            names.append(name)
+        return names
+
+    def _check_typeable(self, text: str) -> None:
+        if self._keys is None:
+            return
+        missing = sorted({c for c in text if not self._keys.get(c)})
+        if missing:
+            raise ActionFailed(
+                f"cannot type {''.join(missing)!r} on this desktop: "
+                "pyautogui types only characters on the keyboard layout (ASCII)"
+            )
+
+    @staticmethod
+    def _xy(point: Any) -> tuple[int, int]:
+        return round(point.x), round(point.y)
+
+    async def _act_click(self, action: Click) -> str:
+        x, y = self._xy(action.point)
+        clicks = 2 if action.double else 1
+        detail = f"{'double-' if action.double else ''}{action.button} click at {action.point}"
+        return await self._input(detail, ("click", (x, y), {"clicks": clicks, "button": action.button}))
+
+    async def _act_hover(self, action: Hover) -> str:
+        return await self._input(f"hover at {action.point}", ("moveTo", self._xy(action.point), {}))
+
+    async def _act_type(self, action: TypeText) -> str:
+        self._check_typeable(action.text)
+        steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        if action.point is not None:
+            steps.append(("click", self._xy(action.point), {}))
+        if action.clear:
+            steps += [("hotkey", (_PRIMARY_MODIFIER, "a"), {}), ("press", ("delete",), {})]
+        steps.append(("write", (action.text,), {}))
+        if action.submit:
+            steps.append(("press", ("enter",), {}))
+        where = f" into {action.point}" if action.point is not None else ""
+        detail = f"typed {len(action.text)} characters{where}" + (" and pressed Enter" if action.submit else "")
+        return await self._input(detail, *steps)
+
+    async def _act_press(self, action: PressKeys) -> str:
+        names = self._key_names(action.keys)
+        return await self._input(f"pressed {action.keys}", ("hotkey", tuple(names), {}))
+
+    async def _act_scroll(self, action: Scroll) -> str:
+        clicks = action.amount if action.direction in ("up", "right") else -action.amount
+        call = "scroll" if action.direction in ("up", "down") else "hscroll"
+        xy = self._xy(action.point) if action.point is not None else (None, None)
+        where = f"at {action.point}" if action.point is not None else "at the mouse pointer"
+        detail = f"scrolled {action.direction} {action.amount} notches {where}"
+        return await self._input(detail, (call, (clicks, *xy), {}))
+
+    async def _act_drag(self, action: Drag) -> str:
+        return await self._input(
+            f"dragged {action.point} → {action.to_point}",
+            ("moveTo", self._xy(action.point), {}),
+            ("dragTo", self._xy(action.to_point), {"duration": self.drag_seconds, "button": "left"}),
+        )

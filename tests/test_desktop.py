@@ -1,0 +1,461 @@
+"""The desktop environment on a real X server (Xvfb, started here) driving a
+real Tk application (tests/apps/tk_form.py), with the agent talking to the
+stand-in model server over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from surfer.agent.loop import Agent
+from surfer.core.actions import (
+    Back, Click, CssPoint, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText,
+)
+from surfer.core.coordinates import Size, model_to_css
+from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure
+from surfer.core.observation import Screenshot
+from surfer.models.imaging import ImagePolicy, prepare_image
+from surfer.models.standin import ChatRequest
+from surfer.tools.desktop import DesktopEnvironment, _load_pyautogui, split_keys
+from surfer.tools.settle import ScreenSettleConfig, settle_screen
+
+ROOT = Path(__file__).resolve().parents[1]
+TK_FORM = Path(__file__).with_name("apps") / "tk_form.py"
+SCREEN = (1024, 768)
+
+
+# -- fixtures ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def xvfb() -> Iterator[str]:
+    """A private Xvfb; `-displayfd` makes it pick a free display number and
+    write it once the server is ready to accept connections."""
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"],
+        pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], 20)
+        number = os.read(read_end, 32).decode().strip() if ready else ""
+        if not number:
+            raise RuntimeError("Xvfb did not report a display within 20 s")
+        yield f":{number}"
+    finally:
+        os.close(read_end)
+        server.terminate()
+        server.wait(10)
+
+
+class TkForm:
+    """The running Tk app: its widget boxes and the events it printed."""
+
+    def __init__(self, display: str) -> None:
+        env = {**os.environ, "DISPLAY": display}
+        self.process = subprocess.Popen([sys.executable, str(TK_FORM)], stdout=subprocess.PIPE, text=True, env=env)
+        self.events: list[dict[str, Any]] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        ready = self.wait_for(lambda e: e["event"] == "ready")
+        self.widgets: dict[str, dict[str, int]] = ready["widgets"]
+        self.screen: tuple[int, int] = tuple(ready["screen"])  # type: ignore[assignment]
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self._changed:
+                self.events.append(json.loads(line))
+                self._changed.notify_all()
+
+    def find(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+        with self._changed:
+            return next((e for e in self.events if predicate(e)), None)
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 10) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = next((e for e in self.events if predicate(e)), None)
+                if found is not None:
+                    return found
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.process.poll() is not None:
+                    raise AssertionError(f"the app never reported it; events so far: {self.events[-8:]}")
+                self._changed.wait(remaining)
+
+    async def event(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        return await asyncio.to_thread(self.wait_for, predicate)
+
+    def forget_events(self) -> None:
+        with self._changed:
+            self.events.clear()
+
+    def centre(self, name: str) -> CssPoint:
+        box = self.widgets[name]
+        return CssPoint(x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] / 2)
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+
+@pytest.fixture
+def tk_form(xvfb: str) -> Iterator[TkForm]:
+    form = TkForm(xvfb)
+    yield form
+    form.close()
+
+
+@pytest.fixture
+async def desktop(xvfb: str, tk_form: TkForm) -> Any:
+    env = DesktopEnvironment(display=xvfb)
+    await env.start()
+    yield env
+    await env.close()
+
+
+def is_event(name: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
+    return lambda e: e["event"] == name and all(e.get(k) == v for k, v in fields.items())
+
+
+# -- the agent end to end ------------------------------------------------------------
+
+TASK = "In the Surfer test form, multiply 6 by 7 with the Compute button and report the result."
+TARGETS = {
+    "the 'First number' entry field": "first",
+    "the 'Second number' entry field": "second",
+    "the 'Multiply' checkbox": "multiply",
+    "the 'Compute' button": "compute",
+}
+
+
+class FormResponder:
+    """Answers like a perfect model: the policy from the history in its
+    prompt, the localizer from the widget boxes (normalised 0..1000 of the
+    screen, the holotron frame), the answer from what the app shows."""
+
+    def __init__(self, form: TkForm) -> None:
+        self.form = form
+        self.image_sizes: list[tuple[int, int]] = []
+
+    def __call__(self, request: ChatRequest) -> dict[str, Any]:
+        return getattr(self, request.role)(request)
+
+    def policy(self, request: ChatRequest) -> dict[str, Any]:
+        history = request.text.split("History:", 1)[-1]
+        steps = [
+            ("text='6'", {"type": "type", "text": "6", "target": "the 'First number' entry field"}),
+            ("text='7'", {"type": "type", "text": "7", "target": "the 'Second number' entry field"}),
+            ("Multiply", {"type": "click", "target": "the 'Multiply' checkbox"}),
+            ("Compute", {"type": "click", "target": "the 'Compute' button"}),
+        ]
+        for marker, action in steps:
+            if marker not in history:
+                return {"thought": "Filling the form.", "notes": "", "action": action}
+        shown = self.form.wait_for(is_event("computed"))["result"]  # what the result label shows
+        return {"thought": "The result label shows the product.", "notes": "", "action": {"type": "answer", "text": shown}}
+
+    def localizer(self, request: ChatRequest) -> dict[str, int]:
+        target = re.search(r"Target: (.+)", request.text).group(1).strip()  # type: ignore[union-attr]
+        box = self.form.widgets[TARGETS[target]]
+        self.image_sizes.append(request.image_size(-1))
+        width, height = self.form.screen
+        # The widget's centre as a fraction of the screen, in thousandths.
+        return {"x": round((box["x"] + box["width"] / 2) * 1000 / width),
+                "y": round((box["y"] + box["height"] / 2) * 1000 / height)}
+
+    def validator(self, request: ChatRequest) -> dict[str, str]:
+        shown = self.form.wait_for(is_event("computed"))["result"]
+        accepted = f'"{shown}"' in request.text
+        return {"verdict": "accept" if accepted else "reject", "reasons": f"the result label shows {shown}"}
+
+
+async def test_agent_fills_the_form_on_the_desktop(desktop: DesktopEnvironment, tk_form: TkForm, standin: Any, tmp_path: Path) -> None:
+    responder = FormResponder(tk_form)
+    server = standin(responder)
+    agent = Agent(environment=desktop, base_url=server.base_url, model=server.model, profile="holotron", max_steps=10)
+    try:
+        result = await agent.run(TASK, out_dir=tmp_path / "run")
+    finally:
+        await agent.aclose()
+
+    assert result.status == "success", result.reason
+    assert result.answer == "42"
+    computed = tk_form.wait_for(is_event("computed"))
+    assert (computed["first"], computed["second"], computed["multiply"]) == ("6", "7", True)
+    assert responder.image_sizes and set(responder.image_sizes) == {SCREEN}
+
+    run_dir = tmp_path / "run"
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "success"
+    steps = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    assert [s["action"]["type"] for s in steps] == ["type", "type", "click", "click", "answer"]
+    assert len(list((run_dir / "screenshots").glob("step-*.jpg"))) == len(steps)
+    assert json.loads((run_dir / "run.json").read_text())["config"]["environment"] == "desktop"
+    # The agent did not close an environment it was given.
+    assert (await desktop.observe()).screenshot.size == Size(*SCREEN)
+
+
+# -- each action kind on the real app -------------------------------------------------
+
+
+async def test_clicks_left_double_right_and_middle(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    outcome = await desktop.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
+    assert (await tk_form.event(is_event("checkbox")))["multiply"] is True
+    assert outcome.settle_reason in ("stable", "unchanged")
+    await desktop.perform(Click(target="result", point=tk_form.centre("result"), double=True))
+    await tk_form.event(is_event("double-click", widget="result"))
+    for button in ("right", "middle"):
+        await desktop.perform(Click(target="pad", point=tk_form.centre("pad"), button=button))
+        await tk_form.event(is_event("click", widget="pad", button=button))
+
+
+async def test_hover_moves_the_pointer_onto_a_widget(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    outcome = await desktop.perform(Hover(target="hover area", point=tk_form.centre("hover")))
+    await tk_form.event(is_event("hover", widget="hover"))
+    assert outcome.detail.startswith("hover at")
+
+
+async def test_drag_drops_the_token_on_the_target(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    await desktop.perform(Drag(
+        target="orange square", point=tk_form.centre("canvas_token"),
+        to_target="green box", to_point=tk_form.centre("canvas_target"),
+    ))
+    assert (await tk_form.event(is_event("drop")))["in_target"] is True
+
+
+async def test_type_clears_appends_and_submits(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    field = tk_form.centre("first")
+    await desktop.perform(TypeText(text="12", target="First number", point=field, submit=True))
+    await tk_form.event(is_event("submit", field="first", value="12"))
+    await desktop.perform(TypeText(text="3", target="First number", point=field, clear=False, submit=True))
+    await tk_form.event(is_event("submit", field="first", value="123"))
+    await desktop.perform(TypeText(text="Hi 9!", target="First number", point=field, clear=True, submit=True))
+    await tk_form.event(is_event("submit", field="first", value="Hi 9!"))
+    # Without a target, typing goes to the focused field.
+    await desktop.perform(TypeText(text="5", submit=True))
+    await tk_form.event(is_event("submit", field="first", value="5"))
+
+
+async def test_type_refuses_characters_it_cannot_type(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    with pytest.raises(ActionFailed, match="cannot type 'é'"):
+        await desktop.perform(TypeText(text="café", target="First number", point=tk_form.centre("first")))
+
+
+async def test_press_key_combinations(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    await desktop.perform(Hover(target="form", point=tk_form.centre("pad")))  # keys go where the pointer is (no WM)
+    for keys in ("Control+S", "Control+Shift+Z", "Escape"):
+        await desktop.perform(PressKeys(keys=keys))
+        await tk_form.event(is_event("key", keys=keys))
+    with pytest.raises(ActionFailed, match="unknown key 'Hyper7' in 'Control\\+Hyper7'"):
+        await desktop.perform(PressKeys(keys="Control+Hyper7"))
+
+
+def test_split_keys_handles_the_plus_key() -> None:
+    assert split_keys("Control+Shift+A") == ["Control", "Shift", "A"]
+    assert split_keys("Control++") == ["Control", "+"]
+    assert split_keys("+") == ["+"]
+
+
+async def test_scroll_down_and_up_at_a_point(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    where = tk_form.centre("list")
+    await desktop.perform(Scroll(direction="down", amount=3, target="list", point=where))
+    await tk_form.event(lambda e: e["event"] == "scroll" and e["first"] >= 0.15)
+    tk_form.forget_events()
+    await desktop.perform(Scroll(direction="up", amount=3, target="list", point=where))
+    await tk_form.event(lambda e: e["event"] == "scroll" and e["first"] == 0.0)
+
+
+async def test_horizontal_scroll_sends_wheel_buttons_6_and_7(desktop: DesktopEnvironment, xvfb: str) -> None:
+    """Tk 8.6 ignores buttons 6/7, so a bare X window records what arrives."""
+    from Xlib import X, display as xdisplay
+
+    conn = xdisplay.Display(xvfb)
+    try:
+        window = conn.screen().root.create_window(600, 100, 200, 200, 0, conn.screen().root_depth,
+                                                   event_mask=X.ButtonPressMask | X.ExposureMask, override_redirect=True)
+        window.map()
+        conn.sync()
+        while (await asyncio.to_thread(conn.next_event)).type != X.Expose:
+            pass
+        await desktop.perform(Scroll(direction="left", amount=2, target="box", point=CssPoint(x=700, y=200)))
+        await desktop.perform(Scroll(direction="right", amount=1, target="box", point=CssPoint(x=700, y=200)))
+        buttons = []
+        while len(buttons) < 3:
+            event = await asyncio.to_thread(conn.next_event)
+            if event.type == X.ButtonPress:
+                buttons.append(event.detail)
+        assert buttons == [6, 6, 7]
+    finally:
+        conn.close()
+
+
+# -- geometry -------------------------------------------------------------------------
+
+
+async def test_hidpi_scale_and_origin_map_through_the_coordinates_module() -> None:
+    """A 2x screenshot of a monitor whose top-left is (1280, 100) in input
+    coordinates: the model's answer lands in input coordinates."""
+    shot = Screenshot(b"", "image/png", Size(2048, 1600), scale=2.0, origin=(1280.0, 100.0))
+    prepared = await prepare_image(shot, ImagePolicy(resize="none"))
+    assert model_to_css(500, 500, "normalized_1000", prepared.geometry) == CssPoint(x=1280 + 512, y=100 + 400)
+    assert model_to_css(0, 1000, "normalized_1000", prepared.geometry) == CssPoint(x=1280, y=100 + 800)
+    assert model_to_css(1024, 800, "absolute", prepared.geometry) == CssPoint(x=1280 + 512, y=100 + 400)
+
+
+async def test_region_screenshot_carries_its_origin(xvfb: str, tk_form: TkForm) -> None:
+    box = tk_form.widgets["multiply"]
+    env = DesktopEnvironment(display=xvfb, region=(100, 80, 400, 300))
+    await env.start()
+    try:
+        shot = (await env.observe()).screenshot
+        assert (shot.size, shot.scale, shot.origin) == (Size(400, 300), 1.0, (100.0, 80.0))
+        prepared = await prepare_image(shot, ImagePolicy(resize="none"))
+        # A perfect model's answer for the checkbox, in pixels of the region image.
+        point = model_to_css(box["x"] - 100 + box["width"] / 2, box["y"] - 80 + box["height"] / 2, "absolute", prepared.geometry)
+        await env.perform(Click(target="Multiply", point=point))
+        await tk_form.event(is_event("checkbox", multiply=True))
+    finally:
+        await env.close()
+
+
+# -- refusals and dry run ---------------------------------------------------------------
+
+
+async def test_no_display_is_a_clear_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    with pytest.raises(ConfigError, match="DISPLAY is not set.*Xvfb :99"):
+        await DesktopEnvironment().start()
+
+
+async def test_unreachable_display_is_a_clear_config_error() -> None:
+    unused = next(n for n in range(4000, 4100) if not Path(f"/tmp/.X11-unix/X{n}").exists())
+    with pytest.raises(ConfigError, match=f"cannot reach the X server at DISPLAY=:{unused}.*xvfb-run"):
+        await DesktopEnvironment(display=f":{unused}").start()
+
+
+async def test_pyautogui_stays_on_its_first_display(desktop: DesktopEnvironment) -> None:
+    with pytest.raises(ConfigError, match="already drives display"):
+        _load_pyautogui(":4242")
+
+
+async def test_bad_monitor_and_url_are_refused(xvfb: str) -> None:
+    with pytest.raises(ConfigError, match="there is no monitor 5; monitors are 0: 1024x768"):
+        await DesktopEnvironment(display=xvfb, monitor=5).start()
+    with pytest.raises(ConfigError, match="does not open URLs"):
+        await DesktopEnvironment(display=xvfb).start("https://example.com")
+
+
+async def test_failsafe_stops_the_run_unless_turned_off(xvfb: str, desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    corner = CssPoint(x=0, y=0)
+    await desktop.perform(Hover(target="top-left corner", point=corner))
+    with pytest.raises(EnvironmentFailure, match="fail-safe: the mouse is in a screen corner"):
+        await desktop.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
+    assert tk_form.find(is_event("checkbox")) is None
+    unsafe = DesktopEnvironment(display=xvfb, failsafe=False)
+    await unsafe.start()
+    try:
+        await unsafe.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
+        await tk_form.event(is_event("checkbox", multiply=True))
+    finally:
+        await unsafe.close()
+
+
+@pytest.mark.parametrize("action", [Goto(url="https://example.com"), Back(), SwitchTab(index=1)])
+async def test_browser_actions_are_not_supported(desktop: DesktopEnvironment, action: Any) -> None:
+    with pytest.raises(ActionNotSupported, match=f"'{action.type}' is a browser action: the desktop has no pages"):
+        await desktop.perform(action)
+
+
+async def test_dry_run_logs_and_does_nothing(xvfb: str, tk_form: TkForm, desktop: DesktopEnvironment, caplog: pytest.LogCaptureFixture) -> None:
+    dry = DesktopEnvironment(display=xvfb, dry_run=True)
+    await dry.start()
+    try:
+        with caplog.at_level(logging.INFO, logger="surfer.desktop"):
+            click = await dry.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
+            typed = await dry.perform(TypeText(text="9", target="First number", point=tk_form.centre("first"), submit=True))
+            scrolled = await dry.perform(Scroll(direction="left", amount=2))
+    finally:
+        await dry.close()
+    assert click.detail.startswith("dry run, not performed: left click at")
+    assert "write('9')" in typed.detail and "press('enter')" in typed.detail
+    assert "hscroll(-2, None, None)" in scrolled.detail
+    assert click.settle_reason == "dry-run"
+    assert sum("dry run" in r.getMessage() for r in caplog.records) == 3
+    # A real click afterwards arrives; nothing the dry run "did" arrived before it.
+    await desktop.perform(Click(target="pad", point=tk_form.centre("pad")))
+    await tk_form.event(is_event("click", widget="pad"))
+    assert tk_form.find(lambda e: e["event"] in ("checkbox", "submit", "text")) is None
+
+
+# -- settle by screen stability (fake probes) -------------------------------------------
+
+
+def probe_of(frames: list[str]) -> Callable[[], Any]:
+    async def probe() -> str:
+        return frames.pop(0) if len(frames) > 1 else frames[0]
+    return probe
+
+
+async def test_settle_screen_reasons() -> None:
+    fast = ScreenSettleConfig(timeout=2.0, quiet=0.02, interval=0.005, grace=0.05)
+    assert await settle_screen(probe_of(["a", "b", "c", "c"]), "a", fast) == "stable"
+    assert await settle_screen(probe_of(["a"]), "a", fast) == "unchanged"
+    assert await settle_screen(probe_of(["a", "a", "a", "b"]), "a", fast) == "stable"  # a late change is waited for
+    counter = iter(range(10**9))
+
+    async def always_changing() -> int:
+        return next(counter)
+    assert await settle_screen(always_changing, None, ScreenSettleConfig(timeout=0.1, quiet=0.05, interval=0.01)) == "timeout"
+
+
+# -- CLI and SDK surface ------------------------------------------------------------------
+
+
+def test_import_surfer_does_not_load_the_desktop_extra() -> None:
+    code = (
+        "import sys, surfer, surfer.tools\n"
+        "assert 'pyautogui' not in sys.modules and 'mss' not in sys.modules, 'eager import'\n"
+        "from surfer.tools import DesktopEnvironment\n"
+        "assert DesktopEnvironment.kind == 'desktop'\n"
+        "assert 'pyautogui' not in sys.modules and 'mss' not in sys.modules, 'eager import'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place() -> None:
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", "--env", "desktop", "--url", "https://example.com", "task"])
+    assert result.exit_code == 2 and "--url is for the browser" in result.output
+    result = runner.invoke(app, ["run", "--display", ":5", "task"])
+    assert result.exit_code == 2 and "apply to --env desktop only" in result.output
+
+
+def test_cli_runs_a_desktop_task(xvfb: str, tk_form: TkForm, standin: Any, tmp_path: Path) -> None:
+    server = standin(FormResponder(tk_form))
+    completed = subprocess.run(
+        [sys.executable, "-c", "from surfer.apps.cli import main; main()", "run", "--env", "desktop", "--display", xvfb,
+         "--base-url", server.base_url, "--model", server.model, "--profile", "holotron",
+         "--out", str(tmp_path / "cli-run"), "--json", TASK],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert json.loads(completed.stdout)["answer"] == "42"
+    assert tk_form.wait_for(is_event("computed"))["multiply"] is True
