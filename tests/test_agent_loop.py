@@ -189,3 +189,36 @@ async def test_unreachable_start_url_is_an_environment_error(tmp_path):
     assert result.status == "error" and result.error_kind == "environment"
     assert "could not open http://127.0.0.1:1/" in result.reason
     assert (tmp_path / "run" / "result.json").exists()
+
+
+async def test_an_environment_can_end_the_episode_with_a_reward(shared_browser, pages):
+    from surfer.tools.base import EpisodeEnd
+
+    class Rewarded(BrowserEnvironment):
+        async def episode_end(self) -> EpisodeEnd | None:
+            log = await self.page.evaluate("window.__log")
+            return EpisodeEnd("success", "button clicked", 1.0) if "click:0" in log else None
+
+    env = Rewarded(browser=shared_browser)
+    await env.start(pages.url("actions.html"))
+    wait = {"thought": "", "action": {"type": "wait", "seconds": 0.01}}
+    model = ScriptedModel(policy=[wait, CLICK, wait], localizer=[{"x": 125, "y": 150}])
+    result = await make_agent(model, env).run("click the button")
+    await env.close()
+    assert result.status == "success" and result.reward == 1.0 and result.reason == "button clicked"
+    assert result.steps == 2  # ended right after the rewarding action, no third policy call
+    assert len([r for r in model.requests if r.schema_name == "policy"]) == 2
+
+
+async def test_clip_captures_a_region_and_points_map_back_through_its_origin(browser_env, pages):
+    from surfer.core.coordinates import model_to_css
+    from surfer.models.imaging import ImagePolicy, prepare_image
+
+    env = await browser_env(pages.url("actions.html"), clip=(80, 80, 200, 100), device_scale_factor=2)
+    shot = (await env.observe()).screenshot
+    assert (shot.size.width, shot.size.height) == (400, 200) and shot.origin == (80.0, 80.0)
+    prepared = await prepare_image(shot, ImagePolicy())
+    point = model_to_css(400, 400, "normalized_1000", prepared.geometry)  # 40% across, 40% down the clip
+    assert (point.x, point.y) == (160.0, 120.0)
+    await env.perform(__import__("surfer").actions.Click(target="button", point=point))
+    assert await env.page.evaluate("window.__log") == ["click:0"]

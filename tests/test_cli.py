@@ -179,3 +179,17 @@ async def test_ctrl_c_keeps_finished_steps_and_writes_the_result(standin, demo_s
     steps = read_lines(trajectory)
     assert 2 <= len(steps) < 5 and result["steps"] == len(steps)
     assert (run_dir / "report.html").exists()
+
+
+async def test_profile_auto_says_what_it_chose(standin, demo_site, centres, tmp_path):
+    server = standin(DemoOracle(centres, normalized), model="Hcompany/Holo2-8B")
+    proc = cli("run", DEMO_TASK, "--url", demo_site.url("index.html"), "--base-url", server.base_url, "--model", server.model,
+               "--profile", "auto", "--viewport", f"{VIEWPORT[0]}x{VIEWPORT[1]}", "--out", str(tmp_path / "run"), "--json")
+    assert "profile auto:" in proc.stderr and "holo2" in proc.stderr
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["config"]["profile"] == "holo2"
+    assert proc.returncode == 0, proc.stderr  # holo2 resizes 1100x700 to 1088x704; the oracle's answers still land
+
+
+def test_profile_auto_with_the_server_down_exits_3(tmp_path):
+    proc = cli("run", "task", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--profile", "auto")
+    assert proc.returncode == 3 and "cannot reach" in proc.stdout

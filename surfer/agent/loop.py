@@ -5,6 +5,7 @@ hang off the event stream; the loop only emits events."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import statistics
 import time
@@ -276,6 +277,10 @@ class Agent:
             if time.monotonic() >= deadline:
                 return await self._final(run, env, memory, index, f"time limit of {cfg.max_seconds:g} s reached")
             record, outcome = await self._step(run, env, memory, index)
+            if outcome is None and record.outcome and "error" not in record.outcome:
+                end = await env.episode_end()
+                if end is not None:
+                    return run.result(end.status, reason=end.reason, reward=end.reward)
             if outcome is None:
                 failed_streak = failed_streak + 1 if record.error and record.action is None else 0
                 if failed_streak >= cfg.max_failed_steps:
@@ -295,7 +300,7 @@ class Agent:
         observation = await env.observe()
         record.timings.screenshot = time.perf_counter() - t
         t = time.perf_counter()
-        prepared = await prepare_image(observation.screenshot, self.profile.image)
+        prepared = dataclasses.replace(await prepare_image(observation.screenshot, self.profile.image), step=record.index)
         record.timings.encode = time.perf_counter() - t
         memory.add_image(prepared)
         record.url, record.title = observation.url, observation.title

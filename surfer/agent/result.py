@@ -30,6 +30,7 @@ class RunResult(BaseModel):
     status: Status
     answer: str | None = None
     reason: str | None = None
+    reward: float | None = None  # from environments with ground truth (benchmarks, RL tasks)
     error_kind: ErrorKind | None = None
     task: str = ""
     url: str | None = None

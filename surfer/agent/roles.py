@@ -108,7 +108,7 @@ class RoleClient:
 
 
 def _images(images: list[PreparedImage]) -> list[ImagePart]:
-    return [ImagePart(image.data, image.mime) for image in images]
+    return [ImagePart(image.data, image.mime, image.step) for image in images]
 
 
 def _location(observation: Observation) -> str:
@@ -150,7 +150,7 @@ class Localizer:
     async def locate(self, target: str, image: PreparedImage, sink: CallSink) -> CssPoint:
         profile = self.client.profile
         prompt = render(profile.templates.get("localizer", "localizer"), target=target, frame_hint=profile.frame_hint)
-        messages = [Message("user", (ImagePart(image.data, image.mime), TextPart(prompt)))]
+        messages = [Message("user", (*_images([image]), TextPart(prompt)))]
 
         def parse(text: str) -> CssPoint:
             x, y = profile.parse_point(parse_json_object(text))

@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from surfer.core.errors import ConfigError
+from surfer.core.errors import ConfigError, ModelServerUnreachable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -53,8 +53,12 @@ def run(
     no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML configuration file (per-role endpoints, limits, browser)."),
     as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
+    env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium) or 'desktop' (the screen, via mss + pyautogui)."),
+    display: Optional[str] = typer.Option(None, "--display", help="Desktop only: X display to drive, e.g. :99 (default $DISPLAY)."),
+    monitor: int = typer.Option(1, "--monitor", help="Desktop only: monitor number to watch (1 = first; 0 = all together)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Desktop only: log each action without performing it."),
 ) -> None:
-    """Run one task in a real browser and watch it step by step."""
+    """Run one task in a real browser (or on the desktop) and watch it step by step."""
     from surfer.agent.config import load_config
     from surfer.agent.loop import Agent, default_run_dir
     from surfer.apps.live import LiveView
@@ -68,10 +72,30 @@ def run(
             "browser": {"headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale},
         }
         cfg = load_config(config, overrides)
-        agent = Agent(cfg, listeners=[LiveView(console)])
+        if cfg.profile == "auto":
+            from surfer.models.profiles.auto import suggest_profile_for_endpoint
+
+            name, reason = asyncio.run(suggest_profile_for_endpoint(cfg.base_url, cfg.model, cfg.api_key))
+            console.print(f"profile auto: {reason}")
+            cfg = cfg.model_copy(update={"profile": name})
+        if env not in ("browser", "desktop"):
+            raise ConfigError(f"--env must be 'browser' or 'desktop', got {env!r}")
+        environment = None
+        if env == "desktop":
+            from surfer.tools.desktop import DesktopEnvironment
+
+            if url:
+                raise ConfigError("--url is for the browser; with --env desktop, start the application yourself and describe it in the task")
+            environment = DesktopEnvironment(display=display, monitor=monitor, dry_run=dry_run)
+        elif display or monitor != 1 or dry_run:
+            raise ConfigError("--display, --monitor and --dry-run apply to --env desktop only")
+        agent = Agent(cfg, environment=environment, listeners=[LiveView(console)])
     except ConfigError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(EXIT_USAGE) from None
+    except ModelServerUnreachable as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_UNREACHABLE) from None
     run_dir = out or default_run_dir(task)
 
     async def main() -> object:
@@ -79,6 +103,8 @@ def run(
             return await agent.run(task, url, out_dir=run_dir)
         finally:
             await agent.aclose()
+            if agent.environment is not None:  # the agent closes only environments it made
+                await agent.environment.close()
 
     try:
         result = asyncio.run(main())
@@ -106,7 +132,15 @@ app.add_typer(bench_app, name="bench")
 
 # Front-end modules that add commands: each defines register(app, bench_app).
 COMMAND_MODULES = [
+    "surfer.apps.demo",
     "surfer.apps.overhead",
+    "surfer.apps.batch",
+    "surfer.apps.export",
+    "surfer.apps.miniwob",
+    "surfer.apps.throughput",
+    "surfer.apps.serve",
+    "surfer.apps.doctor",
+    "surfer.apps.calibrate",
 ]
 
 

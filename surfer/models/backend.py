@@ -20,6 +20,7 @@ class TextPart:
 class ImagePart:
     data: bytes
     mime: str = "image/jpeg"
+    step: int | None = None  # the agent step whose screenshot this is (for trajectories)
 
     def data_url(self) -> str:
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
@@ -58,7 +59,8 @@ class ModelRequest:
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        """What the trajectory records of a request (no image bytes)."""
+        """What the trajectory records of a request: counts, sampling and the
+        prompt itself, with images referenced by the step whose screenshot they are."""
         return {
             "schema": self.schema_name,
             "messages": len(self.messages),
@@ -66,6 +68,13 @@ class ModelRequest:
             "text_chars": sum(m.text_chars for m in self.messages),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            "prompt": [
+                {"role": m.role, "content": [
+                    {"type": "image", "step": p.step} if isinstance(p, ImagePart) else {"type": "text", "text": p.text}
+                    for p in m.content
+                ]}
+                for m in self.messages
+            ],
         }
 
 

@@ -43,6 +43,7 @@ class PreparedImage:
     data: bytes
     mime: str
     geometry: ImageGeometry
+    step: int | None = None  # the agent step it was taken at
 
 
 def _resize(data: bytes, size: Size, quality: int) -> bytes:

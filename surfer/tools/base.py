@@ -29,6 +29,16 @@ class ActionOutcome:
         }
 
 
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """An environment with ground truth (a benchmark page, an RL task) says
+    the episode is over: the run ends with this status and reward."""
+
+    status: str  # "success" or "failed"
+    reason: str
+    reward: float | None = None
+
+
 class Environment(abc.ABC):
     """Subclasses implement `_act_<type>` for each action type they support,
     plus `start`, `observe`, `settle` and `close`. `perform` checks support and
@@ -51,6 +61,10 @@ class Environment(abc.ABC):
     @abc.abstractmethod
     async def settle(self, mark: Any) -> str:
         """Wait, bounded, until the effects of the last action are done; say why it stopped."""
+
+    async def episode_end(self) -> EpisodeEnd | None:
+        """Checked after every action: None while the episode goes on (the default)."""
+        return None
 
     async def mark(self) -> Any:
         """Snapshot taken before an action, handed to `settle` (e.g. request counters)."""

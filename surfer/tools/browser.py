@@ -73,6 +73,7 @@ class BrowserEnvironment(Environment):
         jpeg_quality: int = 85,
         navigation_timeout: float = 30.0,
         browser: Any = None,
+        clip: tuple[float, float, float, float] | None = None,
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -88,6 +89,8 @@ class BrowserEnvironment(Environment):
         self.jpeg_quality = jpeg_quality
         self.navigation_timeout = navigation_timeout
         self._shared_browser = browser
+        # Capture only this CSS rectangle (x, y, width, height); points map back through the origin.
+        self.clip = clip
         self._playwright: Any = None
         self._browser: Any = None
         self._context: Any = None
@@ -188,6 +191,11 @@ class BrowserEnvironment(Environment):
         options: dict[str, Any] = {"type": self.screenshot_format, "timeout": 15_000}
         if self.screenshot_format == "jpeg":
             options["quality"] = self.jpeg_quality
+        origin = (0.0, 0.0)
+        if self.clip is not None:
+            x, y, width, height = self.clip
+            options["clip"] = {"x": x, "y": y, "width": width, "height": height}
+            origin = (float(x), float(y))
         try:
             data = await page.screenshot(**options)
             title = await page.title()
@@ -196,7 +204,7 @@ class BrowserEnvironment(Environment):
             raise EnvironmentFailure(f"screenshot failed: {str(exc).splitlines()[0]}") from None
         pages = self._context.pages
         return Observation(
-            screenshot=Screenshot(data, f"image/{self.screenshot_format}", _image_size(data), self.device_scale_factor),
+            screenshot=Screenshot(data, f"image/{self.screenshot_format}", _image_size(data), self.device_scale_factor, origin),
             url=page.url, title=title, tabs=tuple(p.url for p in pages),
             active_tab=pages.index(page) if page in pages else 0,
         )

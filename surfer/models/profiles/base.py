@@ -31,6 +31,19 @@ def point_schema(*, normalized: bool, extra: Mapping[str, Any] | None = None) ->
 
 
 @dataclass(frozen=True)
+class Serving:
+    """How `surfer serve` starts vLLM for this family (flags are still checked
+    against the installed vLLM before use)."""
+
+    trust_remote_code: bool = False  # config not native in transformers/vLLM (Holotron's VL config)
+    hybrid: bool = False  # Mamba-2 + attention: float32 SSM state, version-gated prefix caching
+    reasoning_parser: str | None = None
+    max_model_len: int | None = None
+    mm_processor_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    min_vllm: str | None = None
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     description: str
@@ -45,6 +58,7 @@ class Profile:
     max_images: int = 3
     # Words for the localizer prompt: how the frame is explained to the model.
     frame_hint: str = "x and y are integers from 0 to 1000, relative to the image width and height"
+    serving: Serving = field(default_factory=Serving)
 
     def sampling_for(self, role: str) -> Sampling:
         return self.sampling.get(role, Sampling())

@@ -3,7 +3,7 @@
 
 from surfer.models.imaging import ImagePolicy
 
-from .base import Profile, Sampling, point_schema
+from .base import Profile, Sampling, Serving, point_schema
 
 _NO_THINKING = {"chat_template_kwargs": {"thinking": False}}
 
@@ -20,4 +20,5 @@ PROFILE = Profile(
         "validator": Sampling(temperature=0.0, max_tokens=512),
     },
     max_images=3,
+    serving=Serving(reasoning_parser="holo2", max_model_len=65_536, min_vllm="0.13"),
 )

@@ -4,7 +4,7 @@ itself, so screenshots are sent as is. The localizer frame is unverified
 
 from surfer.models.imaging import ImagePolicy
 
-from .base import Profile, Sampling, point_schema
+from .base import Profile, Sampling, Serving, point_schema
 
 PROFILE = Profile(
     name="holotron",
@@ -18,4 +18,5 @@ PROFILE = Profile(
         "validator": Sampling(temperature=0.0, max_tokens=512),
     },
     max_images=3,
+    serving=Serving(trust_remote_code=True, hybrid=True, max_model_len=65_536, min_vllm="0.14.1"),
 )

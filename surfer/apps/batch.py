@@ -1,0 +1,657 @@
+"""`surfer batch`: many tasks, many sessions, one browser, one model server.
+
+    surfer batch tasks.jsonl --concurrency 32 --max-inflight 16 --out out/
+
+Each line of the tasks file is one task: {"task": ..., "url": ..., "id": ...,
+"max_steps": ..., "max_seconds": ..., "metadata": {...}}. One Chromium runs
+every session, each in its own browser context; a bounded pool of sessions
+shares one backend per endpoint, capped at `max_inflight` requests in flight.
+
+The output directory holds:
+
+    results.jsonl          one line per finished task, appended as tasks finish
+    runs/<id>/             the run directory of each finished task
+    runs/.tmp-<id>-<hex>/  run directories in progress (renamed when done)
+
+Running the same command again resumes: tasks with a final status in
+results.jsonl are skipped, stale temporary directories are removed, the
+rest run. The same from Python: `await run_batch(config, "tasks.jsonl", "out/")`
+or `Batch(...).run()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import statistics
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import typer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from surfer.agent.config import AgentConfig
+from surfer.agent.events import Event, ModelCalled, StepFinished
+from surfer.agent.result import RunResult
+from surfer.core.errors import ConfigError
+from surfer.models.backend import ModelBackend
+
+FINAL_STATUSES = frozenset({"success", "failed", "limit", "error"})
+# Errors that are not the task's fault: never final, and they stop the batch.
+BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
+HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
+RUNS = "runs"
+TMP_PREFIX = ".tmp-"
+
+
+class BatchTask(BaseModel):
+    """One line of a tasks file."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str = Field(min_length=1)
+    url: Optional[str] = None
+    id: Optional[str] = Field(default=None, min_length=1)
+    max_steps: Optional[int] = Field(default=None, ge=1)
+    max_seconds: Optional[float] = Field(default=None, gt=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # set when expanded into samples
+    group: Optional[str] = None
+    sample: Optional[int] = None
+
+
+def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
+    """Parse a tasks file (JSON lines; blank lines and # comments skipped).
+    Tasks without an id get `line-<n>`; with samples > 1 each task becomes
+    `<id>#0 .. <id>#<samples-1>`, grouped by `group`."""
+    if samples < 1:
+        raise ConfigError(f"--samples must be at least 1, got {samples}")
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ConfigError(f"tasks file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read tasks file {path}: {exc}") from None
+    tasks: list[BatchTask] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            task = BatchTask.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{path}:{number}: {problems}") from None
+        task.id = task.id or f"line-{number}"
+        if task.id in seen:
+            raise ConfigError(f"{path}:{number}: duplicate task id {task.id!r}")
+        seen.add(task.id)
+        for k in range(samples):
+            if samples == 1:
+                tasks.append(task.model_copy(update={"group": task.id}))
+            else:
+                tasks.append(task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}))
+    if not tasks:
+        raise ConfigError(f"tasks file {path} holds no tasks")
+    return tasks
+
+
+def run_dir_name(task_id: str) -> str:
+    """A file-system-safe directory name for a task id (stable across runs)."""
+    safe = re.sub(r"[^A-Za-z0-9._#=+-]", "_", task_id).lstrip(".") or "task"
+    if safe != task_id:
+        safe += "-" + uuid.uuid5(uuid.NAMESPACE_URL, task_id).hex[:8]
+    return safe[:180]
+
+
+# -- the results index ------------------------------------------------------
+
+
+class ResultsIndex:
+    """results.jsonl: appended one whole line at a time; a torn last line
+    (crash mid-write) is ignored when read back."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = asyncio.Lock()
+
+    def read(self) -> list[dict[str, Any]]:
+        records = []
+        if self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+        return records
+
+    def finished(self, retry_errors: bool = False) -> dict[str, dict[str, Any]]:
+        done: dict[str, dict[str, Any]] = {}
+        for record in self.read():
+            if is_final(record, retry_errors):
+                done[record["id"]] = record
+        return done
+
+    def _append(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a+b") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell():  # a torn last line must not swallow this one
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+            handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    async def append(self, record: dict[str, Any]) -> None:
+        async with self._lock:
+            await asyncio.to_thread(self._append, record)
+
+
+def is_final(record: dict[str, Any], retry_errors: bool = False) -> bool:
+    status = record.get("status")
+    if status not in FINAL_STATUSES or not record.get("id"):
+        return False
+    if status == "error" and (retry_errors or record.get("error_kind") in BATCH_STOPPING_ERRORS):
+        return False
+    return True
+
+
+# -- live statistics ---------------------------------------------------------
+
+
+@dataclass
+class BatchStats:
+    """An Agent listener shared by every session, and a rich renderable."""
+
+    total: int = 0
+    skipped: int = 0
+    done: int = 0
+    succeeded: int = 0
+    errors: int = 0
+    running: int = 0
+    steps: int = 0
+    tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+    step_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, StepFinished):
+            self.steps += 1
+            self.step_seconds.append(event.record.timings.total)
+        elif isinstance(event, ModelCalled):
+            self.tokens += event.call.usage.total_tokens
+
+    def task_done(self, status: str) -> None:
+        self.done += 1
+        self.succeeded += status == "success"
+        self.errors += status == "error"
+
+    def snapshot(self) -> dict[str, Any]:
+        elapsed = max(1e-9, time.monotonic() - self.started)
+        times = sorted(self.step_seconds)
+        return {
+            "total": self.total,
+            "skipped": self.skipped,
+            "done": self.done,
+            "succeeded": self.succeeded,
+            "errors": self.errors,
+            "running": self.running,
+            "success_rate": self.succeeded / self.done if self.done else None,
+            "steps": self.steps,
+            "steps_per_s": self.steps / elapsed,
+            "tokens_per_s": self.tokens / elapsed,
+            "step_p50": statistics.median(times) if times else None,
+            "step_p95": times[min(len(times) - 1, int(0.95 * len(times)))] if times else None,
+            "seconds": elapsed,
+        }
+
+    def line(self) -> str:
+        s = self.snapshot()
+        rate = f"{s['success_rate']:.0%}" if s["success_rate"] is not None else "-"
+        p50 = f"{s['step_p50']:.2f}s" if s["step_p50"] is not None else "-"
+        p95 = f"{s['step_p95']:.2f}s" if s["step_p95"] is not None else "-"
+        return (
+            f"done {s['done'] + s['skipped']}/{s['total']} (skipped {s['skipped']}) · running {s['running']} · "
+            f"success {rate} · errors {s['errors']} · {s['steps_per_s']:.2f} steps/s · "
+            f"{s['tokens_per_s']:.0f} tokens/s · step p50 {p50} p95 {p95}"
+        )
+
+    def __rich__(self) -> Any:
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 1))
+        grid.add_row(ProgressBar(total=max(1, self.total), completed=self.done + self.skipped, width=40), self.line())
+        return grid
+
+
+# -- the shared browser ---------------------------------------------------------
+
+
+class SharedBrowser:
+    """One Chromium for every session; relaunched when it dies."""
+
+    def __init__(self, headless: bool = True) -> None:
+        self.headless = headless
+        self.browser: Any = None
+        self.relaunches = 0
+        self._playwright: Any = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        from playwright.async_api import async_playwright
+
+        from surfer.tools.browser import launch_chromium
+
+        self._playwright = await async_playwright().start()
+        try:
+            self.browser = await launch_chromium(self._playwright, headless=self.headless)
+        except BaseException:
+            await self._playwright.stop()
+            raise
+
+    async def get(self) -> Any:
+        browser = self.browser
+        if not browser.is_connected():
+            await self.relaunch(browser)
+        return self.browser
+
+    def alive(self, browser: Any) -> bool:
+        return browser is self.browser and browser.is_connected()
+
+    async def relaunch(self, dead: Any) -> None:
+        from surfer.tools.browser import launch_chromium
+
+        async with self._lock:
+            if self.browser is not dead:
+                return  # another session relaunched it already
+            try:
+                await dead.close()
+            except Exception:  # noqa: BLE001 - it is dead already
+                pass
+            self.browser = await launch_chromium(self._playwright, headless=self.headless)
+            self.relaunches += 1
+
+    async def close(self) -> None:
+        try:
+            if self.browser is not None:
+                await self.browser.close()
+        except Exception:  # noqa: BLE001
+            pass
+        if self._playwright is not None:
+            await self._playwright.stop()
+
+
+# -- the batch --------------------------------------------------------------------
+
+
+@dataclass
+class BatchSummary:
+    out_dir: Path
+    total: int
+    skipped: int
+    finished: int
+    statuses: dict[str, int]
+    stopped: str | None  # why the batch stopped early (server unreachable, bad configuration)
+    stats: dict[str, Any]
+    stopped_kind: str | None = None  # "unreachable" or "config"
+    relaunches: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out_dir": str(self.out_dir),
+            "total": self.total,
+            "skipped": self.skipped,
+            "finished": self.finished,
+            "statuses": self.statuses,
+            "stopped": self.stopped,
+            "stopped_kind": self.stopped_kind,
+            "browser_relaunches": self.relaunches,
+            **self.stats,
+        }
+
+
+def shared_backends(
+    config: AgentConfig, max_inflight: int | None, backend: ModelBackend | None = None
+) -> dict[str, ModelBackend]:
+    """One backend per distinct endpoint (or the given one), each capped at
+    `max_inflight` requests in flight, mapped per role."""
+    from surfer.models.http import OpenAICompatibleBackend
+    from surfer.models.limits import InflightLimit
+
+    by_key: dict[str, ModelBackend] = {}
+    out: dict[str, ModelBackend] = {}
+    for role in ("policy", "localizer", "validator"):
+        key = "shared" if backend is not None else config.endpoint(role).model_dump_json()
+        if key not in by_key:
+            inner = backend if backend is not None else OpenAICompatibleBackend(config.endpoint(role))
+            by_key[key] = InflightLimit(inner, max_inflight) if max_inflight else inner
+        out[role] = by_key[key]
+    return out
+
+
+class Batch:
+    """Run `tasks` with `concurrency` sessions; see the module docstring."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        tasks: Iterable[BatchTask],
+        out_dir: str | Path,
+        *,
+        concurrency: int = 4,
+        max_inflight: int | None = None,
+        backend: ModelBackend | None = None,
+        retry_errors: bool = False,
+        listeners: list[Any] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
+        if max_inflight is not None and max_inflight < 1:
+            raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
+        self.config = config
+        self.tasks = list(tasks)
+        self.out_dir = Path(out_dir)
+        self.runs_dir = self.out_dir / RUNS
+        self.concurrency = concurrency
+        self.max_inflight = max_inflight
+        self.retry_errors = retry_errors
+        self.index = ResultsIndex(self.out_dir / "results.jsonl")
+        self.stats = BatchStats(total=len(self.tasks))
+        self.listeners = list(listeners or [])
+        self.backends = shared_backends(config, max_inflight, backend)
+        self._owns_backend = backend is None
+        self._browser = SharedBrowser(headless=config.browser.headless)
+        self._stopped: str | None = None
+        self._stopped_kind: str | None = None
+        self._statuses: dict[str, int] = {}
+
+    # -- preparation -------------------------------------------------------------
+
+    def _clean_stale(self) -> None:
+        if self.runs_dir.exists():
+            for entry in self.runs_dir.iterdir():
+                if entry.name.startswith(TMP_PREFIX):
+                    shutil.rmtree(entry, ignore_errors=True)
+
+    def pending(self) -> list[BatchTask]:
+        finished = self.index.finished(self.retry_errors)
+        return [t for t in self.tasks if t.id not in finished]
+
+    # -- running -------------------------------------------------------------------
+
+    async def run(self) -> BatchSummary:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._clean_stale)
+        todo = self.pending()
+        self.stats.skipped = len(self.tasks) - len(todo)
+        queue: asyncio.Queue[BatchTask] = asyncio.Queue()
+        for task in todo:
+            queue.put_nowait(task)
+        if todo:
+            await self._browser.start()
+        try:
+            workers = [asyncio.create_task(self._worker(queue)) for _ in range(min(self.concurrency, len(todo)))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+        finally:
+            await asyncio.shield(self._browser.close())
+            if self._owns_backend:
+                for backend in {id(b): b for b in self.backends.values()}.values():
+                    await asyncio.shield(backend.aclose())
+        return BatchSummary(
+            self.out_dir,
+            len(self.tasks),
+            self.stats.skipped,
+            self.stats.done,
+            dict(self._statuses),
+            self._stopped,
+            self.stats.snapshot(),
+            self._stopped_kind,
+            self._browser.relaunches,
+        )
+
+    async def _worker(self, queue: asyncio.Queue[BatchTask]) -> None:
+        while self._stopped is None:
+            try:
+                task = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            self.stats.running += 1
+            try:
+                await self._run_one(task)
+            finally:
+                self.stats.running -= 1
+
+    def _task_config(self, task: BatchTask) -> AgentConfig:
+        update: dict[str, Any] = {}
+        if task.max_steps is not None:
+            update["max_steps"] = task.max_steps
+        if task.max_seconds is not None:
+            update["max_seconds"] = task.max_seconds
+        return self.config.model_copy(update=update) if update else self.config
+
+    def _environment(self, browser: Any) -> Any:
+        from surfer.tools.browser import BrowserEnvironment
+        from surfer.tools.settle import SettleConfig
+
+        b = self.config.browser
+        return BrowserEnvironment(
+            browser=browser,
+            headless=b.headless,
+            viewport=b.viewport,
+            device_scale_factor=b.device_scale_factor,
+            settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
+            screenshot_format=b.screenshot_format,
+        )
+
+    async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
+        from surfer.agent.loop import Agent
+
+        env = self._environment(browser)
+        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners])
+        try:
+            async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
+                return await agent.run(task.task, task.url, out_dir=tmp)
+        except TimeoutError:
+            return RunResult(
+                status="limit",
+                task=task.task,
+                url=task.url,
+                reason=f"cut off {HARD_LIMIT_GRACE:g} s past the time limit of {config.max_seconds:g} s",
+            )
+        except Exception as exc:  # noqa: BLE001 - recorded for this task; the batch goes on
+            return RunResult(
+                status="error", task=task.task, url=task.url, reason=f"internal error: {exc!r}", error_kind="internal"
+            )
+        finally:
+            await asyncio.shield(env.close())
+
+    async def _run_one(self, task: BatchTask) -> None:
+        assert task.id is not None
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        name = run_dir_name(task.id)
+        tmp = self.runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:6]}"
+        config = self._task_config(task)
+        started = time.monotonic()
+        for attempt in (1, 2):
+            browser = await self._browser.get()
+            result = await self._attempt(task, config, browser, tmp)
+            if result.status == "error" and not self._browser.alive(browser) and attempt == 1:
+                # the shared browser died under this session: not the task's fault
+                await self._browser.relaunch(browser)
+                await asyncio.to_thread(shutil.rmtree, tmp, True)
+                continue
+            break
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            # stopped (Ctrl-C) while the run was failing: an error caused by the stop is not the task's
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+            raise asyncio.CancelledError
+        if result.status not in FINAL_STATUSES:
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+            return
+        if result.status == "error" and result.error_kind in BATCH_STOPPING_ERRORS:
+            if self._stopped is None:
+                self._stopped, self._stopped_kind = result.reason or result.error_kind, result.error_kind
+        final = self.runs_dir / name
+        await asyncio.to_thread(_publish, tmp, final, result)
+        record = {
+            "id": task.id,
+            "group": task.group,
+            "sample": task.sample,
+            "task": task.task,
+            "url": task.url,
+            "status": result.status,
+            "answer": result.answer,
+            "reason": result.reason,
+            "error_kind": result.error_kind,
+            "steps": result.steps,
+            "seconds": round(time.monotonic() - started, 3),
+            "usage": result.usage.model_dump(),
+            "run_dir": f"{RUNS}/{name}",
+            "metadata": task.metadata,
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        await self.index.append(record)
+        self._statuses[result.status] = self._statuses.get(result.status, 0) + 1
+        self.stats.task_done(result.status)
+
+
+def _publish(tmp: Path, final: Path, result: RunResult) -> None:
+    """Move a finished run directory into place (replacing leftovers of an
+    earlier attempt that never reached results.jsonl)."""
+    if (
+        not (tmp / "result.json").exists()
+        or json.loads((tmp / "result.json").read_text()).get("status") != result.status
+    ):
+        tmp.mkdir(parents=True, exist_ok=True)
+        (tmp / "result.json").write_text(result.model_copy(update={"run_dir": str(final)}).model_dump_json(indent=2))
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
+async def run_batch(
+    config: AgentConfig,
+    tasks: str | Path | Iterable[BatchTask],
+    out_dir: str | Path,
+    *,
+    concurrency: int = 4,
+    max_inflight: int | None = None,
+    samples: int = 1,
+    backend: ModelBackend | None = None,
+    retry_errors: bool = False,
+    listeners: list[Any] | None = None,
+) -> BatchSummary:
+    """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
+    items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
+    batch = Batch(
+        config,
+        items,
+        out_dir,
+        concurrency=concurrency,
+        max_inflight=max_inflight,
+        backend=backend,
+        retry_errors=retry_errors,
+        listeners=listeners,
+    )
+    return await batch.run()
+
+
+# -- CLI -----------------------------------------------------------------------------
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    @app.command("batch")
+    def batch(
+        tasks_file: Path = typer.Argument(
+            ..., help="JSON lines: {task, url?, id?, max_steps?, max_seconds?, metadata?}."
+        ),
+        out: Path = typer.Option(..., "--out", help="Output directory (results.jsonl + runs/); rerun to resume."),
+        concurrency: int = typer.Option(8, "--concurrency", "-c", help="Sessions running at once."),
+        max_inflight: Optional[int] = typer.Option(
+            None, "--max-inflight", help="Cap on model requests in flight (default: no cap)."
+        ),
+        samples: int = typer.Option(1, "--samples", help="Rollouts per task (ids <id>#<k>), grouped in the export."),
+        retry_errors: bool = typer.Option(
+            False, "--retry-errors", help="On resume, also redo tasks that ended in error."
+        ),
+        base_url: Optional[str] = typer.Option(
+            None, "--base-url", help="OpenAI-compatible endpoint \\[env: SURFER_BASE_URL]."
+        ),
+        model: Optional[str] = typer.Option(None, "--model", help="Model name \\[env: SURFER_MODEL]."),
+        api_key: Optional[str] = typer.Option(None, "--api-key", help="API key \\[env: SURFER_API_KEY]."),
+        profile: Optional[str] = typer.Option(None, "--profile", help="Model family profile \\[env: SURFER_PROFILE]."),
+        max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Default step limit per task."),
+        max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Default time limit per task."),
+        viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
+        scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
+        no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+        config: Optional[Path] = typer.Option(None, "--config", help="TOML configuration file."),
+        quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
+    ) -> None:
+        """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
+        from rich.console import Console
+        from rich.live import Live
+
+        from surfer.agent.config import load_config
+        from surfer.apps.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+
+        console = Console(stderr=True)
+        try:
+            cfg = load_config(
+                config,
+                {
+                    "base_url": base_url,
+                    "model": model,
+                    "api_key": api_key,
+                    "profile": profile,
+                    "max_steps": max_steps,
+                    "max_seconds": max_seconds,
+                    "validate_answers": False if no_validator else None,
+                    "browser": {"viewport": viewport, "device_scale_factor": scale},
+                },
+            )
+            items = load_tasks(tasks_file, samples)
+            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors)
+        except ConfigError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(EXIT_USAGE) from None
+        live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
+        try:
+            if live:
+                live.start()
+            summary = asyncio.run(job.run())
+        except KeyboardInterrupt:
+            if live:
+                live.stop()
+            console.print(
+                f"[yellow]interrupted[/yellow]: {job.stats.done} task(s) finished in this run are kept in {out}; "
+                "run the same command again to resume."
+            )
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        if live:
+            live.stop()
+        console.print(job.stats.line())
+        console.print(f"statuses: {summary.statuses}  ·  results: {out / 'results.jsonl'}")
+        if summary.stopped:
+            console.print(f"[red]batch stopped:[/red] {summary.stopped}")
+            raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
+        raise typer.Exit(EXIT_OK if summary.finished + summary.skipped == summary.total else EXIT_FAILED)

@@ -1,0 +1,239 @@
+"""`surfer doctor`: one line per check, each failure with its fix.
+
+Local checks: Chromium found and launchable, a display for desktop use, the
+optional extras, a GPU. With `--base-url`/`--model`: the endpoint answers,
+serves the model, and honours structured outputs — a tiny request whose
+schema allows exactly one reply a model would not produce by chance. vLLM
+answers parameters it ignores with 200, so only the reply's content proves
+the schema was applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import typer
+
+Status = Literal["ok", "fail", "warn", "skip"]
+MARKS = {"ok": "[green]✓[/green]", "fail": "[red]✗[/red]", "warn": "[yellow]![/yellow]", "skip": "[dim]-[/dim]"}
+
+# The only value that satisfies PROBE_SCHEMA: enum fields a model would not guess.
+PROBE_ANSWER = {"ok": True, "n": 7, "word": "zebra-41"}
+PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean", "enum": [True]},
+        "n": {"type": "integer", "enum": [7]},
+        "word": {"type": "string", "enum": ["zebra-41"]},
+    },
+    "required": ["ok", "n", "word"],
+    "additionalProperties": False,
+}
+PROBE_PROMPT = "Reply with a JSON object."
+PROBE_TOKENS = 200  # room for whitespace a grammar allows between the fields
+
+EXTRAS = {
+    "desktop": ("pyautogui", "mss"),
+    "transformers": ("torch", "transformers"),
+    "vllm": ("vllm",),
+    "kernels": ("mamba_ssm", "causal_conv1d"),
+}
+
+
+@dataclass
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+    required: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.required and self.status == "fail"
+
+
+async def check_chromium() -> Check:
+    from surfer.core.errors import SurferError
+    from surfer.tools.chromium import find_chromium
+
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        return Check("chromium", "fail", "playwright is not importable", "pip install surfer-agent", True)
+    try:
+        path = find_chromium()
+    except SurferError as exc:
+        return Check("chromium", "fail", "no Chromium found", str(exc), True)
+    from surfer.tools.browser import launch_chromium
+
+    try:
+        async with async_playwright() as playwright:
+            browser = await launch_chromium(playwright)
+            version = browser.version
+            await browser.close()
+    except SurferError as exc:
+        return Check("chromium", "fail", str(exc), "install the Debian package `chromium`, or set SURFER_CHROMIUM", True)
+    return Check("chromium", "ok", f"{path} launches headless (Chromium {version})", required=True)
+
+
+def check_display() -> Check:
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if display:
+        return Check("display", "ok", f"display {display} (desktop use and --headful)")
+    return Check("display", "warn", "no DISPLAY: desktop use and --headful need one (headless browsing works)",
+                 "run under `xvfb-run -a`, or set DISPLAY")
+
+
+def check_extras() -> list[Check]:
+    checks = []
+    for extra, modules in EXTRAS.items():
+        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+        if missing:
+            checks.append(Check(f"extra:{extra}", "skip", f"not installed ({', '.join(missing)} missing)",
+                                f"pip install 'surfer-agent[{extra}]' if you need it"))
+        else:
+            checks.append(Check(f"extra:{extra}", "ok", "importable (" + ", ".join(modules) + ")"))
+    return checks
+
+
+def check_gpu() -> Check:
+    from surfer.apps.serve import gpu_problem
+
+    problem = gpu_problem()
+    if problem is None:
+        return Check("gpu", "ok", "an NVIDIA GPU is visible (needed only to serve models locally)")
+    return Check("gpu", "skip", problem + " (needed only to serve models locally)", "serve the model elsewhere and use --base-url")
+
+
+async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY", timeout: float = 60.0) -> list[Check]:
+    import openai
+
+    base = base_url.rstrip("/")
+    client = openai.AsyncOpenAI(base_url=base, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
+    try:
+        try:
+            page = await client.models.list()
+        except openai.APIConnectionError as exc:
+            return [Check("endpoint", "fail", f"cannot reach {base}/models ({exc.__cause__ or exc})",
+                          "start the server (`surfer serve MODEL`) or fix --base-url", True)]
+        except openai.APIStatusError as exc:
+            return [Check("endpoint", "fail", f"{base}/models answered HTTP {exc.status_code}",
+                          "check --base-url (it usually ends in /v1) and --api-key", True)]
+        served = [m.id for m in page.data]
+        checks = [Check("endpoint", "ok", f"{base} answers; serves {', '.join(served) or 'no models'}", required=True)]
+        if model is None:
+            return checks
+        if model not in served:
+            checks.append(Check("model", "fail", f"{model!r} is not served here", f"use --model {served[0]!r}" if served else "load a model", True))
+            return checks
+        checks.append(Check("model", "ok", f"{model!r} is listed", required=True))
+        checks.append(await check_structured_outputs(client, model))
+        return checks
+    finally:
+        await client.close()
+
+
+async def _probe(client: Any, model: str, mode: str) -> tuple[int, str, str]:
+    import openai
+
+    options: dict[str, Any] = {}
+    if mode == "response_format":
+        options["response_format"] = {"type": "json_schema", "json_schema": {"name": "doctor", "schema": PROBE_SCHEMA, "strict": True}}
+    else:
+        options["extra_body"] = {"structured_outputs": {"json": PROBE_SCHEMA}}
+    try:
+        response = await client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": PROBE_PROMPT}], temperature=0, max_tokens=PROBE_TOKENS, **options,
+        )
+    except openai.APIStatusError as exc:
+        return exc.status_code, str(exc.message)[:200], ""
+    if not response.choices:
+        return 200, "", ""
+    choice = response.choices[0]
+    return 200, choice.message.content or "", choice.finish_reason or ""
+
+
+def probe_verdict(text: str, finish_reason: str) -> str:
+    """"honoured": the one allowed answer; "cut": stopped at max_tokens, but every
+    character so far follows the schema (grammars allow whitespace between
+    fields, and a weak or random-weight model may spend its tokens there);
+    "ignored": anything else."""
+    try:
+        if json.loads(text) == PROBE_ANSWER:
+            return "honoured"
+    except ValueError:
+        pass
+    compact = "".join(text.split())  # the answer has no whitespace inside its strings
+    target = json.dumps(PROBE_ANSWER, separators=(",", ":"))
+    if finish_reason == "length" and len(compact) >= 8 and target.startswith(compact):
+        return "cut"
+    return "ignored"
+
+
+async def check_structured_outputs(client: Any, model: str) -> Check:
+    import openai
+
+    replies = []
+    for mode in ("response_format", "structured_outputs"):
+        try:
+            status, text, finish = await _probe(client, model, mode)
+        except openai.APIError as exc:
+            return Check("structured outputs", "fail", f"the probe request failed ({exc})", "check the server log", True)
+        verdict = probe_verdict(text, finish) if status == 200 else "rejected"
+        if verdict in ("honoured", "cut"):
+            how = "response_format json_schema" if mode == "response_format" else \
+                "vLLM structured_outputs (response_format rejected; surfer falls back to it automatically)"
+            cut = f"; the reply was cut at {PROBE_TOKENS} tokens, but all of it follows the schema" if verdict == "cut" else ""
+            return Check("structured outputs", "ok", f"honoured via {how}{cut}", required=True)
+        replies.append(f"{mode}: HTTP {status} {text[:80]!r}")
+        if status == 200:  # accepted but ignored: surfer would not fall back either
+            break
+    return Check(
+        "structured outputs", "fail", "the server does not apply JSON schemas (" + "; ".join(replies) + ")",
+        "serve with vLLM's structured outputs (e.g. `--structured-outputs-config '{\"backend\": \"xgrammar\"}'`); "
+        "a server that ignores response_format lets malformed actions through", True,
+    )
+
+
+async def run_checks(base_url: str | None = None, model: str | None = None, api_key: str = "EMPTY", *, browser: bool = True) -> list[Check]:
+    checks: list[Check] = []
+    if browser:
+        checks.append(await check_chromium())
+    checks.append(check_display())
+    checks.extend(await asyncio.to_thread(check_extras))
+    checks.append(await asyncio.to_thread(check_gpu))
+    if base_url:
+        checks.extend(await check_endpoint(base_url, model, api_key))
+    return checks
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    @app.command()
+    def doctor(
+        base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint to check, e.g. http://127.0.0.1:8000/v1."),
+        model: str | None = typer.Option(None, "--model", help="Model that should be served there."),
+        api_key: str = typer.Option("EMPTY", "--api-key", help="API key, if the server wants one."),
+        no_browser: bool = typer.Option(False, "--no-browser", help="Skip the Chromium check (e.g. on a GPU box that only serves the model)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the checks as one JSON object."),
+    ) -> None:
+        """Check this machine and a model endpoint: one line per check, with a fix. Exit 1 if a required check fails."""
+        from rich.console import Console
+        from rich.markup import escape
+
+        checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser))
+        ok = not any(c.failed for c in checks)
+        if as_json:
+            print(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))
+        else:
+            console = Console(highlight=False, soft_wrap=True)
+            for c in checks:
+                fix = f"  [dim]fix: {escape(c.fix)}[/dim]" if c.fix and c.status != "ok" else ""
+                console.print(f"{MARKS[c.status]} {c.name:<20} {escape(c.detail)}{fix}")
+            console.print("[green]all required checks passed[/green]" if ok else "[red]a required check failed[/red]")
+        raise typer.Exit(0 if ok else 1)

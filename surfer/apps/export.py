@@ -1,0 +1,243 @@
+"""`surfer export`: run directories → a training-ready dataset.
+
+    surfer export out/ --format parquet --per call --out calls.parquet
+    datasets.load_dataset("parquet", data_files="calls.parquet")
+
+One record per step (`--per step`) or per model call (`--per call`), from
+each run directory's trajectory.jsonl and result.json (and, for a batch
+output directory, its results.jsonl: task id, sample group, metadata).
+Images are referenced by absolute screenshot paths. Free-form objects
+(actions, outcomes, request summaries, metadata) are JSON strings, so every
+column has one type and the file loads with `datasets`, pandas or pyarrow.
+
+Each call record carries its exact prompt (`messages`, chat format, with
+images as `{"type": "image", "path": ...}` pointing at the screenshot files).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator, Literal, Optional
+
+import typer
+
+from surfer.agent.trajectory import read_trajectory
+from surfer.core.errors import ConfigError
+
+Per = Literal["step", "call"]
+TIMING_KEYS = ("model", "action", "settle", "screenshot", "encode", "total", "overhead")
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def find_run_dirs(root: Path) -> list[Path]:
+    """Run directories under `root` (itself included), skipping batch temp dirs."""
+    found = {p.parent for p in root.rglob("result.json")} | {p.parent for p in root.rglob("trajectory.jsonl")}
+    return sorted(d for d in found if not any(part.startswith(".tmp-") for part in d.relative_to(root).parts))
+
+
+def _batch_index(root: Path) -> dict[Path, dict[str, Any]]:
+    """results.jsonl records by resolved run directory (batch output dirs)."""
+    index: dict[Path, dict[str, Any]] = {}
+    for results in [root / "results.jsonl", root.parent / "results.jsonl"]:
+        if not results.exists():
+            continue
+        for line in results.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if record.get("run_dir"):
+                index[(results.parent / record["run_dir"]).resolve()] = record
+    return index
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def reward_of(result: dict[str, Any], batch: dict[str, Any]) -> float:
+    """The task's reward: a recorded `reward` when there is one, else 1 for success and 0 otherwise."""
+    for source in (batch, result):
+        if isinstance(source.get("reward"), (int, float)):
+            return float(source["reward"])
+    return 1.0 if (batch.get("status") or result.get("status")) == "success" else 0.0
+
+
+def _run_fields(run_dir: Path, batch: dict[str, Any]) -> dict[str, Any]:
+    result = _read_json(run_dir / "result.json")
+    meta = _read_json(run_dir / "run.json")
+    return {
+        "run_id": result.get("run_id") or meta.get("run_id") or run_dir.name,
+        "id": batch.get("id") or run_dir.name,
+        "group": batch.get("group") or batch.get("id") or run_dir.name,
+        "sample": batch.get("sample"),
+        "task": result.get("task") or meta.get("task") or batch.get("task") or "",
+        "start_url": result.get("url") or meta.get("url"),
+        "status": batch.get("status") or result.get("status") or "unknown",
+        "reward": reward_of(result, batch),
+        "final_answer": result.get("answer"),
+        "metadata": _json(batch.get("metadata") or {}),
+        "run_dir": str(run_dir),
+    }
+
+
+def _prompt(request: dict[str, Any], shots: dict[int, str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The recorded prompt with image parts resolved to screenshot paths, and those paths."""
+    messages, images = [], []
+    for message in request.get("prompt") or []:
+        content = []
+        for part in message.get("content") or []:
+            if part.get("type") == "image":
+                path = shots.get(part.get("step"), "")
+                images.append(path)
+                content.append({"type": "image", "path": path})
+            else:
+                content.append({"type": "text", "text": part.get("text", "")})
+        messages.append({"role": message.get("role"), "content": content})
+    return messages, images
+
+
+def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str]) -> dict[str, Any]:
+    calls = step.get("calls") or {}
+    accepted = {role: next((c for c in reversed(cs) if not c.get("error")), None) for role, cs in calls.items()}
+    timings = step.get("timings") or {}
+    usage = step.get("usage") or {}
+    action = step.get("action")
+    policy_request = ((calls.get("policy") or [{}])[0]).get("request") or {}
+    return {
+        **run,
+        "step": step.get("index"),
+        "page_url": step.get("url", ""),
+        "screenshot": shots.get(step.get("index")),
+        "images": _prompt(policy_request, shots)[1],
+        "thought": step.get("thought", ""),
+        "notes": step.get("notes", ""),
+        "action": _json(action),
+        "action_type": action.get("type") if action else None,
+        "points": [[p["x"], p["y"]] for p in step.get("points") or []],
+        "policy_completion": (accepted.get("policy") or {}).get("completion"),
+        "localizer_completions": [c["completion"] for c in calls.get("localizer", []) if not c.get("error")],
+        "validator_completion": (accepted.get("validator") or {}).get("completion"),
+        "retries": sum(1 for cs in calls.values() for c in cs if c.get("error")),
+        "outcome": _json(step.get("outcome") or {}),
+        "error": step.get("error"),
+        "timings": {k: float(timings.get(k, 0.0)) for k in TIMING_KEYS},
+        "prompt_tokens": int(usage.get("prompt_tokens", 0)),
+        "completion_tokens": int(usage.get("completion_tokens", 0)),
+    }
+
+
+def _call_records(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str]) -> Iterator[dict[str, Any]]:
+    number = 0
+    localized = iter(step.get("points") or [])
+    for role, calls in (step.get("calls") or {}).items():
+        for call in calls:
+            request = call.get("request") or {}
+            usage = call.get("usage") or {}
+            accepted = not call.get("error")
+            parsed: Any = None
+            if accepted and role == "policy" and step.get("action"):
+                parsed = {
+                    k: v for k, v in step["action"].items() if k not in ("point", "to_point")
+                }  # the localizer's part
+            elif accepted and role == "localizer":
+                point = next(localized, None)
+                parsed = {"x": point["x"], "y": point["y"]} if point else None
+            elif accepted and role == "validator":
+                parsed = next((v for v in step.get("verdicts") or []), None)
+            messages, images = _prompt(request, shots)
+            summary = {k: v for k, v in request.items() if k != "prompt"}
+            yield {
+                **run,
+                "step": step.get("index"),
+                "call": number,
+                "role": role,
+                "messages": _json(messages),
+                "images": images,
+                "request": _json(summary),
+                "completion": call.get("completion", ""),
+                "accepted": accepted,
+                "error": call.get("error"),
+                "parsed": _json(parsed),
+                "seconds": float(call.get("seconds", 0.0)),
+                "prompt_tokens": int(usage.get("prompt_tokens", 0)),
+                "completion_tokens": int(usage.get("completion_tokens", 0)),
+            }
+            number += 1
+
+
+def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
+    """The records of every run directory under `root`, ordered by group, sample, run and step."""
+    if per not in ("step", "call"):
+        raise ConfigError(f"--per must be 'step' or 'call', got {per!r}")
+    root = Path(root)
+    if not root.is_dir():
+        raise ConfigError(f"{root} is not a directory")
+    index = _batch_index(root)
+    runs = []
+    for run_dir in find_run_dirs(root):
+        fields = _run_fields(run_dir, index.get(run_dir.resolve(), {}))
+        runs.append(
+            (fields["group"], fields["sample"] if fields["sample"] is not None else -1, fields["id"], run_dir, fields)
+        )
+    records: list[dict[str, Any]] = []
+    for _group, _sample, _id, run_dir, fields in sorted(runs, key=lambda r: r[:3]):
+        steps = read_trajectory(run_dir)
+        shots = {s["index"]: str((run_dir / s["screenshot"]).resolve()) for s in steps if s.get("screenshot")}
+        for step in steps:
+            if per == "step":
+                records.append(_step_record(fields, step, shots))
+            else:
+                records.extend(_call_records(fields, step, shots))
+    return records
+
+
+def write_records(records: list[dict[str, Any]], out: str | Path, fmt: str) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    if fmt == "jsonl":
+        with tmp.open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    elif fmt == "parquet":
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ConfigError("parquet export needs pyarrow: pip install 'surfer-agent[export]'") from None
+        pq.write_table(pa.Table.from_pylist(records), tmp)
+    else:
+        raise ConfigError(f"--format must be 'jsonl' or 'parquet', got {fmt!r}")
+    tmp.replace(out)
+    return out
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    @app.command("export")
+    def export(
+        runs_dir: Path = typer.Argument(..., help="A batch output directory, a runs/ folder or one run directory."),
+        fmt: str = typer.Option("jsonl", "--format", help="jsonl or parquet (needs the 'export' extra)."),
+        per: str = typer.Option("step", "--per", help="One record per 'step' or per model 'call'."),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="File to write (default <RUNS_DIR>/export-<per>.<format>)."
+        ),
+    ) -> None:
+        """Export run directories as a dataset (jsonl or parquet), loadable with `datasets`."""
+        from surfer.apps.cli import EXIT_USAGE
+
+        try:
+            records = export_records(runs_dir, per)  # type: ignore[arg-type]
+            target = write_records(records, out or runs_dir / f"export-{per}.{fmt}", fmt)
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        runs = len({r["run_dir"] for r in records})
+        typer.echo(f"wrote {len(records)} {per} record(s) from {runs} run(s) to {target}")

@@ -1,0 +1,510 @@
+"""A ground-truth policy for MiniWoB++: a model double that reads the page
+(core.getDOMInfo(), the utterance, scroll and select state, handed over by
+`MiniWobEnvironment.on_observe`) and answers through the normal HTTP model
+path (`StandInServer`) in the profile's wire format.
+
+The policy picks the next action with task-specific logic; the localizer
+answers with the centre of the element the policy named, converted with
+`surfer.core.coordinates.css_to_model` for the geometry of the image it was
+sent. Sessions are told apart by the `surfer_session` parameter of the page
+URL (in the policy prompt) and by the bytes of the image (localizer)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from surfer.core.actions import CssPoint
+from surfer.core.coordinates import CoordinateFrame, ImageGeometry, Size, css_to_model
+from surfer.models.standin import Answer, ChatRequest
+
+_SESSION = re.compile(r"surfer_session=([0-9a-f]+)")
+_TARGET = re.compile(r"Target: (.+)")
+CLIPBOARD_LEASE_S = 10.0
+
+
+@dataclass
+class Node:
+    tag: str
+    text: str
+    id: str
+    classes: str
+    left: float
+    top: float
+    width: float
+    height: float
+    value: Any = None
+    focused: bool = False
+    children: list["Node"] = field(default_factory=list)
+
+    @property
+    def centre(self) -> CssPoint:
+        return CssPoint(x=self.left + self.width / 2, y=self.top + self.height / 2)
+
+    def has_class(self, name: str) -> bool:
+        return name in (self.classes or "").split()
+
+    def all_text(self) -> str:
+        return " ".join([self.text, *(c.all_text() for c in self.children)]).strip()
+
+
+def _node(info: dict[str, Any]) -> Node:
+    return Node(
+        tag=info["tag"],
+        text=info.get("text") or "",
+        id=info.get("id") or "",
+        classes=info.get("classes") or "",
+        left=info["left"],
+        top=info["top"],
+        width=info["width"],
+        height=info["height"],
+        value=info.get("value"),
+        focused=bool(info.get("focused")),
+        children=[_node(c) for c in info.get("children", [])],
+    )
+
+
+@dataclass
+class Truth:
+    """What the page shows now, as the environment read it."""
+
+    utterance: str
+    root: Node
+    scroll: list[dict[str, Any]]
+    selects: list[dict[str, Any]]
+    geometry: tuple[Size, float, tuple[float, float]]  # screenshot size, scale, CSS origin
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> "Truth":
+        shot = raw["screenshot"]
+        return cls(
+            raw["utterance"],
+            _node(raw["dom"]),
+            raw.get("scroll", []),
+            raw.get("selects", []),
+            (Size(shot["width"], shot["height"]), raw["scale"], tuple(raw["origin"])),
+        )  # type: ignore[arg-type]
+
+    def nodes(self) -> list[Node]:
+        out: list[Node] = []
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(reversed(node.children))
+        return out
+
+    def find(self, predicate: Callable[[Node], bool]) -> Node | None:
+        return next((n for n in self.nodes() if predicate(n) and n.left >= 0), None)
+
+    def by_tag(self, tag: str, text: str | None = None) -> Node | None:
+        return self.find(lambda n: n.tag == tag and (text is None or n.all_text() == text))
+
+    def by_id(self, element_id: str) -> Node | None:
+        return self.find(lambda n: n.id == element_id)
+
+    def quoted(self, index: int = 0) -> str:
+        return re.findall(r'"([^"]*)"', self.utterance)[index]
+
+
+class Decision:
+    """Builds one policy action and remembers the CSS point of each target it names."""
+
+    def __init__(self) -> None:
+        self.points: dict[str, CssPoint] = {}
+
+    def _target(self, node: Node, what: str, point: CssPoint | None = None) -> str:
+        self.points[what] = point or node.centre
+        return what
+
+    def click(self, node: Node, what: str, point: CssPoint | None = None) -> dict[str, Any]:
+        return {"type": "click", "target": self._target(node, what, point)}
+
+    def type(
+        self,
+        node: Node,
+        what: str,
+        text: str,
+        *,
+        clear: bool = True,
+        submit: bool = False,
+        point: CssPoint | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "type": "type",
+            "text": text,
+            "target": self._target(node, what, point),
+            "clear": clear,
+            "submit": submit,
+        }
+
+    def scroll(self, node: Node, what: str, direction: str, amount: int = 10) -> dict[str, Any]:
+        return {"type": "scroll", "direction": direction, "amount": amount, "target": self._target(node, what)}
+
+    @staticmethod
+    def press(keys: str) -> dict[str, Any]:
+        return {"type": "press", "keys": keys}
+
+
+Memo = dict[str, Any]
+Handler = Callable[[Truth, Decision, Memo], dict[str, Any]]
+
+
+def _submit(t: Truth, d: Decision) -> dict[str, Any]:
+    button = t.by_id("subbtn") or t.find(lambda n: n.tag == "BUTTON" and n.all_text().lower() == "submit")
+    assert button is not None, "no submit button"
+    return d.click(button, f"the '{button.all_text()}' button")
+
+
+def _fill(t: Truth, d: Decision, fields: list[tuple[Node, str, str]]) -> dict[str, Any] | None:
+    """Type into the first field whose value is wrong; None when all are right."""
+    for node, what, text in fields:
+        if node.value != text:
+            return d.type(node, what, text)
+    return None
+
+
+def click_button(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    return d.click(t.by_tag("BUTTON", t.quoted()), f"the '{t.quoted()}' button")  # type: ignore[arg-type]
+
+
+def click_link(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    link = t.find(lambda n: n.has_class("alink") and n.text == t.quoted())
+    return d.click(link, f"the link '{t.quoted()}'")  # type: ignore[arg-type]
+
+
+def click_dialog(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    return d.click(t.find(lambda n: n.has_class("ui-dialog-titlebar-close")), "the 'x' close button of the dialog")  # type: ignore[arg-type]
+
+
+def click_tab(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    name = re.search(r"Tab #\d+", t.utterance).group(0)  # type: ignore[union-attr]
+    return d.click(t.find(lambda n: n.tag == "A" and n.text == name), f"the tab '{name}'")  # type: ignore[arg-type]
+
+
+def _labelled(t: Truth, tag: str, label: str) -> Node | None:
+    for node in t.nodes():
+        if node.tag == "LABEL" and node.all_text() == label:
+            return next((c for c in node.children if c.tag == tag), None)
+    return None
+
+
+def click_checkboxes(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    wanted = re.match(r"Select (.*) and click Submit\.", t.utterance).group(1)  # type: ignore[union-attr]
+    names = set() if wanted == "nothing" else {w.strip() for w in re.split(r",| and ", wanted) if w.strip()}
+    for node in t.nodes():
+        if node.tag == "LABEL":
+            box = next((c for c in node.children if c.tag == "INPUT_checkbox"), None)
+            if box is not None and bool(box.value) != (node.all_text() in names):
+                return d.click(box, f"the checkbox '{node.all_text()}'")
+    return _submit(t, d)
+
+
+def click_option(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    name = re.match(r"Select (.*) and click Submit\.", t.utterance).group(1)  # type: ignore[union-attr]
+    radio = _labelled(t, "INPUT_radio", name)
+    if radio is not None and not radio.value:
+        return d.click(radio, f"the option '{name}'")
+    return _submit(t, d)
+
+
+def click_button_sequence(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    name = "TWO" if memo.get("clicked_one") else "ONE"
+    memo["clicked_one"] = True
+    return d.click(t.by_tag("BUTTON", name), f"the button '{name}'")  # type: ignore[arg-type]
+
+
+def click_collapsible(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    header = t.find(lambda n: n.tag == "H3")
+    if header is not None and header.has_class("ui-accordion-header-collapsed"):
+        return d.click(header, f"the section header '{header.all_text()}'")
+    return _submit(t, d)
+
+
+_WIDGETS = {
+    "checkbox": "INPUT_checkbox",
+    "radio": "INPUT_radio",
+    "textarea": "TEXTAREA",
+    "text": "INPUT_text",
+    "button": "BUTTON",
+}
+
+
+def click_widget(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    kind = t.quoted()
+    node = t.find(lambda n: n.tag == _WIDGETS.get(kind, kind.upper()))
+    return d.click(node, f"the {kind} widget")  # type: ignore[arg-type]
+
+
+def focus_text(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    return d.click(t.by_tag("INPUT_text"), "the text box")  # type: ignore[arg-type]
+
+
+def focus_text_2(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    nth = int(re.search(r"(\d+)(?:st|nd|rd|th)", t.utterance).group(1))  # type: ignore[union-attr]
+    boxes = [n for n in t.nodes() if n.tag == "INPUT_text"]
+    return d.click(boxes[nth - 1], f"input text box number {nth}")
+
+
+def enter_text(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    text = t.quoted()
+    if "lower case" in t.utterance:
+        text = text.lower()
+    elif "upper case" in t.utterance:
+        text = text.upper()
+    return _fill(t, d, [(t.by_tag("INPUT_text"), "the text field", text)]) or _submit(t, d)  # type: ignore[list-item]
+
+
+def enter_password(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    fields = [
+        (t.by_id("password"), "the 'Password' field", t.quoted()),
+        (t.by_id("verify"), "the 'Verify password' field", t.quoted()),
+    ]
+    return _fill(t, d, fields) or _submit(t, d)  # type: ignore[arg-type]
+
+
+def login_user(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    fields = [
+        (t.by_id("username"), "the 'Username' field", t.quoted(0)),
+        (t.by_id("password"), "the 'Password' field", t.quoted(1)),
+    ]
+    return _fill(t, d, fields) or _submit(t, d)  # type: ignore[arg-type]
+
+
+def choose_list(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    name = re.match(r"Select (.*) from the list and click Submit\.", t.utterance).group(1)  # type: ignore[union-attr]
+    select = t.by_tag("SELECT")
+    state = next((s for s in t.selects if s["id"] == (select.id if select else None)), None)
+    if select is not None and state is not None and state["value"] != name:
+        # a focused <select> picks the option whose text is typed; Enter commits it
+        return d.type(select, "the drop-down list", name, clear=False, submit=True)
+    return _submit(t, d)
+
+
+def enter_date(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    month, day, year = re.search(r"(\d\d)/(\d\d)/(\d{4})", t.utterance).groups()  # type: ignore[union-attr]
+    field_ = t.by_tag("INPUT_date")
+    if field_ is not None and field_.value != f"{year}-{month}-{day}":
+        month_segment = CssPoint(x=field_.left + 12, y=field_.top + field_.height / 2)
+        return d.type(
+            field_, "the month part of the date field", f"{month}{day}{year}", clear=False, point=month_segment
+        )
+    return _submit(t, d)
+
+
+def use_autocomplete(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    start, end = t.quoted(0), t.quoted(1) if t.utterance.count('"') >= 4 else ""
+    field_ = t.by_id("tags")
+    assert field_ is not None
+    value = str(field_.value or "")
+    if value.startswith(start) and value.endswith(end) and len(value) > len(start):
+        return _submit(t, d)
+    option = t.find(lambda n: n.has_class("ui-menu-item-wrapper") and n.text.startswith(start) and n.text.endswith(end))
+    if option is not None:
+        return d.click(option, f"the suggestion '{option.text}'")
+    return d.type(field_, "the 'Tags' field", start)
+
+
+def scroll_text_2(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    direction = "up" if "to the top" in t.utterance else "down"
+    area = t.by_tag("TEXTAREA")
+    state = next((s for s in t.scroll if s["tag"] == "TEXTAREA"), None)
+    if area is not None and state is not None and state["top"] != (0 if direction == "up" else state["max"]):
+        return d.scroll(area, "the text area", direction, amount=10)
+    return _submit(t, d)
+
+
+def email_inbox_delete(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    sender = re.search(r"email by (.+?) and click", t.utterance).group(1)  # type: ignore[union-attr]
+    for thread in t.nodes():
+        if thread.has_class("email-thread") and any(
+            n.has_class("email-sender") and n.text == sender for n in _walk(thread)
+        ):
+            trash = next(n for n in _walk(thread) if n.has_class("trash"))
+            return d.click(trash, f"the trash icon of the email from {sender}")
+    raise LookupError(f"no email from {sender}")
+
+
+def _walk(node: Node) -> list[Node]:
+    return [node, *(m for c in node.children for m in _walk(c))]
+
+
+def click_tab_2(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    name = t.quoted()
+    panel = t.find(lambda n: n.has_class("ui-tabs-panel"))
+    link = next((n for n in _walk(panel) if n.has_class("alink") and n.text == name), None) if panel else None
+    if link is not None:
+        return d.click(link, f"the link '{name}'")
+    tabs = [n for n in t.nodes() if n.has_class("ui-tabs-tab")]
+    active = next(i for i, n in enumerate(tabs) if n.has_class("ui-tabs-active"))
+    following = tabs[(active + 1) % len(tabs)]
+    return d.click(following, f"the tab '{following.all_text()}'")
+
+
+def search_engine(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    query, nth = t.quoted(0), int(re.search(r"(\d+)(?:st|nd|rd|th) search result", t.utterance).group(1))  # type: ignore[union-attr]
+    links = [n for n in t.nodes() if n.tag == "A" and n.has_class("search-title")]
+    if not links or not memo.get("searched"):
+        field_ = t.by_id("search-text")
+        if field_ is not None and field_.value != query:
+            return d.type(field_, "the search box", query)
+        memo["searched"] = True
+        return d.click(t.by_id("search"), "the 'Search' button")  # type: ignore[arg-type]
+    page = (nth - 1) // 3 + 1
+    current = t.find(lambda n: n.tag == "LI" and n.has_class("active"))
+    if current is not None and current.all_text() != str(page):
+        pager = t.find(lambda n: n.tag == "A" and n.text == str(page))
+        return d.click(pager, f"the page '{page}' link")  # type: ignore[arg-type]
+    link = links[(nth - 1) % 3]
+    return d.click(link, f"search result '{link.text}'")
+
+
+def copy_paste(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    """With the keyboard: select all in the text area, copy, select all in the
+    field, paste. Sessions in one browser share its clipboard, so the oracle
+    holds a clipboard lease (shared by all its sessions) from copy to paste."""
+    source, target = t.by_tag("TEXTAREA"), t.by_tag("INPUT_text")
+    assert source is not None and target is not None
+    lease = memo["shared"].setdefault("clipboard", {"owner": None, "until": 0.0})
+    me = memo["session"]
+    if target.value == source.value:
+        if lease["owner"] == me:
+            lease["owner"] = None
+        return _submit(t, d)
+    if lease["owner"] not in (None, me) and lease["until"] > time.monotonic():
+        return {"type": "wait", "seconds": 0.2}
+    lease["owner"], lease["until"] = me, time.monotonic() + CLIPBOARD_LEASE_S
+    step = memo.get("copy", 0)
+    memo["copy"] = step + 1
+    plan = [
+        lambda: d.click(source, "the text area"),
+        lambda: d.press("Control+A"),
+        lambda: d.press("Control+C"),
+        lambda: d.click(target, "the answer text box"),
+        lambda: d.press("Control+A"),
+        lambda: d.press("Control+V"),
+    ]
+    return plan[step % len(plan)]()
+
+
+HANDLERS: dict[str, Handler] = {
+    "click-button": click_button,
+    "click-link": click_link,
+    "click-dialog": click_dialog,
+    "click-tab": click_tab,
+    "click-checkboxes": click_checkboxes,
+    "click-option": click_option,
+    "click-button-sequence": click_button_sequence,
+    "click-collapsible-nodelay": click_collapsible,
+    "click-widget": click_widget,
+    "focus-text": focus_text,
+    "focus-text-2": focus_text_2,
+    "enter-text": enter_text,
+    "enter-text-2": enter_text,
+    "enter-password": enter_password,
+    "login-user": login_user,
+    "choose-list": choose_list,
+    "enter-date": enter_date,
+    "use-autocomplete-nodelay": use_autocomplete,
+    "scroll-text-2": scroll_text_2,
+    "email-inbox-delete": email_inbox_delete,
+    "click-tab-2-hard": click_tab_2,
+    "search-engine": search_engine,
+    "copy-paste": copy_paste,
+}
+
+
+class Board:
+    """Ground truth per session, written by the environments (event loop
+    thread) and read by the oracle (stand-in server threads)."""
+
+    def __init__(self) -> None:
+        self._truth: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def post(self, session: str, task: str) -> Callable[[dict[str, Any]], None]:
+        def on_observe(raw: dict[str, Any]) -> None:
+            with self._lock:
+                self._truth[session] = (task, raw)
+
+        return on_observe
+
+    def get(self, session: str) -> tuple[str, dict[str, Any]] | None:
+        with self._lock:
+            return self._truth.get(session)
+
+    def drop(self, session: str) -> None:
+        with self._lock:
+            self._truth.pop(session, None)
+
+
+class MiniWobOracle:
+    """Responder for `StandInServer`: the policy from the ground truth, the
+    localizer from the points the policy chose, the validator accepts."""
+
+    def __init__(self, board: Board, frame: CoordinateFrame) -> None:
+        self.board = board
+        self.frame = frame
+        self._points: dict[tuple[str, str], tuple[CssPoint, tuple[Size, float, tuple[float, float]]]] = {}
+        self._memos: dict[str, Memo] = {}
+        self._shared: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: ChatRequest) -> Answer:
+        return getattr(self, request.role)(request)
+
+    def policy(self, request: ChatRequest) -> dict[str, Any]:
+        match = _SESSION.search(request.text)
+        posted = self.board.get(match.group(1)) if match else None
+        if posted is None:
+            return {
+                "thought": "No ground truth for this page.",
+                "notes": "",
+                "action": {"type": "fail", "reason": "unknown session"},
+            }
+        task, raw = posted
+        handler = HANDLERS.get(task)
+        if handler is None:
+            return {
+                "thought": f"The oracle has no logic for {task}.",
+                "notes": "",
+                "action": {"type": "fail", "reason": f"no oracle for {task}"},
+            }
+        truth = Truth.parse(raw)
+        decision = Decision()
+        session = match.group(1)  # type: ignore[union-attr]
+        image = hashlib.sha1(request.images[-1]).hexdigest() if request.images else ""
+        with self._lock:  # handlers are quick; one at a time keeps shared state (the clipboard lease) simple
+            memo = self._memos.setdefault(session, {"session": session, "shared": self._shared})
+            action = handler(truth, decision, memo)
+            for target, point in decision.points.items():
+                self._points[(image, target)] = (point, truth.geometry)
+        return {"thought": f"Ground truth for {task!r}: {truth.utterance}", "notes": "", "action": action}
+
+    def localizer(self, request: ChatRequest) -> dict[str, Any]:
+        match = _TARGET.search(request.text)
+        key = (hashlib.sha1(request.images[-1]).hexdigest(), match.group(1).strip() if match else "")
+        with self._lock:
+            found = self._points.pop(key, None)
+        if found is None:
+            return {"x": 0, "y": 0}
+        point, (screenshot, scale, origin) = found
+        geometry = ImageGeometry(
+            sent=Size(*request.image_size(-1)),
+            screenshot=screenshot,
+            scale=scale,
+            origin_x=origin[0],
+            origin_y=origin[1],
+        )
+        x, y = css_to_model(point, self.frame, geometry)
+        answer: dict[str, Any] = {"x": x, "y": y}
+        if "action" in ((request.schema or {}).get("properties") or {}):
+            answer = {"action": "click_absolute", **answer}
+        return answer
+
+    def validator(self, request: ChatRequest) -> dict[str, Any]:
+        return {"verdict": "accept", "reasons": "The oracle accepts."}

@@ -1,0 +1,329 @@
+"""`surfer serve MODEL`: start vLLM with the flags a model family needs, wait
+until it answers, and print the matching `surfer run` line.
+
+Flags come from the profile's `Serving` data and are checked against the
+installed vLLM (`vllm serve --help=all`): a flag that version lacks is left
+out with a note. Without vLLM, `--dry-run` assumes the versions in
+`FLAG_SINCE` for `DEFAULT_VLLM` and says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+
+import typer
+
+from surfer.core.errors import ConfigError
+from surfer.models.profiles import Profile
+
+INSTALL_VLLM = "vLLM is not installed: `pip install 'surfer-agent[vllm]'` (Linux with an NVIDIA GPU and CUDA)."
+DEFAULT_VLLM = "0.25.1"  # the version `surfer serve` was checked with on an H100
+# First vLLM version with each flag surfer may pass (used only when vLLM is not installed).
+FLAG_SINCE: dict[str, str] = {
+    "--trust-remote-code": "0.1",
+    "--max-model-len": "0.1",
+    "--max-num-seqs": "0.1",
+    "--enable-prefix-caching": "0.2",
+    "--limit-mm-per-prompt": "0.5",
+    "--mm-processor-kwargs": "0.6",
+    "--reasoning-parser": "0.7.1",
+    "--guided-decoding-backend": "0.4",
+    "--mamba-ssm-cache-dtype": "0.10",
+    "--structured-outputs-config": "0.11",
+}
+FLAG_UNTIL: dict[str, str] = {"--guided-decoding-backend": "0.11"}  # removed in this version
+LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
+HYBRID_PREFIX_CACHING_SINCE = "0.15"  # 0.14.1 served Holotron without prefix caching
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in re.split(r"[.+-]", version):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+def at_least(version: str, minimum: str) -> bool:
+    return version_tuple(version) >= version_tuple(minimum)
+
+
+_FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9.-]*[a-z0-9])")
+
+
+@dataclass(frozen=True)
+class VllmCapabilities:
+    """What the vLLM that will run supports: its version and serve flags."""
+
+    version: str
+    flags: frozenset[str]
+    help_text: str = ""
+    source: str = "help"  # "help" (read from `vllm serve --help=all`) or "table" (FLAG_SINCE)
+
+    @classmethod
+    def from_help(cls, version: str, help_text: str) -> VllmCapabilities:
+        return cls(version, frozenset(_FLAG.findall(help_text)), help_text, "help")
+
+    @classmethod
+    def from_table(cls, version: str = DEFAULT_VLLM) -> VllmCapabilities:
+        flags = {f for f, since in FLAG_SINCE.items() if at_least(version, since)}
+        flags -= {f for f, until in FLAG_UNTIL.items() if at_least(version, until)}
+        return cls(version, frozenset(flags), "", "table")
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags
+
+    def knows(self, word: str) -> bool:
+        """Does the help text mention `word` (e.g. a reasoning parser name)? True without help text."""
+        return self.source != "help" or word in self.help_text
+
+
+def installed_vllm_version() -> str | None:
+    try:
+        return metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def vllm_executable() -> list[str]:
+    found = shutil.which("vllm")
+    return [found] if found else [sys.executable, "-m", "vllm.entrypoints.cli.main"]
+
+
+def read_capabilities(version: str) -> VllmCapabilities:
+    """Run `vllm serve --help=all` (imports vLLM: seconds) and collect its flags."""
+    try:
+        proc = subprocess.run([*vllm_executable(), "serve", "--help=all"], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConfigError(f"could not run `vllm serve --help=all` to read vLLM {version}'s flags: {exc}") from None
+    if proc.returncode != 0 or "--max-model-len" not in proc.stdout:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise ConfigError(f"`vllm serve --help=all` failed (exit {proc.returncode}): {' | '.join(tail)}")
+    return VllmCapabilities.from_help(version, proc.stdout)
+
+
+@dataclass
+class ServePlan:
+    command: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def shell(self) -> str:
+        return shlex.join(self.command)
+
+
+def build_command(
+    model: str, profile: Profile, caps: VllmCapabilities, *, host: str = "127.0.0.1", port: int = 8000,
+    max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
+) -> ServePlan:
+    """The `vllm serve` command for `model` of `profile`'s family on this vLLM."""
+    serving = profile.serving
+    cmd = ["vllm", "serve", model, "--host", host, "--port", str(port)]
+    notes: list[str] = []
+
+    def add(flag: str, *values: str, why: str = "") -> None:
+        if caps.has(flag):
+            cmd.extend([flag, *values])
+        else:
+            notes.append(f"vLLM {caps.version} has no {flag}; left out{why}")
+
+    if serving.min_vllm and not at_least(caps.version, serving.min_vllm):
+        notes.append(f"{profile.name} needs vLLM >= {serving.min_vllm}; found {caps.version}")
+    if serving.trust_remote_code:
+        add("--trust-remote-code")
+    if at_least(caps.version, LIMIT_MM_JSON_SINCE):
+        add("--limit-mm-per-prompt", json.dumps({"image": profile.max_images, "video": 0}))
+    else:
+        add("--limit-mm-per-prompt", f"image={profile.max_images},video=0")
+    if serving.mm_processor_kwargs:
+        add("--mm-processor-kwargs", json.dumps(dict(serving.mm_processor_kwargs)))
+    length = max_model_len or serving.max_model_len
+    if length:
+        add("--max-model-len", str(length))
+    if max_concurrency:
+        add("--max-num-seqs", str(max_concurrency))
+    if serving.hybrid:
+        add("--mamba-ssm-cache-dtype", "float32", why=" (SSM state stays in the model's dtype)")
+        if at_least(caps.version, HYBRID_PREFIX_CACHING_SINCE):
+            add("--enable-prefix-caching")
+        else:
+            notes.append(f"prefix caching left off: vLLM {caps.version} < {HYBRID_PREFIX_CACHING_SINCE} has none for hybrid models")
+    else:
+        add("--enable-prefix-caching")
+    if caps.has("--structured-outputs-config"):
+        cmd.extend(["--structured-outputs-config", json.dumps({"backend": "xgrammar"})])
+    elif caps.has("--guided-decoding-backend"):
+        cmd.extend(["--guided-decoding-backend", "xgrammar"])
+    else:
+        notes.append(f"vLLM {caps.version} has no structured-outputs backend flag; schemas may be ignored")
+    if serving.reasoning_parser:
+        if caps.knows(serving.reasoning_parser):
+            add("--reasoning-parser", serving.reasoning_parser)
+        else:
+            notes.append(f"vLLM {caps.version} has no reasoning parser {serving.reasoning_parser!r}; left out")
+    cmd.extend(extra_args)
+    return ServePlan(cmd, notes)
+
+
+def gpu_problem() -> str | None:
+    """None when an NVIDIA GPU is visible, else what is wrong."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"nvidia-smi failed: {exc}"
+        if out.returncode == 0 and "GPU" in out.stdout:
+            return None
+        return f"nvidia-smi lists no GPU ({(out.stderr or out.stdout).strip()[:200]})"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return None
+    except ImportError:
+        pass
+    return "no NVIDIA GPU visible (no nvidia-smi, and torch sees no CUDA device); vLLM needs one"
+
+
+async def wait_until_ready(process: asyncio.subprocess.Process, base_url: str, timeout: float, say) -> float:  # type: ignore[no-untyped-def]
+    """Poll `base_url/models` until it answers; fail if the process exits or time runs out."""
+    import openai
+
+    started = time.monotonic()
+    next_note = started + 15
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="EMPTY", timeout=5, max_retries=0)
+    try:
+        while True:
+            if process.returncode is not None:
+                raise RuntimeError(f"vLLM exited with code {process.returncode} before it was ready (its log is above)")
+            try:
+                await client.models.list()
+                return time.monotonic() - started
+            except openai.APIError:
+                pass
+            now = time.monotonic()
+            if now - started > timeout:
+                raise TimeoutError(f"vLLM did not answer {base_url}/models within {timeout:.0f} s")
+            if now >= next_note:
+                say(f"waiting for vLLM to load the model… {now - started:.0f} s")
+                next_note = now + 15
+            try:
+                await asyncio.wait_for(process.wait(), timeout=1.0)
+            except TimeoutError:
+                pass
+    finally:
+        await client.close()
+
+
+def run_line(base_url: str, model: str, profile: str) -> str:
+    return f"surfer run \"TASK\" --url URL --base-url {base_url} --model {shlex.quote(model)} --profile {profile}"
+
+
+def _stop(process: asyncio.subprocess.Process, stopped: list[bool]) -> None:
+    stopped.append(True)
+    if process.returncode is None:
+        process.terminate()
+
+
+async def serve(plan: ServePlan, base_url: str, model: str, profile: str, timeout: float, say) -> int:  # type: ignore[no-untyped-def]
+    process = await asyncio.create_subprocess_exec(*plan.command)
+    loop, stopped = asyncio.get_running_loop(), []
+    for sig in (signal.SIGINT, signal.SIGTERM):  # stop vLLM cleanly, also when SIGINT is ignored (background jobs)
+        loop.add_signal_handler(sig, _stop, process, stopped)
+    try:
+        try:
+            seconds = await wait_until_ready(process, base_url, timeout, say)
+        except (RuntimeError, TimeoutError) as exc:
+            say(f"error: {exc}")
+            return 1
+        say(f"vLLM is ready after {seconds:.1f} s at {base_url}")
+        say(run_line(base_url, model, profile))
+        code = await process.wait()
+        say("vLLM stopped" if stopped else f"vLLM exited with code {code}")
+        return 0 if stopped else code
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), timeout=30)
+            except TimeoutError:
+                process.kill()
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    @app.command(name="serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def serve_command(
+        ctx: typer.Context,
+        model: str = typer.Argument(..., help="Model id or local directory, e.g. Hcompany/Holotron-12B."),
+        profile: str | None = typer.Option(None, "--profile", help="Model family profile; default: suggested from the name (said so)."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+        port: int = typer.Option(8000, "--port", help="Port to listen on."),
+        max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help="Concurrent sequences (vLLM --max-num-seqs)."),
+        max_model_len: int | None = typer.Option(None, "--max-model-len", min=256, help="Context length (default: the family's)."),
+        timeout: float = typer.Option(1800.0, "--timeout", help="Seconds to wait for the server to answer."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the vllm command and exit."),
+        vllm_version: str | None = typer.Option(None, "--vllm-version", help=f"With --dry-run and no vLLM installed: the version to plan for (default {DEFAULT_VLLM})."),
+    ) -> None:
+        """Start vLLM for a model with its family's flags, wait until it answers, print the `surfer run` line.
+
+        Arguments after `--` go to `vllm serve` unchanged (e.g. `-- --load-format dummy`)."""
+        from rich.console import Console
+        from rich.markup import escape
+
+        from surfer.models.profiles import get_profile
+        from surfer.models.profiles.auto import suggest_profile
+
+        console = Console(stderr=True, soft_wrap=True, highlight=False)
+        say = console.print
+        try:
+            if profile is None:
+                profile, reason = suggest_profile([model])
+                say(f"profile: {reason} (pass --profile to choose)", markup=False)
+            chosen = get_profile(profile)
+            installed = installed_vllm_version()
+            if installed is None:
+                if not dry_run:
+                    raise ConfigError(INSTALL_VLLM)
+                caps = VllmCapabilities.from_table(vllm_version or DEFAULT_VLLM)
+                say(f"note: vLLM is not installed; flags assume vLLM {caps.version} (default version table in surfer/apps/serve.py)")
+            else:
+                caps = read_capabilities(installed)
+            plan = build_command(
+                model, chosen, caps, host=host, port=port, max_concurrency=max_concurrency,
+                max_model_len=max_model_len, extra_args=tuple(ctx.args),
+            )
+            if not dry_run:
+                problem = gpu_problem()
+                if problem:
+                    raise ConfigError(f"{problem}. Serve on a machine with an NVIDIA GPU, or point surfer at a remote server with --base-url.")
+        except ConfigError as exc:
+            say(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        for note in plan.notes:
+            say(f"note: {escape(note)}")
+        if dry_run:
+            print(plan.shell)
+            return
+        plan.command[0:1] = vllm_executable()
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        base_url = f"http://{shown}:{port}/v1"
+        say(f"starting: {escape(plan.shell)}")
+        try:
+            code = asyncio.run(serve(plan, base_url, model, chosen.name, timeout, lambda text: console.print(text, markup=False)))
+        except KeyboardInterrupt:
+            code = 130
+        raise typer.Exit(code)

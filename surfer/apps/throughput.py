@@ -1,0 +1,330 @@
+"""`surfer bench throughput`: how many agent steps per second the harness
+sustains with N sessions in one Chromium, the model answering instantly
+(the stand-in server over real HTTP), so that what is measured is surfer:
+screenshots, encoding, actions, settle waits, event writers.
+
+Each session runs `--steps` steps on the demo site's registration form
+(typing into the two fields, clicking the heading), then one final answer.
+Reports steps/s, per-step harness overhead (p50/p95, split screenshot /
+encode / action / settle), peak RSS of the whole process tree (browser
+included) and scaling against concurrency 1. Writes JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from surfer.agent.events import Event, StepFinished, StepStarted
+from surfer.core.actions import CssPoint
+from surfer.core.errors import ConfigError
+
+VIEWPORT = (1280, 800)
+_FIELDS = ("the 'Full name' text field", "the 'Email address' text field")
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else None
+
+
+def process_tree_memory() -> tuple[int, int]:
+    """(RSS, PSS) in bytes summed over this process and all its descendants.
+    RSS counts pages shared between Chromium's processes once per process;
+    PSS splits them, so it is the fairer total (Linux only; else equal to RSS)."""
+    try:
+        import psutil
+    except ImportError:
+        raise ConfigError(
+            "the throughput benchmark reads memory with psutil: pip install 'surfer-agent[bench]'"
+        ) from None
+    me = psutil.Process()
+    rss = pss = 0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            info = proc.memory_full_info()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        rss += info.rss
+        pss += getattr(info, "pss", info.rss)
+    return rss, pss
+
+
+class RssSampler:
+    """Samples the process tree's memory in a thread; keeps the peaks."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.interval = interval
+        self.peak, self.peak_pss = process_tree_memory()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def _sample(self) -> None:
+        rss, pss = process_tree_memory()
+        self.peak, self.peak_pss = max(self.peak, rss), max(self.peak_pss, pss)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+class StepResponder:
+    """Stand-in model: the policy types into the form fields and clicks the
+    heading in turn (answering at the step limit), the localizer answers
+    with each target's measured centre."""
+
+    def __init__(self, centres: dict[str, CssPoint], frame: str) -> None:
+        from surfer.apps.demo import frame_mapper
+
+        self.centres = centres
+        self.to_frame = frame_mapper(frame, VIEWPORT, 1.0)  # type: ignore[arg-type]
+        self._turn = itertools.count()
+
+    def __call__(self, request: Any) -> dict[str, Any]:
+        if request.role == "localizer":
+            target = request.text.split("Target: ", 1)[-1].split("\n", 1)[0].strip()
+            x, y = self.to_frame(self.centres[target], request.image_size(-1))
+            return {"x": x, "y": y}
+        if "limit has been reached" in request.text:
+            return {"thought": "Done.", "notes": "", "action": {"type": "answer", "text": "done"}}
+        turn = next(self._turn) % 3
+        if turn == 2:
+            action: dict[str, Any] = {"type": "click", "target": "the page heading"}
+        else:
+            action = {"type": "type", "text": f"value {turn}", "target": _FIELDS[turn]}
+        return {"thought": "Keep working.", "notes": "", "action": action}
+
+
+async def _centres(site_url: str) -> dict[str, CssPoint]:
+    from surfer.apps.demo import measure_targets
+
+    centres = await measure_targets(site_url, VIEWPORT)
+    heading = centres["the 'Full name' text field"]
+    centres["the page heading"] = CssPoint(x=heading.x, y=30.0)  # the header bar: a click that changes nothing
+    return {k: v for k, v in centres.items() if k in (*_FIELDS, "the page heading")}
+
+
+async def measure_level(
+    concurrency: int, steps: int, base_url: str, model: str, url: str, out_dir: Path | None
+) -> dict[str, Any]:
+    """`concurrency` sessions of `steps` steps each in one fresh Chromium."""
+    from surfer.agent.config import AgentConfig, BrowserSettings
+    from surfer.agent.loop import Agent
+    from surfer.apps.batch import SharedBrowser, shared_backends
+    from surfer.tools.browser import BrowserEnvironment
+
+    config = AgentConfig(
+        base_url=base_url,
+        model=model,
+        max_steps=steps,
+        validate_answers=False,
+        browser=BrowserSettings(viewport=VIEWPORT),
+    )
+    backends = shared_backends(config, None)
+    records: list[dict[str, float]] = []
+    bounds: list[float] = []
+
+    def listen(event: Event) -> None:
+        if isinstance(event, StepStarted):
+            bounds.append(time.perf_counter())
+        elif (
+            isinstance(event, StepFinished) and event.record.action is not None and event.record.action.type != "answer"
+        ):
+            t = event.record.timings
+            bounds.append(time.perf_counter())
+            records.append(
+                {
+                    "total": t.total,
+                    "model": t.model,
+                    "overhead": t.total - t.model,
+                    "screenshot": t.screenshot,
+                    "encode": t.encode,
+                    "action": t.action,
+                    "settle": t.settle,
+                }
+            )
+
+    browser = SharedBrowser()
+    statuses: dict[str, int] = {}
+    with RssSampler() as rss:
+        await browser.start()
+        try:
+
+            async def session(i: int) -> None:
+                env = BrowserEnvironment(browser=browser.browser, viewport=VIEWPORT)
+                agent = Agent(config, environment=env, backends=backends, listeners=[listen])
+                try:
+                    result = await agent.run("Fill in the form.", url, out_dir=out_dir / f"s{i}" if out_dir else None)
+                    statuses[result.status] = statuses.get(result.status, 0) + 1
+                finally:
+                    await env.close()
+
+            await asyncio.gather(*(session(i) for i in range(concurrency)))
+        finally:
+            await browser.close()
+            for backend in {id(b): b for b in backends.values()}.values():
+                await backend.aclose()
+    window = (max(bounds) - min(bounds)) if bounds else 0.0
+    split = (
+        {
+            k: {"p50": statistics.median(r[k] for r in records), "p95": _pct([r[k] for r in records], 0.95)}
+            for k in ("overhead", "screenshot", "encode", "action", "settle", "model", "total")
+        }
+        if records
+        else {}
+    )
+    return {
+        "concurrency": concurrency,
+        "steps": len(records),
+        "seconds": round(window, 3),
+        "steps_per_s": len(records) / window if window else 0.0,
+        "seconds_per_step": split,
+        "peak_rss_mib": round(rss.peak / 2**20, 1),
+        "peak_pss_mib": round(rss.peak_pss / 2**20, 1),
+        "statuses": statuses,
+    }
+
+
+def _serve(centres: dict[str, tuple[float, float]], frame: str, ready: Any, stop: Any) -> None:
+    """Child process: the stand-in server with the step responder (its own GIL)."""
+    from surfer.models.standin import StandInServer
+
+    responder = StepResponder({k: CssPoint(x=x, y=y) for k, (x, y) in centres.items()}, frame)
+    with StandInServer(responder) as server:
+        ready.send((server.base_url, server.model))
+        stop.wait()
+
+
+class _ServerProcess:
+    def __init__(self, centres: dict[str, CssPoint], frame: str) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._ready, child = ctx.Pipe()
+        self._stop = ctx.Event()
+        plain = {k: (v.x, v.y) for k, v in centres.items()}
+        self._process = ctx.Process(target=_serve, args=(plain, frame, child, self._stop), daemon=True)
+
+    def __enter__(self) -> tuple[str, str]:
+        self._process.start()
+        if not self._ready.poll(60):
+            raise RuntimeError("the stand-in server process did not start")
+        return self._ready.recv()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._process.join(10)
+
+
+async def run_throughput(
+    levels: list[int], steps: int, *, write_runs: bool = False, server_process: bool = True
+) -> dict[str, Any]:
+    from surfer.apps.demo import DEMO_SITE
+    from surfer.apps.static_site import StaticSite
+
+    if not levels or any(c < 1 for c in levels):
+        raise ConfigError(f"--concurrency must list positive integers, got {levels}")
+    if steps < 1:
+        raise ConfigError(f"--steps must be at least 1, got {steps}")
+    results = []
+    with StaticSite(DEMO_SITE) as site, tempfile.TemporaryDirectory() as tmp:
+        centres = await _centres(site.base_url)
+        # In a child process the stand-in server does not compete with the harness for the GIL.
+        with _ServerProcess(centres, "normalized_1000") if server_process else _InProcess(centres) as (base_url, model):
+            for c in levels:
+                out_dir = Path(tmp) / f"c{c}" if write_runs else None
+                results.append(await measure_level(c, steps, base_url, model, site.url("register.html"), out_dir))
+    base = next((r["steps_per_s"] for r in results if r["concurrency"] == 1), None)
+    for r in results:
+        r["speedup_vs_1"] = r["steps_per_s"] / base if base else None
+        r["efficiency"] = r["steps_per_s"] / (base * r["concurrency"]) if base else None
+    return {
+        "benchmark": "throughput",
+        "steps_per_session": steps,
+        "cpus": os.cpu_count(),
+        "write_runs": write_runs,
+        "server_process": server_process,
+        "levels": results,
+    }
+
+
+class _InProcess:
+    def __init__(self, centres: dict[str, CssPoint]) -> None:
+        from surfer.models.standin import StandInServer
+
+        self._server = StandInServer(StepResponder(centres, "normalized_1000"))
+
+    def __enter__(self) -> tuple[str, str]:
+        self._server.start()
+        return self._server.base_url, self._server.model
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.stop()
+
+
+def parse_levels(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError(f"--concurrency must look like 1,8,32,64, got {text!r}") from None
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    @bench_app.command("throughput")
+    def throughput(
+        concurrency: str = typer.Option("1,8,32,64", "--concurrency", "-c", help="Comma-separated session counts."),
+        steps: int = typer.Option(10, "--steps", help="Steps per session."),
+        write_runs: bool = typer.Option(
+            False, "--write-runs", help="Also write run directories (measures the trajectory writer)."
+        ),
+        in_process: bool = typer.Option(
+            False, "--in-process-server", help="Run the stand-in server in this process (shares the GIL)."
+        ),
+        out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/throughput.json)."),
+    ) -> None:
+        """Agent steps/s, harness overhead and peak RSS at several concurrency levels (stand-in model)."""
+        import json
+
+        from surfer.apps.cli import EXIT_USAGE
+
+        try:
+            report = asyncio.run(
+                run_throughput(parse_levels(concurrency), steps, write_runs=write_runs, server_process=not in_process)
+            )
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        typer.echo(
+            f"{'sessions':>8} {'steps/s':>8} {'speedup':>8} {'overhead p50/p95 ms':>20} "
+            f"{'shot':>6} {'encode':>6} {'action':>6} {'settle':>6} {'peak RSS / PSS':>16}"
+        )
+        for r in report["levels"]:
+            s = r["seconds_per_step"]
+            ms = {k: (s[k]["p50"] or 0) * 1000 for k in s}
+            typer.echo(
+                f"{r['concurrency']:>8} {r['steps_per_s']:>8.2f} {(r['speedup_vs_1'] or 0):>7.2f}x "
+                f"{ms.get('overhead', 0):>9.0f} / {(s.get('overhead', {}).get('p95') or 0) * 1000:<8.0f} "
+                f"{ms.get('screenshot', 0):>6.0f} {ms.get('encode', 0):>6.0f} {ms.get('action', 0):>6.0f} "
+                f"{ms.get('settle', 0):>6.0f} {r['peak_rss_mib']:>6.0f} / {r['peak_pss_mib']:.0f} MiB"
+            )
+        target = out or Path(".bench/throughput.json")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(report, indent=2))
+        typer.echo(f"wrote {target}")

@@ -1,0 +1,68 @@
+"""`--profile auto`: suggest a profile from the model names an endpoint
+serves, and always say why (never a silent guess). The suggestion reads
+names only, so `surfer calibrate` is the way to confirm the coordinate frame.
+
+    name, reason = suggest_profile(["Hcompany/Holo2-8B"])
+    name, reason = await suggest_profile_for_endpoint("http://127.0.0.1:8000/v1")
+"""
+
+from __future__ import annotations
+
+import re
+
+from surfer.core.errors import ConfigError, ModelServerUnreachable
+
+# (pattern over a lower-cased model id, profile, family named in the reason)
+FAMILY_PATTERNS: tuple[tuple[str, str, str], ...] = (
+    (r"holotron", "holotron", "Holotron"),
+    (r"holo-?2(?![0-9])", "holo2", "Holo2"),
+    (r"holo-?1[._-]5", "holo1.5", "Holo1.5"),
+    (r"holo-?1(?![0-9._-]5)", "holo1.5", "Holo1 (JSON output in Holo1.5's frame)"),
+)
+FALLBACK = "openai"
+
+
+def suggest_profile(model_ids: list[str], model: str | None = None) -> tuple[str, str]:
+    """(profile name, reason) for the served `model_ids` (or just `model`, when given)."""
+    names = [model] if model else list(model_ids)
+    if not names:
+        return FALLBACK, "the endpoint lists no models; using the generic 'openai' profile (run `surfer calibrate` to check)"
+    for name in names:
+        lowered = name.lower()
+        for pattern, profile, family in FAMILY_PATTERNS:
+            if re.search(pattern, lowered):
+                return profile, f"model {name!r} looks like {family}; using profile {profile!r}"
+    listed = ", ".join(repr(n) for n in names)
+    return FALLBACK, (
+        f"no known family in {listed}; using the generic 'openai' profile "
+        "(absolute pixels, longest side 1280) — run `surfer calibrate` to check the coordinate frame"
+    )
+
+
+async def suggest_profile_for_endpoint(
+    base_url: str, model: str | None = None, api_key: str = "EMPTY", timeout: float = 10.0,
+) -> tuple[str, str]:
+    """Ask the endpoint's `/v1/models` what it serves, then `suggest_profile`.
+    The model path vLLM reports as `root` counts as a name too."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
+    try:
+        page = await client.models.list()
+    except openai.APIConnectionError as exc:
+        raise ModelServerUnreachable(f"--profile auto: cannot reach {base_url} to list its models ({exc.__cause__ or exc})") from None
+    except openai.APIStatusError as exc:
+        raise ConfigError(f"--profile auto: {base_url}/models answered HTTP {exc.status_code}; choose --profile explicitly") from None
+    finally:
+        await client.close()
+    ids: list[str] = []
+    for entry in page.data:
+        if model and entry.id != model:
+            continue
+        ids.append(entry.id)
+        root = getattr(entry, "root", None)
+        if root and root != entry.id:
+            ids.append(root)
+    if model and not ids:
+        ids = [model]
+    return suggest_profile(ids)

@@ -1,0 +1,175 @@
+"""In-process transformers behind the `ModelBackend` interface (extra:
+`transformers`; the Mamba CUDA kernels are the separate extra `kernels`).
+
+    backend = TransformersBackend("path/or/hub-id", trust_remote_code=True)
+    agent = Agent(backend=backend, profile="holotron")
+
+Loads `AutoProcessor`/`AutoTokenizer` and `AutoModelForImageTextToText` (a
+model with a vision tower) or `AutoModelForCausalLM` (hybrid `nemotron_h`
+and other language models). Text-only models get the images dropped, with a
+warning. transformers has no grammar-constrained decoding, so the role's
+schema goes into the prompt and malformed output is left to the roles'
+retry-with-feedback. For hybrid Mamba models, whether the mamba-ssm /
+causal-conv1d kernels are importable decides the path; it is logged once.
+Generation runs in a worker thread, one call at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import io
+import logging
+import time
+from typing import Any
+
+from surfer.core.errors import ConfigError
+
+from .backend import Completion, ImagePart, ModelBackend, ModelRequest, TextPart, Usage
+from .http import _schema_in_prompt
+
+log = logging.getLogger("surfer.models.transformers")
+INSTALL = "the in-process transformers backend needs torch and transformers: pip install 'surfer-agent[transformers]'"
+HYBRID_TYPES = frozenset({"nemotron_h", "mamba2", "mamba", "jamba", "bamba", "zamba2", "falcon_h1", "granitemoehybrid"})
+_logged: set[str] = set()
+
+
+def mamba_kernels() -> dict[str, bool]:
+    """Which optional Mamba CUDA kernel packages are importable."""
+    return {name: importlib.util.find_spec(name) is not None for name in ("mamba_ssm", "causal_conv1d")}
+
+
+def mamba_path(device: str) -> str:
+    kernels = mamba_kernels()
+    if all(kernels.values()) and device.startswith("cuda"):
+        return "CUDA kernels (mamba-ssm + causal-conv1d)"
+    missing = [k for k, ok in kernels.items() if not ok]
+    why = f"{', '.join(missing)} not installed" if missing else f"device {device} is not CUDA"
+    return f"pure-PyTorch fallback ({why}; correct but much slower — pip install 'surfer-agent[kernels]' on a GPU)"
+
+
+def chat_messages(request: ModelRequest, *, multimodal: bool) -> tuple[list[dict[str, Any]], int]:
+    """Messages for the chat template, and how many images were dropped
+    (text-only model). Images stay bytes here; `_open_images` decodes them."""
+    out: list[dict[str, Any]] = []
+    dropped = 0
+    for message in request.messages:
+        if multimodal:
+            parts = [{"type": "image", "image": p.data} if isinstance(p, ImagePart) else {"type": "text", "text": p.text}
+                     for p in message.content]
+            out.append({"role": message.role, "content": parts})
+        else:
+            dropped += message.image_count
+            out.append({"role": message.role, "content": "".join(p.text for p in message.content if isinstance(p, TextPart))})
+    if request.schema is not None:
+        out = _schema_in_prompt(out, request.schema)
+    return out, dropped
+
+
+def _open_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from PIL import Image
+
+    for message in messages:
+        if isinstance(message["content"], list):
+            for part in message["content"]:
+                if part.get("type") == "image" and isinstance(part["image"], bytes):
+                    part["image"] = Image.open(io.BytesIO(part["image"])).convert("RGB")
+    return messages
+
+
+class TransformersBackend(ModelBackend):
+    def __init__(
+        self, model: str, *, trust_remote_code: bool = False, device: str | None = None, dtype: str = "auto",
+        max_new_tokens: int = 1024,
+    ) -> None:
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError:
+            raise ConfigError(INSTALL) from None
+        self.model_id = model
+        self.trust_remote_code = trust_remote_code
+        self.device = device
+        self.dtype = dtype
+        self.max_new_tokens = max_new_tokens
+        self.multimodal = False
+        self.hybrid = False
+        self.path = ""
+        self.dropped_images = 0
+        self._model: Any = None
+        self._processor: Any = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def label(self) -> str:
+        return f"{self.model_id} (in-process transformers)"
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        import torch
+        from transformers import (
+            AutoConfig,
+            AutoModelForCausalLM,
+            AutoModelForImageTextToText,
+            AutoProcessor,
+            AutoTokenizer,
+        )
+
+        remote = {"trust_remote_code": self.trust_remote_code}
+        try:
+            config = AutoConfig.from_pretrained(self.model_id, **remote)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot load a model config from {self.model_id!r}: {exc}") from None
+        self.device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.multimodal = getattr(config, "vision_config", None) is not None
+        self.hybrid = config.model_type in HYBRID_TYPES or "nemotron_h" in str(getattr(config, "text_config", ""))
+        if self.multimodal:
+            self._processor = AutoProcessor.from_pretrained(self.model_id, **remote)
+            model_class = AutoModelForImageTextToText
+        else:
+            self._processor = AutoTokenizer.from_pretrained(self.model_id, **remote)
+            model_class = AutoModelForCausalLM
+        self._model = model_class.from_pretrained(self.model_id, dtype=self.dtype, **remote).to(self.device).eval()
+        self.path = mamba_path(self.device) if self.hybrid else "standard attention layers"
+        key = f"{self.model_id}@{self.device}"
+        if key not in _logged:
+            _logged.add(key)
+            log.info("loaded %s (%s, %s via %s) on %s; Mamba path: %s", self.model_id, config.model_type,
+                     type(self._model).__name__, model_class.__name__, self.device, self.path)
+
+    async def check(self) -> None:
+        async with self._lock:
+            await asyncio.to_thread(self._load)
+
+    def _generate(self, request: ModelRequest) -> tuple[str, Usage]:
+        import torch
+
+        self._load()
+        messages, dropped = chat_messages(request, multimodal=self.multimodal)
+        if dropped:
+            if not self.dropped_images:
+                log.warning("%s is a text-only model: dropping the images of its requests", self.model_id)
+            self.dropped_images += dropped
+        inputs = self._processor.apply_chat_template(
+            _open_images(messages), add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt",
+        ).to(self.device)
+        limit = min(request.max_tokens or self.max_new_tokens, self.max_new_tokens)
+        sample = bool(request.temperature)
+        options: dict[str, Any] = {"max_new_tokens": limit, "do_sample": sample}
+        if sample:
+            options["temperature"] = request.temperature
+        with torch.inference_mode():
+            output = self._model.generate(**inputs, **options)
+        prompt_len = inputs["input_ids"].shape[-1]
+        new_tokens = output[0][prompt_len:]
+        tokenizer = getattr(self._processor, "tokenizer", self._processor)
+        text = tokenizer.decode(new_tokens, skip_special_tokens=True)
+        return text, Usage(int(prompt_len), int(new_tokens.shape[-1]))
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        started = time.perf_counter()
+        async with self._lock:
+            text, usage = await asyncio.to_thread(self._generate, request)
+        return Completion(text=text, usage=usage, seconds=time.perf_counter() - started, model=self.model_id,
+                          structured="prompt" if request.schema is not None else "none")

@@ -1,0 +1,215 @@
+"""`surfer batch`: many demo-site tasks through the real HTTP model path and
+one shared Chromium; results.jsonl, atomic run directories, resume, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from surfer.agent.config import AgentConfig, BrowserSettings
+from surfer.apps.batch import Batch, BatchTask, ResultsIndex, load_tasks, run_batch
+from surfer.apps.demo import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.core.errors import ConfigError
+from surfer.models.backend import Completion, ModelBackend, ModelRequest
+from surfer.models.limits import InflightLimit
+
+VIEWPORT = (1024, 700)
+
+
+@pytest.fixture(scope="module")
+async def centres(demo_site):  # type: ignore[no-untyped-def]
+    return await measure_targets(demo_site.base_url, VIEWPORT)
+
+
+@pytest.fixture
+def oracle_server(standin, centres):  # type: ignore[no-untyped-def]
+    oracle = DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
+    server = standin(oracle)
+    server.oracle = oracle
+    return server
+
+
+def config_for(server) -> AgentConfig:  # type: ignore[no-untyped-def]
+    return AgentConfig(
+        base_url=server.base_url,
+        model=server.model,
+        profile="holotron",
+        max_steps=10,
+        browser=BrowserSettings(viewport=VIEWPORT),
+    )
+
+
+def demo_tasks(site, ids) -> list[BatchTask]:  # type: ignore[no-untyped-def]
+    return [
+        BatchTask(id=i, group=i, task=DEMO_TASK, url=site.url("index.html"), metadata={"n": n})
+        for n, i in enumerate(ids)
+    ]
+
+
+def read_results(out: Path) -> list[dict]:
+    return ResultsIndex(out / "results.jsonl").read()  # skips a torn line
+
+
+async def test_batch_runs_sessions_concurrently_and_survives_a_crashed_page(demo_site, oracle_server, tmp_path):
+    tasks = demo_tasks(demo_site, ["a", "b", "c"]) + [
+        BatchTask(id="crash", group="crash", task="Crash.", url="chrome://crash")
+    ]
+    batch = Batch(config_for(oracle_server), tasks, tmp_path, concurrency=3, max_inflight=2)
+    summary = await batch.run()
+
+    results = {r["id"]: r for r in read_results(tmp_path)}
+    assert set(results) == {"a", "b", "c", "crash"}
+    assert [results[i]["status"] for i in "abc"] == ["success"] * 3
+    assert results["crash"]["status"] == "error" and "chrome://crash" in results["crash"]["reason"]
+    assert results["b"]["metadata"] == {"n": 1} and results["a"]["steps"] >= 5
+    for i in "abc":
+        run_dir = tmp_path / results[i]["run_dir"]
+        assert json.loads((run_dir / "result.json").read_text())["status"] == "success"
+        assert len((run_dir / "trajectory.jsonl").read_text().splitlines()) == results[i]["steps"]
+    assert not [p for p in (tmp_path / "runs").iterdir() if p.name.startswith(".tmp-")]
+    limit = batch.backends["policy"]
+    assert isinstance(limit, InflightLimit) and 1 <= limit.peak_inflight <= 2
+    assert summary.statuses == {"success": 3, "error": 1} and summary.stats["steps"] >= 15
+
+
+async def test_resume_skips_finished_tasks_and_cleans_stale_temp_dirs(demo_site, oracle_server, tmp_path):
+    finished = {"id": "a", "status": "success", "run_dir": "runs/a", "marker": "from the first run"}
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    stale = tmp_path / "runs" / ".tmp-b-123abc"
+    stale.mkdir()
+    (stale / "trajectory.jsonl").write_text("{}\n")
+    # a finished task, an interrupted one (not final) and a line torn by a crash
+    (tmp_path / "results.jsonl").write_text(
+        json.dumps(finished) + "\n" + json.dumps({"id": "b", "status": "interrupted"}) + "\n" + '{"id": "c", "sta'
+    )
+    summary = await run_batch(
+        config_for(oracle_server), demo_tasks(demo_site, ["a", "b", "c"]), tmp_path, concurrency=2
+    )
+
+    assert summary.skipped == 1 and summary.finished == 2
+    records = read_results(tmp_path)
+    assert [r for r in records if r["id"] == "a"] == [finished]
+    assert sorted(r["id"] for r in records if r["status"] == "success") == ["a", "b", "c"]
+    assert not stale.exists()
+    assert '"sta\n{' in (tmp_path / "results.jsonl").read_text()  # the torn line did not swallow the next record
+    assert oracle_server.oracle.answers_given == 2  # a was not redone
+
+
+async def test_interrupted_batch_resumes_without_redoing_finished_work(demo_site, oracle_server, tmp_path):
+    config = config_for(oracle_server)
+    tasks = demo_tasks(demo_site, ["t1", "t2", "t3", "t4"])
+    first = asyncio.create_task(run_batch(config, tasks, tmp_path, concurrency=2))
+    while not (tmp_path / "results.jsonl").exists():
+        await asyncio.sleep(0.05)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    kept = {r["id"]: r for r in read_results(tmp_path)}
+    assert kept and len(kept) < 4
+    kept_dirs = {i: (tmp_path / r["run_dir"] / "result.json").stat().st_mtime_ns for i, r in kept.items()}
+
+    summary = await run_batch(config, tasks, tmp_path, concurrency=2)
+    records = read_results(tmp_path)
+    assert sorted(r["id"] for r in records) == ["t1", "t2", "t3", "t4"]  # each exactly once
+    assert [r["status"] for r in records] == ["success"] * 4, records
+    assert summary.skipped == len(kept)
+    for i, mtime in kept_dirs.items():
+        assert (tmp_path / kept[i]["run_dir"] / "result.json").stat().st_mtime_ns == mtime
+    assert not [p for p in (tmp_path / "runs").iterdir() if p.name.startswith(".tmp-")]
+
+
+async def test_unreachable_model_server_stops_the_batch_without_final_records(demo_site, tmp_path):
+    config = AgentConfig(base_url="http://127.0.0.1:9/v1", model="m", max_steps=3)
+    summary = await run_batch(config, demo_tasks(demo_site, ["x", "y", "z"]), tmp_path, concurrency=1)
+    assert summary.stopped_kind == "unreachable"
+    records = read_results(tmp_path)
+    assert len(records) == 1 and records[0]["error_kind"] == "unreachable"
+    batch = Batch(config, demo_tasks(demo_site, ["x", "y", "z"]), tmp_path)
+    assert [t.id for t in batch.pending()] == ["x", "y", "z"]  # nothing counts as finished
+
+
+def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
+    good = tmp_path / "tasks.jsonl"
+    good.write_text('# comment\n{"task": "one", "url": "http://x", "id": "q1"}\n\n{"task": "two", "max_steps": 4}\n')
+    tasks = load_tasks(good, samples=2)
+    assert [(t.id, t.group, t.sample) for t in tasks] == [
+        ("q1#0", "q1", 0),
+        ("q1#1", "q1", 1),
+        ("line-4#0", "line-4", 0),
+        ("line-4#1", "line-4", 1),
+    ]
+    assert tasks[2].max_steps == 4
+    for text, message in [
+        ('{"task": "a"}\n{"task": ', "tasks.jsonl:2: not valid JSON"),
+        ('{"task": "a", "id": "x"}\n{"task": "b", "id": "x"}', "duplicate task id 'x'"),
+        ('{"task": "a", "colour": 1}', "colour: Extra inputs are not permitted"),
+        ('{"url": "http://x"}', "task: Field required"),
+        ("", "holds no tasks"),
+    ]:
+        good.write_text(text)
+        with pytest.raises(ConfigError, match=message):
+            load_tasks(good)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_tasks(tmp_path / "missing.jsonl")
+
+
+class _Slow(ModelBackend):
+    def __init__(self) -> None:
+        self.now = self.peak = 0
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        await asyncio.sleep(0.02)
+        self.now -= 1
+        return Completion(text="{}")
+
+
+async def test_inflight_limit_caps_concurrent_requests():
+    inner = _Slow()
+    limited = InflightLimit(inner, max_inflight=3)
+    request = ModelRequest(messages=(), schema_name="policy")
+    await asyncio.gather(*(limited.complete(request) for _ in range(12)))
+    assert inner.peak == 3 and limited.peak_inflight == 3 and limited.requests == 12 and limited.inflight == 0
+    with pytest.raises(ValueError, match="at least 1"):
+        InflightLimit(inner, 0)
+
+
+def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_server, tmp_path):
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        "".join(json.dumps({"id": i, "task": DEMO_TASK, "url": demo_site.url("index.html")}) + "\n" for i in ("p", "q"))
+    )
+    args = [
+        "batch",
+        str(tasks),
+        "--out",
+        str(tmp_path / "out"),
+        "-c",
+        "2",
+        "--max-inflight",
+        "1",
+        "--quiet",
+        "--base-url",
+        oracle_server.base_url,
+        "--model",
+        oracle_server.model,
+        "--viewport",
+        "1024x700",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "statuses: {'success': 2}" in result.output
+    assert sorted(r["id"] for r in read_results(tmp_path / "out")) == ["p", "q"]
+    again = CliRunner().invoke(app, args)  # resumes: nothing left to do
+    assert again.exit_code == 0 and "done 2/2 (skipped 2)" in again.output
+    tasks.write_text('{"task": "x", "id": 3}\n')
+    bad = CliRunner().invoke(app, args)
+    assert bad.exit_code == 2 and "tasks.jsonl:1" in bad.output

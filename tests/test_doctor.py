@@ -1,0 +1,102 @@
+"""`surfer doctor` against the stand-in model server: a server that applies
+JSON schemas passes, one that ignores them (answering 200) is flagged, and a
+server that is down is flagged with a fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from surfer.apps.cli import app
+from surfer.apps.doctor import PROBE_ANSWER, check_endpoint, probe_verdict
+from surfer.models.standin import ChatRequest
+
+
+def honours_schema(request: ChatRequest) -> dict | str:
+    # What a constrained decoder would produce: the only value the schema allows.
+    return PROBE_ANSWER if request.schema else "Sure! Here is a JSON object: {}"
+
+
+def ignores_schema(request: ChatRequest) -> dict:
+    return {"reply": "hello", "ok": "yes"}
+
+
+def by_name(checks: list) -> dict:
+    return {c.name: c for c in checks}
+
+
+async def test_a_server_that_honours_the_schema_passes(standin) -> None:
+    server = standin(honours_schema)
+    checks = by_name(await check_endpoint(server.base_url, server.model))
+    assert [checks[n].status for n in ("endpoint", "model", "structured outputs")] == ["ok", "ok", "ok"]
+    assert "response_format" in checks["structured outputs"].detail
+    assert server.requests[0].schema is not None  # the probe carried a schema
+
+
+async def test_a_server_that_ignores_the_schema_is_flagged(standin) -> None:
+    server = standin(ignores_schema)
+    checks = by_name(await check_endpoint(server.base_url, server.model))
+    check = checks["structured outputs"]
+    assert check.status == "fail" and check.required
+    assert "does not apply JSON schemas" in check.detail and "HTTP 200" in check.detail
+    assert "structured-outputs-config" in check.fix
+
+
+async def test_a_server_that_rejects_response_format_passes_through_the_fallback(standin) -> None:
+    server = standin(honours_schema, reject_response_format=True)
+    check = by_name(await check_endpoint(server.base_url, server.model))["structured outputs"]
+    assert check.status == "ok"
+    assert "structured_outputs" in check.detail and "falls back" in check.detail
+
+
+async def test_a_model_that_is_not_served_is_flagged(standin) -> None:
+    server = standin(honours_schema)
+    check = by_name(await check_endpoint(server.base_url, "Hcompany/Holo2-8B"))["model"]
+    assert check.status == "fail" and "'Hcompany/Holo2-8B' is not served" in check.detail
+    assert server.model in check.fix
+
+
+def test_cli_exit_codes_and_lines(standin) -> None:
+    good, bad = standin(honours_schema), standin(ignores_schema)
+    ok = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", good.base_url, "--model", good.model])
+    assert ok.exit_code == 0, ok.output
+    assert "✓ structured outputs" in ok.stdout and "all required checks passed" in ok.stdout
+    flagged = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", bad.base_url, "--model", bad.model, "--json"])
+    assert flagged.exit_code == 1
+    report = json.loads(flagged.stdout)
+    assert report["ok"] is False
+    assert {c["name"]: c["status"] for c in report["checks"]}["structured outputs"] == "fail"
+
+
+def test_server_down_is_flagged_clearly() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m"])
+    assert result.exit_code == 1
+    assert "✗ endpoint" in result.stdout and f"cannot reach http://127.0.0.1:{port}/v1/models" in result.stdout
+    assert "surfer serve MODEL" in result.stdout
+
+
+@pytest.mark.browser
+def test_local_checks_find_and_launch_chromium() -> None:
+    result = CliRunner().invoke(app, ["doctor", "--json"])
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["chromium"]["status"] == "ok" and "launches headless" in checks["chromium"]["detail"]
+    assert {"display", "extra:desktop", "extra:transformers", "extra:vllm", "extra:kernels", "gpu"} <= set(checks)
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("text,finish,verdict", [
+    ('{"ok": true, "n": 7, "word": "zebra-41"}', "stop", "honoured"),
+    ('{"ok": true \n,"n"\n \n \n \n', "length", "cut"),  # seen on vLLM with random weights: schema applied, tokens spent on whitespace
+    ('{"ok": true \n,"n"', "stop", "ignored"),
+    ('{"ok"', "length", "ignored"),  # too short to prove anything
+    ('{"reply": "hello"}', "length", "ignored"),
+])
+def test_probe_verdict(text: str, finish: str, verdict: str) -> None:
+    assert probe_verdict(text, finish) == verdict

@@ -1,0 +1,113 @@
+"""`surfer export`: batch run directories → jsonl / parquet records that load
+with `datasets` (and pyarrow), grouped by sample for RL-style data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from surfer.agent.config import AgentConfig, BrowserSettings
+from surfer.apps.batch import load_tasks, run_batch
+from surfer.apps.cli import app
+from surfer.apps.demo import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.export import export_records, write_records
+from surfer.core.errors import ConfigError
+
+VIEWPORT = (1024, 700)
+
+
+@pytest.fixture(scope="module")
+async def batch_dir(demo_site, tmp_path_factory):  # type: ignore[no-untyped-def]
+    from surfer.models.standin import StandInServer
+
+    centres = await measure_targets(demo_site.base_url, VIEWPORT)
+    oracle = DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0), wrong_first_answer=True)
+    out = tmp_path_factory.mktemp("export")
+    tasks = out / "tasks.jsonl"
+    tasks.write_text(
+        json.dumps(
+            {"id": "register", "task": DEMO_TASK, "url": demo_site.url("index.html"), "metadata": {"split": "train"}}
+        )
+        + "\n"
+    )
+    with StandInServer(oracle) as server:
+        config = AgentConfig(
+            base_url=server.base_url, model=server.model, max_steps=10, browser=BrowserSettings(viewport=VIEWPORT)
+        )
+        summary = await run_batch(config, load_tasks(tasks, samples=2), out / "batch", concurrency=2)
+    assert summary.statuses == {"success": 2}
+    return out / "batch"
+
+
+def test_step_records_group_samples_and_reference_screenshots(batch_dir: Path):
+    records = export_records(batch_dir, "step")
+    assert [(r["id"], r["sample"]) for r in records][:1] == [("register#0", 0)]
+    assert {r["group"] for r in records} == {"register"} and {r["sample"] for r in records} == {0, 1}
+    by_sample = [[r for r in records if r["sample"] == k] for k in (0, 1)]
+    for steps in by_sample:
+        assert [r["step"] for r in steps] == list(range(1, len(steps) + 1))
+        assert steps[-1]["action_type"] == "answer" and steps[0]["action_type"] == "click"
+        assert all(r["reward"] == 1.0 and r["status"] == "success" for r in steps)
+        assert all(Path(p).is_file() for r in steps for p in r["images"])
+        assert steps[0]["images"] == [steps[0]["screenshot"]] and len(steps[3]["images"]) == 3
+        assert steps[3]["images"][-1] == steps[3]["screenshot"]
+        assert json.loads(steps[0]["action"])["target"] == "the 'Register as a member' link"
+        assert steps[0]["localizer_completions"] and steps[0]["points"] and steps[0]["timings"]["total"] > 0
+        assert json.loads(steps[0]["metadata"]) == {"split": "train"}
+    assert any(r["retries"] == 0 for r in records)
+
+
+def test_call_records_hold_each_model_call_with_its_parsed_output(batch_dir: Path):
+    calls = export_records(batch_dir, "call")
+    roles = {r["role"] for r in calls}
+    assert roles == {"policy", "localizer", "validator"}
+    policy = [c for c in calls if c["role"] == "policy" and c["sample"] == 0]
+    for call in policy:
+        said, parsed = json.loads(call["completion"])["action"], json.loads(call["parsed"])
+        assert {k: parsed[k] for k in said} == said and "point" not in parsed
+    localizer = next(c for c in calls if c["role"] == "localizer")
+    assert len(localizer["images"]) == 1 and set(json.loads(localizer["parsed"])) == {"x", "y"}
+    # the exact prompt: chat messages whose image parts point at the screenshots sent
+    messages = json.loads(localizer["messages"])
+    assert [m["role"] for m in messages] == ["user"]
+    assert messages[0]["content"][0] == {"type": "image", "path": localizer["images"][0]}
+    assert "Target: the 'Register as a member' link" in messages[0]["content"][1]["text"]
+    first_policy = json.loads(policy[0]["messages"])
+    assert first_policy[0]["role"] == "system" and "You are the policy" in first_policy[0]["content"][0]["text"]
+    assert "Task: Register as a new library member" in first_policy[1]["content"][0]["text"]
+    assert "prompt" not in json.loads(policy[0]["request"])
+    verdicts = [json.loads(c["parsed"])["accepted"] for c in calls if c["role"] == "validator" and c["sample"] == 0]
+    assert verdicts == [False, True] or verdicts == [True]  # the oracle proposes one wrong code per server
+    assert all(c["prompt_tokens"] > 0 and c["seconds"] >= 0 for c in calls)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_export_file_loads_with_datasets(batch_dir: Path, tmp_path: Path, fmt: str):
+    import datasets
+    result = CliRunner().invoke(
+        app, ["export", str(batch_dir), "--format", fmt, "--per", "call", "--out", str(tmp_path / f"calls.{fmt}")]
+    )
+    assert result.exit_code == 0, result.output
+    expected = export_records(batch_dir, "call")
+    assert f"wrote {len(expected)} call record(s) from 2 run(s)" in result.output
+    loaded = datasets.load_dataset(
+        "json" if fmt == "jsonl" else "parquet",
+        data_files=str(tmp_path / f"calls.{fmt}"),
+        split="train",
+        cache_dir=str(tmp_path / "hf-cache"),
+    )
+    assert loaded.num_rows == len(expected)
+    assert loaded[0]["completion"] == expected[0]["completion"] and loaded[0]["images"] == expected[0]["images"]
+
+
+def test_export_rejects_bad_arguments(tmp_path: Path):
+    with pytest.raises(ConfigError, match="not a directory"):
+        export_records(tmp_path / "nope")
+    with pytest.raises(ConfigError, match="--per"):
+        export_records(tmp_path, "episode")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="--format"):
+        write_records([], tmp_path / "x.csv", "csv")
+    assert export_records(tmp_path) == []

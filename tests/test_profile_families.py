@@ -1,0 +1,78 @@
+"""The holo1.5 and openai profiles as data, and `--profile auto` suggestions
+(always with a reason; the endpoint variant asks /v1/models)."""
+
+from __future__ import annotations
+
+import pytest
+
+from surfer.core.coordinates import Size
+from surfer.core.errors import ModelOutputError
+from surfer.models.profiles import PROFILES, get_profile
+from surfer.models.profiles.auto import suggest_profile, suggest_profile_for_endpoint
+from surfer.models.schema import parse_json_object
+from surfer.prompts import render
+
+
+def test_registry_discovers_the_new_profiles() -> None:
+    assert {"holo1.5", "openai", "holo2", "holotron"} <= set(PROFILES)
+
+
+def test_holo1_5_is_click_absolute_on_a_smart_resized_image() -> None:
+    profile = get_profile("holo1.5")
+    assert profile.frame == "absolute"
+    # 1204x1204: 43x43 patches of 28 = 1,449,616 px > 1,003,520, so scaled by
+    # sqrt(1449616/1003520) = 1.2019 and floored to 35 patches = 980 px a side.
+    assert profile.image.target_size(Size(1204, 1204)) == Size(980, 980)
+    assert profile.image.target_size(Size(1280, 800)) == Size(1260, 784)  # 45x28 patches: within bounds
+    schema = profile.localizer_schema
+    assert schema["required"] == ["action", "x", "y"] and schema["properties"]["action"]["enum"] == ["click_absolute"]
+    assert "maximum" not in schema["properties"]["x"]
+    assert profile.parse_point(parse_json_object('{"action": "click_absolute", "x": 412, "y": 97}')) == (412.0, 97.0)
+    prompt = render(profile.templates["localizer"], target="the OK button", frame_hint=profile.frame_hint)
+    assert '{"action": "click_absolute", "x": ..., "y": ...}' in prompt and "pixel coordinates" in prompt
+    assert profile.serving.mm_processor_kwargs == {"max_pixels": 1_003_520}
+
+
+def test_openai_profile_downscales_to_1280_and_sends_no_extra_body() -> None:
+    profile = get_profile("openai")
+    assert profile.frame == "absolute"
+    assert profile.image.target_size(Size(2560, 1440)) == Size(1280, 720)
+    assert profile.image.target_size(Size(1024, 768)) == Size(1024, 768)
+    assert all(profile.extra_body_for(role) == {} for role in ("policy", "localizer", "validator"))
+    with pytest.raises(ModelOutputError):
+        profile.parse_point({"x": 3})
+
+
+def test_holo2_turns_thinking_off_and_holotron_trusts_remote_code() -> None:
+    holo2, holotron = get_profile("holo2"), get_profile("holotron")
+    assert holo2.extra_body_for("localizer") == {"chat_template_kwargs": {"thinking": False}}
+    assert holo2.serving.reasoning_parser == "holo2" and holo2.max_images == 3
+    assert holotron.serving.trust_remote_code and holotron.serving.hybrid
+
+
+@pytest.mark.parametrize("ids,expected", [
+    (["Hcompany/Holotron-12B"], "holotron"),
+    (["Hcompany/Holo2-4B"], "holo2"),
+    (["Hcompany/Holo2-30B-A3B"], "holo2"),
+    (["Hcompany/Holo1.5-72B"], "holo1.5"),
+    (["Hcompany/Holo1-7B"], "holo1.5"),
+    (["gpt-4.1-mini"], "openai"),
+    ([], "openai"),
+])
+def test_suggest_profile(ids: list[str], expected: str) -> None:
+    name, reason = suggest_profile(ids)
+    assert name == expected
+    assert reason and expected in reason  # never silent: the reason names the choice
+
+
+async def test_suggest_profile_for_endpoint_asks_v1_models(standin) -> None:
+    server = standin(lambda request: {}, model="Hcompany/Holo2-8B")
+    name, reason = await suggest_profile_for_endpoint(server.base_url)
+    assert name == "holo2" and "Hcompany/Holo2-8B" in reason
+
+
+async def test_suggest_profile_for_an_unreachable_endpoint_says_so() -> None:
+    from surfer.core.errors import ModelServerUnreachable
+
+    with pytest.raises(ModelServerUnreachable, match="cannot reach"):
+        await suggest_profile_for_endpoint("http://127.0.0.1:9/v1")

@@ -1,0 +1,165 @@
+"""`surfer serve`: the vllm command per family, version gating against the
+installed vLLM's help text, the wait-until-ready loop, clear errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from surfer.apps import serve as serve_mod
+from surfer.apps.cli import app
+from surfer.apps.serve import ServePlan, VllmCapabilities, build_command, serve
+from surfer.models.profiles import get_profile
+
+MM3 = json.dumps({"image": 3, "video": 0})
+XGRAMMAR = json.dumps({"backend": "xgrammar"})
+
+
+def dry_run(*args: str) -> list[str]:
+    result = CliRunner().invoke(app, ["serve", "--dry-run", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(autouse=True)
+def no_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_mod, "installed_vllm_version", lambda: None)
+
+
+def test_dry_run_holotron_12b() -> None:
+    import shlex
+
+    line = dry_run("Hcompany/Holotron-12B", "--max-concurrency", "100")
+    assert shlex.split(line) == [
+        "vllm", "serve", "Hcompany/Holotron-12B", "--host", "127.0.0.1", "--port", "8000", "--trust-remote-code",
+        "--limit-mm-per-prompt", MM3, "--max-model-len", "65536", "--max-num-seqs", "100",
+        "--mamba-ssm-cache-dtype", "float32", "--enable-prefix-caching", "--structured-outputs-config", XGRAMMAR,
+    ]
+
+
+def test_dry_run_holo2_8b() -> None:
+    import shlex
+
+    line = dry_run("Hcompany/Holo2-8B", "--port", "9000")
+    assert shlex.split(line) == [
+        "vllm", "serve", "Hcompany/Holo2-8B", "--host", "127.0.0.1", "--port", "9000", "--limit-mm-per-prompt", MM3,
+        "--max-model-len", "65536", "--enable-prefix-caching", "--structured-outputs-config", XGRAMMAR,
+        "--reasoning-parser", "holo2",
+    ]
+
+
+def test_dry_run_holo1_5_7b_with_passthrough_args() -> None:
+    import shlex
+
+    line = dry_run("Hcompany/Holo1.5-7B", "--profile", "holo1.5", "--max-model-len", "8192", "--", "--load-format", "dummy")
+    assert shlex.split(line) == [
+        "vllm", "serve", "Hcompany/Holo1.5-7B", "--host", "127.0.0.1", "--port", "8000", "--limit-mm-per-prompt", MM3,
+        "--mm-processor-kwargs", json.dumps({"max_pixels": 1003520}), "--max-model-len", "8192",
+        "--enable-prefix-caching", "--structured-outputs-config", XGRAMMAR, "--load-format", "dummy",
+    ]
+
+
+def test_dry_run_without_vllm_says_which_version_it_assumed() -> None:
+    result = CliRunner().invoke(app, ["serve", "Hcompany/Holotron-12B", "--dry-run", "--vllm-version", "0.14.1"])
+    assert result.exit_code == 0
+    assert "vLLM is not installed; flags assume vLLM 0.14.1" in result.stderr
+    assert "prefix caching left off" in result.stderr
+    assert "--enable-prefix-caching" not in result.stdout
+
+
+def test_profile_guess_is_announced() -> None:
+    result = CliRunner().invoke(app, ["serve", "my-org/some-vlm", "--dry-run"])
+    assert result.exit_code == 0
+    assert "using the generic 'openai' profile" in result.stderr and "pass --profile" in result.stderr
+
+
+FAKE_OLD_HELP = """usage: vllm serve [model_tag] [options]
+  --trust-remote-code   Trust remote code.
+  --max-model-len MAX_MODEL_LEN
+  --max-num-seqs MAX_NUM_SEQS
+  --enable-prefix-caching, --no-enable-prefix-caching
+  --limit-mm-per-prompt LIMIT_MM_PER_PROMPT
+  --guided-decoding-backend {auto,xgrammar,guidance}
+  --reasoning-parser {deepseek_r1,qwen3}
+"""
+
+
+def test_version_gating_follows_the_installed_help_text() -> None:
+    caps = VllmCapabilities.from_help("0.8.5", FAKE_OLD_HELP)
+    holotron = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps, max_concurrency=32)
+    assert "--mamba-ssm-cache-dtype" not in holotron.command  # not in that help text
+    assert any("no --mamba-ssm-cache-dtype" in n for n in holotron.notes)
+    assert "--enable-prefix-caching" not in holotron.command  # hybrid, version < 0.15
+    assert holotron.command[holotron.command.index("--limit-mm-per-prompt") + 1] == "image=3,video=0"
+    assert holotron.command[-2:] == ["--guided-decoding-backend", "xgrammar"]
+    assert any("needs vLLM >= 0.14.1" in n for n in holotron.notes)
+    holo2 = build_command("Hcompany/Holo2-8B", get_profile("holo2"), caps)
+    assert "--reasoning-parser" not in holo2.command  # this vLLM has no 'holo2' parser
+    assert any("no reasoning parser 'holo2'" in n for n in holo2.notes)
+    assert "--enable-prefix-caching" in holo2.command
+
+
+def test_old_versions_get_the_key_value_mm_limit() -> None:
+    caps = VllmCapabilities.from_table("0.8.0")
+    plan = build_command("Hcompany/Holo1.5-3B", get_profile("holo1.5"), caps)
+    assert plan.command[plan.command.index("--limit-mm-per-prompt") + 1] == "image=3,video=0"
+    assert "--guided-decoding-backend" in plan.command and "--structured-outputs-config" not in plan.command
+
+
+def test_missing_vllm_is_a_clear_error() -> None:
+    result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B"])
+    assert result.exit_code == 2
+    assert "vLLM is not installed" in result.stderr and "surfer-agent[vllm]" in result.stderr
+
+
+def test_no_gpu_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_mod, "installed_vllm_version", lambda: "0.25.1")
+    monkeypatch.setattr(serve_mod, "read_capabilities", lambda version: VllmCapabilities.from_table(version))
+    monkeypatch.setattr(serve_mod, "gpu_problem", lambda: "no NVIDIA GPU visible")
+    result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B"])
+    assert result.exit_code == 2
+    assert "no NVIDIA GPU visible" in result.stderr
+
+
+def _static_server(root: Path, port: int) -> ServePlan:
+    """A stand-in for vLLM: a static HTTP server whose /v1/models is a file."""
+    (root / "v1").mkdir(parents=True, exist_ok=True)
+    (root / "v1" / "models").write_text(json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}))
+    return ServePlan([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)])
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_serve_waits_until_ready_prints_the_run_line_and_stops_on_sigterm(tmp_path: Path) -> None:
+    port = _free_port()
+    said: list[str] = []
+    base_url = f"http://127.0.0.1:{port}/v1"
+    task = asyncio.create_task(serve(_static_server(tmp_path, port), base_url, "m", "holotron", 60, said.append))
+    while not any("ready" in s for s in said):
+        assert not task.done(), said
+        await asyncio.sleep(0.1)
+    assert f"surfer run \"TASK\" --url URL --base-url {base_url} --model m --profile holotron" in said
+    os.kill(os.getpid(), signal.SIGTERM)  # handled by serve(): stops the server, exits 0
+    assert await asyncio.wait_for(task, 30) == 0
+    assert said[-1] == "vLLM stopped"
+
+
+async def test_serve_fails_clearly_when_the_server_exits(tmp_path: Path) -> None:
+    said: list[str] = []
+    plan = ServePlan([sys.executable, "-c", "import sys; sys.exit(3)"])
+    code = await serve(plan, f"http://127.0.0.1:{_free_port()}/v1", "m", "holo2", 60, said.append)
+    assert code == 1
+    assert "vLLM exited with code 3 before it was ready" in said[-1]
