@@ -32,7 +32,16 @@ class ChatRequest:
     body: dict[str, Any]
     role: str
     text: str
-    images: list[bytes] = field(default_factory=list)
+    image_urls: list[str] = field(default_factory=list)
+
+    @property
+    def images(self) -> list[bytes]:
+        """The request's images, decoded on first use (most answers never look)."""
+        if not hasattr(self, "_images"):
+            self._images = [
+                base64.b64decode(url.split(",", 1)[1]) if url.startswith("data:") else b"" for url in self.image_urls
+            ]
+        return self._images
 
     @property
     def schema(self) -> dict[str, Any] | None:
@@ -63,7 +72,7 @@ def _infer_role(body: dict[str, Any], text: str) -> str:
 
 def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     texts: list[str] = []
-    images: list[bytes] = []
+    image_urls: list[str] = []
     for message in body.get("messages", []):
         content = message.get("content")
         if isinstance(content, str):
@@ -73,10 +82,9 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
             if part.get("type") == "text":
                 texts.append(part["text"])
             elif part.get("type") == "image_url":
-                url = part["image_url"]["url"]
-                images.append(base64.b64decode(url.split(",", 1)[1]) if url.startswith("data:") else b"")
+                image_urls.append(part["image_url"]["url"])
     text = "\n".join(texts)
-    return ChatRequest(body, _infer_role(body, text), text, images)
+    return ChatRequest(body, _infer_role(body, text), text, image_urls)
 
 
 class StandInServer:
@@ -180,7 +188,7 @@ class StandInServer:
                     self._send(500, {"error": {"message": f"responder failed: {exc!r}"}})
                     return
                 content = answer if isinstance(answer, str) else json.dumps(answer)
-                prompt_tokens = len(request.text) // 4 + 256 * len(request.images)
+                prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)
                 self._send(200, {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": server.model,
