@@ -222,3 +222,10 @@ async def test_clip_captures_a_region_and_points_map_back_through_its_origin(bro
     assert (point.x, point.y) == (160.0, 120.0)
     await env.perform(__import__("surfer").actions.Click(target="button", point=point))
     assert await env.page.evaluate("window.__log") == ["click:0"]
+
+
+async def test_a_localizer_that_never_answers_usably_ends_the_run(env):
+    model = ScriptedModel(default={"policy": CLICK, "localizer": '{"x": "left"}'})
+    result = await make_agent(model, env, output_retries=0, max_failed_steps=2).run("click")
+    assert result.status == "error" and result.error_kind == "model"
+    assert "localizer output unusable" in result.reason and result.steps == 2

@@ -282,7 +282,8 @@ class Agent:
                 if end is not None:
                     return run.result(end.status, reason=end.reason, reward=end.reward)
             if outcome is None:
-                failed_streak = failed_streak + 1 if record.error and record.action is None else 0
+                # a step whose model output stayed unusable (policy or localizer) has an error and no outcome
+                failed_streak = failed_streak + 1 if record.error and not record.outcome else 0
                 if failed_streak >= cfg.max_failed_steps:
                     return run.result("error", reason=f"{failed_streak} failed steps in a row; last: {record.error}", error_kind="model")
                 continue
