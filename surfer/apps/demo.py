@@ -78,6 +78,11 @@ def frame_mapper(frame: CoordinateFrame, viewport: tuple[int, int], scale: float
     return to_frame
 
 
+def demo_oracle(centres: dict[str, CssPoint], frame: CoordinateFrame, viewport: tuple[int, int], scale: float = 1.0) -> "DemoOracle":
+    """A picklable way to build the oracle (e.g. in a `StandInProcess`)."""
+    return DemoOracle(centres, frame_mapper(frame, viewport, scale))
+
+
 _LOCATION = re.compile(r"Current page: (?:.* — )?(\S+)")
 _TARGET = re.compile(r"Target: (.+)")
 _ANSWER = re.compile(r'Proposed answer: "(.*)"')

@@ -25,18 +25,18 @@ def _pct(values: list[float], q: float) -> float:
 async def measure_overhead(runs: int = 5, profile: str = "holotron", viewport: tuple[int, int] = (1280, 800), scale: float = 1.0) -> dict[str, Any]:
     from surfer.agent.config import AgentConfig, BrowserSettings
     from surfer.agent.loop import Agent
-    from surfer.apps.demo import DEMO_SITE, DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+    from surfer.apps.demo import DEMO_SITE, DEMO_TASK, demo_oracle, measure_targets
     from surfer.apps.static_site import StaticSite
     from surfer.models.profiles import get_profile
-    from surfer.models.standin import StandInServer
+    from surfer.models.standin import StandInProcess
 
     frame = get_profile(profile).frame
     steps: list[dict[str, float]] = []
     statuses: list[str] = []
     with StaticSite(DEMO_SITE) as site, tempfile.TemporaryDirectory() as tmp:
         centres = await measure_targets(site.base_url, viewport, scale)
-        oracle = DemoOracle(centres, frame_mapper(frame, viewport, scale))
-        with StandInServer(oracle) as server:
+        # The stand-in answers from a child process: its work is not the harness's.
+        with StandInProcess(demo_oracle, centres, frame, viewport, scale) as server:
             config = AgentConfig(
                 base_url=server.base_url, model=server.model, profile=profile,
                 browser=BrowserSettings(viewport=viewport, device_scale_factor=scale),

@@ -202,42 +202,12 @@ async def measure_level(
     }
 
 
-def _serve(centres: dict[str, tuple[float, float]], frame: str, ready: Any, stop: Any) -> None:
-    """Child process: the stand-in server with the step responder (its own GIL)."""
-    from surfer.models.standin import StandInServer
-
-    responder = StepResponder({k: CssPoint(x=x, y=y) for k, (x, y) in centres.items()}, frame)
-    with StandInServer(responder) as server:
-        ready.send((server.base_url, server.model))
-        stop.wait()
-
-
-class _ServerProcess:
-    def __init__(self, centres: dict[str, CssPoint], frame: str) -> None:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("spawn")
-        self._ready, child = ctx.Pipe()
-        self._stop = ctx.Event()
-        plain = {k: (v.x, v.y) for k, v in centres.items()}
-        self._process = ctx.Process(target=_serve, args=(plain, frame, child, self._stop), daemon=True)
-
-    def __enter__(self) -> tuple[str, str]:
-        self._process.start()
-        if not self._ready.poll(60):
-            raise RuntimeError("the stand-in server process did not start")
-        return self._ready.recv()
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._process.join(10)
-
-
 async def run_throughput(
     levels: list[int], steps: int, *, write_runs: bool = False, server_process: bool = True
 ) -> dict[str, Any]:
     from surfer.apps.demo import DEMO_SITE
     from surfer.apps.static_site import StaticSite
+    from surfer.models.standin import StandInProcess, StandInServer
 
     if not levels or any(c < 1 for c in levels):
         raise ConfigError(f"--concurrency must list positive integers, got {levels}")
@@ -247,10 +217,17 @@ async def run_throughput(
     with StaticSite(DEMO_SITE) as site, tempfile.TemporaryDirectory() as tmp:
         centres = await _centres(site.base_url)
         # In a child process the stand-in server does not compete with the harness for the GIL.
-        with _ServerProcess(centres, "normalized_1000") if server_process else _InProcess(centres) as (base_url, model):
+        server: Any = (
+            StandInProcess(StepResponder, centres, "normalized_1000")
+            if server_process
+            else StandInServer(StepResponder(centres, "normalized_1000"))
+        )
+        with server:
             for c in levels:
                 out_dir = Path(tmp) / f"c{c}" if write_runs else None
-                results.append(await measure_level(c, steps, base_url, model, site.url("register.html"), out_dir))
+                results.append(
+                    await measure_level(c, steps, server.base_url, server.model, site.url("register.html"), out_dir)
+                )
     base = next((r["steps_per_s"] for r in results if r["concurrency"] == 1), None)
     for r in results:
         r["speedup_vs_1"] = r["steps_per_s"] / base if base else None
@@ -263,20 +240,6 @@ async def run_throughput(
         "server_process": server_process,
         "levels": results,
     }
-
-
-class _InProcess:
-    def __init__(self, centres: dict[str, CssPoint]) -> None:
-        from surfer.models.standin import StandInServer
-
-        self._server = StandInServer(StepResponder(centres, "normalized_1000"))
-
-    def __enter__(self) -> tuple[str, str]:
-        self._server.start()
-        return self._server.base_url, self._server.model
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.stop()
 
 
 def parse_levels(text: str) -> list[int]:

@@ -198,3 +198,43 @@ class StandInServer:
                 })
 
         return Handler
+
+
+def _serve_in_child(factory: Callable[..., Callable[[ChatRequest], Answer]], args: tuple[Any, ...], ready: Any, stop: Any) -> None:
+    with StandInServer(factory(*args)) as server:
+        ready.send((server.base_url, server.model))
+        stop.wait()
+
+
+class StandInProcess:
+    """A `StandInServer` in a child process, so that answering does not compete
+    with the harness for the GIL (benchmarks). The responder is built there by
+    `factory(*args)`: both must be picklable (a module-level class or function).
+
+        with StandInProcess(MyResponder, centres) as server:
+            Agent(base_url=server.base_url, model=server.model)
+    """
+
+    def __init__(self, factory: Callable[..., Callable[[ChatRequest], Answer]], *args: Any, start_timeout: float = 60) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._ready, child = ctx.Pipe()
+        self._stop = ctx.Event()
+        self._process = ctx.Process(target=_serve_in_child, args=(factory, args, child, self._stop), daemon=True)
+        self.start_timeout = start_timeout
+        self.base_url = self.model = ""
+
+    def __enter__(self) -> "StandInProcess":
+        self._process.start()
+        if not self._ready.poll(self.start_timeout):
+            self._process.kill()
+            raise RuntimeError("the stand-in server process did not start")
+        self.base_url, self.model = self._ready.recv()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()

@@ -56,7 +56,8 @@ WAIT_FOR_QUIET = """
 async ({ quiet, timeout, since, horizon }) => {
   const t0 = Date.now();
   const state = window.__surferSettle;
-  await new Promise((resolve) => { requestAnimationFrame(() => resolve()); setTimeout(resolve, 50); });
+  // Let the action's handlers run (one frame at most: the screenshot waits for a fresh frame itself).
+  await new Promise((resolve) => { requestAnimationFrame(() => resolve()); setTimeout(resolve, 16); });
   for (;;) {
     const now = Date.now();
     const idle = state ? now - state.last : quiet;
