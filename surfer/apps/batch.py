@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import typer
+
+from surfer.apps import options
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from surfer.agent.config import AgentConfig
@@ -593,18 +595,16 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         retry_errors: bool = typer.Option(
             False, "--retry-errors", help="On resume, also redo tasks that ended in error."
         ),
-        base_url: Optional[str] = typer.Option(
-            None, "--base-url", help="OpenAI-compatible endpoint \\[env: SURFER_BASE_URL]."
-        ),
-        model: Optional[str] = typer.Option(None, "--model", help="Model name \\[env: SURFER_MODEL]."),
-        api_key: Optional[str] = typer.Option(None, "--api-key", help="API key \\[env: SURFER_API_KEY]."),
-        profile: Optional[str] = typer.Option(None, "--profile", help="Model family profile \\[env: SURFER_PROFILE]."),
+        base_url: options.BaseUrl = None,
+        model: options.Model = None,
+        api_key: options.ApiKey = None,
+        profile: options.Profile = None,
         max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Default step limit per task."),
         max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Default time limit per task."),
         viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
-        config: Optional[Path] = typer.Option(None, "--config", help="TOML configuration file."),
+        config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""

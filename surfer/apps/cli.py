@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+
+from surfer.apps import options
 from rich.console import Console
 
 from surfer.core.errors import ConfigError, ModelServerUnreachable
@@ -40,10 +42,10 @@ def exit_code(result: object) -> int:
 def run(
     task: str = typer.Argument(..., help="What the agent should do, in plain language."),
     url: Optional[str] = typer.Option(None, "--url", help="Page to open first."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL]."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model name served at the endpoint \\[env: SURFER_MODEL]."),
-    api_key: Optional[str] = typer.Option(None, "--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY]."),
-    profile: Optional[str] = typer.Option(None, "--profile", help="Model family profile (holotron, holo2, …) \\[env: SURFER_PROFILE]."),
+    base_url: options.BaseUrl = None,
+    model: options.Model = None,
+    api_key: options.ApiKey = None,
+    profile: options.Profile = None,
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit (default 30)."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
@@ -51,7 +53,7 @@ def run(
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
     no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML configuration file (per-role endpoints, limits, browser)."),
+    config: options.ConfigFile = None,
     as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
     env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium) or 'desktop' (the screen, via mss + pyautogui)."),
     display: Optional[str] = typer.Option(None, "--display", help="Desktop only: X display to drive, e.g. :99 (default $DISPLAY)."),

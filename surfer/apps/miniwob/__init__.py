@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from surfer.apps import options
+
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     @bench_app.command("miniwob")
@@ -27,12 +29,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         oracle: bool = typer.Option(
             False, "--oracle", help="Answer with the ground-truth oracle (stand-in server) instead of a model."
         ),
-        base_url: Optional[str] = typer.Option(
-            None, "--base-url", help="OpenAI-compatible endpoint \\[env: SURFER_BASE_URL]."
-        ),
-        model: Optional[str] = typer.Option(None, "--model", help="Model name \\[env: SURFER_MODEL]."),
-        api_key: Optional[str] = typer.Option(None, "--api-key", help="API key \\[env: SURFER_API_KEY]."),
-        profile: Optional[str] = typer.Option(None, "--profile", help="Model family profile \\[env: SURFER_PROFILE]."),
+        base_url: options.BaseUrl = None,
+        model: options.Model = None,
+        api_key: options.ApiKey = None,
+        profile: options.Profile = None,
         max_steps: int = typer.Option(30, "--max-steps", help="Step limit per episode."),
         max_seconds: float = typer.Option(180.0, "--max-seconds", help="Time limit per episode."),
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/miniwob.json)."),
