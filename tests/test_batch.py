@@ -213,3 +213,30 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
     tasks.write_text('{"task": "x", "id": 3}\n')
     bad = CliRunner().invoke(app, args)
     assert bad.exit_code == 2 and "tasks.jsonl:1" in bad.output
+
+
+def test_batch_and_miniwob_resolve_profile_auto_like_run(demo_site, standin, centres, tmp_path):
+    import socket
+
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+
+    server = standin(DemoOracle(centres, frame_mapper("normalized_1000", (1024, 700), 1.0)), model="Hcompany/Holo2-8B")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "a", "task": DEMO_TASK, "url": demo_site.url("index.html")}) + "\n")
+    common = ["--quiet", "--viewport", "1024x700", "--profile", "auto"]
+    result = CliRunner().invoke(app, ["batch", str(tasks), "--out", str(tmp_path / "out"), *common,
+                                      "--base-url", server.base_url, "--model", server.model])
+    assert result.exit_code == 0, result.output
+    assert "profile auto:" in result.output and "holo2" in result.output
+    run_dir = tmp_path / "out" / read_results(tmp_path / "out")[0]["run_dir"]
+    assert json.loads((run_dir / "run.json").read_text())["config"]["profile"] == "holo2"
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    result = CliRunner().invoke(app, ["batch", str(tasks), "--out", str(tmp_path / "out2"), *common, "--base-url", down])
+    assert result.exit_code == 3 and "cannot reach" in result.output
+    result = CliRunner().invoke(app, ["bench", "miniwob", "--oracle", "--profile", "auto", "--tasks", "click-button"])
+    assert result.exit_code == 2 and "choose --profile explicitly" in result.output

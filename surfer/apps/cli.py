@@ -61,7 +61,6 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Desktop only: log each action without performing it."),
 ) -> None:
     """Run one task in a real browser (or on the desktop) and watch it step by step."""
-    from surfer.agent.config import load_config
     from surfer.agent.loop import Agent, default_run_dir
     from surfer.apps.live import LiveView
 
@@ -73,13 +72,7 @@ def run(
             "validate_answers": False if no_validator else None,
             "browser": {"headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale},
         }
-        cfg = load_config(config, overrides)
-        if cfg.profile == "auto":
-            from surfer.models.profiles.auto import suggest_profile_for_endpoint
-
-            name, reason = asyncio.run(suggest_profile_for_endpoint(cfg.base_url, cfg.model, cfg.api_key))
-            console.print(f"profile auto: {reason}")
-            cfg = cfg.model_copy(update={"profile": name})
+        cfg = options.load_cli_config(config, overrides, console)
         if env not in ("browser", "desktop"):
             raise ConfigError(f"--env must be 'browser' or 'desktop', got {env!r}")
         environment = None

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from surfer.agent.config import AgentConfig
 
 BaseUrl = Annotated[Optional[str], typer.Option(
     "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL].")]
@@ -15,3 +19,19 @@ Profile = Annotated[Optional[str], typer.Option(
     "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
+
+
+def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console: Any) -> "AgentConfig":
+    """The configuration of a command: file < environment < flags, with
+    `--profile auto` resolved from the endpoint's /v1/models and said aloud.
+    Raises ConfigError (exit 2) or ModelServerUnreachable (exit 3)."""
+    from surfer.agent.config import load_config
+
+    cfg = load_config(config_file, overrides)
+    if cfg.profile == "auto":
+        from surfer.models.profiles.auto import suggest_profile_for_endpoint
+
+        name, reason = asyncio.run(suggest_profile_for_endpoint(cfg.base_url, cfg.model, cfg.api_key))
+        console.print(f"profile auto: {reason}")
+        cfg = cfg.model_copy(update={"profile": name})
+    return cfg

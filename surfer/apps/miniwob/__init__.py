@@ -41,15 +41,16 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from surfer.agent.config import load_config
-        from surfer.apps.cli import EXIT_USAGE
-        from surfer.core.errors import ConfigError
+        from surfer.apps.cli import EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.core.errors import ConfigError, ModelServerUnreachable
 
         from .bench import resolve_tasks, run_miniwob
 
         console = Console()
         try:
-            cfg = load_config(
+            if oracle and profile == "auto":
+                raise ConfigError("--oracle answers in a profile's wire format: choose --profile explicitly")
+            cfg = options.load_cli_config(
                 None,
                 {
                     "base_url": base_url,
@@ -59,6 +60,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                 },
+                console,
             )
             names = resolve_tasks(tasks, suite)
             report = asyncio.run(
@@ -67,6 +69,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         except ConfigError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(EXIT_USAGE) from None
+        except ModelServerUnreachable as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(EXIT_UNREACHABLE) from None
         table = Table(title=f"MiniWoB++ · {'oracle' if oracle else cfg.model} · concurrency {concurrency}")
         for column in ("task", "success", "episodes", "mean steps", "errors"):
             table.add_column(column, justify="left" if column == "task" else "right")
