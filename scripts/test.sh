@@ -8,6 +8,9 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# The headless shell makes headless sessions ~10x cheaper to open (surfer prefers it).
+[ -x /usr/lib/chromium/chromium-headless-shell ] || command -v chromium-headless-shell >/dev/null 2>&1 \
+  || need+=(chromium-headless-shell)
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
 python3 -c "import tkinter" >/dev/null 2>&1 || need+=(python3-tk)

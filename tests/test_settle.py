@@ -12,6 +12,7 @@ LATE = CssPoint(x=95, y=40)
 FETCH = CssPoint(x=95, y=100)
 FOREVER = CssPoint(x=95, y=160)
 NAV = CssPoint(x=95, y=220)
+TICK = CssPoint(x=275, y=40)
 
 
 async def test_waits_for_a_timer_the_action_started(browser_env, pages):
@@ -20,6 +21,13 @@ async def test_waits_for_a_timer_the_action_started(browser_env, pages):
     assert await env.page.text_content("#out") == "late done"
     assert outcome.settle_reason.endswith("quiet")
     assert outcome.settle_seconds >= 0.35  # the 400 ms timer was waited for
+
+
+async def test_waits_for_the_first_tick_of_an_interval_the_action_started(browser_env, pages):
+    env = await browser_env(pages.url("settle.html"))
+    outcome = await env.perform(Click(target="tick", point=TICK))
+    assert await env.page.text_content("#out") == "ticked"
+    assert outcome.settle_reason.endswith("quiet") and outcome.settle_seconds >= 0.25
 
 
 async def test_waits_for_a_request_the_action_started(browser_env, pages):

@@ -58,18 +58,18 @@ class Check:
         return self.required and self.status == "fail"
 
 
-async def check_chromium() -> Check:
+async def check_chromium() -> list[Check]:
     from surfer.core.errors import SurferError
-    from surfer.tools.chromium import find_chromium
+    from surfer.tools.chromium import find_chromium, find_headless_shell
 
     try:
         from playwright.async_api import async_playwright
     except ImportError:
-        return Check("chromium", "fail", "playwright is not importable", "pip install surfer-agent", True)
+        return [Check("chromium", "fail", "playwright is not importable", "pip install surfer-agent", True)]
     try:
-        path = find_chromium()
+        path = find_chromium(headless=True)
     except SurferError as exc:
-        return Check("chromium", "fail", "no Chromium found", str(exc), True)
+        return [Check("chromium", "fail", "no Chromium found", str(exc), True)]
     from surfer.tools.browser import launch_chromium
 
     try:
@@ -78,8 +78,16 @@ async def check_chromium() -> Check:
             version = browser.version
             await browser.close()
     except SurferError as exc:
-        return Check("chromium", "fail", str(exc), "install the Debian package `chromium`, or set SURFER_CHROMIUM", True)
-    return Check("chromium", "ok", f"{path} launches headless (Chromium {version})", required=True)
+        return [Check("chromium", "fail", str(exc), "install the Debian package `chromium`, or set SURFER_CHROMIUM", True)]
+    checks = [Check("chromium", "ok", f"{path} launches headless (Chromium {version})", required=True)]
+    if find_headless_shell():
+        checks.append(Check("headless shell", "ok", "headless runs use the Chromium headless shell (cheap sessions)"))
+    else:
+        checks.append(Check(
+            "headless shell", "warn", "no Chromium headless shell: each session costs ~10x more CPU to open",
+            "sudo apt-get install -y chromium-headless-shell",
+        ))
+    return checks
 
 
 def check_display() -> Check:
@@ -204,7 +212,7 @@ async def check_structured_outputs(client: Any, model: str) -> Check:
 async def run_checks(base_url: str | None = None, model: str | None = None, api_key: str = "EMPTY", *, browser: bool = True) -> list[Check]:
     checks: list[Check] = []
     if browser:
-        checks.append(await check_chromium())
+        checks.extend(await check_chromium())
     checks.append(check_display())
     checks.extend(await asyncio.to_thread(check_extras))
     checks.append(await asyncio.to_thread(check_gpu))

@@ -36,19 +36,29 @@ def _pct(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else None
 
 
-def process_tree_memory() -> tuple[int, int]:
-    """(RSS, PSS) in bytes summed over this process and all its descendants.
-    RSS counts pages shared between Chromium's processes once per process;
-    PSS splits them, so it is the fairer total (Linux only; else equal to RSS)."""
+def _psutil() -> Any:
     try:
         import psutil
     except ImportError:
         raise ConfigError(
-            "the throughput benchmark reads memory with psutil: pip install 'surfer-agent[bench]'"
+            "the throughput benchmark reads memory and CPU with psutil: pip install 'surfer-agent[bench]'"
         ) from None
-    me = psutil.Process()
+    return psutil
+
+
+def _tree() -> list[Any]:
+    me = _psutil().Process()
+    return [me, *me.children(recursive=True)]
+
+
+def process_tree_memory() -> tuple[int, int]:
+    """(RSS, PSS) in bytes summed over this process and all its descendants.
+    RSS counts pages shared between Chromium's processes once per process;
+    PSS splits them, so it is the fairer total (Linux only; else equal to RSS).
+    Reading PSS walks every page table: ~2 ms of CPU per Chromium process."""
+    psutil = _psutil()
     rss = pss = 0
-    for proc in [me, *me.children(recursive=True)]:
+    for proc in _tree():
         try:
             info = proc.memory_full_info()
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
@@ -58,31 +68,74 @@ def process_tree_memory() -> tuple[int, int]:
     return rss, pss
 
 
-class RssSampler:
-    """Samples the process tree's memory in a thread; keeps the peaks."""
+class TreeSampler:
+    """Samples the process tree (this process, Chromium, the driver, the
+    stand-in) in a thread: CPU seconds over time, peak RSS, peak PSS.
 
-    def __init__(self, interval: float = 0.25) -> None:
-        self.interval = interval
-        self.peak, self.peak_pss = process_tree_memory()
+    CPU and RSS are cheap to read and sampled every `interval`; PSS costs
+    ~75 ms of CPU per sweep at 32 sessions, so it is read only every
+    `pss_every` seconds or when RSS reaches a new peak. The sampler's own CPU
+    is reported (`own_cpu`) so a reader can see what measuring cost."""
+
+    def __init__(self, interval: float = 0.25, pss_every: float = 3.0) -> None:
+        self.interval, self.pss_every = interval, pss_every
+        self._cpu_by_pid: dict[int, float] = {}
+        self._cpu_base: dict[int, float] = {}
+        self.samples: list[tuple[float, float]] = []  # (perf_counter, CPU seconds since start)
+        self.peak = self.peak_pss = 0
+        self.own_cpu = 0.0
+        self._last_pss = float("-inf")
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="tree-sampler", daemon=True)
 
-    def _sample(self) -> None:
-        rss, pss = process_tree_memory()
-        self.peak, self.peak_pss = max(self.peak, rss), max(self.peak_pss, pss)
+    def _sample(self, *, force_pss: bool = False) -> None:
+        psutil = _psutil()
+        rss = 0
+        for proc in _tree():
+            try:
+                with proc.oneshot():
+                    times, mem = proc.cpu_times(), proc.memory_info()
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            self._cpu_by_pid[proc.pid] = times.user + times.system  # exited processes keep their last value
+            rss += mem.rss
+        now = time.perf_counter()
+        self.samples.append((now, sum(self._cpu_by_pid.values()) - sum(self._cpu_base.values())))
+        if force_pss or rss > self.peak * 1.1 or now - self._last_pss >= self.pss_every:
+            full_rss, pss = process_tree_memory()
+            self.peak_pss, self._last_pss = max(self.peak_pss, pss), now
+            rss = max(rss, full_rss)
+        self.peak = max(self.peak, rss)
 
     def _run(self) -> None:
+        started = time.thread_time()
         while not self._stop.wait(self.interval):
             self._sample()
+        self.own_cpu = time.thread_time() - started
 
-    def __enter__(self) -> "RssSampler":
+    def cpu_between(self, start: float, end: float) -> float:
+        """CPU seconds the tree used between two perf_counter times (interpolated)."""
+
+        def at(t: float) -> float:
+            points = self.samples
+            for (t0, c0), (t1, c1) in zip(points, points[1:]):
+                if t0 <= t <= t1:
+                    return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
+            return points[0][1] if t < points[0][0] else points[-1][1]
+
+        return at(end) - at(start) if self.samples else 0.0
+
+    def __enter__(self) -> "TreeSampler":
+        self._sample(force_pss=True)
+        self._cpu_base = dict(self._cpu_by_pid)
+        self.samples = [(time.perf_counter(), 0.0)]
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self._sample()
+        self._sample(force_pss=True)
 
 
 class StepResponder:
@@ -163,7 +216,7 @@ async def measure_level(
 
     browser = SharedBrowser()
     statuses: dict[str, int] = {}
-    with RssSampler() as rss:
+    with TreeSampler() as tree:
         await browser.start()
         try:
 
@@ -182,6 +235,8 @@ async def measure_level(
             for backend in {id(b): b for b in backends.values()}.values():
                 await backend.aclose()
     window = (max(bounds) - min(bounds)) if bounds else 0.0
+    cpu = tree.cpu_between(min(bounds), max(bounds)) if bounds else 0.0
+    cpus = os.cpu_count() or 1
     split = (
         {
             k: {"p50": statistics.median(r[k] for r in records), "p95": _pct([r[k] for r in records], 0.95)}
@@ -196,14 +251,22 @@ async def measure_level(
         "seconds": round(window, 3),
         "steps_per_s": len(records) / window if window else 0.0,
         "seconds_per_step": split,
-        "peak_rss_mib": round(rss.peak / 2**20, 1),
-        "peak_pss_mib": round(rss.peak_pss / 2**20, 1),
+        # CPU of the whole tree (harness, driver, Chromium, stand-in) while steps ran:
+        # at `cores_busy` == cpus the level is CPU-bound, and `cpu_bound_steps_per_s`
+        # is what this machine could give at this CPU cost per step.
+        "cpu_seconds": round(cpu, 3),
+        "cores_busy": round(cpu / window, 3) if window else 0.0,
+        "cpu_ms_per_step": round(1000 * cpu / len(records), 2) if records else None,
+        "cpu_bound_steps_per_s": cpus * len(records) / cpu if cpu else None,
+        "sampler_cpu_seconds": round(tree.own_cpu, 3),
+        "peak_rss_mib": round(tree.peak / 2**20, 1),
+        "peak_pss_mib": round(tree.peak_pss / 2**20, 1),
         "statuses": statuses,
     }
 
 
 async def run_throughput(
-    levels: list[int], steps: int, *, write_runs: bool = False, server_process: bool = True
+    levels: list[int], steps: int, *, write_runs: bool = False, server_process: bool = True, model_latency: float = 0.0,
 ) -> dict[str, Any]:
     from surfer.apps.demo import DEMO_SITE
     from surfer.apps.static_site import StaticSite
@@ -213,14 +276,16 @@ async def run_throughput(
         raise ConfigError(f"--concurrency must list positive integers, got {levels}")
     if steps < 1:
         raise ConfigError(f"--steps must be at least 1, got {steps}")
+    if model_latency < 0:
+        raise ConfigError(f"--model-latency must be at least 0, got {model_latency:g}")
     results = []
     with StaticSite(DEMO_SITE) as site, tempfile.TemporaryDirectory() as tmp:
         centres = await _centres(site.base_url)
         # In a child process the stand-in server does not compete with the harness for the GIL.
         server: Any = (
-            StandInProcess(StepResponder, centres, "normalized_1000")
+            StandInProcess(StepResponder, centres, "normalized_1000", options={"delay": model_latency})
             if server_process
-            else StandInServer(StepResponder(centres, "normalized_1000"))
+            else StandInServer(StepResponder(centres, "normalized_1000"), delay=model_latency)
         )
         with server:
             for c in levels:
@@ -232,9 +297,12 @@ async def run_throughput(
     for r in results:
         r["speedup_vs_1"] = r["steps_per_s"] / base if base else None
         r["efficiency"] = r["steps_per_s"] / (base * r["concurrency"]) if base else None
+        # The most any harness could reach on these cores at this level's CPU cost per step.
+        r["speedup_ceiling"] = r["cpu_bound_steps_per_s"] / base if base and r["cpu_bound_steps_per_s"] else None
     return {
         "benchmark": "throughput",
         "steps_per_session": steps,
+        "model_latency": model_latency,
         "cpus": os.cpu_count(),
         "write_runs": write_runs,
         "server_process": server_process,
@@ -260,6 +328,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         in_process: bool = typer.Option(
             False, "--in-process-server", help="Run the stand-in server in this process (shares the GIL)."
         ),
+        model_latency: float = typer.Option(
+            0.0, "--model-latency", help="Seconds the stand-in waits before each answer (0: instant; a loaded server: ~0.3-1)."
+        ),
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/throughput.json)."),
     ) -> None:
         """Agent steps/s, harness overhead and peak RSS at several concurrency levels (stand-in model)."""
@@ -269,20 +340,24 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 
         try:
             report = asyncio.run(
-                run_throughput(parse_levels(concurrency), steps, write_runs=write_runs, server_process=not in_process)
+                run_throughput(
+                    parse_levels(concurrency), steps, write_runs=write_runs, server_process=not in_process,
+                    model_latency=model_latency,
+                )
             )
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_USAGE) from None
         typer.echo(
-            f"{'sessions':>8} {'steps/s':>8} {'speedup':>8} {'overhead p50/p95 ms':>20} "
-            f"{'shot':>6} {'encode':>6} {'action':>6} {'settle':>6} {'peak RSS / PSS':>16}"
+            f"{'sessions':>8} {'steps/s':>8} {'speedup':>8} {'ceiling':>8} {'cores':>6} {'CPU ms/step':>11} "
+            f"{'overhead p50/p95 ms':>20} {'shot':>6} {'encode':>6} {'action':>6} {'settle':>6} {'peak RSS / PSS':>16}"
         )
         for r in report["levels"]:
             s = r["seconds_per_step"]
             ms = {k: (s[k]["p50"] or 0) * 1000 for k in s}
             typer.echo(
                 f"{r['concurrency']:>8} {r['steps_per_s']:>8.2f} {(r['speedup_vs_1'] or 0):>7.2f}x "
+                f"{(r['speedup_ceiling'] or 0):>7.2f}x {r['cores_busy']:>6.2f} {(r['cpu_ms_per_step'] or 0):>11.0f} "
                 f"{ms.get('overhead', 0):>9.0f} / {(s.get('overhead', {}).get('p95') or 0) * 1000:<8.0f} "
                 f"{ms.get('screenshot', 0):>6.0f} {ms.get('encode', 0):>6.0f} {ms.get('action', 0):>6.0f} "
                 f"{ms.get('settle', 0):>6.0f} {r['peak_rss_mib']:>6.0f} / {r['peak_pss_mib']:.0f} MiB"

@@ -87,6 +87,11 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     return ChatRequest(body, _infer_role(body, text), text, image_urls)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # hundreds of sessions connect at once; the default backlog of 5 resets them
+
+
 class StandInServer:
     def __init__(
         self,
@@ -105,8 +110,7 @@ class StandInServer:
         self.requests: list[ChatRequest] = []
         self._failures: list[int] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), self._handler())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((host, port), self._handler())
         self._thread: threading.Thread | None = None
 
     @property
@@ -143,6 +147,9 @@ class StandInServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle's algorithm the
+            # body waits for the client's delayed ACK (40 ms per answer).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
@@ -200,8 +207,10 @@ class StandInServer:
         return Handler
 
 
-def _serve_in_child(factory: Callable[..., Callable[[ChatRequest], Answer]], args: tuple[Any, ...], ready: Any, stop: Any) -> None:
-    with StandInServer(factory(*args)) as server:
+def _serve_in_child(
+    factory: Callable[..., Callable[[ChatRequest], Answer]], args: tuple[Any, ...], options: dict[str, Any], ready: Any, stop: Any,
+) -> None:
+    with StandInServer(factory(*args), **options) as server:
         ready.send((server.base_url, server.model))
         stop.wait()
 
@@ -210,18 +219,24 @@ class StandInProcess:
     """A `StandInServer` in a child process, so that answering does not compete
     with the harness for the GIL (benchmarks). The responder is built there by
     `factory(*args)`: both must be picklable (a module-level class or function).
+    `options` are StandInServer's keyword arguments (`delay=0.3`, ...).
 
         with StandInProcess(MyResponder, centres) as server:
             Agent(base_url=server.base_url, model=server.model)
     """
 
-    def __init__(self, factory: Callable[..., Callable[[ChatRequest], Answer]], *args: Any, start_timeout: float = 60) -> None:
+    def __init__(
+        self, factory: Callable[..., Callable[[ChatRequest], Answer]], *args: Any,
+        options: dict[str, Any] | None = None, start_timeout: float = 60,
+    ) -> None:
         import multiprocessing
 
         ctx = multiprocessing.get_context("spawn")
         self._ready, child = ctx.Pipe()
         self._stop = ctx.Event()
-        self._process = ctx.Process(target=_serve_in_child, args=(factory, args, child, self._stop), daemon=True)
+        self._process = ctx.Process(
+            target=_serve_in_child, args=(factory, args, dict(options or {}), child, self._stop), daemon=True,
+        )
         self.start_timeout = start_timeout
         self.base_url = self.model = ""
 

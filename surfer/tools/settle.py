@@ -6,7 +6,8 @@ No fixed sleeps. After a browser action we wait, bounded by `timeout`, for:
 3. the DOM to stay free of mutations for `quiet` seconds (measured from the
    last mutation, which is tracked from page load by an init script, so an
    action that changed nothing waits only for one animation frame), and
-   timers the action started that are due within `timer_horizon` to fire.
+   timers the action started (setTimeout, and an interval's first tick) that
+   are due within `timer_horizon` to fire.
 Each wait reports why it ended ("quiet", "timeout", ...) and the caller
 records how long it took.
 
@@ -36,16 +37,20 @@ MUTATION_TRACKER = """
   const state = window.__surferSettle = { last: Date.now(), timers: new Map() };
   new MutationObserver(() => { state.last = Date.now(); })
     .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-  // Short timers count as pending work (a page that renders 150 ms after load).
-  const setT = window.setTimeout, clearT = window.clearTimeout;
-  window.setTimeout = function (fn, delay, ...args) {
-    if (typeof fn !== 'function') return setT.call(this, fn, delay, ...args);
+  // Short timers count as pending work (a page that renders 150 ms after load);
+  // an interval counts until its first tick.
+  const track = (set) => function (fn, delay, ...args) {
+    if (typeof fn !== 'function') return set.call(this, fn, delay, ...args);
     const created = Date.now(), due = created + (Number(delay) || 0);
-    const id = setT.call(this, function () { state.timers.delete(id); return fn.apply(this, arguments); }, delay, ...args);
+    const id = set.call(this, function () { state.timers.delete(id); return fn.apply(this, arguments); }, delay, ...args);
     state.timers.set(id, { created, due });
     return id;
   };
-  window.clearTimeout = function (id) { state.timers.delete(id); return clearT.call(this, id); };
+  const clear = (cl) => function (id) { state.timers.delete(id); return cl.call(this, id); };
+  window.setTimeout = track(window.setTimeout);
+  window.setInterval = track(window.setInterval);
+  window.clearTimeout = clear(window.clearTimeout);
+  window.clearInterval = clear(window.clearInterval);
 })();
 """
 

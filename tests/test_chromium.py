@@ -1,0 +1,86 @@
+"""Which Chromium surfer launches: $SURFER_CHROMIUM, else the headless shell
+for headless runs, else a full Chromium; and the full one still works."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from surfer.core.errors import ConfigError
+from surfer.tools import chromium
+
+
+def _fake(path: Path) -> str:
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture
+def fakes(tmp_path, monkeypatch):
+    shell, full = _fake(tmp_path / "chromium-headless-shell"), _fake(tmp_path / "chromium")
+    monkeypatch.delenv("SURFER_CHROMIUM", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    monkeypatch.setattr(chromium, "HEADLESS_SHELL_CANDIDATES", (shell,))
+    monkeypatch.setattr(chromium, "SYSTEM_CANDIDATES", (full,))
+    return shell, full
+
+
+def test_headless_runs_prefer_the_headless_shell(fakes):
+    shell, full = fakes
+    assert chromium.find_chromium(headless=True) == shell
+    assert chromium.find_chromium(headless=False) == full  # a window needs the full browser
+
+
+def test_without_a_shell_headless_runs_use_the_full_browser(fakes, monkeypatch):
+    _, full = fakes
+    monkeypatch.setattr(chromium, "HEADLESS_SHELL_CANDIDATES", ())
+    assert chromium.find_headless_shell() is None
+    assert chromium.find_chromium(headless=True) == full
+
+
+def test_override_wins_and_a_bad_one_is_refused(fakes, tmp_path, monkeypatch):
+    _, full = fakes
+    monkeypatch.setenv("SURFER_CHROMIUM", full)
+    assert chromium.find_chromium(headless=True) == full
+    monkeypatch.setenv("SURFER_CHROMIUM", str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="SURFER_CHROMIUM=.*missing is not an executable"):
+        chromium.find_chromium(headless=True)
+
+
+def test_names_on_path_and_nothing_found(tmp_path, monkeypatch):
+    monkeypatch.delenv("SURFER_CHROMIUM", raising=False)
+    monkeypatch.setattr(chromium, "HEADLESS_SHELL_CANDIDATES", ())
+    monkeypatch.setattr(chromium, "SYSTEM_CANDIDATES", ())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with pytest.raises(ConfigError, match="apt-get install -y chromium"):
+        chromium.find_chromium(headless=True)
+    shell = _fake(bin_dir / "chrome-headless-shell")
+    assert chromium.find_chromium(headless=True) == shell
+
+
+FULL = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.mark.skipif(not os.access(FULL, os.X_OK), reason="no full Chromium installed")
+async def test_the_full_browser_still_runs_a_session(pages, monkeypatch):
+    from surfer.tools.browser import BrowserEnvironment
+
+    import psutil
+
+    monkeypatch.setenv("SURFER_CHROMIUM", FULL)
+    assert chromium.find_chromium(headless=True) == FULL
+    env = BrowserEnvironment()
+    try:
+        await env.start(pages.url("settle.html"))
+        observation = await env.observe()
+        assert observation.screenshot.size.width == 1280 and observation.title == "Settle"
+        launched = {" ".join(p.cmdline()[:1]) for p in psutil.Process().children(recursive=True)}
+        assert any(path.endswith("/chromium") for path in launched), launched  # not the headless shell
+    finally:
+        await env.close()
