@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from surfer.apps.cli import app
-from surfer.apps.throughput import parse_levels, process_tree_memory
+from surfer.apps.throughput import TreeSampler, parse_levels, process_tree_memory
 from surfer.core.errors import ConfigError
 
 
@@ -34,7 +34,31 @@ def test_throughput_command_writes_figures_per_level(tmp_path):
             "total",
         }
         assert level["peak_rss_mib"] >= level["peak_pss_mib"] > 50  # the browser is in the tree
+        # the tree's CPU while steps ran: Chromium, the driver and the harness all work
+        assert 0 < level["cpu_seconds"] and 0 < level["cores_busy"] <= report["cpus"] + 0.5
+        assert level["cpu_ms_per_step"] > 5 and level["speedup_ceiling"] > 0
+        assert level["system_memory_growth_mib"] is not None
     assert "steps/s" in result.output and "wrote" in result.output
+
+
+def test_model_latency_is_waited_for_and_reported(tmp_path):
+    out = tmp_path / "tp.json"
+    args = ["bench", "throughput", "-c", "2", "--steps", "2", "--model-latency", "0.3", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["model_latency"] == 0.3
+    (level,) = report["levels"]
+    assert level["seconds_per_step"]["model"]["p50"] >= 0.6  # policy + localizer, 0.3 s each
+    assert CliRunner().invoke(app, ["bench", "throughput", "--model-latency", "-1"]).exit_code == 2
+
+
+def test_cpu_between_interpolates_samples():
+    sampler = TreeSampler()
+    sampler.samples = [(10.0, 0.0), (11.0, 2.0), (13.0, 3.0)]
+    assert sampler.cpu_between(10.5, 12.0) == pytest.approx(2.5 - 1.0)
+    assert sampler.cpu_between(9.0, 20.0) == pytest.approx(3.0)  # clamped to the samples
+    assert TreeSampler().cpu_between(0, 1) == 0.0  # nothing sampled yet
 
 
 def test_levels_and_memory_helpers():

@@ -1,13 +1,15 @@
 """`surfer bench throughput`: how many agent steps per second the harness
 sustains with N sessions in one Chromium, the model answering instantly
-(the stand-in server over real HTTP), so that what is measured is surfer:
-screenshots, encoding, actions, settle waits, event writers.
+(the stand-in server over real HTTP; `--model-latency` makes it wait), so
+that what is measured is surfer: screenshots, encoding, actions, settle
+waits, event writers.
 
 Each session runs `--steps` steps on the demo site's registration form
 (typing into the two fields, clicking the heading), then one final answer.
 Reports steps/s, per-step harness overhead (p50/p95, split screenshot /
-encode / action / settle), peak RSS of the whole process tree (browser
-included) and scaling against concurrency 1. Writes JSON."""
+encode / action / settle), the process tree's CPU per step and cores busy
+(with the speed-up ceiling those imply), peak memory of the whole process
+tree (browser included) and scaling against concurrency 1. Writes JSON."""
 
 from __future__ import annotations
 
@@ -68,6 +70,15 @@ def process_tree_memory() -> tuple[int, int]:
     return rss, pss
 
 
+def system_memory_used() -> int | None:
+    """MemTotal - MemAvailable in bytes (Linux), the machine's memory in use."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+        return (int(fields["MemTotal"].split()[0]) - int(fields["MemAvailable"].split()[0])) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 class TreeSampler:
     """Samples the process tree (this process, Chromium, the driver, the
     stand-in) in a thread: CPU seconds over time, peak RSS, peak PSS.
@@ -83,6 +94,8 @@ class TreeSampler:
         self._cpu_base: dict[int, float] = {}
         self.samples: list[tuple[float, float]] = []  # (perf_counter, CPU seconds since start)
         self.peak = self.peak_pss = 0
+        self.system_base = system_memory_used()
+        self.system_peak = self.system_base
         self.own_cpu = 0.0
         self._last_pss = float("-inf")
         self._stop = threading.Event()
@@ -106,6 +119,14 @@ class TreeSampler:
             self.peak_pss, self._last_pss = max(self.peak_pss, pss), now
             rss = max(rss, full_rss)
         self.peak = max(self.peak, rss)
+        used = system_memory_used()
+        if used is not None and self.system_peak is not None:
+            self.system_peak = max(self.system_peak, used)
+
+    @property
+    def system_growth(self) -> int | None:
+        """How much more of the machine's memory was in use at the peak than at the start."""
+        return None if self.system_base is None or self.system_peak is None else self.system_peak - self.system_base
 
     def _run(self) -> None:
         started = time.thread_time()
@@ -261,6 +282,8 @@ async def measure_level(
         "sampler_cpu_seconds": round(tree.own_cpu, 3),
         "peak_rss_mib": round(tree.peak / 2**20, 1),
         "peak_pss_mib": round(tree.peak_pss / 2**20, 1),
+        # Growth of the machine's memory in use (MemTotal - MemAvailable) over the level: includes page cache.
+        "system_memory_growth_mib": None if tree.system_growth is None else round(tree.system_growth / 2**20, 1),
         "statuses": statuses,
     }
 
@@ -350,7 +373,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             raise typer.Exit(EXIT_USAGE) from None
         typer.echo(
             f"{'sessions':>8} {'steps/s':>8} {'speedup':>8} {'ceiling':>8} {'cores':>6} {'CPU ms/step':>11} "
-            f"{'overhead p50/p95 ms':>20} {'shot':>6} {'encode':>6} {'action':>6} {'settle':>6} {'peak RSS / PSS':>16}"
+            f"{'overhead p50/p95 ms':>20} {'shot':>6} {'encode':>6} {'action':>6} {'settle':>6} {'peak RSS / PSS / machine +':>26}"
         )
         for r in report["levels"]:
             s = r["seconds_per_step"]
@@ -360,7 +383,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 f"{(r['speedup_ceiling'] or 0):>7.2f}x {r['cores_busy']:>6.2f} {(r['cpu_ms_per_step'] or 0):>11.0f} "
                 f"{ms.get('overhead', 0):>9.0f} / {(s.get('overhead', {}).get('p95') or 0) * 1000:<8.0f} "
                 f"{ms.get('screenshot', 0):>6.0f} {ms.get('encode', 0):>6.0f} {ms.get('action', 0):>6.0f} "
-                f"{ms.get('settle', 0):>6.0f} {r['peak_rss_mib']:>6.0f} / {r['peak_pss_mib']:.0f} MiB"
+                f"{ms.get('settle', 0):>6.0f} {r['peak_rss_mib']:>6.0f} / {r['peak_pss_mib']:.0f} / "
+                f"{r['system_memory_growth_mib'] if r['system_memory_growth_mib'] is not None else '-'} MiB"
             )
         target = out or Path(".bench/throughput.json")
         target.parent.mkdir(parents=True, exist_ok=True)
