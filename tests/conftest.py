@@ -3,6 +3,9 @@ and the demo site's measured layout. No test talks to the internet."""
 
 from __future__ import annotations
 
+import os
+import select
+import subprocess
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -13,6 +16,7 @@ from surfer.apps.static_site import StaticSite
 from surfer.models.standin import StandInServer
 
 PAGES = Path(__file__).with_name("pages")
+XVFB_SCREEN = (1024, 768)
 
 
 @pytest.fixture(scope="session")
@@ -72,3 +76,25 @@ async def browser_env(shared_browser):
     yield make
     for env in made:
         await env.close()
+
+
+@pytest.fixture(scope="session")
+def xvfb() -> Iterator[str]:
+    """A private Xvfb; `-displayfd` makes it pick a free display number and
+    write it once the server is ready to accept connections."""
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{XVFB_SCREEN[0]}x{XVFB_SCREEN[1]}x24", "-nolisten", "tcp"],
+        pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], 20)
+        number = os.read(read_end, 32).decode().strip() if ready else ""
+        if not number:
+            raise RuntimeError("Xvfb did not report a display within 20 s")
+        yield f":{number}"
+    finally:
+        os.close(read_end)
+        server.terminate()
+        server.wait(10)

@@ -67,11 +67,15 @@ def test_names_on_path_and_nothing_found(tmp_path, monkeypatch):
 FULL = shutil.which("chromium") or "/usr/bin/chromium"
 
 
+def _launched() -> set[str]:
+    import psutil
+
+    return {p.cmdline()[0] for p in psutil.Process().children(recursive=True) if p.cmdline()}
+
+
 @pytest.mark.skipif(not os.access(FULL, os.X_OK), reason="no full Chromium installed")
 async def test_the_full_browser_still_runs_a_session(pages, monkeypatch):
     from surfer.tools.browser import BrowserEnvironment
-
-    import psutil
 
     monkeypatch.setenv("SURFER_CHROMIUM", FULL)
     assert chromium.find_chromium(headless=True) == FULL
@@ -80,7 +84,26 @@ async def test_the_full_browser_still_runs_a_session(pages, monkeypatch):
         await env.start(pages.url("settle.html"))
         observation = await env.observe()
         assert observation.screenshot.size.width == 1280 and observation.title == "Settle"
-        launched = {" ".join(p.cmdline()[:1]) for p in psutil.Process().children(recursive=True)}
-        assert any(path.endswith("/chromium") for path in launched), launched  # not the headless shell
+        assert not any("headless-shell" in path for path in _launched())
+    finally:
+        await env.close()
+
+
+@pytest.mark.skipif(not os.access(FULL, os.X_OK), reason="no full Chromium installed")
+async def test_headful_runs_open_a_window_with_the_full_browser(pages, xvfb, monkeypatch):
+    from surfer.core.actions import Click, CssPoint
+    from surfer.tools.browser import BrowserEnvironment
+
+    monkeypatch.delenv("SURFER_CHROMIUM", raising=False)
+    monkeypatch.setenv("DISPLAY", xvfb)
+    env = BrowserEnvironment(headless=False, viewport=(800, 600))
+    try:
+        await env.start(pages.url("settle.html"))
+        outcome = await env.perform(Click(target="late", point=CssPoint(x=95, y=40)))
+        assert outcome.settle_reason.endswith("quiet") and await env.page.text_content("#out") == "late done"
+        assert (await env.observe()).screenshot.size.width == 800
+        launched = _launched()
+        assert launched and not any("headless-shell" in path for path in launched), launched
+        assert "HeadlessChrome" not in await env.page.evaluate("navigator.userAgent")  # a real window
     finally:
         await env.close()

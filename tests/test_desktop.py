@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import re
-import select
 import subprocess
 import sys
 import threading
@@ -33,32 +32,10 @@ from surfer.tools.settle import ScreenSettleConfig, settle_screen
 
 ROOT = Path(__file__).resolve().parents[1]
 TK_FORM = Path(__file__).with_name("apps") / "tk_form.py"
-SCREEN = (1024, 768)
+SCREEN = (1024, 768)  # the xvfb fixture's screen (conftest.XVFB_SCREEN)
 
 
 # -- fixtures ---------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def xvfb() -> Iterator[str]:
-    """A private Xvfb; `-displayfd` makes it pick a free display number and
-    write it once the server is ready to accept connections."""
-    read_end, write_end = os.pipe()
-    server = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"],
-        pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    os.close(write_end)
-    try:
-        ready, _, _ = select.select([read_end], [], [], 20)
-        number = os.read(read_end, 32).decode().strip() if ready else ""
-        if not number:
-            raise RuntimeError("Xvfb did not report a display within 20 s")
-        yield f":{number}"
-    finally:
-        os.close(read_end)
-        server.terminate()
-        server.wait(10)
 
 
 class TkForm:
