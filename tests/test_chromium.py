@@ -67,10 +67,21 @@ def test_names_on_path_and_nothing_found(tmp_path, monkeypatch):
 FULL = shutil.which("chromium") or "/usr/bin/chromium"
 
 
-def _launched() -> set[str]:
+def _children() -> dict[int, str]:
     import psutil
 
-    return {p.cmdline()[0] for p in psutil.Process().children(recursive=True) if p.cmdline()}
+    found = {}
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            found[proc.pid] = proc.cmdline()[0]
+        except (psutil.Error, IndexError):
+            continue
+    return found
+
+
+def _launched_since(before: dict[int, str]) -> set[str]:
+    """Executables of the processes started since `before` (other tests' shared browser excluded)."""
+    return {path for pid, path in _children().items() if pid not in before}
 
 
 @pytest.mark.skipif(not os.access(FULL, os.X_OK), reason="no full Chromium installed")
@@ -80,11 +91,14 @@ async def test_the_full_browser_still_runs_a_session(pages, monkeypatch):
     monkeypatch.setenv("SURFER_CHROMIUM", FULL)
     assert chromium.find_chromium(headless=True) == FULL
     env = BrowserEnvironment()
+    before = _children()
     try:
         await env.start(pages.url("settle.html"))
         observation = await env.observe()
         assert observation.screenshot.size.width == 1280 and observation.title == "Settle"
-        assert not any("headless-shell" in path for path in _launched())
+        launched = _launched_since(before)
+        assert "/usr/lib/chromium/chromium" in launched or any(p.endswith("chromium") for p in launched), launched
+        assert not any("headless-shell" in path for path in launched), launched
     finally:
         await env.close()
 
@@ -97,12 +111,13 @@ async def test_headful_runs_open_a_window_with_the_full_browser(pages, xvfb, mon
     monkeypatch.delenv("SURFER_CHROMIUM", raising=False)
     monkeypatch.setenv("DISPLAY", xvfb)
     env = BrowserEnvironment(headless=False, viewport=(800, 600))
+    before = _children()
     try:
         await env.start(pages.url("settle.html"))
         outcome = await env.perform(Click(target="late", point=CssPoint(x=95, y=40)))
         assert outcome.settle_reason.endswith("quiet") and await env.page.text_content("#out") == "late done"
         assert (await env.observe()).screenshot.size.width == 800
-        launched = _launched()
+        launched = _launched_since(before)
         assert launched and not any("headless-shell" in path for path in launched), launched
         assert "HeadlessChrome" not in await env.page.evaluate("navigator.userAgent")  # a real window
     finally:
