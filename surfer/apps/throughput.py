@@ -85,8 +85,8 @@ class TreeSampler:
 
     CPU and RSS are cheap to read and sampled every `interval`; PSS costs
     ~75 ms of CPU per sweep at 32 sessions, so it is read only every
-    `pss_every` seconds or when RSS reaches a new peak. The sampler's own CPU
-    is reported (`own_cpu`) so a reader can see what measuring cost."""
+    `pss_every` seconds or when RSS grows 10% past its peak. The sampler's
+    own CPU is reported (`own_cpu`) so a reader can see what measuring cost."""
 
     def __init__(self, interval: float = 0.25, pss_every: float = 3.0) -> None:
         self.interval, self.pss_every = interval, pss_every
