@@ -87,6 +87,11 @@ def test_local_checks_find_and_launch_chromium() -> None:
     result = CliRunner().invoke(app, ["doctor", "--json"])
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["chromium"]["status"] == "ok" and "launches headless" in checks["chromium"]["detail"]
+    from surfer.tools.chromium import find_headless_shell
+
+    if find_headless_shell():  # scripts/test.sh installs it
+        assert checks["headless shell"]["status"] == "ok"
+        assert "chromium-headless-shell" in checks["chromium"]["detail"]
     assert {"display", "extra:desktop", "extra:transformers", "extra:vllm", "extra:kernels", "gpu"} <= set(checks)
     assert result.exit_code == 0
 
@@ -100,3 +105,16 @@ def test_local_checks_find_and_launch_chromium() -> None:
 ])
 def test_probe_verdict(text: str, finish: str, verdict: str) -> None:
     assert probe_verdict(text, finish) == verdict
+
+
+@pytest.mark.browser
+async def test_a_missing_headless_shell_is_a_warning_with_its_fix(monkeypatch):
+    from surfer.apps import doctor
+    from surfer.tools import chromium
+
+    monkeypatch.setattr(chromium, "find_headless_shell", lambda: None)
+    checks = {c.name: c for c in await doctor.check_chromium()}
+    assert checks["chromium"].status == "ok"  # the full browser runs headless too
+    shell = checks["headless shell"]
+    assert shell.status == "warn" and not shell.failed
+    assert "apt-get install -y chromium-headless-shell" in shell.fix

@@ -44,13 +44,9 @@ def normalize_url(url: str, current: str = "") -> str:
 
 async def launch_chromium(playwright: Any, *, headless: bool = True) -> Any:
     """Launch the Chromium surfer finds, with closed-network-safe flags."""
-    default = _playwright_default(playwright)
-    executable = find_chromium(default, headless=headless)
+    executable = find_chromium(_playwright_default(playwright), headless=headless)
     try:
-        return await playwright.chromium.launch(
-            # Playwright's own install: let it pick its headless shell or full browser itself.
-            executable_path=None if executable == default else executable, headless=headless, args=list(LAUNCH_ARGS),
-        )
+        return await playwright.chromium.launch(executable_path=executable, headless=headless, args=list(LAUNCH_ARGS))
     except Exception as exc:  # noqa: BLE001 - Playwright raises plain Error here
         hint = " (no display? use headless mode, or run under xvfb-run)" if not headless else ""
         raise EnvironmentFailure(f"could not launch Chromium at {executable}{hint}: {str(exc).splitlines()[0]}") from None
