@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from surfer.agent.config import AgentConfig
 from surfer.agent.events import Event, ModelCalled, StepFinished
 from surfer.agent.result import RunResult
-from surfer.core.errors import ConfigError, ModelServerUnreachable
+from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
 
 FINAL_STATUSES = frozenset({"success", "failed", "limit", "error"})
@@ -614,7 +614,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from surfer.apps.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 
         console = Console(stderr=True)
-        try:
+        with options.setup_errors(console):
             cfg = options.load_cli_config(
                 config,
                 {
@@ -631,12 +631,6 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             )
             items = load_tasks(tasks_file, samples)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors)
-        except ConfigError as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(EXIT_USAGE) from None
-        except ModelServerUnreachable as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(EXIT_UNREACHABLE) from None
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:

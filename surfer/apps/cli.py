@@ -16,7 +16,7 @@ import typer
 from surfer.apps import options
 from rich.console import Console
 
-from surfer.core.errors import ConfigError, ModelServerUnreachable
+from surfer.core.errors import ConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -65,7 +65,7 @@ def run(
     from surfer.apps.live import LiveView
 
     console = Console(stderr=as_json)
-    try:
+    with options.setup_errors(console):
         overrides = {
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
             "max_steps": max_steps, "max_seconds": max_seconds,
@@ -85,12 +85,6 @@ def run(
         elif display or monitor != 1 or dry_run:
             raise ConfigError("--display, --monitor and --dry-run apply to --env desktop only")
         agent = Agent(cfg, environment=environment, listeners=[LiveView(console)])
-    except ConfigError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(EXIT_USAGE) from None
-    except ModelServerUnreachable as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(EXIT_UNREACHABLE) from None
     run_dir = out or default_run_dir(task)
 
     async def main() -> object:

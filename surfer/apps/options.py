@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -35,3 +37,20 @@ def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console
         console.print(f"profile auto: {reason}")
         cfg = cfg.model_copy(update={"profile": name})
     return cfg
+
+
+@contextmanager
+def setup_errors(console: Any) -> Iterator[None]:
+    """Around a command's setup: a bad configuration exits 2, a model server
+    that cannot be reached exits 3, each with its message."""
+    from surfer.apps.cli import EXIT_UNREACHABLE, EXIT_USAGE
+    from surfer.core.errors import ConfigError, ModelServerUnreachable
+
+    try:
+        yield
+    except ConfigError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
+    except ModelServerUnreachable as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_UNREACHABLE) from None

@@ -41,13 +41,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from surfer.apps.cli import EXIT_UNREACHABLE, EXIT_USAGE
-        from surfer.core.errors import ConfigError, ModelServerUnreachable
+        from surfer.core.errors import ConfigError
 
         from .bench import resolve_tasks, run_miniwob
 
         console = Console()
-        try:
+        with options.setup_errors(console):
             if oracle and profile == "auto":
                 raise ConfigError("--oracle answers in a profile's wire format: choose --profile explicitly")
             cfg = options.load_cli_config(
@@ -66,12 +65,6 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             report = asyncio.run(
                 run_miniwob(cfg, names, seeds=seeds, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight)
             )
-        except ConfigError as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(EXIT_USAGE) from None
-        except ModelServerUnreachable as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(EXIT_UNREACHABLE) from None
         table = Table(title=f"MiniWoB++ · {'oracle' if oracle else cfg.model} · concurrency {concurrency}")
         for column in ("task", "success", "episodes", "mean steps", "errors"):
             table.add_column(column, justify="left" if column == "task" else "right")
