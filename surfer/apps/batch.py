@@ -358,7 +358,11 @@ class Batch:
         backend: ModelBackend | None = None,
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
+        replay: list[Any] | None = None,
     ) -> None:
+        """`replay`: recordings (surfer.tools.replay.Recording) to play back instead of a
+        browser; task k gets the one its metadata names (`"replay": name`), else number k mod n,
+        its screenshots marked with k so that no two tasks send the same images."""
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
         if max_inflight is not None and max_inflight < 1:
@@ -375,12 +379,27 @@ class Batch:
         self.listeners = list(listeners or [])
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
+        self.replay = list(replay or [])
+        self._replay_of = self._assign_recordings()
         self._browser = SharedBrowser(headless=config.browser.headless)
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
         self._statuses: dict[str, int] = {}
 
     # -- preparation -------------------------------------------------------------
+
+    def _assign_recordings(self) -> dict[str, Any]:
+        if not self.replay:
+            return {}
+        by_name = {r.name: r for r in self.replay}
+        chosen: dict[str, Any] = {}
+        for number, task in enumerate(self.tasks):
+            wanted = task.metadata.get("replay")
+            if wanted is not None and wanted not in by_name:
+                raise ConfigError(f"task {task.id!r} asks for recording {wanted!r}; recorded: {', '.join(by_name)}")
+            recording = by_name[wanted] if wanted is not None else self.replay[number % len(self.replay)]
+            chosen[task.id or ""] = (recording, number)
+        return chosen
 
     def _clean_stale(self) -> None:
         if self.runs_dir.exists():
@@ -402,7 +421,7 @@ class Batch:
         queue: asyncio.Queue[BatchTask] = asyncio.Queue()
         for task in todo:
             queue.put_nowait(task)
-        if todo:
+        if todo and not self.replay:
             await self._browser.start()
         try:
             workers = [asyncio.create_task(self._worker(queue)) for _ in range(min(self.concurrency, len(todo)))]
@@ -449,7 +468,12 @@ class Batch:
             update["max_seconds"] = task.max_seconds
         return self.config.model_copy(update=update) if update else self.config
 
-    def _environment(self, browser: Any) -> Any:
+    def _environment(self, task: BatchTask, browser: Any) -> Any:
+        if self.replay:
+            from surfer.tools.replay import ReplayEnvironment
+
+            recording, number = self._replay_of[task.id or ""]
+            return ReplayEnvironment(recording, variant=number)  # each task its own images
         from surfer.tools.browser import BrowserEnvironment
         from surfer.tools.settle import SettleConfig
 
@@ -466,7 +490,7 @@ class Batch:
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
         from surfer.agent.loop import Agent
 
-        env = self._environment(browser)
+        env = self._environment(task, browser)
         agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners])
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
@@ -493,9 +517,9 @@ class Batch:
         config = self._task_config(task)
         started = time.monotonic()
         for attempt in (1, 2):
-            browser = await self._browser.get()
+            browser = None if self.replay else await self._browser.get()
             result = await self._attempt(task, config, browser, tmp)
-            if result.status == "error" and not self._browser.alive(browser) and attempt == 1:
+            if result.status == "error" and browser is not None and not self._browser.alive(browser) and attempt == 1:
                 # the shared browser died under this session: not the task's fault
                 await self._browser.relaunch(browser)
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
@@ -561,6 +585,7 @@ async def run_batch(
     backend: ModelBackend | None = None,
     retry_errors: bool = False,
     listeners: list[Any] | None = None,
+    replay: list[Any] | None = None,
 ) -> BatchSummary:
     """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
     items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
@@ -573,6 +598,7 @@ async def run_batch(
         backend=backend,
         retry_errors=retry_errors,
         listeners=listeners,
+        replay=replay,
     )
     return await batch.run()
 
@@ -606,6 +632,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
+        env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
+        replay: options.Replay = None,
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
         from rich.console import Console
@@ -629,8 +657,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 },
                 console,
             )
+            if env not in ("browser", "replay"):
+                raise ConfigError(f"--env must be 'browser' or 'replay' for a batch, got {env!r}")
+            recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
-            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors)
+            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
+                        replay=recordings)
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:
