@@ -136,6 +136,7 @@ COMMAND_MODULES = [
     "surfer.apps.serve",
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
+    "surfer.apps.gpu_bench",
 ]
 
 
