@@ -323,10 +323,12 @@ _TASK = (
 
 
 async def bench_levels(config: Any, recordings: list[Any], levels: list[int], window: float, *,
-                       bare: bool = True, say: Any = print) -> list[dict[str, Any]]:
-    """Every level against the server in `config` (surfer, then the bare replay of what it sent)."""
+                       bare: bool = True, say: Any = print, out: list[dict[str, Any]] | None = None,
+                       progress: Any = None) -> list[dict[str, Any]]:
+    """Every level against the server in `config` (surfer, then the bare replay of what it sent);
+    rows are appended to `out` as they finish, and `progress()` called after each."""
     root = config.base_url.rstrip("/").removesuffix("/v1")
-    out = []
+    out = [] if out is None else out
     with tempfile.TemporaryDirectory(prefix="surfer-gpu-") as tmp:
         for level in levels:
             reset = await reset_server_caches(root)
@@ -345,6 +347,8 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
                 }
             say(level_line(row))
             out.append(row)
+            if progress:
+                progress()
     return out
 
 
@@ -492,7 +496,8 @@ def ratios(results: dict[str, Any], levels: tuple[int, ...] = (64, 128)) -> dict
 
 def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: float, replay: str,
                   base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
-                  extra: tuple[str, ...] = (), say: Any = print) -> dict[str, Any]:
+                  extra: tuple[str, ...] = (), say: Any = print, progress: Any = None) -> dict[str, Any]:
+    """Serve and measure each model in turn; `progress(results)` is called whenever a level or model is done."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.options import replay_recordings
 
@@ -500,7 +505,8 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
     results: dict[str, Any] = {"levels": levels, "window_seconds": window, "replay": replay,
                                "recordings": [r.name for r in recordings], "models": []}
     for shape, where in models:
-        entry: dict[str, Any] = {"name": shape, "model": where}
+        entry: dict[str, Any] = {"name": shape, "model": where, "levels": []}
+        results["models"].append(entry)
         served: Served | None = None
         try:
             if base_url:
@@ -516,8 +522,9 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                 say(f"{shape}: vLLM answered after {served.start_seconds:.0f} s")
                 url, model = served.base_url, where
             config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600)
-            entry["levels"] = asyncio.run(bench_levels(config, recordings, levels, window, bare=bare,
-                                                       say=lambda t, s=shape: say(f"{s}: {t}")))
+            asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
+                                     say=lambda t, s=shape: say(f"{s}: {t}"),
+                                     progress=lambda: progress and progress(results)))
             entry["gpu_memory"] = gpu_memory()
         except (RuntimeError, OSError) as exc:
             entry["error"] = str(exc)
@@ -526,7 +533,8 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             if served is not None:
                 stop(served.process)
                 entry.update(log_facts(served.log.read_text(errors="replace")))
-        results["models"].append(entry)
+            if progress:
+                progress(results)
     results["hybrid_over_transformer"] = ratios(results)
     return results
 
@@ -577,7 +585,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 pairs.append((shape, where))
             results = run_gpu_bench(pairs, levels=levels, window=window, replay=replay, base_url=base_url, port=port,
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
-                                    extra=tuple(shlex.split(vllm_args or "")))
+                                    extra=tuple(shlex.split(vllm_args or "")),
+                                    progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
