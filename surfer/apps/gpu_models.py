@@ -135,8 +135,9 @@ def build_tokenizer(special: list[str], *, eos: str, bos: str | None, unk: str |
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(out / "tokenizer.json"))
     ids = {token: tokenizer.token_to_id(token) for token in special}
-    added = {str(i): {"content": t, "lstrip": False, "rstrip": False, "normalized": False, "single_word": False,
-                      "special": True} for t, i in ids.items()}
+    # transformers keeps only the added tokens listed here, so the closers are listed too
+    added = {str(tokenizer.token_to_id(t)): {"content": t, "lstrip": False, "rstrip": False, "normalized": False,
+                                              "single_word": False, "special": t in ids} for t in [*special, *closers]}
     config = {
         "tokenizer_class": tokenizer_class, "model_max_length": 131072, "clean_up_tokenization_spaces": False,
         "eos_token": eos, "pad_token": pad, "bos_token": bos, "unk_token": unk, "add_bos_token": False,
