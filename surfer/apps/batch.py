@@ -611,7 +611,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from rich.console import Console
         from rich.live import Live
 
-        from surfer.apps.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.signals import Interrupted, run_interruptible
 
         console = Console(stderr=True)
         with options.setup_errors(console):
@@ -635,15 +636,15 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         try:
             if live:
                 live.start()
-            summary = asyncio.run(job.run())
-        except KeyboardInterrupt:
+            summary = run_interruptible(job.run())
+        except Interrupted as stop:
             if live:
                 live.stop()
             console.print(
-                f"[yellow]interrupted[/yellow]: {job.stats.done} task(s) finished in this run are kept in {out}; "
+                f"[yellow]interrupted[/yellow] by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; "
                 "run the same command again to resume."
             )
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            raise typer.Exit(stop.exit_code) from None
         if live:
             live.stop()
         console.print(job.stats.line())

@@ -1,11 +1,11 @@
 """`surfer` command line.
 
 Exit codes: 0 success, 1 task failed or gave up (or hit a limit), 2 bad
-usage or configuration, 3 model server unreachable, 130 interrupted."""
+usage or configuration, 3 model server unreachable, 130 interrupted by
+Ctrl-C (SIGINT), 143 stopped by SIGTERM."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -14,11 +14,12 @@ from typing import Optional
 import typer
 
 from surfer.apps import options
+from surfer.apps.signals import Interrupted, run_interruptible
 from rich.console import Console
 
 from surfer.core.errors import ConfigError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
 
 app = typer.Typer(
     name="surfer", add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
@@ -96,13 +97,13 @@ def run(
                 await agent.environment.close()
 
     try:
-        result = asyncio.run(main())
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]; what was done is saved in {run_dir}")
+        result = run_interruptible(main())
+    except Interrupted as stop:
+        console.print(f"[yellow]interrupted[/yellow] by {stop}; what was done is saved in {run_dir}")
         if as_json:
             saved = Path(run_dir) / "result.json"
             print(saved.read_text() if saved.exists() else json.dumps({"status": "interrupted", "run_dir": str(run_dir)}))
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(stop.exit_code) from None
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]
     raise typer.Exit(exit_code(result))
