@@ -57,6 +57,7 @@ class BrowserSettings(_Strict):
     settle_timeout: float = Field(default=3.0, ge=0, le=60)
     settle_quiet: float = Field(default=0.08, ge=0, le=5)
     screenshot_format: Literal["jpeg", "png"] = "jpeg"
+    allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
 
     @field_validator("viewport", mode="before")
     @classmethod

@@ -175,6 +175,7 @@ class Agent:
         return BrowserEnvironment(
             headless=b.headless, viewport=b.viewport, device_scale_factor=b.device_scale_factor,
             settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
+            allow_file_urls=b.allow_file_urls,
         )
 
     async def aclose(self) -> None:

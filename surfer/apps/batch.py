@@ -461,6 +461,7 @@ class Batch:
             device_scale_factor=b.device_scale_factor,
             settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
             screenshot_format=b.screenshot_format,
+            allow_file_urls=b.allow_file_urls,
         )
 
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
@@ -536,6 +537,18 @@ class Batch:
         self.stats.task_done(result.status)
 
 
+def check_task_urls(tasks: Iterable[BatchTask], allow_file_urls: bool) -> None:
+    """Refused start URLs (file:, chrome:, ...) are a usage error before anything runs."""
+    from surfer.tools.url_policy import check_start_url
+
+    for task in tasks:
+        if task.url:
+            try:
+                check_start_url(task.url, allow_file_urls)
+            except ConfigError as exc:
+                raise ConfigError(f"task {task.id}: {exc}") from None
+
+
 def _publish(tmp: Path, final: Path, result: RunResult) -> None:
     """Move a finished run directory into place (replacing leftovers of an
     earlier attempt that never reached results.jsonl)."""
@@ -604,6 +617,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+        allow_file_urls: options.AllowFileUrls = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -626,11 +640,15 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
-                    "browser": {"viewport": viewport, "device_scale_factor": scale},
+                    "browser": {
+                        "viewport": viewport, "device_scale_factor": scale,
+                        "allow_file_urls": True if allow_file_urls else None,
+                    },
                 },
                 console,
             )
             items = load_tasks(tasks_file, samples)
+            check_task_urls(items, cfg.browser.allow_file_urls)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors)
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
