@@ -365,6 +365,7 @@ class Batch:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         self.config = config
         self.tasks = list(tasks)
+        check_task_urls(self.tasks, config.browser.allow_file_urls)
         self.out_dir = Path(out_dir)
         self.runs_dir = self.out_dir / RUNS
         self.concurrency = concurrency
@@ -648,7 +649,6 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 console,
             )
             items = load_tasks(tasks_file, samples)
-            check_task_urls(items, cfg.browser.allow_file_urls)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors)
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:

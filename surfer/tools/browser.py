@@ -14,7 +14,7 @@ from typing import Any
 
 from surfer.core.actions import Click, CloseTab, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText
 from surfer.core.coordinates import Size
-from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure
+from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure, SurferError
 from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
@@ -223,7 +223,17 @@ class BrowserEnvironment(Environment):
         return await settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config)
 
     async def perform(self, action: Any) -> ActionOutcome:
-        outcome = await super().perform(action)
+        self._check_alive()
+        try:
+            outcome = await super().perform(action)
+        except (SurferError, ValueError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - Playwright's plain Error: a crash, or an action the page refused
+            message = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            self._check_alive()
+            if "crashed" in message.lower():
+                raise EnvironmentFailure(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
+            raise ActionFailed(f"{action.type} failed: {message}") from None
         if await self.url_policy.leave_refused(self.page):
             outcome.settle_reason += "; left a refused page"
         notices = self.url_policy.take_notices()
