@@ -85,6 +85,19 @@ class AgentConfig(_Strict):
     memory_images: int = Field(default=3, ge=1, le=16)
     history_window: int = Field(default=8, ge=1)
     browser: BrowserSettings = BrowserSettings()
+    allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
+    blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
+
+    @field_validator("allowed_domains", "blocked_domains")
+    @classmethod
+    def _domain_patterns(cls, value: list[str]) -> list[str]:
+        from surfer.tools.url_policy import parse_patterns
+
+        try:
+            parse_patterns(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     def endpoint(self, role: str) -> Endpoint:
         settings: RoleSettings = getattr(self, role)

@@ -168,15 +168,9 @@ class Agent:
         )
 
     def _new_environment(self) -> Environment:
-        from surfer.tools.browser import BrowserEnvironment
-        from surfer.tools.settle import SettleConfig
+        from .environments import browser_environment
 
-        b = self.config.browser
-        return BrowserEnvironment(
-            headless=b.headless, viewport=b.viewport, device_scale_factor=b.device_scale_factor,
-            settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
-            allow_file_urls=b.allow_file_urls,
-        )
+        return browser_environment(self.config)
 
     async def aclose(self) -> None:
         for backend in {id(b): b for b in self._backends.values()}.values():

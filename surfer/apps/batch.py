@@ -365,7 +365,7 @@ class Batch:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         self.config = config
         self.tasks = list(tasks)
-        check_task_urls(self.tasks, config.browser.allow_file_urls)
+        check_task_urls(self.tasks, config)
         self.out_dir = Path(out_dir)
         self.runs_dir = self.out_dir / RUNS
         self.concurrency = concurrency
@@ -451,19 +451,9 @@ class Batch:
         return self.config.model_copy(update=update) if update else self.config
 
     def _environment(self, browser: Any) -> Any:
-        from surfer.tools.browser import BrowserEnvironment
-        from surfer.tools.settle import SettleConfig
+        from surfer.agent.environments import browser_environment
 
-        b = self.config.browser
-        return BrowserEnvironment(
-            browser=browser,
-            headless=b.headless,
-            viewport=b.viewport,
-            device_scale_factor=b.device_scale_factor,
-            settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
-            screenshot_format=b.screenshot_format,
-            allow_file_urls=b.allow_file_urls,
-        )
+        return browser_environment(self.config, browser)
 
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
         from surfer.agent.loop import Agent
@@ -538,14 +528,14 @@ class Batch:
         self.stats.task_done(result.status)
 
 
-def check_task_urls(tasks: Iterable[BatchTask], allow_file_urls: bool) -> None:
-    """Refused start URLs (file:, chrome:, ...) are a usage error before anything runs."""
-    from surfer.tools.url_policy import check_start_url
+def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
+    """Refused start URLs (file:, chrome:, refused domains) are a usage error before anything runs."""
+    from surfer.agent.environments import check_start_url
 
     for task in tasks:
         if task.url:
             try:
-                check_start_url(task.url, allow_file_urls)
+                check_start_url(task.url, config)
             except ConfigError as exc:
                 raise ConfigError(f"task {task.id}: {exc}") from None
 
@@ -619,6 +609,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
         allow_file_urls: options.AllowFileUrls = False,
+        allow_domain: options.AllowDomain = None,
+        block_domain: options.BlockDomain = None,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -641,6 +633,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
+                    **options.safety_overrides(allow_domain, block_domain),
                     "browser": {
                         "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,

@@ -51,6 +51,8 @@ def run(
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
     allow_file_urls: options.AllowFileUrls = False,
+    allow_domain: options.AllowDomain = None,
+    block_domain: options.BlockDomain = None,
     viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
@@ -72,6 +74,7 @@ def run(
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
             "max_steps": max_steps, "max_seconds": max_seconds,
             "validate_answers": False if no_validator else None,
+            **options.safety_overrides(allow_domain, block_domain),
             "browser": {
                 "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
                 "allow_file_urls": True if allow_file_urls else None,
@@ -81,9 +84,9 @@ def run(
         if env not in ("browser", "desktop"):
             raise ConfigError(f"--env must be 'browser' or 'desktop', got {env!r}")
         if url:
-            from surfer.tools.url_policy import check_start_url
+            from surfer.agent.environments import check_start_url
 
-            check_start_url(url, cfg.browser.allow_file_urls)
+            check_start_url(url, cfg)
         environment = None
         if env == "desktop":
             from surfer.tools.desktop import DesktopEnvironment

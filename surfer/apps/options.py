@@ -21,8 +21,18 @@ Profile = Annotated[Optional[str], typer.Option(
     "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
 AllowFileUrls = Annotated[bool, typer.Option(
     "--allow-file-urls", help="Let the agent open file: URLs (refused by default, like chrome:, devtools:, view-source:, javascript:).")]
+AllowDomain = Annotated[Optional[list[str]], typer.Option(
+    "--allow-domain", metavar="HOST", help="Host the browser may reach (repeatable; *.example.com wildcards; HOST:PORT for one port). "
+    "Given at least once, every other host is blocked, on every request.")]
+BlockDomain = Annotated[Optional[list[str]], typer.Option(
+    "--block-domain", metavar="HOST", help="Host the browser may never reach (repeatable; same patterns).")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
+
+
+def safety_overrides(allow_domain: list[str] | None, block_domain: list[str] | None) -> dict[str, Any]:
+    """Config overrides of the URL-policy flags shared by run, batch and qa."""
+    return {"allowed_domains": allow_domain or None, "blocked_domains": block_domain or None}
 
 
 def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console: Any) -> "AgentConfig":
