@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 from surfer.core.actions import Answer, Fail, targets_of, with_points
 from surfer.core.deadline import run_deadline
@@ -34,6 +34,7 @@ from .events import (
 )
 from .memory import Memory
 from .result import RunResult, TimingTotals, TokenTotals
+from .secrets import Secrets
 from .roles import Localizer, Policy, RoleClient, StepFailed, Validator
 
 Listener = Callable[[Event], Awaitable[None] | None]
@@ -75,6 +76,7 @@ class _Run:
     run_id: str
     run_dir: str | None
     emit: Callable[[Event], Awaitable[None]]
+    scrub: Callable[[str], str] = str
     started: float = field(default_factory=time.monotonic)
     records: list[StepRecord] = field(default_factory=list)
 
@@ -90,6 +92,7 @@ class _Run:
             overhead_p50=round(statistics.median(overheads), 4) if overheads else None,
             overhead_p95=round(overheads[min(len(overheads) - 1, int(0.95 * len(overheads)))], 4) if overheads else None,
         )
+        fields = {k: self.scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
         return RunResult(
             status=status, task=self.task, url=self.url, steps=len(self.records), run_id=self.run_id,
             run_dir=self.run_dir, usage=usage, timings=timings, **fields,  # type: ignore[arg-type]
@@ -118,6 +121,7 @@ class Agent:
         profile: str | Profile | None = None,
         out_dir: str | Path | None = None,
         listeners: list[Listener] | None = None,
+        secrets: "Secrets | Mapping[str, str] | None" = None,
         **settings: Any,
     ) -> None:
         if config is None:
@@ -130,6 +134,7 @@ class Agent:
         else:
             self.profile = get_profile(profile or config.profile)
         self.environment = environment
+        self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
         self.out_dir = Path(out_dir) if out_dir else None
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
@@ -165,6 +170,7 @@ class Agent:
         return RoleClient(
             role, self._backends[role], self.profile, temperature=settings.temperature,
             max_tokens=settings.max_tokens, output_retries=self.config.output_retries,
+            redact=self.secrets.scrub if self.secrets else None,
         )
 
     def _new_environment(self) -> Environment:
@@ -188,6 +194,7 @@ class Agent:
         `listeners` receive this run's events (after the agent's own). One
         Agent may run several tasks concurrently when it owns its environments
         (no `environment=` given): each run opens its own browser session."""
+        task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
         listeners = [*self.listeners, *(listeners or [])]
         writer = self._writer(task, out_dir)
         if writer is not None:
@@ -231,12 +238,12 @@ class Agent:
             return None
         from .trajectory import TrajectoryWriter
 
-        return TrajectoryWriter(target)
+        return TrajectoryWriter(target, scrub=self.secrets.scrub_obj if self.secrets else None)
 
     # -- the loop ------------------------------------------------------------
 
     async def _execute(self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]]) -> RunResult:
-        run = _Run(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit)
+        run = _Run(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub)
         await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
@@ -265,7 +272,7 @@ class Agent:
         except SurferError as exc:
             kind = _error_kind(exc)
             result = run.result("error", reason=str(exc), error_kind=kind)
-            await emit(ErrorOccurred(len(run.records) or None, str(exc), fatal=True))
+            await emit(ErrorOccurred(len(run.records) or None, self.secrets.scrub(str(exc)), fatal=True))
         except Exception as exc:
             result = run.result("error", reason=f"internal error: {exc!r}", error_kind="internal")
             await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
@@ -291,7 +298,8 @@ class Agent:
         is cut off (its model call cancelled) and dropped; the final answer then
         gets the time left until `deadline`."""
         cfg = self.config
-        memory = Memory(run.task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
+        task = f"{run.task}\n\n{self.secrets.prompt_note()}" if self.secrets else run.task
+        memory = Memory(task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
         limit = f"time limit of {cfg.max_seconds:g} s reached"
         loop = asyncio.get_running_loop()
         rejections = failed_streak = 0
@@ -328,6 +336,12 @@ class Agent:
     async def _observe(self, env: Environment, memory: Memory, record: StepRecord) -> Any:
         t = time.perf_counter()
         observation = await env.observe()
+        if self.secrets:  # a value a form put into the URL, or a page title showing it
+            scrub = self.secrets.scrub
+            observation = dataclasses.replace(
+                observation, url=scrub(observation.url), title=scrub(observation.title),
+                tabs=tuple(scrub(t) for t in observation.tabs),
+            )
         record.timings.screenshot = time.perf_counter() - t
         t = time.perf_counter()
         prepared = dataclasses.replace(await prepare_image(observation.screenshot, self.profile.image), step=record.index)
@@ -398,14 +412,17 @@ class Agent:
         return record, verdict_outcome
 
     async def _perform(self, run: _Run, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+        scrub = self.secrets.scrub
         try:
-            outcome = await env.perform(action)
+            outcome = await env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
         except (ActionFailed, ActionNotSupported, ValueError) as exc:
-            record.error = str(exc)
-            record.outcome = {"error": str(exc)}
-            memory.add_history(record.index, action.describe(), f"error: {exc}")
-            await run.emit(ErrorOccurred(record.index, str(exc)))
+            error = scrub(str(exc))
+            record.error = error
+            record.outcome = {"error": error}
+            memory.add_history(record.index, action.describe(), f"error: {error}")
+            await run.emit(ErrorOccurred(record.index, error))
         else:
+            outcome.detail = scrub(outcome.detail)
             record.timings.action, record.timings.settle = outcome.action_seconds, outcome.settle_seconds
             record.outcome = outcome.to_dict()
             memory.add_history(record.index, action.describe(), outcome.detail or "done")

@@ -358,6 +358,7 @@ class Batch:
         backend: ModelBackend | None = None,
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
+        secrets: Any = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
@@ -374,6 +375,7 @@ class Batch:
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
+        self.secrets = secrets
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
         self._browser = SharedBrowser(headless=config.browser.headless)
@@ -459,7 +461,7 @@ class Batch:
         from surfer.agent.loop import Agent
 
         env = self._environment(browser)
-        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners])
+        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners], secrets=self.secrets)
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
                 return await agent.run(task.task, task.url, out_dir=tmp)
@@ -565,6 +567,7 @@ async def run_batch(
     backend: ModelBackend | None = None,
     retry_errors: bool = False,
     listeners: list[Any] | None = None,
+    secrets: Any = None,
 ) -> BatchSummary:
     """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
     items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
@@ -577,6 +580,7 @@ async def run_batch(
         backend=backend,
         retry_errors=retry_errors,
         listeners=listeners,
+        secrets=secrets,
     )
     return await batch.run()
 
@@ -611,6 +615,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         allow_file_urls: options.AllowFileUrls = False,
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
+        secret: options.Secret = None,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -642,7 +647,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 console,
             )
             items = load_tasks(tasks_file, samples)
-            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors)
+            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
+                        secrets=options.secrets_from(secret))
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:

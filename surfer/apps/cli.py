@@ -53,6 +53,7 @@ def run(
     allow_file_urls: options.AllowFileUrls = False,
     allow_domain: options.AllowDomain = None,
     block_domain: options.BlockDomain = None,
+    secret: options.Secret = None,
     viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
@@ -96,7 +97,7 @@ def run(
             environment = DesktopEnvironment(display=display, monitor=monitor, dry_run=dry_run)
         elif display or monitor != 1 or dry_run:
             raise ConfigError("--display, --monitor and --dry-run apply to --env desktop only")
-        agent = Agent(cfg, environment=environment, listeners=[LiveView(console)])
+        agent = Agent(cfg, environment=environment, listeners=[LiveView(console)], secrets=options.secrets_from(secret))
     run_dir = out or default_run_dir(task)
 
     async def main() -> object:
