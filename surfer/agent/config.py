@@ -82,6 +82,9 @@ class AgentConfig(_Strict):
     max_rejections: int = Field(default=2, ge=0)
     output_retries: int = Field(default=2, ge=0, le=10)
     max_failed_steps: int = Field(default=3, ge=1, description="Consecutive failed steps before the run ends in error.")
+    max_repeats: int = Field(
+        default=3, ge=1, description="Repetitions (the same action on an unchanged screen, a short cycle) before the run ends as stuck.",
+    )
     memory_images: int = Field(default=3, ge=1, le=16)
     history_window: int = Field(default=8, ge=1)
     browser: BrowserSettings = BrowserSettings()

@@ -33,6 +33,7 @@ from .events import (
     StepStarted, Validated, Verdict,
 )
 from .memory import Memory
+from .repetition import RepetitionDetector, screen_fingerprint, step_seen
 from .result import RunResult, TimingTotals, TokenTotals
 from .secrets import Secrets
 from .roles import Localizer, Policy, RoleClient, StepFailed, Validator
@@ -79,6 +80,8 @@ class _Run:
     scrub: Callable[[str], str] = str
     started: float = field(default_factory=time.monotonic)
     records: list[StepRecord] = field(default_factory=list)
+    repetition: RepetitionDetector = field(default_factory=RepetitionDetector)
+    repeats: int = 0
 
     def result(self, status: str, **fields: Any) -> RunResult:
         overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
@@ -314,6 +317,8 @@ class Agent:
                     raise
                 await run.emit(ErrorOccurred(index, f"step {index} was cut off at the time limit and dropped"))
                 return await self._final(run, env, memory, index, f"{limit} during step {index}", deadline)
+            if run.repeats >= cfg.max_repeats:
+                return run.result("stuck", reason=f"repeated itself {run.repeats} times; last: {record.outcome['repetition']}")
             if outcome is None and record.outcome and "error" not in record.outcome:
                 end = await env.episode_end()
                 if end is not None:
@@ -405,11 +410,23 @@ class Agent:
                     record.points = points
                     record.action = action = with_points(action, points)
                     await self._perform(run, env, memory, record, action, points)
+                    self._watch_repetition(run, memory, record, action, points)
             except StepFailed as exc:
                 record.error = str(exc)
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
                 await run.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
+
+    def _watch_repetition(self, run: _Run, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+        if not record.screenshot:
+            return
+        warning = run.repetition.seen(step_seen(screen_fingerprint(record.screenshot), action.describe(), points))
+        if warning is None:
+            return
+        run.repeats += 1
+        text = f"{warning} (warning {run.repeats} of {self.config.max_repeats})"
+        record.outcome = {**(record.outcome or {}), "repetition": text}
+        memory.add_note(f"You are repeating yourself: {text}. Do something different, or answer or give up.")
 
     async def _perform(self, run: _Run, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         scrub = self.secrets.scrub

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-Status = Literal["success", "failed", "limit", "error", "interrupted"]
+Status = Literal["success", "failed", "limit", "stuck", "error", "interrupted"]
 ErrorKind = Literal["config", "unreachable", "model", "environment", "internal"]
 
 
@@ -24,7 +24,8 @@ class TimingTotals(BaseModel):
 
 class RunResult(BaseModel):
     """status: success (answer accepted), failed (gave up / answer rejected),
-    limit (step or time limit without an answer), error (server down, crash,
+    limit (step or time limit without an answer), stuck (kept repeating itself
+    after being told), error (server down, crash,
     bad configuration), interrupted (Ctrl-C / cancelled)."""
 
     status: Status

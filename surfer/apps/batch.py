@@ -46,7 +46,7 @@ from surfer.agent.result import RunResult
 from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
 
-FINAL_STATUSES = frozenset({"success", "failed", "limit", "error"})
+FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
