@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ class RunResult(BaseModel):
 
     status: Status
     answer: str | None = None
+    data: Any = None  # the answer's data, validated, when the run had an answer schema
     reason: str | None = None
     reward: float | None = None  # from environments with ground truth (benchmarks, RL tasks)
     error_kind: ErrorKind | None = None

@@ -54,6 +54,8 @@ def run(
     allow_domain: options.AllowDomain = None,
     block_domain: options.BlockDomain = None,
     secret: options.Secret = None,
+    answer_schema: Optional[Path] = typer.Option(
+        None, "--answer-schema", help="JSON Schema file: the answer must carry data of that shape (validated; in --json as 'data')."),
     viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
@@ -66,6 +68,7 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Desktop only: log each action without performing it."),
 ) -> None:
     """Run one task in a real browser (or on the desktop) and watch it step by step."""
+    from surfer.agent.answers import AnswerSchema
     from surfer.agent.loop import Agent, default_run_dir
     from surfer.apps.live import LiveView
 
@@ -98,11 +101,12 @@ def run(
         elif display or monitor != 1 or dry_run:
             raise ConfigError("--display, --monitor and --dry-run apply to --env desktop only")
         agent = Agent(cfg, environment=environment, listeners=[LiveView(console)], secrets=options.secrets_from(secret))
+        answer = AnswerSchema.load(answer_schema) if answer_schema else None
     run_dir = out or default_run_dir(task)
 
     async def main() -> object:
         try:
-            return await agent.run(task, url, out_dir=run_dir)
+            return await agent.run(task, url, out_dir=run_dir, answer_schema=answer)
         finally:
             await agent.aclose()
             if agent.environment is not None:  # the agent closes only environments it made
