@@ -30,6 +30,8 @@ from surfer.tools.base import Environment
 
 from .answers import AnswerSchema
 from .config import AgentConfig, load_config, validate_config
+from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decision
+from .confirm import ask as ask_confirmer
 from .control import RunControl, RunHandle
 from .events import (
     ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
@@ -143,6 +145,7 @@ class Agent:
         out_dir: str | Path | None = None,
         listeners: list[Listener] | None = None,
         secrets: "Secrets | Mapping[str, str] | None" = None,
+        confirm: Confirmer | None = None,
         **settings: Any,
     ) -> None:
         if config is None:
@@ -156,6 +159,9 @@ class Agent:
             self.profile = get_profile(profile or config.profile)
         self.environment = environment
         self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+        self.sensitive = SensitiveRules(config.sensitive_words, config.confirm_domains)
+        # Who says yes to a sensitive action: the caller's confirmer, else the configured default.
+        self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
         self.out_dir = Path(out_dir) if out_dir else None
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
@@ -461,13 +467,30 @@ class Agent:
                     points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
                     record.points = points
                     record.action = action = with_points(action, points)
-                    await self._perform(run, env, memory, record, action, points)
+                    if await self._confirmed(run, memory, record, action):
+                        await self._perform(run, env, memory, record, action, points)
                     self._watch_repetition(run, memory, record, action, points)
             except StepFailed as exc:
                 record.error = str(exc)
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
                 await run.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
+
+    async def _confirmed(self, run: _Run, memory: Memory, record: StepRecord, action: Any) -> bool:
+        """Whether the action may be performed: sensitive ones need the confirmer's yes."""
+        reason = self.sensitive.reason(action, record.url)
+        if reason is None:
+            return True
+        request = ConfirmationRequest(record.index, action, reason, record.url, record.screenshot, record.screenshot_ext)
+        approved = await ask_confirmer(self.confirm, request)
+        record.confirmation = {"reason": reason, "approved": approved, "by": getattr(self.confirm, "__name__", "confirm")}
+        if not approved:
+            record.outcome = {"error": f"not performed: a sensitive action ({reason}) was denied"}
+            memory.add_history(
+                record.index, action.describe(),
+                f"denied: sensitive actions ({reason}) need a person's confirmation, and it was refused",
+            )
+        return approved
 
     def _watch_repetition(self, run: _Run, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         if not record.screenshot:

@@ -616,6 +616,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         secret: options.Secret = None,
+        approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -638,7 +639,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
-                    **options.safety_overrides(allow_domain, block_domain),
+                    **options.safety_overrides(allow_domain, block_domain, approve_all),
                     "browser": {
                         "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,

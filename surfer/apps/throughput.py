@@ -211,6 +211,7 @@ async def measure_level(
         model=model,
         max_steps=steps,
         max_repeats=steps + 1,  # the bench's scripted model cycles through the same three actions on purpose
+        sensitive_actions="approve",
         validate_answers=False,
         browser=BrowserSettings(viewport=VIEWPORT),
     )
