@@ -110,6 +110,10 @@ class _Run:
         )
 
 
+def _time_limit_reason(max_seconds: float) -> str:
+    return f"time limit of {max_seconds:g} s reached"
+
+
 def _answer_data(action: Any) -> Any:
     return action.data if isinstance(action, Answer) else None
 
@@ -299,7 +303,7 @@ class Agent:
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
         result: RunResult | None = None
-        limit = f"time limit of {self.config.max_seconds:g} s reached"
+        limit = _time_limit_reason(self.config.max_seconds)
         # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
         deadline = asyncio.get_running_loop().time() + self.config.max_seconds
         steps_until = deadline - final_answer_reserve(self.config.max_seconds)
@@ -354,7 +358,7 @@ class Agent:
             [run.task, *([self.secrets.prompt_note()] if self.secrets else []), *([run.answer.describe()] if run.answer else [])]
         )
         memory = Memory(task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
-        limit = f"time limit of {cfg.max_seconds:g} s reached"
+        limit = _time_limit_reason(cfg.max_seconds)
         loop = asyncio.get_running_loop()
         rejections = failed_streak = 0
         for index in range(1, cfg.max_steps + 1):
@@ -374,12 +378,12 @@ class Agent:
                     raise
                 await run.emit(ErrorOccurred(index, f"step {index} was cut off at the time limit and dropped"))
                 return await self._final(run, env, memory, index, f"{limit} during step {index}", deadline)
-            if run.repeats >= cfg.max_repeats:
-                return run.result("stuck", reason=f"repeated itself {run.repeats} times; last: {record.outcome['repetition']}")
             if outcome is None and record.outcome and "error" not in record.outcome:
                 end = await env.episode_end()
                 if end is not None:
                     return run.result(end.status, reason=end.reason, reward=end.reward)
+            if run.repeats >= cfg.max_repeats:
+                return run.result("stuck", reason=f"repeated itself {run.repeats} times; last: {record.outcome['repetition']}")
             if outcome is None:
                 # a step whose model output stayed unusable (policy or localizer) has an error and no outcome
                 failed_streak = failed_streak + 1 if record.error and not record.outcome else 0
