@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from surfer.agent.confirm import SENSITIVE_WORDS
 from surfer.core.errors import ConfigError
-from surfer.models.http import Endpoint
+from surfer.models.endpoint import Endpoint
 from surfer.models.profiles import DEFAULT_PROFILE
 
 ENV_VARS = {
