@@ -20,6 +20,7 @@ from surfer.core.observation import Observation, Screenshot
 from .base import Environment
 from .chromium import LAUNCH_ARGS, find_chromium
 from .settle import MUTATION_TRACKER, Mark, NetworkTracker, SettleConfig, settle_page
+from .widgets import context_menu_note, widgets_script
 
 WHEEL_NOTCH_PX = 100
 
@@ -122,6 +123,7 @@ class BrowserEnvironment(Environment):
             )
             self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
             await self._context.add_init_script(MUTATION_TRACKER)
+            await self._context.add_init_script(widgets_script())
             self._tracker.attach(self._context)
             self._context.on("page", self._on_new_page)
             self._use(await self._context.new_page())
