@@ -25,7 +25,7 @@ from surfer.models.imaging import prepare_image
 from surfer.models.profiles import Profile, get_profile
 from surfer.tools.base import Environment
 
-from .config import AgentConfig, load_config, validate_config
+from .config import AgentConfig, load_config, merge_settings, validate_config
 from .events import (
     ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
     StepStarted, Validated, Verdict,
@@ -107,12 +107,15 @@ class Agent:
         profile: str | Profile | None = None,
         out_dir: str | Path | None = None,
         listeners: list[Listener] | None = None,
+        files: list[str | Path] | None = None,
         **settings: Any,
     ) -> None:
+        if files is not None:  # the files the agent may upload
+            settings["browser"] = {**settings.get("browser", {}), "upload_files": [str(f) for f in files]}
         if config is None:
             config = load_config(overrides=settings)
         elif settings:
-            config = validate_config({**config.model_dump(), **settings}, "Agent arguments")
+            config = validate_config(merge_settings(config.model_dump(), settings), "Agent arguments")
         self.config = config
         if isinstance(profile, Profile):
             self.profile = profile
@@ -164,6 +167,7 @@ class Agent:
         return BrowserEnvironment(
             headless=b.headless, viewport=b.viewport, device_scale_factor=b.device_scale_factor,
             settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
+            **b.transfer_options(),
         )
 
     async def aclose(self) -> None:
@@ -234,6 +238,8 @@ class Agent:
         await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
+        assert env is not None
+        env.begin_run(run_dir)
         result: RunResult | None = None
         try:
             for backend in {id(b): b for b in self._backends.values()}.values():
@@ -253,6 +259,8 @@ class Agent:
             await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
             raise
         finally:
+            if result is not None:
+                result.downloads = await asyncio.shield(env.end_run())
             if owned and env is not None:
                 await asyncio.shield(env.close())
             if result is not None:

@@ -461,6 +461,7 @@ class Batch:
             device_scale_factor=b.device_scale_factor,
             settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
             screenshot_format=b.screenshot_format,
+            **b.transfer_options(),
         )
 
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
@@ -604,6 +605,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+        upload_file: options.UploadFiles = None,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -625,7 +627,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
-                    "browser": {"viewport": viewport, "device_scale_factor": scale},
+                    "browser": {
+                        "viewport": viewport, "device_scale_factor": scale,
+                        "upload_files": [str(f) for f in upload_file] if upload_file else None,
+                    },
                 },
                 console,
             )

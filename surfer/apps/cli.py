@@ -53,6 +53,7 @@ def run(
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
     no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+    upload_file: options.UploadFiles = None,
     config: options.ConfigFile = None,
     as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
     env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium) or 'desktop' (the screen, via mss + pyautogui)."),
@@ -70,7 +71,10 @@ def run(
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
             "max_steps": max_steps, "max_seconds": max_seconds,
             "validate_answers": False if no_validator else None,
-            "browser": {"headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale},
+            "browser": {
+                "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
+                "upload_files": [str(f) for f in upload_file] if upload_file else None,
+            },
         }
         cfg = options.load_cli_config(config, overrides, console)
         if env not in ("browser", "desktop"):

@@ -79,6 +79,21 @@ class Drag(_Pointed):
     to_point: SkipJsonSchema[CssPoint | None] = None
 
 
+class Upload(_Pointed):
+    """Click `target` (a file field or an upload button) and answer the file chooser it opens with `path`."""
+
+    type: Literal["upload"] = "upload"
+    path: str = Field(min_length=1, description="One of the files the user allowed for upload (path or file name).")
+
+
+class Dialog(_Action):
+    """Answer the JavaScript dialog (alert / confirm / prompt) that is open."""
+
+    type: Literal["dialog"] = "dialog"
+    response: Literal["accept", "dismiss"] = Field(default="accept", description="accept = OK, dismiss = Cancel.")
+    text: str | None = Field(default=None, description="For a prompt: the text to answer with.")
+
+
 class Goto(_Action):
     type: Literal["goto"] = "goto"
     url: str = Field(min_length=1)
@@ -123,7 +138,7 @@ class Fail(_Action):
 
 Action = Annotated[
     Union[
-        Click, Hover, TypeText, PressKeys, Scroll, Drag, Goto, Back, Forward,
+        Click, Hover, TypeText, PressKeys, Scroll, Drag, Upload, Dialog, Goto, Back, Forward,
         Refresh, SwitchTab, CloseTab, Wait, Answer, Fail,
     ],
     Field(discriminator="type"),
@@ -132,7 +147,7 @@ Action = Annotated[
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
 
 ALL_ACTION_TYPES: tuple[str, ...] = (
-    "click", "hover", "type", "press", "scroll", "drag", "goto", "back", "forward",
+    "click", "hover", "type", "press", "scroll", "drag", "upload", "dialog", "goto", "back", "forward",
     "refresh", "switch_tab", "close_tab", "wait", "answer", "fail",
 )
 

@@ -40,7 +40,7 @@ DISPLAY_HINT = (
     "start a virtual one with `Xvfb :99 -screen 0 1280x800x24 & export DISPLAY=:99` "
     "(or run surfer under `xvfb-run -s '-screen 0 1280x800x24'`), or pass display=':N' / --display :N"
 )
-BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "close_tab"})
+BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "close_tab", "upload", "dialog"})
 
 _MAC = sys.platform == "darwin"
 _PRIMARY_MODIFIER = "command" if _MAC else "ctrl"
@@ -262,7 +262,8 @@ class DesktopEnvironment(Environment):
     async def perform(self, action: Action) -> ActionOutcome:
         if action.type in BROWSER_ONLY:
             raise ActionNotSupported(
-                f"'{action.type}' is a browser action: the desktop has no pages, URLs or tabs. "
+                f"'{action.type}' is a browser action: the desktop has no pages, URLs or tabs, and its dialogs and "
+                "file choosers are windows on screen (click their buttons, type into their fields). "
                 "Work through the applications on screen instead "
                 f"(it supports: {', '.join(sorted(self.supported_actions))})"
             )

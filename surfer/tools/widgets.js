@@ -497,9 +497,10 @@
     };
 
   // Right clicks: did the page offer its own menu (it cancels the event), or would Chromium's appear?
-  addEventListener("contextmenu", (e) => {
-    setTimeout(() => { api.contextMenu = { prevented: e.defaultPrevented, at: Date.now() }; });
-  }, true);
+  // (the event is kept: after dispatch, defaultPrevented says whether any handler cancelled it)
+  addEventListener("contextmenu", (e) => { api.contextMenu = { event: e, at: Date.now() }; }, true);
+  api.contextMenuState = () =>
+    api.contextMenu && { prevented: api.contextMenu.event.defaultPrevented, at: api.contextMenu.at };
 
   // What is drawn, for tests and ground-truth oracles: each clickable item with its text and box.
   api.drawn = () => {

@@ -42,7 +42,7 @@ async def drawn(page: Any) -> list[dict[str, Any]]:
     return items
 
 
-CONTEXT_MENU_STATE = "() => window.__surferWidgets ? window.__surferWidgets.contextMenu : null"
+CONTEXT_MENU_STATE = "() => window.__surferWidgets ? window.__surferWidgets.contextMenuState() : null"
 
 
 async def context_menu_note(page: Any, since_ms: float) -> str:
@@ -54,7 +54,7 @@ async def context_menu_note(page: Any, since_ms: float) -> str:
         except Exception:  # noqa: BLE001
             continue
         if state and state["at"] >= since_ms and state["prevented"]:
-            return ""
+            return ""  # the page's own menu
     return (
         "; the page has no menu of its own there, and Chromium's native context menu cannot be used "
         "(nothing usable opened)"
