@@ -39,10 +39,14 @@ class _Pointed(_Action):
     point: SkipJsonSchema[CssPoint | None] = None
 
 
+Modifier = Literal["Control", "Shift", "Alt", "Meta"]
+
+
 class Click(_Pointed):
     type: Literal["click"] = "click"
     button: Literal["left", "right", "middle"] = "left"
     double: bool = False
+    modifiers: list[Modifier] = Field(default=[], description="Keys held during the click, e.g. ['Control'] to add to a selection.")
 
 
 class Hover(_Pointed):

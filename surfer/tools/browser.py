@@ -419,8 +419,16 @@ class BrowserEnvironment(Environment):
         if part is not None:
             return f"clicked the {self._dialog.kind} dialog ({'its text field' if part == 'field' else 'not a button'})"  # type: ignore[union-attr]
         since = time.time() * 1000 - 50
-        await self.page.mouse.click(p.x, p.y, button=action.button, click_count=2 if action.double else 1)
-        detail = f"{'double-' if action.double else ''}{action.button} click at {p}"
+        keyboard = self.page.keyboard
+        for key in action.modifiers:
+            await keyboard.down(key)
+        try:
+            await self.page.mouse.click(p.x, p.y, button=action.button, click_count=2 if action.double else 1)
+        finally:
+            for key in reversed(action.modifiers):
+                await keyboard.up(key)
+        held = "+".join(action.modifiers)
+        detail = f"{held + '+' if held else ''}{'double-' if action.double else ''}{action.button} click at {p}"
         if action.button == "right" and self._dialog is None:
             detail += await context_menu_note(self.page, since)
         return detail

@@ -323,8 +323,14 @@ class DesktopEnvironment(Environment):
     async def _act_click(self, action: Click) -> str:
         x, y = self._xy(action.point)
         clicks = 2 if action.double else 1
-        detail = f"{'double-' if action.double else ''}{action.button} click at {action.point}"
-        return await self._input(detail, ("click", (x, y), {"clicks": clicks, "button": action.button}))
+        held = self._key_names("+".join(action.modifiers)) if action.modifiers else []
+        detail = f"{''.join(m + '+' for m in action.modifiers)}{'double-' if action.double else ''}{action.button} click at {action.point}"
+        return await self._input(
+            detail,
+            *(("keyDown", (key,), {}) for key in held),
+            ("click", (x, y), {"clicks": clicks, "button": action.button}),
+            *(("keyUp", (key,), {}) for key in reversed(held)),
+        )
 
     async def _act_hover(self, action: Hover) -> str:
         return await self._input(f"hover at {action.point}", ("moveTo", self._xy(action.point), {}))
