@@ -27,7 +27,7 @@ from .chromium import LAUNCH_ARGS, find_chromium
 from .dialogs import PendingDialog
 from .settle import MUTATION_TRACKER, Mark, NetworkTracker, SettleConfig, settle_page
 from .transfers import DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_MAX_DOWNLOADS, Downloads, UploadFiles
-from .widgets import context_menu_note, widgets_script
+from .widgets import SHARE_AREA, context_menu_note, widgets_script
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
@@ -123,6 +123,7 @@ class BrowserEnvironment(Environment):
         self._dialog_layout: dialogs.DialogLayout | None = None
         self._dialog_opened: asyncio.Event | None = None
         self._last_capture: tuple[bytes, str] | None = None
+        self._area_shared: Any = None
         self._notices: list[str] = []
 
     # -- lifecycle ---------------------------------------------------------
@@ -248,10 +249,20 @@ class BrowserEnvironment(Environment):
             x, y, width, height = self.clip
             options["clip"] = {"x": x, "y": y, "width": width, "height": height}
         try:
+            await self._share_visible_area()
             return await self.page.screenshot(**options), await self.page.title()
         except Exception as exc:  # noqa: BLE001
             self._check_alive()
             raise EnvironmentFailure(f"screenshot failed: {str(exc).splitlines()[0]}") from None
+
+    async def _share_visible_area(self) -> None:
+        """Tell the page's popups (widgets.js) which part of it the screenshots show, so they open inside it."""
+        key = (self.clip, self._navigations, id(self._page))
+        if self.clip is None or key == self._area_shared:
+            return
+        x, y, width, height = self.clip
+        await self.page.evaluate(SHARE_AREA, {"x": x, "y": y, "width": width, "height": height})
+        self._area_shared = key
 
     def _draw_dialog(self) -> tuple[bytes, str]:
         assert self._dialog is not None

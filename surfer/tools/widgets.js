@@ -51,15 +51,30 @@
     if (was.onClose) was.onClose();
   }
 
-  // Where Chromium puts a popup: under the element, left-aligned, flipped above when there is more room there.
+  // The part of the window the agent sees (a screenshot clip, set by the environment), else the window.
+  function area() {
+    const a = api.area;
+    return a ? { left: a.x, top: a.y, right: a.x + a.width, bottom: a.y + a.height }
+      : { left: 0, top: 0, right: innerWidth, bottom: innerHeight };
+  }
+
+  // Where Chromium puts a popup: under the element, left-aligned, flipped above when there is more room
+  // there; a popup that fits neither way is moved up until it fits (as at a screen edge).
   function place(box, el, height) {
-    const r = el.getBoundingClientRect();
-    const below = innerHeight - r.bottom, above = r.top;
-    const top = below >= height || below >= above ? r.bottom : Math.max(0, r.top - height);
-    box.style.left = `${Math.max(0, Math.min(r.left, innerWidth - box.offsetWidth))}px`;
+    const r = el.getBoundingClientRect(), a = area();
+    const below = a.bottom - r.bottom, above = r.top - a.top;
+    let top;
+    if (height <= below) top = r.bottom;
+    else if (height <= above) top = r.top - height;
+    else if (box.dataset.shrinks) top = below >= above ? r.bottom : a.top; // a list: the caller shrinks it to fit
+    else top = Math.max(a.top, a.bottom - height);
+    box.style.left = `${Math.max(a.left, Math.min(r.left, a.right - box.offsetWidth))}px`;
     box.style.top = `${top}px`;
     return Math.max(below, above);
   }
+
+  // Pickers scale down to fit a small visible area (e.g. a 160 px benchmark crop).
+  const compact = () => area().right - area().left < 250;
 
   function panel(el, extra) {
     // a select's popup uses the select's font; Chromium's pickers use the system UI font
@@ -101,6 +116,7 @@
     if (!rows.length) return close();
     close();
     const box = panel(el, "overflow-y:auto;overflow-x:hidden;padding:0");
+    box.dataset.shrinks = "1";
     const r = el.getBoundingClientRect();
     box.style.minWidth = `${r.width}px`;
     const items = [];
@@ -252,55 +268,67 @@
     return b;
   }
 
-  function openCalendar(el, kind, month) {
+  // Calendars: days (date, week), months (month; or a date's title clicked) and years (a months title clicked),
+  // so a far-away date takes a few clicks, as in Chromium's month-year selector.
+  function openCalendar(el, kind, month, view) {
+    view = view || (kind === "month" ? "months" : "days");
     close();
-    const box = panel(el, "width:232px;padding:8px 10px;border-color:#cecece;border-radius:4px;box-shadow:0 2px 6px rgba(0,0,0,.25)");
+    const small = compact();
+    const z = small ? { width: Math.max(120, area().right - area().left - 2), pad: "3px 3px", head: 20, cell: 15, big: 24, font: "9px" }
+      : { width: 232, pad: "8px 10px", head: 30, cell: 28, big: 36, font: "13px" };
+    const box = panel(el, `width:${z.width}px;padding:${z.pad};font-size:${z.font};border-color:#cecece;border-radius:4px;box-shadow:0 2px 6px rgba(0,0,0,.25)`);
     const chosen = el.value ? shownDate(el) : null;
     const today = new Date();
+    const year = month.getFullYear(), firstYear = year - (((year % 12) + 12) % 12);
     const head = document.createElement("div");
-    head.style.cssText = "display:flex;align-items:center;justify-content:space-between;height:30px;font-weight:bold";
-    const title = document.createElement("span");
+    head.style.cssText = `display:flex;align-items:center;justify-content:space-between;height:${z.head}px;font-weight:bold`;
+    const label = view === "days" ? `${MONTHS[month.getMonth()]} ${year}` : view === "months" ? String(year) : `${firstYear}–${firstYear + 11}`;
+    const title = button(`${label}${view === "years" ? "" : " ▾"}`, view === "years" ? "" : `view:${view === "days" ? "months" : "years"}`, "font-weight:bold");
     const nav = document.createElement("span");
-    nav.append(button("↑", "prev", "width:28px;font-size:18px;font-weight:normal"), button("↓", "next", "width:28px;font-size:18px;font-weight:normal"));
+    const arrow = `width:${z.head}px;font-size:${small ? 12 : 18}px;font-weight:normal`;
+    nav.append(button("↑", "prev", arrow), button("↓", "next", arrow));
     head.append(title, nav);
     box.appendChild(head);
     const grid = document.createElement("div");
     box.appendChild(grid);
-    if (kind === "month") {
-      title.textContent = String(month.getFullYear());
-      grid.style.cssText = "display:grid;grid-template-columns:repeat(4,1fr);gap:6px;margin:8px 0";
+    const cell = (text, pick, on) =>
+      grid.appendChild(button(text, pick, `line-height:${z.big}px;border-radius:3px;${on ? `background:${BLUE};color:#fff` : ""}`));
+    if (view === "months") {
+      grid.style.cssText = `display:grid;grid-template-columns:repeat(4,1fr);gap:${small ? 2 : 6}px;margin:${small ? 2 : 8}px 0`;
       MONTHS.forEach((name, i) => {
-        const on = chosen && chosen.getFullYear() === month.getFullYear() && chosen.getMonth() === i;
-        grid.appendChild(button(name.slice(0, 3), `${month.getFullYear()}-${pad(i + 1)}`,
-          `line-height:36px;border-radius:3px;${on ? `background:${BLUE};color:#fff` : ""}`));
+        const on = chosen && chosen.getFullYear() === year && chosen.getMonth() === i;
+        cell(name.slice(0, 3), kind === "month" ? `${year}-${pad(i + 1)}` : `month:${year}-${i}`, on);
       });
+    } else if (view === "years") {
+      grid.style.cssText = `display:grid;grid-template-columns:repeat(4,1fr);gap:${small ? 2 : 6}px;margin:${small ? 2 : 8}px 0`;
+      for (let y = firstYear; y < firstYear + 12; y++) cell(String(y), `year:${y}`, chosen && chosen.getFullYear() === y);
     } else {
-      title.textContent = `${MONTHS[month.getMonth()]} ${month.getFullYear()}`;
       const cols = kind === "week" ? 8 : 7;
-      grid.style.cssText = `display:grid;grid-template-columns:repeat(${cols},1fr);row-gap:2px;margin-top:6px`;
+      grid.style.cssText = `display:grid;grid-template-columns:repeat(${cols},1fr);row-gap:${small ? 0 : 2}px;margin-top:${small ? 0 : 6}px`;
       for (const d of [...(kind === "week" ? ["Wk"] : []), "S", "M", "T", "W", "T", "F", "S"])
-        grid.appendChild(button(d, "", "line-height:28px;font-weight:bold;font-size:12px"));
-      const start = new Date(month.getFullYear(), month.getMonth(), 1);
+        grid.appendChild(button(d, "", `line-height:${z.cell}px;font-weight:bold`));
+      const start = new Date(year, month.getMonth(), 1);
       start.setDate(1 - start.getDay());
       for (let w = 0; w < 6; w++) {
         const sunday = new Date(start.getFullYear(), start.getMonth(), start.getDate() + w * 7);
         const week = isoWeek(new Date(sunday.getFullYear(), sunday.getMonth(), sunday.getDate() + 1));
-        if (kind === "week") grid.appendChild(button(week.slice(-2), week, "line-height:28px;color:#6d6d6d;font-size:12px"));
+        if (kind === "week") grid.appendChild(button(week.slice(-2), week, `line-height:${z.cell}px;color:#6d6d6d`));
         for (let i = 0; i < 7; i++) {
           const d = new Date(sunday.getFullYear(), sunday.getMonth(), sunday.getDate() + i);
           const value = kind === "week" ? isoWeek(d) : ymd(d);
           const on = kind === "week" ? el.value === value : chosen && ymd(chosen) === value;
           const other = d.getMonth() !== month.getMonth();
           grid.appendChild(button(String(d.getDate()), value,
-            `line-height:28px;border-radius:2px;${other ? "color:#6d6d6d;" : ""}` +
+            `line-height:${z.cell}px;border-radius:2px;${other ? "color:#6d6d6d;" : ""}` +
             (on ? `background:${BLUE};color:#fff;` : ymd(d) === ymd(today) ? "outline:2px solid #000;outline-offset:-2px;" : "")));
         }
       }
     }
     const foot = document.createElement("div");
-    foot.style.cssText = "display:flex;justify-content:space-between;margin-top:6px;color:#0061d5";
+    foot.style.cssText = `display:flex;justify-content:space-between;margin-top:${small ? 2 : 6}px;color:#0061d5`;
     const now = kind === "month" ? `${today.getFullYear()}-${pad(today.getMonth() + 1)}` : kind === "week" ? isoWeek(today) : ymd(today);
-    foot.append(button("Clear", "clear", "padding:4px 6px"), button(kind === "month" ? "This month" : kind === "week" ? "This week" : "Today", now, "padding:4px 6px"));
+    const link = small ? "padding:1px 3px" : "padding:4px 6px";
+    foot.append(button("Clear", "clear", link), button(kind === "month" ? "This month" : kind === "week" ? "This week" : "Today", now, link));
     box.appendChild(foot);
     mount().appendChild(box);
     place(box, el, box.offsetHeight);
@@ -310,8 +338,15 @@
       const v = pick.dataset.pick;
       if (v === "prev" || v === "next") {
         const step = v === "prev" ? -1 : 1;
-        const next = kind === "month" ? new Date(month.getFullYear() + step, 0, 1) : new Date(month.getFullYear(), month.getMonth() + step, 1);
-        return openCalendar(el, kind, next);
+        const next = view === "years" ? new Date(year + 12 * step, 0, 1) : view === "months" ? new Date(year + step, 0, 1)
+          : new Date(year, month.getMonth() + step, 1);
+        return openCalendar(el, kind, next, view);
+      }
+      if (v.startsWith("view:")) return openCalendar(el, kind, month, v.slice(5));
+      if (v.startsWith("year:")) return openCalendar(el, kind, new Date(+v.slice(5), month.getMonth(), 1), "months");
+      if (v.startsWith("month:")) {
+        const [y, m] = v.slice(6).split("-").map(Number);
+        return openCalendar(el, kind, new Date(y, m, 1), "days");
       }
       setValue(el, v === "clear" ? "" : v);
     });

@@ -42,6 +42,7 @@ async def drawn(page: Any) -> list[dict[str, Any]]:
     return items
 
 
+SHARE_AREA = "(area) => { if (window.__surferWidgets) window.__surferWidgets.area = area; }"
 CONTEXT_MENU_STATE = "() => window.__surferWidgets ? window.__surferWidgets.contextMenuState() : null"
 
 
