@@ -60,18 +60,12 @@ class BrowserSettings(_Strict):
     upload_files: list[str] = Field(default=[], description="Files the agent may upload (the upload action).")
     max_download_mb: float = Field(default=100.0, gt=0, description="Larger downloads are deleted and refused.")
     max_downloads: int = Field(default=20, ge=0, description="Downloads kept per run; later ones are cancelled.")
+    allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
 
     @field_validator("viewport", mode="before")
     @classmethod
     def _viewport(cls, value: Any) -> tuple[int, int]:
         return parse_viewport(value)
-
-    def transfer_options(self) -> dict[str, Any]:
-        """BrowserEnvironment's upload and download arguments."""
-        return {
-            "upload_files": self.upload_files, "max_download_bytes": int(self.max_download_mb * 1024 * 1024),
-            "max_downloads": self.max_downloads,
-        }
 
     @field_validator("upload_files")
     @classmethod
@@ -88,7 +82,9 @@ class AgentConfig(_Strict):
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "Hcompany/Holotron-12B"
     api_key: str = "EMPTY"
-    request_timeout: float = Field(default=120.0, gt=0)
+    request_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds for one model request; unset: 120 s, or the time left in the run if less.",
+    )
     profile: str = DEFAULT_PROFILE
     policy: RoleSettings = RoleSettings()
     localizer: RoleSettings = RoleSettings()
@@ -102,6 +98,19 @@ class AgentConfig(_Strict):
     memory_images: int = Field(default=3, ge=1, le=16)
     history_window: int = Field(default=8, ge=1)
     browser: BrowserSettings = BrowserSettings()
+    allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
+    blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
+
+    @field_validator("allowed_domains", "blocked_domains")
+    @classmethod
+    def _domain_patterns(cls, value: list[str]) -> list[str]:
+        from surfer.tools.url_policy import parse_patterns
+
+        try:
+            parse_patterns(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     def endpoint(self, role: str) -> Endpoint:
         settings: RoleSettings = getattr(self, role)

@@ -358,6 +358,7 @@ class Batch:
         backend: ModelBackend | None = None,
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
+        secrets: Any = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
@@ -365,6 +366,7 @@ class Batch:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         self.config = config
         self.tasks = list(tasks)
+        check_task_urls(self.tasks, config)
         self.out_dir = Path(out_dir)
         self.runs_dir = self.out_dir / RUNS
         self.concurrency = concurrency
@@ -373,6 +375,7 @@ class Batch:
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
+        self.secrets = secrets
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
         self._browser = SharedBrowser(headless=config.browser.headless)
@@ -450,25 +453,15 @@ class Batch:
         return self.config.model_copy(update=update) if update else self.config
 
     def _environment(self, browser: Any) -> Any:
-        from surfer.tools.browser import BrowserEnvironment
-        from surfer.tools.settle import SettleConfig
+        from surfer.agent.environments import browser_environment
 
-        b = self.config.browser
-        return BrowserEnvironment(
-            browser=browser,
-            headless=b.headless,
-            viewport=b.viewport,
-            device_scale_factor=b.device_scale_factor,
-            settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
-            screenshot_format=b.screenshot_format,
-            **b.transfer_options(),
-        )
+        return browser_environment(self.config, browser)
 
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
         from surfer.agent.loop import Agent
 
         env = self._environment(browser)
-        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners])
+        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners], secrets=self.secrets)
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
                 return await agent.run(task.task, task.url, out_dir=tmp)
@@ -537,6 +530,18 @@ class Batch:
         self.stats.task_done(result.status)
 
 
+def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
+    """Refused start URLs (file:, chrome:, refused domains) are a usage error before anything runs."""
+    from surfer.agent.environments import check_start_url
+
+    for task in tasks:
+        if task.url:
+            try:
+                check_start_url(task.url, config)
+            except ConfigError as exc:
+                raise ConfigError(f"task {task.id}: {exc}") from None
+
+
 def _publish(tmp: Path, final: Path, result: RunResult) -> None:
     """Move a finished run directory into place (replacing leftovers of an
     earlier attempt that never reached results.jsonl)."""
@@ -562,6 +567,7 @@ async def run_batch(
     backend: ModelBackend | None = None,
     retry_errors: bool = False,
     listeners: list[Any] | None = None,
+    secrets: Any = None,
 ) -> BatchSummary:
     """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
     items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
@@ -574,6 +580,7 @@ async def run_batch(
         backend=backend,
         retry_errors=retry_errors,
         listeners=listeners,
+        secrets=secrets,
     )
     return await batch.run()
 
@@ -606,6 +613,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
         upload_file: options.UploadFiles = None,
+        allow_file_urls: options.AllowFileUrls = False,
+        allow_domain: options.AllowDomain = None,
+        block_domain: options.BlockDomain = None,
+        secret: options.Secret = None,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -613,7 +624,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from rich.console import Console
         from rich.live import Live
 
-        from surfer.apps.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.signals import Interrupted, run_interruptible
 
         console = Console(stderr=True)
         with options.setup_errors(console):
@@ -627,28 +639,31 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
+                    **options.safety_overrides(allow_domain, block_domain),
                     "browser": {
                         "viewport": viewport, "device_scale_factor": scale,
+                        "allow_file_urls": True if allow_file_urls else None,
                         "upload_files": [str(f) for f in upload_file] if upload_file else None,
                     },
                 },
                 console,
             )
             items = load_tasks(tasks_file, samples)
-            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors)
+            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
+                        secrets=options.secrets_from(secret))
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:
                 live.start()
-            summary = asyncio.run(job.run())
-        except KeyboardInterrupt:
+            summary = run_interruptible(job.run())
+        except Interrupted as stop:
             if live:
                 live.stop()
             console.print(
-                f"[yellow]interrupted[/yellow]: {job.stats.done} task(s) finished in this run are kept in {out}; "
+                f"[yellow]interrupted[/yellow] by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; "
                 "run the same command again to resume."
             )
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            raise typer.Exit(stop.exit_code) from None
         if live:
             live.stop()
         console.print(job.stats.line())

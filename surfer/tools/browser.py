@@ -18,7 +18,7 @@ from surfer.core.actions import (
     Action, Click, CloseTab, Dialog, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText, Upload,
 )
 from surfer.core.coordinates import Size
-from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure
+from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure, SurferError
 from surfer.core.observation import Observation, Screenshot
 
 from . import dialogs
@@ -28,6 +28,7 @@ from .dialogs import PendingDialog
 from .settle import MUTATION_TRACKER, Mark, NetworkTracker, SettleConfig, settle_page
 from .transfers import DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_MAX_DOWNLOADS, Downloads, UploadFiles
 from .widgets import SHARE_AREA, context_menu_note, widgets_script
+from .url_policy import UrlPolicy, check_start_url
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
@@ -88,6 +89,9 @@ class BrowserEnvironment(Environment):
         downloads_dir: str | Path | None = None,
         max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
         max_downloads: int = DEFAULT_MAX_DOWNLOADS,
+        allow_file_urls: bool = False,
+        allowed_domains: tuple[str, ...] | list[str] = (),
+        blocked_domains: tuple[str, ...] | list[str] = (),
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -105,6 +109,10 @@ class BrowserEnvironment(Environment):
         self._shared_browser = browser
         # Capture only this CSS rectangle (x, y, width, height); points map back through the origin.
         self.clip = clip
+        self.url_policy = UrlPolicy(
+            allow_file_urls=allow_file_urls, allowed_domains=allowed_domains, blocked_domains=blocked_domains,
+        )
+        self._proxy: Any = None
         self._playwright: Any = None
         self._browser: Any = None
         self._context: Any = None
@@ -144,9 +152,16 @@ class BrowserEnvironment(Environment):
                     await self._playwright.stop()
                     self._playwright = None
                     raise
+            options: dict[str, Any] = {}
+            if self.url_policy.has_domain_rules:
+                # Every request of the context, loopback included, passes the domain check.
+                from .guard_proxy import GuardProxy
+
+                self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
+                options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
             self._context = await self._browser.new_context(
                 viewport={"width": self.viewport[0], "height": self.viewport[1]},
-                device_scale_factor=self.device_scale_factor,
+                device_scale_factor=self.device_scale_factor, **options,
             )
             self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
             await self._context.add_init_script(MUTATION_TRACKER)
@@ -155,6 +170,7 @@ class BrowserEnvironment(Environment):
             self._context.on("page", self._on_new_page)
             self._use(await self._context.new_page())
         if url:
+            check_start_url(url, self.url_policy)
             await self._run_action(lambda _: self._goto(url), None)
             await self.settle(await self.mark())
 
@@ -176,6 +192,9 @@ class BrowserEnvironment(Environment):
             if self._playwright is not None:
                 await self._playwright.stop()
                 self._playwright = None
+            if self._proxy is not None:
+                await self._proxy.close()
+                self._proxy = None
 
     @property
     def context(self) -> Any:
@@ -199,6 +218,7 @@ class BrowserEnvironment(Environment):
             page.on("dialog", lambda dialog: self._on_dialog(page, dialog))
             page.on("filechooser", self._on_file_chooser)
             page.on("download", self._downloads.on_download)
+            self.url_policy.watch(page)
 
     def _on_crash(self, page: Any) -> None:
         if page is self._page:
@@ -221,6 +241,8 @@ class BrowserEnvironment(Environment):
     async def observe(self) -> Observation:
         self._check_alive()
         page = self.page
+        if self._dialog is None:  # (a page frozen by a dialog cannot be left)
+            await self.url_policy.leave_refused(page)  # a refused page is never captured
         origin = (float(self.clip[0]), float(self.clip[1])) if self.clip is not None else (0.0, 0.0)
         captured = None
         if self._dialog is None:
@@ -409,12 +431,24 @@ class BrowserEnvironment(Environment):
         return [record.to_dict() for record in self._downloads.records]
 
     async def perform(self, action: Action) -> ActionOutcome:
+        self._check_alive()
         notes: list[str] = []
         if self._dialog is not None and not self._answers_dialog(action):
             notes.append(await self._answer_dialog("dismiss", why=" by default (the step did not answer it)"))
-        outcome = await super().perform(action)
+        try:
+            outcome = await super().perform(action)
+        except (SurferError, ValueError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - Playwright's plain Error: a crash, or an action the page refused
+            message = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            self._check_alive()
+            if "crashed" in message.lower():
+                raise EnvironmentFailure(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
+            raise ActionFailed(f"{action.type} failed: {message}") from None
+        if self._dialog is None and await self.url_policy.leave_refused(self.page):
+            outcome.settle_reason += "; left a refused page"
         arrived = self._downloads.take_new()
-        notes += [outcome.detail, *self._notices, *(record.describe() for record in arrived)]
+        notes += [outcome.detail, *self._notices, *self.url_policy.take_notices(), *(r.describe() for r in arrived)]
         self._notices = []
         outcome.detail = "; ".join(part for part in notes if part)
         outcome.downloads = [record.to_dict() for record in arrived]
@@ -517,7 +551,10 @@ class BrowserEnvironment(Environment):
         return f"dragged {action.point} → {action.to_point}"
 
     async def _goto(self, url: str) -> None:
-        target = normalize_url(url, self._page.url if self._page else "")
+        current = self._page.url if self._page else ""
+        self.url_policy.check(url, opener=current)  # before normalising: 'javascript:x' must not become 'https://javascript:x'
+        target = normalize_url(url, current)
+        self.url_policy.check(target, opener=current)
         try:
             await self.page.goto(target, wait_until="domcontentloaded")
         except Exception as exc:  # noqa: BLE001
