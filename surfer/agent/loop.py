@@ -347,7 +347,7 @@ class Agent:
             scrub = self.secrets.scrub
             observation = dataclasses.replace(
                 observation, url=scrub(observation.url), title=scrub(observation.title),
-                tabs=tuple(scrub(t) for t in observation.tabs),
+                tabs=tuple(scrub(t) for t in observation.tabs), notices=tuple(scrub(n) for n in observation.notices),
             )
         record.timings.screenshot = time.perf_counter() - t
         t = time.perf_counter()
