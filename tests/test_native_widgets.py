@@ -182,6 +182,9 @@ async def test_pickers_set_what_is_clicked_in_them(widget_env):
     assert got[1].startswith("month:change:") and got[1].endswith("-03")
     assert got[2:5] == ["time:change:07:00", "time:change:07:30", "time:change:19:30"]
     assert got[5] == "color:change:#ff9900"
+    await open_picker("#meeting")  # datetime-local: the calendar sets the day, the time stays
+    await click_drawn(env, "2025-06-20")
+    assert (await received(env))[-1] == "meeting:change:2025-06-20T09:30"
     await open_picker("#week")
     week = next(i for i in await drawn(env.page) if i["visible"] and i["value"].count("-W") and i["label"] != "Wk")
     await click(env, week["x"] + week["width"] / 2, week["y"] + week["height"] / 2)

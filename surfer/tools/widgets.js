@@ -13,7 +13,7 @@
   if (window.__surferWidgets) return;
   const api = (window.__surferWidgets = { open: null, contextMenu: null });
   const BLUE = "#1967d2", BORDER = "#767676", ROW = 24, MAX_ROWS = 20;
-  const PICKERS = new Set(["date", "month", "week", "time", "color"]);
+  const PICKERS = new Set(["date", "datetime-local", "month", "week", "time", "color"]);
   let host = null, root = null, state = null, typed = "", typedAt = 0;
 
   const fire = (el) => {
@@ -348,7 +348,9 @@
         const [y, m] = v.slice(6).split("-").map(Number);
         return openCalendar(el, kind, new Date(y, m, 1), "days");
       }
-      setValue(el, v === "clear" ? "" : v);
+      // datetime-local: the calendar sets the date and keeps the time typed (midnight when none)
+      const time = kind === "datetime-local" && v !== "clear" ? `T${(el.value.split("T")[1] || "00:00")}` : "";
+      setValue(el, v === "clear" ? "" : v + time);
     });
     state = { kind, el, box };
     api.open = kind;
@@ -468,11 +470,11 @@
     if (state && (!state.hex || e.target !== state.hex)) close();
     if (kind === "select") {
       e.preventDefault(); // no native popup: it could not be clicked
-      el.focus();
+      el.focus({ focusVisible: false });
       openList(el);
     } else if (kind && onIndicator(el, e)) {
       e.preventDefault();
-      el.focus();
+      el.focus({ focusVisible: false });
       openPicker(el);
     }
   }, true);
