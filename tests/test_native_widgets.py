@@ -347,3 +347,13 @@ async def test_upload_outside_the_allowed_list_is_refused_unread(browser_env, pa
     with pytest.raises(ActionFailed, match="no files are allowed"):
         await env.perform(Upload(target="f", path="/etc/hostname", point=CssPoint(x=field["x"] + 5, y=field["y"] + 5)))
     assert await received(env) == []
+
+
+async def test_upload_target_that_opens_no_chooser_is_an_error(browser_env, pages, tmp_path, monkeypatch):
+    monkeypatch.setattr("surfer.tools.browser.FILE_CHOOSER_TIMEOUT_MS", 1_000)
+    allowed = tmp_path / "a.txt"
+    allowed.write_text("a")
+    env = await browser_env(pages.url("widgets/files.html"), upload_files=[allowed])
+    log = await box_of(env, "#log")
+    with pytest.raises(ActionFailed, match="opened no file chooser"):
+        await env.perform(Upload(target="the log", path="a.txt", point=CssPoint(x=log["x"] + 2, y=log["y"] + 2)))

@@ -246,7 +246,7 @@ class BrowserEnvironment(Environment):
         origin = (float(self.clip[0]), float(self.clip[1])) if self.clip is not None else (0.0, 0.0)
         captured = None
         if self._dialog is None:
-            finished, captured = await self._until_dialog(self._capture())
+            _, captured = await self._until_dialog(self._capture())
         if captured is None:  # the page is frozen by a dialog: draw it over the last screenshot
             data, title = self._draw_dialog()
         else:
@@ -484,6 +484,8 @@ class BrowserEnvironment(Environment):
         return await self._answer_dialog(action.response, action.text)
 
     async def _act_upload(self, action: Upload) -> str:
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
         path = self.uploads.resolve(action.path)  # a name outside the allowed list fails here, unread
         page, p = self.page, action.point
         self._uploading = True
@@ -491,9 +493,7 @@ class BrowserEnvironment(Environment):
             async with page.expect_file_chooser(timeout=FILE_CHOOSER_TIMEOUT_MS) as chooser_info:
                 await page.mouse.click(p.x, p.y)
             chooser = await chooser_info.value
-        except Exception as exc:  # noqa: BLE001 - Playwright's TimeoutError
-            if "Timeout" not in type(exc).__name__ and "imeout" not in str(exc):
-                raise
+        except PlaywrightTimeout:
             raise ActionFailed(
                 f"clicking {action.target!r} opened no file chooser within {FILE_CHOOSER_TIMEOUT_MS // 1000} s: "
                 "target the file field or the page's upload button"

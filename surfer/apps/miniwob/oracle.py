@@ -342,7 +342,8 @@ def enter_date(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
     return d.click_at(t.drawn(title), "the calendar's title")  # type: ignore[arg-type]
 
 
-_MONTHS = ("January February March April May June July August September October November December").split()
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
 
 
 def choose_date(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
