@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import re
 import statistics
 import time
@@ -27,12 +28,17 @@ from surfer.models.imaging import prepare_image
 from surfer.models.profiles import Profile, get_profile
 from surfer.tools.base import Environment
 
+from .answers import AnswerSchema
 from .config import AgentConfig, load_config, merge_settings, validate_config
+from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decision
+from .confirm import ask as ask_confirmer
+from .control import RunControl, RunHandle
 from .events import (
     ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
     StepStarted, Validated, Verdict,
 )
 from .memory import Memory
+from .repetition import RepetitionDetector, screen_fingerprint, step_seen
 from .result import RunResult, TimingTotals, TokenTotals
 from .secrets import Secrets
 from .roles import Localizer, Policy, RoleClient, StepFailed, Validator
@@ -77,8 +83,13 @@ class _Run:
     run_dir: str | None
     emit: Callable[[Event], Awaitable[None]]
     scrub: Callable[[str], str] = str
+    answer: AnswerSchema | None = None
+    control: RunControl = field(default_factory=RunControl)
     started: float = field(default_factory=time.monotonic)
     records: list[StepRecord] = field(default_factory=list)
+    repetition: RepetitionDetector = field(default_factory=RepetitionDetector)
+    hints: list[str] = field(default_factory=list)  # given since the last step began; recorded on the next step
+    repeats: int = 0
 
     def result(self, status: str, **fields: Any) -> RunResult:
         overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
@@ -97,6 +108,18 @@ class _Run:
             status=status, task=self.task, url=self.url, steps=len(self.records), run_id=self.run_id,
             run_dir=self.run_dir, usage=usage, timings=timings, **fields,  # type: ignore[arg-type]
         )
+
+
+def _answer_data(action: Any) -> Any:
+    return action.data if isinstance(action, Answer) else None
+
+
+def _answer_text(action: Answer) -> str:
+    """The answer as the validator judges it: its text, and its data when typed."""
+    if action.data is None:
+        return action.text
+    data = action.data.model_dump_json() if hasattr(action.data, "model_dump_json") else json.dumps(action.data)
+    return f"{action.text}\nData: {data}"
 
 
 class Agent:
@@ -123,6 +146,7 @@ class Agent:
         listeners: list[Listener] | None = None,
         files: list[str | Path] | None = None,
         secrets: "Secrets | Mapping[str, str] | None" = None,
+        confirm: Confirmer | None = None,
         **settings: Any,
     ) -> None:
         if files is not None:  # the files the agent may upload
@@ -138,6 +162,9 @@ class Agent:
             self.profile = get_profile(profile or config.profile)
         self.environment = environment
         self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+        self.sensitive = SensitiveRules(config.sensitive_words, config.confirm_domains)
+        # Who says yes to a sensitive action: the caller's confirmer, else the configured default.
+        self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
         self.out_dir = Path(out_dir) if out_dir else None
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
@@ -189,15 +216,18 @@ class Agent:
 
     async def run(
         self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
-        listeners: list[Listener] | None = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
     ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
         (server down, crash, bad configuration) come back as `status="error"`.
 
         `listeners` receive this run's events (after the agent's own). One
         Agent may run several tasks concurrently when it owns its environments
-        (no `environment=` given): each run opens its own browser session."""
+        (no `environment=` given): each run opens its own browser session.
+        `answer_schema` (a pydantic model class or a JSON Schema dict) makes
+        the answer carry data of that shape, validated into `result.data`."""
         task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
+        answer = AnswerSchema.of(answer_schema)
         listeners = [*self.listeners, *(listeners or [])]
         writer = self._writer(task, out_dir)
         if writer is not None:
@@ -209,22 +239,40 @@ class Agent:
                 if asyncio.iscoroutine(outcome):
                     await outcome
 
-        return await self._execute(task, url, writer.run_dir if writer else None, emit)
+        return await self._execute(task, url, writer.run_dir if writer else None, emit, answer, control or RunControl())
 
-    def run_sync(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> RunResult:
+    def start(
+        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None,
+    ) -> RunHandle:
+        """Start a run in the background (inside a running event loop) and return
+        a handle to pause, resume, hint, finish or cancel it, and await its result."""
+        control = RunControl()
+        running = asyncio.ensure_future(
+            self.run(task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control)
+        )
+        return RunHandle(running, control)
+
+    def run_sync(
+        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None, answer_schema: Any = None,
+    ) -> RunResult:
         """`run` for scripts without an event loop."""
-        return asyncio.run(self._run_and_close(task, url, out_dir))
+        return asyncio.run(self._run_and_close(task, url, out_dir, answer_schema))
 
-    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | None) -> RunResult:
+    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | None, answer_schema: Any) -> RunResult:
         try:
-            return await self.run(task, url, out_dir=out_dir)
+            return await self.run(task, url, out_dir=out_dir, answer_schema=answer_schema)
         finally:
             await self.aclose()
 
-    async def stream(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> AsyncIterator[Event]:
+    async def stream(
+        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None, answer_schema: Any = None,
+    ) -> AsyncIterator[Event]:
         """Run the task, yielding typed events as they happen; the last is `Finished`."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        runner = asyncio.ensure_future(self.run(task, url, out_dir=out_dir, listeners=[queue.put]))
+        runner = asyncio.ensure_future(
+            self.run(task, url, out_dir=out_dir, listeners=[queue.put], answer_schema=answer_schema)
+        )
         runner.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -245,8 +293,11 @@ class Agent:
 
     # -- the loop ------------------------------------------------------------
 
-    async def _execute(self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]]) -> RunResult:
-        run = _Run(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub)
+    async def _execute(
+        self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]],
+        answer: AnswerSchema | None, control: RunControl,
+    ) -> RunResult:
+        run = _Run(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
         await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
@@ -288,6 +339,7 @@ class Agent:
             if owned and env is not None:
                 await asyncio.shield(env.close())
             if result is not None:
+                control.result = result
                 await asyncio.shield(emit(Finished(result)))
         return result
 
@@ -305,12 +357,20 @@ class Agent:
         is cut off (its model call cancelled) and dropped; the final answer then
         gets the time left until `deadline`."""
         cfg = self.config
-        task = f"{run.task}\n\n{self.secrets.prompt_note()}" if self.secrets else run.task
+        task = "\n\n".join(
+            [run.task, *([self.secrets.prompt_note()] if self.secrets else []), *([run.answer.describe()] if run.answer else [])]
+        )
         memory = Memory(task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
         limit = f"time limit of {cfg.max_seconds:g} s reached"
         loop = asyncio.get_running_loop()
         rejections = failed_streak = 0
         for index in range(1, cfg.max_steps + 1):
+            for hint in await run.control.checkpoint():  # waits here while paused
+                hint = self.secrets.scrub(hint)
+                memory.add_note(f"Hint from the user: {hint}")
+                run.hints.append(hint)
+            if run.control.finish_requested:
+                return await self._final(run, env, memory, index, "the user asked to finish now", deadline)
             if loop.time() >= steps_until:
                 return await self._final(run, env, memory, index, limit, deadline)
             try:
@@ -321,6 +381,8 @@ class Agent:
                     raise
                 await run.emit(ErrorOccurred(index, f"step {index} was cut off at the time limit and dropped"))
                 return await self._final(run, env, memory, index, f"{limit} during step {index}", deadline)
+            if run.repeats >= cfg.max_repeats:
+                return run.result("stuck", reason=f"repeated itself {run.repeats} times; last: {record.outcome['repetition']}")
             if outcome is None and record.outcome and "error" not in record.outcome:
                 end = await env.episode_end()
                 if end is not None:
@@ -337,7 +399,7 @@ class Agent:
                 if rejections > cfg.max_rejections:
                     return run.result("failed", answer=answer, reason=f"the validator rejected the answer {rejections} times: {reason}")
                 continue
-            return run.result(status, answer=answer, reason=reason)
+            return run.result(status, answer=answer, reason=reason, data=_answer_data(record.action))
         return await self._final(run, env, memory, cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached", deadline)
 
     async def _observe(self, env: Environment, memory: Memory, record: StepRecord) -> Any:
@@ -373,6 +435,7 @@ class Agent:
         error; dropped when the step is cancelled (time limit, Ctrl-C, SIGTERM)."""
         started = time.perf_counter()
         record = StepRecord(index)
+        record.hints, run.hints = run.hints, []
         await run.emit(StepStarted(index))
         try:
             yield record
@@ -397,13 +460,13 @@ class Agent:
             sink = self._sink(run, record)
             try:
                 observation, prepared = await self._observe(env, memory, record)
-                decision = await self.policy.decide(memory, observation, sink)
+                decision = await self.policy.decide(memory, observation, sink, answer=run.answer)
                 record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
                 if decision.notes:
                     memory.add_note(decision.notes)
                 action = decision.action
                 if isinstance(action, Answer):
-                    verdict_outcome = await self._judge(run, memory, record, action.text, sink)
+                    verdict_outcome = await self._judge(run, memory, record, action, sink)
                 elif isinstance(action, Fail):
                     memory.add_history(index, action.describe(), "gave up")
                     verdict_outcome = ("failed", None, action.reason)
@@ -411,12 +474,41 @@ class Agent:
                     points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
                     record.points = points
                     record.action = action = with_points(action, points)
-                    await self._perform(run, env, memory, record, action, points)
+                    if await self._confirmed(run, memory, record, action):
+                        await self._perform(run, env, memory, record, action, points)
+                    self._watch_repetition(run, memory, record, action, points)
             except StepFailed as exc:
                 record.error = str(exc)
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
                 await run.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
+
+    async def _confirmed(self, run: _Run, memory: Memory, record: StepRecord, action: Any) -> bool:
+        """Whether the action may be performed: sensitive ones need the confirmer's yes."""
+        reason = self.sensitive.reason(action, record.url)
+        if reason is None:
+            return True
+        request = ConfirmationRequest(record.index, action, reason, record.url, record.screenshot, record.screenshot_ext)
+        approved = await ask_confirmer(self.confirm, request)
+        record.confirmation = {"reason": reason, "approved": approved, "by": getattr(self.confirm, "__name__", "confirm")}
+        if not approved:
+            record.outcome = {"error": f"not performed: a sensitive action ({reason}) was denied"}
+            memory.add_history(
+                record.index, action.describe(),
+                f"denied: sensitive actions ({reason}) need a person's confirmation, and it was refused",
+            )
+        return approved
+
+    def _watch_repetition(self, run: _Run, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+        if not record.screenshot:
+            return
+        warning = run.repetition.seen(step_seen(screen_fingerprint(record.screenshot), action.describe(), points))
+        if warning is None:
+            return
+        run.repeats += 1
+        text = f"{warning} (warning {run.repeats} of {self.config.max_repeats})"
+        record.outcome = {**(record.outcome or {}), "repetition": text}
+        memory.add_note(f"You are repeating yourself: {text}. Do something different, or answer or give up.")
 
     async def _perform(self, run: _Run, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         scrub = self.secrets.scrub
@@ -435,11 +527,12 @@ class Agent:
             memory.add_history(record.index, action.describe(), outcome.detail or "done")
             await run.emit(ActionPerformed(record.index, action, points, record.outcome))
 
-    async def _judge(self, run: _Run, memory: Memory, record: StepRecord, answer: str, sink: Any) -> tuple[str, str | None, str | None]:
+    async def _judge(self, run: _Run, memory: Memory, record: StepRecord, action: Answer, sink: Any) -> tuple[str, str | None, str | None]:
+        answer, judged = action.text, _answer_text(action)
         if not self.config.validate_answers:
             memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
             return ("success", answer, None)
-        verdict: Verdict = await self.validator.judge(run.task, answer, list(memory.images), sink)
+        verdict: Verdict = await self.validator.judge(run.task, judged, list(memory.images), sink)
         record.verdicts.append(verdict)
         await run.emit(Validated(record.index, verdict))
         if verdict.accepted:
@@ -460,16 +553,17 @@ class Agent:
                 sink = self._sink(run, record)
                 try:
                     observation, _ = await self._observe(env, memory, record)
-                    decision = await self.policy.decide(memory, observation, sink, final=True)
+                    decision = await self.policy.decide(memory, observation, sink, final=True, answer=run.answer)
                     record.thought, record.action = decision.thought, decision.action
                     if isinstance(decision.action, Fail):
                         outcome = {"status": "failed", "reason": f"{why}; gave up: {decision.action.reason}"}
                     else:
-                        status, answer, reason = await self._judge(run, memory, record, decision.action.text, sink)
+                        status, _, reason = await self._judge(run, memory, record, decision.action, sink)
+                        answer, data = decision.action.text, _answer_data(decision.action)
                         if status == "success":
-                            outcome = {"status": "success", "answer": answer, "reason": f"answered at the limit ({why})"}
+                            outcome = {"status": "success", "answer": answer, "data": data, "reason": f"answered at the limit ({why})"}
                         else:
-                            outcome = {"status": "failed", "answer": answer, "reason": f"{why}; final answer rejected: {reason}"}
+                            outcome = {"status": "failed", "answer": answer, "data": data, "reason": f"{why}; final answer rejected: {reason}"}
                 except (StepFailed, EnvironmentFailure) as exc:
                     record.error = str(exc)
                     outcome = {"status": "limit", "reason": f"{why}; no final answer ({exc})"}

@@ -20,6 +20,7 @@ from surfer.models.profiles import Profile
 from surfer.models.schema import parse_json_object, portable_schema
 from surfer.prompts import render
 
+from .answers import AnswerSchema
 from .events import ModelCall, Verdict
 from .memory import Memory
 
@@ -149,11 +150,30 @@ class Policy:
         content = (TextPart(step_text), *_images(images), TextPart(closing))
         return [self._system, Message("user", content)]
 
-    async def decide(self, memory: Memory, observation: Observation, sink: CallSink, *, final: bool = False) -> PolicyDecision | FinalDecision:
+    async def decide(
+        self, memory: Memory, observation: Observation, sink: CallSink, *, final: bool = False,
+        answer: AnswerSchema | None = None,
+    ) -> PolicyDecision | FinalDecision:
         messages = self.messages(memory, observation, final=final)
-        if final:
-            return await self.client.ask(messages, self.final_schema, _pydantic_parser(FinalDecision), sink)
-        return await self.client.ask(messages, self.schema, _pydantic_parser(PolicyDecision), sink)
+        model: type[BaseModel] = FinalDecision if final else PolicyDecision
+        schema = self.final_schema if final else self.schema
+        parse = _pydantic_parser(model)
+        if answer is not None:
+            schema = answer.policy_schema(schema)
+            parse = _typed_answers(parse, answer)
+        return await self.client.ask(messages, schema, parse, sink)
+
+
+def _typed_answers(parse: Callable[[str], Any], answer: AnswerSchema) -> Callable[[str], Any]:
+    """A parser whose answers carry data validated against the run's answer schema."""
+
+    def typed(text: str) -> Any:
+        decision = parse(text)
+        if isinstance(decision.action, Answer):
+            decision.action = decision.action.model_copy(update={"data": answer.validate(decision.action.data)})
+        return decision
+
+    return typed
 
 
 class Localizer:

@@ -46,7 +46,7 @@ from surfer.agent.result import RunResult
 from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
 
-FINAL_STATUSES = frozenset({"success", "failed", "limit", "error"})
+FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
@@ -617,6 +617,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         secret: options.Secret = None,
+        approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -639,7 +640,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
-                    **options.safety_overrides(allow_domain, block_domain),
+                    **options.safety_overrides(allow_domain, block_domain, approve_all),
                     "browser": {
                         "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,

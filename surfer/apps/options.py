@@ -31,13 +31,19 @@ BlockDomain = Annotated[Optional[list[str]], typer.Option(
 Secret = Annotated[Optional[list[str]], typer.Option(
     "--secret", metavar="NAME=ENV_VAR", help="A secret the model knows only as {{NAME}}; its value is read from the "
     "environment variable and typed by the executor, never sent or written (repeatable).")]
+ApproveAll = Annotated[bool, typer.Option(
+    "--approve-all", help="Perform sensitive actions (buy, pay, order, delete, send ...) without asking; "
+    "without it they are asked at an interactive terminal and denied elsewhere.")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
 
 
-def safety_overrides(allow_domain: list[str] | None, block_domain: list[str] | None) -> dict[str, Any]:
-    """Config overrides of the URL-policy flags shared by run, batch and qa."""
-    return {"allowed_domains": allow_domain or None, "blocked_domains": block_domain or None}
+def safety_overrides(allow_domain: list[str] | None, block_domain: list[str] | None, approve_all: bool = False) -> dict[str, Any]:
+    """Config overrides of the safety flags shared by run, batch and qa."""
+    return {
+        "allowed_domains": allow_domain or None, "blocked_domains": block_domain or None,
+        "sensitive_actions": "approve" if approve_all else None,
+    }
 
 
 def secrets_from(specs: list[str] | None) -> Any:
