@@ -29,7 +29,7 @@ from surfer.models.profiles import Profile, get_profile
 from surfer.tools.base import Environment
 
 from .answers import AnswerSchema
-from .config import AgentConfig, load_config, validate_config
+from .config import AgentConfig, load_config, merge_settings, validate_config
 from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decision
 from .confirm import ask as ask_confirmer
 from .control import RunControl, RunHandle
@@ -148,14 +148,17 @@ class Agent:
         profile: str | Profile | None = None,
         out_dir: str | Path | None = None,
         listeners: list[Listener] | None = None,
+        files: list[str | Path] | None = None,
         secrets: "Secrets | Mapping[str, str] | None" = None,
         confirm: Confirmer | None = None,
         **settings: Any,
     ) -> None:
+        if files is not None:  # the files the agent may upload
+            settings["browser"] = {**settings.get("browser", {}), "upload_files": [str(f) for f in files]}
         if config is None:
             config = load_config(overrides=settings)
         elif settings:
-            config = validate_config({**config.model_dump(), **settings}, "Agent arguments")
+            config = validate_config(merge_settings(config.model_dump(), settings), "Agent arguments")
         self.config = config
         if isinstance(profile, Profile):
             self.profile = profile
@@ -302,6 +305,8 @@ class Agent:
         await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
+        assert env is not None
+        env.begin_run(run_dir)
         result: RunResult | None = None
         limit = _time_limit_reason(self.config.max_seconds)
         # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
@@ -333,6 +338,8 @@ class Agent:
             await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
             raise
         finally:
+            if result is not None:
+                result.downloads = await asyncio.shield(env.end_run())
             if owned and env is not None:
                 await asyncio.shield(env.close())
             if result is not None:
@@ -406,7 +413,7 @@ class Agent:
             scrub = self.secrets.scrub
             observation = dataclasses.replace(
                 observation, url=scrub(observation.url), title=scrub(observation.title),
-                tabs=tuple(scrub(t) for t in observation.tabs),
+                tabs=tuple(scrub(t) for t in observation.tabs), notices=tuple(scrub(n) for n in observation.notices),
             )
         record.timings.screenshot = time.perf_counter() - t
         t = time.perf_counter()
