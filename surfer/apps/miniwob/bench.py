@@ -204,10 +204,6 @@ async def run_miniwob(
     started = time.monotonic()
     # Deleting, sending and ordering are what these synthetic tasks ask for: nobody is asked to confirm them.
     config = config.model_copy(update={"sensitive_actions": "approve"})
-    if oracle:
-        # The oracle never repeats itself without progress, but paging jQuery UI's 7 px calendar (choose-date)
-        # changes the screen too little for the loop detector's 32x20 thumbnails (mean difference ~2 < 3).
-        config = config.model_copy(update={"max_repeats": config.max_steps + 1})
     bench = MiniWobBench(
         config, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight, oracle_input=oracle_input
     )
