@@ -291,7 +291,13 @@ async def test_agent_sees_the_dialog_answers_it_uploads_and_downloads(shared_bro
                    at(centre(file_field)), at(centre(report))],
         validator=[{"verdict": "accept", "reasons": "ok"}],
     )
-    agent = Agent(backend=model, environment=env, profile="holo2")
+    asked = []
+
+    def person(request):  # type: ignore[no-untyped-def]
+        asked.append(request.reason)
+        return True
+
+    agent = Agent(backend=model, environment=env, profile="holo2", confirm=person)
     try:
         result = await agent.run("confirm, upload and download", out_dir=tmp_path / "run")
     finally:
@@ -313,6 +319,9 @@ async def test_agent_sees_the_dialog_answers_it_uploads_and_downloads(shared_bro
     assert saved.read_text() == (Path(__file__).parent / "pages" / "widgets" / "report.csv").read_text()
     assert result.downloads == [steps[6]["outcome"]["downloads"][0]]
     assert json.loads((tmp_path / "run" / "result.json").read_text())["downloads"][0]["status"] == "saved"
+    # accepting "Delete the file?" and keeping the download each needed a yes
+    assert asked == ["it may accept a dialog that mentions 'Delete'", "it downloads a file (report.csv from " + pages.url("widgets/report.csv") + ")"]
+    assert steps[1]["confirmation"]["approved"] and steps[6]["confirmation"]["reason"].startswith("it downloads a file")
 
 
 async def test_download_caps_and_context_menus(browser_env, pages, tmp_path):

@@ -107,6 +107,7 @@ class AgentConfig(_Strict):
     )
     sensitive_words: list[str] = Field(default_factory=lambda: list(SENSITIVE_WORDS))
     confirm_domains: list[str] = Field(default_factory=list, description="Hosts where every action needs confirmation.")
+    confirm_downloads: bool = Field(default=True, description="Keep a downloaded file only after a confirmation.")
     allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
     blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
 

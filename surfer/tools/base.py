@@ -7,7 +7,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from surfer.core.actions import Action, Drag, targets_of
 from surfer.core.errors import ActionNotSupported
@@ -52,6 +52,8 @@ class Environment(abc.ABC):
     kind: str = "environment"
     # Where the current run's files go (downloads); None when nothing is kept.
     run_dir: Path | None = None
+    # Asked (file name, URL) before a download is kept; set by the agent for its confirmation rules.
+    confirm_download: Callable[[str, str], Awaitable[bool]] | None = None
 
     def begin_run(self, run_dir: Path | None) -> None:
         """Called by the agent before each run."""

@@ -124,7 +124,9 @@ class BrowserEnvironment(Environment):
         # Files the agent may hand to a page's file chooser; downloads go to `downloads_dir`, else <run dir>/downloads.
         self.uploads = UploadFiles(upload_files)
         self.downloads_dir = Path(downloads_dir) if downloads_dir else None
-        self._downloads = Downloads(self._downloads_folder, max_bytes=max_download_bytes, max_count=max_downloads)
+        self._downloads = Downloads(
+            self._downloads_folder, max_bytes=max_download_bytes, max_count=max_downloads, approve=self._approve_download,
+        )
         self._uploading = False
         # A JavaScript dialog freezes the page until answered (surfer/tools/dialogs.py).
         self._dialog: PendingDialog | None = None
@@ -415,6 +417,9 @@ class BrowserEnvironment(Environment):
                 "error: the page opened a file chooser, but no file is allowed for upload in this run "
                 "(start it with --upload-file PATH or files=[...]); nothing was chosen"
             )
+
+    async def _approve_download(self, name: str, url: str) -> bool:
+        return True if self.confirm_download is None else await self.confirm_download(name, url)
 
     def _downloads_folder(self) -> tuple[Path, str] | None:
         if self.downloads_dir is not None:

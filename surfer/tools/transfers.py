@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from surfer.core.errors import ActionFailed, ConfigError
 
@@ -101,8 +101,13 @@ class Downloads:
     name it in records: "downloads" inside a run directory, which may move);
     `records` holds every one of this run, `take_new()` the ones not reported yet."""
 
-    def __init__(self, folder: Callable[[], tuple[Path, str] | None], *, max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES, max_count: int = DEFAULT_MAX_DOWNLOADS) -> None:
+    def __init__(
+        self, folder: Callable[[], tuple[Path, str] | None], *, max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
+        max_count: int = DEFAULT_MAX_DOWNLOADS, approve: Callable[[str, str], Awaitable[bool]] | None = None,
+    ) -> None:
         self.folder = folder
+        # Asked (file name, URL) before a download is kept; a no cancels it.
+        self.approve = approve
         self.max_bytes = max_bytes
         self.max_count = max_count
         self.records: list[DownloadRecord] = []
@@ -123,6 +128,10 @@ class Downloads:
             if number > self.max_count:
                 await download.cancel()
                 record.status, record.detail = "over_count", f"the run already has {self.max_count} downloads (the cap)"
+                return
+            if self.approve is not None and not await self.approve(name, download.url):
+                await download.cancel()
+                record.status, record.detail = "refused", "downloads need a confirmation, and this one was refused"
                 return
             failure = await download.failure()
             if failure:
