@@ -46,7 +46,7 @@ from surfer.agent.result import RunResult
 from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
 
-FINAL_STATUSES = frozenset({"success", "failed", "limit", "error"})
+FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
@@ -359,6 +359,7 @@ class Batch:
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
         replay: list[Any] | None = None,
+        secrets: Any = None,
     ) -> None:
         """`replay`: recordings (surfer.tools.replay.Recording) to play back instead of a
         browser; task k gets the one its metadata names (`"replay": name`), else number k mod n,
@@ -369,6 +370,7 @@ class Batch:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         self.config = config
         self.tasks = list(tasks)
+        check_task_urls(self.tasks, config)
         self.out_dir = Path(out_dir)
         self.runs_dir = self.out_dir / RUNS
         self.concurrency = concurrency
@@ -377,6 +379,7 @@ class Batch:
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
+        self.secrets = secrets
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
         self.replay = list(replay or [])
@@ -474,24 +477,15 @@ class Batch:
 
             recording, number = self._replay_of[task.id or ""]
             return ReplayEnvironment(recording, variant=number)  # each task its own images
-        from surfer.tools.browser import BrowserEnvironment
-        from surfer.tools.settle import SettleConfig
+        from surfer.agent.environments import browser_environment
 
-        b = self.config.browser
-        return BrowserEnvironment(
-            browser=browser,
-            headless=b.headless,
-            viewport=b.viewport,
-            device_scale_factor=b.device_scale_factor,
-            settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
-            screenshot_format=b.screenshot_format,
-        )
+        return browser_environment(self.config, browser)
 
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
         from surfer.agent.loop import Agent
 
         env = self._environment(task, browser)
-        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners])
+        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners], secrets=self.secrets)
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
                 return await agent.run(task.task, task.url, out_dir=tmp)
@@ -560,6 +554,18 @@ class Batch:
         self.stats.task_done(result.status)
 
 
+def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
+    """Refused start URLs (file:, chrome:, refused domains) are a usage error before anything runs."""
+    from surfer.agent.environments import check_start_url
+
+    for task in tasks:
+        if task.url:
+            try:
+                check_start_url(task.url, config)
+            except ConfigError as exc:
+                raise ConfigError(f"task {task.id}: {exc}") from None
+
+
 def _publish(tmp: Path, final: Path, result: RunResult) -> None:
     """Move a finished run directory into place (replacing leftovers of an
     earlier attempt that never reached results.jsonl)."""
@@ -586,6 +592,7 @@ async def run_batch(
     retry_errors: bool = False,
     listeners: list[Any] | None = None,
     replay: list[Any] | None = None,
+    secrets: Any = None,
 ) -> BatchSummary:
     """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
     items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
@@ -599,6 +606,7 @@ async def run_batch(
         retry_errors=retry_errors,
         listeners=listeners,
         replay=replay,
+        secrets=secrets,
     )
     return await batch.run()
 
@@ -630,6 +638,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+        upload_file: options.UploadFiles = None,
+        allow_file_urls: options.AllowFileUrls = False,
+        allow_domain: options.AllowDomain = None,
+        block_domain: options.BlockDomain = None,
+        secret: options.Secret = None,
+        approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
         env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
@@ -639,7 +653,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from rich.console import Console
         from rich.live import Live
 
-        from surfer.apps.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.signals import Interrupted, run_interruptible
 
         console = Console(stderr=True)
         with options.setup_errors(console):
@@ -653,7 +668,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
-                    "browser": {"viewport": viewport, "device_scale_factor": scale},
+                    **options.safety_overrides(allow_domain, block_domain, approve_all),
+                    "browser": {
+                        "viewport": viewport, "device_scale_factor": scale,
+                        "allow_file_urls": True if allow_file_urls else None,
+                        "upload_files": [str(f) for f in upload_file] if upload_file else None,
+                    },
                 },
                 console,
             )
@@ -662,20 +682,20 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
-                        replay=recordings)
+                        replay=recordings, secrets=options.secrets_from(secret))
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:
                 live.start()
-            summary = asyncio.run(job.run())
-        except KeyboardInterrupt:
+            summary = run_interruptible(job.run())
+        except Interrupted as stop:
             if live:
                 live.stop()
             console.print(
-                f"[yellow]interrupted[/yellow]: {job.stats.done} task(s) finished in this run are kept in {out}; "
+                f"[yellow]interrupted[/yellow] by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; "
                 "run the same command again to resume."
             )
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            raise typer.Exit(stop.exit_code) from None
         if live:
             live.stop()
         console.print(job.stats.line())

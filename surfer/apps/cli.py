@@ -1,11 +1,11 @@
 """`surfer` command line.
 
 Exit codes: 0 success, 1 task failed or gave up (or hit a limit), 2 bad
-usage or configuration, 3 model server unreachable, 130 interrupted."""
+usage or configuration, 3 model server unreachable, 130 interrupted by
+Ctrl-C (SIGINT), 143 stopped by SIGTERM."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -14,11 +14,12 @@ from typing import Optional
 import typer
 
 from surfer.apps import options
+from surfer.apps.signals import Interrupted, run_interruptible
 from rich.console import Console
 
 from surfer.core.errors import ConfigError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
 
 app = typer.Typer(
     name="surfer", add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
@@ -49,10 +50,18 @@ def run(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit (default 30)."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
+    allow_file_urls: options.AllowFileUrls = False,
+    allow_domain: options.AllowDomain = None,
+    block_domain: options.BlockDomain = None,
+    secret: options.Secret = None,
+    approve_all: options.ApproveAll = False,
+    answer_schema: Optional[Path] = typer.Option(
+        None, "--answer-schema", help="JSON Schema file: the answer must carry data of that shape (validated; in --json as 'data')."),
     viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
     no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+    upload_file: options.UploadFiles = None,
     config: options.ConfigFile = None,
     as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
     env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium), 'desktop' (the screen, via mss + pyautogui) or 'replay' (recorded screenshots, see --replay)."),
@@ -62,7 +71,9 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Desktop only: log each action without performing it."),
 ) -> None:
     """Run one task in a real browser (or on the desktop) and watch it step by step."""
+    from surfer.agent.answers import AnswerSchema
     from surfer.agent.loop import Agent, default_run_dir
+    from surfer.apps.controls import TerminalControls
     from surfer.apps.live import LiveView
 
     console = Console(stderr=as_json)
@@ -71,11 +82,20 @@ def run(
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
             "max_steps": max_steps, "max_seconds": max_seconds,
             "validate_answers": False if no_validator else None,
-            "browser": {"headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale},
+            **options.safety_overrides(allow_domain, block_domain, approve_all),
+            "browser": {
+                "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
+                "allow_file_urls": True if allow_file_urls else None,
+                "upload_files": [str(f) for f in upload_file] if upload_file else None,
+            },
         }
         cfg = options.load_cli_config(config, overrides, console)
         if env not in ("browser", "desktop", "replay"):
             raise ConfigError(f"--env must be 'browser', 'desktop' or 'replay', got {env!r}")
+        if url:
+            from surfer.agent.environments import check_start_url
+
+            check_start_url(url, cfg)
         environment = None
         recordings = options.replay_recordings(env, replay)
         if recordings:
@@ -90,25 +110,35 @@ def run(
             environment = DesktopEnvironment(display=display, monitor=monitor, dry_run=dry_run)
         elif display or monitor != 1 or dry_run:
             raise ConfigError("--display, --monitor and --dry-run apply to --env desktop only")
-        agent = Agent(cfg, environment=environment, listeners=[LiveView(console)])
-    run_dir = out or default_run_dir(task)
+        run_dir = out or default_run_dir(task)
+        # At a terminal the person steers the run and confirms sensitive actions.
+        controls = TerminalControls(console, run_dir) if sys.stdin.isatty() else None
+        confirm = controls.confirm if controls is not None and cfg.sensitive_actions != "approve" else None
+        agent = Agent(cfg, environment=environment, listeners=[LiveView(console)], secrets=options.secrets_from(secret),
+                      confirm=confirm)
+        answer = AnswerSchema.load(answer_schema) if answer_schema else None
 
     async def main() -> object:
         try:
-            return await agent.run(task, url, out_dir=run_dir)
+            handle = agent.start(task, url, out_dir=run_dir, answer_schema=answer)
+            if controls is not None:
+                controls.attach(handle)
+            return await handle.result()
         finally:
+            if controls is not None:
+                controls.detach()
             await agent.aclose()
             if agent.environment is not None:  # the agent closes only environments it made
                 await agent.environment.close()
 
     try:
-        result = asyncio.run(main())
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]; what was done is saved in {run_dir}")
+        result = run_interruptible(main())
+    except Interrupted as stop:
+        console.print(f"[yellow]interrupted[/yellow] by {stop}; what was done is saved in {run_dir}")
         if as_json:
             saved = Path(run_dir) / "result.json"
             print(saved.read_text() if saved.exists() else json.dumps({"status": "interrupted", "run_dir": str(run_dir)}))
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(stop.exit_code) from None
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]
     raise typer.Exit(exit_code(result))

@@ -4,12 +4,13 @@ a ground-truth oracle model double, and `surfer bench miniwob`."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from surfer.apps.signals import run_command
 
 from surfer.apps import options
 
@@ -28,6 +29,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         max_inflight: Optional[int] = typer.Option(None, "--max-inflight", help="Cap on model requests in flight."),
         oracle: bool = typer.Option(
             False, "--oracle", help="Answer with the ground-truth oracle (stand-in server) instead of a model."
+        ),
+        oracle_input: str = typer.Option(
+            "keyboard", "--oracle-input",
+            help="How the oracle works selects and date fields: 'keyboard' (typing) or 'pointer' (clicking their popups).",
         ),
         base_url: options.BaseUrl = None,
         model: options.Model = None,
@@ -62,8 +67,11 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 console,
             )
             names = resolve_tasks(tasks, suite)
-            report = asyncio.run(
-                run_miniwob(cfg, names, seeds=seeds, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight)
+            report = run_command(
+                run_miniwob(
+                    cfg, names, seeds=seeds, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight,
+                    oracle_input=oracle_input,
+                )
             )
         table = Table(title=f"MiniWoB++ · {'oracle' if oracle else cfg.model} · concurrency {concurrency}")
         for column in ("task", "success", "episodes", "mean steps", "errors"):
