@@ -73,27 +73,21 @@ from transformers.models.nemotron_h import NemotronHConfig
 
 class NemotronH_Nano_VL_V2_Config(PretrainedConfig):
     model_type = "NemotronH_Nano_VL_V2"
+    defaults = {
+        "force_image_size": 512, "patch_size": 16, "downsample_ratio": 0.5, "template": "nemotron_h_nano",
+        "ps_version": "v2", "image_tag_type": "internvl", "projector_hidden_size": 20480, "vit_hidden_size": 1280,
+        "use_thumbnail": True, "norm_mean": [0.48145466, 0.4578275, 0.40821073],
+        "norm_std": [0.26862954, 0.26130258, 0.27577711],
+    }
 
-    def __init__(self, vision_config=None, llm_config=None, force_image_size=512, patch_size=16,
-                 downsample_ratio=0.5, template="nemotron_h_nano", ps_version="v2", image_tag_type="internvl",
-                 projector_hidden_size=20480, vit_hidden_size=1280, use_thumbnail=True,
-                 norm_mean=(0.48145466, 0.4578275, 0.40821073), norm_std=(0.26862954, 0.26130258, 0.27577711),
-                 **kwargs):
+    def __init__(self, vision_config=None, llm_config=None, **kwargs):
+        values = {key: kwargs.pop(key, default) for key, default in self.defaults.items()}
         super().__init__(**kwargs)
         self.vision_config = PretrainedConfig(**(vision_config or {}))
         self.llm_config = llm_config if isinstance(llm_config, NemotronHConfig) else NemotronHConfig(**(llm_config or {}))
         self.text_config = self.llm_config
-        self.force_image_size = force_image_size
-        self.patch_size = patch_size
-        self.downsample_ratio = downsample_ratio
-        self.template = template
-        self.ps_version = ps_version
-        self.image_tag_type = image_tag_type
-        self.projector_hidden_size = projector_hidden_size
-        self.vit_hidden_size = vit_hidden_size
-        self.use_thumbnail = use_thumbnail
-        self.norm_mean = list(norm_mean)
-        self.norm_std = list(norm_std)
+        for key, value in values.items():
+            setattr(self, key, value)
 
     def to_dict(self):
         out = super().to_dict()
