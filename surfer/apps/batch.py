@@ -344,6 +344,22 @@ def shared_backends(
     return out
 
 
+def browser_environment(config: AgentConfig, browser: Any) -> Any:
+    """A session (its own browser context) on the shared `browser`, set up from `config.browser`."""
+    from surfer.tools.browser import BrowserEnvironment
+    from surfer.tools.settle import SettleConfig
+
+    b = config.browser
+    return BrowserEnvironment(
+        browser=browser,
+        headless=b.headless,
+        viewport=b.viewport,
+        device_scale_factor=b.device_scale_factor,
+        settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
+        screenshot_format=b.screenshot_format,
+    )
+
+
 class Batch:
     """Run `tasks` with `concurrency` sessions; see the module docstring."""
 
@@ -449,24 +465,10 @@ class Batch:
             update["max_seconds"] = task.max_seconds
         return self.config.model_copy(update=update) if update else self.config
 
-    def _environment(self, browser: Any) -> Any:
-        from surfer.tools.browser import BrowserEnvironment
-        from surfer.tools.settle import SettleConfig
-
-        b = self.config.browser
-        return BrowserEnvironment(
-            browser=browser,
-            headless=b.headless,
-            viewport=b.viewport,
-            device_scale_factor=b.device_scale_factor,
-            settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
-            screenshot_format=b.screenshot_format,
-        )
-
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
         from surfer.agent.loop import Agent
 
-        env = self._environment(browser)
+        env = browser_environment(self.config, browser)
         agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners])
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):

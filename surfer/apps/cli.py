@@ -130,6 +130,7 @@ COMMAND_MODULES = [
     "surfer.apps.serve",
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
+    "surfer.apps.qa.cli",
 ]
 
 

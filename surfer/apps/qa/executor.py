@@ -1,0 +1,134 @@
+"""The environment a QA case acts through: it wraps the real one to type
+secrets and to record every performed action with its anchor.
+
+The model only ever sees `{{secret:NAME}}`; when an action types text holding
+that placeholder, the real value goes to the keyboard and nowhere else (the
+action the agent records, and the cache, keep the placeholder)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Mapping, Optional
+
+from surfer.core.actions import Action, CssPoint, TypeText, targets_of
+from surfer.core.errors import ActionFailed, ActionNotSupported, SurferError
+from surfer.core.observation import Observation
+from surfer.tools.base import ActionOutcome, EpisodeEnd, Environment
+
+from .anchors import Fingerprint, crop_around, fingerprint_at, url_pattern
+from .cache import CachedAction
+from .suite import SECRET
+
+
+class QaEnvironment(Environment):
+    def __init__(self, inner: Environment, secrets: Mapping[str, str], base_url: Optional[str]) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.secrets = dict(secrets)
+        self.base_url = base_url
+        self.last: Optional[Observation] = None
+        self.log: list[CachedAction] = []  # actions performed since the last `take_log`
+
+    @property
+    def supported_actions(self) -> frozenset[str]:
+        return self.inner.supported_actions
+
+    # -- delegation ------------------------------------------------------------
+
+    async def start(self, url: str | None = None) -> None:
+        await self.inner.start(url)
+
+    async def observe(self) -> Observation:
+        self.last = await self.inner.observe()
+        return self.last
+
+    async def settle(self, mark: Any) -> str:
+        return await self.inner.settle(mark)
+
+    async def mark(self) -> Any:
+        return await self.inner.mark()
+
+    async def episode_end(self) -> EpisodeEnd | None:
+        return await self.inner.episode_end()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    # -- what a user sees -------------------------------------------------------
+
+    @property
+    def page(self) -> Any:
+        return getattr(self.inner, "page", None) if self.kind == "browser" else None
+
+    @property
+    def url(self) -> str:
+        page = self.page
+        return page.url if page is not None else ""
+
+    def page_pattern(self) -> str:
+        return url_pattern(self.url, self.base_url) if self.url else ""
+
+    async def visible_text(self) -> str:
+        """The text a user can see: the rendered innerText of the page
+        (display:none and visibility:hidden content left out)."""
+        page = self.page
+        if page is None:
+            return ""
+        try:
+            text = await page.evaluate("() => document.body ? document.body.innerText : ''")
+        except Exception:  # noqa: BLE001 - mid-navigation: nothing readable yet
+            return ""
+        return " ".join(str(text).split())
+
+    async def fingerprint(self, point: CssPoint) -> Optional[Fingerprint]:
+        page = self.page
+        return await fingerprint_at(page, point) if page is not None else None
+
+    async def crop(self, point: CssPoint) -> bytes:
+        if self.last is None:
+            return b""
+        return await asyncio.to_thread(crop_around, self.last.screenshot, point)
+
+    # -- acting -----------------------------------------------------------------
+
+    def reveal(self, action: Action) -> Action:
+        """The action as performed: secret placeholders replaced by their values."""
+        if isinstance(action, TypeText) and SECRET.search(action.text):
+            text = SECRET.sub(lambda m: self.secrets.get(m.group(1), m.group(0)), action.text)
+            return action.model_copy(update={"text": text})
+        return action
+
+    def conceal(self, text: str) -> str:
+        for name, value in self.secrets.items():
+            if value:
+                text = text.replace(value, "{{secret:%s}}" % name)
+        return text
+
+    async def perform(self, action: Action) -> ActionOutcome:
+        recorded = await self._anchor(action)
+        try:
+            outcome = await self.inner.perform(self.reveal(action))
+        except (ActionFailed, ActionNotSupported) as exc:
+            raise type(exc)(self.conceal(str(exc))) from None
+        except ValueError as exc:
+            raise ValueError(self.conceal(str(exc))) from None
+        except SurferError as exc:
+            exc.args = tuple(self.conceal(str(a)) for a in exc.args)
+            raise
+        outcome.detail = self.conceal(outcome.detail)
+        self.log.append(recorded)
+        return outcome
+
+    async def _anchor(self, action: Action) -> CachedAction:
+        points = [p for p in (getattr(action, "point", None), getattr(action, "to_point", None)) if p is not None]
+        data = action.model_dump(mode="json", exclude_none=True, exclude={"point", "to_point"})
+        recorded = CachedAction(data, [{"x": round(p.x, 2), "y": round(p.y, 2)} for p in points], self.page_pattern())
+        if points and targets_of(action):
+            element = await self.fingerprint(points[0])
+            recorded.element = vars(element) if element else None
+            recorded.crop_png = await self.crop(points[0])
+        return recorded
+
+    def take_log(self) -> list[CachedAction]:
+        log, self.log = self.log, []
+        return log

@@ -1,0 +1,422 @@
+"""Running suites: each case in its own browser context of one shared
+Chromium, cases in parallel, steps in order (from the action cache when it
+holds them), then the expectations.
+
+    out/results.jsonl                          one line per case
+    out/cases/<suite>/<case>/report.html       the case: attempts, steps, expectations
+    out/cases/<suite>/<case>/attempt-1/step-01 the run directory of each step
+
+A failing case is tried again up to `retries` times (passing on a retry makes
+it flaky). A case that fails while replaying from the cache has its entry
+dropped and runs once more with the model."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from surfer.agent.config import AgentConfig
+from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
+from surfer.apps.batch import BATCH_STOPPING_ERRORS, ResultsIndex, SharedBrowser, browser_environment, shared_backends
+from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
+from surfer.models.backend import ModelBackend
+
+from .anchors import url_pattern
+from .cache import ActionCache, CachedAction, CachedStep, CaseEntry
+from .executor import QaEnvironment
+from .expectations import ExpectationResult, check_expectations
+from .replay import StepReplay
+from .suite import SECRET, AnswerExpectation, Case, Suite, secret_names
+
+SECRET_HINT = (
+    "\n(Type placeholders such as {{secret:NAME}} exactly as written: the real value is filled in as it is typed.)"
+)
+
+
+def goal_task(goal: str) -> str:
+    """The task the agent gets for one step."""
+    return goal + SECRET_HINT if SECRET.search(goal) else goal
+
+
+@dataclass
+class StepReport:
+    index: int
+    goal: str
+    source: str = "model"  # model | cache | healed
+    status: str = "pending"
+    answer: Optional[str] = None
+    reason: Optional[str] = None
+    run_dirs: list[str] = field(default_factory=list)
+    healed: list[str] = field(default_factory=list)
+    actions: list[CachedAction] = field(default_factory=list, repr=False)  # performed, with anchors: the cache entry
+    end_url: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if k != "actions"}
+
+
+@dataclass
+class AttemptReport:
+    number: int
+    dir: str
+    kind: str = "try"  # try | retry | cache-dropped (re-run with the model after a failing replay)
+    status: str = "running"  # passed | failed | error
+    steps: list[StepReport] = field(default_factory=list)
+    expectations: list[ExpectationResult] = field(default_factory=list)
+    failure: Optional[str] = None
+    error_kind: Optional[str] = None
+    seconds: float = 0.0
+    model_calls: int = 0
+    used_cache: bool = False
+
+    @property
+    def cached_steps(self) -> int:
+        return sum(s.source in ("cache", "healed") for s in self.steps)
+
+    @property
+    def healed_steps(self) -> list[StepReport]:
+        return [s for s in self.steps if s.source == "healed"]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in vars(self).items() if k not in ("steps", "expectations")}
+        data["steps"] = [s.to_dict() for s in self.steps]
+        data["expectations"] = [e.to_dict() for e in self.expectations]
+        return data
+
+
+@dataclass
+class CaseReport:
+    suite: str
+    case: Case
+    id: str
+    dir: Path
+    status: str = "queued"  # queued | running | passed | flaky | failed | error
+    attempts: list[AttemptReport] = field(default_factory=list)
+    current_step: str = ""
+    started: Optional[float] = None
+    seconds: float = 0.0
+    cache_written: bool = False
+    cache_dropped: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.status in ("passed", "flaky")
+
+    @property
+    def last(self) -> Optional[AttemptReport]:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def failure(self) -> Optional[str]:
+        last = self.last
+        return last.failure if last is not None and not self.passed else None
+
+    @property
+    def model_calls(self) -> int:
+        return sum(a.model_calls for a in self.attempts)
+
+    def elapsed(self) -> float:
+        if self.started is None:
+            return 0.0
+        return self.seconds if self.status not in ("queued", "running") else time.monotonic() - self.started
+
+    def to_record(self, out_dir: Path) -> dict[str, Any]:
+        last = self.last
+        return {
+            "id": self.id, "suite": self.suite, "case": self.case.name, "tags": self.case.tags, "status": self.status,
+            "failure": self.failure, "error_kind": last.error_kind if last else None,
+            "seconds": round(self.seconds, 3), "attempts": len(self.attempts), "model_calls": self.model_calls,
+            "cached_steps": last.cached_steps if last else 0,
+            "healed_steps": [s.index for s in last.healed_steps] if last else [],
+            "cache_written": self.cache_written, "cache_dropped": self.cache_dropped,
+            "dir": str(self.dir.relative_to(out_dir)),
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+
+
+@dataclass
+class QaSummary:
+    out_dir: Path
+    cases: list[CaseReport]
+    seconds: float
+    stopped: Optional[str] = None  # why the run stopped early (server unreachable, bad configuration)
+    stopped_kind: Optional[str] = None
+
+    def count(self, *statuses: str) -> int:
+        return sum(c.status in statuses for c in self.cases)
+
+    @property
+    def ok(self) -> bool:
+        return self.stopped is None and all(c.passed for c in self.cases)
+
+    def line(self) -> str:
+        return (
+            f"{self.count('passed', 'flaky')} passed ({self.count('flaky')} flaky), {self.count('failed')} failed, "
+            f"{self.count('error')} error(s) of {len(self.cases)} in {self.seconds:.1f} s · "
+            f"{sum(c.model_calls for c in self.cases)} model call(s) · "
+            f"{sum(c.last.cached_steps for c in self.cases if c.last)} step(s) from the cache"
+        )
+
+
+@dataclass
+class SuiteRun:
+    """One suite with its configuration and model backends."""
+
+    suite: Suite
+    config: AgentConfig
+    backends: dict[str, ModelBackend] = field(default_factory=dict)
+
+
+class QaRunner:
+    def __init__(
+        self,
+        suites: list[SuiteRun],
+        out_dir: str | Path,
+        *,
+        concurrency: Optional[int] = None,
+        retries: Optional[int] = None,
+        cache: Optional[ActionCache] = None,
+        update_cache: bool = False,
+        backend: Optional[ModelBackend] = None,
+        secrets: Optional[Mapping[str, str]] = None,
+        select: Any = None,
+    ) -> None:
+        import os
+
+        self.suites = suites
+        self.out_dir = Path(out_dir)
+        self.concurrency = concurrency or max(s.suite.concurrency for s in suites)
+        self.retries = retries
+        self.cache = cache
+        self.update_cache = update_cache
+        self._backend = backend
+        environ = os.environ if secrets is None else secrets
+        self.cases: list[CaseReport] = []
+        self._runs: dict[str, SuiteRun] = {}
+        self._secrets: dict[str, str] = {}
+        for run in suites:
+            for case in run.suite.cases:
+                if select is not None and not select(case):
+                    continue
+                case_id = run.suite.case_id(case)
+                self.cases.append(CaseReport(run.suite.name, case, case_id, self.out_dir / "cases" / case_id))
+                self._runs[case_id] = run
+                for goal in case.goals:
+                    for name in secret_names(goal):
+                        self._secrets[name] = environ.get(name, "")
+        self._browser = SharedBrowser(headless=suites[0].config.browser.headless if suites else True)
+        self._stopped: Optional[str] = None
+        self._stopped_kind: Optional[str] = None
+        self.index = ResultsIndex(self.out_dir / "results.jsonl")
+
+    # -- the run -------------------------------------------------------------------------
+
+    def _clear_previous(self) -> None:
+        """An --out directory reused: the previous run's results give way to this one's."""
+        shutil.rmtree(self.out_dir / "cases", ignore_errors=True)
+        (self.out_dir / "results.jsonl").unlink(missing_ok=True)
+
+    async def run(self) -> QaSummary:
+        started = time.monotonic()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._clear_previous)
+        for run in self.suites:
+            if not run.backends:
+                run.backends = shared_backends(run.config, None, self._backend)
+        queue: asyncio.Queue[CaseReport] = asyncio.Queue()
+        for case in self.cases:
+            queue.put_nowait(case)
+        try:
+            if self.cases:
+                await self._browser.start()
+            workers = [asyncio.create_task(self._worker(queue)) for _ in range(min(self.concurrency, len(self.cases)))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+        finally:
+            await asyncio.shield(self._browser.close())
+            if self._backend is None:
+                closed: set[int] = set()
+                for run in self.suites:
+                    for backend in run.backends.values():
+                        if id(backend) not in closed:
+                            closed.add(id(backend))
+                            await asyncio.shield(backend.aclose())
+        return QaSummary(self.out_dir, self.cases, time.monotonic() - started, self._stopped, self._stopped_kind)
+
+    async def _worker(self, queue: asyncio.Queue[CaseReport]) -> None:
+        while self._stopped is None:
+            try:
+                report = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await self.run_case(report)
+
+    async def run_case(self, report: CaseReport) -> None:
+        from .reports import write_case_report
+
+        run = self._runs[report.id]
+        report.status, report.started = "running", time.monotonic()
+        retries = self.retries if self.retries is not None else (report.case.retries if report.case.retries is not None else run.suite.retries)
+        entry = None
+        if self.cache is not None and not self.update_cache:
+            entry = await asyncio.to_thread(self.cache.load, report.id)
+        failed_before = False
+        for number in range(1, retries + 2):
+            attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
+            if attempt.status != "passed" and attempt.used_cache and attempt.error_kind not in BATCH_STOPPING_ERRORS:
+                # a cache entry that replays into a failure is dropped; the case runs with the model once more
+                report.cache_dropped, entry = True, None
+                if self.cache is not None:
+                    await asyncio.to_thread(self.cache.drop, report.id)
+                attempt = await self._attempt(run, report, None, "cache-dropped")
+            if attempt.status == "passed" or attempt.error_kind in BATCH_STOPPING_ERRORS:
+                break
+            failed_before = True
+        last = report.last
+        assert last is not None
+        if last.status == "passed":
+            report.status = "flaky" if failed_before else "passed"
+            if self.cache is not None:
+                report.cache_written = await asyncio.to_thread(self.cache.store, self._entry(run, report))
+        else:
+            report.status = "error" if last.status == "error" else "failed"
+            if last.error_kind in BATCH_STOPPING_ERRORS and self._stopped is None:
+                self._stopped, self._stopped_kind = last.failure, last.error_kind
+        report.seconds = time.monotonic() - report.started
+        report.current_step = ""
+        await asyncio.to_thread(write_case_report, report)
+        await self.index.append(report.to_record(self.out_dir))
+
+    def _entry(self, run: SuiteRun, report: CaseReport) -> CaseEntry:
+        last = report.last
+        assert last is not None
+        steps = [CachedStep(s.goal, s.actions, s.answer, s.end_url) for s in last.steps]
+        start = run.suite.resolve_url(report.case.url) or ""
+        return CaseEntry(report.id, url_pattern(start, run.suite.base_url) if start else "", steps)
+
+    # -- one attempt ---------------------------------------------------------------------
+
+    async def _attempt(self, run: SuiteRun, report: CaseReport, entry: Optional[CaseEntry], kind: str) -> AttemptReport:
+        number = len(report.attempts) + 1
+        attempt = AttemptReport(number, str(report.dir / f"attempt-{number}"), kind)
+        report.attempts.append(attempt)
+        started = time.monotonic()
+        for retry in (1, 2):
+            browser = await self._browser.get()
+            env = QaEnvironment(self._environment(run, browser), self._secrets, run.suite.base_url)
+            try:
+                await self._steps(run, report, attempt, env, entry)
+            except asyncio.CancelledError:
+                attempt.status, attempt.failure = "error", "interrupted"
+                raise
+            except Exception as exc:  # noqa: BLE001 - recorded for this case; the run goes on
+                attempt.status, attempt.error_kind = "error", "internal"
+                attempt.failure = f"internal error: {exc!r}"
+            finally:
+                await asyncio.shield(env.close())
+            if attempt.status == "error" and not self._browser.alive(browser) and retry == 1:
+                # the shared browser died under this case: not the case's fault
+                await self._browser.relaunch(browser)
+                attempt.steps, attempt.status, attempt.failure = [], "running", None
+                continue
+            break
+        attempt.seconds = round(time.monotonic() - started, 3)
+        return attempt
+
+    def _environment(self, run: SuiteRun, browser: Any) -> Any:
+        if run.suite.environment == "desktop":
+            from surfer.tools.desktop import DesktopEnvironment
+
+            return DesktopEnvironment()
+        return browser_environment(run.config, browser)
+
+    async def _steps(self, run: SuiteRun, report: CaseReport, attempt: AttemptReport, env: QaEnvironment, entry: Optional[CaseEntry]) -> None:
+        from surfer.agent.loop import Agent
+
+        case = report.case
+
+        def count(event: Event) -> None:
+            if isinstance(event, ModelCalled):
+                attempt.model_calls += 1
+            elif isinstance(event, StepStarted):
+                report.current_step = report.current_step.split(" ·")[0] + f" · action {event.index}"
+
+        config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step})
+        agent = Agent(config, environment=env, backends=run.backends, listeners=[count])
+        start_url = run.suite.resolve_url(case.url)
+        try:
+            await env.start(start_url)
+        except (ActionFailed, EnvironmentFailure) as exc:
+            attempt.status, attempt.error_kind, attempt.failure = "error", "environment", f"could not open {start_url}: {exc}"
+            return
+        goals = case.goals
+        answer_checked = any(isinstance(e, AnswerExpectation) for e in case.expect)
+        answer: Optional[str] = None
+        for index, goal in enumerate(goals, 1):
+            step = StepReport(index, goal)
+            attempt.steps.append(step)
+            step_dir = Path(attempt.dir) / f"step-{index:02d}"
+            cached = entry.step(index - 1, goal) if entry is not None else None
+            env.take_log()
+            if cached is not None:
+                attempt.used_cache = True
+                report.current_step = f"{index}/{len(goals)} (cache)"
+                replay = StepReplay(env, agent.localizer, agent.profile, step_dir, goal, on_call=lambda _: None)
+                outcome = await replay.run(cached)
+                attempt.model_calls += outcome.model_calls
+                step.run_dirs.append(str(step_dir))
+                if outcome.missed is None and answer_checked and index == len(goals) and cached.answer:
+                    if " ".join(cached.answer.split()) not in await env.visible_text():
+                        outcome.missed = f"the cached answer {cached.answer!r} is not on the screen any more"
+                if outcome.missed is None:
+                    step.source = "healed" if outcome.healed else "cache"
+                    step.status, step.answer, step.healed = "success", cached.answer, outcome.healed
+                    step.reason = "replayed from the action cache"
+                else:
+                    step.source, step.healed = "healed", [f"replay stopped: {outcome.missed}; the policy took over"]
+            if step.status != "success":
+                report.current_step = f"{index}/{len(goals)}"
+                model_dir = step_dir / "model" if cached is not None else step_dir
+                result = await agent.run(goal_task(goal), None, out_dir=model_dir)
+                step.run_dirs.append(str(model_dir))
+                step.status, step.answer, step.reason = result.status, result.answer, result.reason
+                if result.status != "success":
+                    attempt.status = "error" if result.status == "error" else "failed"
+                    attempt.error_kind = result.error_kind
+                    attempt.failure = f"step {index} ({goal}) ended {result.status}: {result.reason or 'no reason given'}"
+                    return
+            step.actions, step.end_url = env.take_log(), env.page_pattern()
+            answer = step.answer
+        report.current_step = "expectations"
+
+        async def sink(call: ModelCall) -> None:
+            attempt.model_calls += 1
+
+        try:
+            attempt.expectations = await check_expectations(
+                case.expect, env, answer=answer, timeout=run.suite.timeouts.expect,
+                validator=agent.validator, profile=agent.profile, sink=sink,
+            )
+        except SurferError as exc:
+            from surfer.agent.loop import _error_kind
+
+            attempt.status, attempt.error_kind, attempt.failure = "error", _error_kind(exc), f"checking the expectations: {exc}"
+            return
+        except Exception as exc:  # noqa: BLE001 - StepFailed (validator output unusable) and the like
+            attempt.status, attempt.error_kind, attempt.failure = "error", "model", f"checking the expectations: {exc}"
+            return
+        failed = [e for e in attempt.expectations if not e.passed]
+        if failed:
+            attempt.status = "failed"
+            attempt.failure = "; ".join(f"expected {e.expectation}: {e.detail}" for e in failed)
+        else:
+            attempt.status = "passed"
