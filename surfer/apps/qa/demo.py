@@ -78,6 +78,8 @@ class QaDemoOracle:
             if page == "register.html":
                 return _answer("The registration page is open.")
             return _act("Open the registration page.", {"type": "click", "target": "the 'Register as a member' link"})
+        if "total of order #1044" in task.lower():
+            return _answer("794.36")
         if "opening hours" in task.lower():
             self._hours_answers += 1
             if self.flaky_hours and self._hours_answers == 1:

@@ -50,14 +50,13 @@ def _record_screen(record: StepRecord, env: QaEnvironment) -> None:
 class StepReplay:
     """Replays one cached step into its own run directory (trajectory and report, like a model run)."""
 
-    def __init__(self, env: QaEnvironment, localizer: Any, profile: Any, run_dir: Path, goal: str, on_call: Any = None) -> None:
+    def __init__(self, env: QaEnvironment, localizer: Any, profile: Any, run_dir: Path, goal: str) -> None:
         self.env = env
         self.localizer = localizer
         self.profile = profile
         self.writer = TrajectoryWriter(run_dir)
         self.run_dir = run_dir
         self.goal = goal
-        self.on_call = on_call
         self.outcome = ReplayOutcome()
 
     async def run(self, cached: CachedStep) -> ReplayOutcome:
@@ -142,8 +141,6 @@ class StepReplay:
             record.calls.append(call)
             record.timings.model += call.seconds
             self.outcome.model_calls += 1
-            if self.on_call is not None:
-                self.on_call(call)
 
         assert self.env.last is not None
         image = await prepare_image(self.env.last.screenshot, self.profile.image)

@@ -51,6 +51,7 @@ class StepReport:
     status: str = "pending"
     answer: Optional[str] = None
     reason: Optional[str] = None
+    error_kind: Optional[str] = None
     run_dirs: list[str] = field(default_factory=list)
     healed: list[str] = field(default_factory=list)
     actions: list[CachedAction] = field(default_factory=list, repr=False)  # performed, with anchors: the cache entry
@@ -170,6 +171,38 @@ class SuiteRun:
     suite: Suite
     config: AgentConfig
     backends: dict[str, ModelBackend] = field(default_factory=dict)
+
+
+async def run_goal(
+    env: QaEnvironment, agent: Any, step: StepReport, cached: Optional[CachedStep], step_dir: Path, *,
+    answer_must_show: bool = False,
+) -> int:
+    """Run one goal (a step, or a task): from the cache when it holds it, healing
+    where the page changed, else (or when the replay stops) with the agent.
+    Fills `step` (status, answer, the actions performed with their anchors) and
+    returns the model calls made outside the agent's events (healing)."""
+    env.take_log()
+    calls = 0
+    if cached is not None:
+        replay = await StepReplay(env, agent.localizer, agent.profile, step_dir, step.goal).run(cached)
+        calls += replay.model_calls
+        step.run_dirs.append(str(step_dir))
+        if replay.missed is None and answer_must_show and cached.answer:
+            if " ".join(cached.answer.split()) not in await env.visible_text():
+                replay.missed = f"the cached answer {cached.answer!r} is not on the screen any more"
+        if replay.missed is None:
+            step.source = "healed" if replay.healed else "cache"
+            step.status, step.answer, step.healed = "success", cached.answer, replay.healed
+            step.reason = "replayed from the action cache"
+        else:
+            step.source, step.healed = "healed", [f"replay stopped: {replay.missed}; the policy took over"]
+    if step.status != "success":
+        model_dir = step_dir / "model" if cached is not None else step_dir
+        result = await agent.run(goal_task(step.goal), None, out_dir=model_dir)
+        step.run_dirs.append(str(model_dir))
+        step.status, step.answer, step.reason, step.error_kind = result.status, result.answer, result.reason, result.error_kind
+    step.actions, step.end_url = env.take_log(), env.page_pattern()
+    return calls
 
 
 class QaRunner:
@@ -364,37 +397,18 @@ class QaRunner:
         for index, goal in enumerate(goals, 1):
             step = StepReport(index, goal)
             attempt.steps.append(step)
-            step_dir = Path(attempt.dir) / f"step-{index:02d}"
             cached = entry.step(index - 1, goal) if entry is not None else None
-            env.take_log()
-            if cached is not None:
-                attempt.used_cache = True
-                report.current_step = f"{index}/{len(goals)} (cache)"
-                replay = StepReplay(env, agent.localizer, agent.profile, step_dir, goal, on_call=lambda _: None)
-                outcome = await replay.run(cached)
-                attempt.model_calls += outcome.model_calls
-                step.run_dirs.append(str(step_dir))
-                if outcome.missed is None and answer_checked and index == len(goals) and cached.answer:
-                    if " ".join(cached.answer.split()) not in await env.visible_text():
-                        outcome.missed = f"the cached answer {cached.answer!r} is not on the screen any more"
-                if outcome.missed is None:
-                    step.source = "healed" if outcome.healed else "cache"
-                    step.status, step.answer, step.healed = "success", cached.answer, outcome.healed
-                    step.reason = "replayed from the action cache"
-                else:
-                    step.source, step.healed = "healed", [f"replay stopped: {outcome.missed}; the policy took over"]
+            attempt.used_cache |= cached is not None
+            report.current_step = f"{index}/{len(goals)}" + (" (cache)" if cached is not None else "")
+            attempt.model_calls += await run_goal(
+                env, agent, step, cached, Path(attempt.dir) / f"step-{index:02d}",
+                answer_must_show=answer_checked and index == len(goals),
+            )
             if step.status != "success":
-                report.current_step = f"{index}/{len(goals)}"
-                model_dir = step_dir / "model" if cached is not None else step_dir
-                result = await agent.run(goal_task(goal), None, out_dir=model_dir)
-                step.run_dirs.append(str(model_dir))
-                step.status, step.answer, step.reason = result.status, result.answer, result.reason
-                if result.status != "success":
-                    attempt.status = "error" if result.status == "error" else "failed"
-                    attempt.error_kind = result.error_kind
-                    attempt.failure = f"step {index} ({goal}) ended {result.status}: {result.reason or 'no reason given'}"
-                    return
-            step.actions, step.end_url = env.take_log(), env.page_pattern()
+                attempt.status = "error" if step.status == "error" else "failed"
+                attempt.error_kind = step.error_kind
+                attempt.failure = f"step {index} ({goal}) ended {step.status}: {step.reason or 'no reason given'}"
+                return
             answer = step.answer
         report.current_step = "expectations"
 
