@@ -196,7 +196,8 @@ class SurferFixture:
             self.attempt.steps.append(step)
             cached = self.entry.step(step.index - 1, goal) if self.entry is not None else None
             self.attempt.used_cache |= cached is not None
-            self.attempt.model_calls += await run_goal(env, agent, step, cached, self._next_dir("act"))
+            healing_calls = await run_goal(env, agent, step, cached, self._next_dir("act"))
+            self.attempt.model_calls += healing_calls
             return step
 
         step = self.runtime.loop.run(act())

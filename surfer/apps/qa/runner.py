@@ -400,10 +400,11 @@ class QaRunner:
             cached = entry.step(index - 1, goal) if entry is not None else None
             attempt.used_cache |= cached is not None
             report.current_step = f"{index}/{len(goals)}" + (" (cache)" if cached is not None else "")
-            attempt.model_calls += await run_goal(
+            healing_calls = await run_goal(
                 env, agent, step, cached, Path(attempt.dir) / f"step-{index:02d}",
                 answer_must_show=answer_checked and index == len(goals),
             )
+            attempt.model_calls += healing_calls  # (after the await: the agent's calls are counted during it)
             if step.status != "success":
                 attempt.status = "error" if step.status == "error" else "failed"
                 attempt.error_kind = step.error_kind
