@@ -80,6 +80,18 @@ async def browser_env(shared_browser):
         await env.close()
 
 
+async def crash_page(page) -> None:  # type: ignore[no-untyped-def]
+    """Crash a page's renderer from outside, as an out-of-memory kill would
+    (chrome://crash is a refused URL, so a page cannot be sent there)."""
+    import asyncio
+
+    cdp = await page.context.new_cdp_session(page)
+    try:
+        await asyncio.wait_for(cdp.send("Page.crash"), 2)
+    except Exception:  # noqa: BLE001 - the session dies with the renderer
+        pass
+
+
 @pytest.fixture(scope="session")
 def xvfb() -> Iterator[str]:
     """A private Xvfb; `-displayfd` makes it pick a free display number and

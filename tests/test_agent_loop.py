@@ -12,6 +12,7 @@ from surfer import Agent, ScriptedModel
 from surfer.agent.events import Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated
 from surfer.models.backend import ModelRequest
 from surfer.tools.browser import BrowserEnvironment
+from conftest import crash_page
 
 CLICK = {"thought": "click it", "notes": "", "action": {"type": "click", "target": "the button"}}
 SCROLL = {"thought": "scroll", "notes": "saw more", "action": {"type": "scroll", "direction": "down", "amount": 1}}
@@ -164,10 +165,13 @@ async def test_event_stream_is_typed_and_ordered(env):
 
 
 async def test_crashed_page_ends_the_run_with_an_environment_error(env):
-    def crash_then_click(request: ModelRequest) -> dict:
-        return {"thought": "", "action": {"type": "goto", "url": "chrome://crash"}}
+    class CrashesThePage(ScriptedModel):
+        async def complete(self, request: ModelRequest):  # type: ignore[no-untyped-def]
+            if not self.requests:
+                await crash_page(env.page)  # the renderer dies while the model thinks
+            return await super().complete(request)
 
-    model = ScriptedModel(policy=[crash_then_click, SCROLL])
+    model = CrashesThePage(policy=[SCROLL, SCROLL])
     result = await make_agent(model, env).run("crash")
     assert result.status == "error" and result.error_kind == "environment"
     assert "crashed" in result.reason

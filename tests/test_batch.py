@@ -15,6 +15,7 @@ from surfer.apps.demo import DEMO_TASK, DemoOracle, frame_mapper, measure_target
 from surfer.core.errors import ConfigError
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
 from surfer.models.limits import InflightLimit
+from conftest import crash_page
 
 VIEWPORT = (1024, 700)
 
@@ -49,21 +50,35 @@ def demo_tasks(site, ids) -> list[BatchTask]:  # type: ignore[no-untyped-def]
     ]
 
 
+async def crash_page_when_open(batch: Batch, marker: str, running: asyncio.Task) -> None:  # type: ignore[type-arg]
+    """Crash the renderer of the session whose page URL holds `marker`, from outside."""
+    while not running.done():
+        browser = batch._browser.browser
+        pages = [p for c in (browser.contexts if browser else []) for p in c.pages if marker in p.url]
+        if pages:
+            await crash_page(pages[0])
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the page to crash never opened")
+
+
 def read_results(out: Path) -> list[dict]:
     return ResultsIndex(out / "results.jsonl").read()  # skips a torn line
 
 
 async def test_batch_runs_sessions_concurrently_and_survives_a_crashed_page(demo_site, oracle_server, tmp_path):
     tasks = demo_tasks(demo_site, ["a", "b", "c"]) + [
-        BatchTask(id="crash", group="crash", task="Crash.", url="chrome://crash")
+        BatchTask(id="crash", group="crash", task="Crash.", url=demo_site.url("index.html?crash=1"))
     ]
     batch = Batch(config_for(oracle_server), tasks, tmp_path, concurrency=3, max_inflight=2)
-    summary = await batch.run()
+    running = asyncio.create_task(batch.run())
+    await crash_page_when_open(batch, "crash=1", running)
+    summary = await running
 
     results = {r["id"]: r for r in read_results(tmp_path)}
     assert set(results) == {"a", "b", "c", "crash"}
     assert [results[i]["status"] for i in "abc"] == ["success"] * 3
-    assert results["crash"]["status"] == "error" and "chrome://crash" in results["crash"]["reason"]
+    assert results["crash"]["status"] == "error" and "crashed" in results["crash"]["reason"]
     assert results["b"]["metadata"] == {"n": 1} and results["a"]["steps"] >= 5
     for i in "abc":
         run_dir = tmp_path / results[i]["run_dir"]

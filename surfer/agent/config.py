@@ -57,6 +57,7 @@ class BrowserSettings(_Strict):
     settle_timeout: float = Field(default=3.0, ge=0, le=60)
     settle_quiet: float = Field(default=0.08, ge=0, le=5)
     screenshot_format: Literal["jpeg", "png"] = "jpeg"
+    allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
 
     @field_validator("viewport", mode="before")
     @classmethod
@@ -68,7 +69,9 @@ class AgentConfig(_Strict):
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "Hcompany/Holotron-12B"
     api_key: str = "EMPTY"
-    request_timeout: float = Field(default=120.0, gt=0)
+    request_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds for one model request; unset: 120 s, or the time left in the run if less.",
+    )
     profile: str = DEFAULT_PROFILE
     policy: RoleSettings = RoleSettings()
     localizer: RoleSettings = RoleSettings()

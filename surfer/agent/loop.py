@@ -5,6 +5,7 @@ hang off the event stream; the loop only emits events."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import statistics
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 from surfer.core.actions import Answer, Fail, targets_of, with_points
+from surfer.core.deadline import run_deadline
 from surfer.core.errors import (
     ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
 )
@@ -35,6 +37,15 @@ from .result import RunResult, TimingTotals, TokenTotals
 from .roles import Localizer, Policy, RoleClient, StepFailed, Validator
 
 Listener = Callable[[Event], Awaitable[None] | None]
+
+FINAL_ANSWER_SHARE, FINAL_ANSWER_MAX_SECONDS = 0.2, 30.0
+
+
+def final_answer_reserve(max_seconds: float) -> float:
+    """Seconds kept back at the end of a run's wall time for the final-answer
+    request: steps stop this much before the limit, so the whole run, final
+    answer included, ends within `max_seconds`."""
+    return min(FINAL_ANSWER_MAX_SECONDS, FINAL_ANSWER_SHARE * max_seconds)
 
 
 def slugify(text: str, limit: int = 40) -> str:
@@ -164,6 +175,7 @@ class Agent:
         return BrowserEnvironment(
             headless=b.headless, viewport=b.viewport, device_scale_factor=b.device_scale_factor,
             settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
+            allow_file_urls=b.allow_file_urls,
         )
 
     async def aclose(self) -> None:
@@ -235,14 +247,26 @@ class Agent:
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
         result: RunResult | None = None
+        limit = f"time limit of {self.config.max_seconds:g} s reached"
+        # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
+        deadline = asyncio.get_running_loop().time() + self.config.max_seconds
+        steps_until = deadline - final_answer_reserve(self.config.max_seconds)
         try:
-            for backend in {id(b): b for b in self._backends.values()}.values():
-                await backend.check()
-            assert env is not None
-            await env.start(url)
-            result = await self._steps(run, env)
+            with run_deadline(deadline):
+                try:
+                    async with asyncio.timeout_at(steps_until) as preparing:
+                        for backend in {id(b): b for b in self._backends.values()}.values():
+                            await backend.check()
+                        assert env is not None
+                        await env.start(url)
+                except TimeoutError:
+                    if not preparing.expired():
+                        raise
+                    result = run.result("limit", reason=f"{limit} before the first step (model server check or start URL)")
+                else:
+                    result = await self._steps(run, env, steps_until, deadline)
         except asyncio.CancelledError:
-            result = run.result("interrupted", reason="interrupted (Ctrl-C or cancelled)")
+            result = run.result("interrupted", reason="interrupted (Ctrl-C, SIGTERM or cancelled)")
             raise
         except SurferError as exc:
             kind = _error_kind(exc)
@@ -268,15 +292,26 @@ class Agent:
             "environment": self.environment.kind if self.environment else "browser",
         }
 
-    async def _steps(self, run: _Run, env: Environment) -> RunResult:
+    async def _steps(self, run: _Run, env: Environment, steps_until: float, deadline: float) -> RunResult:
+        """Steps until an outcome or a limit. A step still running at `steps_until`
+        is cut off (its model call cancelled) and dropped; the final answer then
+        gets the time left until `deadline`."""
         cfg = self.config
         memory = Memory(run.task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
-        deadline = run.started + cfg.max_seconds
+        limit = f"time limit of {cfg.max_seconds:g} s reached"
+        loop = asyncio.get_running_loop()
         rejections = failed_streak = 0
         for index in range(1, cfg.max_steps + 1):
-            if time.monotonic() >= deadline:
-                return await self._final(run, env, memory, index, f"time limit of {cfg.max_seconds:g} s reached")
-            record, outcome = await self._step(run, env, memory, index)
+            if loop.time() >= steps_until:
+                return await self._final(run, env, memory, index, limit, deadline)
+            try:
+                async with asyncio.timeout_at(steps_until) as stepping:
+                    record, outcome = await self._step(run, env, memory, index)
+            except TimeoutError:
+                if not stepping.expired():
+                    raise
+                await run.emit(ErrorOccurred(index, f"step {index} was cut off at the time limit and dropped"))
+                return await self._final(run, env, memory, index, f"{limit} during step {index}", deadline)
             if outcome is None and record.outcome and "error" not in record.outcome:
                 end = await env.episode_end()
                 if end is not None:
@@ -294,7 +329,7 @@ class Agent:
                     return run.result("failed", answer=answer, reason=f"the validator rejected the answer {rejections} times: {reason}")
                 continue
             return run.result(status, answer=answer, reason=reason)
-        return await self._final(run, env, memory, cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached")
+        return await self._final(run, env, memory, cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached", deadline)
 
     async def _observe(self, env: Environment, memory: Memory, record: StepRecord) -> Any:
         t = time.perf_counter()
@@ -317,6 +352,23 @@ class Agent:
             await run.emit(ModelCalled(record.index, call))
         return sink
 
+    @contextlib.asynccontextmanager
+    async def _recorded_step(self, run: _Run, index: int) -> AsyncIterator[StepRecord]:
+        """A step's record: appended and announced when the step ends, also with an
+        error; dropped when the step is cancelled (time limit, Ctrl-C, SIGTERM)."""
+        started = time.perf_counter()
+        record = StepRecord(index)
+        await run.emit(StepStarted(index))
+        try:
+            yield record
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            await self._finish_step(run, record, started)
+            raise
+        else:
+            await self._finish_step(run, record, started)
+
     async def _finish_step(self, run: _Run, record: StepRecord, started: float) -> None:
         record.timings.total = time.perf_counter() - started
         run.records.append(record)
@@ -325,46 +377,45 @@ class Agent:
     async def _step(self, run: _Run, env: Environment, memory: Memory, index: int) -> tuple[StepRecord, tuple[str, str | None, str | None] | None]:
         """One step. Returns the record and, when the run should end or an answer
         was judged, (status, answer, reason)."""
-        started = time.perf_counter()
-        record = StepRecord(index)
-        await run.emit(StepStarted(index))
-        sink = self._sink(run, record)
         verdict_outcome: tuple[str, str | None, str | None] | None = None
-        try:
-            observation, prepared = await self._observe(env, memory, record)
-            decision = await self.policy.decide(memory, observation, sink)
-            record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
-            if decision.notes:
-                memory.add_note(decision.notes)
-            action = decision.action
-            if isinstance(action, Answer):
-                verdict_outcome = await self._judge(run, memory, record, action.text, sink)
-            elif isinstance(action, Fail):
-                memory.add_history(index, action.describe(), "gave up")
-                verdict_outcome = ("failed", None, action.reason)
-            else:
-                points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
-                record.points = points
-                record.action = action = with_points(action, points)
-                try:
-                    outcome = await env.perform(action)
-                except (ActionFailed, ActionNotSupported, ValueError) as exc:
-                    record.error = str(exc)
-                    record.outcome = {"error": str(exc)}
-                    memory.add_history(index, action.describe(), f"error: {exc}")
-                    await run.emit(ErrorOccurred(index, str(exc)))
+        async with self._recorded_step(run, index) as record:
+            sink = self._sink(run, record)
+            try:
+                observation, prepared = await self._observe(env, memory, record)
+                decision = await self.policy.decide(memory, observation, sink)
+                record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
+                if decision.notes:
+                    memory.add_note(decision.notes)
+                action = decision.action
+                if isinstance(action, Answer):
+                    verdict_outcome = await self._judge(run, memory, record, action.text, sink)
+                elif isinstance(action, Fail):
+                    memory.add_history(index, action.describe(), "gave up")
+                    verdict_outcome = ("failed", None, action.reason)
                 else:
-                    record.timings.action, record.timings.settle = outcome.action_seconds, outcome.settle_seconds
-                    record.outcome = outcome.to_dict()
-                    memory.add_history(index, action.describe(), outcome.detail or "done")
-                    await run.emit(ActionPerformed(index, action, points, record.outcome))
-        except StepFailed as exc:
-            record.error = str(exc)
-            memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
-            await run.emit(ErrorOccurred(index, str(exc)))
-        finally:
-            await self._finish_step(run, record, started)
+                    points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
+                    record.points = points
+                    record.action = action = with_points(action, points)
+                    await self._perform(run, env, memory, record, action, points)
+            except StepFailed as exc:
+                record.error = str(exc)
+                memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
+                await run.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
+
+    async def _perform(self, run: _Run, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+        try:
+            outcome = await env.perform(action)
+        except (ActionFailed, ActionNotSupported, ValueError) as exc:
+            record.error = str(exc)
+            record.outcome = {"error": str(exc)}
+            memory.add_history(record.index, action.describe(), f"error: {exc}")
+            await run.emit(ErrorOccurred(record.index, str(exc)))
+        else:
+            record.timings.action, record.timings.settle = outcome.action_seconds, outcome.settle_seconds
+            record.outcome = outcome.to_dict()
+            memory.add_history(record.index, action.describe(), outcome.detail or "done")
+            await run.emit(ActionPerformed(record.index, action, points, record.outcome))
 
     async def _judge(self, run: _Run, memory: Memory, record: StepRecord, answer: str, sink: Any) -> tuple[str, str | None, str | None]:
         if not self.config.validate_answers:
@@ -380,27 +431,32 @@ class Agent:
         memory.add_history(record.index, f"answer({answer!r})", f"rejected: {verdict.reasons}")
         return ("rejected", answer, verdict.reasons)
 
-    async def _final(self, run: _Run, env: Environment, memory: Memory, index: int, why: str) -> RunResult:
-        """At a limit, ask the policy once for a final answer (validated like any answer)."""
-        started = time.perf_counter()
-        record = StepRecord(index)
-        await run.emit(StepStarted(index))
-        sink = self._sink(run, record)
+    async def _final(self, run: _Run, env: Environment, memory: Memory, index: int, why: str, deadline: float) -> RunResult:
+        """At a limit, ask the policy once for a final answer (validated like any
+        answer), within the time left until `deadline`."""
+        outcome: dict[str, Any] = {"status": "limit", "reason": f"{why}; no final answer (no time was left to ask)"}
+        if asyncio.get_running_loop().time() >= deadline:
+            return run.result(**outcome)
         try:
-            observation, _ = await self._observe(env, memory, record)
-            decision = await self.policy.decide(memory, observation, sink, final=True)
-            record.thought, record.action = decision.thought, decision.action
-            if isinstance(decision.action, Fail):
-                outcome: dict[str, Any] = {"status": "failed", "reason": f"{why}; gave up: {decision.action.reason}"}
-            else:
-                status, answer, reason = await self._judge(run, memory, record, decision.action.text, sink)
-                if status == "success":
-                    outcome = {"status": "success", "answer": answer, "reason": f"answered at the limit ({why})"}
-                else:
-                    outcome = {"status": "failed", "answer": answer, "reason": f"{why}; final answer rejected: {reason}"}
-        except (StepFailed, EnvironmentFailure) as exc:
-            record.error = str(exc)
-            outcome = {"status": "limit", "reason": f"{why}; no final answer ({exc})"}
-        finally:
-            await self._finish_step(run, record, started)
+            async with asyncio.timeout_at(deadline) as asking, self._recorded_step(run, index) as record:
+                sink = self._sink(run, record)
+                try:
+                    observation, _ = await self._observe(env, memory, record)
+                    decision = await self.policy.decide(memory, observation, sink, final=True)
+                    record.thought, record.action = decision.thought, decision.action
+                    if isinstance(decision.action, Fail):
+                        outcome = {"status": "failed", "reason": f"{why}; gave up: {decision.action.reason}"}
+                    else:
+                        status, answer, reason = await self._judge(run, memory, record, decision.action.text, sink)
+                        if status == "success":
+                            outcome = {"status": "success", "answer": answer, "reason": f"answered at the limit ({why})"}
+                        else:
+                            outcome = {"status": "failed", "answer": answer, "reason": f"{why}; final answer rejected: {reason}"}
+                except (StepFailed, EnvironmentFailure) as exc:
+                    record.error = str(exc)
+                    outcome = {"status": "limit", "reason": f"{why}; no final answer ({exc})"}
+        except TimeoutError:
+            if not asking.expired():
+                raise
+            outcome = {"status": "limit", "reason": f"{why}; no final answer (the time limit ran out while asking for it)"}
         return run.result(**outcome)

@@ -41,6 +41,7 @@ class TrajectoryWriter:
         (self.run_dir / "screenshots").mkdir(parents=True, exist_ok=True)
         meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
         write_atomic(self.run_dir / "run.json", json.dumps(meta, indent=2))
+        (self.run_dir / "trajectory.jsonl").touch()  # present from the start, even if no step finishes
 
     def _step(self, event: StepFinished) -> None:
         record = event.record

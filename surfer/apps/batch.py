@@ -357,6 +357,7 @@ def browser_environment(config: AgentConfig, browser: Any) -> Any:
         device_scale_factor=b.device_scale_factor,
         settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
         screenshot_format=b.screenshot_format,
+        allow_file_urls=b.allow_file_urls,
     )
 
 
@@ -381,6 +382,7 @@ class Batch:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         self.config = config
         self.tasks = list(tasks)
+        check_task_urls(self.tasks, config.browser.allow_file_urls)
         self.out_dir = Path(out_dir)
         self.runs_dir = self.out_dir / RUNS
         self.concurrency = concurrency
@@ -538,6 +540,18 @@ class Batch:
         self.stats.task_done(result.status)
 
 
+def check_task_urls(tasks: Iterable[BatchTask], allow_file_urls: bool) -> None:
+    """Refused start URLs (file:, chrome:, ...) are a usage error before anything runs."""
+    from surfer.tools.url_policy import check_start_url
+
+    for task in tasks:
+        if task.url:
+            try:
+                check_start_url(task.url, allow_file_urls)
+            except ConfigError as exc:
+                raise ConfigError(f"task {task.id}: {exc}") from None
+
+
 def _publish(tmp: Path, final: Path, result: RunResult) -> None:
     """Move a finished run directory into place (replacing leftovers of an
     earlier attempt that never reached results.jsonl)."""
@@ -606,6 +620,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+        allow_file_urls: options.AllowFileUrls = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -613,7 +628,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from rich.console import Console
         from rich.live import Live
 
-        from surfer.apps.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.signals import Interrupted, run_interruptible
 
         console = Console(stderr=True)
         with options.setup_errors(console):
@@ -627,7 +643,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
-                    "browser": {"viewport": viewport, "device_scale_factor": scale},
+                    "browser": {
+                        "viewport": viewport, "device_scale_factor": scale,
+                        "allow_file_urls": True if allow_file_urls else None,
+                    },
                 },
                 console,
             )
@@ -637,15 +656,15 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         try:
             if live:
                 live.start()
-            summary = asyncio.run(job.run())
-        except KeyboardInterrupt:
+            summary = run_interruptible(job.run())
+        except Interrupted as stop:
             if live:
                 live.stop()
             console.print(
-                f"[yellow]interrupted[/yellow]: {job.stats.done} task(s) finished in this run are kept in {out}; "
+                f"[yellow]interrupted[/yellow] by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; "
                 "run the same command again to resume."
             )
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            raise typer.Exit(stop.exit_code) from None
         if live:
             live.stop()
         console.print(job.stats.line())

@@ -1,11 +1,11 @@
 """`surfer` command line.
 
 Exit codes: 0 success, 1 task failed or gave up (or hit a limit), 2 bad
-usage or configuration, 3 model server unreachable, 130 interrupted."""
+usage or configuration, 3 model server unreachable, 130 interrupted by
+Ctrl-C (SIGINT), 143 stopped by SIGTERM."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -14,11 +14,12 @@ from typing import Optional
 import typer
 
 from surfer.apps import options
+from surfer.apps.signals import Interrupted, run_interruptible
 from rich.console import Console
 
 from surfer.core.errors import ConfigError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
 
 app = typer.Typer(
     name="surfer", add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
@@ -49,6 +50,7 @@ def run(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit (default 30)."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
+    allow_file_urls: options.AllowFileUrls = False,
     viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
@@ -70,11 +72,18 @@ def run(
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
             "max_steps": max_steps, "max_seconds": max_seconds,
             "validate_answers": False if no_validator else None,
-            "browser": {"headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale},
+            "browser": {
+                "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
+                "allow_file_urls": True if allow_file_urls else None,
+            },
         }
         cfg = options.load_cli_config(config, overrides, console)
         if env not in ("browser", "desktop"):
             raise ConfigError(f"--env must be 'browser' or 'desktop', got {env!r}")
+        if url:
+            from surfer.tools.url_policy import check_start_url
+
+            check_start_url(url, cfg.browser.allow_file_urls)
         environment = None
         if env == "desktop":
             from surfer.tools.desktop import DesktopEnvironment
@@ -96,13 +105,13 @@ def run(
                 await agent.environment.close()
 
     try:
-        result = asyncio.run(main())
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]; what was done is saved in {run_dir}")
+        result = run_interruptible(main())
+    except Interrupted as stop:
+        console.print(f"[yellow]interrupted[/yellow] by {stop}; what was done is saved in {run_dir}")
         if as_json:
             saved = Path(run_dir) / "result.json"
             print(saved.read_text() if saved.exists() else json.dumps({"status": "interrupted", "run_dir": str(run_dir)}))
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(stop.exit_code) from None
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]
     raise typer.Exit(exit_code(result))

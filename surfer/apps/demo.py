@@ -156,14 +156,13 @@ def register(app: Any, bench_app: Any) -> None:
     ) -> None:
         """Watch the whole loop on the bundled demo site, with a ground-truth oracle
         standing in for the model (over real HTTP): no GPU or model server needed."""
-        import asyncio
-
         from rich.console import Console
 
         from surfer.agent.config import AgentConfig, BrowserSettings
         from surfer.agent.loop import Agent, default_run_dir
         from surfer.apps.cli import exit_code
         from surfer.apps.live import LiveView
+        from surfer.apps.signals import run_command
         from surfer.apps.static_site import StaticSite
         from surfer.models.profiles import get_profile
         from surfer.models.standin import StandInServer
@@ -182,4 +181,4 @@ def register(app: Any, bench_app: Any) -> None:
                     finally:
                         await agent.aclose()
 
-        raise typer.Exit(exit_code(asyncio.run(main())))
+        raise typer.Exit(exit_code(run_command(main())))

@@ -19,6 +19,8 @@ Model = Annotated[Optional[str], typer.Option("--model", help="Model name served
 ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY].")]
 Profile = Annotated[Optional[str], typer.Option(
     "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
+AllowFileUrls = Annotated[bool, typer.Option(
+    "--allow-file-urls", help="Let the agent open file: URLs (refused by default, like chrome:, devtools:, view-source:, javascript:).")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
 

@@ -4,7 +4,6 @@ through the real HTTP path. Prints figures and writes JSON."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import statistics
 import tempfile
@@ -13,6 +12,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+from surfer.apps.signals import run_command
 
 from surfer.agent.events import Event, StepFinished, StepStarted
 
@@ -80,7 +81,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/overhead.json)."),
     ) -> None:
         """Per-step harness overhead (everything but model time) on the demo site."""
-        report = asyncio.run(measure_overhead(runs=runs, profile=profile))
+        report = run_command(measure_overhead(runs=runs, profile=profile))
         target = out or Path(".bench/overhead.json")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(report, indent=2))

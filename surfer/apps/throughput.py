@@ -25,6 +25,8 @@ from typing import Any, Optional
 
 import typer
 
+from surfer.apps.signals import run_command
+
 from surfer.agent.events import Event, StepFinished, StepStarted
 from surfer.core.actions import CssPoint
 from surfer.core.errors import ConfigError
@@ -362,7 +364,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from surfer.apps.cli import EXIT_USAGE
 
         try:
-            report = asyncio.run(
+            report = run_command(
                 run_throughput(
                     parse_levels(concurrency), steps, write_runs=write_runs, server_process=not in_process,
                     model_latency=model_latency,

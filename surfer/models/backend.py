@@ -4,9 +4,12 @@ schema in, text + token usage out."""
 from __future__ import annotations
 
 import abc
+import asyncio
 import base64
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Callable, Literal, TypeVar, Union
+
+T = TypeVar("T")
 
 RoleName = Literal["policy", "localizer", "validator"]
 
@@ -117,3 +120,30 @@ class ModelBackend(abc.ABC):
     @property
     def label(self) -> str:
         return type(self).__name__
+
+
+async def run_exclusive(lock: asyncio.Lock, work: Callable[..., T], *args: Any, on_cancel: Callable[[], None] | None = None) -> T:
+    """Run blocking `work(*args)` in a thread, one at a time under `lock`.
+
+    Cancelling the caller (a run's time limit, Ctrl-C) returns at once; a thread
+    cannot be killed, so `on_cancel` asks it to stop early, and the lock stays
+    held until it has finished, so two generations never overlap on one model."""
+    await lock.acquire()
+    try:
+        future = asyncio.ensure_future(asyncio.to_thread(work, *args))
+    except BaseException:
+        lock.release()
+        raise
+
+    def finished(done: asyncio.Future[T]) -> None:
+        lock.release()
+        if not done.cancelled():
+            done.exception()  # retrieved: a cancelled caller no longer waits for it
+
+    future.add_done_callback(finished)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        if on_cancel is not None:
+            on_cancel()
+        raise

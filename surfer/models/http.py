@@ -18,11 +18,14 @@ from typing import Any
 import openai
 from pydantic import BaseModel, Field
 
+from surfer.core.deadline import time_left
 from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 
 STRUCTURED_MODES = ("response_format", "structured_outputs", "none")
+DEFAULT_REQUEST_TIMEOUT = 120.0
+MIN_REQUEST_TIMEOUT = 0.05
 
 
 class Endpoint(BaseModel):
@@ -31,7 +34,10 @@ class Endpoint(BaseModel):
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "Hcompany/Holotron-12B"
     api_key: str = "EMPTY"
-    timeout: float = Field(default=120.0, gt=0, description="Seconds for one request.")
+    timeout: float | None = Field(
+        default=None, gt=0,
+        description=f"Seconds for one request; unset: {DEFAULT_REQUEST_TIMEOUT:g} s, or the time left in the run if less.",
+    )
     max_retries: int = Field(default=4, ge=0, description="Retries for transient errors (429, 5xx, timeouts).")
     connect_retries: int = Field(default=2, ge=0, description="Quick retries when the connection is refused.")
 
@@ -70,7 +76,8 @@ class OpenAICompatibleBackend(ModelBackend):
         self.structured_mode = STRUCTURED_MODES[0]
         # The SDK's default pool (1,000 connections) is enough for hundreds of sessions.
         self._client = openai.AsyncOpenAI(
-            base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY", timeout=endpoint.timeout, max_retries=0,
+            base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY", timeout=endpoint.timeout or DEFAULT_REQUEST_TIMEOUT,
+            max_retries=0,
         )
         self._checked = False
 
@@ -86,7 +93,7 @@ class OpenAICompatibleBackend(ModelBackend):
         if self._checked:
             return
         try:
-            page = await self._with_connect_retries(lambda: self._client.models.list())
+            page = await self._with_connect_retries(lambda timeout: self._client.models.list(timeout=timeout))
         except openai.NotFoundError:
             self._checked = True  # server without /models: nothing to check against
             return
@@ -102,13 +109,22 @@ class OpenAICompatibleBackend(ModelBackend):
             )
         self._checked = True
 
+    def request_timeout(self) -> float:
+        """The timeout for the next request: the endpoint's, when set; else the
+        default, shortened to the time left in the run."""
+        if self.endpoint.timeout is not None:
+            return self.endpoint.timeout
+        left = time_left()
+        return DEFAULT_REQUEST_TIMEOUT if left is None else max(MIN_REQUEST_TIMEOUT, min(DEFAULT_REQUEST_TIMEOUT, left))
+
     async def _with_connect_retries(self, call):  # type: ignore[no-untyped-def]
         for attempt in range(self.endpoint.connect_retries + 1):
+            timeout = self.request_timeout()
             try:
-                return await call()
+                return await call(timeout)
             except openai.APITimeoutError:
                 raise ModelServerUnreachable(
-                    f"model server at {self.endpoint.base_url} did not answer within {self.endpoint.timeout:.0f} s"
+                    f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s"
                 ) from None
             except openai.APIConnectionError as exc:
                 if attempt == self.endpoint.connect_retries:
@@ -149,13 +165,13 @@ class OpenAICompatibleBackend(ModelBackend):
             mode = self.structured_mode
             try:
                 response = await self._with_connect_retries(
-                    lambda: self._client.chat.completions.create(**self._body(request, mode))
+                    lambda timeout: self._client.chat.completions.create(**self._body(request, mode), timeout=timeout)
                 )
             except ModelServerUnreachable:
-                if transient >= self.endpoint.max_retries:
+                if not self._may_retry(transient):
                     raise
                 transient += 1
-                await asyncio.sleep(min(8.0, 0.5 * 2 ** transient) * (0.5 + random.random()))
+                await asyncio.sleep(self._backoff(transient))
                 continue
             except openai.NotFoundError as exc:
                 raise ModelNotFound(
@@ -169,14 +185,24 @@ class OpenAICompatibleBackend(ModelBackend):
                     if self.structured_mode == mode:
                         self.structured_mode = next_mode
                     continue
-                if (exc.status_code == 429 or exc.status_code >= 500) and transient < self.endpoint.max_retries:
+                if (exc.status_code == 429 or exc.status_code >= 500) and self._may_retry(transient):
                     transient += 1
-                    await asyncio.sleep(min(8.0, 0.5 * 2 ** transient) * (0.5 + random.random()))
+                    await asyncio.sleep(self._backoff(transient))
                     continue
                 raise ModelRequestError(
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
             return self._completion(response, mode, started)
+
+    def _may_retry(self, done: int) -> bool:
+        """Another try of a transient failure: within max_retries, and only when the
+        run has time left for the back-off and a request after it."""
+        left = time_left()
+        return done < self.endpoint.max_retries and (left is None or left > 2 * self._backoff(done + 1, jitter=False))
+
+    @staticmethod
+    def _backoff(attempt: int, jitter: bool = True) -> float:
+        return min(8.0, 0.5 * 2 ** attempt) * ((0.5 + random.random()) if jitter else 1.0)
 
     def _completion(self, response: Any, mode: str, started: float) -> Completion:
         if not getattr(response, "choices", None):

@@ -9,8 +9,9 @@ real HTTP path runs end to end, with answers decided by Python callables.
         Agent(base_url=server.base_url, model=server.model, ...)
 
 It serves `GET /v1/models` and `POST /v1/chat/completions`, can fail the
-next N requests with a status code, delay answers, or reject
-`response_format` the way servers without structured outputs do.
+next N requests with a status code, delay answers, hang (accept requests and
+never answer them, like a wedged server), or reject `response_format` the way
+servers without structured outputs do.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class StandInServer:
         port: int = 0,
         delay: float = 0.0,
         reject_response_format: bool = False,
+        hang_after: int | None = None,
     ) -> None:
         self.respond = respond
         self.model = model
@@ -109,6 +111,10 @@ class StandInServer:
         self.reject_response_format = reject_response_format
         self.requests: list[ChatRequest] = []
         self._failures: list[int] = []
+        # Chat requests answered before the server hangs (None: never hangs).
+        self.hang_after = hang_after
+        self.hung = 0
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._httpd = _Server((host, port), self._handler())
         self._thread: threading.Thread | None = None
@@ -123,12 +129,20 @@ class StandInServer:
         with self._lock:
             self._failures.extend([status] * count)
 
+    def _should_hang(self) -> bool:
+        with self._lock:
+            if self.hang_after is None or len(self.requests) < self.hang_after:
+                return False
+            self.hung += 1
+            return True
+
     def start(self) -> "StandInServer":
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="standin", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # releases hung requests
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -183,6 +197,9 @@ class StandInServer:
                 failure = server._next_failure()
                 if failure is not None:
                     self._send(failure, {"error": {"message": f"injected failure {failure}"}})
+                    return
+                if server._should_hang():
+                    server._stopping.wait()  # accepted, never answered
                     return
                 request = parse_chat_request(body)
                 with server._lock:

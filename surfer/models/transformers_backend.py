@@ -20,12 +20,13 @@ import asyncio
 import importlib.util
 import io
 import logging
+import threading
 import time
 from typing import Any
 
 from surfer.core.errors import ConfigError
 
-from .backend import Completion, ImagePart, ModelBackend, ModelRequest, TextPart, Usage
+from .backend import Completion, ImagePart, ModelBackend, ModelRequest, TextPart, Usage, run_exclusive
 from .http import _schema_in_prompt
 
 log = logging.getLogger("surfer.models.transformers")
@@ -75,6 +76,18 @@ def _open_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if part.get("type") == "image" and isinstance(part["image"], bytes):
                     part["image"] = Image.open(io.BytesIO(part["image"])).convert("RGB")
     return messages
+
+
+def _stop_when(stop: threading.Event) -> Any:
+    """Stopping criteria that end generation once `stop` is set (a cancelled call)."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class StopWhenSet(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), stop.is_set(), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([StopWhenSet()])
 
 
 class TransformersBackend(ModelBackend):
@@ -142,7 +155,7 @@ class TransformersBackend(ModelBackend):
         async with self._lock:
             await asyncio.to_thread(self._load)
 
-    def _generate(self, request: ModelRequest) -> tuple[str, Usage]:
+    def _generate(self, request: ModelRequest, stop: threading.Event | None = None) -> tuple[str, Usage]:
         import torch
 
         self._load()
@@ -159,6 +172,8 @@ class TransformersBackend(ModelBackend):
         options: dict[str, Any] = {"max_new_tokens": limit, "do_sample": sample}
         if sample:
             options["temperature"] = request.temperature
+        if stop is not None:
+            options["stopping_criteria"] = _stop_when(stop)
         with torch.inference_mode():
             output = self._model.generate(**inputs, **options)
         prompt_len = inputs["input_ids"].shape[-1]
@@ -169,7 +184,7 @@ class TransformersBackend(ModelBackend):
 
     async def complete(self, request: ModelRequest) -> Completion:
         started = time.perf_counter()
-        async with self._lock:
-            text, usage = await asyncio.to_thread(self._generate, request)
+        stop = threading.Event()
+        text, usage = await run_exclusive(self._lock, self._generate, request, stop, on_cancel=stop.set)
         return Completion(text=text, usage=usage, seconds=time.perf_counter() - started, model=self.model_id,
                           structured="prompt" if request.schema is not None else "none")

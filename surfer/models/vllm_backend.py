@@ -19,7 +19,7 @@ from typing import Any
 
 from surfer.core.errors import ConfigError
 
-from .backend import Completion, ModelBackend, ModelRequest, Usage
+from .backend import Completion, ModelBackend, ModelRequest, Usage, run_exclusive
 from .http import to_openai_messages
 
 INSTALL = "the in-process vLLM backend needs vLLM: pip install 'surfer-agent[vllm]' (Linux, NVIDIA GPU)"
@@ -83,8 +83,7 @@ class VLLMBackend(ModelBackend):
     async def complete(self, request: ModelRequest) -> Completion:
         parts = request_parts(request)
         started = time.perf_counter()
-        async with self._lock:
-            output = await asyncio.to_thread(self._generate, parts)
+        output = await run_exclusive(self._lock, self._generate, parts)
         generated = output.outputs[0]
         usage = Usage(len(output.prompt_token_ids or ()), len(generated.token_ids or ()))
         return Completion(

@@ -14,12 +14,13 @@ from typing import Any
 
 from surfer.core.actions import Click, CloseTab, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText
 from surfer.core.coordinates import Size
-from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure
+from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure, SurferError
 from surfer.core.observation import Observation, Screenshot
 
-from .base import Environment
+from .base import ActionOutcome, Environment
 from .chromium import LAUNCH_ARGS, find_chromium
 from .settle import MUTATION_TRACKER, Mark, NetworkTracker, SettleConfig, settle_page
+from .url_policy import UrlPolicy, check_start_url
 
 WHEEL_NOTCH_PX = 100
 
@@ -74,6 +75,7 @@ class BrowserEnvironment(Environment):
         navigation_timeout: float = 30.0,
         browser: Any = None,
         clip: tuple[float, float, float, float] | None = None,
+        allow_file_urls: bool = False,
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -91,6 +93,7 @@ class BrowserEnvironment(Environment):
         self._shared_browser = browser
         # Capture only this CSS rectangle (x, y, width, height); points map back through the origin.
         self.clip = clip
+        self.url_policy = UrlPolicy(allow_file_urls=allow_file_urls)
         self._playwright: Any = None
         self._browser: Any = None
         self._context: Any = None
@@ -126,6 +129,7 @@ class BrowserEnvironment(Environment):
             self._context.on("page", self._on_new_page)
             self._use(await self._context.new_page())
         if url:
+            check_start_url(url, self.url_policy.allow_file_urls)
             await self._goto(url)
             await self.settle(await self.mark())
 
@@ -166,6 +170,7 @@ class BrowserEnvironment(Environment):
             self._hooked.add(id(page))
             page.on("crash", lambda *_: self._on_crash(page))
             page.on("framenavigated", lambda frame: self._on_navigated(page, frame))
+            self.url_policy.watch(page)
 
     def _on_crash(self, page: Any) -> None:
         if page is self._page:
@@ -188,6 +193,7 @@ class BrowserEnvironment(Environment):
     async def observe(self) -> Observation:
         self._check_alive()
         page = self.page
+        await self.url_policy.leave_refused(page)  # a refused page is never captured
         options: dict[str, Any] = {"type": self.screenshot_format, "timeout": 15_000}
         if self.screenshot_format == "jpeg":
             options["quality"] = self.jpeg_quality
@@ -215,6 +221,25 @@ class BrowserEnvironment(Environment):
     async def settle(self, mark: Mark) -> str:
         self._check_alive()
         return await settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config)
+
+    async def perform(self, action: Any) -> ActionOutcome:
+        self._check_alive()
+        try:
+            outcome = await super().perform(action)
+        except (SurferError, ValueError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - Playwright's plain Error: a crash, or an action the page refused
+            message = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            self._check_alive()
+            if "crashed" in message.lower():
+                raise EnvironmentFailure(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
+            raise ActionFailed(f"{action.type} failed: {message}") from None
+        if await self.url_policy.leave_refused(self.page):
+            outcome.settle_reason += "; left a refused page"
+        notices = self.url_policy.take_notices()
+        if notices:
+            outcome.detail = "; ".join([outcome.detail, *notices]) if outcome.detail else "; ".join(notices)
+        return outcome
 
     # -- actions -------------------------------------------------------------
 
@@ -264,7 +289,9 @@ class BrowserEnvironment(Environment):
         return f"dragged {action.point} → {action.to_point}"
 
     async def _goto(self, url: str) -> None:
+        self.url_policy.check(url)  # before normalising: 'javascript:...' must not become 'https://javascript:...'
         target = normalize_url(url, self._page.url if self._page else "")
+        self.url_policy.check(target)
         try:
             await self.page.goto(target, wait_until="domcontentloaded")
         except Exception as exc:  # noqa: BLE001

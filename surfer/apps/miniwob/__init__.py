@@ -4,12 +4,13 @@ a ground-truth oracle model double, and `surfer bench miniwob`."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from surfer.apps.signals import run_command
 
 from surfer.apps import options
 
@@ -62,7 +63,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 console,
             )
             names = resolve_tasks(tasks, suite)
-            report = asyncio.run(
+            report = run_command(
                 run_miniwob(cfg, names, seeds=seeds, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight)
             )
         table = Table(title=f"MiniWoB++ · {'oracle' if oracle else cfg.model} · concurrency {concurrency}")

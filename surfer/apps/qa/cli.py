@@ -2,13 +2,12 @@
 
 Exit codes: 0 every case passed (flaky ones included), 1 a case failed,
 2 a bad suite file or configuration, 3 the model server cannot be reached,
-130 interrupted."""
+130 / 143 stopped by SIGINT / SIGTERM (finished cases reported)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -88,16 +87,36 @@ def demo_servers(console: Any) -> Iterator[dict[str, str]]:
 
 
 def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
+    """Run with the live table; SIGINT / SIGTERM stop it like the other commands
+    (`Interrupted`), the cases finished so far kept."""
     from rich.live import Live
+
+    from surfer.apps.signals import run_interruptible
 
     live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet else None
     if live:
         live.start()
     try:
-        return asyncio.run(runner.run())
+        return run_interruptible(runner.run())
     finally:
         if live:
             live.stop()
+
+
+def check_start_urls(runs: list[SuiteRun]) -> None:
+    """Refused start URLs (file:, chrome:, ...) are a usage error before anything runs."""
+    from surfer.core.errors import ConfigError
+    from surfer.tools.url_policy import check_start_url
+
+    for run in runs:
+        for case in run.suite.cases:
+            url = run.suite.resolve_url(case.url)
+            if url and run.suite.environment == "browser":
+                try:
+                    check_start_url(url, run.config.browser.allow_file_urls)
+                except ConfigError as exc:
+                    line = run.suite.lines.get(case.name, 1)
+                    raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}") from None
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -127,7 +146,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         """Run QA suites written in plain language: cases in parallel, JUnit + HTML reports, an action cache."""
         from rich.console import Console
 
-        from surfer.apps.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.signals import Interrupted
         from surfer.core.errors import ConfigError
 
         from .reports import write_reports
@@ -151,17 +171,22 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
                      "browser": {"headless": False if headful else None}}
             runs = [SuiteRun(s, suite_config(config, s, flags, console)) for s in suites]
+            check_start_urls(runs)
             action_cache = None if no_cache else ActionCache(cache or files[0].parent / DEFAULT_CACHE)
             runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries, cache=action_cache,
                               update_cache=update_cache, select=selector(tag, grep))
             if not runner.cases:
                 raise ConfigError("no case matches --tag/--grep")
+            junit_path, html_path = junit or out_dir / "junit.xml", html or out_dir / "index.html"
+            started = time.monotonic()
             try:
                 summary = run_qa(runner, console, quiet)
-            except KeyboardInterrupt:
-                console.print(f"[yellow]interrupted[/yellow]; finished cases are in {out_dir / 'results.jsonl'}")
-                raise typer.Exit(EXIT_INTERRUPTED) from None
-            junit_path, html_path = junit or out_dir / "junit.xml", html or out_dir / "index.html"
+            except Interrupted as stop:
+                stopped = QaSummary(out_dir, runner.cases, time.monotonic() - started, f"interrupted by {stop}", "interrupted")
+                write_reports(stopped, junit_path, html_path)
+                console.print(f"[yellow]interrupted[/yellow] by {stop}: {stopped.line()}; finished cases are in "
+                              f"{out_dir / 'results.jsonl'} and {junit_path}")
+                raise typer.Exit(stop.exit_code) from None
             write_reports(summary, junit_path, html_path)
         console.print(summary.line())
         for case in summary.cases:

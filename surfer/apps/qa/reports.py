@@ -47,7 +47,7 @@ def junit_xml(summary: QaSummary) -> str:
         suite = ET.SubElement(
             root, "testsuite", name=suite_name, tests=str(len(cases)),
             failures=str(sum(c.status == "failed" for c in cases)), errors=str(sum(c.status == "error" for c in cases)),
-            skipped=str(sum(c.status == "queued" for c in cases)), time=f"{sum(c.seconds for c in cases):.3f}",
+            skipped=str(sum(c.status in ("queued", "running") for c in cases)), time=f"{sum(c.seconds for c in cases):.3f}",
         )
         for case in cases:
             element = ET.SubElement(suite, "testcase", classname=suite_name, name=case.case.name, time=f"{case.seconds:.3f}")
@@ -59,8 +59,8 @@ def junit_xml(summary: QaSummary) -> str:
                 message = (last.failure if last else None) or "not run"
                 tag = "failure" if case.status == "failed" else "error"
                 ET.SubElement(element, tag, message=message, type=last.error_kind or tag if last else tag).text = _details(case)
-            elif case.status == "queued":
-                ET.SubElement(element, "skipped", message="not run: the run stopped early")
+            elif not case.passed:
+                ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
             ET.SubElement(element, "system-out").text = str(case.dir)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

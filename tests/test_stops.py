@@ -1,0 +1,312 @@
+"""Every way a run can stop keeps its limits and its record: a wall-time limit
+during a hung model call, SIGTERM (like Ctrl-C, exit 143), a second signal, and
+URLs that expose local files or the browser itself."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from surfer import Agent
+from surfer.core.actions import Click, CssPoint, Goto
+from surfer.core.deadline import run_deadline
+from surfer.core.errors import ActionFailed
+from surfer.models.backend import Completion, ModelBackend, ModelRequest, Usage, run_exclusive
+from surfer.models.http import Endpoint, OpenAICompatibleBackend
+
+SCROLL = {"thought": "look further down", "notes": "", "action": {"type": "scroll", "direction": "down", "amount": 1}}
+ANSWER = {"thought": "done", "notes": "", "action": {"type": "answer", "text": "42"}}
+
+
+def scroll_then_answer(request):  # type: ignore[no-untyped-def]
+    """Policy: scroll until the history shows two scrolls, then answer."""
+    return ANSWER if request.text.count("scroll(") >= 2 else SCROLL
+
+
+def cli_env() -> dict[str, str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    for key in ("SURFER_BASE_URL", "SURFER_MODEL", "SURFER_API_KEY", "SURFER_PROFILE"):
+        env.pop(key, None)
+    return env
+
+
+def surfer(*args: str) -> list[str]:
+    return [sys.executable, "-m", "surfer", *args]
+
+
+def wait_until(check, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
+def run_files(run_dir: Path) -> tuple[dict, list[dict]]:
+    result = json.loads((run_dir / "result.json").read_text())
+    steps = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    assert (run_dir / "report.html").exists() and (run_dir / "run.json").exists()
+    return result, steps
+
+
+# -- the wall-time limit -------------------------------------------------------------
+
+
+async def test_time_limit_cuts_a_call_to_a_server_that_never_answers(standin, browser_env, pages, tmp_path):
+    server = standin(scroll_then_answer, hang_after=0)
+    env = await browser_env(pages.url("actions.html"))
+    agent = Agent(base_url=server.base_url, model=server.model, profile="holo2", max_seconds=2, environment=env)
+    started = time.monotonic()
+    result = await agent.run("probe", out_dir=tmp_path / "run")
+    elapsed = time.monotonic() - started
+    await agent.aclose()
+    assert result.status == "limit", result
+    assert "time limit of 2 s reached during step 1" in result.reason and "no final answer" in result.reason
+    assert elapsed < 2.0 + 1.0, elapsed  # the default 120 s request timeout and 4 retries did not hold it
+    assert server.hung == 2  # the step's policy call, then the final-answer call: both cut off
+    saved, steps = run_files(tmp_path / "run")
+    assert saved["status"] == "limit" and steps == []  # the cut step is dropped, the record complete
+
+
+async def test_finished_steps_are_kept_when_a_later_call_hangs(standin, browser_env, pages, tmp_path):
+    server = standin(scroll_then_answer, hang_after=2)
+    env = await browser_env(pages.url("actions.html"))
+    agent = Agent(base_url=server.base_url, model=server.model, profile="holo2", max_seconds=3, environment=env,
+                  validate_answers=False)
+    result = await agent.run("probe", out_dir=tmp_path / "run")
+    await agent.aclose()
+    assert result.status == "limit" and result.steps == 2
+    saved, steps = run_files(tmp_path / "run")
+    assert [s["action"]["type"] for s in steps] == ["scroll", "scroll"] and saved["steps"] == 2
+    assert result.timings.seconds < 3.0 + 1.0
+
+
+class HangsOnceThenAnswers(ModelBackend):
+    """The first policy call never returns; the final-answer call answers."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        self.calls += 1
+        if self.calls == 1:
+            await asyncio.sleep(3600)
+        return Completion(text=json.dumps(ANSWER), usage=Usage(10, 10))
+
+
+async def test_the_final_answer_gets_the_time_kept_back_for_it(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    model = HangsOnceThenAnswers()
+    agent = Agent(backend=model, profile="holo2", max_seconds=2, environment=env, validate_answers=False)
+    result = await agent.run("what is the answer?")
+    assert result.status == "success" and result.answer == "42", result
+    assert "answered at the limit (time limit of 2 s reached during step 1)" in result.reason
+    assert result.timings.seconds < 2.0 + 0.5 and model.calls == 2
+
+
+async def test_request_timeout_scales_down_to_the_time_left_unless_set():
+    default = OpenAICompatibleBackend(Endpoint(base_url="http://127.0.0.1:9/v1", model="m"))
+    fixed = OpenAICompatibleBackend(Endpoint(base_url="http://127.0.0.1:9/v1", model="m", timeout=7))
+    assert default.request_timeout() == 120.0 and fixed.request_timeout() == 7
+    with run_deadline(asyncio.get_running_loop().time() + 5):
+        assert 4.5 < default.request_timeout() <= 5.0
+        assert fixed.request_timeout() == 7  # the user's own timeout is kept; the run's limit still cancels
+        with run_deadline(asyncio.get_running_loop().time() + 60):  # a nested deadline never extends the outer one
+            assert default.request_timeout() <= 5.0
+    await default.aclose()
+    await fixed.aclose()
+
+
+async def test_cancelling_in_process_generation_returns_at_once_and_never_overlaps():
+    lock = asyncio.Lock()
+    stop, running, overlaps = threading.Event(), [], []
+
+    def generate(tag: str) -> str:
+        if running:
+            overlaps.append(tag)
+        running.append(tag)
+        stop.wait(1.0)  # a long generation that ends early when asked
+        running.remove(tag)
+        return tag
+
+    first = asyncio.create_task(run_exclusive(lock, generate, "first", on_cancel=stop.set))
+    await asyncio.sleep(0.1)
+    started = time.monotonic()
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert time.monotonic() - started < 0.2 and stop.is_set()
+    stop.clear()
+    assert await run_exclusive(lock, lambda: "second") == "second"
+    assert overlaps == [] and not lock.locked()
+
+
+def test_cli_time_limit_with_a_hung_server(standin, pages, tmp_path):
+    server = standin(scroll_then_answer, hang_after=0)
+    proc = subprocess.run(
+        surfer("run", "probe", "--url", pages.url("actions.html"), "--base-url", server.base_url, "--model", server.model,
+               "--profile", "holo2", "--max-seconds", "2", "--out", str(tmp_path / "run"), "--json"),
+        capture_output=True, text=True, timeout=60, env=cli_env(),
+    )
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "limit" and "time limit of 2 s" in result["reason"]
+    assert result["timings"]["seconds"] < 2.0 + 1.0
+    saved, _ = run_files(tmp_path / "run")
+    assert saved["status"] == "limit"
+
+
+# -- signals --------------------------------------------------------------------------
+
+
+def test_sigterm_during_a_run_keeps_the_finished_steps(standin, pages, tmp_path):
+    server = standin(scroll_then_answer, hang_after=2)  # two steps finish, the third step's call hangs
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        surfer("run", "probe", "--url", pages.url("actions.html"), "--base-url", server.base_url, "--model",
+               server.model, "--profile", "holo2", "--out", str(run_dir)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )
+    wait_until(lambda: server.hung >= 1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, out + err
+    assert "interrupted by SIGTERM" in out
+    result, steps = run_files(run_dir)
+    assert result["status"] == "interrupted" and "SIGTERM" in result["reason"]
+    assert len(steps) == 2 == result["steps"]
+    assert len(list((run_dir / "screenshots").iterdir())) == 2
+
+
+def test_sigterm_during_a_batch_keeps_every_finished_task(standin, pages, tmp_path):
+    server = standin(scroll_then_answer, hang_after=3)  # task a: scroll, scroll, answer; task b hangs
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(
+        json.dumps({"id": i, "task": "probe", "url": pages.url("actions.html")}) + "\n" for i in ("a", "b", "c")
+    ))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        surfer("batch", str(tasks), "--out", str(out), "--concurrency", "1", "--base-url", server.base_url,
+               "--model", server.model, "--profile", "holo2", "--no-validator", "--quiet"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )
+    wait_until(lambda: server.hung >= 1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stdout + stderr
+    assert "interrupted by SIGTERM" in stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["status"]) for r in records] == [("a", "success")]
+    result, steps = run_files(out / records[0]["run_dir"])
+    assert result["status"] == "success" and len(steps) == 3
+
+
+SLOW_CLEANUP = """
+import asyncio, sys
+from surfer.apps.signals import Interrupted, run_interruptible
+
+async def main():
+    try:
+        print("ready", flush=True)
+        await asyncio.sleep(3600)
+    finally:
+        print("cleaning up", flush=True)
+        await asyncio.shield(asyncio.sleep(30))  # a cleanup that takes too long
+
+try:
+    run_interruptible(main())
+except Interrupted as stop:
+    sys.exit(stop.exit_code)
+"""
+
+
+def test_a_second_signal_exits_at_once():
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLEANUP], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.stdout.readline().strip() == "cleaning up"  # the first signal cancelled main
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=10)
+    assert proc.returncode == 143 and time.monotonic() - started < 5
+    assert "exiting at once" in proc.stderr.read()
+
+
+# -- refused URLs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", [
+    "file:///etc/passwd", "FILE:///etc/hostname", "javascript:document.title='owned'", "view-source:http://127.0.0.1/",
+    "chrome://version", "devtools://devtools/bundled/inspector.html",
+])
+async def test_goto_refuses_local_files_and_browser_internals(browser_env, pages, url):
+    env = await browser_env(pages.url("actions.html"))
+    with pytest.raises(ActionFailed, match="refused to open"):
+        await env.perform(Goto(url=url))
+    assert env.page.url == pages.url("actions.html") and await env.page.title() != "owned"
+
+
+async def test_a_model_asking_for_a_local_file_is_told_no(browser_env, pages, tmp_path):
+    from surfer import ScriptedModel
+
+    env = await browser_env(pages.url("actions.html"))
+    goto = {"thought": "read it", "notes": "", "action": {"type": "goto", "url": "file:///etc/passwd"}}
+    model = ScriptedModel(policy=[goto, ANSWER], validator=[{"verdict": "accept", "reasons": "ok"}])
+    result = await Agent(backend=model, profile="holo2", environment=env).run("read /etc/passwd", out_dir=tmp_path / "run")
+    assert result.status == "success"
+    _, steps = run_files(tmp_path / "run")
+    assert "refused to open file:///etc/passwd" in steps[0]["outcome"]["error"]
+    second_policy = [r for r in model.requests if r.schema_name == "policy"][1]
+    assert "file: URLs are refused" in "".join(getattr(p, "text", "") for m in second_policy.messages for p in m.content)
+    assert all(not s["url"].startswith("file:") for s in steps)
+
+
+async def test_a_page_link_to_a_local_file_is_refused_and_said(browser_env, pages):
+    env = await browser_env(pages.url("file_link.html"))
+    box = await env.page.locator("#local").bounding_box()  # geometry, as a localizer would find the drawn link
+    outcome = await env.perform(Click(target="the password file link", point=CssPoint(x=box["x"] + 5, y=box["y"] + 5)))
+    assert "tried to open file:///etc/passwd; local files are refused" in outcome.detail
+    assert env.page.url == pages.url("file_link.html")
+
+
+async def test_file_urls_open_when_the_user_allows_them_and_never_after(browser_env, tmp_path):
+    local = tmp_path / "local.html"
+    local.write_text("<title>local</title><h1>a local page</h1>")
+    env = await browser_env(allow_file_urls=True)
+    await env.perform(Goto(url=local.as_uri()))
+    assert env.page.url == local.as_uri() and await env.page.title() == "local"
+    env.url_policy.allow_file_urls = False  # e.g. the page was reached some other way: it is never captured
+    observation = await env.observe()
+    assert observation.url == "about:blank"
+
+
+def test_a_file_start_url_is_a_usage_error(tmp_path):
+    proc = subprocess.run(
+        surfer("run", "probe", "--url", "file:///etc/passwd", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+               "--profile", "holo2", "--out", str(tmp_path / "run")),
+        capture_output=True, text=True, timeout=60, env=cli_env(),
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # refused before any server is contacted
+    assert "start URL file:///etc/passwd is refused" in proc.stdout and "--allow-file-urls" in proc.stdout
+
+
+def test_a_batch_task_with_a_file_url_is_a_usage_error(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "peek", "task": "read it", "url": "file:///etc/passwd"}) + "\n")
+    proc = subprocess.run(
+        surfer("batch", str(tasks), "--out", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+               "--profile", "holo2", "--quiet"),
+        capture_output=True, text=True, timeout=60, env=cli_env(),
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "task peek: the start URL file:///etc/passwd is refused" in proc.stderr
+    assert not (tmp_path / "out" / "results.jsonl").exists()
