@@ -227,3 +227,30 @@ def test_a_cache_entry_that_replays_into_a_failure_is_dropped_and_rerun(standin,
     assert roles(server, before)["policy"] >= 4  # the re-run used the model
     assert '"text": "alice"' in entry_file.read_text() and "mallory" not in entry_file.read_text()
     assert properties(junit_cases(tmp_path / "o2" / "junit.xml")["sign in"])["cache_dropped"] == "true"
+
+
+def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, centres, tmp_path):
+    import signal
+    import time
+
+    server = standin(qa_oracle(centres, FRAME), hang_after=2)  # case 1: policy + validator; case 2 hangs
+    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "".join([
+        "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
+        SIGN_IN.format(name="sign in", expect='[{text: "794.36"}]'),
+    ]))
+    out = tmp_path / "out"
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "LIBRARY_PASSWORD": SECRET}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "surfer", "qa", str(suite), "--out", str(out), "--concurrency", "1", "--no-cache", "--quiet",
+         *endpoint(server)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    deadline = time.monotonic() + 60
+    while server.hung < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "interrupted by SIGTERM" in stderr
+    assert [(r["case"], r["status"]) for r in results(out).values()] == [("hours", "passed")]
+    cases = junit_cases(out / "junit.xml")
+    assert cases["hours"].is_passed and cases["sign in"].is_skipped

@@ -224,6 +224,8 @@ class QaRunner:
         self.suites = suites
         self.out_dir = Path(out_dir)
         self.concurrency = concurrency or max(s.suite.concurrency for s in suites)
+        if any(s.suite.environment == "desktop" for s in suites):
+            self.concurrency = 1  # one screen, one mouse
         self.retries = retries
         self.cache = cache
         self.update_cache = update_cache
@@ -265,7 +267,7 @@ class QaRunner:
         for case in self.cases:
             queue.put_nowait(case)
         try:
-            if self.cases:
+            if any(self._runs[c.id].suite.environment == "browser" for c in self.cases):
                 await self._browser.start()
             workers = [asyncio.create_task(self._worker(queue)) for _ in range(min(self.concurrency, len(self.cases)))]
             try:
@@ -344,7 +346,7 @@ class QaRunner:
         report.attempts.append(attempt)
         started = time.monotonic()
         for retry in (1, 2):
-            browser = await self._browser.get()
+            browser = await self._browser.get() if run.suite.environment == "browser" else None
             env = QaEnvironment(self._environment(run, browser), self._secrets, run.suite.base_url)
             try:
                 await self._steps(run, report, attempt, env, entry)
@@ -356,7 +358,7 @@ class QaRunner:
                 attempt.failure = f"internal error: {exc!r}"
             finally:
                 await asyncio.shield(env.close())
-            if attempt.status == "error" and not self._browser.alive(browser) and retry == 1:
+            if attempt.status == "error" and browser is not None and not self._browser.alive(browser) and retry == 1:
                 # the shared browser died under this case: not the case's fault
                 await self._browser.relaunch(browser)
                 attempt.steps, attempt.status, attempt.failure = [], "running", None
