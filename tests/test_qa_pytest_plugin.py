@@ -4,8 +4,9 @@ against the stand-in oracle and the demo site, sharing the action cache."""
 from __future__ import annotations
 
 import json
-import os
+import re
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
@@ -15,21 +16,22 @@ from surfer.models.profiles import get_profile
 PLUGIN = "surfer.apps.qa.pytest_plugin"
 SECRET = "plugin-Secret-93e1"
 
-TESTS = '''
-SITE = {site!r}
-
-def test_sign_in_and_read_the_total(surfer):
-    surfer.goto(SITE + "login.html")
-    surfer.act("Sign in as alice with the password {{{{secret:LIBRARY_PASSWORD}}}}")
-    surfer.expect("The orders table lists order #1044")
-    surfer.expect(text="794.36")
-    assert surfer.extract("the total of order #1044", schema=float) == 794.36
+README = Path(__file__).resolve().parents[1] / "README.md"
+PLACEHOLDER = "http://127.0.0.1:8080/"
+FAILING = '''
 
 def test_a_wrong_statement_fails_with_the_reasons(surfer):
     surfer.goto(SITE + "login.html")
-    surfer.act("Sign in as alice with the password {{{{secret:LIBRARY_PASSWORD}}}}")
+    surfer.act("Sign in as alice with the password {{secret:LIBRARY_PASSWORD}}")
     surfer.expect("The orders table lists order #9999")
 '''
+
+
+def readme_example(site_url: str) -> str:
+    """The README's plugin example, as written, with the demo site's address."""
+    match = re.search(r"<!-- example: pytest-plugin -->\s*```python\n(.*?)```", README.read_text(), re.S)
+    assert match and PLACEHOLDER in match.group(1)
+    return match.group(1).replace(PLACEHOLDER, site_url)
 
 
 def plugin_args() -> list[str]:
@@ -45,7 +47,7 @@ async def centres(demo_site):
 def test_surfer_fixture_acts_expects_extracts_and_caches(pytester, standin, demo_site, centres, monkeypatch):
     server = standin(qa_oracle(centres, get_profile("holotron").frame))
     monkeypatch.setenv("LIBRARY_PASSWORD", SECRET)
-    pytester.makepyfile(test_shop=TESTS.format(site=demo_site.base_url))
+    pytester.makepyfile(test_shop=readme_example(demo_site.base_url) + FAILING)
     args = [*plugin_args(), "-p", "no:cacheprovider", "--surfer-base-url", server.base_url, "--surfer-model", server.model,
             "--surfer-profile", "holotron", "--surfer-cache", "qa-cache", "--surfer-out", "runs"]
 

@@ -254,3 +254,18 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
     assert [(r["case"], r["status"]) for r in results(out).values()] == [("hours", "passed")]
     cases = junit_cases(out / "junit.xml")
     assert cases["hours"].is_passed and cases["sign in"].is_skipped
+
+
+def test_the_readme_commands_run_the_sample_suite_and_the_benchmark(tmp_path):
+    proc = qa(str(SAMPLE_SUITE), "--demo", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
+    assert proc.returncode == 0, proc.stderr
+    assert {r["status"] for r in results(tmp_path / "out").values()} == {"passed"}
+    bench = subprocess.run([sys.executable, "-m", "surfer", "bench", "qa", "--model-latency", "0.05", "--out", str(tmp_path / "qa.json")],
+                           capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "200"})
+    assert bench.returncode == 0, bench.stderr
+    figures = json.loads((tmp_path / "qa.json").read_text())
+    first, cached = figures["first_run"], figures["cached_run"]
+    assert first["passed"] == cached["passed"] == 3 and first["model_calls"] >= 20 and first["steps_from_cache"] == 0
+    assert cached["steps_from_cache"] == cached["steps"] == 4 and cached["model_calls"] == 1
+    assert figures["speedup"] == round(first["seconds"] / cached["seconds"], 2)
+    assert "cached re-run is" in bench.stdout

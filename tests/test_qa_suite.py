@@ -69,3 +69,8 @@ def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert f"{path}:4: cases[0].stepz: Extra inputs are not permitted" in " ".join(proc.stderr.split())
     assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_the_readme_shows_the_sample_suite_as_it_is():
+    readme = (SAMPLE.parents[2] / "README.md").read_text()
+    assert "<!-- sample-suite -->\n```yaml\n" + SAMPLE.read_text() + "```" in readme
