@@ -8,14 +8,14 @@ Used by `surfer qa --demo`, `surfer bench qa` and the tests."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from surfer.apps.demo import DEMO_SITE, FrameMapper, frame_mapper, measure_targets
+from surfer.apps.demo import DEMO_SITE, DemoOracle, frame_mapper, measure_targets
 from surfer.core.actions import CssPoint
-from surfer.models.standin import Answer, ChatRequest
+from surfer.models.standin import ChatRequest
 
 SAMPLE_SUITE = Path(__file__).resolve().parents[3] / "examples" / "qa" / "library.yaml"
 SAMPLE_PASSWORD_ENV = "LIBRARY_PASSWORD"
@@ -35,7 +35,6 @@ QA_TARGETS: dict[str, tuple[str, str]] = {
 
 _TASK = re.compile(r"Task: (.+)")
 _LOCATION = re.compile(r"Current page: (?:.* — )?(\S+)")
-_TARGET = re.compile(r"Target: (.+)")
 _ANSWER = re.compile(r'Proposed answer: "(.*)"')
 _SIGN_IN = re.compile(r"sign in as (\S+) with the password (\S+)", re.I)
 _REGISTER = re.compile(r"register as (.+?) with the email (\S+)", re.I)
@@ -50,19 +49,13 @@ def _answer(text: str) -> dict[str, Any]:
 
 
 @dataclass
-class QaDemoOracle:
-    """Responder for `StandInServer`. `flaky_hours`: the first opening-hours
-    answer is wrong (to exercise retries)."""
+class QaDemoOracle(DemoOracle):
+    """Responder for `StandInServer` (the demo oracle's localizer, its own
+    policy and validator). `flaky_hours`: the first opening-hours answer is
+    wrong (to exercise retries)."""
 
-    centres: dict[str, CssPoint]
-    to_frame: FrameMapper
     flaky_hours: bool = False
-    calls: dict[str, int] = field(default_factory=dict)
     _hours_answers: int = 0
-
-    def __call__(self, request: ChatRequest) -> Answer:
-        self.calls[request.role] = self.calls.get(request.role, 0) + 1
-        return getattr(self, request.role)(request)
 
     def policy(self, request: ChatRequest) -> dict[str, Any]:
         task_match = _TASK.search(request.text)
@@ -108,14 +101,6 @@ class QaDemoOracle:
         if f"text={email!r}" not in history:
             return _act("Enter the email.", {"type": "type", "text": email, "target": "the 'Email address' text field"})
         return _act("Submit.", {"type": "click", "target": "the green 'Create account' button"})
-
-    def localizer(self, request: ChatRequest) -> dict[str, Any]:
-        match = _TARGET.search(request.text)
-        target = match.group(1).strip() if match else ""
-        if target not in self.centres:
-            return {"x": 0, "y": 0}
-        x, y = self.to_frame(self.centres[target], request.image_size(-1))
-        return {"x": x, "y": y}
 
     def validator(self, request: ChatRequest) -> dict[str, Any]:
         match = _ANSWER.search(request.text)

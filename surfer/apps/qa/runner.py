@@ -22,7 +22,7 @@ from typing import Any, Mapping, Optional
 
 from surfer.agent.config import AgentConfig
 from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
-from surfer.apps.batch import BATCH_STOPPING_ERRORS, ResultsIndex, SharedBrowser, browser_environment, shared_backends
+from surfer.apps.batch import BATCH_STOPPING_ERRORS, ResultsIndex, SharedBrowser, browser_environment, drain, shared_backends
 from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
 from surfer.models.backend import ModelBackend
 
@@ -263,19 +263,10 @@ class QaRunner:
         for run in self.suites:
             if not run.backends:
                 run.backends = shared_backends(run.config, None, self._backend)
-        queue: asyncio.Queue[CaseReport] = asyncio.Queue()
-        for case in self.cases:
-            queue.put_nowait(case)
         try:
             if any(self._runs[c.id].suite.environment == "browser" for c in self.cases):
                 await self._browser.start()
-            workers = [asyncio.create_task(self._worker(queue)) for _ in range(min(self.concurrency, len(self.cases)))]
-            try:
-                await asyncio.gather(*workers)
-            finally:
-                for worker in workers:
-                    worker.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
+            await drain(self.cases, self.concurrency, self.run_case, lambda: self._stopped is None)
         finally:
             await asyncio.shield(self._browser.close())
             if self._backend is None:
@@ -286,14 +277,6 @@ class QaRunner:
                             closed.add(id(backend))
                             await asyncio.shield(backend.aclose())
         return QaSummary(self.out_dir, self.cases, time.monotonic() - started, self._stopped, self._stopped_kind)
-
-    async def _worker(self, queue: asyncio.Queue[CaseReport]) -> None:
-        while self._stopped is None:
-            try:
-                report = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            await self.run_case(report)
 
     async def run_case(self, report: CaseReport) -> None:
         from .reports import write_case_report
