@@ -228,6 +228,11 @@ def test_a_cache_entry_that_replays_into_a_failure_is_dropped_and_rerun(standin,
     assert '"text": "alice"' in entry_file.read_text() and "mallory" not in entry_file.read_text()
     assert properties(junit_cases(tmp_path / "o2" / "junit.xml")["sign in"])["cache_dropped"] == "true"
 
+    before = len(server.requests)  # --update-cache: every step with the model, the entry rewritten
+    assert qa(*args, "--out", str(tmp_path / "o3"), "--update-cache").returncode == 0
+    assert roles(server, before)["policy"] >= 4 and results(tmp_path / "o3")["sign in"]["cached_steps"] == 0
+    assert json.loads(entry_file.read_text())["steps"][0]["actions"][0]["action"]["text"] == "alice"
+
 
 def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, centres, tmp_path):
     import signal

@@ -74,3 +74,20 @@ def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
 def test_the_readme_shows_the_sample_suite_as_it_is():
     readme = (SAMPLE.parents[2] / "README.md").read_text()
     assert "<!-- sample-suite -->\n```yaml\n" + SAMPLE.read_text() + "```" in readme
+
+
+def test_tag_and_grep_select_cases():
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.qa.cli import selector
+    from surfer.apps.qa.runner import QaRunner, SuiteRun
+
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
+
+    def chosen(tags, grep):  # type: ignore[no-untyped-def]
+        runner = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(tags, grep))
+        return [c.case.name for c in runner.cases]
+
+    assert chosen([], None) == ["sign in and read an order", "register a member", "opening hours"]
+    assert chosen(["smoke"], None) == ["sign in and read an order", "register a member"]
+    assert chosen(["smoke"], "REGISTER") == ["register a member"]
+    assert chosen(["nightly"], None) == []

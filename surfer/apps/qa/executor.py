@@ -8,6 +8,7 @@ action the agent records, and the cache, keep the placeholder)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, Mapping, Optional
 
 from surfer.core.actions import Action, CssPoint, TypeText, targets_of
@@ -39,8 +40,16 @@ class QaEnvironment(Environment):
         await self.inner.start(url)
 
     async def observe(self) -> Observation:
-        self.last = await self.inner.observe()
-        return self.last
+        """The screen; a secret a page put in its URL or title is masked there
+        (the screenshot itself shows password fields as dots)."""
+        observation = await self.inner.observe()
+        if self.secrets:
+            observation = dataclasses.replace(
+                observation, url=self.conceal(observation.url), title=self.conceal(observation.title),
+                tabs=tuple(self.conceal(t) for t in observation.tabs),
+            )
+        self.last = observation
+        return observation
 
     async def settle(self, mark: Any) -> str:
         return await self.inner.settle(mark)
@@ -63,7 +72,7 @@ class QaEnvironment(Environment):
     @property
     def url(self) -> str:
         page = self.page
-        return page.url if page is not None else ""
+        return self.conceal(page.url) if page is not None else ""
 
     def page_pattern(self) -> str:
         return url_pattern(self.url, self.base_url) if self.url else ""
@@ -78,7 +87,7 @@ class QaEnvironment(Environment):
             text = await page.evaluate("() => document.body ? document.body.innerText : ''")
         except Exception:  # noqa: BLE001 - mid-navigation: nothing readable yet
             return ""
-        return " ".join(str(text).split())
+        return self.conceal(" ".join(str(text).split()))
 
     async def fingerprint(self, point: CssPoint) -> Optional[Fingerprint]:
         page = self.page
