@@ -265,7 +265,7 @@ def test_the_readme_commands_run_the_sample_suite_and_the_benchmark(tmp_path):
     proc = qa(str(SAMPLE_SUITE), "--demo", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
     assert proc.returncode == 0, proc.stderr
     assert {r["status"] for r in results(tmp_path / "out").values()} == {"passed"}
-    bench = subprocess.run([sys.executable, "-m", "surfer", "bench", "qa", "--model-latency", "0.05", "--out", str(tmp_path / "qa.json")],
+    bench = subprocess.run([sys.executable, "-m", "surfer", "bench", "qa", "--model-latency", "0.05", "--runs", "1", "--out", str(tmp_path / "qa.json")],
                            capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "200"})
     assert bench.returncode == 0, bench.stderr
     figures = json.loads((tmp_path / "qa.json").read_text())

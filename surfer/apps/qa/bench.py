@@ -1,6 +1,7 @@
 """`surfer bench qa`: the sample suite's wall time on a first run (every step
 with the model; the stand-in oracle answers after `--model-latency` seconds,
-in a child process) against a re-run from the action cache, in one command."""
+in a child process) against a re-run from the action cache, in one command;
+`--runs` repetitions (each from an empty cache), medians compared."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import json
 import os
 import platform
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,9 +23,13 @@ from .suite import load_suite
 BENCH_PASSWORD = "bench-password-1"
 
 
-def _figures(summary: QaSummary) -> dict[str, Any]:
+def _figures(summaries: list[QaSummary]) -> dict[str, Any]:
+    """Wall times of every repetition and their median; the rest from the median one."""
+    times = [s.seconds for s in summaries]
+    summary = sorted(summaries, key=lambda s: s.seconds)[len(summaries) // 2]
     return {
-        "seconds": round(summary.seconds, 3),
+        "seconds": round(statistics.median(times), 3),
+        "runs": [round(t, 3) for t in times],
         "passed": summary.count("passed", "flaky"),
         "cases": len(summary.cases),
         "model_calls": sum(c.model_calls for c in summary.cases),
@@ -40,7 +46,7 @@ async def _run(config: AgentConfig, suite_path: Path, site_url: str, out: Path, 
     return await runner.run()
 
 
-def bench_qa(model_latency: float, out: Path, suite_path: Path | None = None) -> dict[str, Any]:
+def bench_qa(model_latency: float, out: Path, runs: int = 3, suite_path: Path | None = None) -> dict[str, Any]:
     from rich.console import Console
 
     from surfer.apps.static_site import StaticSite
@@ -56,19 +62,21 @@ def bench_qa(model_latency: float, out: Path, suite_path: Path | None = None) ->
         frame = get_profile("holotron").frame
         with StandInProcess(qa_oracle, centres, frame, options={"delay": model_latency}) as server:
             config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron")
-            cache = ActionCache(Path(tmp) / "cache")
-            first = asyncio.run(_run(config, suite_path, site.base_url, Path(tmp) / "first", cache))
-            cached = asyncio.run(_run(config, suite_path, site.base_url, Path(tmp) / "cached", cache))
-    report = {
-        "suite": str(suite_path), "model_latency": model_latency, "machine": platform.machine(), "cpus": os.cpu_count(),
-        "first_run": _figures(first), "cached_run": _figures(cached),
-        "speedup": round(first.seconds / cached.seconds, 2) if cached.seconds else None,
+            first, cached = [], []
+            for k in range(runs):  # each repetition: an empty cache, a first run, a re-run from its cache
+                cache = ActionCache(Path(tmp) / f"cache-{k}")
+                first.append(asyncio.run(_run(config, suite_path, site.base_url, Path(tmp) / f"first-{k}", cache)))
+                cached.append(asyncio.run(_run(config, suite_path, site.base_url, Path(tmp) / f"cached-{k}", cache)))
+    report: dict[str, Any] = {
+        "suite": str(suite_path), "model_latency": model_latency, "repetitions": runs, "machine": platform.machine(),
+        "cpus": os.cpu_count(), "first_run": _figures(first), "cached_run": _figures(cached),
     }
+    report["speedup"] = round(report["first_run"]["seconds"] / report["cached_run"]["seconds"], 2)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     for name in ("first_run", "cached_run"):
         f = report[name]
-        console.print(f"{name.replace('_', ' ')}: {f['seconds']:.2f} s · {f['passed']}/{f['cases']} passed · "
+        console.print(f"{name.replace('_', ' ')}: {f['seconds']:.2f} s median of {runs} · {f['passed']}/{f['cases']} passed · "
                       f"{f['model_calls']} model call(s) · {f['steps_from_cache']}/{f['steps']} steps from the cache")
     console.print(f"cached re-run is {report['speedup']}x faster (model latency {model_latency:g} s) · {out}")
     return report

@@ -42,7 +42,9 @@ class LiveTable:
             style = self.STYLE.get(case.status, "")
             step = case.current_step
             if case.status not in ("queued", "running") and case.last is not None:
-                step = f"{case.last.cached_steps}/{len(case.last.steps)} from cache" if case.last.steps else ""
+                last = case.last
+                step = f"{len(last.steps)} step(s), {last.cached_steps} from cache" + (
+                    f", {len(last.healed_steps)} healed" if last.healed_steps else "")
             table.add_row(case.id, f"[{style}]{case.status}[/{style}]", step, f"{case.elapsed():.1f}s")
         return table
 
@@ -101,6 +103,8 @@ def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
     finally:
         if live:
             live.stop()
+            if not console.is_terminal:
+                console.line()
 
 
 def check_start_urls(runs: list[SuiteRun]) -> None:
@@ -204,8 +208,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     def bench_qa(
         model_latency: float = typer.Option(0.5, "--model-latency", help="Seconds the stand-in model takes per answer."),
         out: Path = typer.Option(Path(".bench/qa.json"), "--out", help="Where to write the figures (JSON)."),
+        runs: int = typer.Option(3, "--runs", min=1, help="Repetitions (first run + cached re-run each); medians compared."),
     ) -> None:
         """The sample suite's wall time: a first run (every step with the model) vs a re-run from the action cache."""
         from .bench import bench_qa as run_bench
 
-        run_bench(model_latency, out)
+        run_bench(model_latency, out, runs)

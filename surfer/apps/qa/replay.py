@@ -85,6 +85,7 @@ class StepReplay:
         record = StepRecord(index)
         try:
             await self.env.observe()
+            record.timings.screenshot = time.perf_counter() - t0
         except EnvironmentFailure as exc:
             self.outcome.missed = str(exc)
             return False

@@ -173,6 +173,20 @@ class SuiteRun:
     backends: dict[str, ModelBackend] = field(default_factory=dict)
 
 
+class LazyAgent:
+    """An Agent made on first use: a case replayed from the cache with
+    deterministic expectations never needs one."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._agent: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._agent is None:
+            self._agent = self._make()
+        return getattr(self._agent, name)
+
+
 async def run_goal(
     env: QaEnvironment, agent: Any, step: StepReport, cached: Optional[CachedStep], step_dir: Path, *,
     answer_must_show: bool = False,
@@ -369,7 +383,7 @@ class QaRunner:
                 report.current_step = report.current_step.split(" ·")[0] + f" · action {event.index}"
 
         config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step})
-        agent = Agent(config, environment=env, backends=run.backends, listeners=[count])
+        agent = LazyAgent(lambda: Agent(config, environment=env, backends=run.backends, listeners=[count]))
         start_url = run.suite.resolve_url(case.url)
         try:
             await env.start(start_url)
