@@ -28,6 +28,7 @@ class QaEnvironment(Environment):
         self.secrets = dict(secrets)
         self.base_url = base_url
         self.last: Optional[Observation] = None
+        self._seen: dict[tuple[str, float, float], Any] = {}  # fingerprints and crops of the current observation
         self.log: list[CachedAction] = []  # actions performed since the last `take_log`
 
     @property
@@ -49,6 +50,7 @@ class QaEnvironment(Environment):
                 tabs=tuple(self.conceal(t) for t in observation.tabs),
             )
         self.last = observation
+        self._seen.clear()
         return observation
 
     async def settle(self, mark: Any) -> str:
@@ -90,13 +92,21 @@ class QaEnvironment(Environment):
         return self.conceal(" ".join(str(text).split()))
 
     async def fingerprint(self, point: CssPoint) -> Optional[Fingerprint]:
-        page = self.page
-        return await fingerprint_at(page, point) if page is not None else None
+        """The element at `point` (browser), the same for the same point until the next observation."""
+        key = ("element", point.x, point.y)
+        if key not in self._seen:
+            page = self.page
+            self._seen[key] = await fingerprint_at(page, point) if page is not None else None
+        return self._seen[key]
 
     async def crop(self, point: CssPoint) -> bytes:
+        """The image around `point` in the last observation."""
         if self.last is None:
             return b""
-        return await asyncio.to_thread(crop_around, self.last.screenshot, point)
+        key = ("crop", point.x, point.y)
+        if key not in self._seen:
+            self._seen[key] = await asyncio.to_thread(crop_around, self.last.screenshot, point)
+        return self._seen[key]
 
     # -- acting -----------------------------------------------------------------
 
@@ -125,6 +135,7 @@ class QaEnvironment(Environment):
             exc.args = tuple(self.conceal(str(a)) for a in exc.args)
             raise
         outcome.detail = self.conceal(outcome.detail)
+        self._seen.clear()  # the page changed
         self.log.append(recorded)
         return outcome
 
