@@ -10,6 +10,10 @@ from surfer.agent import (
     ActionPerformed, Agent, AgentConfig, ErrorOccurred, Event, Finished, ModelCalled, RunResult, RunStarted,
     StepFinished, StepStarted, Validated, load_config,
 )
+from surfer.agent.answers import AnswerSchema
+from surfer.agent.confirm import ConfirmationRequest
+from surfer.agent.control import RunHandle
+from surfer.agent.secrets import Secrets
 from surfer.core import actions
 from surfer.core.errors import (
     ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelNotFound, ModelOutputError,
@@ -29,8 +33,8 @@ def __getattr__(name: str) -> object:
 __version__ = "0.1.0"
 
 __all__ = [
-    "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "BrowserEnvironment",
-    "ConfigError", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
+    "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
+    "ConfigError", "ConfirmationRequest", "RunHandle", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
     "StepStarted", "SurferError", "Validated", "actions", "load_config", "__version__",
 ]

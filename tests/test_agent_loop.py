@@ -135,7 +135,7 @@ async def test_prompt_size_stops_growing(env):
         return {**SCROLL, "notes": f"saw more content, part {next(counter)}"}
 
     model = ScriptedModel(default={"policy": scroll_with_new_note})
-    agent = make_agent(model, env, max_steps=30, history_window=5)
+    agent = make_agent(model, env, max_steps=30, history_window=5, max_repeats=100)  # it scrolls past the end
     await agent.run("scroll a lot")
     policy = [r for r in model.requests if r.schema_name == "policy"][:30]
     sizes = [r.summary()["text_chars"] for r in policy]

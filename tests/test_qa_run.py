@@ -109,7 +109,9 @@ def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standi
                 assert SECRET.encode() not in path.read_bytes(), path
     for request in server.requests:
         assert SECRET not in json.dumps(request.body)
-    assert any("{{secret:LIBRARY_PASSWORD}}" in r.text for r in server.requests if r.role == "policy")
+    assert any("{{LIBRARY_PASSWORD}}" in r.text for r in server.requests if r.role == "policy")  # the agent's placeholder
+    typed = json.loads((cache / "library-smoke" / "sign-in-and-read-an-order.json").read_text())["steps"][0]["actions"][1]
+    assert typed["action"]["text"] == "{{LIBRARY_PASSWORD}}"
     assert SECRET not in proc.stdout + proc.stderr
 
 

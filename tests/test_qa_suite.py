@@ -84,7 +84,7 @@ def test_tag_and_grep_select_cases():
     suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
 
     def chosen(tags, grep):  # type: ignore[no-untyped-def]
-        runner = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(tags, grep))
+        runner = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(tags, grep), environ={"LIBRARY_PASSWORD": "x" * 8})
         return [c.case.name for c in runner.cases]
 
     assert chosen([], None) == ["sign in and read an order", "register a member", "opening hours"]

@@ -11,6 +11,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from surfer.agent.confirm import SENSITIVE_WORDS
 from surfer.core.errors import ConfigError
 from surfer.models.http import Endpoint
 from surfer.models.profiles import DEFAULT_PROFILE
@@ -82,9 +83,30 @@ class AgentConfig(_Strict):
     max_rejections: int = Field(default=2, ge=0)
     output_retries: int = Field(default=2, ge=0, le=10)
     max_failed_steps: int = Field(default=3, ge=1, description="Consecutive failed steps before the run ends in error.")
+    max_repeats: int = Field(
+        default=3, ge=1, description="Repetitions (the same action on an unchanged screen, a short cycle) before the run ends as stuck.",
+    )
     memory_images: int = Field(default=3, ge=1, le=16)
     history_window: int = Field(default=8, ge=1)
     browser: BrowserSettings = BrowserSettings()
+    sensitive_actions: Literal["deny", "approve"] = Field(
+        default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
+    )
+    sensitive_words: list[str] = Field(default_factory=lambda: list(SENSITIVE_WORDS))
+    confirm_domains: list[str] = Field(default_factory=list, description="Hosts where every action needs confirmation.")
+    allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
+    blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
+
+    @field_validator("allowed_domains", "blocked_domains", "confirm_domains")
+    @classmethod
+    def _domain_patterns(cls, value: list[str]) -> list[str]:
+        from surfer.tools.url_policy import parse_patterns
+
+        try:
+            parse_patterns(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     def endpoint(self, role: str) -> Endpoint:
         settings: RoleSettings = getattr(self, role)

@@ -75,6 +75,8 @@ class StepRecord:
     outcome: dict[str, Any] = field(default_factory=dict)
     calls: list[ModelCall] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)  # the user's hints that reached this step's prompt
+    confirmation: dict[str, Any] | None = None  # a sensitive action's confirmation: reason, approved, by whom
     error: str | None = None
     timings: Timings = field(default_factory=Timings)
 
@@ -98,6 +100,8 @@ class StepRecord:
             "points": [{"x": round(p.x, 2), "y": round(p.y, 2)} for p in self.points],
             "outcome": self.outcome, "calls": calls,
             "verdicts": [vars(v) for v in self.verdicts], "error": self.error,
+            **({"hints": self.hints} if self.hints else {}),
+            **({"confirmation": self.confirmation} if self.confirmation else {}),
             "timings": self.timings.to_dict(),
             "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
         }

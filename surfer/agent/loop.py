@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import re
 import statistics
 import time
@@ -15,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 from surfer.core.actions import Answer, Fail, targets_of, with_points
 from surfer.core.deadline import run_deadline
@@ -27,13 +28,19 @@ from surfer.models.imaging import prepare_image
 from surfer.models.profiles import Profile, get_profile
 from surfer.tools.base import Environment
 
+from .answers import AnswerSchema
 from .config import AgentConfig, load_config, validate_config
+from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decision
+from .confirm import ask as ask_confirmer
+from .control import RunControl, RunHandle
 from .events import (
     ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
     StepStarted, Validated, Verdict,
 )
 from .memory import Memory
+from .repetition import RepetitionDetector, screen_fingerprint, step_seen
 from .result import RunResult, TimingTotals, TokenTotals
+from .secrets import Secrets
 from .roles import Localizer, Policy, RoleClient, StepFailed, Validator
 
 Listener = Callable[[Event], Awaitable[None] | None]
@@ -75,8 +82,14 @@ class _Run:
     run_id: str
     run_dir: str | None
     emit: Callable[[Event], Awaitable[None]]
+    scrub: Callable[[str], str] = str
+    answer: AnswerSchema | None = None
+    control: RunControl = field(default_factory=RunControl)
     started: float = field(default_factory=time.monotonic)
     records: list[StepRecord] = field(default_factory=list)
+    repetition: RepetitionDetector = field(default_factory=RepetitionDetector)
+    hints: list[str] = field(default_factory=list)  # given since the last step began; recorded on the next step
+    repeats: int = 0
 
     def result(self, status: str, **fields: Any) -> RunResult:
         overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
@@ -90,10 +103,27 @@ class _Run:
             overhead_p50=round(statistics.median(overheads), 4) if overheads else None,
             overhead_p95=round(overheads[min(len(overheads) - 1, int(0.95 * len(overheads)))], 4) if overheads else None,
         )
+        fields = {k: self.scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
         return RunResult(
             status=status, task=self.task, url=self.url, steps=len(self.records), run_id=self.run_id,
             run_dir=self.run_dir, usage=usage, timings=timings, **fields,  # type: ignore[arg-type]
         )
+
+
+def _time_limit_reason(max_seconds: float) -> str:
+    return f"time limit of {max_seconds:g} s reached"
+
+
+def _answer_data(action: Any) -> Any:
+    return action.data if isinstance(action, Answer) else None
+
+
+def _answer_text(action: Answer) -> str:
+    """The answer as the validator judges it: its text, and its data when typed."""
+    if action.data is None:
+        return action.text
+    data = action.data.model_dump_json() if hasattr(action.data, "model_dump_json") else json.dumps(action.data)
+    return f"{action.text}\nData: {data}"
 
 
 class Agent:
@@ -118,6 +148,8 @@ class Agent:
         profile: str | Profile | None = None,
         out_dir: str | Path | None = None,
         listeners: list[Listener] | None = None,
+        secrets: "Secrets | Mapping[str, str] | None" = None,
+        confirm: Confirmer | None = None,
         **settings: Any,
     ) -> None:
         if config is None:
@@ -130,6 +162,10 @@ class Agent:
         else:
             self.profile = get_profile(profile or config.profile)
         self.environment = environment
+        self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+        self.sensitive = SensitiveRules(config.sensitive_words, config.confirm_domains)
+        # Who says yes to a sensitive action: the caller's confirmer, else the configured default.
+        self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
         self.out_dir = Path(out_dir) if out_dir else None
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
@@ -165,18 +201,13 @@ class Agent:
         return RoleClient(
             role, self._backends[role], self.profile, temperature=settings.temperature,
             max_tokens=settings.max_tokens, output_retries=self.config.output_retries,
+            redact=self.secrets.scrub if self.secrets else None,
         )
 
     def _new_environment(self) -> Environment:
-        from surfer.tools.browser import BrowserEnvironment
-        from surfer.tools.settle import SettleConfig
+        from .environments import browser_environment
 
-        b = self.config.browser
-        return BrowserEnvironment(
-            headless=b.headless, viewport=b.viewport, device_scale_factor=b.device_scale_factor,
-            settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
-            allow_file_urls=b.allow_file_urls,
-        )
+        return browser_environment(self.config)
 
     async def aclose(self) -> None:
         for backend in {id(b): b for b in self._backends.values()}.values():
@@ -186,14 +217,18 @@ class Agent:
 
     async def run(
         self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
-        listeners: list[Listener] | None = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
     ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
         (server down, crash, bad configuration) come back as `status="error"`.
 
         `listeners` receive this run's events (after the agent's own). One
         Agent may run several tasks concurrently when it owns its environments
-        (no `environment=` given): each run opens its own browser session."""
+        (no `environment=` given): each run opens its own browser session.
+        `answer_schema` (a pydantic model class or a JSON Schema dict) makes
+        the answer carry data of that shape, validated into `result.data`."""
+        task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
+        answer = AnswerSchema.of(answer_schema)
         listeners = [*self.listeners, *(listeners or [])]
         writer = self._writer(task, out_dir)
         if writer is not None:
@@ -205,22 +240,40 @@ class Agent:
                 if asyncio.iscoroutine(outcome):
                     await outcome
 
-        return await self._execute(task, url, writer.run_dir if writer else None, emit)
+        return await self._execute(task, url, writer.run_dir if writer else None, emit, answer, control or RunControl())
 
-    def run_sync(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> RunResult:
+    def start(
+        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None,
+    ) -> RunHandle:
+        """Start a run in the background (inside a running event loop) and return
+        a handle to pause, resume, hint, finish or cancel it, and await its result."""
+        control = RunControl()
+        running = asyncio.ensure_future(
+            self.run(task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control)
+        )
+        return RunHandle(running, control)
+
+    def run_sync(
+        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None, answer_schema: Any = None,
+    ) -> RunResult:
         """`run` for scripts without an event loop."""
-        return asyncio.run(self._run_and_close(task, url, out_dir))
+        return asyncio.run(self._run_and_close(task, url, out_dir, answer_schema))
 
-    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | None) -> RunResult:
+    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | None, answer_schema: Any) -> RunResult:
         try:
-            return await self.run(task, url, out_dir=out_dir)
+            return await self.run(task, url, out_dir=out_dir, answer_schema=answer_schema)
         finally:
             await self.aclose()
 
-    async def stream(self, task: str, url: str | None = None, *, out_dir: str | Path | None = None) -> AsyncIterator[Event]:
+    async def stream(
+        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None, answer_schema: Any = None,
+    ) -> AsyncIterator[Event]:
         """Run the task, yielding typed events as they happen; the last is `Finished`."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        runner = asyncio.ensure_future(self.run(task, url, out_dir=out_dir, listeners=[queue.put]))
+        runner = asyncio.ensure_future(
+            self.run(task, url, out_dir=out_dir, listeners=[queue.put], answer_schema=answer_schema)
+        )
         runner.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -237,17 +290,20 @@ class Agent:
             return None
         from .trajectory import TrajectoryWriter
 
-        return TrajectoryWriter(target)
+        return TrajectoryWriter(target, scrub=self.secrets.scrub_obj if self.secrets else None)
 
     # -- the loop ------------------------------------------------------------
 
-    async def _execute(self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]]) -> RunResult:
-        run = _Run(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit)
+    async def _execute(
+        self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]],
+        answer: AnswerSchema | None, control: RunControl,
+    ) -> RunResult:
+        run = _Run(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
         await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
         result: RunResult | None = None
-        limit = f"time limit of {self.config.max_seconds:g} s reached"
+        limit = _time_limit_reason(self.config.max_seconds)
         # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
         deadline = asyncio.get_running_loop().time() + self.config.max_seconds
         steps_until = deadline - final_answer_reserve(self.config.max_seconds)
@@ -271,7 +327,7 @@ class Agent:
         except SurferError as exc:
             kind = _error_kind(exc)
             result = run.result("error", reason=str(exc), error_kind=kind)
-            await emit(ErrorOccurred(len(run.records) or None, str(exc), fatal=True))
+            await emit(ErrorOccurred(len(run.records) or None, self.secrets.scrub(str(exc)), fatal=True))
         except Exception as exc:
             result = run.result("error", reason=f"internal error: {exc!r}", error_kind="internal")
             await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
@@ -280,6 +336,7 @@ class Agent:
             if owned and env is not None:
                 await asyncio.shield(env.close())
             if result is not None:
+                control.result = result
                 await asyncio.shield(emit(Finished(result)))
         return result
 
@@ -297,11 +354,20 @@ class Agent:
         is cut off (its model call cancelled) and dropped; the final answer then
         gets the time left until `deadline`."""
         cfg = self.config
-        memory = Memory(run.task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
-        limit = f"time limit of {cfg.max_seconds:g} s reached"
+        task = "\n\n".join(
+            [run.task, *([self.secrets.prompt_note()] if self.secrets else []), *([run.answer.describe()] if run.answer else [])]
+        )
+        memory = Memory(task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
+        limit = _time_limit_reason(cfg.max_seconds)
         loop = asyncio.get_running_loop()
         rejections = failed_streak = 0
         for index in range(1, cfg.max_steps + 1):
+            for hint in await run.control.checkpoint():  # waits here while paused
+                hint = self.secrets.scrub(hint)
+                memory.add_note(f"Hint from the user: {hint}")
+                run.hints.append(hint)
+            if run.control.finish_requested:
+                return await self._final(run, env, memory, index, "the user asked to finish now", deadline)
             if loop.time() >= steps_until:
                 return await self._final(run, env, memory, index, limit, deadline)
             try:
@@ -316,6 +382,8 @@ class Agent:
                 end = await env.episode_end()
                 if end is not None:
                     return run.result(end.status, reason=end.reason, reward=end.reward)
+            if run.repeats >= cfg.max_repeats:
+                return run.result("stuck", reason=f"repeated itself {run.repeats} times; last: {record.outcome['repetition']}")
             if outcome is None:
                 # a step whose model output stayed unusable (policy or localizer) has an error and no outcome
                 failed_streak = failed_streak + 1 if record.error and not record.outcome else 0
@@ -328,12 +396,18 @@ class Agent:
                 if rejections > cfg.max_rejections:
                     return run.result("failed", answer=answer, reason=f"the validator rejected the answer {rejections} times: {reason}")
                 continue
-            return run.result(status, answer=answer, reason=reason)
+            return run.result(status, answer=answer, reason=reason, data=_answer_data(record.action))
         return await self._final(run, env, memory, cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached", deadline)
 
     async def _observe(self, env: Environment, memory: Memory, record: StepRecord) -> Any:
         t = time.perf_counter()
         observation = await env.observe()
+        if self.secrets:  # a value a form put into the URL, or a page title showing it
+            scrub = self.secrets.scrub
+            observation = dataclasses.replace(
+                observation, url=scrub(observation.url), title=scrub(observation.title),
+                tabs=tuple(scrub(t) for t in observation.tabs),
+            )
         record.timings.screenshot = time.perf_counter() - t
         t = time.perf_counter()
         prepared = dataclasses.replace(await prepare_image(observation.screenshot, self.profile.image), step=record.index)
@@ -358,6 +432,7 @@ class Agent:
         error; dropped when the step is cancelled (time limit, Ctrl-C, SIGTERM)."""
         started = time.perf_counter()
         record = StepRecord(index)
+        record.hints, run.hints = run.hints, []
         await run.emit(StepStarted(index))
         try:
             yield record
@@ -382,13 +457,13 @@ class Agent:
             sink = self._sink(run, record)
             try:
                 observation, prepared = await self._observe(env, memory, record)
-                decision = await self.policy.decide(memory, observation, sink)
+                decision = await self.policy.decide(memory, observation, sink, answer=run.answer)
                 record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
                 if decision.notes:
                     memory.add_note(decision.notes)
                 action = decision.action
                 if isinstance(action, Answer):
-                    verdict_outcome = await self._judge(run, memory, record, action.text, sink)
+                    verdict_outcome = await self._judge(run, memory, record, action, sink)
                 elif isinstance(action, Fail):
                     memory.add_history(index, action.describe(), "gave up")
                     verdict_outcome = ("failed", None, action.reason)
@@ -396,32 +471,65 @@ class Agent:
                     points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
                     record.points = points
                     record.action = action = with_points(action, points)
-                    await self._perform(run, env, memory, record, action, points)
+                    if await self._confirmed(run, memory, record, action):
+                        await self._perform(run, env, memory, record, action, points)
+                    self._watch_repetition(run, memory, record, action, points)
             except StepFailed as exc:
                 record.error = str(exc)
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
                 await run.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
 
+    async def _confirmed(self, run: _Run, memory: Memory, record: StepRecord, action: Any) -> bool:
+        """Whether the action may be performed: sensitive ones need the confirmer's yes."""
+        reason = self.sensitive.reason(action, record.url)
+        if reason is None:
+            return True
+        request = ConfirmationRequest(record.index, action, reason, record.url, record.screenshot, record.screenshot_ext)
+        approved = await ask_confirmer(self.confirm, request)
+        record.confirmation = {"reason": reason, "approved": approved, "by": getattr(self.confirm, "__name__", "confirm")}
+        if not approved:
+            record.outcome = {"error": f"not performed: a sensitive action ({reason}) was denied"}
+            memory.add_history(
+                record.index, action.describe(),
+                f"denied: sensitive actions ({reason}) need a person's confirmation, and it was refused",
+            )
+        return approved
+
+    def _watch_repetition(self, run: _Run, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+        if not record.screenshot:
+            return
+        warning = run.repetition.seen(step_seen(screen_fingerprint(record.screenshot), action.describe(), points))
+        if warning is None:
+            return
+        run.repeats += 1
+        text = f"{warning} (warning {run.repeats} of {self.config.max_repeats})"
+        record.outcome = {**(record.outcome or {}), "repetition": text}
+        memory.add_note(f"You are repeating yourself: {text}. Do something different, or answer or give up.")
+
     async def _perform(self, run: _Run, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+        scrub = self.secrets.scrub
         try:
-            outcome = await env.perform(action)
+            outcome = await env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
         except (ActionFailed, ActionNotSupported, ValueError) as exc:
-            record.error = str(exc)
-            record.outcome = {"error": str(exc)}
-            memory.add_history(record.index, action.describe(), f"error: {exc}")
-            await run.emit(ErrorOccurred(record.index, str(exc)))
+            error = scrub(str(exc))
+            record.error = error
+            record.outcome = {"error": error}
+            memory.add_history(record.index, action.describe(), f"error: {error}")
+            await run.emit(ErrorOccurred(record.index, error))
         else:
+            outcome.detail = scrub(outcome.detail)
             record.timings.action, record.timings.settle = outcome.action_seconds, outcome.settle_seconds
             record.outcome = outcome.to_dict()
             memory.add_history(record.index, action.describe(), outcome.detail or "done")
             await run.emit(ActionPerformed(record.index, action, points, record.outcome))
 
-    async def _judge(self, run: _Run, memory: Memory, record: StepRecord, answer: str, sink: Any) -> tuple[str, str | None, str | None]:
+    async def _judge(self, run: _Run, memory: Memory, record: StepRecord, action: Answer, sink: Any) -> tuple[str, str | None, str | None]:
+        answer, judged = action.text, _answer_text(action)
         if not self.config.validate_answers:
             memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
             return ("success", answer, None)
-        verdict: Verdict = await self.validator.judge(run.task, answer, list(memory.images), sink)
+        verdict: Verdict = await self.validator.judge(run.task, judged, list(memory.images), sink)
         record.verdicts.append(verdict)
         await run.emit(Validated(record.index, verdict))
         if verdict.accepted:
@@ -442,16 +550,17 @@ class Agent:
                 sink = self._sink(run, record)
                 try:
                     observation, _ = await self._observe(env, memory, record)
-                    decision = await self.policy.decide(memory, observation, sink, final=True)
+                    decision = await self.policy.decide(memory, observation, sink, final=True, answer=run.answer)
                     record.thought, record.action = decision.thought, decision.action
                     if isinstance(decision.action, Fail):
                         outcome = {"status": "failed", "reason": f"{why}; gave up: {decision.action.reason}"}
                     else:
-                        status, answer, reason = await self._judge(run, memory, record, decision.action.text, sink)
+                        status, _, reason = await self._judge(run, memory, record, decision.action, sink)
+                        answer, data = decision.action.text, _answer_data(decision.action)
                         if status == "success":
-                            outcome = {"status": "success", "answer": answer, "reason": f"answered at the limit ({why})"}
+                            outcome = {"status": "success", "answer": answer, "data": data, "reason": f"answered at the limit ({why})"}
                         else:
-                            outcome = {"status": "failed", "answer": answer, "reason": f"{why}; final answer rejected: {reason}"}
+                            outcome = {"status": "failed", "answer": answer, "data": data, "reason": f"{why}; final answer rejected: {reason}"}
                 except (StepFailed, EnvironmentFailure) as exc:
                     record.error = str(exc)
                     outcome = {"status": "limit", "reason": f"{why}; no final answer ({exc})"}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-Status = Literal["success", "failed", "limit", "error", "interrupted"]
+Status = Literal["success", "failed", "limit", "stuck", "error", "interrupted"]
 ErrorKind = Literal["config", "unreachable", "model", "environment", "internal"]
 
 
@@ -24,11 +24,13 @@ class TimingTotals(BaseModel):
 
 class RunResult(BaseModel):
     """status: success (answer accepted), failed (gave up / answer rejected),
-    limit (step or time limit without an answer), error (server down, crash,
+    limit (step or time limit without an answer), stuck (kept repeating itself
+    after being told), error (server down, crash,
     bad configuration), interrupted (Ctrl-C / cancelled)."""
 
     status: Status
     answer: str | None = None
+    data: Any = None  # the answer's data, validated, when the run had an answer schema
     reason: str | None = None
     reward: float | None = None  # from environments with ground truth (benchmarks, RL tasks)
     error_kind: ErrorKind | None = None

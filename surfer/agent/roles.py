@@ -20,6 +20,7 @@ from surfer.models.profiles import Profile
 from surfer.models.schema import parse_json_object, portable_schema
 from surfer.prompts import render
 
+from .answers import AnswerSchema
 from .events import ModelCall, Verdict
 from .memory import Memory
 
@@ -72,8 +73,11 @@ class RoleClient:
     def __init__(
         self, name: str, backend: ModelBackend, profile: Profile, *,
         temperature: float | None = None, max_tokens: int | None = None, output_retries: int = 2,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         sampling = profile.sampling_for(name)
+        # Applied to every text sent and every completion received (secrets never cross).
+        self.redact = redact
         self.name = name
         self.backend = backend
         self.profile = profile
@@ -89,22 +93,33 @@ class RoleClient:
         last_error = ""
         for _attempt in range(self.output_retries + 1):
             request = ModelRequest(
-                messages=tuple(conversation), schema_name=self.name, schema=schema,
+                messages=self._redacted(conversation), schema_name=self.name, schema=schema,
                 temperature=self.temperature, max_tokens=self.max_tokens, extra_body=self.extra_body,
             )
             completion = await self.backend.complete(request)
-            call = ModelCall(self.name, request.summary(), completion.text, completion.seconds, completion.usage, completion.structured)
+            text = self.redact(completion.text) if self.redact else completion.text
+            call = ModelCall(self.name, request.summary(), text, completion.seconds, completion.usage, completion.structured)
             try:
-                value = parse(completion.text)
+                value = parse(text)
             except ModelOutputError as exc:
                 last_error = str(exc)
                 call.error = last_error
                 await sink(call)
-                conversation += [Message.text("assistant", completion.text[:2000]), Message.text("user", f"{last_error} Answer again.")]
+                conversation += [Message.text("assistant", text[:2000]), Message.text("user", f"{last_error} Answer again.")]
                 continue
             await sink(call)
             return value
         raise StepFailed(f"{self.name} output unusable after {self.output_retries + 1} attempt(s): {last_error}")
+
+
+    def _redacted(self, messages: list[Message]) -> tuple[Message, ...]:
+        if self.redact is None:
+            return tuple(messages)
+        redact = self.redact
+        return tuple(
+            Message(m.role, tuple(TextPart(redact(p.text)) if isinstance(p, TextPart) else p for p in m.content))
+            for m in messages
+        )
 
 
 def _images(images: list[PreparedImage]) -> list[ImagePart]:
@@ -135,11 +150,30 @@ class Policy:
         content = (TextPart(step_text), *_images(images), TextPart(closing))
         return [self._system, Message("user", content)]
 
-    async def decide(self, memory: Memory, observation: Observation, sink: CallSink, *, final: bool = False) -> PolicyDecision | FinalDecision:
+    async def decide(
+        self, memory: Memory, observation: Observation, sink: CallSink, *, final: bool = False,
+        answer: AnswerSchema | None = None,
+    ) -> PolicyDecision | FinalDecision:
         messages = self.messages(memory, observation, final=final)
-        if final:
-            return await self.client.ask(messages, self.final_schema, _pydantic_parser(FinalDecision), sink)
-        return await self.client.ask(messages, self.schema, _pydantic_parser(PolicyDecision), sink)
+        model: type[BaseModel] = FinalDecision if final else PolicyDecision
+        schema = self.final_schema if final else self.schema
+        parse = _pydantic_parser(model)
+        if answer is not None:
+            schema = answer.policy_schema(schema)
+            parse = _typed_answers(parse, answer)
+        return await self.client.ask(messages, schema, parse, sink)
+
+
+def _typed_answers(parse: Callable[[str], Any], answer: AnswerSchema) -> Callable[[str], Any]:
+    """A parser whose answers carry data validated against the run's answer schema."""
+
+    def typed(text: str) -> Any:
+        decision = parse(text)
+        if isinstance(decision.action, Answer):
+            decision.action = decision.action.model_copy(update={"data": answer.validate(decision.action.data)})
+        return decision
+
+    return typed
 
 
 class Localizer:

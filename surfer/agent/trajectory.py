@@ -14,7 +14,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .events import Event, Finished, RunStarted, StepFinished
 
@@ -26,8 +26,11 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 class TrajectoryWriter:
-    def __init__(self, run_dir: str | Path) -> None:
+    """`scrub` (e.g. `Secrets.scrub_obj`) is applied to every record before it is written."""
+
+    def __init__(self, run_dir: str | Path, scrub: Callable[[Any], Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
+        self.scrub = scrub or (lambda value: value)
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -40,7 +43,7 @@ class TrajectoryWriter:
     def _start(self, event: RunStarted) -> None:
         (self.run_dir / "screenshots").mkdir(parents=True, exist_ok=True)
         meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
-        write_atomic(self.run_dir / "run.json", json.dumps(meta, indent=2))
+        write_atomic(self.run_dir / "run.json", json.dumps(self.scrub(meta), indent=2))
         (self.run_dir / "trajectory.jsonl").touch()  # present from the start, even if no step finishes
 
     def _step(self, event: StepFinished) -> None:
@@ -50,11 +53,11 @@ class TrajectoryWriter:
             (self.run_dir / name).write_bytes(record.screenshot)
             record.screenshot_file = name
         with (self.run_dir / "trajectory.jsonl").open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+            handle.write(json.dumps(self.scrub(record.to_dict()), ensure_ascii=False) + "\n")
             handle.flush()
 
     def _finish(self, event: Finished) -> None:
-        write_atomic(self.run_dir / "result.json", event.result.model_dump_json(indent=2))
+        write_atomic(self.run_dir / "result.json", json.dumps(self.scrub(event.result.model_dump(mode="json")), indent=2))
         from .report import render_report
 
         write_atomic(self.run_dir / "report.html", render_report(self.run_dir))

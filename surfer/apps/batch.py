@@ -46,7 +46,7 @@ from surfer.agent.result import RunResult
 from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
 
-FINAL_STATUSES = frozenset({"success", "failed", "limit", "error"})
+FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
@@ -368,23 +368,6 @@ async def drain(items: Iterable[Any], concurrency: int, handle: Any, keep_going:
         await asyncio.gather(*workers, return_exceptions=True)
 
 
-def browser_environment(config: AgentConfig, browser: Any) -> Any:
-    """A session (its own browser context) on the shared `browser`, set up from `config.browser`."""
-    from surfer.tools.browser import BrowserEnvironment
-    from surfer.tools.settle import SettleConfig
-
-    b = config.browser
-    return BrowserEnvironment(
-        browser=browser,
-        headless=b.headless,
-        viewport=b.viewport,
-        device_scale_factor=b.device_scale_factor,
-        settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet),
-        screenshot_format=b.screenshot_format,
-        allow_file_urls=b.allow_file_urls,
-    )
-
-
 class Batch:
     """Run `tasks` with `concurrency` sessions; see the module docstring."""
 
@@ -399,6 +382,7 @@ class Batch:
         backend: ModelBackend | None = None,
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
+        secrets: Any = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
@@ -406,7 +390,7 @@ class Batch:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         self.config = config
         self.tasks = list(tasks)
-        check_task_urls(self.tasks, config.browser.allow_file_urls)
+        check_task_urls(self.tasks, config)
         self.out_dir = Path(out_dir)
         self.runs_dir = self.out_dir / RUNS
         self.concurrency = concurrency
@@ -415,6 +399,7 @@ class Batch:
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
+        self.secrets = secrets
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
         self._browser = SharedBrowser(headless=config.browser.headless)
@@ -477,11 +462,16 @@ class Batch:
             update["max_seconds"] = task.max_seconds
         return self.config.model_copy(update=update) if update else self.config
 
+    def _environment(self, browser: Any) -> Any:
+        from surfer.agent.environments import browser_environment
+
+        return browser_environment(self.config, browser)
+
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
         from surfer.agent.loop import Agent
 
-        env = browser_environment(self.config, browser)
-        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners])
+        env = self._environment(browser)
+        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners], secrets=self.secrets)
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
                 return await agent.run(task.task, task.url, out_dir=tmp)
@@ -550,14 +540,14 @@ class Batch:
         self.stats.task_done(result.status)
 
 
-def check_task_urls(tasks: Iterable[BatchTask], allow_file_urls: bool) -> None:
-    """Refused start URLs (file:, chrome:, ...) are a usage error before anything runs."""
-    from surfer.tools.url_policy import check_start_url
+def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
+    """Refused start URLs (file:, chrome:, refused domains) are a usage error before anything runs."""
+    from surfer.agent.environments import check_start_url
 
     for task in tasks:
         if task.url:
             try:
-                check_start_url(task.url, allow_file_urls)
+                check_start_url(task.url, config)
             except ConfigError as exc:
                 raise ConfigError(f"task {task.id}: {exc}") from None
 
@@ -587,6 +577,7 @@ async def run_batch(
     backend: ModelBackend | None = None,
     retry_errors: bool = False,
     listeners: list[Any] | None = None,
+    secrets: Any = None,
 ) -> BatchSummary:
     """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
     items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
@@ -599,6 +590,7 @@ async def run_batch(
         backend=backend,
         retry_errors=retry_errors,
         listeners=listeners,
+        secrets=secrets,
     )
     return await batch.run()
 
@@ -631,6 +623,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
         allow_file_urls: options.AllowFileUrls = False,
+        allow_domain: options.AllowDomain = None,
+        block_domain: options.BlockDomain = None,
+        secret: options.Secret = None,
+        approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
@@ -653,6 +649,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
+                    **options.safety_overrides(allow_domain, block_domain, approve_all),
                     "browser": {
                         "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,
@@ -661,7 +658,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 console,
             )
             items = load_tasks(tasks_file, samples)
-            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors)
+            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
+                        secrets=options.secrets_from(secret))
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:

@@ -51,6 +51,12 @@ def run(
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
     allow_file_urls: options.AllowFileUrls = False,
+    allow_domain: options.AllowDomain = None,
+    block_domain: options.BlockDomain = None,
+    secret: options.Secret = None,
+    approve_all: options.ApproveAll = False,
+    answer_schema: Optional[Path] = typer.Option(
+        None, "--answer-schema", help="JSON Schema file: the answer must carry data of that shape (validated; in --json as 'data')."),
     viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
@@ -63,7 +69,9 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Desktop only: log each action without performing it."),
 ) -> None:
     """Run one task in a real browser (or on the desktop) and watch it step by step."""
+    from surfer.agent.answers import AnswerSchema
     from surfer.agent.loop import Agent, default_run_dir
+    from surfer.apps.controls import TerminalControls
     from surfer.apps.live import LiveView
 
     console = Console(stderr=as_json)
@@ -72,6 +80,7 @@ def run(
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
             "max_steps": max_steps, "max_seconds": max_seconds,
             "validate_answers": False if no_validator else None,
+            **options.safety_overrides(allow_domain, block_domain, approve_all),
             "browser": {
                 "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
                 "allow_file_urls": True if allow_file_urls else None,
@@ -81,9 +90,9 @@ def run(
         if env not in ("browser", "desktop"):
             raise ConfigError(f"--env must be 'browser' or 'desktop', got {env!r}")
         if url:
-            from surfer.tools.url_policy import check_start_url
+            from surfer.agent.environments import check_start_url
 
-            check_start_url(url, cfg.browser.allow_file_urls)
+            check_start_url(url, cfg)
         environment = None
         if env == "desktop":
             from surfer.tools.desktop import DesktopEnvironment
@@ -93,13 +102,23 @@ def run(
             environment = DesktopEnvironment(display=display, monitor=monitor, dry_run=dry_run)
         elif display or monitor != 1 or dry_run:
             raise ConfigError("--display, --monitor and --dry-run apply to --env desktop only")
-        agent = Agent(cfg, environment=environment, listeners=[LiveView(console)])
-    run_dir = out or default_run_dir(task)
+        run_dir = out or default_run_dir(task)
+        # At a terminal the person steers the run and confirms sensitive actions.
+        controls = TerminalControls(console, run_dir) if sys.stdin.isatty() else None
+        confirm = controls.confirm if controls is not None and cfg.sensitive_actions != "approve" else None
+        agent = Agent(cfg, environment=environment, listeners=[LiveView(console)], secrets=options.secrets_from(secret),
+                      confirm=confirm)
+        answer = AnswerSchema.load(answer_schema) if answer_schema else None
 
     async def main() -> object:
         try:
-            return await agent.run(task, url, out_dir=run_dir)
+            handle = agent.start(task, url, out_dir=run_dir, answer_schema=answer)
+            if controls is not None:
+                controls.attach(handle)
+            return await handle.result()
         finally:
+            if controls is not None:
+                controls.detach()
             await agent.aclose()
             if agent.environment is not None:  # the agent closes only environments it made
                 await agent.environment.close()

@@ -10,7 +10,7 @@ from surfer.agent.events import (
     ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
 )
 
-_STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "interrupted": "bold yellow"}
+_STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "interrupted": "bold yellow"}
 
 
 class LiveView:

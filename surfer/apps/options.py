@@ -21,8 +21,36 @@ Profile = Annotated[Optional[str], typer.Option(
     "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
 AllowFileUrls = Annotated[bool, typer.Option(
     "--allow-file-urls", help="Let the agent open file: URLs (refused by default, like chrome:, devtools:, view-source:, javascript:).")]
+AllowDomain = Annotated[Optional[list[str]], typer.Option(
+    "--allow-domain", metavar="HOST", help="Host the browser may reach (repeatable; *.example.com wildcards; HOST:PORT for one port). "
+    "Given at least once, every other host is blocked, on every request.")]
+BlockDomain = Annotated[Optional[list[str]], typer.Option(
+    "--block-domain", metavar="HOST", help="Host the browser may never reach (repeatable; same patterns).")]
+Secret = Annotated[Optional[list[str]], typer.Option(
+    "--secret", metavar="NAME=ENV_VAR", help="A secret the model knows only as {{NAME}}; its value is read from the "
+    "environment variable and typed by the executor, never sent or written (repeatable).")]
+ApproveAll = Annotated[bool, typer.Option(
+    "--approve-all", help="Perform sensitive actions (buy, pay, order, delete, send ...) without asking; "
+    "without it they are asked at an interactive terminal and denied elsewhere.")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
+
+
+def safety_overrides(allow_domain: list[str] | None, block_domain: list[str] | None, approve_all: bool = False) -> dict[str, Any]:
+    """Config overrides of the safety flags shared by run, batch and qa."""
+    return {
+        "allowed_domains": allow_domain or None, "blocked_domains": block_domain or None,
+        "sensitive_actions": "approve" if approve_all else None,
+    }
+
+
+def secrets_from(specs: list[str] | None) -> Any:
+    """The `--secret NAME=ENV_VAR` flags as a `Secrets` (ConfigError, exit 2, for a bad spec or unset variable)."""
+    import os
+
+    from surfer.agent.secrets import Secrets
+
+    return Secrets.from_env_specs(specs or [], os.environ)
 
 
 def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console: Any) -> "AgentConfig":

@@ -7,7 +7,7 @@ must not fill are hidden from the JSON schema with `SkipJsonSchema`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.json_schema import SkipJsonSchema
@@ -114,6 +114,8 @@ class Wait(_Action):
 class Answer(_Action):
     type: Literal["answer"] = "answer"
     text: str
+    # Structured answer data, asked for only when a run has an answer schema (which adds it to the JSON schema).
+    data: SkipJsonSchema[Any] = None
 
 
 class Fail(_Action):

@@ -76,6 +76,8 @@ class BrowserEnvironment(Environment):
         browser: Any = None,
         clip: tuple[float, float, float, float] | None = None,
         allow_file_urls: bool = False,
+        allowed_domains: tuple[str, ...] | list[str] = (),
+        blocked_domains: tuple[str, ...] | list[str] = (),
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -93,7 +95,10 @@ class BrowserEnvironment(Environment):
         self._shared_browser = browser
         # Capture only this CSS rectangle (x, y, width, height); points map back through the origin.
         self.clip = clip
-        self.url_policy = UrlPolicy(allow_file_urls=allow_file_urls)
+        self.url_policy = UrlPolicy(
+            allow_file_urls=allow_file_urls, allowed_domains=allowed_domains, blocked_domains=blocked_domains,
+        )
+        self._proxy: Any = None
         self._playwright: Any = None
         self._browser: Any = None
         self._context: Any = None
@@ -119,9 +124,16 @@ class BrowserEnvironment(Environment):
                     await self._playwright.stop()
                     self._playwright = None
                     raise
+            options: dict[str, Any] = {}
+            if self.url_policy.has_domain_rules:
+                # Every request of the context, loopback included, passes the domain check.
+                from .guard_proxy import GuardProxy
+
+                self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
+                options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
             self._context = await self._browser.new_context(
                 viewport={"width": self.viewport[0], "height": self.viewport[1]},
-                device_scale_factor=self.device_scale_factor,
+                device_scale_factor=self.device_scale_factor, **options,
             )
             self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
             await self._context.add_init_script(MUTATION_TRACKER)
@@ -129,7 +141,7 @@ class BrowserEnvironment(Environment):
             self._context.on("page", self._on_new_page)
             self._use(await self._context.new_page())
         if url:
-            check_start_url(url, self.url_policy.allow_file_urls)
+            check_start_url(url, self.url_policy)
             await self._goto(url)
             await self.settle(await self.mark())
 
@@ -150,6 +162,9 @@ class BrowserEnvironment(Environment):
             if self._playwright is not None:
                 await self._playwright.stop()
                 self._playwright = None
+            if self._proxy is not None:
+                await self._proxy.close()
+                self._proxy = None
 
     @property
     def context(self) -> Any:
@@ -289,9 +304,10 @@ class BrowserEnvironment(Environment):
         return f"dragged {action.point} → {action.to_point}"
 
     async def _goto(self, url: str) -> None:
-        self.url_policy.check(url)  # before normalising: 'javascript:...' must not become 'https://javascript:...'
-        target = normalize_url(url, self._page.url if self._page else "")
-        self.url_policy.check(target)
+        current = self._page.url if self._page else ""
+        self.url_policy.check(url, opener=current)  # before normalising: 'javascript:x' must not become 'https://javascript:x'
+        target = normalize_url(url, current)
+        self.url_policy.check(target, opener=current)
         try:
             await self.page.goto(target, wait_until="domcontentloaded")
         except Exception as exc:  # noqa: BLE001

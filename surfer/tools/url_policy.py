@@ -6,36 +6,109 @@ a model must not open them, since whatever it opens is screenshotted, sent to
 the model server and written into the run directory. They are refused for
 `goto`, for the start URL and for navigations a page starts itself;
 `allow_file_urls=True` (`--allow-file-urls`) lets `file:` through for users who
-automate local files. The full domain allow-list is a separate layer.
+automate local files.
+
+Domain rules (`allowed_domains`, `blocked_domains`) hold on every request the
+browser context makes: `BrowserEnvironment` routes the context through a
+`GuardProxy` that asks `host_refusal` for each one. A pattern is a host
+(`example.com`: that host on any port), a wildcard (`*.example.com`: the
+domain and every subdomain), or either with a port (`example.com:8080`: that
+port only). A blocked pattern wins over an allowed one; with no allowed
+patterns every host not blocked is allowed. `data:` and `blob:` pages carry
+no host: they are allowed when the page that opens them is.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 from surfer.core.errors import ActionFailed, ConfigError
 
 FILE_SCHEMES = frozenset({"file", "filesystem"})
 BROWSER_SCHEMES = frozenset({"chrome", "chrome-untrusted", "chrome-extension", "devtools", "view-source", "javascript"})
-# Chromium's console message when a page tries to open a local file (it blocks those itself).
+# Chromium's console messages when it blocks a page's own navigation itself.
 _LOCAL_RESOURCE = "Not allowed to load local resource:"
+_TOP_DATA_URL = "Not allowed to navigate top frame to data URL:"
+
+
+INLINE_SCHEMES = frozenset({"data", "blob", "about"})
+NETWORK_SCHEMES = frozenset({"http", "https", "ws", "wss"})
+DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
+_HOSTNAME = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
+_IPV6 = re.compile(r"^[0-9a-f:.]+$")
 
 
 def url_scheme(url: str) -> str:
     return urlsplit(url.strip()).scheme.lower()
 
 
+@dataclass(frozen=True)
+class HostPattern:
+    host: str
+    wildcard: bool = False
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "HostPattern":
+        value = text.strip().lower().rstrip(".")
+        wildcard = value.startswith("*.")
+        value = value[2:] if wildcard else value
+        host, port_text = value, ""
+        if value.startswith("["):  # [IPv6] or [IPv6]:port
+            host, _, rest = value[1:].partition("]")
+            port_text = rest[1:] if rest.startswith(":") else ("x" if rest else "")
+        elif value.count(":") == 1:
+            host, port_text = value.split(":")
+        ipv6 = ":" in host
+        valid = bool(_IPV6.match(host)) if ipv6 else bool(_HOSTNAME.match(host))
+        if not valid or (port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536)) or (ipv6 and wildcard):
+            raise ConfigError(
+                f"domain pattern {text!r} is not a host: use example.com, *.example.com or example.com:8080 "
+                "(no scheme or path)"
+            )
+        return cls(host, wildcard, int(port_text) if port_text else None)
+
+    def matches(self, host: str, port: int) -> bool:
+        if self.port is not None and self.port != port:
+            return False
+        return host == self.host or (self.wildcard and host.endswith("." + self.host))
+
+
+def parse_patterns(values: Iterable[str]) -> tuple[HostPattern, ...]:
+    return tuple(HostPattern.parse(v) for v in values)
+
+
 class UrlPolicy:
     """Refuses local-file and browser-internal URLs, and remembers refusals
     of navigations the page started, to tell the agent after the action."""
 
-    def __init__(self, *, allow_file_urls: bool = False) -> None:
+    def __init__(
+        self, *, allow_file_urls: bool = False, allowed_domains: Iterable[str] = (), blocked_domains: Iterable[str] = (),
+    ) -> None:
         self.allow_file_urls = allow_file_urls
+        self.allowed = parse_patterns(allowed_domains)
+        self.blocked = parse_patterns(blocked_domains)
         self._notices: list[str] = []
 
-    def refusal(self, url: str) -> str | None:
-        """Why `url` may not be opened, or None when it may."""
+    @property
+    def has_domain_rules(self) -> bool:
+        return bool(self.allowed or self.blocked)
+
+    def host_refusal(self, scheme: str, host: str, port: int | None = None) -> str | None:
+        """Why a request to `host` may not be made, or None when it may."""
+        host = host.lower().strip("[]").rstrip(".")
+        port = port or DEFAULT_PORTS.get(scheme, 0)
+        if any(p.matches(host, port) for p in self.blocked):
+            return f"{host} is a blocked domain"
+        if self.allowed and not any(p.matches(host, port) for p in self.allowed):
+            return f"{host} is not an allowed domain"
+        return None
+
+    def scheme_refusal(self, url: str) -> str | None:
+        """Why `url`'s scheme is refused (local files, browser internals), or None."""
         scheme = url_scheme(url)
         if scheme in BROWSER_SCHEMES:
             return f"{scheme}: URLs are refused (they open the browser's internals or run code)"
@@ -43,9 +116,30 @@ class UrlPolicy:
             return f"{scheme}: URLs are refused (they expose local files); the user can allow them with --allow-file-urls"
         return None
 
-    def check(self, url: str) -> None:
+    def refusal(self, url: str, opener: str | None = None) -> str | None:
+        """Why `url` may not be opened, or None when it may. `opener` is the URL
+        of the page that opens it (for data: and blob: pages)."""
+        reason = self.scheme_refusal(url)
+        if reason is not None or not self.has_domain_rules:
+            return reason
+        scheme = url_scheme(url)
+        if scheme in NETWORK_SCHEMES:
+            parts = urlsplit(url.strip())
+            return self.host_refusal(scheme, parts.hostname or "", parts.port)
+        if scheme == "blob":  # blob:https://host/uuid belongs to its origin
+            return self.refusal(url.strip()[5:])
+        if scheme == "data" and opener is not None and opener != "about:blank":
+            reason = self.refusal(opener)
+            return None if reason is None else f"a data: page opened by a refused page ({reason})"
+        return None
+
+    def on_refused_request(self, url: str, reason: str) -> None:
+        """The proxy refused a request the page made."""
+        self._notices.append(f"blocked a request to {url}: {reason}")
+
+    def check(self, url: str, opener: str | None = None) -> None:
         """Raise ActionFailed (an error the agent sees in its history) for a refused URL."""
-        reason = self.refusal(url)
+        reason = self.refusal(url, opener)
         if reason is not None:
             raise ActionFailed(f"refused to open {url}: {reason}")
 
@@ -57,7 +151,7 @@ class UrlPolicy:
 
     def _on_navigated(self, frame: Any) -> None:
         url = frame.url
-        reason = self.refusal(url)
+        reason = self.scheme_refusal(url)  # network pages passed the proxy, when there are domain rules
         if reason is not None:
             self._notices.append(f"the page navigated to {url}, which was refused and closed: {reason}")
 
@@ -66,6 +160,9 @@ class UrlPolicy:
         if _LOCAL_RESOURCE in text:
             url = text.split(_LOCAL_RESOURCE, 1)[1].strip()
             self._notices.append(f"the page tried to open {url}; local files are refused")
+        elif _TOP_DATA_URL in text:
+            url = text.split(_TOP_DATA_URL, 1)[1].strip()
+            self._notices.append(f"the page tried to open a data: URL in the whole tab ({url[:60]}…), which the browser refuses")
 
     def take_notices(self) -> list[str]:
         notices, self._notices = self._notices, []
@@ -74,19 +171,19 @@ class UrlPolicy:
     async def leave_refused(self, page: Any) -> bool:
         """If the page (or one of its frames) shows a refused URL, replace it with
         a blank page before anything is captured. Returns whether it did."""
-        if self.refusal(page.url) is not None:
+        if self.scheme_refusal(page.url) is not None:
             await page.goto("about:blank")
             return True
         left = False
         for frame in page.frames[1:]:
-            if self.refusal(frame.url) is not None:
+            if self.scheme_refusal(frame.url) is not None:
                 await frame.goto("about:blank")
                 left = True
         return left
 
 
-def check_start_url(url: str, allow_file_urls: bool = False) -> None:
+def check_start_url(url: str, policy: UrlPolicy) -> None:
     """A start URL is the user's input: a refused one is a usage error (exit 2)."""
-    reason = UrlPolicy(allow_file_urls=allow_file_urls).refusal(url)
+    reason = policy.refusal(url)
     if reason is not None:
         raise ConfigError(f"the start URL {url} is refused: {reason}")

@@ -42,7 +42,7 @@ def _figures(summaries: list[QaSummary]) -> dict[str, Any]:
 async def _run(config: AgentConfig, suite_path: Path, site_url: str, out: Path, cache: ActionCache) -> QaSummary:
     environ = {**os.environ, "LIBRARY_PASSWORD": BENCH_PASSWORD}
     suite = load_suite(suite_path, {"demo_url": site_url}, environ)
-    runner = QaRunner([SuiteRun(suite, config)], out, cache=cache, secrets=environ)
+    runner = QaRunner([SuiteRun(suite, config)], out, cache=cache, environ=environ)
     return await runner.run()
 
 

@@ -109,15 +109,15 @@ def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
 
 def check_start_urls(runs: list[SuiteRun]) -> None:
     """Refused start URLs (file:, chrome:, ...) are a usage error before anything runs."""
+    from surfer.agent.environments import check_start_url
     from surfer.core.errors import ConfigError
-    from surfer.tools.url_policy import check_start_url
 
     for run in runs:
         for case in run.suite.cases:
             url = run.suite.resolve_url(case.url)
             if url and run.suite.environment == "browser":
                 try:
-                    check_start_url(url, run.config.browser.allow_file_urls)
+                    check_start_url(url, run.config)
                 except ConfigError as exc:
                     line = run.suite.lines.get(case.name, 1)
                     raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}") from None

@@ -1,31 +1,33 @@
-"""The environment a QA case acts through: it wraps the real one to type
-secrets and to record every performed action with its anchor.
+"""The environment a QA case acts through: it wraps the real one to record
+every performed action with its anchor (the action cache's entries), and to
+perform cached actions with secrets revealed.
 
-The model only ever sees `{{secret:NAME}}`; when an action types text holding
-that placeholder, the real value goes to the keyboard and nowhere else (the
-action the agent records, and the cache, keep the placeholder)."""
+Secrets are the agent's (`surfer.agent.secrets.Secrets`): the model and the
+cache only ever hold the placeholder `{{NAME}}`; whatever reaches this
+environment with a real value in it (the agent reveals before performing) is
+scrubbed back to the placeholder before it is recorded."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
-from surfer.core.actions import Action, CssPoint, TypeText, targets_of
+from surfer.agent.secrets import Secrets
+from surfer.core.actions import Action, CssPoint, targets_of
 from surfer.core.errors import ActionFailed, ActionNotSupported, SurferError
 from surfer.core.observation import Observation
 from surfer.tools.base import ActionOutcome, EpisodeEnd, Environment
 
 from .anchors import Fingerprint, crop_around, fingerprint_at, url_pattern
 from .cache import CachedAction
-from .suite import SECRET
 
 
 class QaEnvironment(Environment):
-    def __init__(self, inner: Environment, secrets: Mapping[str, str], base_url: Optional[str]) -> None:
+    def __init__(self, inner: Environment, secrets: Optional[Secrets], base_url: Optional[str]) -> None:
         self.inner = inner
         self.kind = inner.kind
-        self.secrets = dict(secrets)
+        self.secrets = secrets or Secrets()
         self.base_url = base_url
         self.last: Optional[Observation] = None
         self._seen: dict[tuple[str, float, float], Any] = {}  # fingerprints and crops of the current observation
@@ -110,23 +112,13 @@ class QaEnvironment(Environment):
 
     # -- acting -----------------------------------------------------------------
 
-    def reveal(self, action: Action) -> Action:
-        """The action as performed: secret placeholders replaced by their values."""
-        if isinstance(action, TypeText) and SECRET.search(action.text):
-            text = SECRET.sub(lambda m: self.secrets.get(m.group(1), m.group(0)), action.text)
-            return action.model_copy(update={"text": text})
-        return action
-
     def conceal(self, text: str) -> str:
-        for name, value in self.secrets.items():
-            if value:
-                text = text.replace(value, "{{secret:%s}}" % name)
-        return text
+        return self.secrets.scrub(text) if self.secrets else text
 
     async def perform(self, action: Action) -> ActionOutcome:
         recorded = await self._anchor(action)
         try:
-            outcome = await self.inner.perform(self.reveal(action))
+            outcome = await self.inner.perform(self.secrets.reveal_action(action))
         except (ActionFailed, ActionNotSupported) as exc:
             raise type(exc)(self.conceal(str(exc))) from None
         except ValueError as exc:
@@ -141,7 +133,7 @@ class QaEnvironment(Environment):
 
     async def _anchor(self, action: Action) -> CachedAction:
         points = [p for p in (getattr(action, "point", None), getattr(action, "to_point", None)) if p is not None]
-        data = action.model_dump(mode="json", exclude_none=True, exclude={"point", "to_point"})
+        data = self.secrets.scrub_obj(action.model_dump(mode="json", exclude_none=True, exclude={"point", "to_point"}))
         recorded = CachedAction(data, [{"x": round(p.x, 2), "y": round(p.y, 2)} for p in points], self.page_pattern())
         if points and targets_of(action):
             element = await self.fingerprint(points[0])

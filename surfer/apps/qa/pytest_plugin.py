@@ -135,25 +135,38 @@ class SurferFixture:
         self._environ = os.environ
         self._env: Any = None
         self._agent: Any = None
+        self._goals: list[str] = []
         self._runs = 0
 
     # -- plumbing ------------------------------------------------------------
 
-    async def _session(self) -> tuple[Any, Any]:
+    async def _session(self, goal: str = "") -> tuple[Any, Any]:
+        """This test's browser context and an agent that knows the secrets typed so far."""
+        from surfer.agent.environments import browser_environment
+        from surfer.agent.events import ModelCalled
+        from surfer.agent.loop import Agent
+        from surfer.core.errors import ConfigError
+
+        from .executor import QaEnvironment
+        from .suite import secrets_for
+
         if self._env is None:
-            from surfer.agent.events import ModelCalled
-            from surfer.agent.loop import Agent
-            from surfer.apps.batch import browser_environment
-
-            from .executor import QaEnvironment
-
-            self._env = QaEnvironment(browser_environment(self.runtime.config, await self.runtime.browser_handle()), {}, None)
-
+            self._env = QaEnvironment(browser_environment(self.runtime.config, await self.runtime.browser_handle()), None, None)
+        if goal:
+            self._goals.append(goal)
+            try:
+                secrets = secrets_for(self._goals, self._environ)
+            except ConfigError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            if secrets.names != self._env.secrets.names:
+                self._env.secrets, self._agent = secrets, None
+        if self._agent is None:
             def count(event: Any) -> None:
                 if isinstance(event, ModelCalled):
                     self.attempt.model_calls += 1
 
-            self._agent = Agent(self.runtime.config, environment=self._env, backends=self.runtime.backends, listeners=[count])
+            self._agent = Agent(self.runtime.config, environment=self._env, backends=self.runtime.backends,
+                                listeners=[count], secrets=self._env.secrets)
         return self._env, self._agent
 
     def _next_dir(self, kind: str) -> Path:
@@ -165,15 +178,6 @@ class SurferFixture:
             if step.run_dirs:
                 return str(Path(step.run_dirs[-1]) / "report.html")
         return str(self.dir / "report.html")
-
-    def _secrets_for(self, text: str) -> None:
-        from .suite import secret_names
-
-        for name in secret_names(text):
-            value = self._environ.get(name)
-            if not value:
-                raise pytest.UsageError(f"secret {name} is not set in the environment")
-            self._env.secrets[name] = value
 
     # -- the API ---------------------------------------------------------------
 
@@ -190,8 +194,7 @@ class SurferFixture:
         from .runner import StepReport, run_goal
 
         async def act() -> StepReport:
-            env, agent = await self._session()
-            self._secrets_for(goal)
+            env, agent = await self._session(goal)
             step = StepReport(len(self.attempt.steps) + 1, goal)
             self.attempt.steps.append(step)
             cached = self.entry.step(step.index - 1, goal) if self.entry is not None else None

@@ -54,7 +54,7 @@ class StepReplay:
         self.env = env
         self.localizer = localizer
         self.profile = profile
-        self.writer = TrajectoryWriter(run_dir)
+        self.writer = TrajectoryWriter(run_dir, scrub=env.secrets.scrub_obj if env.secrets else None)
         self.run_dir = run_dir
         self.goal = goal
         self.outcome = ReplayOutcome()

@@ -22,7 +22,8 @@ from typing import Any, Mapping, Optional
 
 from surfer.agent.config import AgentConfig
 from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
-from surfer.apps.batch import BATCH_STOPPING_ERRORS, ResultsIndex, SharedBrowser, browser_environment, drain, shared_backends
+from surfer.agent.environments import browser_environment
+from surfer.apps.batch import BATCH_STOPPING_ERRORS, ResultsIndex, SharedBrowser, drain, shared_backends
 from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
 from surfer.models.backend import ModelBackend
 
@@ -31,17 +32,7 @@ from .cache import ActionCache, CachedAction, CachedStep, CaseEntry
 from .executor import QaEnvironment
 from .expectations import ExpectationResult, check_expectations
 from .replay import StepReplay
-from .suite import SECRET, AnswerExpectation, Case, Suite, secret_names
-
-SECRET_HINT = (
-    "\n(Type placeholders such as {{secret:NAME}} exactly as written: the real value is filled in as it is typed.)"
-)
-
-
-def goal_task(goal: str) -> str:
-    """The task the agent gets for one step."""
-    return goal + SECRET_HINT if SECRET.search(goal) else goal
-
+from .suite import AnswerExpectation, Case, Suite, agent_goal, secrets_for
 
 @dataclass
 class StepReport:
@@ -212,7 +203,7 @@ async def run_goal(
             step.source, step.healed = "healed", [f"replay stopped: {replay.missed}; the policy took over"]
     if step.status != "success":
         model_dir = step_dir / "model" if cached is not None else step_dir
-        result = await agent.run(goal_task(step.goal), None, out_dir=model_dir)
+        result = await agent.run(agent_goal(step.goal), None, out_dir=model_dir)
         step.run_dirs.append(str(model_dir))
         step.status, step.answer, step.reason, step.error_kind = result.status, result.answer, result.reason, result.error_kind
     step.actions, step.end_url = env.take_log(), env.page_pattern()
@@ -230,7 +221,7 @@ class QaRunner:
         cache: Optional[ActionCache] = None,
         update_cache: bool = False,
         backend: Optional[ModelBackend] = None,
-        secrets: Optional[Mapping[str, str]] = None,
+        environ: Optional[Mapping[str, str]] = None,
         select: Any = None,
     ) -> None:
         import os
@@ -244,10 +235,9 @@ class QaRunner:
         self.cache = cache
         self.update_cache = update_cache
         self._backend = backend
-        environ = os.environ if secrets is None else secrets
+        environ = os.environ if environ is None else environ
         self.cases: list[CaseReport] = []
         self._runs: dict[str, SuiteRun] = {}
-        self._secrets: dict[str, str] = {}
         for run in suites:
             for case in run.suite.cases:
                 if select is not None and not select(case):
@@ -255,9 +245,7 @@ class QaRunner:
                 case_id = run.suite.case_id(case)
                 self.cases.append(CaseReport(run.suite.name, case, case_id, self.out_dir / "cases" / case_id))
                 self._runs[case_id] = run
-                for goal in case.goals:
-                    for name in secret_names(goal):
-                        self._secrets[name] = environ.get(name, "")
+        self._secrets = secrets_for([g for c in self.cases for g in c.case.goals], environ)
         self._browser = SharedBrowser(headless=suites[0].config.browser.headless if suites else True)
         self._stopped: Optional[str] = None
         self._stopped_kind: Optional[str] = None
@@ -383,7 +371,7 @@ class QaRunner:
                 report.current_step = report.current_step.split(" ·")[0] + f" · action {event.index}"
 
         config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step})
-        agent = LazyAgent(lambda: Agent(config, environment=env, backends=run.backends, listeners=[count]))
+        agent = LazyAgent(lambda: Agent(config, environment=env, backends=run.backends, listeners=[count], secrets=self._secrets))
         start_url = run.suite.resolve_url(case.url)
         try:
             await env.start(start_url)

@@ -335,3 +335,21 @@ def parse_vars(pairs: list[str]) -> dict[str, str]:
 
 def secret_names(text: str) -> list[str]:
     return [m.group(1) for m in SECRET.finditer(text)]
+
+
+def agent_goal(goal: str) -> str:
+    """A goal as the agent gets it: `{{secret:NAME}}` becomes the agent's placeholder `{{NAME}}`."""
+    return SECRET.sub(lambda m: "{{" + m.group(1) + "}}", goal)
+
+
+def secrets_for(goals: list[str], environ: Mapping[str, str]) -> Any:
+    """The `Secrets` the goals type, read from the environment."""
+    from surfer.agent.secrets import Secrets
+
+    values = {}
+    for goal in goals:
+        for name in secret_names(goal):
+            if not environ.get(name):
+                raise ConfigError(f"secret {name} is not set in the environment")
+            values[name] = environ[name]
+    return Secrets(values)

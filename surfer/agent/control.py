@@ -1,0 +1,107 @@
+"""Live control of a running agent.
+
+    handle = agent.start("Book the cheapest flight", url=...)
+    handle.pause()                    # takes effect between steps
+    handle.hint("Use the date picker, not the text field")
+    handle.resume()
+    handle.finish_now()               # ask for a final answer now
+    result = await handle.result()    # or handle.cancel(): status `interrupted`
+
+Commands act at the next step boundary, so the step in progress always
+finishes whole and the run directory stays consistent. The time limit keeps
+running while a run is paused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .result import RunResult
+
+
+class RunControl:
+    """The state the loop checks between steps (shared with a `RunHandle`)."""
+
+    def __init__(self) -> None:
+        self._running = asyncio.Event()
+        self._running.set()
+        self._hints: list[str] = []
+        self.finish_requested = False
+        self.result: "RunResult | None" = None  # set when the run ends, also when cancelled
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def hint(self, text: str) -> None:
+        text = " ".join(text.split())
+        if text:
+            self._hints.append(text)
+
+    def finish_now(self) -> None:
+        self.finish_requested = True
+        self._running.set()  # a paused run wakes to answer
+
+    async def checkpoint(self) -> list[str]:
+        """Between steps: wait while paused; the hints given since the last call."""
+        await self._running.wait()
+        hints, self._hints = self._hints, []
+        return hints
+
+
+class RunHandle:
+    """A run in progress, started by `Agent.start`."""
+
+    def __init__(self, task: "asyncio.Task[RunResult]", control: RunControl) -> None:
+        self._task = task
+        self._control = control
+
+    @property
+    def done(self) -> bool:
+        return self._task.done()
+
+    @property
+    def paused(self) -> bool:
+        return self._control.paused
+
+    def pause(self) -> None:
+        self._control.pause()
+
+    def resume(self) -> None:
+        self._control.resume()
+
+    def hint(self, text: str) -> None:
+        """A note for the policy's next prompt."""
+        self._control.hint(text)
+
+    def finish_now(self) -> None:
+        """Stop stepping and ask the policy for its final answer (validated as usual)."""
+        self._control.finish_now()
+
+    def cancel(self) -> None:
+        """Stop at once: the step in progress is dropped, the result says `interrupted`."""
+        self._task.cancel()
+
+    async def result(self) -> "RunResult":
+        """The run's result. If the caller is cancelled while waiting (Ctrl-C), the run is
+        cancelled too, and its record written, before the cancellation goes on."""
+        try:
+            return await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                if not self._task.done():
+                    self._task.cancel()
+                await asyncio.gather(self._task, return_exceptions=True)
+                raise
+            if self._control.result is None:  # cancelled before the run began
+                raise
+            return self._control.result

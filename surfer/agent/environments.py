@@ -1,0 +1,42 @@
+"""Environments built from the configuration: the one place that turns
+`AgentConfig` into a `BrowserEnvironment` and its URL policy (the agent's own
+runs, batches and QA suites all open sessions through here)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .config import AgentConfig
+
+if TYPE_CHECKING:
+    from surfer.tools.browser import BrowserEnvironment
+    from surfer.tools.url_policy import UrlPolicy
+
+
+def url_policy_of(config: AgentConfig) -> "UrlPolicy":
+    from surfer.tools.url_policy import UrlPolicy
+
+    return UrlPolicy(
+        allow_file_urls=config.browser.allow_file_urls, allowed_domains=config.allowed_domains,
+        blocked_domains=config.blocked_domains,
+    )
+
+
+def browser_environment(config: AgentConfig, browser: Any = None) -> "BrowserEnvironment":
+    """A browser session as configured; on `browser` (shared) or its own Chromium."""
+    from surfer.tools.browser import BrowserEnvironment
+    from surfer.tools.settle import SettleConfig
+
+    b = config.browser
+    return BrowserEnvironment(
+        browser=browser, headless=b.headless, viewport=b.viewport, device_scale_factor=b.device_scale_factor,
+        settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
+        allow_file_urls=b.allow_file_urls, allowed_domains=config.allowed_domains, blocked_domains=config.blocked_domains,
+    )
+
+
+def check_start_url(url: str, config: AgentConfig) -> None:
+    """A refused start URL (local file, browser internals, refused domain) is a usage error."""
+    from surfer.tools.url_policy import check_start_url as check
+
+    check(url, url_policy_of(config))
