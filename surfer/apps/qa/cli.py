@@ -144,6 +144,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         api_key: options.ApiKey = None,
         profile: options.Profile = None,
         headful: bool = typer.Option(False, "--headful", help="Show the browser windows."),
+        allow_file_urls: options.AllowFileUrls = False,
+        allow_domain: options.AllowDomain = None,
+        block_domain: options.BlockDomain = None,
+        approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live table."),
     ) -> None:
@@ -173,7 +177,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 profile = profile or "holotron"
             suites = [load_suite(f, variables) for f in files]
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
-                     "browser": {"headless": False if headful else None}}
+                     **options.safety_overrides(allow_domain, block_domain, approve_all),
+                     "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None}}
             runs = [SuiteRun(s, suite_config(config, s, flags, console)) for s in suites]
             check_start_urls(runs)
             action_cache = None if no_cache else ActionCache(cache or files[0].parent / DEFAULT_CACHE)
