@@ -71,8 +71,8 @@ class QaDemoOracle(DemoOracle):
             if page == "register.html":
                 return _answer("The registration page is open.")
             return _act("Open the registration page.", {"type": "click", "target": "the 'Register as a member' link"})
-        if "total of order #1044" in task.lower():
-            return _answer("794.36")
+        if "total of order #1044" in task.lower():  # an extraction: the typed answer's data
+            return _act("The orders table shows the total.", {"type": "answer", "text": "794.36", "data": {"value": 794.36}})
         if "opening hours" in task.lower():
             self._hours_answers += 1
             if self.flaky_hours and self._hours_answers == 1:

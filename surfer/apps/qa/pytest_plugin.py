@@ -19,7 +19,6 @@ each test in its own browser context."""
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from pathlib import Path
@@ -235,35 +234,23 @@ class SurferFixture:
             raise AssertionError(f"{self.attempt.failure}\nrun report: {self._last_report()}")
 
     def extract(self, what: str, schema: Any = str) -> Any:
-        """Read `what` off the screen with the agent, as a value of `schema` (a
-        Python type or pydantic model, or a JSON schema dict)."""
-        from pydantic import TypeAdapter, ValidationError
+        """Read `what` off the screen with the agent, as data of `schema`: a
+        pydantic model, a JSON Schema dict, or a plain type such as `float`
+        (the agent's typed answers, `answer_schema`)."""
+        from pydantic import BaseModel, create_model
 
-        if isinstance(schema, dict):
-            json_schema, adapter = schema, None
-        else:
-            adapter = TypeAdapter(schema)
-            json_schema = adapter.json_schema()
-        task = (f"Read {what} from the screen. Answer with only a JSON value (no prose) that matches this JSON schema: "
-                f"{json.dumps(json_schema)}")
+        wrapped = not isinstance(schema, dict) and not (isinstance(schema, type) and issubclass(schema, BaseModel))
+        answer_schema = create_model("Extracted", value=(schema, ...)) if wrapped else schema
 
         async def run() -> Any:
             _, agent = await self._session()
-            return await agent.run(task, None, out_dir=self._next_dir("extract"))
+            return await agent.run(f"Read {what} from the screen and give it as the answer's data.", None,
+                                   out_dir=self._next_dir("extract"), answer_schema=answer_schema)
 
         result = self.runtime.loop.run(run())
-        if result.status != "success" or result.answer is None:
+        if result.status != "success" or result.data is None:
             raise AssertionError(f"extract({what!r}) ended {result.status}: {result.reason}\nrun report: {result.run_dir}/report.html")
-        try:
-            value = json.loads(result.answer)
-        except json.JSONDecodeError:
-            value = result.answer
-        if adapter is None:
-            return value
-        try:
-            return adapter.validate_python(value)
-        except ValidationError as exc:
-            raise AssertionError(f"extract({what!r}): the answer {result.answer!r} is not a {schema!r}: {exc}") from None
+        return result.data.value if wrapped else result.data
 
     # -- end of the test -------------------------------------------------------------
 

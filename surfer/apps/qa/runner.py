@@ -34,6 +34,7 @@ from .expectations import ExpectationResult, check_expectations
 from .replay import StepReplay
 from .suite import AnswerExpectation, Case, Suite, agent_goal, secrets_for
 
+
 @dataclass
 class StepReport:
     index: int
