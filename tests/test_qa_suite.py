@@ -91,3 +91,13 @@ def test_tag_and_grep_select_cases():
     assert chosen(["smoke"], None) == ["sign in and read an order", "register a member"]
     assert chosen(["smoke"], "REGISTER") == ["register a member"]
     assert chosen(["nightly"], None) == []
+
+
+def test_two_suites_with_one_name_exit_2(tmp_path):
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text("name: shop\ncases:\n  - name: c\n    task: t\n")
+    proc = subprocess.run([sys.executable, "-m", "surfer", "qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 2
+    assert "the suite name 'shop' is already used by" in " ".join(proc.stderr.split())

@@ -176,6 +176,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 base_url, model = base_url or served["base_url"], model or served["model"]
                 profile = profile or "holotron"
             suites = [load_suite(f, variables) for f in files]
+            named: dict[str, Path] = {}
+            for suite, path in zip(suites, files):
+                if suite.slug in named:
+                    raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {named[suite.slug]} "
+                                      "(case ids, outputs and cache entries would collide)")
+                named[suite.slug] = path
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
                      **options.safety_overrides(allow_domain, block_domain, approve_all),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None}}

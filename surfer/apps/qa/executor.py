@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from surfer.agent.secrets import Secrets
 from surfer.core.actions import Action, CssPoint, targets_of
-from surfer.core.errors import ActionFailed, ActionNotSupported, SurferError
+from surfer.core.errors import ActionFailed, ActionNotSupported, EnvironmentFailure, SurferError
 from surfer.core.observation import Observation
 from surfer.tools.base import ActionOutcome, EpisodeEnd, Environment
 
@@ -71,7 +71,13 @@ class QaEnvironment(Environment):
 
     @property
     def page(self) -> Any:
-        return getattr(self.inner, "page", None) if self.kind == "browser" else None
+        """The browser's current page; None on the desktop or before the browser started."""
+        if self.kind != "browser":
+            return None
+        try:
+            return getattr(self.inner, "page", None)
+        except EnvironmentFailure:
+            return None
 
     @property
     def url(self) -> str:

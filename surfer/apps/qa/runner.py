@@ -290,6 +290,8 @@ class QaRunner:
         entry = None
         if self.cache is not None and not self.update_cache:
             entry = await asyncio.to_thread(self.cache.load, report.id)
+            if entry is not None and entry.start_url != self._start_pattern(run, report):
+                entry = None  # the case starts somewhere else now: its recorded steps do not apply
         failed_before = False
         for number in range(1, retries + 2):
             attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
@@ -321,8 +323,12 @@ class QaRunner:
         last = report.last
         assert last is not None
         steps = [CachedStep(s.goal, s.actions, s.answer, s.end_url) for s in last.steps]
+        return CaseEntry(report.id, self._start_pattern(run, report), steps)
+
+    @staticmethod
+    def _start_pattern(run: SuiteRun, report: CaseReport) -> str:
         start = run.suite.resolve_url(report.case.url) or ""
-        return CaseEntry(report.id, url_pattern(start, run.suite.base_url) if start else "", steps)
+        return url_pattern(start, run.suite.base_url) if start else ""
 
     # -- one attempt ---------------------------------------------------------------------
 
