@@ -67,6 +67,13 @@ def test_surfer_fixture_acts_expects_extracts_and_caches(pytester, standin, demo
     again = [r.role for r in server.requests[before:]]
     # the act step replays from the cache; only the statement (validator) and extract (policy + validator) ask the model
     assert again.count("localizer") == 0 and again.count("policy") == 1 and again.count("validator") == 2
+    # a test that fails after replaying from the cache drops its entry
+    failing = pytester.path / "qa-cache" / "pytest" / "test-shop-py-test-a-wrong-statement-fails-with-the-reasons.json"
+    failing.write_text(entry.read_text().replace("test-shop-py-test-sign-in-and-read-the-total", failing.stem))
+    before = len(server.requests)
+    pytester.runpytest_subprocess(*args, "-k", "wrong_statement").assert_outcomes(failed=1)
+    assert [r.role for r in server.requests[before:]] == ["validator"]  # the act replayed, the statement was judged
+    assert not failing.exists()
     for path in pytester.path.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path

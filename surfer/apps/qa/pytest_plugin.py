@@ -263,9 +263,13 @@ class SurferFixture:
         self.attempt.status = "passed" if passed else "failed"
         self.report.status = self.attempt.status
         self.report.seconds = self.attempt.seconds = time.monotonic() - (self.report.started or time.monotonic())
-        if passed and self.runtime.cache is not None and self.attempt.steps:
+        cache = self.runtime.cache
+        if passed and cache is not None and self.attempt.steps:
             steps = [CachedStep(s.goal, s.actions, s.answer, s.end_url) for s in self.attempt.steps]
-            self.report.cache_written = self.runtime.cache.store(CaseEntry(self.case_id, "", steps))
+            self.report.cache_written = cache.store(CaseEntry(self.case_id, "", steps))
+        elif not passed and cache is not None and self.attempt.used_cache:
+            cache.drop(self.case_id)  # a test cannot be re-run from here: its next run goes to the model
+            self.report.cache_dropped = True
         write_case_report(self.report)
 
 
