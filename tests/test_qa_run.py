@@ -158,11 +158,14 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
 def test_a_step_that_cannot_finish_fails_the_case_naming_the_step(standin, demo_site, centres, tmp_path):
     server = standin(qa_oracle(centres, FRAME))
     suite = write_suite(tmp_path / "s.yaml", demo_site.base_url,
-                        "  - name: impossible\n    url: index.html\n    steps: [Open the registration page, Fly to the moon]\n")
-    proc = qa(str(suite), "--out", str(tmp_path / "out"), "--no-cache", *endpoint(server))
+                        "  - name: impossible\n    url: index.html\n    steps: [Open the registration page, Fly to the moon]\n"
+                        "  - name: possible\n    url: index.html\n    steps: [Open the registration page]\n")
+    proc = qa(str(suite), "--out", str(tmp_path / "out"), *endpoint(server))
     assert proc.returncode == 1
     failure = junit_cases(tmp_path / "out" / "junit.xml")["impossible"].result[0]
     assert isinstance(failure, Failure) and failure.message.startswith("step 2 (Fly to the moon) ended failed")
+    # the default cache sits next to the suite file, and holds only the case that passed
+    assert sorted(p.name for p in (tmp_path / "surfer-cache" / "checks").glob("*.json")) == ["possible.json"]
 
 
 def test_unreachable_model_server_exits_3(demo_site, tmp_path):

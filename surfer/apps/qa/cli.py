@@ -134,7 +134,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         junit: Optional[Path] = typer.Option(None, "--junit", help="JUnit XML file (default OUT/junit.xml)."),
         html: Optional[Path] = typer.Option(None, "--html", help="HTML summary (default OUT/index.html)."),
         retries: Optional[int] = typer.Option(None, "--retries", help="Extra tries of a failing case (default: the suite's)."),
-        cache: Optional[Path] = typer.Option(None, "--cache", help=f"Action cache directory (default {DEFAULT_CACHE}/ next to the suite)."),
+        cache: Optional[Path] = typer.Option(None, "--cache", help=f"Action cache directory (default {DEFAULT_CACHE}/ next to each suite file)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the action cache."),
         update_cache: bool = typer.Option(False, "--update-cache", help="Run every step with the model and rewrite the cache."),
         out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default qa-runs/<timestamp>)."),
@@ -185,10 +185,14 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
                      **options.safety_overrides(allow_domain, block_domain, approve_all),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None}}
-            runs = [SuiteRun(s, suite_config(config, s, flags, console)) for s in suites]
+            runs = [
+                SuiteRun(s, suite_config(config, s, flags, console),
+                         cache=None if no_cache or cache else ActionCache(path.parent / DEFAULT_CACHE))
+                for s, path in zip(suites, files)
+            ]
             check_start_urls(runs)
-            action_cache = None if no_cache else ActionCache(cache or files[0].parent / DEFAULT_CACHE)
-            runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries, cache=action_cache,
+            runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
+                              cache=ActionCache(cache) if cache and not no_cache else None,
                               update_cache=update_cache, select=selector(tag, grep))
             if not runner.cases:
                 raise ConfigError("no case matches --tag/--grep")

@@ -158,11 +158,13 @@ class QaSummary:
 
 @dataclass
 class SuiteRun:
-    """One suite with its configuration and model backends."""
+    """One suite with its configuration, model backends and (when it has one of
+    its own) action cache."""
 
     suite: Suite
     config: AgentConfig
     backends: dict[str, ModelBackend] = field(default_factory=dict)
+    cache: Optional[ActionCache] = None
 
 
 class LazyAgent:
@@ -288,8 +290,9 @@ class QaRunner:
         report.status, report.started = "running", time.monotonic()
         retries = self.retries if self.retries is not None else (report.case.retries if report.case.retries is not None else run.suite.retries)
         entry = None
-        if self.cache is not None and not self.update_cache:
-            entry = await asyncio.to_thread(self.cache.load, report.id)
+        cache = run.cache or self.cache
+        if cache is not None and not self.update_cache:
+            entry = await asyncio.to_thread(cache.load, report.id)
             if entry is not None and entry.start_url != self._start_pattern(run, report):
                 entry = None  # the case starts somewhere else now: its recorded steps do not apply
         failed_before = False
@@ -298,8 +301,8 @@ class QaRunner:
             if attempt.status != "passed" and attempt.used_cache and attempt.error_kind not in BATCH_STOPPING_ERRORS:
                 # a cache entry that replays into a failure is dropped; the case runs with the model once more
                 report.cache_dropped, entry = True, None
-                if self.cache is not None:
-                    await asyncio.to_thread(self.cache.drop, report.id)
+                if cache is not None:
+                    await asyncio.to_thread(cache.drop, report.id)
                 attempt = await self._attempt(run, report, None, "cache-dropped")
             if attempt.status == "passed" or attempt.error_kind in BATCH_STOPPING_ERRORS:
                 break
@@ -308,8 +311,8 @@ class QaRunner:
         assert last is not None
         if last.status == "passed":
             report.status = "flaky" if failed_before else "passed"
-            if self.cache is not None:
-                report.cache_written = await asyncio.to_thread(self.cache.store, self._entry(run, report))
+            if cache is not None:
+                report.cache_written = await asyncio.to_thread(cache.store, self._entry(run, report))
         else:
             report.status = "error" if last.status == "error" else "failed"
             if last.error_kind in BATCH_STOPPING_ERRORS and self._stopped is None:
