@@ -17,7 +17,8 @@ from typing import Any
 from surfer.agent.config import AgentConfig
 
 from .cache import ActionCache
-from .runner import QaRunner, QaSummary, SuiteRun
+from .outcomes import QaSummary
+from .runner import QaRunner, SuiteRun
 from .suite import load_suite
 
 BENCH_PASSWORD = "bench-password-1"

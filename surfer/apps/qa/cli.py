@@ -18,7 +18,8 @@ import typer
 from surfer.apps import options
 
 from .cache import ActionCache
-from .runner import QaRunner, QaSummary, SuiteRun
+from .outcomes import QaSummary
+from .runner import QaRunner, SuiteRun
 from .suite import Case, Suite, load_suite, parse_vars
 
 DEFAULT_CACHE = "surfer-cache"  # next to the (first) suite file

@@ -120,7 +120,7 @@ class SurferFixture:
 
         from surfer.agent.loop import slugify
 
-        from .runner import AttemptReport, CaseReport
+        from .outcomes import AttemptReport, CaseReport
         from .suite import Case
 
         self.runtime = runtime
@@ -190,7 +190,8 @@ class SurferFixture:
     def act(self, goal: str) -> Optional[str]:
         """Do `goal` (a sub-goal in plain language) and return the agent's answer;
         fails the test when it cannot be done. Replays from the cache when it can."""
-        from .runner import StepReport, run_goal
+        from .outcomes import StepReport
+        from .runner import run_goal
 
         async def act() -> StepReport:
             env, agent = await self._session(goal)

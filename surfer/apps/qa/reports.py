@@ -12,7 +12,7 @@ from typing import Any
 
 from surfer.agent.trajectory import write_atomic
 
-from .runner import AttemptReport, CaseReport, QaSummary
+from .outcomes import AttemptReport, CaseReport, QaSummary
 
 
 def _e(value: Any) -> str:
