@@ -102,3 +102,18 @@ def test_the_person_at_the_terminal_confirms_and_steers(standin, pages, tmp_path
     assert "bought=1" in steps[1]["url"]
     assert (run_dir / "confirm-step-001.jpg").stat().st_size > 1000  # the screenshot the person was pointed to
     assert "Hint from the user: the lamp is the only product" in server.requests[0].text
+
+
+async def test_a_download_is_refused_by_default_and_kept_with_a_yes(browser_env, pages, tmp_path):
+    for confirm, status in ((None, "refused"), (lambda request: True, "saved")):
+        env = await browser_env(pages.url("widgets/files.html"))
+        box = await env.page.locator("#report").bounding_box()  # where the link is drawn
+        point = {"x": round((box["x"] + box["width"] / 2) / 1280 * 1000), "y": round((box["y"] + box["height"] / 2) / 800 * 1000)}
+        model = ScriptedModel(policy=[{"thought": "", "notes": "", "action": {"type": "click", "target": "the report link"}}, DONE],
+                              localizer=[point])
+        run_dir = tmp_path / status
+        result = await Agent(backend=model, profile="holo2", environment=env, confirm=confirm, validate_answers=False).run(
+            "get the report", out_dir=run_dir)
+        assert [d["status"] for d in result.downloads] == [status], result.downloads
+        assert (run_dir / "downloads" / "report.csv").exists() == (status == "saved")
+        assert steps_of(run_dir)[0]["confirmation"]["approved"] == (status == "saved")

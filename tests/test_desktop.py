@@ -5,6 +5,7 @@ stand-in model server over real HTTP."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import os
@@ -436,3 +437,32 @@ def test_cli_runs_a_desktop_task(xvfb: str, tk_form: TkForm, standin: Any, tmp_p
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert json.loads(completed.stdout)["answer"] == "42"
     assert tk_form.wait_for(is_event("computed"))["multiply"] is True
+
+
+# -- dialog windows ------------------------------------------------------------------
+
+
+def _changed_pixels(before: bytes, after: bytes) -> int:
+    from PIL import Image, ImageChops
+
+    with Image.open(io.BytesIO(before)) as a, Image.open(io.BytesIO(after)) as b:
+        return sum(ImageChops.difference(a.convert("L"), b.convert("L")).histogram()[25:])
+
+
+async def test_dialog_windows_are_seen_and_answered(desktop: DesktopEnvironment, tk_form: TkForm, tmp_path: Path) -> None:
+    before = (await desktop.observe()).screenshot.data
+    outcome = await desktop.perform(Click(target="Ask", point=tk_form.centre("ask")))
+    shown = await tk_form.event(is_event("dialog"))
+    assert outcome.settle_reason != "timeout"  # settle waited for the window to be drawn, then saw it stay
+    assert _changed_pixels(before, (await desktop.observe()).screenshot.data) > 2000  # the question is on screen
+    yes = shown["buttons"]["yes"]
+    await desktop.perform(Click(target="Yes", point=CssPoint(x=yes["rootx"] + yes["width"] / 2, y=yes["rooty"] + yes["height"] / 2)))
+    assert (await tk_form.event(is_event("answer")))["yes"] is True
+
+    chosen = tmp_path / "notes.txt"
+    chosen.write_text("x")
+    before = (await desktop.observe()).screenshot.data
+    await desktop.perform(Click(target="Open file…", point=tk_form.centre("open_file")))
+    assert _changed_pixels(before, (await desktop.observe()).screenshot.data) > 2000  # the chooser window
+    await desktop.perform(TypeText(text=str(chosen), submit=True))  # its file name field has the focus
+    assert (await tk_form.event(is_event("chosen")))["path"] == str(chosen)

@@ -112,3 +112,19 @@ def test_bench_command_prints_a_table_and_writes_json(tmp_path):
     report = json.loads(out.read_text())
     assert report["episodes"] == 2 and report["tasks"]["focus-text"]["successes"] == 2 and report["oracle"] is True
     assert {r["seed"] for r in report["runs"]} == {0, 1}
+
+
+@pytest.mark.parametrize("oracle_input", ["keyboard", "pointer"])
+async def test_selects_and_date_pickers_by_keyboard_and_by_clicking_what_is_drawn(oracle_input: str):
+    # pointer: the select's popup and the date field's calendar are opened and clicked where they are drawn
+    tasks = ["choose-list", "enter-date", "choose-date"]
+    report = await run_miniwob(
+        AgentConfig(max_steps=20), tasks, seeds=2 if oracle_input == "pointer" else 1, concurrency=3, oracle=True,
+        oracle_input=oracle_input,
+    )
+    assert [r for r in report["runs"] if not r["success"]] == []
+    steps = {(r["task"], r["seed"]): r["steps"] for r in report["runs"]}
+    if oracle_input == "pointer":  # open, (scroll / page through months,) click the option or day, submit
+        assert all(n >= 3 for (task, _), n in steps.items() if task != "choose-date")
+    else:  # type (and Enter), submit
+        assert steps[("choose-list", 0)] == 2 and steps[("enter-date", 0)] == 2

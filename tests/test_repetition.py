@@ -52,9 +52,11 @@ async def test_progress_is_not_repetition(browser_env, pages):
 
 
 def test_detector_patterns():
-    a, b = bytes([10] * 640), bytes([200] * 640)
-    noisy = bytes([12] * 640)  # a blinking caret: not a different screen
-    assert same_screen(a, noisy) and not same_screen(a, b)
+    a, b = bytes([10] * 2560), bytes([200] * 2560)
+    noisy = bytes([12] * 2560)  # compression noise: not a different screen
+    caret = bytes([10] * 100 + [90] + [10] * 2459)  # one cell changed (a blinking caret)
+    month = bytes(([10] * 9 + [60]) * 256)  # many small changes (a calendar's digits)
+    assert same_screen(a, noisy) and same_screen(a, caret) and not same_screen(a, b) and not same_screen(a, month)
     here = step_seen(a, "click(target='x')", [CssPoint(x=100, y=100)])
     assert here.same_action(step_seen(b, "click(target='x')", [CssPoint(x=104, y=96)]))
     assert not here.same_action(step_seen(a, "click(target='x')", [CssPoint(x=300, y=100)]))

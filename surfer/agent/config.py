@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from surfer.agent.confirm import SENSITIVE_WORDS
 from surfer.core.errors import ConfigError
-from surfer.models.http import Endpoint
+from surfer.models.endpoint import Endpoint
 from surfer.models.profiles import DEFAULT_PROFILE
 
 ENV_VARS = {
@@ -58,12 +58,25 @@ class BrowserSettings(_Strict):
     settle_timeout: float = Field(default=3.0, ge=0, le=60)
     settle_quiet: float = Field(default=0.08, ge=0, le=5)
     screenshot_format: Literal["jpeg", "png"] = "jpeg"
+    upload_files: list[str] = Field(default=[], description="Files the agent may upload (the upload action).")
+    max_download_mb: float = Field(default=100.0, gt=0, description="Larger downloads are deleted and refused.")
+    max_downloads: int = Field(default=20, ge=0, description="Downloads kept per run; later ones are cancelled.")
     allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
 
     @field_validator("viewport", mode="before")
     @classmethod
     def _viewport(cls, value: Any) -> tuple[int, int]:
         return parse_viewport(value)
+
+    @field_validator("upload_files")
+    @classmethod
+    def _upload_files(cls, value: list[str]) -> list[str]:
+        from surfer.tools.transfers import check_upload_files
+
+        try:
+            return [str(p) for p in check_upload_files(value)]
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class AgentConfig(_Strict):
@@ -94,6 +107,7 @@ class AgentConfig(_Strict):
     )
     sensitive_words: list[str] = Field(default_factory=lambda: list(SENSITIVE_WORDS))
     confirm_domains: list[str] = Field(default_factory=list, description="Hosts where every action needs confirmation.")
+    confirm_downloads: bool = Field(default=True, description="Keep a downloaded file only after a confirmation.")
     allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
     blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
 
@@ -126,11 +140,12 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `extra` laid over it, nested sections merged key by key."""
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(dict(out[key]), value)
+            out[key] = merge_settings(dict(out[key]), value)
         else:
             out[key] = value
     return out
@@ -157,8 +172,8 @@ def load_config(
     (None values in overrides are ignored)."""
     data: dict[str, Any] = read_config_file(path) if path else {}
     env = os.environ if environ is None else environ
-    data = _merge(data, {field: env[var] for var, field in ENV_VARS.items() if env.get(var)})
-    data = _merge(data, _drop_none(overrides or {}))
+    data = merge_settings(data, {field: env[var] for var, field in ENV_VARS.items() if env.get(var)})
+    data = merge_settings(data, _drop_none(overrides or {}))
     return validate_config(data, str(path) if path else "arguments and environment")
 
 

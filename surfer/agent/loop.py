@@ -29,7 +29,7 @@ from surfer.models.profiles import Profile, get_profile
 from surfer.tools.base import Environment
 
 from .answers import AnswerSchema
-from .config import AgentConfig, load_config, validate_config
+from .config import AgentConfig, load_config, merge_settings, validate_config
 from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decision
 from .confirm import ask as ask_confirmer
 from .control import RunControl, RunHandle
@@ -89,6 +89,7 @@ class _Run:
     records: list[StepRecord] = field(default_factory=list)
     repetition: RepetitionDetector = field(default_factory=RepetitionDetector)
     hints: list[str] = field(default_factory=list)  # given since the last step began; recorded on the next step
+    current: StepRecord | None = None  # the step in progress
     repeats: int = 0
 
     def result(self, status: str, **fields: Any) -> RunResult:
@@ -148,14 +149,17 @@ class Agent:
         profile: str | Profile | None = None,
         out_dir: str | Path | None = None,
         listeners: list[Listener] | None = None,
+        files: list[str | Path] | None = None,
         secrets: "Secrets | Mapping[str, str] | None" = None,
         confirm: Confirmer | None = None,
         **settings: Any,
     ) -> None:
+        if files is not None:  # the files the agent may upload
+            settings["browser"] = {**settings.get("browser", {}), "upload_files": [str(f) for f in files]}
         if config is None:
             config = load_config(overrides=settings)
         elif settings:
-            config = validate_config({**config.model_dump(), **settings}, "Agent arguments")
+            config = validate_config(merge_settings(config.model_dump(), settings), "Agent arguments")
         self.config = config
         if isinstance(profile, Profile):
             self.profile = profile
@@ -163,7 +167,7 @@ class Agent:
             self.profile = get_profile(profile or config.profile)
         self.environment = environment
         self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
-        self.sensitive = SensitiveRules(config.sensitive_words, config.confirm_domains)
+        self.sensitive = SensitiveRules(config.sensitive_words, config.confirm_domains, config.confirm_downloads)
         # Who says yes to a sensitive action: the caller's confirmer, else the configured default.
         self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
         self.out_dir = Path(out_dir) if out_dir else None
@@ -302,6 +306,9 @@ class Agent:
         await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
+        assert env is not None
+        env.begin_run(run_dir)
+        env.confirm_download = self._download_confirmer(run) if self.sensitive.downloads else None
         result: RunResult | None = None
         limit = _time_limit_reason(self.config.max_seconds)
         # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
@@ -333,6 +340,9 @@ class Agent:
             await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
             raise
         finally:
+            if result is not None:
+                result.downloads = await asyncio.shield(env.end_run())
+            env.confirm_download = None
             if owned and env is not None:
                 await asyncio.shield(env.close())
             if result is not None:
@@ -406,7 +416,7 @@ class Agent:
             scrub = self.secrets.scrub
             observation = dataclasses.replace(
                 observation, url=scrub(observation.url), title=scrub(observation.title),
-                tabs=tuple(scrub(t) for t in observation.tabs),
+                tabs=tuple(scrub(t) for t in observation.tabs), notices=tuple(scrub(n) for n in observation.notices),
             )
         record.timings.screenshot = time.perf_counter() - t
         t = time.perf_counter()
@@ -431,7 +441,7 @@ class Agent:
         """A step's record: appended and announced when the step ends, also with an
         error; dropped when the step is cancelled (time limit, Ctrl-C, SIGTERM)."""
         started = time.perf_counter()
-        record = StepRecord(index)
+        record = run.current = StepRecord(index)
         record.hints, run.hints = run.hints, []
         await run.emit(StepStarted(index))
         try:
@@ -471,7 +481,7 @@ class Agent:
                     points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
                     record.points = points
                     record.action = action = with_points(action, points)
-                    if await self._confirmed(run, memory, record, action):
+                    if await self._confirmed(run, memory, record, action, observation.notices):
                         await self._perform(run, env, memory, record, action, points)
                     self._watch_repetition(run, memory, record, action, points)
             except StepFailed as exc:
@@ -480,14 +490,24 @@ class Agent:
                 await run.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
 
-    async def _confirmed(self, run: _Run, memory: Memory, record: StepRecord, action: Any) -> bool:
-        """Whether the action may be performed: sensitive ones need the confirmer's yes."""
-        reason = self.sensitive.reason(action, record.url)
-        if reason is None:
-            return True
+    async def _ask(self, record: StepRecord, action: Any, reason: str) -> bool:
         request = ConfirmationRequest(record.index, action, reason, record.url, record.screenshot, record.screenshot_ext)
         approved = await ask_confirmer(self.confirm, request)
         record.confirmation = {"reason": reason, "approved": approved, "by": getattr(self.confirm, "__name__", "confirm")}
+        return approved
+
+    def _download_confirmer(self, run: _Run) -> Callable[[str, str], Awaitable[bool]]:
+        async def confirm_download(name: str, url: str) -> bool:
+            record = run.current or StepRecord(0)
+            return await self._ask(record, record.action, f"it downloads a file ({name} from {self.secrets.scrub(url)})")
+        return confirm_download
+
+    async def _confirmed(self, run: _Run, memory: Memory, record: StepRecord, action: Any, notices: tuple[str, ...]) -> bool:
+        """Whether the action may be performed: sensitive ones need the confirmer's yes."""
+        reason = self.sensitive.reason(action, record.url, "\n".join(notices))
+        if reason is None:
+            return True
+        approved = await self._ask(record, action, reason)
         if not approved:
             record.outcome = {"error": f"not performed: a sensitive action ({reason}) was denied"}
             memory.add_history(

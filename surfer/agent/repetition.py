@@ -3,9 +3,11 @@
 Two patterns, judged on what the model saw and did: the same action on an
 unchanged screen (the last time it changed nothing), and a short cycle of
 actions that keeps bringing back the same screens (A, B, A, B ...). Screens
-are compared by a 32×20 grey thumbnail decoded at reduced size from the
-screenshot (well under a millisecond), so a blinking caret or an animated
-spinner does not hide a repetition.
+are compared as 64×40 grey thumbnails decoded at reduced size from the
+screenshot (about a millisecond): two screens are the same when at most a
+handful of cells changed, so a blinking caret or a small spinner does not
+hide a repetition, while a calendar turning to the next month (many small
+changes) is a new screen.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from dataclasses import dataclass
 
 from surfer.core.actions import CssPoint
 
-THUMB = (32, 20)
-SAME_SCREEN = 3.0  # mean absolute difference of thumbnails (0..255) under which two screens are the same
+THUMB = (64, 40)
+CELL_CHANGED = 12  # grey levels (0..255) by which a thumbnail cell must differ to count as changed
+SAME_SCREEN_CELLS = 4  # at most this many changed cells: still the same screen (a caret, a spinner)
 POINT_TOLERANCE = 8.0  # CSS px: clicks this close count as one place
 CYCLES = (2, 3)
 
@@ -32,7 +35,7 @@ def screen_fingerprint(image: bytes) -> bytes:
 
 
 def same_screen(a: bytes, b: bytes) -> bool:
-    return len(a) == len(b) and sum(abs(x - y) for x, y in zip(a, b)) / max(1, len(a)) < SAME_SCREEN
+    return len(a) == len(b) and sum(abs(x - y) > CELL_CHANGED for x, y in zip(a, b)) <= SAME_SCREEN_CELLS
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ class RunResult(BaseModel):
     run_dir: str | None = None
     usage: TokenTotals = TokenTotals()
     timings: TimingTotals = TimingTotals()
+    # files the run downloaded: name, url, status (saved / too_large / over_count / failed / cancelled), path, bytes
+    downloads: list[dict[str, Any]] = []
 
     @property
     def ok(self) -> bool:

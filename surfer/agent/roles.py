@@ -130,7 +130,7 @@ def _location(observation: Observation) -> str:
     where = " — ".join(p for p in (observation.title, observation.url) if p) or "(unknown)"
     if len(observation.tabs) > 1:
         where += f" (tab {observation.active_tab} of {len(observation.tabs)} open tabs)"
-    return where
+    return "\n".join([where, *observation.notices])
 
 
 class Policy:

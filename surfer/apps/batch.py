@@ -622,6 +622,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+        upload_file: options.UploadFiles = None,
         allow_file_urls: options.AllowFileUrls = False,
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
@@ -653,6 +654,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "browser": {
                         "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,
+                        "upload_files": [str(f) for f in upload_file] if upload_file else None,
                     },
                 },
                 console,

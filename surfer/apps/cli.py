@@ -61,6 +61,7 @@ def run(
     scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor (default 1)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
     no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+    upload_file: options.UploadFiles = None,
     config: options.ConfigFile = None,
     as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
     env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium) or 'desktop' (the screen, via mss + pyautogui)."),
@@ -84,6 +85,7 @@ def run(
             "browser": {
                 "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
                 "allow_file_urls": True if allow_file_urls else None,
+                "upload_files": [str(f) for f in upload_file] if upload_file else None,
             },
         }
         cfg = options.load_cli_config(config, overrides, console)

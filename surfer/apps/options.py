@@ -19,6 +19,8 @@ Model = Annotated[Optional[str], typer.Option("--model", help="Model name served
 ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY].")]
 Profile = Annotated[Optional[str], typer.Option(
     "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
+UploadFiles = Annotated[Optional[list[Path]], typer.Option(
+    "--upload-file", help="A file the agent may upload (repeat for several); no other file is ever read.")]
 AllowFileUrls = Annotated[bool, typer.Option(
     "--allow-file-urls", help="Let the agent open file: URLs (refused by default, like chrome:, devtools:, view-source:, javascript:).")]
 AllowDomain = Annotated[Optional[list[str]], typer.Option(

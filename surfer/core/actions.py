@@ -39,10 +39,14 @@ class _Pointed(_Action):
     point: SkipJsonSchema[CssPoint | None] = None
 
 
+Modifier = Literal["Control", "Shift", "Alt", "Meta"]
+
+
 class Click(_Pointed):
     type: Literal["click"] = "click"
     button: Literal["left", "right", "middle"] = "left"
     double: bool = False
+    modifiers: list[Modifier] = Field(default=[], description="Keys held during the click, e.g. ['Control'] to add to a selection.")
 
 
 class Hover(_Pointed):
@@ -77,6 +81,21 @@ class Drag(_Pointed):
     type: Literal["drag"] = "drag"
     to_target: str = Field(min_length=1, description="Where to drop.")
     to_point: SkipJsonSchema[CssPoint | None] = None
+
+
+class Upload(_Pointed):
+    """Click `target` (a file field or an upload button) and answer the file chooser it opens with `path`."""
+
+    type: Literal["upload"] = "upload"
+    path: str = Field(min_length=1, description="One of the files the user allowed for upload (path or file name).")
+
+
+class Dialog(_Action):
+    """Answer the JavaScript dialog (alert / confirm / prompt) that is open."""
+
+    type: Literal["dialog"] = "dialog"
+    response: Literal["accept", "dismiss"] = Field(default="accept", description="accept = OK, dismiss = Cancel.")
+    text: str | None = Field(default=None, description="For a prompt: the text to answer with.")
 
 
 class Goto(_Action):
@@ -125,7 +144,7 @@ class Fail(_Action):
 
 Action = Annotated[
     Union[
-        Click, Hover, TypeText, PressKeys, Scroll, Drag, Goto, Back, Forward,
+        Click, Hover, TypeText, PressKeys, Scroll, Drag, Upload, Dialog, Goto, Back, Forward,
         Refresh, SwitchTab, CloseTab, Wait, Answer, Fail,
     ],
     Field(discriminator="type"),
@@ -134,7 +153,7 @@ Action = Annotated[
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
 
 ALL_ACTION_TYPES: tuple[str, ...] = (
-    "click", "hover", "type", "press", "scroll", "drag", "goto", "back", "forward",
+    "click", "hover", "type", "press", "scroll", "drag", "upload", "dialog", "goto", "back", "forward",
     "refresh", "switch_tab", "close_tab", "wait", "answer", "fail",
 )
 

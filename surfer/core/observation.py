@@ -36,3 +36,5 @@ class Observation:
     tabs: tuple[str, ...] = ()
     active_tab: int = 0
     timestamp: float = field(default_factory=time.time)
+    # What else the agent must know about the screen now (an open dialog, files it may upload), one line each.
+    notices: tuple[str, ...] = ()

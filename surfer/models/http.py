@@ -16,30 +16,16 @@ import time
 from typing import Any
 
 import openai
-from pydantic import BaseModel, Field
-
 from surfer.core.deadline import time_left
 from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
+from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
+
+__all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
 
 STRUCTURED_MODES = ("response_format", "structured_outputs", "none")
-DEFAULT_REQUEST_TIMEOUT = 120.0
 MIN_REQUEST_TIMEOUT = 0.05
-
-
-class Endpoint(BaseModel):
-    """Where and how to reach an OpenAI-compatible model server."""
-
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str = "Hcompany/Holotron-12B"
-    api_key: str = "EMPTY"
-    timeout: float | None = Field(
-        default=None, gt=0,
-        description=f"Seconds for one request; unset: {DEFAULT_REQUEST_TIMEOUT:g} s, or the time left in the run if less.",
-    )
-    max_retries: int = Field(default=4, ge=0, description="Retries for transient errors (429, 5xx, timeouts).")
-    connect_retries: int = Field(default=2, ge=0, description="Quick retries when the connection is refused.")
 
 
 def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:

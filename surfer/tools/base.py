@@ -5,8 +5,9 @@ from __future__ import annotations
 import abc
 import asyncio
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable
 
 from surfer.core.actions import Action, Drag, targets_of
 from surfer.core.errors import ActionNotSupported
@@ -21,12 +22,16 @@ class ActionOutcome:
     action_seconds: float = 0.0
     settle_seconds: float = 0.0
     settle_reason: str = ""
+    downloads: list[dict[str, Any]] = field(default_factory=list)  # files that arrived during the step
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "detail": self.detail, "action_seconds": round(self.action_seconds, 4),
             "settle_seconds": round(self.settle_seconds, 4), "settle_reason": self.settle_reason,
         }
+        if self.downloads:
+            out["downloads"] = self.downloads
+        return out
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,18 @@ class Environment(abc.ABC):
     points, runs the action, then settles, timing both."""
 
     kind: str = "environment"
+    # Where the current run's files go (downloads); None when nothing is kept.
+    run_dir: Path | None = None
+    # Asked (file name, URL) before a download is kept; set by the agent for its confirmation rules.
+    confirm_download: Callable[[str, str], Awaitable[bool]] | None = None
+
+    def begin_run(self, run_dir: Path | None) -> None:
+        """Called by the agent before each run."""
+        self.run_dir = run_dir
+
+    async def end_run(self) -> list[dict[str, Any]]:
+        """Called by the agent after each run: the files downloaded during it."""
+        return []
 
     @property
     def supported_actions(self) -> frozenset[str]:
@@ -86,10 +103,14 @@ class Environment(abc.ABC):
             raise ValueError(f"action {action.type} needs a localized point for target {missing[0]!r}")
         mark = await self.mark()
         started = time.perf_counter()
-        detail = await handler(action) or ""
+        detail = await self._run_action(handler, action) or ""
         acted = time.perf_counter()
         reason = await self.settle(mark)
         return ActionOutcome(detail, acted - started, time.perf_counter() - acted, reason)
+
+    async def _run_action(self, handler: Any, action: Action) -> str:
+        """Run one `_act_<type>` handler (environments wrap it, e.g. to stop at a dialog)."""
+        return await handler(action)
 
     async def _act_wait(self, action: Any) -> str:
         await asyncio.sleep(action.seconds)

@@ -7,22 +7,32 @@ many sessions run in one Chromium process.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import time
+from pathlib import Path
 from urllib.parse import urljoin
-from typing import Any
+from typing import Any, Awaitable, Iterable
 
-from surfer.core.actions import Click, CloseTab, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText
+from surfer.core.actions import (
+    Action, Click, CloseTab, Dialog, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText, Upload,
+)
 from surfer.core.coordinates import Size
 from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure, SurferError
 from surfer.core.observation import Observation, Screenshot
 
+from . import dialogs
 from .base import ActionOutcome, Environment
 from .chromium import LAUNCH_ARGS, find_chromium
+from .dialogs import PendingDialog
 from .settle import MUTATION_TRACKER, Mark, NetworkTracker, SettleConfig, settle_page
+from .transfers import DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_MAX_DOWNLOADS, Downloads, UploadFiles
+from .widgets import SHARE_AREA, context_menu_note, widgets_script
 from .url_policy import UrlPolicy, check_start_url
 
 WHEEL_NOTCH_PX = 100
+FILE_CHOOSER_TIMEOUT_MS = 5_000
+DOWNLOAD_WRAP_UP_S = 10.0
 
 
 def _image_size(data: bytes) -> Size:
@@ -75,6 +85,10 @@ class BrowserEnvironment(Environment):
         navigation_timeout: float = 30.0,
         browser: Any = None,
         clip: tuple[float, float, float, float] | None = None,
+        upload_files: Iterable[str | Path] = (),
+        downloads_dir: str | Path | None = None,
+        max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
+        max_downloads: int = DEFAULT_MAX_DOWNLOADS,
         allow_file_urls: bool = False,
         allowed_domains: tuple[str, ...] | list[str] = (),
         blocked_domains: tuple[str, ...] | list[str] = (),
@@ -107,10 +121,26 @@ class BrowserEnvironment(Environment):
         self._navigations = 0
         self._crashed: str | None = None
         self._hooked: set[int] = set()
+        # Files the agent may hand to a page's file chooser; downloads go to `downloads_dir`, else <run dir>/downloads.
+        self.uploads = UploadFiles(upload_files)
+        self.downloads_dir = Path(downloads_dir) if downloads_dir else None
+        self._downloads = Downloads(
+            self._downloads_folder, max_bytes=max_download_bytes, max_count=max_downloads, approve=self._approve_download,
+        )
+        self._uploading = False
+        # A JavaScript dialog freezes the page until answered (surfer/tools/dialogs.py).
+        self._dialog: PendingDialog | None = None
+        self._dialog_layout: dialogs.DialogLayout | None = None
+        self._dialog_opened: asyncio.Event | None = None
+        self._last_capture: tuple[bytes, str] | None = None
+        self._area_shared: Any = None
+        self._notices: list[str] = []
 
     # -- lifecycle ---------------------------------------------------------
 
     async def start(self, url: str | None = None) -> None:
+        if self._dialog_opened is None:
+            self._dialog_opened = asyncio.Event()
         if self._context is None:
             if self._shared_browser is not None:
                 self._browser = self._shared_browser
@@ -137,15 +167,17 @@ class BrowserEnvironment(Environment):
             )
             self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
             await self._context.add_init_script(MUTATION_TRACKER)
+            await self._context.add_init_script(widgets_script())
             self._tracker.attach(self._context)
             self._context.on("page", self._on_new_page)
             self._use(await self._context.new_page())
         if url:
             check_start_url(url, self.url_policy)
-            await self._goto(url)
+            await self._run_action(lambda _: self._goto(url), None)
             await self.settle(await self.mark())
 
     async def close(self) -> None:
+        await self._downloads.cancel()
         try:
             if self._context is not None:
                 await self._context.close()
@@ -185,6 +217,9 @@ class BrowserEnvironment(Environment):
             self._hooked.add(id(page))
             page.on("crash", lambda *_: self._on_crash(page))
             page.on("framenavigated", lambda frame: self._on_navigated(page, frame))
+            page.on("dialog", lambda dialog: self._on_dialog(page, dialog))
+            page.on("filechooser", self._on_file_chooser)
+            page.on("download", self._downloads.on_download)
             self.url_policy.watch(page)
 
     def _on_crash(self, page: Any) -> None:
@@ -208,37 +243,203 @@ class BrowserEnvironment(Environment):
     async def observe(self) -> Observation:
         self._check_alive()
         page = self.page
-        await self.url_policy.leave_refused(page)  # a refused page is never captured
-        options: dict[str, Any] = {"type": self.screenshot_format, "timeout": 15_000}
-        if self.screenshot_format == "jpeg":
-            options["quality"] = self.jpeg_quality
-        origin = (0.0, 0.0)
-        if self.clip is not None:
-            x, y, width, height = self.clip
-            options["clip"] = {"x": x, "y": y, "width": width, "height": height}
-            origin = (float(x), float(y))
-        try:
-            data = await page.screenshot(**options)
-            title = await page.title()
-        except Exception as exc:  # noqa: BLE001
-            self._check_alive()
-            raise EnvironmentFailure(f"screenshot failed: {str(exc).splitlines()[0]}") from None
+        if self._dialog is None:  # (a page frozen by a dialog cannot be left)
+            await self.url_policy.leave_refused(page)  # a refused page is never captured
+        origin = (float(self.clip[0]), float(self.clip[1])) if self.clip is not None else (0.0, 0.0)
+        captured = None
+        if self._dialog is None:
+            _, captured = await self._until_dialog(self._capture())
+        if captured is None:  # the page is frozen by a dialog: draw it over the last screenshot
+            data, title = self._draw_dialog()
+        else:
+            data, title = self._last_capture = captured
         pages = self._context.pages
+        notices = []
+        if self._dialog is not None:
+            notices.append(f"Open dialog: {self._dialog.describe()} — {self._dialog.how_to_answer()}.")
+        if self.uploads:
+            notices.append(f"Files you may upload (upload action): {self.uploads.listing()}")
         return Observation(
             screenshot=Screenshot(data, f"image/{self.screenshot_format}", _image_size(data), self.device_scale_factor, origin),
             url=page.url, title=title, tabs=tuple(p.url for p in pages),
-            active_tab=pages.index(page) if page in pages else 0,
+            active_tab=pages.index(page) if page in pages else 0, notices=tuple(notices),
         )
+
+    async def _capture(self) -> tuple[bytes, str]:
+        options: dict[str, Any] = {"type": self.screenshot_format, "timeout": 15_000}
+        if self.screenshot_format == "jpeg":
+            options["quality"] = self.jpeg_quality
+        if self.clip is not None:
+            x, y, width, height = self.clip
+            options["clip"] = {"x": x, "y": y, "width": width, "height": height}
+        try:
+            await self._share_visible_area()
+            return await self.page.screenshot(**options), await self.page.title()
+        except Exception as exc:  # noqa: BLE001
+            self._check_alive()
+            raise EnvironmentFailure(f"screenshot failed: {str(exc).splitlines()[0]}") from None
+
+    async def _share_visible_area(self) -> None:
+        """Tell the page's popups (widgets.js) which part of it the screenshots show, so they open inside it."""
+        key = (self.clip, self._navigations, id(self._page))
+        if self.clip is None or key == self._area_shared:
+            return
+        x, y, width, height = self.clip
+        await self.page.evaluate(SHARE_AREA, {"x": x, "y": y, "width": width, "height": height})
+        self._area_shared = key
+
+    def _draw_dialog(self) -> tuple[bytes, str]:
+        assert self._dialog is not None
+        if self._last_capture is not None:
+            base, title = self._last_capture
+        else:  # the page opened the dialog before it was ever drawn
+            from PIL import Image
+
+            width, height = (self.clip[2], self.clip[3]) if self.clip is not None else self.viewport
+            blank = io.BytesIO()
+            scale = self.device_scale_factor
+            Image.new("RGB", (round(width * scale), round(height * scale)), "white").save(blank, format="PNG")
+            base, title = blank.getvalue(), ""
+        data, self._dialog_layout = dialogs.draw(
+            base, self.screenshot_format, self._dialog, self.device_scale_factor, quality=self.jpeg_quality,
+        )
+        return data, title
 
     async def mark(self) -> Mark:
         return Mark(time.time() * 1000, self._tracker.seq, self._navigations, self._page.url if self._page else "", len(self._context.pages))
 
     async def settle(self, mark: Mark) -> str:
         self._check_alive()
-        return await settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config)
+        if self._dialog is not None:
+            return "dialog"
+        finished, reason = await self._until_dialog(
+            settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config)
+        )
+        await self._downloads.wait(self.settle_config.timeout)
+        return reason if finished else "dialog"
 
-    async def perform(self, action: Any) -> ActionOutcome:
+    # -- dialogs, file choosers, downloads -----------------------------------
+
+    def _on_dialog(self, page: Any, dialog: Any) -> None:
+        if dialog.type == "beforeunload":  # never lets a page hold the run
+            self._answer_later(dialog.accept())
+            self._notices.append("the page asked to confirm leaving it (beforeunload); surfer left it")
+            return
+        if self._dialog is not None or page is not self._page:
+            self._answer_later(dialog.dismiss())
+            self._notices.append(f"dismissed a {dialog.type} dialog from another tab: {dialog.message!r}")
+            return
+        self._dialog = PendingDialog(dialog, dialog.type, dialog.message, dialog.default_value or "", page.url)
+        self._dialog_layout = None
+        if self._dialog_opened is not None:
+            self._dialog_opened.set()
+        self._notices.append(
+            f"the page opened {self._dialog.describe()}; the page waits for an answer: {self._dialog.how_to_answer()} "
+            "(if the next action does not answer it, it is dismissed)"
+        )
+
+    @staticmethod
+    def _answer_later(answer: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(answer)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _until_dialog(self, awaitable: Awaitable[Any]) -> tuple[bool, Any]:
+        """(True, result) when `awaitable` finished; (False, None) when a dialog
+        opened first (the page is frozen; the work resumes once it is answered)."""
+        task = asyncio.ensure_future(awaitable)
+        if self._dialog_opened is None:
+            return True, await task
+        waiter = asyncio.ensure_future(self._dialog_opened.wait())
+        try:
+            done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if task in done:
+            return True, task.result()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return False, None
+
+    async def _run_action(self, handler: Any, action: Any) -> str:
+        finished, detail = await self._until_dialog(handler(action))
+        if finished:
+            return detail
+        return f"{action.describe() if action is not None else 'loading the page'}: held up by a dialog"
+
+    async def _answer_dialog(self, response: str, text: str | None = None, why: str = "") -> str:
+        dialog = self._dialog
+        assert dialog is not None and self._dialog_opened is not None
+        self._dialog, self._dialog_layout = None, None
+        self._dialog_opened.clear()
+        answer = text if text is not None else dialog.field_text
+        try:
+            if response == "accept":
+                await (dialog.handle.accept(answer) if dialog.kind == "prompt" else dialog.handle.accept())
+            else:
+                await dialog.handle.dismiss()
+        except Exception as exc:  # noqa: BLE001 - the page closed meanwhile
+            return f"the {dialog.kind} dialog was already gone ({str(exc).splitlines()[0]})"
+        verb = "accepted (OK)" if response == "accept" else "dismissed (Cancel)"
+        with_text = f" with {answer!r}" if response == "accept" and dialog.kind == "prompt" else ""
+        return f"{verb} the {dialog.kind} dialog {dialog.message!r}{with_text}{why}"
+
+    def _dialog_part(self, point: Any) -> str | None:
+        if self._dialog_layout is None or point is None:
+            return None
+        origin = (float(self.clip[0]), float(self.clip[1])) if self.clip is not None else (0.0, 0.0)
+        return dialogs.button_at(self._dialog_layout, point, origin)
+
+    def _answers_dialog(self, action: Action) -> bool:
+        if isinstance(action, Dialog):
+            return True
+        if isinstance(action, Click):
+            return action.button == "left" and self._dialog_part(action.point) is not None
+        if isinstance(action, TypeText):
+            return self._dialog is not None and self._dialog.kind == "prompt" and (
+                action.point is None or self._dialog_part(action.point) == "field"
+            )
+        if isinstance(action, PressKeys):
+            return action.keys in ("Enter", "Escape")
+        return False
+
+    def _on_file_chooser(self, chooser: Any) -> None:
+        if self._uploading:
+            return
+        if self.uploads:
+            self._notices.append(
+                "error: the page opened a file chooser and nothing was chosen; to upload, use the upload action "
+                f"on that control with one of: {self.uploads.listing()}"
+            )
+        else:
+            self._notices.append(
+                "error: the page opened a file chooser, but no file is allowed for upload in this run "
+                "(start it with --upload-file PATH or files=[...]); nothing was chosen"
+            )
+
+    async def _approve_download(self, name: str, url: str) -> bool:
+        return True if self.confirm_download is None else await self.confirm_download(name, url)
+
+    def _downloads_folder(self) -> tuple[Path, str] | None:
+        if self.downloads_dir is not None:
+            return self.downloads_dir, str(self.downloads_dir.resolve())
+        return (self.run_dir / "downloads", "downloads") if self.run_dir is not None else None
+
+    def begin_run(self, run_dir: Path | None) -> None:
+        super().begin_run(run_dir)
+        self._downloads.reset()
+
+    async def end_run(self) -> list[dict[str, Any]]:
+        await self._downloads.wait(DOWNLOAD_WRAP_UP_S)
+        await self._downloads.cancel()
+        return [record.to_dict() for record in self._downloads.records]
+
+    async def perform(self, action: Action) -> ActionOutcome:
         self._check_alive()
+        notes: list[str] = []
+        if self._dialog is not None and not self._answers_dialog(action):
+            notes.append(await self._answer_dialog("dismiss", why=" by default (the step did not answer it)"))
         try:
             outcome = await super().perform(action)
         except (SurferError, ValueError):
@@ -249,25 +450,74 @@ class BrowserEnvironment(Environment):
             if "crashed" in message.lower():
                 raise EnvironmentFailure(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
             raise ActionFailed(f"{action.type} failed: {message}") from None
-        if await self.url_policy.leave_refused(self.page):
+        if self._dialog is None and await self.url_policy.leave_refused(self.page):
             outcome.settle_reason += "; left a refused page"
-        notices = self.url_policy.take_notices()
-        if notices:
-            outcome.detail = "; ".join([outcome.detail, *notices]) if outcome.detail else "; ".join(notices)
+        arrived = self._downloads.take_new()
+        notes += [outcome.detail, *self._notices, *self.url_policy.take_notices(), *(r.describe() for r in arrived)]
+        self._notices = []
+        outcome.detail = "; ".join(part for part in notes if part)
+        outcome.downloads = [record.to_dict() for record in arrived]
         return outcome
 
     # -- actions -------------------------------------------------------------
 
     async def _act_click(self, action: Click) -> str:
         p = action.point
-        await self.page.mouse.click(p.x, p.y, button=action.button, click_count=2 if action.double else 1)
-        return f"{'double-' if action.double else ''}{action.button} click at {p}"
+        part = self._dialog_part(p) if self._dialog is not None else None
+        if part in ("ok", "cancel"):
+            return await self._answer_dialog("accept" if part == "ok" else "dismiss")
+        if part is not None:
+            return f"clicked the {self._dialog.kind} dialog ({'its text field' if part == 'field' else 'not a button'})"  # type: ignore[union-attr]
+        since = time.time() * 1000 - 50
+        keyboard = self.page.keyboard
+        for key in action.modifiers:
+            await keyboard.down(key)
+        try:
+            await self.page.mouse.click(p.x, p.y, button=action.button, click_count=2 if action.double else 1)
+        finally:
+            for key in reversed(action.modifiers):
+                await keyboard.up(key)
+        held = "+".join(action.modifiers)
+        detail = f"{held + '+' if held else ''}{'double-' if action.double else ''}{action.button} click at {p}"
+        if action.button == "right" and self._dialog is None:
+            detail += await context_menu_note(self.page, since)
+        return detail
+
+    async def _act_dialog(self, action: Dialog) -> str:
+        if self._dialog is None:
+            raise ActionFailed("no dialog is open")
+        return await self._answer_dialog(action.response, action.text)
+
+    async def _act_upload(self, action: Upload) -> str:
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        path = self.uploads.resolve(action.path)  # a name outside the allowed list fails here, unread
+        page, p = self.page, action.point
+        self._uploading = True
+        try:
+            async with page.expect_file_chooser(timeout=FILE_CHOOSER_TIMEOUT_MS) as chooser_info:
+                await page.mouse.click(p.x, p.y)
+            chooser = await chooser_info.value
+        except PlaywrightTimeout:
+            raise ActionFailed(
+                f"clicking {action.target!r} opened no file chooser within {FILE_CHOOSER_TIMEOUT_MS // 1000} s: "
+                "target the file field or the page's upload button"
+            ) from None
+        finally:
+            self._uploading = False
+        await chooser.set_files(str(path))
+        return f"uploaded {path.name} ({path.stat().st_size} bytes) through the page's file chooser"
 
     async def _act_hover(self, action: Hover) -> str:
         await self.page.mouse.move(action.point.x, action.point.y)
         return f"hover at {action.point}"
 
     async def _act_type(self, action: TypeText) -> str:
+        if self._dialog is not None and self._dialog.kind == "prompt":
+            self._dialog.text = action.text if action.clear or self._dialog.text is None else self._dialog.text + action.text
+            if action.submit:
+                return await self._answer_dialog("accept")
+            return f"typed {len(action.text)} characters into the prompt dialog's field"
         page = self.page
         if action.point is not None:
             await page.mouse.click(action.point.x, action.point.y)
@@ -280,6 +530,8 @@ class BrowserEnvironment(Environment):
         return f"typed {len(action.text)} characters" + (" and pressed Enter" if action.submit else "")
 
     async def _act_press(self, action: PressKeys) -> str:
+        if self._dialog is not None and action.keys in ("Enter", "Escape"):
+            return await self._answer_dialog("accept" if action.keys == "Enter" else "dismiss")
         try:
             await self.page.keyboard.press(action.keys)
         except Exception as exc:  # noqa: BLE001 - Playwright: 'Unknown key: ...'

@@ -40,7 +40,7 @@ DISPLAY_HINT = (
     "start a virtual one with `Xvfb :99 -screen 0 1280x800x24 & export DISPLAY=:99` "
     "(or run surfer under `xvfb-run -s '-screen 0 1280x800x24'`), or pass display=':N' / --display :N"
 )
-BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "close_tab"})
+BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "close_tab", "upload", "dialog"})
 
 _MAC = sys.platform == "darwin"
 _PRIMARY_MODIFIER = "command" if _MAC else "ctrl"
@@ -262,7 +262,8 @@ class DesktopEnvironment(Environment):
     async def perform(self, action: Action) -> ActionOutcome:
         if action.type in BROWSER_ONLY:
             raise ActionNotSupported(
-                f"'{action.type}' is a browser action: the desktop has no pages, URLs or tabs. "
+                f"'{action.type}' is a browser action: the desktop has no pages, URLs or tabs, and its dialogs and "
+                "file choosers are windows on screen (click their buttons, type into their fields). "
                 "Work through the applications on screen instead "
                 f"(it supports: {', '.join(sorted(self.supported_actions))})"
             )
@@ -322,8 +323,14 @@ class DesktopEnvironment(Environment):
     async def _act_click(self, action: Click) -> str:
         x, y = self._xy(action.point)
         clicks = 2 if action.double else 1
-        detail = f"{'double-' if action.double else ''}{action.button} click at {action.point}"
-        return await self._input(detail, ("click", (x, y), {"clicks": clicks, "button": action.button}))
+        held = self._key_names("+".join(action.modifiers)) if action.modifiers else []
+        detail = f"{''.join(m + '+' for m in action.modifiers)}{'double-' if action.double else ''}{action.button} click at {action.point}"
+        return await self._input(
+            detail,
+            *(("keyDown", (key,), {}) for key in held),
+            ("click", (x, y), {"clicks": clicks, "button": action.button}),
+            *(("keyUp", (key,), {}) for key in reversed(held)),
+        )
 
     async def _act_hover(self, action: Hover) -> str:
         return await self._input(f"hover at {action.point}", ("moveTo", self._xy(action.point), {}))

@@ -2,7 +2,8 @@
 
 A form: two number fields, a 'Multiply' checkbox, a 'Compute' button and a
 result label, plus a few areas that report input (double and right clicks,
-hover, drag and drop, key combinations, scrolling). Every event is printed
+hover, drag and drop, key combinations, scrolling) and two buttons that open
+real dialog windows (a Yes/No question, a file chooser). Every event is printed
 to stdout as one JSON line; once the window is mapped the app prints
 {"event": "ready", "screen": [w, h], "widgets": {name: {x, y, width, height}}}
 with each widget's box in screen pixels, so a test knows where things are.
@@ -86,6 +87,16 @@ class FormApp:
         self.listbox.grid(row=8, column=0, columnspan=2, padx=8, pady=6)
         self.widgets["list"] = self.listbox
 
+        # Real dialog windows: a Yes/No question and a file chooser (each reports its buttons' boxes once shown).
+        dialogs = tk.Frame(root)
+        dialogs.grid(row=9, column=0, columnspan=2, pady=6)
+        ask = tk.Button(dialogs, text="Ask", command=self.ask)
+        ask.pack(side="left", padx=6)
+        self.widgets["ask"] = ask
+        open_file = tk.Button(dialogs, text="Open file…", command=self.open_file)
+        open_file.pack(side="left", padx=6)
+        self.widgets["open_file"] = open_file
+
     def _entry(self, name: str, row: int) -> tk.Entry:
         entry = tk.Entry(self.root, width=20)
         entry.grid(row=row, column=1, padx=8, pady=6)
@@ -106,6 +117,25 @@ class FormApp:
         text = f"{value:g}"
         self.result.configure(text=f"Result: {text}")
         emit("computed", first=self.first.get(), second=self.second.get(), multiply=self.multiply.get(), result=text)
+
+    def ask(self) -> None:
+        from tkinter import messagebox
+
+        self.root.after(300, self._report_dialog, ".__tk__messagebox", ("yes", "no"))
+        emit("answer", yes=messagebox.askyesno("Confirm", "Delete the file?", parent=self.root))
+
+    def open_file(self) -> None:
+        from tkinter import filedialog
+
+        emit("chosen", path=filedialog.askopenfilename(parent=self.root, title="Choose a file"))
+
+    def _report_dialog(self, window: str, buttons: tuple[str, ...]) -> None:
+        call = self.root.tk.call
+        boxes = {
+            name: {key: int(call("winfo", key, f"{window}.{name}")) for key in ("rootx", "rooty", "width", "height")}
+            for name in buttons
+        }
+        emit("dialog", window=window, buttons=boxes)
 
     def _grab(self, event: tk.Event) -> None:
         self._dragging = (event.x, event.y)

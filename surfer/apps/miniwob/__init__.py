@@ -30,6 +30,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         oracle: bool = typer.Option(
             False, "--oracle", help="Answer with the ground-truth oracle (stand-in server) instead of a model."
         ),
+        oracle_input: str = typer.Option(
+            "keyboard", "--oracle-input",
+            help="How the oracle works selects and date fields: 'keyboard' (typing) or 'pointer' (clicking their popups).",
+        ),
         base_url: options.BaseUrl = None,
         model: options.Model = None,
         api_key: options.ApiKey = None,
@@ -64,7 +68,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             )
             names = resolve_tasks(tasks, suite)
             report = run_command(
-                run_miniwob(cfg, names, seeds=seeds, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight)
+                run_miniwob(
+                    cfg, names, seeds=seeds, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight,
+                    oracle_input=oracle_input,
+                )
             )
         table = Table(title=f"MiniWoB++ · {'oracle' if oracle else cfg.model} · concurrency {concurrency}")
         for column in ("task", "success", "episodes", "mean steps", "errors"):

@@ -65,9 +65,15 @@ def resolve_tasks(tasks: str | None, suite: str | None) -> list[str]:
 
 
 class MiniWobBench:
-    def __init__(self, config: AgentConfig, *, concurrency: int, oracle: bool, max_inflight: int | None = None) -> None:
+    def __init__(
+        self, config: AgentConfig, *, concurrency: int, oracle: bool, max_inflight: int | None = None,
+        oracle_input: str = "keyboard",
+    ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
+        if oracle_input not in ("keyboard", "pointer"):
+            raise ConfigError(f"--oracle-input must be 'keyboard' or 'pointer', got {oracle_input!r}")
+        self.oracle_input = oracle_input
         self.config = config.model_copy(update={"validate_answers": False})
         self.concurrency = concurrency
         self.oracle = oracle
@@ -80,7 +86,9 @@ class MiniWobBench:
 
         html = miniwob_html_dir()
         server = (
-            StandInServer(MiniWobOracle(self.board, get_profile(self.config.profile).frame)).start()
+            StandInServer(
+                MiniWobOracle(self.board, get_profile(self.config.profile).frame, input_mode=self.oracle_input)
+            ).start()
             if self.oracle
             else None
         )
@@ -188,6 +196,7 @@ async def run_miniwob(
     oracle: bool = False,
     max_inflight: int | None = None,
     first_seed: int = 0,
+    oracle_input: str = "keyboard",
 ) -> dict[str, Any]:
     """Run every task with seeds first_seed..first_seed+seeds-1; return the report."""
     if seeds < 1:
@@ -195,7 +204,9 @@ async def run_miniwob(
     started = time.monotonic()
     # Deleting, sending and ordering are what these synthetic tasks ask for: nobody is asked to confirm them.
     config = config.model_copy(update={"sensitive_actions": "approve"})
-    bench = MiniWobBench(config, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight)
+    bench = MiniWobBench(
+        config, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight, oracle_input=oracle_input
+    )
     episodes = await bench.run(tasks, list(range(first_seed, first_seed + seeds)))
     return summarize(
         episodes, concurrency=concurrency, seconds=time.monotonic() - started, config=config, oracle=oracle

@@ -48,6 +48,7 @@ _GROUND_TRUTH = """
     max: e.scrollHeight - e.clientHeight })),
   selects: Array.from(document.querySelectorAll("select")).map((s) => ({ id: s.id,
     value: s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : null })),
+  popup: window.__surferWidgets ? window.__surferWidgets.drawn() : [],
 })
 """
 

@@ -77,6 +77,7 @@ class Truth:
     scroll: list[dict[str, Any]]
     selects: list[dict[str, Any]]
     geometry: tuple[Size, float, tuple[float, float]]  # screenshot size, scale, CSS origin
+    popup: list[dict[str, Any]] = field(default_factory=list)  # what an open native-widget popup draws
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> "Truth":
@@ -87,7 +88,15 @@ class Truth:
             raw.get("scroll", []),
             raw.get("selects", []),
             (Size(shot["width"], shot["height"]), raw["scale"], tuple(raw["origin"])),
+            raw.get("popup", []),
         )  # type: ignore[arg-type]
+
+    def drawn(self, label: str) -> CssPoint | None:
+        """Centre of the popup item drawn with `label` or value `label`, when it is in view."""
+        for item in self.popup:
+            if item["visible"] and label in (item["label"], item["value"]):
+                return CssPoint(x=item["x"] + item["width"] / 2, y=item["y"] + item["height"] / 2)
+        return None
 
     def nodes(self) -> list[Node]:
         out: list[Node] = []
@@ -123,6 +132,14 @@ class Decision:
 
     def click(self, node: Node, what: str, point: CssPoint | None = None) -> dict[str, Any]:
         return {"type": "click", "target": self._target(node, what, point)}
+
+    def click_at(self, point: CssPoint, what: str) -> dict[str, Any]:
+        self.points[what] = point
+        return {"type": "click", "target": what}
+
+    def scroll_at(self, point: CssPoint, what: str, direction: str, amount: int = 3) -> dict[str, Any]:
+        self.points[what] = point
+        return {"type": "scroll", "direction": direction, "amount": amount, "target": what}
 
     def type(
         self,
@@ -279,21 +296,73 @@ def choose_list(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
     name = re.match(r"Select (.*) from the list and click Submit\.", t.utterance).group(1)  # type: ignore[union-attr]
     select = t.by_tag("SELECT")
     state = next((s for s in t.selects if s["id"] == (select.id if select else None)), None)
-    if select is not None and state is not None and state["value"] != name:
+    if select is None or state is None or state["value"] == name:
+        return _submit(t, d)
+    if memo.get("input") != "pointer":
         # a focused <select> picks the option whose text is typed; Enter commits it
         return d.type(select, "the drop-down list", name, clear=False, submit=True)
-    return _submit(t, d)
+    if not t.popup:
+        return d.click(select, "the drop-down list")
+    option = t.drawn(name)
+    if option is not None:
+        return d.click_at(option, f"the option '{name}' in the open list")
+    # not in view: scroll the list towards it (options are drawn in page order)
+    labels = [item["label"] for item in t.popup]
+    shown = [item for item in t.popup if item["visible"]]
+    below = labels.index(name) > labels.index(shown[-1]["label"]) if name in labels else True
+    middle = CssPoint(x=shown[0]["x"] + shown[0]["width"] / 2, y=shown[len(shown) // 2]["y"])
+    return d.scroll_at(middle, "the open list", "down" if below else "up")
 
 
 def enter_date(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
     month, day, year = re.search(r"(\d\d)/(\d\d)/(\d{4})", t.utterance).groups()  # type: ignore[union-attr]
     field_ = t.by_tag("INPUT_date")
-    if field_ is not None and field_.value != f"{year}-{month}-{day}":
+    wanted = f"{year}-{month}-{day}"
+    if field_ is None or field_.value == wanted:
+        return _submit(t, d)
+    if memo.get("input") != "pointer":
         month_segment = CssPoint(x=field_.left + 12, y=field_.top + field_.height / 2)
         return d.type(
             field_, "the month part of the date field", f"{month}{day}{year}", clear=False, point=month_segment
         )
-    return _submit(t, d)
+    if not t.popup:  # the calendar icon at the right end of the field
+        icon = CssPoint(x=field_.left + field_.width - 8, y=field_.top + field_.height / 2)
+        return d.click_at(icon, "the calendar icon of the date field")
+    # the calendar: days of a month; its title opens the months of a year, whose title opens twelve years
+    picks = [item["value"] for item in t.popup]
+    for pick, what in ((wanted, f"day {int(day)}"), (f"year:{int(year)}", year), (f"month:{int(year)}-{int(month) - 1}", month)):
+        cell = t.drawn(pick)
+        if cell is not None:
+            return d.click_at(cell, f"{what} in the calendar")
+    years = [int(p[5:]) for p in picks if p.startswith("year:")]
+    if years:
+        arrow = "↑" if int(year) < min(years) else "↓"
+        return d.click_at(t.drawn(arrow), f"the {'previous' if arrow == '↑' else 'next'} years arrow")  # type: ignore[arg-type]
+    title = "view:years" if any(p.startswith("month:") for p in picks) else "view:months"
+    return d.click_at(t.drawn(title), "the calendar's title")  # type: ignore[arg-type]
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def choose_date(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
+    """jQuery UI's datepicker (drawn in the page): open it, page to the month, click the day."""
+    month, day, year = re.search(r"(\d\d)/(\d\d)/(\d{4})", t.utterance).groups()  # type: ignore[union-attr]
+    field_ = t.by_id("datepicker")
+    if field_ is None or field_.value == f"{month}/{day}/{year}":
+        return _submit(t, d)
+    title = t.find(lambda n: n.has_class("ui-datepicker-month"))
+    if title is None:
+        return d.click(field_, "the date field")
+    shown_year = t.find(lambda n: n.has_class("ui-datepicker-year"))
+    shown = int(shown_year.text if shown_year else year) * 12 + _MONTHS.index(title.text.strip())
+    target = int(year) * 12 + int(month) - 1
+    if shown != target:
+        arrow = t.find(lambda n: n.has_class("ui-datepicker-prev" if target < shown else "ui-datepicker-next"))
+        return d.click(arrow, "the Prev month arrow" if target < shown else "the Next month arrow")  # type: ignore[arg-type]
+    cell = t.find(lambda n: n.tag == "A" and n.has_class("ui-state-default") and n.text.strip() == str(int(day)))
+    return d.click(cell, f"day {int(day)} in the calendar")  # type: ignore[arg-type]
 
 
 def use_autocomplete(t: Truth, d: Decision, memo: Memo) -> dict[str, Any]:
@@ -409,6 +478,7 @@ HANDLERS: dict[str, Handler] = {
     "login-user": login_user,
     "choose-list": choose_list,
     "enter-date": enter_date,
+    "choose-date": choose_date,
     "use-autocomplete-nodelay": use_autocomplete,
     "scroll-text-2": scroll_text_2,
     "email-inbox-delete": email_inbox_delete,
@@ -446,9 +516,11 @@ class MiniWobOracle:
     """Responder for `StandInServer`: the policy from the ground truth, the
     localizer from the points the policy chose, the validator accepts."""
 
-    def __init__(self, board: Board, frame: CoordinateFrame) -> None:
+    def __init__(self, board: Board, frame: CoordinateFrame, *, input_mode: str = "keyboard") -> None:
         self.board = board
         self.frame = frame
+        # "keyboard": selects and date fields are typed into; "pointer": their popups are clicked where drawn
+        self.input_mode = input_mode
         self._points: dict[tuple[str, str], tuple[CssPoint, tuple[Size, float, tuple[float, float]]]] = {}
         self._memos: dict[str, Memo] = {}
         self._shared: dict[str, Any] = {}
@@ -479,7 +551,7 @@ class MiniWobOracle:
         session = match.group(1)  # type: ignore[union-attr]
         image = hashlib.sha1(request.images[-1]).hexdigest() if request.images else ""
         with self._lock:  # handlers are quick; one at a time keeps shared state (the clipboard lease) simple
-            memo = self._memos.setdefault(session, {"session": session, "shared": self._shared})
+            memo = self._memos.setdefault(session, {"session": session, "shared": self._shared, "input": self.input_mode})
             action = handler(truth, decision, memo)
             for target, point in decision.points.items():
                 self._points[(image, target)] = (point, truth.geometry)

@@ -1,0 +1,23 @@
+"""Where and how to reach an OpenAI-compatible model server: configuration
+only, kept apart from the HTTP client (which imports the openai SDK) so that
+reading a configuration stays cheap."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+DEFAULT_REQUEST_TIMEOUT = 120.0
+
+
+class Endpoint(BaseModel):
+    """Where and how to reach an OpenAI-compatible model server."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "Hcompany/Holotron-12B"
+    api_key: str = "EMPTY"
+    timeout: float | None = Field(
+        default=None, gt=0,
+        description=f"Seconds for one request; unset: {DEFAULT_REQUEST_TIMEOUT:g} s, or the time left in the run if less.",
+    )
+    max_retries: int = Field(default=4, ge=0, description="Retries for transient errors (429, 5xx, timeouts).")
+    connect_retries: int = Field(default=2, ge=0, description="Quick retries when the connection is refused.")

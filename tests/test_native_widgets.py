@@ -1,0 +1,368 @@
+"""Native widgets in real Chromium, headless shell and headful (Xvfb): what is
+drawn on the screenshot can be clicked. Positions come from the screenshot
+the test was given (colours found in the image) or from the geometry of what
+is drawn, read like a person reads the screen (`surfer.tools.widgets.drawn`)
+— never from Playwright's select_option / fill. Each fixture page reports
+the values and events it received."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from surfer import Agent, ScriptedModel
+from surfer.apps.cli import app
+from surfer.core.actions import Click, CssPoint, Dialog, Goto, PressKeys, Scroll, TypeText, Upload
+from surfer.core.errors import ActionFailed
+from surfer.models.backend import ImagePart, ModelRequest
+from surfer.tools.browser import BrowserEnvironment
+from surfer.tools.chromium import LAUNCH_ARGS, find_chromium
+from surfer.tools.dialogs import BLUE
+from surfer.tools.widgets import drawn
+
+GOLD = (255, 215, 0)
+
+
+@pytest.fixture(scope="module")
+async def headful_browser(xvfb):
+    """Full Chromium with a window, on the private Xvfb display."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=find_chromium(headless=False), headless=False, args=list(LAUNCH_ARGS),
+            env={"DISPLAY": xvfb, "PATH": "/usr/bin:/bin"},
+        )
+        yield browser
+        await browser.close()
+
+
+@pytest.fixture(params=["headless", "headful"])
+async def widget_env(request, shared_browser, headful_browser, pages):
+    """Factory for environments on the headless shell or the headful Chromium."""
+    browser = shared_browser if request.param == "headless" else headful_browser
+    made: list[BrowserEnvironment] = []
+
+    async def make(page: str, **options: Any) -> BrowserEnvironment:
+        env = BrowserEnvironment(browser=browser, viewport=(800, 600), screenshot_format="png", **options)
+        await env.start(pages.url(f"widgets/{page}"))
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        await env.close()
+
+
+def colour_centre(image: bytes, rgb: tuple[int, int, int], tolerance: int = 8) -> tuple[float, float]:
+    """Centre of the pixels of one colour in an image (image pixels)."""
+    pixels = np.asarray(Image.open(io.BytesIO(image)).convert("RGB")).astype(int)
+    mask = (np.abs(pixels - np.array(rgb)).sum(axis=2) <= tolerance)
+    ys, xs = np.nonzero(mask)
+    assert len(xs) > 20, f"colour {rgb} is not drawn on the screenshot"
+    return float(xs.mean()), float(ys.mean())
+
+
+async def box_of(env: BrowserEnvironment, selector: str, frame: Any = None) -> dict[str, float]:
+    box = await (frame or env.page).locator(selector).bounding_box()
+    assert box is not None
+    return box
+
+
+async def click(env: BrowserEnvironment, x: float, y: float, **options: Any) -> str:
+    return (await env.perform(Click(target="t", point=CssPoint(x=x, y=y), **options))).detail
+
+
+async def click_drawn(env: BrowserEnvironment, label: str) -> str:
+    """Click the centre of the drawn popup item showing `label`."""
+    items = [i for i in await drawn(env.page) if i["visible"] and (i["label"] == label or i["value"] == label)]
+    assert items, f"{label!r} is not drawn; drawn: {[i['label'] for i in await drawn(env.page) if i['visible']]}"
+    item = items[0]
+    return await click(env, item["x"] + item["width"] / 2, item["y"] + item["height"] / 2)
+
+
+async def received(env: BrowserEnvironment, frame: Any = None) -> list[str]:
+    return await (frame or env.page).evaluate("window.received")
+
+
+# -- selects ------------------------------------------------------------------------
+
+
+async def test_select_option_is_chosen_where_the_screenshot_draws_it(widget_env):
+    env = await widget_env("select.html")
+    box = await box_of(env, "#plan")
+    await click(env, box["x"] + 10, box["y"] + box["height"] / 2)
+    shot = (await env.observe()).screenshot
+    x, y = colour_centre(shot.data, GOLD)  # the Gold option's own background colour, as Chromium draws it
+    assert y > box["y"] + box["height"]  # drawn under the select
+    await click(env, x / shot.scale, y / shot.scale)
+    assert await received(env) == ["plan:input:Gold", "plan:change:Gold"]
+    assert await drawn(env.page) == []  # the popup closed
+
+
+async def test_select_option_groups_long_lists_and_iframes(widget_env):
+    env = await widget_env("select.html")
+    car = await box_of(env, "#car")
+    await click(env, car["x"] + 10, car["y"] + 5)
+    assert "Swedish" not in [i["label"] for i in await drawn(env.page)]  # group labels are drawn, not choosable
+    await click_drawn(env, "Audi")
+    country = await box_of(env, "#country")
+    await click(env, country["x"] + 10, country["y"] + 5)
+    visible = [i["label"] for i in await drawn(env.page) if i["visible"]]
+    assert "Country 01" in visible and "Country 45" not in visible  # the popup shows at most 20 rows
+    first = next(i for i in await drawn(env.page) if i["label"] == "Country 01")
+    await env.perform(Scroll(direction="down", amount=10, point=CssPoint(x=first["x"] + 20, y=first["y"] + 40)))
+    await click_drawn(env, "Country 45")
+    frame = env.page.frame_locator("#frame")
+    size = await frame.locator("#size").bounding_box()
+    await click(env, size["x"] + 10, size["y"] + 5)
+    await click_drawn(env, "Large")
+    child = env.page.frames[1]
+    assert await received(env) == [
+        "car:input:Audi", "car:change:Audi", "country:input:Country 45", "country:change:Country 45",
+    ]
+    assert await received(env, child) == ["size:change:Large"]
+
+
+async def test_select_keyboard_and_multi_select_clicks(widget_env):
+    env = await widget_env("select.html")
+    plan = await box_of(env, "#plan")
+    await env.perform(TypeText(text="Plat", target="the plan", clear=False, submit=True,
+                               point=CssPoint(x=plan["x"] + 10, y=plan["y"] + 5)))
+    await click(env, plan["x"] + 10, plan["y"] + 5)
+    await env.perform(PressKeys(keys="ArrowUp"))
+    await env.perform(PressKeys(keys="Escape"))  # closes without choosing
+    assert await drawn(env.page) == []
+    assert await received(env) == ["plan:input:Platinum", "plan:change:Platinum"]
+    toppings = await box_of(env, "#toppings")
+    row = toppings["height"] / 4
+    await click(env, toppings["x"] + 20, toppings["y"] + row * 0.5)  # Cheese
+    await click(env, toppings["x"] + 20, toppings["y"] + row * 2.5, modifiers=["Control"])  # + Olives
+    await click(env, toppings["x"] + 20, toppings["y"] + row * 1.5, modifiers=["Shift"])  # the range Ham..Olives
+    changes = [r for r in await received(env) if r.startswith("toppings:change")]
+    assert changes == ["toppings:change:Cheese", "toppings:change:Cheese+Olives", "toppings:change:Ham+Olives"]
+
+
+# -- pickers ------------------------------------------------------------------------
+
+
+async def test_pickers_set_what_is_clicked_in_them(widget_env):
+    env = await widget_env("pickers.html")
+
+    async def open_picker(selector: str) -> None:
+        box = await box_of(env, selector)
+        await click(env, box["x"] + box["width"] - 10, box["y"] + box["height"] / 2)  # the calendar / clock icon
+
+    await open_picker("#date")
+    await click_drawn(env, "↓")  # next month
+    await click_drawn(env, "15")
+    await open_picker("#month")
+    await click_drawn(env, "Mar")
+    await open_picker("#time")
+    await click_drawn(env, "07")
+    minutes = [i for i in await drawn(env.page) if i["value"].startswith("m:")]
+    await env.perform(Scroll(direction="down", amount=8, point=CssPoint(x=minutes[0]["x"] + 10, y=minutes[0]["y"] + 10)))
+    await click_drawn(env, "30")
+    await click_drawn(env, "PM")
+    await env.perform(PressKeys(keys="Escape"))
+    await open_picker("#color")
+    shot = (await env.observe()).screenshot
+    x, y = colour_centre(shot.data, (255, 153, 0), tolerance=0)  # the orange swatch
+    await click(env, x / shot.scale, y / shot.scale)
+    got = await received(env)
+    date = await env.page.evaluate("document.getElementById('date').value")
+    assert got[0] == f"date:change:{date}" and date.endswith("-15")
+    assert got[1].startswith("month:change:") and got[1].endswith("-03")
+    assert got[2:5] == ["time:change:07:00", "time:change:07:30", "time:change:19:30"]
+    assert got[5] == "color:change:#ff9900"
+    await open_picker("#meeting")  # datetime-local: the calendar sets the day, the time stays
+    await click_drawn(env, "2025-06-20")
+    assert (await received(env))[-1] == "meeting:change:2025-06-20T09:30"
+    await open_picker("#week")
+    week = next(i for i in await drawn(env.page) if i["visible"] and i["value"].count("-W") and i["label"] != "Wk")
+    await click(env, week["x"] + week["width"] / 2, week["y"] + week["height"] / 2)
+    assert (await received(env))[-1] == f"week:change:{week['value']}"
+
+
+async def test_typing_into_date_and_datalist_fields(widget_env):
+    env = await widget_env("pickers.html")
+    date = await box_of(env, "#date")
+    await env.perform(TypeText(text="03152024", target="date", clear=False,
+                               point=CssPoint(x=date["x"] + 12, y=date["y"] + date["height"] / 2)))
+    fruit = await box_of(env, "#fruit")
+    await env.perform(TypeText(text="Ap", target="fruit", point=CssPoint(x=fruit["x"] + 10, y=fruit["y"] + 5)))
+    assert [i["label"] for i in await drawn(env.page)] == ["Apple", "Apricot"]  # the suggestions under the field
+    await click_drawn(env, "Apricot")
+    got = await received(env)
+    assert [r for r in got if r.startswith("date")][-1] == "date:change:2024-03-15"  # (a change per year digit)
+    assert got[-1] == "fruit:change:Apricot"
+
+
+# -- dialogs ------------------------------------------------------------------------
+
+
+async def test_dialogs_are_drawn_and_answered(widget_env):
+    env = await widget_env("dialogs.html")
+    points = {}
+    for name in ("alert", "confirm", "prompt", "later", "guard"):
+        box = await box_of(env, f"#{name}")
+        points[name] = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    await env.observe()
+    detail = await click(env, *points["confirm"])
+    assert "confirm dialog" in detail and "'Delete the file?'" in detail
+    observation = await env.observe()
+    assert any("Delete the file?" in n for n in observation.notices)
+    x, y = colour_centre(observation.screenshot.data, BLUE)  # the drawn OK button
+    assert "accepted (OK)" in await click(env, x, y)
+    assert await received(env) == ["confirm:true"]
+
+    await click(env, *points["prompt"])
+    await env.observe()
+    assert "with 'Ada'" in (await env.perform(TypeText(text="Ada", submit=True))).detail
+    await click(env, *points["later"])  # the dialog opens 150 ms after the click, during settle
+    outcome = await env.perform(Click(target="t", point=CssPoint(x=points["alert"][0], y=points["alert"][1])))
+    assert "dismissed (Cancel) the confirm dialog 'Still there?' by default" in outcome.detail
+    assert "an alert dialog" in outcome.detail  # the click went on to the Alert button
+    assert "accepted (OK) the alert dialog 'Saved!'" in (await env.perform(Dialog(response="accept"))).detail
+    with pytest.raises(ActionFailed, match="no dialog is open"):
+        await env.perform(Dialog(response="accept"))
+    assert await received(env) == ["confirm:true", "prompt:Ada", "later:false", "alert:done"]
+
+    await click(env, *points["guard"])
+    outcome = await env.perform(Goto(url=env.page.url.replace("dialogs.html", "files.html")))
+    assert "beforeunload" in outcome.detail and env.page.url.endswith("files.html")
+
+
+# -- the whole loop: dialog text in the prompt, upload, download ----------------------
+
+
+def _image_of(request: ModelRequest) -> bytes:
+    parts = [p for m in request.messages if not isinstance(m.content, str) for p in m.content if isinstance(p, ImagePart)]
+    return parts[-1].data
+
+
+def locate_colour(rgb: tuple[int, int, int]):
+    """A localizer answer found in the image it was sent (holo2: 0..1000)."""
+    def answer(request: ModelRequest) -> dict:
+        data = _image_of(request)
+        width, height = Image.open(io.BytesIO(data)).size
+        x, y = colour_centre(data, rgb, tolerance=40)
+        return {"x": round(x / width * 1000), "y": round(y / height * 1000)}
+    return answer
+
+
+def at(point: tuple[float, float], viewport=(800, 600)) -> dict:
+    return {"x": round(point[0] / viewport[0] * 1000), "y": round(point[1] / viewport[1] * 1000)}
+
+
+def step(action: dict) -> dict:
+    return {"thought": "", "notes": "", "action": action}
+
+
+async def test_agent_sees_the_dialog_answers_it_uploads_and_downloads(shared_browser, pages, tmp_path):
+    upload = tmp_path / "cv.txt"
+    upload.write_text("hello upload\n")
+    env = BrowserEnvironment(browser=shared_browser, viewport=(800, 600), screenshot_format="png", upload_files=[upload])
+    await env.start(pages.url("widgets/dialogs.html"))
+    confirm = await box_of(env, "#confirm")
+    await env.page.goto(pages.url("widgets/files.html"))
+    file_field, report, picker = [await box_of(env, s) for s in ("#file", "#report", "#pick")]
+    await env.page.goto(pages.url("widgets/dialogs.html"))
+    centre = lambda b: (b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)  # noqa: E731
+    model = ScriptedModel(
+        policy=[
+            step({"type": "click", "target": "the Confirm button"}),
+            step({"type": "click", "target": "the dialog's OK button"}),
+            step({"type": "goto", "url": pages.url("widgets/files.html")}),
+            step({"type": "click", "target": "Choose a file…"}),
+            step({"type": "upload", "target": "the Attachment field", "path": "cv.txt"}),
+            step({"type": "upload", "target": "the Attachment field", "path": "/etc/passwd"}),
+            step({"type": "click", "target": "Download the report"}),
+            {"thought": "", "notes": "", "action": {"type": "answer", "text": "done"}},
+        ],
+        localizer=[at(centre(confirm)), locate_colour(BLUE), at(centre(picker)), at(centre(file_field)),
+                   at(centre(file_field)), at(centre(report))],
+        validator=[{"verdict": "accept", "reasons": "ok"}],
+    )
+    asked = []
+
+    def person(request):  # type: ignore[no-untyped-def]
+        asked.append(request.reason)
+        return True
+
+    agent = Agent(backend=model, environment=env, profile="holo2", confirm=person)
+    try:
+        result = await agent.run("confirm, upload and download", out_dir=tmp_path / "run")
+    finally:
+        await env.close()
+    assert result.status == "success", result
+    policy = [r for r in model.requests if r.schema_name == "policy"]
+    second = json.dumps([p.text for m in policy[1].messages if not isinstance(m.content, str) for p in m.content if hasattr(p, "text")])
+    assert "Open dialog: a confirm dialog" in second and "Delete the file?" in second
+    assert "Files you may upload (upload action): " + str(upload.resolve()) in second
+    steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
+    assert "the page opened a confirm dialog" in steps[0]["outcome"]["detail"]
+    assert "accepted (OK) the confirm dialog" in steps[1]["outcome"]["detail"]
+    assert "error: the page opened a file chooser and nothing was chosen" in steps[3]["outcome"]["detail"]
+    assert steps[4]["outcome"]["detail"].startswith("uploaded cv.txt (13 bytes)")
+    assert "not an allowed upload file" in steps[5]["outcome"]["error"]
+    assert steps[6]["outcome"]["downloads"][0]["path"] == "downloads/report.csv"
+    assert "a file arrived: report.csv" in steps[6]["outcome"]["detail"]
+    saved = tmp_path / "run" / "downloads" / "report.csv"
+    assert saved.read_text() == (Path(__file__).parent / "pages" / "widgets" / "report.csv").read_text()
+    assert result.downloads == [steps[6]["outcome"]["downloads"][0]]
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["downloads"][0]["status"] == "saved"
+    # accepting "Delete the file?" and keeping the download each needed a yes
+    assert asked == ["it may accept a dialog that mentions 'Delete'", "it downloads a file (report.csv from " + pages.url("widgets/report.csv") + ")"]
+    assert steps[1]["confirmation"]["approved"] and steps[6]["confirmation"]["reason"].startswith("it downloads a file")
+
+
+async def test_download_caps_and_context_menus(browser_env, pages, tmp_path):
+    env = await browser_env(pages.url("widgets/files.html"), downloads_dir=tmp_path / "dl", max_download_bytes=10, max_downloads=1)
+    report = await box_of(env, "#report")
+    first = await env.perform(Click(target="t", point=CssPoint(x=report["x"] + 5, y=report["y"] + 5)))
+    assert first.downloads[0]["status"] == "too_large" and "over the 10 bytes cap" in first.detail
+    second = await env.perform(Click(target="t", point=CssPoint(x=report["x"] + 5, y=report["y"] + 5)))
+    assert second.downloads[0]["status"] == "over_count"
+    assert not (tmp_path / "dl").exists() or not any((tmp_path / "dl").iterdir())
+    custom = await box_of(env, "#custom")
+    detail = await click(env, custom["x"] + 10, custom["y"] + 10, button="right")
+    assert "context menu" not in detail and await env.page.locator("#menu").is_visible()
+    log = await box_of(env, "#log")
+    assert "nothing usable opened" in await click(env, log["x"] + 2, log["y"] + 2, button="right")
+
+
+def test_upload_file_flag_must_name_existing_files(tmp_path):
+    result = CliRunner().invoke(app, ["run", "task", "--upload-file", str(tmp_path / "missing.pdf")])
+    assert result.exit_code == 2 and "browser.upload_files" in result.output
+    assert "missing.pdf does not exist" in " ".join(result.output.split())
+    with pytest.raises(Exception, match="missing.pdf does not exist"):
+        Agent(backend=ScriptedModel(), files=[tmp_path / "missing.pdf"])
+    (tmp_path / "ok.txt").write_text("x")
+    agent = Agent(backend=ScriptedModel(), files=[tmp_path / "ok.txt"], max_steps=3)
+    assert agent.config.browser.upload_files == [str((tmp_path / "ok.txt").resolve())] and agent.config.max_steps == 3
+
+
+async def test_upload_outside_the_allowed_list_is_refused_unread(browser_env, pages, tmp_path):
+    env = await browser_env(pages.url("widgets/files.html"))
+    field = await box_of(env, "#file")
+    with pytest.raises(ActionFailed, match="no files are allowed"):
+        await env.perform(Upload(target="f", path="/etc/hostname", point=CssPoint(x=field["x"] + 5, y=field["y"] + 5)))
+    assert await received(env) == []
+
+
+async def test_upload_target_that_opens_no_chooser_is_an_error(browser_env, pages, tmp_path, monkeypatch):
+    monkeypatch.setattr("surfer.tools.browser.FILE_CHOOSER_TIMEOUT_MS", 1_000)
+    allowed = tmp_path / "a.txt"
+    allowed.write_text("a")
+    env = await browser_env(pages.url("widgets/files.html"), upload_files=[allowed])
+    log = await box_of(env, "#log")
+    with pytest.raises(ActionFailed, match="opened no file chooser"):
+        await env.perform(Upload(target="the log", path="a.txt", point=CssPoint(x=log["x"] + 2, y=log["y"] + 2)))
