@@ -166,6 +166,7 @@ COMMAND_MODULES = [
     "surfer.apps.serve",
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
+    "surfer.apps.qa.cli",
     "surfer.apps.gpu_bench",
 ]
 
