@@ -101,6 +101,12 @@ class AgentConfig(_Strict):
     )
     memory_images: int = Field(default=3, ge=1, le=16)
     history_window: int = Field(default=8, ge=1)
+    prompt_layout: Literal["window", "blocks"] | None = Field(
+        default=None, description="Policy prompt layout (unset: the profile's, 'window' for every shipped profile).",
+    )
+    image_budget: int | None = Field(
+        default=None, ge=64, description="Image tokens per request at most (unset: the profile's; none by default).",
+    )
     browser: BrowserSettings = BrowserSettings()
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",

@@ -37,6 +37,7 @@ from .events import (
     ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
     StepStarted, Validated, Verdict,
 )
+from .layouts import Layout, check_layout
 from .memory import Memory
 from .repetition import RepetitionDetector, screen_fingerprint, step_seen
 from .result import RunResult, TimingTotals, TokenTotals
@@ -173,7 +174,13 @@ class Agent:
         self.out_dir = Path(out_dir) if out_dir else None
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
-        self.policy = Policy(self._client("policy"))
+        self.layout = Layout(
+            config.prompt_layout or check_layout(self.profile.prompt_layout), min(config.memory_images, self.profile.max_images),
+        )
+        budget = config.image_budget or self.profile.image_budget
+        # each screenshot's share of the per-request image budget (None: no cap)
+        self.image_tokens = budget // self.layout.max_images if budget else None
+        self.policy = Policy(self._client("policy"), self.layout)
         self.localizer = Localizer(self._client("localizer"))
         self.validator = Validator(self._client("validator"))
 
@@ -357,6 +364,8 @@ class Agent:
             "validator": self.config.validate_answers, "max_steps": self.config.max_steps,
             "max_seconds": self.config.max_seconds,
             "environment": self.environment.kind if self.environment else "browser",
+            **({"prompt_layout": self.layout.name} if self.layout.name != "window" else {}),
+            **({"image_tokens_per_image": self.image_tokens} if self.image_tokens else {}),
         }
 
     async def _steps(self, run: _Run, env: Environment, steps_until: float, deadline: float) -> RunResult:
@@ -367,7 +376,7 @@ class Agent:
         task = "\n\n".join(
             [run.task, *([self.secrets.prompt_note()] if self.secrets else []), *([run.answer.describe()] if run.answer else [])]
         )
-        memory = Memory(task, max_images=min(cfg.memory_images, self.profile.max_images), history_window=cfg.history_window)
+        memory = Memory(task, max_images=self.layout.memory_images, history_window=cfg.history_window)
         limit = _time_limit_reason(cfg.max_seconds)
         loop = asyncio.get_running_loop()
         rejections = failed_streak = 0
@@ -420,7 +429,7 @@ class Agent:
             )
         record.timings.screenshot = time.perf_counter() - t
         t = time.perf_counter()
-        prepared = dataclasses.replace(await prepare_image(observation.screenshot, self.profile.image), step=record.index)
+        prepared = dataclasses.replace(await prepare_image(observation.screenshot, self.profile.image, self.image_tokens), step=record.index)
         record.timings.encode = time.perf_counter() - t
         memory.add_image(prepared)
         record.url, record.title = observation.url, observation.title
@@ -549,7 +558,7 @@ class Agent:
         if not self.config.validate_answers:
             memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
             return ("success", answer, None)
-        verdict: Verdict = await self.validator.judge(run.task, judged, list(memory.images), sink)
+        verdict: Verdict = await self.validator.judge(run.task, judged, self.layout.validator_images(memory), sink)
         record.verdicts.append(verdict)
         await run.emit(Validated(record.index, verdict))
         if verdict.accepted:

@@ -41,9 +41,18 @@ class Memory:
         self._older_counts: Counter[str] = Counter()
         self._older_errors = 0
         self._older_first = 0
+        self.images_added = 0  # every screenshot ever added (layouts that drop images in blocks count them)
+        # Every entry of the last steps, uncompacted, for layouts that place each step's line after its screenshot.
+        self._log: deque[HistoryEntry] = deque(maxlen=64)
+
+    @property
+    def window(self) -> int:
+        """How many screenshots this memory keeps."""
+        return self.images.maxlen or 1
 
     def add_image(self, image: PreparedImage) -> None:
         self.images.append(image)
+        self.images_added += 1
 
     def add_note(self, text: str) -> None:
         text = _clip(text, self.note_chars)
@@ -57,7 +66,9 @@ class Memory:
             self._dropped_notes += 1
 
     def add_history(self, step: int, action: str, outcome: str) -> None:
-        self._recent.append(HistoryEntry(step, _clip(action, self.entry_chars), _clip(outcome, self.entry_chars)))
+        entry = HistoryEntry(step, _clip(action, self.entry_chars), _clip(outcome, self.entry_chars))
+        self._recent.append(entry)
+        self._log.append(entry)
         while len(self._recent) > self.history_window:
             old = self._recent.popleft()
             if not self._older:
@@ -79,4 +90,18 @@ class Memory:
             last = self._older_first + self._older - 1
             lines.append(f"Steps {self._older_first}-{last}: {kinds}; {self._older_errors} error(s).")
         lines += [f"Step {e.step}: {e.action} -> {e.outcome}" for e in self._recent]
+        return "\n".join(lines) or "(no actions yet)"
+
+    def entries(self, first: int | None = None, last: int | None = None) -> list[HistoryEntry]:
+        """Logged entries with `first <= step < last` (either bound optional)."""
+        return [e for e in self._log if (first is None or e.step >= first) and (last is None or e.step < last)]
+
+    def render_history_before(self, step: int) -> str:
+        """The history of the steps before `step`: the last `history_window` entries and a count of the rest."""
+        entries = self.entries(last=step)
+        shown = entries[-self.history_window:]
+        lines = [f"Step {e.step}: {e.action} -> {e.outcome}" for e in shown]
+        skipped = len(entries) - len(shown)
+        if skipped:
+            lines.insert(0, f"({skipped} earlier step record(s) not shown)")
         return "\n".join(lines) or "(no actions yet)"

@@ -14,7 +14,7 @@ from surfer.core.actions import Action, Answer, CssPoint, Fail
 from surfer.core.coordinates import model_to_css
 from surfer.core.errors import ModelOutputError
 from surfer.core.observation import Observation
-from surfer.models.backend import ImagePart, Message, ModelBackend, ModelRequest, TextPart
+from surfer.models.backend import Message, ModelBackend, ModelRequest, TextPart
 from surfer.models.imaging import PreparedImage
 from surfer.models.profiles import Profile
 from surfer.models.schema import parse_json_object, portable_schema
@@ -22,6 +22,7 @@ from surfer.prompts import render
 
 from .answers import AnswerSchema
 from .events import ModelCall, Verdict
+from .layouts import DEFAULT_LAYOUT, Layout, image_parts
 from .memory import Memory
 
 T = TypeVar("T")
@@ -122,33 +123,17 @@ class RoleClient:
         )
 
 
-def _images(images: list[PreparedImage]) -> list[ImagePart]:
-    return [ImagePart(image.data, image.mime, image.step) for image in images]
-
-
-def _location(observation: Observation) -> str:
-    where = " — ".join(p for p in (observation.title, observation.url) if p) or "(unknown)"
-    if len(observation.tabs) > 1:
-        where += f" (tab {observation.active_tab} of {len(observation.tabs)} open tabs)"
-    return "\n".join([where, *observation.notices])
-
-
 class Policy:
-    def __init__(self, client: RoleClient) -> None:
+    def __init__(self, client: RoleClient, layout: Layout | None = None) -> None:
         self.client = client
+        self.layout = layout or Layout(DEFAULT_LAYOUT, client.profile.max_images)
         self.schema = portable_schema(PolicyDecision.model_json_schema())
         self.final_schema = portable_schema(FinalDecision.model_json_schema())
         self._system = Message.text("system", render(client.profile.templates.get("policy", "policy")))
 
     def messages(self, memory: Memory, observation: Observation, *, final: bool = False) -> list[Message]:
-        images = list(memory.images)[-self.client.profile.max_images:]
-        step_text = render(
-            "policy_step", task=memory.task, notes=memory.render_notes(), history=memory.render_history(),
-            location=_location(observation), image_count=len(images),
-        )
         closing = render("policy_final" if final else "policy_next")
-        content = (TextPart(step_text), *_images(images), TextPart(closing))
-        return [self._system, Message("user", content)]
+        return self.layout.policy_messages(self._system, memory, observation, closing)
 
     async def decide(
         self, memory: Memory, observation: Observation, sink: CallSink, *, final: bool = False,
@@ -181,10 +166,15 @@ class Localizer:
         self.client = client
         self.schema = dict(client.profile.localizer_schema)
 
-    async def locate(self, target: str, image: PreparedImage, sink: CallSink) -> CssPoint:
+    def messages(self, target: str, image: PreparedImage) -> list[Message]:
+        """The screenshot first, then the instruction: targets on one screen share the prefix."""
         profile = self.client.profile
         prompt = render(profile.templates.get("localizer", "localizer"), target=target, frame_hint=profile.frame_hint)
-        messages = [Message("user", (*_images([image]), TextPart(prompt)))]
+        return [Message("user", (*image_parts([image]), TextPart(prompt)))]
+
+    async def locate(self, target: str, image: PreparedImage, sink: CallSink) -> CssPoint:
+        profile = self.client.profile
+        messages = self.messages(target, image)
 
         def parse(text: str) -> CssPoint:
             x, y = profile.parse_point(parse_json_object(text))
@@ -198,8 +188,11 @@ class Validator:
         self.client = client
         self.schema = portable_schema(ValidatorAnswer.model_json_schema())
 
-    async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink) -> Verdict:
+    def messages(self, task: str, answer: str, images: list[PreparedImage]) -> list[Message]:
         prompt = render(self.client.profile.templates.get("validator", "validator"), task=task, answer=json.dumps(answer))
-        messages = [Message("user", (*_images(images[-self.client.profile.max_images:]), TextPart(prompt)))]
+        return [Message("user", (*image_parts(images[-self.client.profile.max_images:]), TextPart(prompt)))]
+
+    async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink) -> Verdict:
+        messages = self.messages(task, answer, images)
         parsed: ValidatorAnswer = await self.client.ask(messages, self.schema, _pydantic_parser(ValidatorAnswer), sink)
         return Verdict(accepted=parsed.verdict == "accept", reasons=parsed.reasons, answer=answer)

@@ -168,6 +168,7 @@ COMMAND_MODULES = [
     "surfer.apps.calibrate",
     "surfer.apps.qa.cli",
     "surfer.apps.gpu_bench",
+    "surfer.apps.prompt_bench",
 ]
 
 

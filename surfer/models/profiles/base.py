@@ -59,6 +59,10 @@ class Profile:
     # Words for the localizer prompt: how the frame is explained to the model.
     frame_hint: str = "x and y are integers from 0 to 1000, relative to the image width and height"
     serving: Serving = field(default_factory=Serving)
+    # How the policy's request is laid out (surfer/agent/layouts.py): "window" (the reference) or "blocks".
+    prompt_layout: str = "window"
+    # Cap on image tokens per request (None: none); each screenshot gets its share (downscaled / fewer tiles).
+    image_budget: int | None = None
 
     def sampling_for(self, role: str) -> Sampling:
         return self.sampling.get(role, Sampling())

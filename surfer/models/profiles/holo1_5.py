@@ -14,7 +14,7 @@ PROFILE = Profile(
     name="holo1.5",
     description="H Company Holo1.5 (Qwen2.5-VL): smart_resize/28, click_absolute {x, y} in pixels of the sent image",
     frame="absolute",
-    image=ImagePolicy(resize="smart_resize", factor=28, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS),
+    image=ImagePolicy(resize="smart_resize", factor=28, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, tokens="patches"),
     localizer_schema=point_schema(normalized=False, extra={"action": {"type": "string", "enum": ["click_absolute"]}}),
     templates={"policy": "policy", "localizer": "localizer_holo1_5", "validator": "validator"},
     sampling={

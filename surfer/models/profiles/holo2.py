@@ -11,7 +11,7 @@ PROFILE = Profile(
     name="holo2",
     description="H Company Holo2 (Qwen3-VL): smart_resize/32, {x, y} in 0..1000, thinking off",
     frame="normalized_1000",
-    image=ImagePolicy(resize="smart_resize", factor=32, min_pixels=65_536, max_pixels=16_777_216),
+    image=ImagePolicy(resize="smart_resize", factor=32, min_pixels=65_536, max_pixels=16_777_216, tokens="patches"),
     localizer_schema=point_schema(normalized=True),
     extra_body={"policy": _NO_THINKING, "localizer": _NO_THINKING, "validator": _NO_THINKING},
     sampling={

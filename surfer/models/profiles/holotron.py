@@ -10,7 +10,7 @@ PROFILE = Profile(
     name="holotron",
     description="H Company Holotron-12B (hybrid Mamba-2): images as is (server tiling), {x, y} in 0..1000",
     frame="normalized_1000",
-    image=ImagePolicy(resize="none"),
+    image=ImagePolicy(resize="none", tokens="tiles", tile=512, max_tiles=12, tile_tokens=256),
     localizer_schema=point_schema(normalized=True),
     sampling={
         "policy": Sampling(temperature=0.7, max_tokens=1024),

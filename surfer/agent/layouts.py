@@ -1,0 +1,118 @@
+"""Prompt layouts: how the policy's request is laid out, which decides how
+much of it a server's prefix cache can reuse from the session's last request.
+
+- ``window`` (the default, the reference format): the system prompt, then one
+  user message whose text (task, notes, history, current page) is rewritten
+  every step, then the last N screenshots (a sliding window). Consecutive
+  requests share only the system prompt and the first lines.
+- ``blocks`` (prefix-stable): the system prompt, the task and the history of
+  the steps before the current block, then each screenshot of the block
+  followed by what was done on it, and last the text that changes every step
+  (notes, current page, the closing instruction). Screenshots are dropped in
+  blocks of 2N-1 steps rather than one at a time, so between drops each
+  request extends the last one (the server prefills one new screenshot and a
+  few lines); a policy request shows 1 to 2N-1 screenshots, N on average.
+
+Both give the same role (one system and one user message) the same schema;
+only the order and the number of parts differ. The localizer's request is
+not a layout matter: it always starts with the screenshot (roles.Localizer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from surfer.core.errors import ConfigError
+from surfer.core.observation import Observation
+from surfer.models.backend import ImagePart, Message, Part, TextPart
+from surfer.models.imaging import PreparedImage
+from surfer.prompts import render
+
+from .memory import Memory
+
+LAYOUTS = ("window", "blocks")
+DEFAULT_LAYOUT = "window"
+
+
+def check_layout(name: str) -> str:
+    if name not in LAYOUTS:
+        raise ConfigError(f"unknown prompt layout {name!r}; choose one of: {', '.join(LAYOUTS)}")
+    return name
+
+
+def image_parts(images: list[PreparedImage]) -> list[ImagePart]:
+    return [ImagePart(image.data, image.mime, image.step) for image in images]
+
+
+def location(observation: Observation) -> str:
+    where = " — ".join(p for p in (observation.title, observation.url) if p) or "(unknown)"
+    if len(observation.tabs) > 1:
+        where += f" (tab {observation.active_tab} of {len(observation.tabs)} open tabs)"
+    return "\n".join([where, *observation.notices])
+
+
+@dataclass(frozen=True)
+class Layout:
+    """`window`: the number of screenshots the window layout would show (the
+    profile's and the configuration's limit); every layout is sized from it."""
+
+    name: str
+    window: int
+
+    @property
+    def memory_images(self) -> int:
+        """Screenshots the run's memory must keep."""
+        return self.window if self.name == "window" else 2 * self.window - 1
+
+    @property
+    def max_images(self) -> int:
+        """The most screenshots one policy request holds (what an image budget is shared by)."""
+        return self.memory_images
+
+    def shown(self, memory: Memory) -> list[PreparedImage]:
+        images = list(memory.images)
+        if self.name == "window":
+            return images[-self.window:]
+        block = self.memory_images
+        in_block = (memory.images_added - 1) % block + 1 if memory.images_added else 0
+        return images[-in_block:] if in_block else []
+
+    def policy_messages(self, system: Message, memory: Memory, observation: Observation, closing: str) -> list[Message]:
+        images = self.shown(memory)
+        if self.name == "window":
+            step_text = render(
+                "policy_step", task=memory.task, notes=memory.render_notes(), history=memory.render_history(),
+                location=location(observation), image_count=len(images),
+            )
+            return [system, Message("user", (TextPart(step_text), *image_parts(images), TextPart(closing)))]
+        return [system, Message("user", tuple(self._blocks_content(memory, observation, images, closing)))]
+
+    def _blocks_content(self, memory: Memory, observation: Observation, images: list[PreparedImage],
+                        closing: str) -> list[Part]:
+        steps = [image.step for image in images]
+        known = bool(images) and None not in steps
+        first = steps[0] if known else None
+        earlier = memory.render_history_before(first) if first is not None else "(no actions yet)"
+        parts: list[Part] = [TextPart(render("policy_blocks_head", task=memory.task, history=earlier))]
+        for k, image in enumerate(images):
+            parts.append(TextPart(f"Screenshot of step {image.step}:" if image.step is not None else "Screenshot:"))
+            parts.extend(image_parts([image]))
+            if known and k + 1 < len(images):
+                lines = [f"Step {e.step}: {e.action} -> {e.outcome}" for e in memory.entries(steps[k], steps[k + 1])]
+                if lines:
+                    parts.append(TextPart("\n".join(lines)))
+        since = steps[-1] if known else None
+        recent = memory.entries(first=since) if since is not None else []
+        if not known:
+            recent = memory.entries()
+        tail = render(
+            "policy_blocks_tail", notes=memory.render_notes(),
+            history="\n".join(f"Step {e.step}: {e.action} -> {e.outcome}" for e in recent) or "(nothing yet)",
+            location=location(observation), image_count=len(images),
+        )
+        parts.append(TextPart(tail + "\n" + closing))
+        return parts
+
+    def validator_images(self, memory: Memory) -> list[PreparedImage]:
+        """What the validator sees: the last `window` screenshots, whatever the layout."""
+        return list(memory.images)[-self.window:]
