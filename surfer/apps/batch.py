@@ -310,6 +310,7 @@ class BatchSummary:
     stats: dict[str, Any]
     stopped_kind: str | None = None  # "unreachable" or "config"
     relaunches: int = 0
+    concurrency: dict[str, Any] | None = None  # with --concurrency auto: what the controller did
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -321,6 +322,7 @@ class BatchSummary:
             "stopped": self.stopped,
             "stopped_kind": self.stopped_kind,
             "browser_relaunches": self.relaunches,
+            **({"concurrency": self.concurrency} if self.concurrency else {}),
             **self.stats,
         }
 
@@ -344,20 +346,31 @@ def shared_backends(
     return out
 
 
-async def drain(items: Iterable[Any], concurrency: int, handle: Any, keep_going: Any) -> None:
+async def drain(items: Iterable[Any], concurrency: int, handle: Any, keep_going: Any, slots: Any = None) -> None:
     """`await handle(item)` for every item, `concurrency` at a time, while
-    `keep_going()`; the workers are cancelled when this is."""
+    `keep_going()`; the workers are cancelled when this is. With `slots` (a
+    resizable semaphore, concurrency.Slots), each item also holds a slot."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
     for item in items:
         queue.put_nowait(item)
 
+    async def one() -> bool:
+        try:
+            item = queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return False
+        await handle(item)
+        return True
+
     async def worker() -> None:
         while keep_going():
-            try:
-                item = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            await handle(item)
+            if slots is None:
+                if not await one():
+                    return
+                continue
+            async with slots:
+                if not await one():
+                    return
 
     workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, queue.qsize()))]
     try:
@@ -377,19 +390,28 @@ class Batch:
         tasks: Iterable[BatchTask],
         out_dir: str | Path,
         *,
-        concurrency: int = 4,
+        concurrency: int | str = 4,
         max_inflight: int | None = None,
         backend: ModelBackend | None = None,
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
         replay: list[Any] | None = None,
         secrets: Any = None,
+        auto: dict[str, Any] | None = None,
+        say: Any = None,
     ) -> None:
         """`replay`: recordings (surfer.tools.replay.Recording) to play back instead of a
         browser; task k gets the one its metadata names (`"replay": name`), else number k mod n,
-        its screenshots marked with k so that no two tasks send the same images."""
-        if concurrency < 1:
-            raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
+        its screenshots marked with k so that no two tasks send the same images.
+        `concurrency="auto"`: sessions follow the server's cache (surfer/apps/concurrency.py;
+        `auto` holds AutoConcurrency's options); `say(text)` tells what it does."""
+        from .concurrency import AUTO, AutoConcurrency, parse_concurrency
+
+        concurrency = parse_concurrency(concurrency)
+        self.auto = AutoConcurrency.for_endpoint(config.base_url, **(auto or {})) if concurrency == AUTO else None
+        self.say = say or (lambda text: None)
+        self.concurrency_report: dict[str, Any] | None = None
+        concurrency = self.auto.start if self.auto else int(concurrency)
         if max_inflight is not None and max_inflight < 1:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         self.config = config
@@ -448,7 +470,10 @@ class Batch:
         if todo and not self.replay:
             await self._browser.start()
         try:
-            await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
+            if self.auto is not None:
+                await self._drain_auto(todo)
+            else:
+                await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
         finally:
             await asyncio.shield(self._browser.close())
             if self._owns_backend:
@@ -464,7 +489,35 @@ class Batch:
             self.stats.snapshot(),
             self._stopped_kind,
             self._browser.relaunches,
+            self.concurrency_report,
         )
+
+    async def _drain_auto(self, todo: list[BatchTask]) -> None:
+        from .concurrency import Slots
+        from .gpu_bench import _httpx
+
+        auto = self.auto
+        assert auto is not None
+        keep_going = lambda: self._stopped is None  # noqa: E731
+        async with _httpx().AsyncClient(timeout=5) as client:
+            if await auto.read(client) is None:
+                self.concurrency = auto.fallback
+                self.concurrency_report = {"mode": "fixed (no vLLM /metrics)", "metrics": auto.metrics_url,
+                                           "concurrency": auto.fallback}
+                self.say(f"--concurrency auto: no vLLM /metrics at {auto.metrics_url}; "
+                         f"running a fixed concurrency of {auto.fallback} sessions")
+                await drain(todo, auto.fallback, self._run_counted, keep_going)
+                return
+            self.say(f"--concurrency auto: following {auto.metrics_url}, starting at {auto.start} sessions")
+            slots = Slots(auto.start)
+            controller = asyncio.create_task(auto.control(slots, lambda: self.stats.steps, client))
+            try:
+                await drain(todo, auto.maximum, self._run_counted, keep_going, slots=slots)
+            finally:
+                controller.cancel()
+                await asyncio.gather(controller, return_exceptions=True)
+                self.concurrency_report = auto.summary()
+                self.concurrency = slots.limit
 
     async def _run_counted(self, task: BatchTask) -> None:
         self.stats.running += 1
@@ -595,7 +648,7 @@ async def run_batch(
     tasks: str | Path | Iterable[BatchTask],
     out_dir: str | Path,
     *,
-    concurrency: int = 4,
+    concurrency: int | str = 4,
     max_inflight: int | None = None,
     samples: int = 1,
     backend: ModelBackend | None = None,
@@ -631,7 +684,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             ..., help="JSON lines: {task, url?, id?, max_steps?, max_seconds?, metadata?}."
         ),
         out: Path = typer.Option(..., "--out", help="Output directory (results.jsonl + runs/); rerun to resume."),
-        concurrency: int = typer.Option(8, "--concurrency", "-c", help="Sessions running at once."),
+        concurrency: str = typer.Option(
+            "8", "--concurrency", "-c", help="Sessions running at once, or 'auto': follow vLLM's /metrics "
+            "(KV cache, waiting requests) and steps/s; a server without /metrics gets a fixed 8."),
         max_inflight: Optional[int] = typer.Option(
             None, "--max-inflight", help="Cap on model requests in flight (default: no cap)."
         ),
@@ -643,6 +698,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         model: options.Model = None,
         api_key: options.ApiKey = None,
         profile: options.Profile = None,
+        prompt_layout: options.PromptLayout = None,
         max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Default step limit per task."),
         max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Default time limit per task."),
         viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
@@ -675,6 +731,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                     "model": model,
                     "api_key": api_key,
                     "profile": profile,
+                    "prompt_layout": prompt_layout,
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
@@ -692,7 +749,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
-                        replay=recordings, secrets=options.secrets_from(secret))
+                        replay=recordings, secrets=options.secrets_from(secret), say=console.print)
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:
@@ -710,6 +767,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             live.stop()
         console.print(job.stats.line())
         console.print(f"statuses: {summary.statuses}  ·  results: {out / 'results.jsonl'}")
+        if summary.concurrency and summary.concurrency.get("decisions"):
+            limits = [d["limit"] for d in summary.concurrency["decisions"]]
+            console.print(f"concurrency auto: sessions {limits[0]} → {limits[-1]} (range {min(limits)}–{max(limits)})")
         if summary.stopped:
             console.print(f"[red]batch stopped:[/red] {summary.stopped}")
             raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)

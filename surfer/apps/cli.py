@@ -79,7 +79,7 @@ def run(
     console = Console(stderr=as_json)
     with options.setup_errors(console):
         overrides = {
-            "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
+            "base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "prompt_layout": prompt_layout,
             "max_steps": max_steps, "max_seconds": max_seconds,
             "validate_answers": False if no_validator else None,
             **options.safety_overrides(allow_domain, block_domain, approve_all),

@@ -19,6 +19,9 @@ Model = Annotated[Optional[str], typer.Option("--model", help="Model name served
 ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY].")]
 Profile = Annotated[Optional[str], typer.Option(
     "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
+PromptLayout = Annotated[Optional[str], typer.Option(
+    "--prompt-layout", help="Policy prompt layout: window (the default, the reference) or blocks (prefix-stable: "
+    "the server's prefix cache reuses most of each request).")]
 UploadFiles = Annotated[Optional[list[Path]], typer.Option(
     "--upload-file", help="A file the agent may upload (repeat for several); no other file is ever read.")]
 AllowFileUrls = Annotated[bool, typer.Option(

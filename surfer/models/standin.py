@@ -12,6 +12,12 @@ It serves `GET /v1/models` and `POST /v1/chat/completions`, can fail the
 next N requests with a status code, delay answers, hang (accept requests and
 never answer them, like a wedged server), or reject `response_format` the way
 servers without structured outputs do.
+
+With `kv_capacity=N` it also behaves like a server with a KV cache of N
+tokens and reports it at `GET /metrics` in vLLM's names: a request holds its
+prompt tokens while it is answered; one that does not fit waits, and when it
+gets in it is counted as preempted and takes twice `delay` (the recompute of
+a thrashing cache), so too many sessions lower the answers per second.
 """
 
 from __future__ import annotations
@@ -104,6 +110,7 @@ class StandInServer:
         delay: float = 0.0,
         reject_response_format: bool = False,
         hang_after: int | None = None,
+        kv_capacity: int | None = None,
     ) -> None:
         self.respond = respond
         self.model = model
@@ -114,6 +121,9 @@ class StandInServer:
         # Chat requests answered before the server hangs (None: never hangs).
         self.hang_after = hang_after
         self.hung = 0
+        self.kv_capacity = kv_capacity
+        self.kv_used = self.running = self.waiting = self.preemptions = 0
+        self._kv = threading.Condition()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._httpd = _Server((host, port), self._handler())
@@ -152,6 +162,38 @@ class StandInServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _admit(self, tokens: int) -> float:
+        """Hold `tokens` of the KV cache (waiting while they do not fit); the extra seconds owed."""
+        if self.kv_capacity is None:
+            return 0.0
+        with self._kv:
+            waited = False
+            self.waiting += 1
+            while self.running and self.kv_used + tokens > self.kv_capacity and not self._stopping.is_set():
+                waited = True
+                self._kv.wait(0.5)
+            self.waiting -= 1
+            self.running += 1
+            self.kv_used += tokens
+            self.preemptions += waited
+        return self.delay if waited else 0.0
+
+    def _release(self, tokens: int) -> None:
+        if self.kv_capacity is None:
+            return
+        with self._kv:
+            self.running -= 1
+            self.kv_used -= tokens
+            self._kv.notify_all()
+
+    def metrics_text(self) -> str:
+        with self._kv:
+            usage = min(1.0, self.kv_used / self.kv_capacity) if self.kv_capacity else 0.0
+            values = {"kv_cache_usage_perc": usage, "num_requests_running": self.running,
+                      "num_requests_waiting": self.waiting, "num_preemptions_total": self.preemptions,
+                      "prefix_cache_queries_total": 0, "prefix_cache_hits_total": 0}
+        return "".join(f'vllm:{name}{{model_name="{self.model}"}} {float(value)}\n' for name, value in values.items())
+
     def _next_failure(self) -> int | None:
         with self._lock:
             return self._failures.pop(0) if self._failures else None
@@ -177,7 +219,14 @@ class StandInServer:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:  # noqa: N802
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/") == "/metrics" and server.kv_capacity is not None:
+                    data = server.metrics_text().encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "surfer"}]})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -204,15 +253,18 @@ class StandInServer:
                 request = parse_chat_request(body)
                 with server._lock:
                     server.requests.append(request)
-                if server.delay:
-                    time.sleep(server.delay)
+                prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)
+                extra = server._admit(prompt_tokens)
                 try:
+                    if server.delay or extra:
+                        time.sleep(server.delay + extra)
                     answer = server.respond(request)
                 except Exception as exc:  # noqa: BLE001 - a broken responder is a 500, like a broken server
                     self._send(500, {"error": {"message": f"responder failed: {exc!r}"}})
                     return
+                finally:
+                    server._release(prompt_tokens)
                 content = answer if isinstance(answer, str) else json.dumps(answer)
-                prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)
                 self._send(200, {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": server.model,

@@ -1,0 +1,150 @@
+"""Shaping the load for the GPU, on CPU: prompt layouts send valid requests for
+every profile (over real HTTP to the stand-in), `surfer bench prompts`
+figures on a small recorded run, image budgets, and `--concurrency auto`
+against a stand-in server that reports a KV capacity through /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from surfer.agent.config import AgentConfig, load_config
+from surfer.agent.loop import Agent
+from surfer.apps.batch import Batch, BatchTask
+from surfer.apps.cli import app
+from surfer.apps.options import DEMO_RECORDINGS
+from surfer.core.coordinates import Size
+from surfer.core.errors import ConfigError
+from surfer.models.profiles import PROFILES
+from surfer.tools.replay import ReplayEnvironment, load_recordings
+
+RUN = DEMO_RECORDINGS / "demo-1280x800"
+
+
+def _answer(request):  # type: ignore[no-untyped-def]
+    if request.role == "localizer":
+        return {"x": 500, "y": 500} if "click_absolute" not in request.text else {"action": "click_absolute", "x": 5, "y": 5}
+    if request.role == "validator":
+        return {"verdict": "accept", "reasons": "shown"}
+    return {"thought": "go on", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+
+@pytest.mark.parametrize("layout", ["window", "blocks"])
+def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, layout: str) -> None:
+    # a 12-screenshot recording (the demo's screens, twice and then some), so that blocks drop once
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    shots = sorted((RUN / "screenshots").glob("*.jpg"))
+    for k in range(12):
+        shutil.copy(shots[k % len(shots)], frames / f"{k:03d}.jpg")
+    for name, profile in PROFILES.items():
+        server = standin(_answer)
+        agent = Agent(base_url=server.base_url, model=server.model, profile=name, prompt_layout=layout,
+                      environment=ReplayEnvironment(frames, variant=7), max_steps=20)
+        result = asyncio.run(agent.run("Register as a new member."))
+        assert result.status == "limit", (name, result.reason)
+        policy = [r for r in server.requests if r.role == "policy"]
+        localizer = [r for r in server.requests if r.role == "localizer"]
+        assert len(policy) == len(localizer) == 12
+        window = profile.max_images
+        previous = None
+        for step, (p, loc) in enumerate(zip(policy, localizer), 1):
+            messages = p.body["messages"]
+            assert [m["role"] for m in messages] == ["system", "user"]
+            assert len(p.image_urls) == (min(step, window) if layout == "window" else (step - 1) % (2 * window - 1) + 1)
+            assert p.image_urls[-1] == loc.image_urls[0]  # the newest screenshot is the one the localizer gets
+            assert loc.body["messages"][0]["content"][0]["type"] == "image_url"  # the localizer starts with it
+            assert messages[1]["content"][-1]["text"].endswith("Decide the next action.")
+            content = messages[1]["content"]
+            if layout == "blocks" and previous is not None and len(p.image_urls) > 1:
+                kept = previous[:-1]  # everything but the changing tail is the start of this request
+                assert content[:len(kept)] == kept, (name, step)
+            previous = content
+        assert all(len(p.image_urls) <= (window if layout == "window" else 2 * window - 1) for p in policy)
+
+
+def test_prompt_layout_is_checked_in_config_and_profile() -> None:
+    with pytest.raises(ConfigError, match="prompt_layout"):
+        load_config(overrides={"prompt_layout": "sideways"})
+    assert AgentConfig().prompt_layout is None and all(p.prompt_layout == "window" for p in PROFILES.values())
+
+
+def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
+    out = tmp_path / "prompts.json"
+    result = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--profile", "holotron",
+                                      "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = {(r["profile"], r["layout"], r["role"]): r for r in json.loads(out.read_text())}
+    pinned = {  # prompt, reusable, uncached tokens per step; screenshots per request (estimated text, exact images)
+        ("holo2", "window", "policy"): (3045.9, 457.6, 2588.3, 2.4),
+        ("holo2", "blocks", "policy"): (3691.5, 2489.6, 1201.9, 3.0),
+        ("holotron", "window", "policy"): (4946.7, 457.6, 4489.1, 2.4),
+        ("holotron", "blocks", "policy"): (6067.5, 4073.6, 1993.9, 3.0),
+        ("holotron", "window", "localizer"): (1492.6, 0.0, 1492.6, 1.0),
+    }
+    for key, figures in pinned.items():
+        row = rows[key]
+        assert row["steps"] == 5 and set(row) >= {"profile", "layout", "role", "steps", "prompt_tokens_per_step",
+                                                  "reusable_tokens_per_step", "uncached_tokens_per_step",
+                                                  "screenshots_per_request"}
+        got = (row["prompt_tokens_per_step"], row["reusable_tokens_per_step"], row["uncached_tokens_per_step"],
+               row["screenshots_per_request"])
+        assert got == figures, key
+    assert rows[("holotron", "window", "localizer")]["image_tokens_per_request"] == 1794  # 3×2 tiles + thumbnail
+    assert "| holo2 | blocks | - | policy |" in result.output and "window / blocks uncached" in result.output
+    bad = CliRunner().invoke(app, ["bench", "prompts", str(tmp_path)])
+    assert bad.exit_code == 2 and "no run directories" in bad.output
+
+
+def test_image_tokens_follow_each_family_and_a_budget_caps_them() -> None:
+    screen = Size(1280, 800)
+    expected = {"holotron": 7 * 256 + 2, "holo2": 40 * 25 + 2, "holo1.5": 45 * 28 + 2, "openai": 85 + 170 * 6}
+    for name, tokens in expected.items():
+        image = PROFILES[name].image
+        assert image.image_tokens(image.target_size(screen)) == tokens, name
+        for budget in (300, 800, 1000):
+            sent = image.target_size(screen, budget)
+            assert image.image_tokens(sent) <= budget, (name, budget, sent)
+    assert PROFILES["holotron"].image.target_size(screen, 800) == Size(1024, 512)  # 2×1 tiles + thumbnail
+
+
+def _recordings():  # type: ignore[no-untyped-def]
+    return load_recordings(DEMO_RECORDINGS)
+
+
+def test_auto_concurrency_converges_against_a_server_with_a_kv_capacity(standin, tmp_path) -> None:
+    # about three policy requests fit in the cache; more sessions only queue and thrash
+    server = standin(_answer, kv_capacity=5000, delay=0.08)
+    config = AgentConfig(base_url=server.base_url, model=server.model, profile="holo2", validate_answers=False)
+    said: list[str] = []
+    tasks = [BatchTask(id=f"t{k}", task="Register.") for k in range(36)]
+    job = Batch(config, tasks, tmp_path / "out", concurrency="auto", replay=_recordings(), say=said.append,
+                auto={"start": 2, "interval": 0.4, "maximum": 64})
+    summary = asyncio.run(job.run())
+    assert summary.statuses == {"limit": 36}
+    assert said and "following" in said[0] and "/metrics" in said[0]
+    decisions = summary.concurrency["decisions"]
+    limits = [d["limit"] for d in decisions]
+    assert len(decisions) >= 6
+    assert max(limits) > 2  # it grew from the start ...
+    assert any(d["reason"].startswith("cache short") for d in decisions)  # ... until the cache was short ...
+    assert max(limits) <= 16 and all(limit >= 1 for limit in limits)  # ... and stayed near what fits, far below 64
+    assert summary.to_dict()["concurrency"]["mode"] == "auto"
+
+
+def test_auto_concurrency_without_metrics_runs_a_fixed_concurrency_and_says_so(standin, tmp_path) -> None:
+    server = standin(_answer)  # no kv_capacity: no /metrics, like a server that is not vLLM
+    config = AgentConfig(base_url=server.base_url, model=server.model, profile="holo2", validate_answers=False)
+    said: list[str] = []
+    job = Batch(config, [BatchTask(id=f"t{k}", task="Register.") for k in range(3)], tmp_path / "out",
+                concurrency="auto", replay=_recordings(), say=said.append, auto={"fallback": 2})
+    summary = asyncio.run(job.run())
+    assert summary.statuses == {"limit": 3} and job.concurrency == 2
+    assert said == [f"--concurrency auto: no vLLM /metrics at {server.base_url.removesuffix('/v1')}/metrics; "
+                    "running a fixed concurrency of 2 sessions"]
+    with pytest.raises(ConfigError, match="number of sessions or 'auto'"):
+        Batch(config, [], tmp_path / "x", concurrency="lots")
