@@ -118,14 +118,14 @@ def _recordings():  # type: ignore[no-untyped-def]
 
 def test_auto_concurrency_converges_against_a_server_with_a_kv_capacity(standin, tmp_path) -> None:
     # about three policy requests fit in the cache; more sessions only queue and thrash
-    server = standin(_answer, kv_capacity=5000, delay=0.08)
+    server = standin(_answer, kv_capacity=5000, delay=0.06)
     config = AgentConfig(base_url=server.base_url, model=server.model, profile="holo2", validate_answers=False)
     said: list[str] = []
-    tasks = [BatchTask(id=f"t{k}", task="Register.") for k in range(36)]
+    tasks = [BatchTask(id=f"t{k}", task="Register.") for k in range(16)]
     job = Batch(config, tasks, tmp_path / "out", concurrency="auto", replay=_recordings(), say=said.append,
-                auto={"start": 2, "interval": 0.4, "maximum": 64})
+                auto={"start": 2, "interval": 0.25, "maximum": 64})
     summary = asyncio.run(job.run())
-    assert summary.statuses == {"limit": 36}
+    assert summary.statuses == {"limit": 16}
     assert said and "following" in said[0] and "/metrics" in said[0]
     decisions = summary.concurrency["decisions"]
     limits = [d["limit"] for d in decisions]
@@ -148,3 +148,24 @@ def test_auto_concurrency_without_metrics_runs_a_fixed_concurrency_and_says_so(s
                     "running a fixed concurrency of 2 sessions"]
     with pytest.raises(ConfigError, match="number of sessions or 'auto'"):
         Batch(config, [], tmp_path / "x", concurrency="lots")
+
+
+def test_gpu_bench_compares_layouts_and_auto_concurrency_in_one_command(standin, tmp_path) -> None:
+    server = standin(_answer, kv_capacity=20000, delay=0.01)
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2",
+        "--layouts", "window,blocks", "--auto", "--auto-interval", "0.3", "--no-bare", "--window", "20", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(out.read_text())["models"]
+    runs = [(row["layout"], row["concurrency"]) for row in entry["levels"]]
+    assert runs == [("window", 2), ("window", "auto"), ("blocks", 2), ("blocks", "auto")]
+    for row in entry["levels"]:
+        assert row["surfer"]["steps"] > 0 and row["surfer_server"]["samples"] >= 2  # the stand-in's /metrics was read
+    auto = entry["levels"][1]["surfer"]["concurrency_control"]
+    assert auto["mode"] == "auto" and auto["metrics"].endswith("/metrics")
+    gains = json.loads(out.read_text())["layout_gains"]["holo2"]
+    assert set(gains) == {"blocks/window c=2", "blocks/window c=auto",
+                          "window auto/best fixed", "blocks auto/best fixed"}
+    assert "| holo2 | blocks | auto |" in result.output

@@ -3,6 +3,7 @@
     surfer bench gpu make-model holotron models/holotron     # dummy-weight model directories
     surfer bench gpu make-model holo2 models/holo2
     surfer bench gpu run --model holotron=models/holotron --model holo2=models/holo2 --out gpu.json
+    surfer bench gpu run --model holo2=models/holo2 --layouts window,blocks --auto --levels 16,64,128
 
 For each model, `run` starts vLLM with `surfer serve` (random weights:
 `--load-format dummy`), then at each concurrency level runs a batch over the
@@ -17,6 +18,11 @@ Reported per level: agent steps/s, model calls/s, prompt and completion
 tokens/s, p50/p95 step and model-call time, and from vLLM's /metrics the
 prefix-cache hit rate, KV-cache use and running/waiting requests; per model:
 engine start time, GPU memory and what vLLM's log says of weights and KV cache.
+With `--layouts window,blocks` every level runs once per prompt layout
+(surfer/agent/layouts.py), and `--auto` adds a run with `--concurrency auto`
+(surfer/apps/concurrency.py, up to the highest level) per layout; the
+results then hold blocks-over-window steps/s and prefix-hit ratios per
+level, and auto's steps/s over the best fixed level's.
 With `--base-url`, an already running server is used instead (no serving;
 the tests use the stand-in server this way).
 """
@@ -249,17 +255,20 @@ async def _timed(coro: Any, window: float) -> float:
     return min(elapsed, window)
 
 
-async def surfer_level(config: Any, recordings: list[Any], concurrency: int, window: float, work: Path,
-                       sessions: int | None = None) -> tuple[dict[str, Any], list[SentRequest]]:
-    """Run `sessions` replay tasks (default 2 × concurrency) with `concurrency` sessions for at most `window` s."""
+async def surfer_level(config: Any, recordings: list[Any], concurrency: int | str, window: float, work: Path,
+                       sessions: int | None = None, auto: dict[str, Any] | None = None,
+                       ) -> tuple[dict[str, Any], list[SentRequest]]:
+    """Run `sessions` replay tasks (default 2 × concurrency) with `concurrency` sessions (or "auto",
+    with AutoConcurrency options `auto`) for at most `window` s."""
     from surfer.apps.batch import Batch, BatchTask
     from surfer.models.http import OpenAICompatibleBackend
 
     backend = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
-    count = sessions or max(4, 2 * concurrency)
+    count = sessions or max(4, 2 * int(concurrency))
     tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
     tally = LevelTally()
-    batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings)
+    batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings,
+                  auto=auto if concurrency == "auto" else None)
     try:
         seconds = await _timed(batch.run(), window)
     finally:
@@ -279,6 +288,8 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int, win
         "unusable_outputs": tally.failed_calls,
         **tally.rates(seconds),
     }
+    if batch.auto is not None:
+        result["concurrency_control"] = batch.concurrency_report
     return result, backend.sent
 
 
@@ -324,22 +335,29 @@ _TASK = (
 
 async def bench_levels(config: Any, recordings: list[Any], levels: list[int], window: float, *,
                        bare: bool = True, say: Any = print, out: list[dict[str, Any]] | None = None,
-                       progress: Any = None) -> list[dict[str, Any]]:
-    """Every level against the server in `config` (surfer, then the bare replay of what it sent);
-    rows are appended to `out` as they finish, and `progress()` called after each."""
+                       progress: Any = None, layouts: tuple[str, ...] = ("window",), auto: bool = False,
+                       auto_interval: float = 5.0) -> list[dict[str, Any]]:
+    """Every level against the server in `config` (surfer, then the bare replay of what it sent),
+    per prompt layout, plus `--concurrency auto` when `auto`; rows are appended to `out` as they
+    finish, and `progress()` called after each."""
     root = config.base_url.rstrip("/").removesuffix("/v1")
     out = [] if out is None else out
+    top = max(levels)
+    runs: list[tuple[str, int | str]] = [(layout, level) for layout in layouts for level in [*levels, *(["auto"] if auto else [])]]
     with tempfile.TemporaryDirectory(prefix="surfer-gpu-") as tmp:
-        for level in levels:
+        for layout, level in runs:
             reset = await reset_server_caches(root)
+            layout_config = config.model_copy(update={"prompt_layout": layout})
+            options = {"start": min(levels), "maximum": top, "interval": auto_interval, "fallback": top}
             async with MetricsSampler(root) as sampler:
-                surfer, sent = await surfer_level(config, recordings, level, window, Path(tmp) / f"c{level}")
-            row: dict[str, Any] = {"concurrency": level, "caches_reset": reset, "surfer": surfer,
+                surfer, sent = await surfer_level(layout_config, recordings, level, window, Path(tmp) / f"{layout}-c{level}",
+                                                  sessions=2 * top if level == "auto" else None, auto=options)
+            row: dict[str, Any] = {"layout": layout, "concurrency": level, "caches_reset": reset, "surfer": surfer,
                                    "surfer_server": sampler.summary()}
-            if bare and sent:
+            if bare and sent and level != "auto":
                 await reset_server_caches(root)
                 async with MetricsSampler(root) as sampler:
-                    row["bare"] = await bare_level(config.base_url, sent, level, window, config.request_timeout)
+                    row["bare"] = await bare_level(config.base_url, sent, int(level), window, config.request_timeout)
                 row["bare_server"] = sampler.summary()
                 row["surfer_vs_bare"] = {
                     key: round(surfer[key] / row["bare"][key], 4) if row["bare"][key] else None
@@ -354,7 +372,7 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
 
 def level_line(row: dict[str, Any]) -> str:
     s = row["surfer"]
-    line = (f"c={row['concurrency']:>3}  {s['steps_per_s']:.2f} steps/s  {s['prompt_tokens_per_s']:.0f} prompt tok/s  "
+    line = (f"{row.get('layout', 'window')} c={row['concurrency']:>4}  {s['steps_per_s']:.2f} steps/s  {s['prompt_tokens_per_s']:.0f} prompt tok/s  "
             f"{s['completion_tokens_per_s']:.0f} gen tok/s  step p50 {s['step_p50']}s p95 {s['step_p95']}s")
     if "surfer_vs_bare" in row:
         line += f"  surfer/bare calls/s {row['surfer_vs_bare']['calls_per_s']}"
@@ -373,12 +391,12 @@ class Served:
 
 
 def serve_model(shape: str, model_dir: Path, port: int, max_concurrency: int, log: Path, timeout: float,
-                extra: tuple[str, ...] = ()) -> Served:
+                extra: tuple[str, ...] = (), layout: str = "window") -> Served:
     """Start `surfer serve` for a dummy-weight model directory and wait until it answers."""
     httpx = _httpx()
     command = [
         sys.executable, "-m", "surfer", "serve", str(model_dir), "--profile", shape, "--port", str(port),
-        "--max-concurrency", str(max_concurrency), "--timeout", str(timeout), "--",
+        "--max-concurrency", str(max_concurrency), "--timeout", str(timeout), "--prompt-layout", layout, "--",
         "--load-format", "dummy", "--structured-outputs-config", STRUCTURED, *extra,
     ]
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
@@ -452,7 +470,8 @@ def gpu_memory() -> dict[str, Any] | None:
 
 
 def table(results: dict[str, Any]) -> str:
-    head = ("| model | c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
+    several = len(results.get("layouts") or ["window"]) > 1
+    head = ("| model | " + ("layout | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
             "prefix hit | KV use mean / max | running / waiting (mean) | bare calls/s | surfer / bare |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for model in results["models"]:
@@ -464,7 +483,8 @@ def table(results: dict[str, Any]) -> str:
             bare = row.get("bare") or {}
             ratio = (row.get("surfer_vs_bare") or {}).get("calls_per_s")
             lines.append(
-                f"| {model['name']} | {row['concurrency']} | {s['steps_per_s']:.2f} | {s['prompt_tokens_per_s']:.0f} | "
+                f"| {model['name']} | " + (f"{row.get('layout', 'window')} | " if several else "") +
+                f"{row['concurrency']} | {s['steps_per_s']:.2f} | {s['prompt_tokens_per_s']:.0f} | "
                 f"{s['completion_tokens_per_s']:.0f} | {_fmt(s['step_p50'])} / {_fmt(s['step_p95'])} | "
                 f"{_fmt(s['call_p50'])} / {_fmt(s['call_p95'])} | {_fmt(hit)} | "
                 f"{_fmt(kv.get('mean'))} / {_fmt(kv.get('max'))} | {_fmt(running.get('mean'), 1)} / "
@@ -479,7 +499,8 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def ratios(results: dict[str, Any], levels: tuple[int, ...] = (64, 128)) -> dict[str, Any]:
     """Hybrid (holotron) over transformer (holo2) at the given levels, where both ran."""
-    by_name = {m["name"]: {r["concurrency"]: r["surfer"] for r in m.get("levels", [])} for m in results["models"]}
+    by_name = {m["name"]: {r["concurrency"]: r["surfer"] for r in m.get("levels", []) if r.get("layout", "window") == "window"}
+               for m in results["models"]}
     if "holotron" not in by_name or "holo2" not in by_name:
         return {}
     out = {}
@@ -491,18 +512,48 @@ def ratios(results: dict[str, Any], levels: tuple[int, ...] = (64, 128)) -> dict
     return out
 
 
+def layout_gains(results: dict[str, Any], reference: str = "window") -> dict[str, Any]:
+    """Per model: each layout's steps/s and prefix-hit rate over `reference`'s at each level,
+    and `--concurrency auto`'s steps/s over the best fixed level's, per layout."""
+    out: dict[str, Any] = {}
+    for model in results["models"]:
+        rows = model.get("levels", [])
+        by = {(r.get("layout", "window"), r["concurrency"]): r for r in rows}
+        gains: dict[str, Any] = {}
+        for (layout, level), row in by.items():
+            ref = by.get((reference, level))
+            if layout == reference or ref is None:
+                continue
+            hit, ref_hit = ((x.get("surfer_server") or {}).get("prefix_cache_hit_rate") for x in (row, ref))
+            gains[f"{layout}/{reference} c={level}"] = {
+                "steps_per_s": _ratio(row["surfer"]["steps_per_s"], ref["surfer"]["steps_per_s"]),
+                "prefix_hit": [ref_hit, hit]}
+        for layout in {key[0] for key in by}:
+            fixed = [r["surfer"]["steps_per_s"] for (lay, level), r in by.items() if lay == layout and level != "auto"]
+            auto = by.get((layout, "auto"))
+            if auto and fixed:
+                gains[f"{layout} auto/best fixed"] = _ratio(auto["surfer"]["steps_per_s"], max(fixed))
+        out[model["name"]] = gains
+    return out
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return round(a / b, 3) if b else None
+
+
 # -- the command -------------------------------------------------------------------------
 
 
 def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: float, replay: str,
                   base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
-                  extra: tuple[str, ...] = (), say: Any = print, progress: Any = None) -> dict[str, Any]:
+                  extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
+                  layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0) -> dict[str, Any]:
     """Serve and measure each model in turn; `progress(results)` is called whenever a level or model is done."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.options import replay_recordings
 
     recordings = replay_recordings("replay", replay)
-    results: dict[str, Any] = {"levels": levels, "window_seconds": window, "replay": replay,
+    results: dict[str, Any] = {"levels": levels, "layouts": list(layouts), "auto": auto, "window_seconds": window, "replay": replay,
                                "recordings": [r.name for r in recordings], "models": []}
     for shape, where in models:
         entry: dict[str, Any] = {"name": shape, "model": where, "levels": []}
@@ -516,7 +567,7 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                 say(f"{shape}: starting vLLM for {where} …")
                 started = time.monotonic()
                 served = serve_model(shape, Path(where), port, max(levels), log_dir / f"vllm-{shape}.log",
-                                     serve_timeout, extra)
+                                     serve_timeout, extra, layout="blocks" if "blocks" in layouts else "window")
                 entry["engine_start_seconds"] = round(served.start_seconds, 1)
                 entry["serve_seconds"] = round(time.monotonic() - started, 1)
                 say(f"{shape}: vLLM answered after {served.start_seconds:.0f} s")
@@ -524,7 +575,8 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600)
             asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
                                      say=lambda t, s=shape: say(f"{s}: {t}"),
-                                     progress=lambda: progress and progress(results)))
+                                     progress=lambda: progress and progress(results),
+                                     layouts=layouts, auto=auto, auto_interval=auto_interval))
             entry["gpu_memory"] = gpu_memory()
         except (RuntimeError, OSError) as exc:
             entry["error"] = str(exc)
@@ -536,6 +588,7 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             if progress:
                 progress(results)
     results["hybrid_over_transformer"] = ratios(results)
+    results["layout_gains"] = layout_gains(results)
     return results
 
 
@@ -571,12 +624,18 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         out: Path = typer.Option(Path("gpu-bench.json"), "--out", help="JSON results."),
         log_dir: Path = typer.Option(Path("gpu-bench-logs"), "--log-dir", help="vLLM logs."),
         vllm_args: Optional[str] = typer.Option(None, "--vllm-args", help="More `vllm serve` arguments, one string."),
+        layouts_text: str = typer.Option("window", "--layouts", help="Prompt layouts to compare, comma-separated (window,blocks)."),
+        auto: bool = typer.Option(False, "--auto", help="Also run --concurrency auto (up to the highest level) per layout."),
+        auto_interval: float = typer.Option(5.0, "--auto-interval", help="Seconds between --concurrency auto's decisions."),
     ) -> None:
         """Serve each model, run surfer batches over the replay environment and the bare generator; print a table."""
         import shlex
 
         try:
             levels = parse_levels(levels_text)
+            from surfer.agent.layouts import check_layout
+
+            layouts = tuple(check_layout(name.strip()) for name in layouts_text.split(",") if name.strip())
             pairs = []
             for item in model:
                 shape, _, where = item.partition("=")
@@ -585,8 +644,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 pairs.append((shape, where))
             results = run_gpu_bench(pairs, levels=levels, window=window, replay=replay, base_url=base_url, port=port,
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
-                                    extra=tuple(shlex.split(vllm_args or "")),
-                                    progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
+                                    extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
+                                    auto_interval=auto_interval, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
@@ -594,5 +653,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         typer.echo(table(results))
         for level, values in results["hybrid_over_transformer"].items():
             typer.echo(f"holotron / holo2 at c={level}: {values}")
+        for name, gains in results["layout_gains"].items():
+            for key, value in gains.items():
+                typer.echo(f"{name} {key}: {value}")
         typer.echo(f"results: {out}")
         raise typer.Exit(1 if any("error" in m for m in results["models"]) else 0)

@@ -23,6 +23,7 @@ from importlib import metadata
 
 import typer
 
+from surfer.agent.layouts import Layout, check_layout
 from surfer.core.errors import ConfigError
 from surfer.models.profiles import Profile
 
@@ -126,9 +127,12 @@ class ServePlan:
 def build_command(
     model: str, profile: Profile, caps: VllmCapabilities, *, host: str = "127.0.0.1", port: int = 8000,
     max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
+    images: int | None = None,
 ) -> ServePlan:
-    """The `vllm serve` command for `model` of `profile`'s family on this vLLM."""
+    """The `vllm serve` command for `model` of `profile`'s family on this vLLM; `images`: the most
+    images one request may hold (default the profile's window; the blocks layout needs more)."""
     serving = profile.serving
+    images = images or profile.max_images
     cmd = ["vllm", "serve", model, "--host", host, "--port", str(port)]
     notes: list[str] = []
 
@@ -143,9 +147,9 @@ def build_command(
     if serving.trust_remote_code:
         add("--trust-remote-code")
     if at_least(caps.version, LIMIT_MM_JSON_SINCE):
-        add("--limit-mm-per-prompt", json.dumps({"image": profile.max_images, "video": 0}))
+        add("--limit-mm-per-prompt", json.dumps({"image": images, "video": 0}))
     else:
-        add("--limit-mm-per-prompt", f"image={profile.max_images},video=0")
+        add("--limit-mm-per-prompt", f"image={images},video=0")
     if serving.mm_processor_kwargs:
         add("--mm-processor-kwargs", json.dumps(dict(serving.mm_processor_kwargs)))
     length = max_model_len or serving.max_model_len
@@ -277,6 +281,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help="Concurrent sequences (vLLM --max-num-seqs)."),
         max_model_len: int | None = typer.Option(None, "--max-model-len", min=256, help="Context length (default: the family's)."),
         timeout: float = typer.Option(1800.0, "--timeout", help="Seconds to wait for the server to answer."),
+        prompt_layout: str = typer.Option("window", "--prompt-layout", help="The layout clients will use: blocks sends up to 2N-1 images per request."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the vllm command and exit."),
         vllm_version: str | None = typer.Option(None, "--vllm-version", help=f"With --dry-run and no vLLM installed: the version to plan for (default {DEFAULT_VLLM})."),
     ) -> None:
@@ -307,6 +312,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             plan = build_command(
                 model, chosen, caps, host=host, port=port, max_concurrency=max_concurrency,
                 max_model_len=max_model_len, extra_args=tuple(ctx.args),
+                images=Layout(check_layout(prompt_layout), chosen.max_images).max_images,
             )
             if not dry_run:
                 problem = gpu_problem()
