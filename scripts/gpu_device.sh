@@ -3,6 +3,7 @@
 #   bash scripts/gpu_device.sh unpack                   # chunks -> /tmp/site; model dirs -> /tmp/models
 #   bash scripts/gpu_device.sh serve SHAPE [PORT]       # `surfer serve` in its own session; waits until it answers
 #   bash scripts/gpu_device.sh bench SHAPE WINDOW [LEVELS] [PORT]   # surfer bench gpu run against it, JSON in $OUT
+#     (BENCH_ARGS: more `surfer bench gpu run` options, e.g. "--layouts window,blocks --auto --no-bare")
 #   bash scripts/gpu_device.sh stop SHAPE               # stop that server (by its process id)
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
 # (engine start: 3 to 6 minutes). SURFER_SRC: the directory holding the surfer package (default: this checkout).
@@ -23,7 +24,7 @@ unpack)
   ;;
 serve)
   started=$(date +%s)
-  setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --port $port --max-concurrency 128 -- \
+  setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --port $port --max-concurrency 128 --prompt-layout blocks -- \
     --load-format dummy --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}' \
     > "$OUT/vllm-$2.log" 2>&1 < /dev/null &
   until curl -s -m 2 127.0.0.1:$port/v1/models > /dev/null; do
@@ -35,7 +36,7 @@ serve)
 bench)
   set -o pipefail
   python3 -m surfer bench gpu run --base-url http://127.0.0.1:${5:-8000}/v1 --model "$2=/tmp/models/$2" \
-    --levels "${4:-1,16,64,128}" --window "$3" --out "$OUT/$2-${4:-all}.json" 2>&1 | tee "$OUT/$2-bench.log"
+    --levels "${4:-1,16,64,128}" --window "$3" --out "$OUT/$2-${4:-all}.json" $BENCH_ARGS 2>&1 | tee "$OUT/$2-bench.log"
   nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
   ;;
 stop)
