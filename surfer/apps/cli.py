@@ -47,6 +47,7 @@ def run(
     model: options.Model = None,
     api_key: options.ApiKey = None,
     profile: options.Profile = None,
+    prompt_layout: options.PromptLayout = None,
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit (default 30)."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
