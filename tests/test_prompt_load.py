@@ -169,3 +169,30 @@ def test_gpu_bench_compares_layouts_and_auto_concurrency_in_one_command(standin,
     assert set(gains) == {"blocks/window c=2", "blocks/window c=auto",
                           "window auto/best fixed", "blocks auto/best fixed"}
     assert "| holo2 | blocks | auto |" in result.output
+
+
+def test_bench_prompts_counts_text_with_a_tokenizer_when_given(tmp_path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, "Step": 1}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()  # one token per word or punctuation mark
+    (tmp_path / "tok").mkdir()
+    tokenizer.save(str(tmp_path / "tok" / "tokenizer.json"))
+    rows = {}
+    for name, extra in (("estimate", []), ("tokenizer", ["--tokenizer", f"holo2={tmp_path / 'tok'}"])):
+        out = tmp_path / f"rows-{name}.json"
+        result = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--layout", "window",
+                                          "--json", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        rows[name] = {r["role"]: r for r in json.loads(out.read_text())}
+    assert rows["tokenizer"]["policy"]["text"].startswith("tokenizer ")
+    assert rows["estimate"]["policy"]["text"].startswith("estimate")
+    # same images, different text counts
+    assert rows["tokenizer"]["policy"]["image_tokens_per_request"] == rows["estimate"]["policy"]["image_tokens_per_request"]
+    assert rows["tokenizer"]["policy"]["prompt_tokens_per_step"] != rows["estimate"]["policy"]["prompt_tokens_per_step"]
+    missing = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--tokenizer", f"holo2={RUN}"])
+    assert missing.exit_code == 2 and "tokenizer.json does not exist" in missing.output
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "tokenizer.json").write_text("[]")
+    broken = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--tokenizer", f"holo2={tmp_path / 'bad'}"])
+    assert broken.exit_code == 2 and "is not a tokenizer" in broken.output

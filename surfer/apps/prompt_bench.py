@@ -139,7 +139,10 @@ class TextCounter:
             path = Path(tokenizer_dir) / "tokenizer.json"
             if not path.is_file():
                 raise ConfigError(f"--tokenizer: {path} does not exist")
-            self.tokenizer = Tokenizer.from_file(str(path))
+            try:
+                self.tokenizer = Tokenizer.from_file(str(path))
+            except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exceptions
+                raise ConfigError(f"--tokenizer: {path} is not a tokenizer ({exc})") from None
             self.source = f"tokenizer {path}"
 
     def units(self, text: str) -> list[tuple[Any, float]]:
