@@ -93,6 +93,7 @@ class AutoConcurrency:
     increase: int = 2
     decrease: float = 0.7
     kv_high: float = 0.9
+    waiting_high: float = 0.1  # waiting requests per running one that count as a short cache
     tolerance: float = 0.15
     smoothing: float = 0.5  # weight of the newest interval in the steps/s average
     fallback: int = 8
@@ -134,7 +135,8 @@ class AutoConcurrency:
             waiting = now.get("vllm:num_requests_waiting", 0.0)
             preempted = now.get("vllm:num_preemptions", 0.0) - last.get("vllm:num_preemptions", 0.0)
             limit = slots.limit
-            if (kv is not None and kv >= self.kv_high) or waiting > 0 or preempted > 0:
+            running = now.get("vllm:num_requests_running", 0.0)
+            if (kv is not None and kv >= self.kv_high) or waiting > self.waiting_high * max(1.0, running) or preempted > 0:
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = f"cache short (KV {kv if kv is None else round(kv, 2)}, waiting {waiting:g}, preempted {preempted:g})"
                 change = "decrease"
@@ -149,8 +151,8 @@ class AutoConcurrency:
             else:
                 reason, change = "slots to spare", "hold"
             await slots.resize(limit)
-            self.decisions.append(Decision(round(clock - started, 2), limit, round(rate, 3), kv,
-                                           now.get("vllm:num_requests_running"), waiting, preempted, reason))
+            self.decisions.append(Decision(round(clock - started, 2), limit, round(rate, 3), kv, running, waiting,
+                                           preempted, reason))
             last, last_steps, last_time, last_rate, last_change = now, steps(), clock, rate, change
 
     def summary(self) -> dict[str, Any]:
