@@ -1,0 +1,143 @@
+"""`surfer batch --ray`: a local Ray cluster (a head and two worker "nodes",
+each its own raylet process with `surfer_slots`) runs demo-site batches
+through the stand-in server; results match the local runner's, a killed
+worker's tasks run exactly once more elsewhere, Ctrl-C keeps finished work."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from surfer.apps.batch import Batch, ResultsIndex, run_batch
+from surfer.apps.demo import DemoOracle, frame_mapper
+from test_batch import VIEWPORT, centres, config_for, demo_tasks  # noqa: F401 - fixtures
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from surfer.apps.cluster import RayBatch  # noqa: E402
+from surfer.apps.cluster.runner import plan  # noqa: E402
+
+IDS = [f"t{n:02d}" for n in range(20)]
+TIMING = ("seconds", "finished_at", "retried")
+
+
+@pytest.fixture(scope="module")
+def cluster():  # type: ignore[no-untyped-def]
+    """A head (no sessions) and two nodes with 3 session slots each."""
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1, resources={"surfer_slots": 3})
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level="warning")
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def oracle(centres):  # type: ignore[no-untyped-def]
+    return DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
+
+
+@pytest.fixture
+def server(standin, oracle):  # type: ignore[no-untyped-def]
+    return standin(oracle)
+
+
+def content(out: Path) -> dict[str, dict]:
+    """results.jsonl by id, without what depends on timing."""
+    records = ResultsIndex(out / "results.jsonl").read()
+    assert len(records) == len({r["id"] for r in records}), "a task was recorded twice"
+    return {r["id"]: {k: v for k, v in r.items() if k not in TIMING} for r in records}
+
+
+def test_plan_splits_sessions_by_slots_and_caps_each_node():
+    nodes = [
+        {"NodeID": "head", "Alive": True, "Resources": {"CPU": 8}},
+        {"NodeID": "a", "Alive": True, "Resources": {"CPU": 4, "surfer_slots": 4}},
+        {"NodeID": "b", "Alive": True, "Resources": {"CPU": 8, "surfer_slots": 8}},
+        {"NodeID": "c", "Alive": False, "Resources": {"CPU": 8, "surfer_slots": 8}},
+    ]
+    assert plan(nodes, 6) == [("a", 2, True), ("b", 4, True)]
+    assert plan(nodes, 100) == [("a", 4, True), ("b", 8, True)]
+    plain = [{"NodeID": n, "Alive": True, "Resources": {"CPU": c}} for n, c in (("x", 2), ("y", 6))]
+    assert plan(plain, 5) == [("x", 1, False), ("y", 4, False)]
+    assert plan(plain, 1) == [("y", 1, False)]
+
+
+async def test_ray_batch_matches_the_local_runner_and_ships_run_dirs(cluster, demo_site, server, tmp_path):
+    config = config_for(server)
+    tasks = demo_tasks(demo_site, IDS)
+    batch = RayBatch(config, tasks, tmp_path / "ray", concurrency=6, max_inflight=4, ship="bytes")
+    summary = await batch.run()
+    local = await run_batch(config, tasks, tmp_path / "local", concurrency=6, max_inflight=4)
+
+    on_ray, here = content(tmp_path / "ray"), content(tmp_path / "local")
+    assert on_ray == here and len(on_ray) == 20
+    assert {r["status"] for r in on_ray.values()} == {"success"}
+    assert summary.statuses == local.statuses == {"success": 20} and summary.stats["steps"] == local.stats["steps"]
+    assert len({w.node for w in batch.workers}) == 2 and [w.slots for w in batch.workers] == [3, 3]
+    assert batch.gate_stats["peak"] <= 4 and batch.gate_stats["requests"] >= summary.stats["steps"]
+    for record in on_ray.values():  # shipped through Ray: whole run directories on the driver
+        run_dir = tmp_path / "ray" / record["run_dir"]
+        assert json.loads((run_dir / "result.json").read_text())["status"] == "success"
+        assert len((run_dir / "trajectory.jsonl").read_text().splitlines()) == record["steps"]
+        assert list(run_dir.glob("*.png")) or list(run_dir.rglob("*.jpg")) or list(run_dir.rglob("*.png"))
+    leftovers = [p.name for p in (tmp_path / "ray").iterdir() if p.name.startswith(".")]
+    assert leftovers == [] and not [p for p in (tmp_path / "ray" / "runs").iterdir() if p.name.startswith(".tmp-")]
+
+
+async def test_killed_worker_tasks_run_once_more_elsewhere(cluster, demo_site, server, tmp_path):
+    """Shared storage (the driver's marker is visible): run directories are written in place."""
+    batch = RayBatch(config_for(server), demo_tasks(demo_site, IDS), tmp_path, concurrency=6)
+    running = asyncio.create_task(batch.run())
+    while not (batch.workers and len(ResultsIndex(tmp_path / "results.jsonl").read()) >= 3):
+        await asyncio.sleep(0.05)
+    victim = batch.workers[0]
+    assert victim.busy  # it has sessions in flight
+    ray.kill(victim.handle)
+    summary = await running
+
+    records = content(tmp_path)
+    assert sorted(records) == IDS and {r["status"] for r in records.values()} == {"success"}
+    retried = [r for r in ResultsIndex(tmp_path / "results.jsonl").read() if "retried" in r]
+    assert 1 <= len(retried) <= 3 and all(victim.name in r["retried"] for r in retried)
+    assert summary.finished == 20 and summary.stopped is None
+    assert not [p for p in (tmp_path / "runs").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_cli_ctrl_c_keeps_finished_tasks_and_resume_runs_the_rest(cluster, demo_site, server, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": t.id, "task": t.task, "url": t.url}) + "\n" for t in demo_tasks(demo_site, IDS[:10])))
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "surfer", "batch", str(tasks), "--out", str(out), "-c", "4", "--quiet",
+        "--ray", cluster.address, "--base-url", server.base_url, "--model", server.model,
+        "--profile", "holotron", "--viewport", "1024x700", "--max-steps", "10",
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while len(ResultsIndex(out / "results.jsonl").read()) < 2 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGINT)
+    output = first.communicate(timeout=60)[0]
+    assert first.returncode == 130, output
+    kept = content(out)
+    assert 2 <= len(kept) < 10 and "interrupted" in output
+    assert not [p for p in (out / "runs").iterdir() if p.name.startswith(".tmp-")]
+
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stdout + second.stderr
+    records = content(out)  # asserts every id exactly once
+    assert sorted(records) == IDS[:10] and {r["status"] for r in records.values()} == {"success"}
+    assert all(records[i] == kept[i] for i in kept)
