@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets as random_tokens
+import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -123,6 +124,8 @@ class RayBatch(Batch):
         self.gate_stats: Any = None  # the cluster-wide cap's peak and request count, after the run
         self.retried: list[dict[str, Any]] = []
         self.relaunches = 0
+        self.dispatch_started: float | None = None  # when the workers were up and the first task went out
+        self.worker_status: list[dict[str, Any]] = []
 
     async def run(self) -> BatchSummary:
         todo = await self.prepare()
@@ -131,6 +134,7 @@ class RayBatch(Batch):
             if todo:
                 owns_ray = connect(self.address)
                 await self._start_workers()
+                self.dispatch_started = time.monotonic()
                 await self._dispatch(deque(todo))
         finally:
             await asyncio.shield(self._stop_workers(owns_ray))
@@ -183,7 +187,8 @@ class RayBatch(Batch):
         statuses = [w.handle.status.remote() for w in alive]
         closes = [w.handle.close.remote() for w in alive]
         done = await asyncio.gather(*(_within(r, CLOSE_TIMEOUT) for r in statuses + closes))
-        self.relaunches = sum(s["relaunches"] for s in done[: len(statuses)] if isinstance(s, dict))
+        self.worker_status = [s for s in done[: len(statuses)] if isinstance(s, dict)]
+        self.relaunches = sum(s["relaunches"] for s in self.worker_status)
         for w in self.workers:
             ray.kill(w.handle)
         if self.gate is not None:

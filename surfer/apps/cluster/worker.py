@@ -87,7 +87,15 @@ class SessionWorker:
         return finished
 
     async def status(self) -> dict[str, Any]:
-        return {"relaunches": self.batch._browser.relaunches, "pid": os.getpid()}
+        """Browser relaunches, and the memory of this actor with its Chromium (when psutil is installed)."""
+        status: dict[str, Any] = {"name": self.name, "relaunches": self.batch._browser.relaunches, "pid": os.getpid()}
+        try:
+            from surfer.apps.throughput import process_tree_memory
+
+            status["rss"], status["pss"] = process_tree_memory()
+        except Exception:  # noqa: BLE001 - psutil missing: no figures
+            pass
+        return status
 
     async def close(self) -> None:
         await self.batch._browser.close()
