@@ -106,6 +106,8 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
 
 def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:
     """The task as `samples` rollouts (`<id>#<k>`, grouped by id), or itself grouped when samples is 1."""
+    if samples < 1:
+        raise ConfigError(f"--samples must be at least 1, got {samples}")
     if samples == 1:
         return [task.model_copy(update={"group": task.id})]
     return [task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}) for k in range(samples)]

@@ -6,7 +6,8 @@
 Each item is the task's results.jsonl line, yielded as soon as the task
 finishes (in finishing order); the run directories are under `out_dir` (a new
 temporary directory when not given). Running the same call with the same
-`out_dir` resumes, like `surfer batch`. Breaking out of the loop stops the batch.
+`out_dir` resumes, like `surfer batch`. Closing the stream stops the batch
+(`async with contextlib.aclosing(surfer.rollouts(...)) as stream:` to stop at once on `break`).
 """
 
 from __future__ import annotations
