@@ -74,6 +74,23 @@ def test_plan_splits_sessions_by_slots_and_caps_each_node():
     assert plan(plain, 1) == [("y", 1, False)]
 
 
+async def test_inflight_gate_caps_frees_cancelled_and_dead_holders_slots():
+    from surfer.apps.cluster.gate import InflightGate
+
+    gate = InflightGate(2)
+    assert await gate.acquire("w0", "a") and await gate.acquire("w1", "b")
+    waiting = [asyncio.create_task(gate.acquire("w0", t)) for t in ("c", "d", "e")]
+    await asyncio.sleep(0)
+    assert not any(w.done() for w in waiting) and gate.stats()["inflight"] == 2
+    gate.release("d")  # its caller gave up while waiting: never granted
+    gate.release("b")
+    assert await waiting[0] is True and await waiting[1] is False and not waiting[2].done()
+    assert gate.forget("w0") == 2  # a and c: w0 died; e (w0's too) is dropped
+    assert await waiting[2] is False and gate.stats()["inflight"] == 0
+    gate.release("f")  # released before its acquire arrived
+    assert await gate.acquire("w1", "f") is False and gate.stats()["peak"] == 2
+
+
 async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(cluster, demo_site, server, tmp_path):
     """20 tasks on two nodes, run directories shipped through Ray; one node's worker is
     killed mid-batch: its in-flight tasks run once more on the other, nothing twice."""

@@ -35,6 +35,7 @@ from surfer.core.errors import ConfigError
 SHIP_MODES = ("auto", "bytes", "shared")
 SLOTS = "surfer_slots"
 CLOSE_TIMEOUT = 20.0
+START_TIMEOUT = 180.0  # a worker starts a Python process and a Chromium; actors wait for free surfer_slots
 
 
 def _ray() -> Any:
@@ -167,10 +168,13 @@ class RayBatch(Batch):
             ).remote(self.config, str(self.out_dir.resolve()), token, self.ship, self.gate, name, self.secrets)
             self.workers.append(Worker(name, handle, node, slots))
         try:
-            await asyncio.gather(*(w.handle.start.remote() for w in self.workers))
-        except ray.exceptions.RayActorError as exc:
-            cause = getattr(exc, "cause", None) or exc
-            raise ConfigError(f"a Ray worker could not start: {cause}") from None
+            await asyncio.wait_for(asyncio.gather(*(w.handle.start.remote() for w in self.workers)), START_TIMEOUT)
+        except TimeoutError:
+            raise ConfigError(
+                f"the Ray workers did not start within {START_TIMEOUT:g} s (is another batch holding the nodes' {SLOTS}?)"
+            ) from None
+        except ray.exceptions.RayError as exc:
+            raise ConfigError(f"a Ray worker could not start: {exc}") from None
 
     async def _stop_workers(self, owns_ray: bool) -> None:
         if not self.workers and self.gate is None:
