@@ -15,6 +15,7 @@ from collections import OrderedDict
 from typing import Any
 
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
+from surfer.models.limits import WrappedBackend
 
 
 class InflightGate:
@@ -80,7 +81,7 @@ class InflightGate:
                 future.set_result(True)
 
 
-class ClusterInflightLimit(ModelBackend):
+class ClusterInflightLimit(WrappedBackend):
     """Wraps a backend on a worker: each `complete` holds one of the gate's slots."""
 
     def __init__(self, inner: ModelBackend, gate: Any, holder: str) -> None:
@@ -99,12 +100,6 @@ class ClusterInflightLimit(ModelBackend):
             return await self.inner.complete(request)
         finally:
             self.gate.release.remote(token)
-
-    async def check(self) -> None:
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
     @property
     def label(self) -> str:
