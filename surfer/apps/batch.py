@@ -387,8 +387,12 @@ class Batch:
         backend: ModelBackend | None = None,
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
+        replay: list[Any] | None = None,
         secrets: Any = None,
     ) -> None:
+        """`replay`: recordings (surfer.tools.replay.Recording) to play back instead of a
+        browser; task k gets the one its metadata names (`"replay": name`), else number k mod n,
+        its screenshots marked with k so that no two tasks send the same images."""
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
         if max_inflight is not None and max_inflight < 1:
@@ -407,6 +411,8 @@ class Batch:
         self.secrets = secrets
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
+        self.replay = list(replay or [])
+        self._replay_of = self._assign_recordings()
         self._browser = SharedBrowser(headless=config.browser.headless)
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
@@ -414,6 +420,19 @@ class Batch:
         self.on_record: Any = None  # called with each line appended to results.jsonl (surfer.rollouts)
 
     # -- preparation -------------------------------------------------------------
+
+    def _assign_recordings(self) -> dict[str, Any]:
+        if not self.replay:
+            return {}
+        by_name = {r.name: r for r in self.replay}
+        chosen: dict[str, Any] = {}
+        for number, task in enumerate(self.tasks):
+            wanted = task.metadata.get("replay")
+            if wanted is not None and wanted not in by_name:
+                raise ConfigError(f"task {task.id!r} asks for recording {wanted!r}; recorded: {', '.join(by_name)}")
+            recording = by_name[wanted] if wanted is not None else self.replay[number % len(self.replay)]
+            chosen[task.id or ""] = (recording, number)
+        return chosen
 
     def _clean_stale(self) -> None:
         if self.runs_dir.exists():
@@ -438,7 +457,7 @@ class Batch:
 
     async def run(self) -> BatchSummary:
         todo = await self.prepare()
-        if todo:
+        if todo and not self.replay:
             await self._browser.start()
         try:
             await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
@@ -477,7 +496,12 @@ class Batch:
             update["max_seconds"] = task.max_seconds
         return self.config.model_copy(update=update) if update else self.config
 
-    def _environment(self, browser: Any) -> Any:
+    def _environment(self, task: BatchTask, browser: Any) -> Any:
+        if self.replay:
+            from surfer.tools.replay import ReplayEnvironment
+
+            recording, number = self._replay_of[task.id or ""]
+            return ReplayEnvironment(recording, variant=number)  # each task its own images
         from surfer.agent.environments import browser_environment
 
         return browser_environment(self.config, browser)
@@ -485,7 +509,7 @@ class Batch:
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
         from surfer.agent.loop import Agent
 
-        env = self._environment(browser)
+        env = self._environment(task, browser)
         agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners], secrets=self.secrets)
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
@@ -518,9 +542,9 @@ class Batch:
         config = self._task_config(task)
         started = time.monotonic()
         for attempt in (1, 2):
-            browser = await self._browser.get()
+            browser = None if self.replay else await self._browser.get()
             result = await self._attempt(task, config, browser, tmp)
-            if result.status == "error" and not self._browser.alive(browser) and attempt == 1:
+            if result.status == "error" and browser is not None and not self._browser.alive(browser) and attempt == 1:
                 # the shared browser died under this session: not the task's fault
                 await self._browser.relaunch(browser)
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
@@ -606,6 +630,7 @@ async def run_batch(
     backend: ModelBackend | None = None,
     retry_errors: bool = False,
     listeners: list[Any] | None = None,
+    replay: list[Any] | None = None,
     secrets: Any = None,
     ray_address: str | None = None,
 ) -> BatchSummary:
@@ -614,7 +639,7 @@ async def run_batch(
     items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
     return await make_batch(
         config, items, out_dir, concurrency=concurrency, max_inflight=max_inflight, backend=backend,
-        retry_errors=retry_errors, listeners=listeners, secrets=secrets, ray_address=ray_address,
+        retry_errors=retry_errors, listeners=listeners, replay=replay, secrets=secrets, ray_address=ray_address,
     ).run()
 
 
@@ -633,6 +658,8 @@ def make_batch(
         return Batch(config, tasks, out_dir, backend=backend, listeners=listeners, **options)
     if backend is not None or listeners:
         raise ConfigError("a batch on Ray talks to the configured endpoints: no backend= or listeners= objects")
+    if options.pop("replay", None):
+        raise ConfigError("--env replay runs on one machine: leave out --ray")
     from surfer.apps.cluster import RayBatch
 
     return RayBatch(config, tasks, out_dir, address=ray_address, **options)
@@ -673,6 +700,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
+        env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
+        replay: options.Replay = None,
         ray: Optional[str] = typer.Option(
             None, "--ray", metavar="ADDRESS",
             help="Run the sessions on a Ray cluster: auto (this machine's), an address, or local (start one here).",
@@ -706,9 +735,13 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 },
                 console,
             )
+            if env not in ("browser", "replay"):
+                raise ConfigError(f"--env must be 'browser' or 'replay' for a batch, got {env!r}")
+            recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
             job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
-                             retry_errors=retry_errors, secrets=options.secrets_from(secret), ray_address=ray)
+                             retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
+                             ray_address=ray)
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:
