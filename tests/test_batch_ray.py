@@ -141,6 +141,9 @@ def test_cli_ctrl_c_keeps_finished_tasks_and_resume_runs_the_rest(cluster, demo_
     first.send_signal(signal.SIGINT)
     output = first.communicate(timeout=60)[0]
     assert first.returncode == 130, output
+    asked = len(server.requests)
+    time.sleep(1.0)
+    assert len(server.requests) == asked  # no session goes on asking the model on the cluster
     kept = content(out)
     assert 2 <= len(kept) < 6 and "interrupted" in output and not (out / ".surfer-ray-marker").exists()
 
