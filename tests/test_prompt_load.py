@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from surfer.agent.config import AgentConfig, load_config
 from surfer.agent.loop import Agent
-from surfer.apps.batch import Batch, BatchTask
+from surfer.apps.batch import Batch, BatchTask, make_batch
 from surfer.apps.cli import app
 from surfer.apps.options import DEMO_RECORDINGS
 from surfer.core.coordinates import Size
@@ -148,6 +148,8 @@ def test_auto_concurrency_without_metrics_runs_a_fixed_concurrency_and_says_so(s
                     "running a fixed concurrency of 2 sessions"]
     with pytest.raises(ConfigError, match="number of sessions or 'auto'"):
         Batch(config, [], tmp_path / "x", concurrency="lots")
+    with pytest.raises(ConfigError, match="auto runs on one machine"):
+        make_batch(config, [], tmp_path / "y", ray_address="auto", concurrency="auto")
 
 
 def test_gpu_bench_compares_layouts_and_auto_concurrency_in_one_command(standin, tmp_path) -> None:
