@@ -98,23 +98,16 @@ def load_run(run_dir: Path) -> RecordedRun:
     task = ""
     if meta_path.is_file():
         task = json.loads(meta_path.read_text(encoding="utf-8")).get("task", "")
+    from surfer.tools.replay import recorded_steps
+
     steps = []
-    for number, line in enumerate((run_dir / "trajectory.jsonl").read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            step = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line
-        shot = step.get("screenshot")
-        if not isinstance(shot, str) or not shot:
-            continue
-        if not (run_dir / shot).is_file():
-            raise ConfigError(f"{run_dir}/trajectory.jsonl:{number}: screenshot {run_dir / shot} is missing")
+    for number, step, path in recorded_steps(run_dir):
         screen = step.get("screen") or {}
         if not screen.get("width") or not screen.get("height"):
             raise ConfigError(f"{run_dir}/trajectory.jsonl:{number}: the step has no screen size")
         outcome = step.get("outcome") or {}
         steps.append(RecordedStep(
-            int(step.get("index", number)), run_dir / shot, int(screen["width"]), int(screen["height"]),
+            int(step.get("index", number)), path, int(screen["width"]), int(screen["height"]),
             float(screen.get("scale", 1.0)), step.get("url", ""), step.get("title", ""), step.get("notes") or "",
             step.get("action") if isinstance(step.get("action"), dict) else None,
             outcome.get("detail") or ("error: " + str(step["error"]) if step.get("error") else "done"),

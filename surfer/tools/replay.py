@@ -22,7 +22,7 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from surfer.core.actions import Action
 from surfer.core.coordinates import Size
@@ -55,8 +55,9 @@ class Recording:
     frames: tuple[Frame, ...]
 
 
-def _frames_of_run(run_dir: Path) -> list[Frame]:
-    frames = []
+def recorded_steps(run_dir: Path) -> Iterator[tuple[int, dict[str, Any], Path]]:
+    """(line number, step, screenshot path) for each step of a run directory that has a
+    screenshot; a torn line is skipped, a missing screenshot is a ConfigError."""
     for number, line in enumerate((run_dir / "trajectory.jsonl").read_text(encoding="utf-8").splitlines(), 1):
         try:
             step = json.loads(line)
@@ -68,6 +69,12 @@ def _frames_of_run(run_dir: Path) -> list[Frame]:
         path = run_dir / shot
         if not path.is_file():
             raise ConfigError(f"{run_dir}/trajectory.jsonl:{number}: screenshot {path} is missing")
+        yield number, step, path
+
+
+def _frames_of_run(run_dir: Path) -> list[Frame]:
+    frames = []
+    for _number, step, path in recorded_steps(run_dir):
         screen = step.get("screen") or {}
         origin = screen.get("origin") or (0.0, 0.0)
         frames.append(Frame(path, step.get("url", ""), step.get("title", ""), float(screen.get("scale", 1.0)),
