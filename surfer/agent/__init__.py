@@ -1,11 +1,39 @@
-"""The loop, the three roles, memory and events."""
+"""The loop, the three roles, memory and events (imported on first use, so
+`import surfer.agent.events` does not load the loop)."""
 
-from .config import AgentConfig, BrowserSettings, RoleSettings, load_config
-from .events import (
-    ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
-)
-from .loop import Agent
-from .result import RunResult
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    **dict.fromkeys(("AgentConfig", "BrowserSettings", "RoleSettings", "load_config"), "surfer.agent.config"),
+    **dict.fromkeys(
+        ("ActionPerformed", "ErrorOccurred", "Event", "Finished", "ModelCalled", "RunStarted", "StepFinished",
+         "StepStarted", "Validated"),
+        "surfer.agent.events",
+    ),
+    "Agent": "surfer.agent.loop",
+    "RunResult": "surfer.agent.result",
+}
+
+if TYPE_CHECKING:
+    from .config import AgentConfig, BrowserSettings, RoleSettings, load_config
+    from .events import (
+        ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
+    )
+    from .loop import Agent
+    from .result import RunResult
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'surfer.agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ActionPerformed", "Agent", "AgentConfig", "BrowserSettings", "ErrorOccurred", "Event", "Finished",

@@ -9,13 +9,14 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from surfer.apps.signals import run_command
 
-from surfer.agent.events import Event, StepFinished, StepStarted
+if TYPE_CHECKING:
+    from surfer.agent.events import Event
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -25,6 +26,7 @@ def _pct(values: list[float], q: float) -> float:
 
 async def measure_overhead(runs: int = 5, profile: str = "holotron", viewport: tuple[int, int] = (1280, 800), scale: float = 1.0) -> dict[str, Any]:
     from surfer.agent.config import AgentConfig, BrowserSettings
+    from surfer.agent.events import StepFinished, StepStarted
     from surfer.agent.loop import Agent
     from surfer.apps.demo import DEMO_SITE, DEMO_TASK, demo_oracle, measure_targets
     from surfer.apps.static_site import StaticSite

@@ -20,11 +20,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 import typer
 
 from surfer.core.errors import ConfigError
-from surfer.models.profiles import Profile
+
+if TYPE_CHECKING:
+    from surfer.models.profiles import Profile
 
 INSTALL_VLLM = "vLLM is not installed: `pip install 'surfer-agent[vllm]'` (Linux with an NVIDIA GPU and CUDA)."
 DEFAULT_VLLM = "0.25.1"  # the version `surfer serve` was checked with on an H100

@@ -21,15 +21,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from surfer.apps.signals import run_command
 
-from surfer.agent.events import Event, StepFinished, StepStarted
-from surfer.core.actions import CssPoint
 from surfer.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from surfer.agent.events import Event
+    from surfer.core.actions import CssPoint
 
 VIEWPORT = (1280, 800)
 _FIELDS = ("the 'Full name' text field", "the 'Email address' text field")
@@ -190,6 +192,7 @@ class StepResponder:
 
 async def _centres(site_url: str) -> dict[str, CssPoint]:
     from surfer.apps.demo import measure_targets
+    from surfer.core.actions import CssPoint
 
     centres = await measure_targets(site_url, VIEWPORT)
     heading = centres["the 'Full name' text field"]
@@ -202,6 +205,7 @@ async def measure_level(
 ) -> dict[str, Any]:
     """`concurrency` sessions of `steps` steps each in one fresh Chromium."""
     from surfer.agent.config import AgentConfig, BrowserSettings
+    from surfer.agent.events import StepFinished, StepStarted
     from surfer.agent.loop import Agent
     from surfer.apps.batch import SharedBrowser, shared_backends
     from surfer.tools.browser import BrowserEnvironment
