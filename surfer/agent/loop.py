@@ -318,10 +318,7 @@ class Agent:
             with run_deadline(deadline):
                 try:
                     async with asyncio.timeout_at(steps_until) as preparing:
-                        for backend in {id(b): b for b in self._backends.values()}.values():
-                            await backend.check()
-                        assert env is not None
-                        await env.start(url)
+                        await self._prepare(env, url)
                 except TimeoutError:
                     if not preparing.expired():
                         raise
@@ -349,6 +346,22 @@ class Agent:
                 control.result = result
                 await asyncio.shield(emit(Finished(result)))
         return result
+
+    async def _prepare(self, env: Environment, url: str | None) -> None:
+        """Check the model servers while the browser starts and opens `url`
+        (start-up takes the longer of the two, not their sum). A server that
+        is down wins over a start URL that fails: its error is raised, and the
+        browser's start is cancelled."""
+        starting = asyncio.ensure_future(env.start(url))
+        try:
+            for backend in {id(b): b for b in self._backends.values()}.values():
+                await backend.check()
+        except BaseException:
+            starting.cancel()
+            with contextlib.suppress(BaseException):  # its own error, if any, comes second to the server's
+                await starting
+            raise
+        await starting
 
     def _describe(self) -> dict[str, Any]:
         return {
