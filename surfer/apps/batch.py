@@ -255,8 +255,9 @@ class SharedBrowser:
     async def start(self) -> None:
         from playwright.async_api import async_playwright
 
-        from surfer.tools.browser import launch_chromium
+        from surfer.tools.browser import launch_chromium, use_node_compile_cache
 
+        use_node_compile_cache()
         self._playwright = await async_playwright().start()
         try:
             self.browser = await launch_chromium(self._playwright, headless=self.headless)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import time
 from pathlib import Path
 from urllib.parse import urljoin
@@ -61,6 +62,21 @@ async def launch_chromium(playwright: Any, *, headless: bool = True) -> Any:
     except Exception as exc:  # noqa: BLE001 - Playwright raises plain Error here
         hint = " (no display? use headless mode, or run under xvfb-run)" if not headless else ""
         raise EnvironmentFailure(f"could not launch Chromium at {executable}{hint}: {str(exc).splitlines()[0]}") from None
+
+
+def use_node_compile_cache() -> None:
+    """Let Playwright's driver (Node.js) keep its compiled code between runs:
+    the driver then starts in ~0.3 instead of ~0.5 s (measured here). Node
+    (>= 22.1) checks the cache against its version and the sources itself.
+    A NODE_COMPILE_CACHE already set, or SURFER_NODE_COMPILE_CACHE=0, wins."""
+    if "NODE_COMPILE_CACHE" in os.environ or os.environ.get("SURFER_NODE_COMPILE_CACHE") == "0":
+        return
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "surfer" / "node-compile-cache"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # a read-only home: start without the cache
+    os.environ["NODE_COMPILE_CACHE"] = str(folder)
 
 
 def _playwright_default(playwright: Any) -> str | None:
@@ -147,6 +163,7 @@ class BrowserEnvironment(Environment):
             else:
                 from playwright.async_api import async_playwright
 
+                use_node_compile_cache()
                 self._playwright = await async_playwright().start()
                 try:
                     self._browser = await launch_chromium(self._playwright, headless=self.headless)
