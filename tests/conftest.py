@@ -15,6 +15,8 @@ from surfer.apps.demo import DEMO_SITE
 from surfer.apps.static_site import StaticSite
 from surfer.models.standin import StandInServer
 
+pytest_plugins = ["pytester"]
+
 PAGES = Path(__file__).with_name("pages")
 XVFB_SCREEN = (1024, 768)
 

@@ -11,6 +11,7 @@ import pytest
 from surfer import Agent, ScriptedModel
 from surfer.agent.events import Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated
 from surfer.models.backend import ModelRequest
+from surfer.core.actions import Goto
 from surfer.tools.browser import BrowserEnvironment
 from conftest import crash_page
 
@@ -135,7 +136,8 @@ async def test_prompt_size_stops_growing(env):
         return {**SCROLL, "notes": f"saw more content, part {next(counter)}"}
 
     model = ScriptedModel(default={"policy": scroll_with_new_note})
-    agent = make_agent(model, env, max_steps=30, history_window=5, max_repeats=100)  # it scrolls past the end
+    await env.perform(Goto(url=env.page.url.replace("actions.html", "long.html")))  # 8,000 px: every scroll shows new lines
+    agent = make_agent(model, env, max_steps=30, history_window=5)
     await agent.run("scroll a lot")
     policy = [r for r in model.requests if r.schema_name == "policy"][:30]
     sizes = [r.summary()["text_chars"] for r in policy]

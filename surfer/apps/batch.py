@@ -345,6 +345,30 @@ def shared_backends(
     return out
 
 
+async def drain(items: Iterable[Any], concurrency: int, handle: Any, keep_going: Any) -> None:
+    """`await handle(item)` for every item, `concurrency` at a time, while
+    `keep_going()`; the workers are cancelled when this is."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while keep_going():
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await handle(item)
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, queue.qsize()))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
 class Batch:
     """Run `tasks` with `concurrency` sessions; see the module docstring."""
 
@@ -403,19 +427,10 @@ class Batch:
         await asyncio.to_thread(self._clean_stale)
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
-        queue: asyncio.Queue[BatchTask] = asyncio.Queue()
-        for task in todo:
-            queue.put_nowait(task)
         if todo:
             await self._browser.start()
         try:
-            workers = [asyncio.create_task(self._worker(queue)) for _ in range(min(self.concurrency, len(todo)))]
-            try:
-                await asyncio.gather(*workers)
-            finally:
-                for worker in workers:
-                    worker.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
+            await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
         finally:
             await asyncio.shield(self._browser.close())
             if self._owns_backend:
@@ -433,17 +448,12 @@ class Batch:
             self._browser.relaunches,
         )
 
-    async def _worker(self, queue: asyncio.Queue[BatchTask]) -> None:
-        while self._stopped is None:
-            try:
-                task = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            self.stats.running += 1
-            try:
-                await self._run_one(task)
-            finally:
-                self.stats.running -= 1
+    async def _run_counted(self, task: BatchTask) -> None:
+        self.stats.running += 1
+        try:
+            await self._run_one(task)
+        finally:
+            self.stats.running -= 1
 
     def _task_config(self, task: BatchTask) -> AgentConfig:
         update: dict[str, Any] = {}

@@ -160,6 +160,7 @@ COMMAND_MODULES = [
     "surfer.apps.serve",
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
+    "surfer.apps.qa.cli",
 ]
 
 

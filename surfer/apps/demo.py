@@ -43,8 +43,10 @@ def confirmation_code(name: str, email: str) -> str:
     return f"ACME-{h:06d}"
 
 
-async def measure_targets(site_url: str, viewport: tuple[int, int], scale: float = 1.0) -> dict[str, CssPoint]:
-    """Centres (CSS px) of every target, measured in a real Chromium."""
+async def measure_targets(
+    site_url: str, viewport: tuple[int, int], scale: float = 1.0, targets: dict[str, tuple[str, str]] | None = None,
+) -> dict[str, CssPoint]:
+    """Centres (CSS px) of every target (default: TARGETS), measured in a real Chromium."""
     from playwright.async_api import async_playwright
 
     from surfer.core.actions import CssPoint
@@ -55,7 +57,7 @@ async def measure_targets(site_url: str, viewport: tuple[int, int], scale: float
         browser = await launch_chromium(playwright)
         try:
             page = await browser.new_page(viewport={"width": viewport[0], "height": viewport[1]}, device_scale_factor=scale)
-            for target, (path, selector) in TARGETS.items():
+            for target, (path, selector) in (targets or TARGETS).items():
                 if not page.url.endswith(path):
                     await page.goto(site_url.rstrip("/") + "/" + path)
                 box = await page.locator(selector).bounding_box()

@@ -1,0 +1,58 @@
+"""`surfer qa` on the desktop: a real Tk app on Xvfb, the stand-in model over
+real HTTP; the second run replays from the cache (image-crop anchors) with
+no model call."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from test_desktop import TASK, FormResponder, TkForm, is_event
+
+
+@pytest.fixture
+def form_factory(xvfb: str) -> Iterator:  # type: ignore[type-arg]
+    forms: list[TkForm] = []
+
+    def make() -> TkForm:
+        for form in forms:
+            form.close()
+        forms.append(TkForm(xvfb))
+        return forms[-1]
+
+    yield make
+    forms[-1].close()
+
+
+def test_a_desktop_suite_runs_then_replays_from_the_cache(xvfb, form_factory, standin, tmp_path: Path):
+    form = form_factory()
+    server = standin(FormResponder(form))
+    suite = tmp_path / "desktop.yaml"
+    suite.write_text(f"name: desktop\nenvironment: desktop\ncases:\n  - name: multiply\n    steps: [\"{TASK}\"]\n")
+    env = {**os.environ, "DISPLAY": xvfb, "NO_COLOR": "1", "COLUMNS": "200"}
+    args = [sys.executable, "-m", "surfer", "qa", str(suite), "--cache", str(tmp_path / "cache"), "--quiet",
+            "--base-url", server.base_url, "--model", server.model, "--profile", "holotron"]
+
+    first = subprocess.run([*args, "--out", str(tmp_path / "o1")], capture_output=True, text=True, timeout=120, env=env)
+    assert first.returncode == 0, first.stderr
+    entry = json.loads((tmp_path / "cache" / "desktop" / "multiply.json").read_text())
+    actions = entry["steps"][0]["actions"]
+    assert [a["action"]["type"] for a in actions] == ["type", "type", "click", "click"]
+    assert all(a["element"] is None and a["crop"] for a in actions)  # the desktop anchors on the image alone
+
+    form = form_factory()  # a fresh app: empty fields, the same layout
+    server.respond = FormResponder(form)
+    before = len(server.requests)
+    second = subprocess.run([*args, "--out", str(tmp_path / "o2")], capture_output=True, text=True, timeout=120, env=env)
+    assert second.returncode == 0, second.stderr
+    assert len(server.requests) == before  # no model call
+    computed = form.wait_for(is_event("computed"))
+    assert (computed["first"], computed["second"], computed["multiply"], computed["result"]) == ("6", "7", True, "42")
+    record = json.loads((tmp_path / "o2" / "results.jsonl").read_text())
+    assert record["cached_steps"] == 1 and record["model_calls"] == 0

@@ -1,0 +1,281 @@
+"""`surfer qa` end to end as CI runs it: a subprocess, the stand-in server
+answering as the sample suite's oracle over real HTTP, real Chromium on the
+demo site; exit codes, JUnit read back by junitparser, the action cache
+(zero model calls on a re-run, healing after a layout change) and secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml, Properties, Property
+
+from surfer.apps.demo import DEMO_SITE
+from surfer.apps.qa.demo import SAMPLE_SUITE, measure_qa_targets, qa_oracle
+from surfer.apps.static_site import StaticSite
+from surfer.models.profiles import get_profile
+
+SECRET = "Tr0ub4dor-qa-7f3e9"  # unlikely to occur anywhere by chance
+FRAME = get_profile("holotron").frame
+
+
+def qa(*args: str, secret: str = SECRET, timeout: float = 180) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "LIBRARY_PASSWORD": secret}
+    for key in ("SURFER_BASE_URL", "SURFER_MODEL", "SURFER_API_KEY", "SURFER_PROFILE"):
+        env.pop(key, None)
+    return subprocess.run([sys.executable, "-m", "surfer", "qa", *args, "--quiet"], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def endpoint(server) -> list[str]:  # type: ignore[no-untyped-def]
+    return ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron"]
+
+
+def results(out: Path) -> dict[str, dict]:
+    return {r["case"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+
+
+def roles(server, since: int = 0) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    counts: dict[str, int] = {}
+    for request in server.requests[since:]:
+        counts[request.role] = counts.get(request.role, 0) + 1
+    return counts
+
+
+def junit_cases(path: Path) -> dict[str, object]:
+    return {case.name: case for suite in JUnitXml.fromfile(str(path)) for case in suite}
+
+
+def properties(case) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    props = case.child(Properties)
+    return {p.name: p.value for p in props.iterchildren(Property)} if props is not None else {}
+
+
+@pytest.fixture(scope="module")
+async def centres(demo_site):
+    return await measure_qa_targets(demo_site.base_url)
+
+
+def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standin, demo_site, centres, tmp_path):
+    server = standin(qa_oracle(centres, FRAME))
+    cache = tmp_path / "cache"
+    first, second = tmp_path / "first", tmp_path / "second"
+    common = [str(SAMPLE_SUITE), "--var", f"demo_url={demo_site.base_url}", "--cache", str(cache), *endpoint(server)]
+
+    proc = qa(*common, "--out", str(first), "--junit", str(tmp_path / "ci" / "junit.xml"), "--html", str(tmp_path / "ci" / "qa.html"))
+    assert proc.returncode == 0, proc.stderr
+    cases = junit_cases(tmp_path / "ci" / "junit.xml")
+    assert set(cases) == {"sign in and read an order", "register a member", "opening hours"}
+    for name, case in cases.items():
+        assert case.is_passed, name
+        assert Path(case.system_out.strip()) == first / "cases" / "library-smoke" / results(first)[name]["dir"].split("/", 2)[2]
+        assert properties(case)["cached_steps"] == "0"
+    first_calls = roles(server)
+    assert first_calls["policy"] >= 8 and first_calls["localizer"] >= 6
+    summary = (tmp_path / "ci" / "qa.html").read_text()
+    for record in results(first).values():
+        report = first / record["dir"] / "report.html"
+        assert report.exists() and os.path.relpath(report, tmp_path / "ci") in summary
+        assert "step-01" in report.read_text()  # the case report links its steps' run directories
+    entry = json.loads((cache / "library-smoke" / "register-a-member.json").read_text())
+    click = entry["steps"][1]["actions"][2]
+    assert click["element"] == {"role": "button", "name": "Create account", "tag": "button", "selector": "#submit"}
+    assert (cache / "library-smoke" / "register-a-member" / click["crop"]).exists()
+
+    before = len(server.requests)
+    proc = qa(*common, "--out", str(second))
+    assert proc.returncode == 0, proc.stderr
+    rerun = results(second)
+    # the two cases with deterministic expectations made no model call at all; the third only its
+    # plain-language expectation, judged by the validator on the final screen
+    assert rerun["register a member"]["model_calls"] == 0 and rerun["register a member"]["cached_steps"] == 2
+    assert rerun["opening hours"]["model_calls"] == 0 and rerun["opening hours"]["cached_steps"] == 1
+    assert rerun["sign in and read an order"]["cached_steps"] == 1
+    new = server.requests[before:]
+    assert [r.role for r in new] == ["validator"] and "lists order #1044" in new[0].text
+    assert not any(r["cache_written"] for r in rerun.values())  # nothing changed, nothing rewritten
+    assert properties(junit_cases(second / "junit.xml")["register a member"])["cached_steps"] == "2"
+
+    # the secret was typed (the site refuses a placeholder) but is in no file and no request
+    for root in (first, second, cache, tmp_path / "ci"):
+        for path in root.rglob("*"):
+            if path.is_file():
+                assert SECRET.encode() not in path.read_bytes(), path
+    for request in server.requests:
+        assert SECRET not in json.dumps(request.body)
+    assert any("{{LIBRARY_PASSWORD}}" in r.text for r in server.requests if r.role == "policy")  # the agent's placeholder
+    typed = json.loads((cache / "library-smoke" / "sign-in-and-read-an-order.json").read_text())["steps"][0]["actions"][1]
+    assert typed["action"]["text"] == "{{LIBRARY_PASSWORD}}"
+    assert SECRET not in proc.stdout + proc.stderr
+
+
+def write_suite(path: Path, site_url: str, body: str) -> Path:
+    path.write_text(f"name: checks\nbase_url: {site_url}\nconcurrency: 4\ncases:\n{body}")
+    return path
+
+
+SIGN_IN = """  - name: {name}
+    url: login.html
+    steps:
+      - Sign in as alice with the password {{{{secret:LIBRARY_PASSWORD}}}}
+    expect: {expect}
+"""
+
+
+def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site, centres, tmp_path):
+    server = standin(qa_oracle(centres, FRAME, flaky_hours=True))
+    suite = write_suite(tmp_path / "checks.yaml", demo_site.base_url, "".join([
+        SIGN_IN.format(name="hidden text does not count", expect='[{text: "555.55"}]'),
+        SIGN_IN.format(name="wrong order", expect='["The orders table lists order #9999"]'),
+        SIGN_IN.format(name="wrong page", expect='[{url: "/login\\\\.html$"}]'),
+        SIGN_IN.format(name="visible text", expect='[{text: "794.36"}, {text: "Signed in as alice."}]'),
+        "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
+    ]))
+    out = tmp_path / "out"
+    proc = qa(str(suite), "--out", str(out), "--retries", "1", "--no-cache", *endpoint(server))
+    assert proc.returncode == 1, proc.stderr
+    cases = junit_cases(out / "junit.xml")
+    assert cases["visible text"].is_passed
+    hidden = cases["hidden text does not count"].result[0]
+    assert isinstance(hidden, Failure) and "555.55" in hidden.message and "not visible" in hidden.message
+    wrong = cases["wrong order"].result[0]
+    assert isinstance(wrong, Failure) and "does not list order #9999" in wrong.message  # the validator's reasons
+    assert "URL is" in cases["wrong page"].result[0].message and "orders.html" in cases["wrong page"].result[0].message
+    hours = cases["hours"]
+    assert hours.is_passed and properties(hours)["flaky"] == "true" and properties(hours)["attempts"] == "2"
+    records = results(out)
+    assert records["hours"]["status"] == "flaky" and records["wrong order"]["attempts"] == 2  # retried, failed again
+    assert "flaky" in (out / "index.html").read_text()
+    assert not (tmp_path / "surfer-cache").exists()  # --no-cache writes nothing
+
+
+def test_a_step_that_cannot_finish_fails_the_case_naming_the_step(standin, demo_site, centres, tmp_path):
+    server = standin(qa_oracle(centres, FRAME))
+    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url,
+                        "  - name: impossible\n    url: index.html\n    steps: [Open the registration page, Fly to the moon]\n"
+                        "  - name: possible\n    url: index.html\n    steps: [Open the registration page]\n")
+    proc = qa(str(suite), "--out", str(tmp_path / "out"), *endpoint(server))
+    assert proc.returncode == 1
+    failure = junit_cases(tmp_path / "out" / "junit.xml")["impossible"].result[0]
+    assert isinstance(failure, Failure) and failure.message.startswith("step 2 (Fly to the moon) ended failed")
+    # the default cache sits next to the suite file, and holds only the case that passed
+    assert sorted(p.name for p in (tmp_path / "surfer-cache" / "checks").glob("*.json")) == ["possible.json"]
+
+
+def test_unreachable_model_server_exits_3(demo_site, tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "  - name: c\n    url: index.html\n    task: t\n")
+    proc = qa(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m")
+    assert proc.returncode == 3, proc.stderr
+    assert "cannot reach the model server" in " ".join(proc.stderr.split())
+    assert isinstance(junit_cases(tmp_path / "out" / "junit.xml")["c"].result[0], Error)
+
+
+async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, tmp_path):
+    site_dir = tmp_path / "site"
+    shutil.copytree(DEMO_SITE, site_dir)
+    cache, login = tmp_path / "cache", site_dir / "login.html"
+    with StaticSite(site_dir) as site:
+        server = standin(qa_oracle(await measure_qa_targets(site.base_url), FRAME))
+        suite = write_suite(tmp_path / "s.yaml", site.base_url, SIGN_IN.format(name="sign in", expect='[{text: "794.36"}]'))
+        args = [str(suite), "--cache", str(cache), *endpoint(server)]
+        assert (await asyncio.to_thread(qa, *args, "--out", str(tmp_path / "o1"))).returncode == 0
+        entry_file = cache / "checks" / "sign-in.json"
+        recorded = json.loads(entry_file.read_text())["steps"][0]["actions"][2]
+        assert recorded["element"]["name"] == "Sign in"
+
+        for change, name in ((("<button id=", '<p style="height:130px"></p><button id='), "Sign in"),
+                             ((">Sign in</button>", ">Log in</button>"), "Log in")):
+            login.write_text(login.read_text().replace(*change))
+            server.respond = qa_oracle(await measure_qa_targets(site.base_url), FRAME)  # the model sees the new layout
+            before = len(server.requests)
+            out = tmp_path / f"o-{name}"
+            proc = await asyncio.to_thread(qa, *args, "--out", str(out))
+            assert proc.returncode == 0, proc.stderr
+            assert roles(server, before) == {"localizer": 1}  # healed by the localizer alone, no policy call
+            record = results(out)["sign in"]
+            assert record["healed_steps"] == [1] and record["cache_written"] and record["cached_steps"] == 1
+            assert properties(junit_cases(out / "junit.xml")["sign in"])["healed_steps"] == "step 1"
+            healed = json.loads(entry_file.read_text())["steps"][0]["actions"][2]
+            assert healed["element"]["name"] == name and healed["element"]["selector"] == "#signin"
+            assert healed["points"] != recorded["points"] or name != "Sign in"
+            recorded = healed
+        # healed entries replay cleanly: no model call the next time
+        before = len(server.requests)
+        assert (await asyncio.to_thread(qa, *args, "--out", str(tmp_path / "o-last"))).returncode == 0
+        assert len(server.requests) == before
+
+
+def test_a_cache_entry_that_replays_into_a_failure_is_dropped_and_rerun(standin, demo_site, centres, tmp_path):
+    server = standin(qa_oracle(centres, FRAME))
+    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, SIGN_IN.format(name="sign in", expect='[{text: "Signed in as alice."}]'))
+    cache = tmp_path / "cache"
+    args = [str(suite), "--cache", str(cache), *endpoint(server)]
+    assert qa(*args, "--out", str(tmp_path / "o1")).returncode == 0
+    entry_file = cache / "checks" / "sign-in.json"
+    entry_file.write_text(entry_file.read_text().replace('"text": "alice"', '"text": "mallory"'))  # a stale entry
+    before = len(server.requests)
+    proc = qa(*args, "--out", str(tmp_path / "o2"))
+    assert proc.returncode == 0, proc.stderr
+    record = results(tmp_path / "o2")["sign in"]
+    assert record["cache_dropped"] and record["attempts"] == 2 and record["status"] == "passed"
+    assert roles(server, before)["policy"] >= 4  # the re-run used the model
+    assert '"text": "alice"' in entry_file.read_text() and "mallory" not in entry_file.read_text()
+    assert properties(junit_cases(tmp_path / "o2" / "junit.xml")["sign in"])["cache_dropped"] == "true"
+
+    before = len(server.requests)  # --update-cache: every step with the model, the entry rewritten
+    assert qa(*args, "--out", str(tmp_path / "o3"), "--update-cache").returncode == 0
+    assert roles(server, before)["policy"] >= 4 and results(tmp_path / "o3")["sign in"]["cached_steps"] == 0
+    assert json.loads(entry_file.read_text())["steps"][0]["actions"][0]["action"]["text"] == "alice"
+
+
+def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, centres, tmp_path):
+    import signal
+    import time
+
+    server = standin(qa_oracle(centres, FRAME), hang_after=2)  # case 1: policy + validator; case 2 hangs
+    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "".join([
+        "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
+        SIGN_IN.format(name="sign in", expect='[{text: "794.36"}]'),
+    ]))
+    out = tmp_path / "out"
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "LIBRARY_PASSWORD": SECRET}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "surfer", "qa", str(suite), "--out", str(out), "--concurrency", "1", "--no-cache", "--quiet",
+         *endpoint(server)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    deadline = time.monotonic() + 60
+    while server.hung < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "interrupted by SIGTERM" in stderr
+    assert [(r["case"], r["status"]) for r in results(out).values()] == [("hours", "passed")]
+    cases = junit_cases(out / "junit.xml")
+    assert cases["hours"].is_passed and cases["sign in"].is_skipped
+
+
+def test_the_readme_commands_run_the_sample_suite_and_the_benchmark(tmp_path):
+    proc = qa(str(SAMPLE_SUITE), "--demo", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
+    assert proc.returncode == 0, proc.stderr
+    assert {r["status"] for r in results(tmp_path / "out").values()} == {"passed"}
+    bench = subprocess.run([sys.executable, "-m", "surfer", "bench", "qa", "--model-latency", "0.05", "--runs", "1", "--out", str(tmp_path / "qa.json")],
+                           capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "200"})
+    assert bench.returncode == 0, bench.stderr
+    figures = json.loads((tmp_path / "qa.json").read_text())
+    first, cached = figures["first_run"], figures["cached_run"]
+    assert first["passed"] == cached["passed"] == 3 and first["model_calls"] >= 20 and first["steps_from_cache"] == 0
+    assert cached["steps_from_cache"] == cached["steps"] == 4 and cached["model_calls"] == 1
+    assert figures["speedup"] == round(first["seconds"] / cached["seconds"], 2)
+    assert "cached re-run is" in bench.stdout

@@ -1,0 +1,103 @@
+"""Suite files: variables, secrets, and errors that name file, line and field."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from surfer.apps.qa.suite import SuiteError, TextExpectation, UrlExpectation, load_suite
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "qa" / "library.yaml"
+
+
+def test_sample_suite_loads_with_variables_and_keeps_secret_placeholders():
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
+    sign_in, register, hours = suite.cases
+    assert sign_in.goals == ["Sign in as alice with the password {{secret:LIBRARY_PASSWORD}}"]
+    assert suite.resolve_url(sign_in.url) == "http://127.0.0.1:9/login.html"
+    assert sign_in.expect[0] == "The orders table lists order #1044"
+    assert sign_in.expect[1] == TextExpectation(text="794.36") and isinstance(sign_in.expect[2], UrlExpectation)
+    assert not sign_in.deterministic and register.deterministic and hours.goals[0].startswith("Find the weekday")
+    assert suite.case_id(register) == "library-smoke/register-a-member"
+
+
+def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nvars: {who: suite}\ncases:\n  - name: c\n    task: Greet {{who}} and {{HOME_TOWN}}\n")
+    env = {"HOME_TOWN": "Paris", "who": "environment"}
+    assert load_suite(path, {}, env).cases[0].task == "Greet suite and Paris"
+    assert load_suite(path, {"who": "flag"}, env).cases[0].task == "Greet flag and Paris"
+
+
+@pytest.mark.parametrize(
+    "body, line, message",
+    [
+        ("name: s\ncases:\n  - name: c\n    steps: [a]\n    expect:\n      - {text: ok}\n      - {colour: red}\n",
+         7, "cases[0].expect[1]: an expectation is a sentence"),
+        ("name: s\ncases:\n  - name: c\n    steps: [a]\n    retries: many\n", 5, "cases[0].retries: Input should be a valid integer"),
+        ("name: s\ncases:\n  - name: c\n    url: /x\n", 3, "cases[0]: a case needs exactly one of 'steps'"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [{url: '(unclosed'}]\n", 5, "cases[0].expect[0].url: not a valid regular expression"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n  - name: d\n    task: Use {{nowhere}}\n", 6,
+         "cases[1].task: variable {{nowhere}} is not defined"),
+        ("name: s\ncases:\n  - name: c\n    steps:\n      - Type {{secret:QA_TEST_UNSET_SECRET}}\n", 5,
+         "cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set"),
+        ("name: s\nbase_url: 'http://x/{{secret:HOME}}'\ncases:\n  - name: c\n    task: t\n", 2,
+         "base_url: secrets may appear only in steps and task"),
+        ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model: max_steps: Input should be greater"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n   bad: [\n", 5, "not valid YAML"),
+        ("name: s\nconcurency: 3\ncases:\n  - name: c\n    task: t\n", 2, "concurency: Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(body)
+    with pytest.raises(SuiteError) as info:
+        load_suite(path, {}, {"HOME": "/root"})
+    assert f"{path}:{line}: " in str(info.value)
+    assert message in str(info.value)
+
+
+def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: s\ncases:\n  - name: c\n    stepz: [a]\n")
+    proc = subprocess.run([sys.executable, "-m", "surfer", "qa", str(path), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 2, proc.stderr
+    assert f"{path}:4: cases[0].stepz: Extra inputs are not permitted" in " ".join(proc.stderr.split())
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_the_readme_shows_the_sample_suite_as_it_is():
+    readme = (SAMPLE.parents[2] / "README.md").read_text()
+    assert "<!-- sample-suite -->\n```yaml\n" + SAMPLE.read_text() + "```" in readme
+
+
+def test_tag_and_grep_select_cases():
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.qa.cli import selector
+    from surfer.apps.qa.runner import QaRunner, SuiteRun
+
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
+
+    def chosen(tags, grep):  # type: ignore[no-untyped-def]
+        runner = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(tags, grep), environ={"LIBRARY_PASSWORD": "x" * 8})
+        return [c.case.name for c in runner.cases]
+
+    assert chosen([], None) == ["sign in and read an order", "register a member", "opening hours"]
+    assert chosen(["smoke"], None) == ["sign in and read an order", "register a member"]
+    assert chosen(["smoke"], "REGISTER") == ["register a member"]
+    assert chosen(["nightly"], None) == []
+
+
+def test_two_suites_with_one_name_exit_2(tmp_path):
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text("name: shop\ncases:\n  - name: c\n    task: t\n")
+    proc = subprocess.run([sys.executable, "-m", "surfer", "qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 2
+    assert "the suite name 'shop' is already used by" in " ".join(proc.stderr.split())
