@@ -1,7 +1,7 @@
 """The lighter step path (issue 14) against the path it replaced, in real
-Chromium: DevTools screenshots are the images Playwright's were (scale 1 and
-2, clip, scrolled pages), and typing inserts text in one go only where the
-page listens to no key."""
+Chromium: screenshots are the images they were (scale 1 and 2, clip,
+scrolled pages), the caret no longer blinks, and typing inserts text in one
+go only where the page listens to no key."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _pixels(data: bytes) -> Image.Image:
 
 
 @pytest.mark.parametrize(("scale", "clip"), [(1, None), (2, None), (1, (40, 60, 320, 200)), (2, (40, 60, 320, 200))])
-async def test_devtools_screenshots_are_the_images_playwright_took(browser_env, pages, scale, clip):
+async def test_screenshots_are_the_images_the_old_path_took(browser_env, pages, scale, clip):
     new = await browser_env(pages.url("actions.html"), device_scale_factor=scale, clip=clip, screenshot_format="png")
     old = await browser_env(pages.url("actions.html"), device_scale_factor=scale, clip=clip, screenshot_format="png", legacy_step=True)
     for env in (new, old):
@@ -70,3 +70,14 @@ async def test_clearing_then_inserting_replaces_the_old_text(browser_env, pages)
     await env.perform(TypeText(text="new", target="field", point=PLAIN, clear=True))
     assert await env.page.input_value("#plain") == "new"
     assert await _log(env) == ["plain:beforeinput:insertText", "plain:input:true"]
+
+
+async def test_the_caret_stays_drawn_so_screenshots_of_a_focused_field_repeat(browser_env, pages):
+    env = await browser_env(pages.url("typing.html"), screenshot_format="png")
+    await env.perform(TypeText(text="abc", target="field", point=PLAIN, clear=False))
+    assert await env.page.evaluate("getComputedStyle(document.activeElement).caretAnimation") == "manual"
+    shots = []
+    for _ in range(3):  # 0.3 s apart: a blinking caret (0.5 s on, 0.5 s off) would differ between some of them
+        shots.append(_pixels((await env.observe()).screenshot.data))
+        await env.page.wait_for_timeout(300)
+    assert all(ImageChops.difference(shots[0], shot).getbbox() is None for shot in shots[1:])
