@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from surfer.core.lazy import lazy_exports
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it
@@ -63,15 +65,13 @@ if TYPE_CHECKING:
     from surfer.tools.desktop import DesktopEnvironment
 
 
+_lazy = lazy_exports(globals(), _EXPORTS)
+
+
 def __getattr__(name: str) -> Any:
     if name == "actions":
         return importlib.import_module("surfer.core.actions")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'surfer' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _lazy(name)
 
 
 def __dir__() -> list[str]:

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from surfer.core.lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(("AgentConfig", "BrowserSettings", "RoleSettings", "load_config"), "surfer.agent.config"),
@@ -26,14 +27,7 @@ if TYPE_CHECKING:
     from .result import RunResult
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'surfer.agent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_exports(globals(), _EXPORTS)
 
 __all__ = [
     "ActionPerformed", "Agent", "AgentConfig", "BrowserSettings", "ErrorOccurred", "Event", "Finished",
