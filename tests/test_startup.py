@@ -36,6 +36,8 @@ def test_import_surfer_loads_no_heavy_library() -> None:
 @pytest.mark.parametrize("code", [
     "import surfer.apps.cli",  # what `surfer --help` builds
     "from surfer import Agent, AgentConfig, StepFinished",  # the SDK before a run
+    # an agent built for an HTTP endpoint: openai loads during the model check, while the browser starts
+    "from surfer import Agent; Agent(base_url='http://127.0.0.1:9/v1', model='m')",
 ])
 def test_entry_points_load_no_heavy_library(code: str) -> None:
     modules = _loaded_after(code)
