@@ -10,7 +10,7 @@ import io
 import pytest
 from PIL import Image, ImageChops
 
-from surfer.core.actions import CssPoint, TypeText
+from surfer.core.actions import Click, CssPoint, TypeText
 
 PLAIN, NOTES = CssPoint(x=250, y=115), CssPoint(x=250, y=190)
 
@@ -81,3 +81,12 @@ async def test_the_caret_stays_drawn_so_screenshots_of_a_focused_field_repeat(br
         shots.append(_pixels((await env.observe()).screenshot.data))
         await env.page.wait_for_timeout(300)
     assert all(ImageChops.difference(shots[0], shot).getbbox() is None for shot in shots[1:])
+
+
+async def test_the_title_read_by_the_settle_check_is_the_one_after_the_action(browser_env, pages):
+    env = await browser_env(pages.url("typing.html"))
+    assert (await env.observe()).title == "Typing"
+    await env.perform(Click(target="Rename", point=CssPoint(x=160, y=275)))  # renames the page 50 ms later
+    assert (await env.observe()).title == "Renamed"
+    await env.page.evaluate("document.title = 'Changed by the page'")  # no action, no settle: asked for again
+    assert (await env.observe()).title == "Changed by the page"

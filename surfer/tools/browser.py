@@ -357,7 +357,7 @@ class BrowserEnvironment(Environment):
         finished, reason = await self._until_dialog(
             settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config, seen)
         )
-        if finished and "title" in seen and reason.endswith(("quiet", "timeout")):
+        if finished and "title" in seen and reason.endswith("quiet"):  # the page was quiet when its title was read
             self._settled_title = (self._page, self._navigations, seen["title"])
         await self._downloads.wait(self.settle_config.timeout)
         return reason if finished else "dialog"
