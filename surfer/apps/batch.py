@@ -383,8 +383,12 @@ class Batch:
         backend: ModelBackend | None = None,
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
+        replay: list[Any] | None = None,
         secrets: Any = None,
     ) -> None:
+        """`replay`: recordings (surfer.tools.replay.Recording) to play back instead of a
+        browser; task k gets the one its metadata names (`"replay": name`), else number k mod n,
+        its screenshots marked with k so that no two tasks send the same images."""
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
         if max_inflight is not None and max_inflight < 1:
@@ -403,12 +407,27 @@ class Batch:
         self.secrets = secrets
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
+        self.replay = list(replay or [])
+        self._replay_of = self._assign_recordings()
         self._browser = SharedBrowser(headless=config.browser.headless)
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
         self._statuses: dict[str, int] = {}
 
     # -- preparation -------------------------------------------------------------
+
+    def _assign_recordings(self) -> dict[str, Any]:
+        if not self.replay:
+            return {}
+        by_name = {r.name: r for r in self.replay}
+        chosen: dict[str, Any] = {}
+        for number, task in enumerate(self.tasks):
+            wanted = task.metadata.get("replay")
+            if wanted is not None and wanted not in by_name:
+                raise ConfigError(f"task {task.id!r} asks for recording {wanted!r}; recorded: {', '.join(by_name)}")
+            recording = by_name[wanted] if wanted is not None else self.replay[number % len(self.replay)]
+            chosen[task.id or ""] = (recording, number)
+        return chosen
 
     def _clean_stale(self) -> None:
         if self.runs_dir.exists():
@@ -427,7 +446,7 @@ class Batch:
         await asyncio.to_thread(self._clean_stale)
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
-        if todo:
+        if todo and not self.replay:
             await self._browser.start()
         try:
             await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
@@ -463,7 +482,12 @@ class Batch:
             update["max_seconds"] = task.max_seconds
         return self.config.model_copy(update=update) if update else self.config
 
-    def _environment(self, browser: Any) -> Any:
+    def _environment(self, task: BatchTask, browser: Any) -> Any:
+        if self.replay:
+            from surfer.tools.replay import ReplayEnvironment
+
+            recording, number = self._replay_of[task.id or ""]
+            return ReplayEnvironment(recording, variant=number)  # each task its own images
         from surfer.agent.environments import browser_environment
 
         return browser_environment(self.config, browser)
@@ -471,7 +495,7 @@ class Batch:
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
         from surfer.agent.loop import Agent
 
-        env = self._environment(browser)
+        env = self._environment(task, browser)
         agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners], secrets=self.secrets)
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
@@ -498,9 +522,9 @@ class Batch:
         config = self._task_config(task)
         started = time.monotonic()
         for attempt in (1, 2):
-            browser = await self._browser.get()
+            browser = None if self.replay else await self._browser.get()
             result = await self._attempt(task, config, browser, tmp)
-            if result.status == "error" and not self._browser.alive(browser) and attempt == 1:
+            if result.status == "error" and browser is not None and not self._browser.alive(browser) and attempt == 1:
                 # the shared browser died under this session: not the task's fault
                 await self._browser.relaunch(browser)
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
@@ -578,6 +602,7 @@ async def run_batch(
     backend: ModelBackend | None = None,
     retry_errors: bool = False,
     listeners: list[Any] | None = None,
+    replay: list[Any] | None = None,
     secrets: Any = None,
 ) -> BatchSummary:
     """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
@@ -591,6 +616,7 @@ async def run_batch(
         backend=backend,
         retry_errors=retry_errors,
         listeners=listeners,
+        replay=replay,
         secrets=secrets,
     )
     return await batch.run()

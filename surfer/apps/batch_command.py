@@ -10,6 +10,8 @@ from typing import Optional
 import typer
 
 from surfer.apps import options
+from surfer.core.errors import ConfigError
+
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     @app.command("batch")
@@ -43,6 +45,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
+        env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
+        replay: options.Replay = None,
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
         from rich.console import Console
@@ -74,9 +78,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             )
             from surfer.apps.batch import Batch, load_tasks
 
+            if env not in ("browser", "replay"):
+                raise ConfigError(f"--env must be 'browser' or 'replay' for a batch, got {env!r}")
+            recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
-                        secrets=options.secrets_from(secret))
+                        replay=recordings, secrets=options.secrets_from(secret))
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:
