@@ -42,6 +42,7 @@ _EXPORTS = {
     "ScriptedModel": "surfer.models.scripted",
     "BrowserEnvironment": "surfer.tools.browser",
     "DesktopEnvironment": "surfer.tools.desktop",  # never loads pyautogui/mss before it is used
+    "rollouts": "surfer.apps.rollouts",  # the batch runner is an app
 }
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from surfer.agent.loop import Agent
     from surfer.agent.result import RunResult
     from surfer.agent.secrets import Secrets
+    from surfer.apps.rollouts import rollouts
     from surfer.core import actions
     from surfer.core.errors import (
         ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelNotFound, ModelOutputError,
@@ -82,5 +84,5 @@ __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
     "ConfigError", "ConfirmationRequest", "RunHandle", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
-    "StepStarted", "SurferError", "Validated", "actions", "load_config", "__version__",
+    "StepStarted", "SurferError", "Validated", "actions", "load_config", "rollouts", "__version__",
 ]

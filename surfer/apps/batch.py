@@ -98,14 +98,19 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
         if task.id in seen:
             raise ConfigError(f"{path}:{number}: duplicate task id {task.id!r}")
         seen.add(task.id)
-        for k in range(samples):
-            if samples == 1:
-                tasks.append(task.model_copy(update={"group": task.id}))
-            else:
-                tasks.append(task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}))
+        tasks.extend(expand_samples(task, samples))
     if not tasks:
         raise ConfigError(f"tasks file {path} holds no tasks")
     return tasks
+
+
+def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:
+    """The task as `samples` rollouts (`<id>#<k>`, grouped by id), or itself grouped when samples is 1."""
+    if samples < 1:
+        raise ConfigError(f"--samples must be at least 1, got {samples}")
+    if samples == 1:
+        return [task.model_copy(update={"group": task.id})]
+    return [task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}) for k in range(samples)]
 
 
 def run_dir_name(task_id: str) -> str:
@@ -413,6 +418,7 @@ class Batch:
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
         self._statuses: dict[str, int] = {}
+        self.on_record: Any = None  # called with each line appended to results.jsonl (surfer.rollouts)
 
     # -- preparation -------------------------------------------------------------
 
@@ -441,11 +447,17 @@ class Batch:
 
     # -- running -------------------------------------------------------------------
 
-    async def run(self) -> BatchSummary:
+    async def prepare(self) -> list[BatchTask]:
+        """Create the output directory, remove stale temporary run directories
+        and return the tasks not finished yet (resume)."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(self._clean_stale)
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
+        return todo
+
+    async def run(self) -> BatchSummary:
+        todo = await self.prepare()
         if todo and not self.replay:
             await self._browser.start()
         try:
@@ -455,6 +467,9 @@ class Batch:
             if self._owns_backend:
                 for backend in {id(b): b for b in self.backends.values()}.values():
                     await asyncio.shield(backend.aclose())
+        return self.summary(self._browser.relaunches)
+
+    def summary(self, relaunches: int) -> BatchSummary:
         return BatchSummary(
             self.out_dir,
             len(self.tasks),
@@ -464,7 +479,7 @@ class Batch:
             self._stopped,
             self.stats.snapshot(),
             self._stopped_kind,
-            self._browser.relaunches,
+            relaunches,
         )
 
     async def _run_counted(self, task: BatchTask) -> None:
@@ -515,10 +530,16 @@ class Batch:
             await asyncio.shield(env.close())
 
     async def _run_one(self, task: BatchTask) -> None:
+        executed = await self.execute(task)
+        if executed is not None:
+            await self.record(task, *executed)
+
+    async def execute(self, task: BatchTask) -> tuple[RunResult, Path, float] | None:
+        """Run one task into a temporary run directory: (result, that directory,
+        seconds), or None when the run did not end with a final status."""
         assert task.id is not None
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        name = run_dir_name(task.id)
-        tmp = self.runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:6]}"
+        tmp = self.runs_dir / f"{TMP_PREFIX}{run_dir_name(task.id)}-{uuid.uuid4().hex[:6]}"
         config = self._task_config(task)
         started = time.monotonic()
         for attempt in (1, 2):
@@ -537,12 +558,17 @@ class Batch:
             raise asyncio.CancelledError
         if result.status not in FINAL_STATUSES:
             await asyncio.to_thread(shutil.rmtree, tmp, True)
-            return
+            return None
+        return result, tmp, time.monotonic() - started
+
+    async def record(self, task: BatchTask, result: RunResult, tmp: Path, seconds: float, **extra: Any) -> None:
+        """Publish a finished run directory and append its line to results.jsonl."""
+        assert task.id is not None
         if result.status == "error" and result.error_kind in BATCH_STOPPING_ERRORS:
             if self._stopped is None:
                 self._stopped, self._stopped_kind = result.reason or result.error_kind, result.error_kind
-        final = self.runs_dir / name
-        await asyncio.to_thread(_publish, tmp, final, result)
+        name = run_dir_name(task.id)
+        await asyncio.to_thread(_publish, tmp, self.runs_dir / name, result)
         record = {
             "id": task.id,
             "group": task.group,
@@ -554,15 +580,18 @@ class Batch:
             "reason": result.reason,
             "error_kind": result.error_kind,
             "steps": result.steps,
-            "seconds": round(time.monotonic() - started, 3),
+            "seconds": round(seconds, 3),
             "usage": result.usage.model_dump(),
             "run_dir": f"{RUNS}/{name}",
             "metadata": task.metadata,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            **extra,
         }
         await self.index.append(record)
         self._statuses[result.status] = self._statuses.get(result.status, 0) + 1
         self.stats.task_done(result.status)
+        if self.on_record is not None:
+            self.on_record(record)
 
 
 def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
@@ -604,19 +633,34 @@ async def run_batch(
     listeners: list[Any] | None = None,
     replay: list[Any] | None = None,
     secrets: Any = None,
+    ray_address: str | None = None,
 ) -> BatchSummary:
-    """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
+    """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects;
+    `ray_address` (`auto`, an address, `local`) runs the sessions on a Ray cluster."""
     items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
-    batch = Batch(
-        config,
-        items,
-        out_dir,
-        concurrency=concurrency,
-        max_inflight=max_inflight,
-        backend=backend,
-        retry_errors=retry_errors,
-        listeners=listeners,
-        replay=replay,
-        secrets=secrets,
-    )
-    return await batch.run()
+    return await make_batch(
+        config, items, out_dir, concurrency=concurrency, max_inflight=max_inflight, backend=backend,
+        retry_errors=retry_errors, listeners=listeners, replay=replay, secrets=secrets, ray_address=ray_address,
+    ).run()
+
+
+def make_batch(
+    config: AgentConfig,
+    tasks: Iterable[BatchTask],
+    out_dir: str | Path,
+    *,
+    ray_address: str | None = None,
+    backend: ModelBackend | None = None,
+    listeners: list[Any] | None = None,
+    **options: Any,
+) -> Batch:
+    """The local runner, or with `ray_address` the Ray runner (same options)."""
+    if ray_address is None:
+        return Batch(config, tasks, out_dir, backend=backend, listeners=listeners, **options)
+    if backend is not None or listeners:
+        raise ConfigError("a batch on Ray talks to the configured endpoints: no backend= or listeners= objects")
+    if options.pop("replay", None):
+        raise ConfigError("--env replay runs on one machine: leave out --ray")
+    from surfer.apps.cluster import RayBatch
+
+    return RayBatch(config, tasks, out_dir, address=ray_address, **options)

@@ -47,6 +47,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
         env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
         replay: options.Replay = None,
+        ray: Optional[str] = typer.Option(
+            None, "--ray", metavar="ADDRESS",
+            help="Run the sessions on a Ray cluster: auto (this machine's), an address, or local (start one here).",
+        ),
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
         from rich.console import Console
@@ -76,19 +80,21 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 },
                 console,
             )
-            from surfer.apps.batch import Batch, load_tasks
+            from surfer.apps.batch import load_tasks, make_batch
 
             if env not in ("browser", "replay"):
                 raise ConfigError(f"--env must be 'browser' or 'replay' for a batch, got {env!r}")
             recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
-            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
-                        replay=recordings, secrets=options.secrets_from(secret))
+            job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
+                             retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
+                             ray_address=ray)
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:
                 live.start()
-            summary = run_interruptible(job.run())
+            with options.setup_errors(console):  # --ray: a cluster that cannot be joined or a worker that cannot start
+                summary = run_interruptible(job.run())
         except Interrupted as stop:
             if live:
                 live.stop()
