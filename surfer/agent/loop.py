@@ -530,7 +530,7 @@ class Agent:
         return approved
 
     def _watch_repetition(self, run: _Run, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
-        if not record.screenshot:
+        if not record.screenshot or action.type == "wait":  # waiting on a screen that does not change is what waiting is
             return
         warning = run.repetition.seen(step_seen(screen_fingerprint(record.screenshot), action.describe(), points))
         if warning is None:
