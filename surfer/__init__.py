@@ -4,37 +4,81 @@ over a real browser or desktop, served by any OpenAI-compatible model server.
     from surfer import Agent
     result = Agent(base_url="http://127.0.0.1:8000/v1", model="Hcompany/Holotron-12B").run_sync(
         "What is the title of the page?", url="https://example.com")
+
+The names below are imported on first use (PEP 562), so `import surfer` — and
+`surfer --help` — load neither the openai SDK, Playwright, PIL nor pydantic's
+models until something needs them (tests/test_startup.py).
 """
 
-from surfer.agent import (
-    ActionPerformed, Agent, AgentConfig, ErrorOccurred, Event, Finished, ModelCalled, RunResult, RunStarted,
-    StepFinished, StepStarted, Validated, load_config,
-)
-from surfer.agent.answers import AnswerSchema
-from surfer.agent.confirm import ConfirmationRequest
-from surfer.agent.control import RunHandle
-from surfer.agent.secrets import Secrets
-from surfer.core import actions
-from surfer.core.errors import (
-    ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelNotFound, ModelOutputError,
-    ModelServerUnreachable, SurferError,
-)
-from surfer.models.scripted import ScriptedModel
-from surfer.tools.browser import BrowserEnvironment
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
 
-def __getattr__(name: str) -> object:
-    if name == "DesktopEnvironment":  # lazy: never load pyautogui/mss at `import surfer`
-        from surfer.tools.desktop import DesktopEnvironment
-
-        return DesktopEnvironment
-    if name == "rollouts":  # lazy: the batch runner is an app
-        from surfer.apps.rollouts import rollouts
-
-        return rollouts
-    raise AttributeError(f"module 'surfer' has no attribute {name!r}")
+from surfer.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    **dict.fromkeys(
+        ("ActionPerformed", "ErrorOccurred", "Event", "Finished", "ModelCalled", "RunStarted", "StepFinished",
+         "StepStarted", "Validated"),
+        "surfer.agent.events",
+    ),
+    "Agent": "surfer.agent.loop",
+    "AgentConfig": "surfer.agent.config",
+    "load_config": "surfer.agent.config",
+    "RunResult": "surfer.agent.result",
+    "AnswerSchema": "surfer.agent.answers",
+    "ConfirmationRequest": "surfer.agent.confirm",
+    "RunHandle": "surfer.agent.control",
+    "Secrets": "surfer.agent.secrets",
+    **dict.fromkeys(
+        ("ActionFailed", "ActionNotSupported", "ConfigError", "EnvironmentFailure", "ModelNotFound", "ModelOutputError",
+         "ModelServerUnreachable", "SurferError"),
+        "surfer.core.errors",
+    ),
+    "ScriptedModel": "surfer.models.scripted",
+    "BrowserEnvironment": "surfer.tools.browser",
+    "DesktopEnvironment": "surfer.tools.desktop",  # never loads pyautogui/mss before it is used
+    "rollouts": "surfer.apps.rollouts",  # the batch runner is an app
+}
+
+if TYPE_CHECKING:
+    from surfer.agent.answers import AnswerSchema
+    from surfer.agent.config import AgentConfig, load_config
+    from surfer.agent.confirm import ConfirmationRequest
+    from surfer.agent.control import RunHandle
+    from surfer.agent.events import (
+        ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
+    )
+    from surfer.agent.loop import Agent
+    from surfer.agent.result import RunResult
+    from surfer.agent.secrets import Secrets
+    from surfer.apps.rollouts import rollouts
+    from surfer.core import actions
+    from surfer.core.errors import (
+        ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelNotFound, ModelOutputError,
+        ModelServerUnreachable, SurferError,
+    )
+    from surfer.models.scripted import ScriptedModel
+    from surfer.tools.browser import BrowserEnvironment
+    from surfer.tools.desktop import DesktopEnvironment
+
+
+_lazy = lazy_exports(globals(), _EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "actions":
+        return importlib.import_module("surfer.core.actions")
+    return _lazy(name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS, "actions"])
+
 
 __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",

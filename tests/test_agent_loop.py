@@ -235,3 +235,43 @@ async def test_a_localizer_that_never_answers_usably_ends_the_run(env):
     result = await make_agent(model, env, output_retries=0, max_failed_steps=2).run("click")
     assert result.status == "error" and result.error_kind == "model"
     assert "localizer output unusable" in result.reason and result.steps == 2
+
+
+class _CheckWatchingModel(ScriptedModel):
+    """A model whose server check lasts until the browser has opened the start page (or fails)."""
+
+    def __init__(self, env: BrowserEnvironment, *, down: bool = False, **answers) -> None:
+        super().__init__(**answers)
+        self.env, self.down, self.saw_page = env, down, False
+
+    async def check(self) -> None:
+        import asyncio
+
+        from surfer.core.errors import ModelServerUnreachable
+
+        if self.down:
+            await asyncio.sleep(0.3)  # the browser's start fails meanwhile: the server's error still wins
+            raise ModelServerUnreachable("cannot reach the model server (test)")
+        for _ in range(200):
+            page = self.env._page
+            if page is not None and page.url.endswith("actions.html"):
+                self.saw_page = True
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError("the browser did not open the start page while the model check ran")
+
+
+async def test_the_browser_opens_the_start_page_while_the_model_server_is_checked(shared_browser, pages):
+    env = BrowserEnvironment(browser=shared_browser)
+    model = _CheckWatchingModel(env, policy=[answer("done")], validator=[ACCEPT])
+    result = await make_agent(model, env).run("task", url=pages.url("actions.html"))
+    await env.close()
+    assert model.saw_page and result.status == "success", result
+
+
+async def test_a_server_that_is_down_wins_over_a_start_url_that_fails(shared_browser):
+    env = BrowserEnvironment(browser=shared_browser)
+    model = _CheckWatchingModel(env, down=True)
+    result = await make_agent(model, env).run("task", url="http://127.0.0.1:1/")
+    await env.close()
+    assert result.status == "error" and result.error_kind == "unreachable", result

@@ -66,3 +66,12 @@ def test_detector_patterns():
     cycle = RepetitionDetector()
     assert [cycle.seen(step_seen(s, act)) for s, act in [(a, "p"), (b, "q"), (a, "p")]] == [None, None, None]
     assert "cycle of 2" in cycle.seen(step_seen(b, "q"))
+
+
+async def test_waiting_is_not_repetition(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    wait = {"thought": "the page is loading", "notes": "", "action": {"type": "wait", "seconds": 0.05}}
+    answer = {"thought": "done", "notes": "", "action": {"type": "answer", "text": "end"}}
+    model = ScriptedModel(policy=[wait] * 5 + [answer])
+    result = await Agent(backend=model, profile="holo2", environment=env, max_repeats=1, validate_answers=False).run("x")
+    assert result.status == "success" and result.steps == 6, result

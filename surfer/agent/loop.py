@@ -325,10 +325,7 @@ class Agent:
             with run_deadline(deadline):
                 try:
                     async with asyncio.timeout_at(steps_until) as preparing:
-                        for backend in {id(b): b for b in self._backends.values()}.values():
-                            await backend.check()
-                        assert env is not None
-                        await env.start(url)
+                        await self._prepare(env, url)
                 except TimeoutError:
                     if not preparing.expired():
                         raise
@@ -356,6 +353,22 @@ class Agent:
                 control.result = result
                 await asyncio.shield(emit(Finished(result)))
         return result
+
+    async def _prepare(self, env: Environment, url: str | None) -> None:
+        """Check the model servers while the browser starts and opens `url`
+        (start-up takes the longer of the two, not their sum). A server that
+        is down wins over a start URL that fails: its error is raised, and the
+        browser's start is cancelled."""
+        starting = asyncio.ensure_future(env.start(url))
+        try:
+            for backend in {id(b): b for b in self._backends.values()}.values():
+                await backend.check()
+        except BaseException:
+            starting.cancel()
+            with contextlib.suppress(BaseException):  # its own error, if any, comes second to the server's
+                await starting
+            raise
+        await starting
 
     def _describe(self) -> dict[str, Any]:
         return {
@@ -526,7 +539,7 @@ class Agent:
         return approved
 
     def _watch_repetition(self, run: _Run, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
-        if not record.screenshot:
+        if not record.screenshot or action.type == "wait":  # waiting on a screen that does not change is what waiting is
             return
         warning = run.repetition.seen(step_seen(screen_fingerprint(record.screenshot), action.describe(), points))
         if warning is None:

@@ -16,7 +16,6 @@ from typing import Any
 
 import typer
 
-from surfer.core.coordinates import FRAMES, model_to_css
 from surfer.core.errors import CoordinateError, ModelOutputError
 
 # Labelled targets: (label, centre as fractions of the viewport). Spread out,
@@ -66,6 +65,7 @@ async def calibrate(
     scale: float = 1.0,
 ) -> dict[str, Any]:
     from surfer.agent.roles import Localizer, RoleClient
+    from surfer.core.coordinates import FRAMES, model_to_css
     from surfer.models.http import Endpoint, OpenAICompatibleBackend
     from surfer.models.imaging import prepare_image
     from surfer.models.profiles import get_profile

@@ -160,7 +160,7 @@ app.add_typer(bench_app, name="bench")
 COMMAND_MODULES = [
     "surfer.apps.demo",
     "surfer.apps.overhead",
-    "surfer.apps.batch",
+    "surfer.apps.batch_command",
     "surfer.apps.export",
     "surfer.apps.miniwob",
     "surfer.apps.throughput",

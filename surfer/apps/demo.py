@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 from urllib.parse import parse_qs, urlparse
 
-from surfer.core.actions import CssPoint
-from surfer.core.coordinates import CoordinateFrame, ImageGeometry, Size, css_to_model
-from surfer.models.standin import Answer, ChatRequest
+if TYPE_CHECKING:  # imported where used: building the CLI loads neither pydantic nor the stand-in
+    from surfer.core.actions import CssPoint
+    from surfer.core.coordinates import CoordinateFrame
+    from surfer.models.standin import Answer, ChatRequest
 
 DEMO_SITE = Path(__file__).with_name("demo_site")
 DEMO_TASK = (
@@ -48,6 +49,7 @@ async def measure_targets(
     """Centres (CSS px) of every target (default: TARGETS), measured in a real Chromium."""
     from playwright.async_api import async_playwright
 
+    from surfer.core.actions import CssPoint
     from surfer.tools.browser import launch_chromium
 
     centres: dict[str, CssPoint] = {}
@@ -67,11 +69,13 @@ async def measure_targets(
     return centres
 
 
-FrameMapper = Callable[[CssPoint, tuple[int, int]], tuple[int, int]]
+FrameMapper = Callable[["CssPoint", tuple[int, int]], tuple[int, int]]
 
 
 def frame_mapper(frame: CoordinateFrame, viewport: tuple[int, int], scale: float) -> FrameMapper:
     """CSS point + size of the image the model received -> answer in `frame`."""
+    from surfer.core.coordinates import ImageGeometry, Size, css_to_model
+
     screenshot = Size(round(viewport[0] * scale), round(viewport[1] * scale))
 
     def to_frame(point: CssPoint, sent: tuple[int, int]) -> tuple[int, int]:

@@ -22,7 +22,6 @@ from typing import Any, Iterator, Literal, Optional
 
 import typer
 
-from surfer.agent.trajectory import read_trajectory
 from surfer.core.errors import ConfigError
 
 Per = Literal["step", "call"]
@@ -189,6 +188,8 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
         )
     records: list[dict[str, Any]] = []
     for _group, _sample, _id, run_dir, fields in sorted(runs, key=lambda r: r[:3]):
+        from surfer.agent.trajectory import read_trajectory
+
         steps = read_trajectory(run_dir)
         shots = {s["index"]: str((run_dir / s["screenshot"]).resolve()) for s in steps if s.get("screenshot")}
         for step in steps:

@@ -43,15 +43,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from surfer.agent.events import Event, ModelCalled, RunStarted, StepFinished
 from surfer.core.errors import ConfigError
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
 
 from .throughput import _pct, parse_levels
+
+if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads no pydantic model
+    from surfer.agent.events import Event
 
 DEFAULT_LEVELS = "1,16,64,128"
 # Random weights: keep whitespace between JSON tokens from running on (see gpu_models).
@@ -213,6 +215,8 @@ class LevelTally:
     failed_calls: int = 0
 
     def __call__(self, event: Event) -> None:
+        from surfer.agent.events import ModelCalled, RunStarted, StepFinished
+
         if isinstance(event, RunStarted):
             _session.set(event.run_id)  # runs in the session's own task: tags its requests
         elif isinstance(event, StepFinished):

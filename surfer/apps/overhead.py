@@ -9,13 +9,14 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from surfer.apps.signals import run_command
 
-from surfer.agent.events import Event, StepFinished, StepStarted
+if TYPE_CHECKING:
+    from surfer.agent.events import Event
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -25,6 +26,7 @@ def _pct(values: list[float], q: float) -> float:
 
 async def measure_overhead(runs: int = 5, profile: str = "holotron", viewport: tuple[int, int] = (1280, 800), scale: float = 1.0) -> dict[str, Any]:
     from surfer.agent.config import AgentConfig, BrowserSettings
+    from surfer.agent.events import StepFinished, StepStarted
     from surfer.agent.loop import Agent
     from surfer.apps.demo import DEMO_SITE, DEMO_TASK, demo_oracle, measure_targets
     from surfer.apps.static_site import StaticSite
@@ -79,15 +81,31 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         runs: int = typer.Option(5, "--runs", min=1, help="Measured runs of the demo task (after one warm-up run)."),
         profile: str = typer.Option("holotron", "--profile", help="Profile whose image handling and frame to use."),
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/overhead.json)."),
+        startup_runs: int = typer.Option(5, "--startup-runs", min=0, help="Spawned `surfer --help` / `surfer run` pairs timed for start-up (0: skip)."),
+        compare: Optional[Path] = typer.Option(
+            None, "--compare", help="Another source tree (e.g. a checkout of an older commit): its start-up is timed in the same run, turn about."),
     ) -> None:
-        """Per-step harness overhead (everything but model time) on the demo site."""
+        """Per-step harness overhead (everything but model time) on the demo site, and start-up time."""
         report = run_command(measure_overhead(runs=runs, profile=profile))
+        if startup_runs:
+            from surfer.apps.demo import DEMO_SITE
+            from surfer.apps.startup import measure_startup
+            from surfer.apps.static_site import StaticSite
+
+            codes: dict[str, Optional[Path]] = {"this": None, **({"compare": compare.resolve()} if compare else {})}
+            with StaticSite(DEMO_SITE) as site:
+                report["startup"] = measure_startup(site.url("index.html"), startup_runs, codes)
         target = out or Path(".bench/overhead.json")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(report, indent=2))
         print(f"steps measured: {report['steps_measured']}  runs: {report['statuses']}")
         for key, value in report["seconds"].items():
             print(f"  {key:<11} p50 {value['p50'] * 1000:7.1f} ms   p95 {value['p95'] * 1000:7.1f} ms")
+        for name, figures in report.get("startup", {}).items():
+            print(
+                f"  start-up ({name}{': ' + str(compare) if name == 'compare' else ''}): `surfer --help` {figures['help']:.2f} s, "
+                f"start to first screenshot {figures['first_screenshot']:.2f} s (medians of {figures['runs']})"
+            )
         print(f"wrote {target}")
         if not report["steps_measured"] or any(s != "success" for s in report["statuses"]):
             raise typer.Exit(1)

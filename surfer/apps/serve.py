@@ -20,12 +20,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 import typer
 
-from surfer.agent.layouts import Layout, check_layout
 from surfer.core.errors import ConfigError
-from surfer.models.profiles import Profile
+
+if TYPE_CHECKING:
+    from surfer.models.profiles import Profile
 
 INSTALL_VLLM = "vLLM is not installed: `pip install 'surfer-agent[vllm]'` (Linux with an NVIDIA GPU and CUDA)."
 DEFAULT_VLLM = "0.25.1"  # the version `surfer serve` was checked with on an H100
@@ -309,6 +311,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 say(f"note: vLLM is not installed; flags assume vLLM {caps.version} (default version table in surfer/apps/serve.py)")
             else:
                 caps = read_capabilities(installed)
+            from surfer.agent.layouts import Layout, check_layout
+
             plan = build_command(
                 model, chosen, caps, host=host, port=port, max_concurrency=max_concurrency,
                 max_model_len=max_model_len, extra_args=tuple(ctx.args),

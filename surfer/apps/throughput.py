@@ -21,15 +21,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from surfer.apps.signals import run_command
 
-from surfer.agent.events import Event, StepFinished, StepStarted
-from surfer.core.actions import CssPoint
 from surfer.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from surfer.agent.events import Event
+    from surfer.core.actions import CssPoint
 
 VIEWPORT = (1280, 800)
 _FIELDS = ("the 'Full name' text field", "the 'Email address' text field")
@@ -81,6 +83,63 @@ def system_memory_used() -> int | None:
         return None
 
 
+def process_role(proc: Any) -> str:
+    """Which part of the harness a process of the tree is: 'surfer' (this
+    process), 'driver' (Playwright's Node.js driver), 'chromium' (the browser
+    and its renderers, GPU and utility processes) or 'other' (the stand-in)."""
+    import os as _os
+
+    if proc.pid == _os.getpid():
+        return "surfer"
+    try:
+        name = proc.name().lower()
+        exe = (proc.exe() or "").lower()
+    except Exception:  # noqa: BLE001 - gone, or not ours to read
+        return "other"
+    if name == "node" or exe.endswith("/node"):
+        return "driver"
+    if "chrom" in name or "chrom" in exe or "headless" in name:
+        return "chromium"
+    return "other"
+
+
+ROLES = ("surfer", "driver", "chromium", "other")
+
+
+class DriverCalls:
+    """Counts the messages this process sends to Playwright's driver (each a
+    round trip through Node.js, and most a DevTools command to Chromium), by
+    method, while in use. `__waitInfo__` (fire-and-forget bookkeeping) is
+    counted apart."""
+
+    def __init__(self) -> None:
+        self.by_method: dict[str, int] = {}
+        self._original: Any = None
+
+    @property
+    def total(self) -> int:
+        return sum(n for m, n in self.by_method.items() if m != "__waitInfo__")
+
+    def __enter__(self) -> "DriverCalls":
+        from playwright._impl.connection import Connection
+
+        original = self._original = Connection.send_message_to_server
+        counts = self.by_method
+
+        def counted(connection: Any, obj: Any, method: str, params: Any, options: Any) -> Any:
+            key = f"{getattr(obj, '_type', '?')}.{method}" if method != "__waitInfo__" else method
+            counts[key] = counts.get(key, 0) + 1
+            return original(connection, obj, method, params, options)
+
+        Connection.send_message_to_server = counted  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from playwright._impl.connection import Connection
+
+        Connection.send_message_to_server = self._original  # type: ignore[method-assign]
+
+
 class TreeSampler:
     """Samples the process tree (this process, Chromium, the driver, the
     stand-in) in a thread: CPU seconds over time, peak RSS, peak PSS.
@@ -94,7 +153,9 @@ class TreeSampler:
         self.interval, self.pss_every = interval, pss_every
         self._cpu_by_pid: dict[int, float] = {}
         self._cpu_base: dict[int, float] = {}
+        self._role_by_pid: dict[int, str] = {}
         self.samples: list[tuple[float, float]] = []  # (perf_counter, CPU seconds since start)
+        self.role_samples: dict[str, list[tuple[float, float]]] = {role: [] for role in ROLES}
         self.peak = self.peak_pss = 0
         self.system_base = system_memory_used()
         self.system_peak = self.system_base
@@ -113,9 +174,16 @@ class TreeSampler:
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
             self._cpu_by_pid[proc.pid] = times.user + times.system  # exited processes keep their last value
+            if proc.pid not in self._role_by_pid:
+                self._role_by_pid[proc.pid] = process_role(proc)
             rss += mem.rss
         now = time.perf_counter()
         self.samples.append((now, sum(self._cpu_by_pid.values()) - sum(self._cpu_base.values())))
+        by_role = dict.fromkeys(ROLES, 0.0)
+        for pid, cpu in self._cpu_by_pid.items():
+            by_role[self._role_by_pid.get(pid, "other")] += cpu - self._cpu_base.get(pid, 0.0)
+        for role, cpu in by_role.items():
+            self.role_samples[role].append((now, cpu))
         if force_pss or rss > self.peak * 1.1 or now - self._last_pss >= self.pss_every:
             full_rss, pss = process_tree_memory()
             self.peak_pss, self._last_pss = max(self.peak_pss, pss), now
@@ -136,22 +204,25 @@ class TreeSampler:
             self._sample()
         self.own_cpu = time.thread_time() - started
 
-    def cpu_between(self, start: float, end: float) -> float:
-        """CPU seconds the tree used between two perf_counter times (interpolated)."""
+    def cpu_between(self, start: float, end: float, role: str | None = None) -> float:
+        """CPU seconds the tree (or its processes of one `role`) used between two
+        perf_counter times (interpolated)."""
+        points = self.samples if role is None else self.role_samples[role]
 
         def at(t: float) -> float:
-            points = self.samples
             for (t0, c0), (t1, c1) in zip(points, points[1:]):
                 if t0 <= t <= t1:
                     return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
             return points[0][1] if t < points[0][0] else points[-1][1]
 
-        return at(end) - at(start) if self.samples else 0.0
+        return at(end) - at(start) if points else 0.0
 
     def __enter__(self) -> "TreeSampler":
         self._sample(force_pss=True)
         self._cpu_base = dict(self._cpu_by_pid)
-        self.samples = [(time.perf_counter(), 0.0)]
+        now = time.perf_counter()
+        self.samples = [(now, 0.0)]
+        self.role_samples = {role: [(now, 0.0)] for role in ROLES}
         self._thread.start()
         return self
 
@@ -190,6 +261,7 @@ class StepResponder:
 
 async def _centres(site_url: str) -> dict[str, CssPoint]:
     from surfer.apps.demo import measure_targets
+    from surfer.core.actions import CssPoint
 
     centres = await measure_targets(site_url, VIEWPORT)
     heading = centres["the 'Full name' text field"]
@@ -198,10 +270,12 @@ async def _centres(site_url: str) -> dict[str, CssPoint]:
 
 
 async def measure_level(
-    concurrency: int, steps: int, base_url: str, model: str, url: str, out_dir: Path | None
+    concurrency: int, steps: int, base_url: str, model: str, url: str, out_dir: Path | None, *, legacy: bool = False,
 ) -> dict[str, Any]:
-    """`concurrency` sessions of `steps` steps each in one fresh Chromium."""
+    """`concurrency` sessions of `steps` steps each in one fresh Chromium
+    (`legacy`: on the step path before issue 14, for a side-by-side figure)."""
     from surfer.agent.config import AgentConfig, BrowserSettings
+    from surfer.agent.events import StepFinished, StepStarted
     from surfer.agent.loop import Agent
     from surfer.apps.batch import SharedBrowser, shared_backends
     from surfer.tools.browser import BrowserEnvironment
@@ -216,6 +290,9 @@ async def measure_level(
         browser=BrowserSettings(viewport=VIEWPORT),
     )
     backends = shared_backends(config, None)
+    for backend in backends.values():
+        if hasattr(backend, "typed_requests"):
+            backend.typed_requests = legacy
     records: list[dict[str, float]] = []
     bounds: list[float] = []
 
@@ -241,12 +318,12 @@ async def measure_level(
 
     browser = SharedBrowser()
     statuses: dict[str, int] = {}
-    with TreeSampler() as tree:
+    with TreeSampler() as tree, DriverCalls() as calls:
         await browser.start()
         try:
 
             async def session(i: int) -> None:
-                env = BrowserEnvironment(browser=browser.browser, viewport=VIEWPORT)
+                env = BrowserEnvironment(browser=browser.browser, viewport=VIEWPORT, legacy_step=legacy)
                 agent = Agent(config, environment=env, backends=backends, listeners=[listen])
                 try:
                     result = await agent.run("Fill in the form.", url, out_dir=out_dir / f"s{i}" if out_dir else None)
@@ -261,6 +338,10 @@ async def measure_level(
                 await backend.aclose()
     window = (max(bounds) - min(bounds)) if bounds else 0.0
     cpu = tree.cpu_between(min(bounds), max(bounds)) if bounds else 0.0
+    per_step = 1000 / len(records) if records else 0.0
+    by_role = {role: round(tree.cpu_between(min(bounds), max(bounds), role) * per_step, 2) if bounds else None for role in ROLES}
+    # Counted over the whole level (start-up and final answers included), per measured step.
+    top_calls = sorted(calls.by_method.items(), key=lambda item: -item[1])[:12]
     cpus = os.cpu_count() or 1
     split = (
         {
@@ -272,6 +353,7 @@ async def measure_level(
     )
     return {
         "concurrency": concurrency,
+        "path": "legacy" if legacy else "new",
         "steps": len(records),
         "seconds": round(window, 3),
         "steps_per_s": len(records) / window if window else 0.0,
@@ -282,6 +364,9 @@ async def measure_level(
         "cpu_seconds": round(cpu, 3),
         "cores_busy": round(cpu / window, 3) if window else 0.0,
         "cpu_ms_per_step": round(1000 * cpu / len(records), 2) if records else None,
+        "cpu_ms_per_step_by_process": by_role,
+        "driver_calls_per_step": round(calls.total / len(records), 2) if records else None,
+        "driver_calls_by_method_per_step": {m: round(n / len(records), 2) for m, n in top_calls} if records else {},
         "cpu_bound_steps_per_s": cpus * len(records) / cpu if cpu else None,
         "sampler_cpu_seconds": round(tree.own_cpu, 3),
         "peak_rss_mib": round(tree.peak / 2**20, 1),
@@ -294,6 +379,7 @@ async def measure_level(
 
 async def run_throughput(
     levels: list[int], steps: int, *, write_runs: bool = False, server_process: bool = True, model_latency: float = 0.0,
+    compare_legacy: bool = False,
 ) -> dict[str, Any]:
     from surfer.apps.demo import DEMO_SITE
     from surfer.apps.static_site import StaticSite
@@ -316,12 +402,13 @@ async def run_throughput(
         )
         with server:
             for c in levels:
-                out_dir = Path(tmp) / f"c{c}" if write_runs else None
-                results.append(
-                    await measure_level(c, steps, server.base_url, server.model, site.url("register.html"), out_dir)
-                )
-    base = next((r["steps_per_s"] for r in results if r["concurrency"] == 1), None)
+                for legacy in (True, False) if compare_legacy else (False,):  # turn about: a busy machine slows both
+                    out_dir = Path(tmp) / f"c{c}{'-legacy' if legacy else ''}" if write_runs else None
+                    results.append(await measure_level(
+                        c, steps, server.base_url, server.model, site.url("register.html"), out_dir, legacy=legacy,
+                    ))
     for r in results:
+        base = next((b["steps_per_s"] for b in results if b["concurrency"] == 1 and b["path"] == r["path"]), None)
         r["speedup_vs_1"] = r["steps_per_s"] / base if base else None
         r["efficiency"] = r["steps_per_s"] / (base * r["concurrency"]) if base else None
         # The most any harness could reach on these cores at this level's CPU cost per step.
@@ -333,6 +420,7 @@ async def run_throughput(
         "cpus": os.cpu_count(),
         "write_runs": write_runs,
         "server_process": server_process,
+        "compare_legacy": compare_legacy,
         "levels": results,
     }
 
@@ -358,6 +446,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         model_latency: float = typer.Option(
             0.0, "--model-latency", help="Seconds the stand-in waits before each answer (0: instant; a loaded server: ~0.3-1)."
         ),
+        compare_legacy: bool = typer.Option(
+            False, "--compare-legacy", help="Run each level also on the step path before issue 14 (Playwright screenshots, "
+            "key-by-key typing, typed SDK requests), turn about, for a side-by-side figure."),
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/throughput.json)."),
         ray: Optional[str] = typer.Option(
             None, "--ray", metavar="ADDRESS",
@@ -388,26 +479,33 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             report = run_command(
                 run_throughput(
                     parse_levels(concurrency), steps, write_runs=write_runs, server_process=not in_process,
-                    model_latency=model_latency,
+                    model_latency=model_latency, compare_legacy=compare_legacy,
                 )
             )
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_USAGE) from None
         typer.echo(
-            f"{'sessions':>8} {'steps/s':>8} {'speedup':>8} {'ceiling':>8} {'cores':>6} {'CPU ms/step':>11} "
+            f"{'sessions':>8} {'path':>6} {'steps/s':>8} {'speedup':>8} {'ceiling':>8} {'cores':>6} {'CPU ms/step':>11} "
             f"{'overhead p50/p95 ms':>20} {'shot':>6} {'encode':>6} {'action':>6} {'settle':>6} {'peak RSS / PSS / machine +':>26}"
         )
         for r in report["levels"]:
             s = r["seconds_per_step"]
             ms = {k: (s[k]["p50"] or 0) * 1000 for k in s}
             typer.echo(
-                f"{r['concurrency']:>8} {r['steps_per_s']:>8.2f} {(r['speedup_vs_1'] or 0):>7.2f}x "
+                f"{r['concurrency']:>8} {r['path']:>6} {r['steps_per_s']:>8.2f} {(r['speedup_vs_1'] or 0):>7.2f}x "
                 f"{(r['speedup_ceiling'] or 0):>7.2f}x {r['cores_busy']:>6.2f} {(r['cpu_ms_per_step'] or 0):>11.0f} "
                 f"{ms.get('overhead', 0):>9.0f} / {(s.get('overhead', {}).get('p95') or 0) * 1000:<8.0f} "
                 f"{ms.get('screenshot', 0):>6.0f} {ms.get('encode', 0):>6.0f} {ms.get('action', 0):>6.0f} "
                 f"{ms.get('settle', 0):>6.0f} {r['peak_rss_mib']:>6.0f} / {r['peak_pss_mib']:.0f} / "
                 f"{r['system_memory_growth_mib'] if r['system_memory_growth_mib'] is not None else '-'} MiB"
+            )
+        typer.echo(f"{'sessions':>8} {'path':>6} {'CPU ms/step: surfer':>20} {'driver':>7} {'chromium':>9} {'other':>6} {'driver calls/step':>18}")
+        for r in report["levels"]:
+            split = r["cpu_ms_per_step_by_process"]
+            typer.echo(
+                f"{r['concurrency']:>8} {r['path']:>6} {split['surfer'] or 0:>20.1f} {split['driver'] or 0:>7.1f} "
+                f"{split['chromium'] or 0:>9.1f} {split['other'] or 0:>6.1f} {r['driver_calls_per_step'] or 0:>18.1f}"
             )
         target = out or Path(".bench/throughput.json")
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -10,12 +10,13 @@ prompt only; the working mode is remembered per backend.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import random
+import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 from surfer.core.deadline import time_left
 from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
@@ -23,6 +24,19 @@ from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest,
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
+
+if TYPE_CHECKING:
+    import openai
+else:
+
+    class _LazySDK:
+        """The openai module, imported on first use: importing it costs 0.4-0.6 s, which
+        `check()` spends in a thread while the browser starts instead of at `import surfer`."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(importlib.import_module("openai"), name)
+
+    openai = _LazySDK()
 
 STRUCTURED_MODES = ("response_format", "structured_outputs", "none")
 MIN_REQUEST_TIMEOUT = 0.05
@@ -60,24 +74,38 @@ class OpenAICompatibleBackend(ModelBackend):
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.structured_mode = STRUCTURED_MODES[0]
-        # The SDK's default pool (1,000 connections) is enough for hundreds of sessions.
-        self._client = openai.AsyncOpenAI(
-            base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY", timeout=endpoint.timeout or DEFAULT_REQUEST_TIMEOUT,
-            max_retries=0,
-        )
+        self._sdk_client: Any = None
         self._checked = False
+        # Requests go out as the plain JSON body through the SDK's `post`: `chat.completions.create`
+        # first walks the whole body (every message part) against its typed params, ~1-2 ms of CPU per
+        # request. True restores `create` (the benchmarks' previous path, `surfer bench throughput --compare-legacy`).
+        self.typed_requests = False
+
+    @property
+    def _client(self) -> Any:
+        if self._sdk_client is None:
+            endpoint = self.endpoint
+            # The SDK's default pool (1,000 connections) is enough for hundreds of sessions.
+            self._sdk_client = openai.AsyncOpenAI(
+                base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY",
+                timeout=endpoint.timeout or DEFAULT_REQUEST_TIMEOUT, max_retries=0,
+            )
+        return self._sdk_client
 
     @property
     def label(self) -> str:
         return f"{self.endpoint.model} @ {self.endpoint.base_url}"
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     async def check(self) -> None:
         """Preflight: reachable, and the model is listed (when /models exists)."""
         if self._checked:
             return
+        if "openai" not in sys.modules:  # off the event loop: the browser starts meanwhile (Agent._prepare)
+            await asyncio.to_thread(importlib.import_module, "openai")
         try:
             page = await self._with_connect_retries(lambda timeout: self._client.models.list(timeout=timeout))
         except openai.NotFoundError:
@@ -144,6 +172,16 @@ class OpenAICompatibleBackend(ModelBackend):
             body["extra_body"] = extra
         return body
 
+    async def _send(self, body: dict[str, Any], timeout: float) -> Any:
+        if self.typed_requests:
+            return await self._client.chat.completions.create(**body, timeout=timeout)
+        from openai.types.chat import ChatCompletion
+
+        extra = body.pop("extra_body", {})
+        return await self._client.post(
+            "/chat/completions", cast_to=ChatCompletion, body={**body, **extra}, options={"timeout": timeout},
+        )
+
     async def complete(self, request: ModelRequest) -> Completion:
         started = time.perf_counter()
         transient = 0
@@ -151,7 +189,7 @@ class OpenAICompatibleBackend(ModelBackend):
             mode = self.structured_mode
             try:
                 response = await self._with_connect_retries(
-                    lambda timeout: self._client.chat.completions.create(**self._body(request, mode), timeout=timeout)
+                    lambda timeout: self._send(self._body(request, mode), timeout)
                 )
             except ModelServerUnreachable:
                 if not self._may_retry(transient):

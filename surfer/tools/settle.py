@@ -56,7 +56,9 @@ MUTATION_TRACKER = """
 
 # Resolves when the DOM has been quiet for `quiet` ms and no timer started
 # since `since` is due within `horizon` ms of it (bounded chains, so a page
-# that polls forever still settles), or when `timeout` ms have passed.
+# that polls forever still settles), or when `timeout` ms have passed, with
+# [why, the document's title] (the title rides along so the screenshot that
+# follows needs no round trip of its own for it).
 WAIT_FOR_QUIET = """
 async ({ quiet, timeout, since, horizon }) => {
   const t0 = Date.now();
@@ -69,8 +71,8 @@ async ({ quiet, timeout, since, horizon }) => {
     let nextDue = Infinity;
     if (state) for (const t of state.timers.values())
       if (t.created >= since && t.due <= since + horizon) nextDue = Math.min(nextDue, t.due);
-    if (idle >= quiet && nextDue === Infinity) return "quiet";
-    if (now - t0 >= timeout) return "timeout";
+    if (idle >= quiet && nextDue === Infinity) return ["quiet", document.title];
+    if (now - t0 >= timeout) return ["timeout", document.title];
     const wait = nextDue === Infinity ? quiet - idle : Math.max(quiet - idle, nextDue - now + 1);
     await new Promise((r) => setTimeout(r, Math.max(1, Math.min(wait, timeout - (now - t0)))));
   }
@@ -133,15 +135,17 @@ class NetworkTracker:
         return True
 
 
-async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: float) -> str:
+async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: float, seen: dict[str, Any]) -> str:
     from playwright.async_api import Error as PlaywrightError
 
     remaining = max(0.0, deadline - time.monotonic())
+    seen.pop("title", None)
     try:
-        return await page.evaluate(WAIT_FOR_QUIET, {
+        reason, seen["title"] = await page.evaluate(WAIT_FOR_QUIET, {
             "quiet": config.quiet * 1000, "timeout": remaining * 1000,
             "since": mark.wall_ms, "horizon": config.timer_horizon * 1000,
         })
+        return reason
     except PlaywrightError as exc:
         if page.is_closed():
             return "page-closed"
@@ -151,6 +155,7 @@ async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: flo
 
 async def settle_page(
     current: Callable[[], tuple[Any, int]], mark: Mark, tracker: NetworkTracker, config: SettleConfig,
+    seen: dict[str, Any] | None = None,
 ) -> str:
     """Wait until the current page settles after an action taken at `mark`.
 
@@ -158,10 +163,12 @@ async def settle_page(
     (which becomes current) or navigate while we wait. Rounds of
     load → DOM/timer quiet → network idle repeat until one round sees nothing
     new, or the deadline passes. Returns why the wait ended, e.g. "quiet" or
-    "loaded+quiet" or "...+timeout"."""
+    "loaded+quiet" or "...+timeout". `seen` gets the page's `title` as the last
+    in-page check saw it (absent when that check failed)."""
     from playwright.async_api import Error as PlaywrightError
 
     deadline = time.monotonic() + config.timeout
+    seen = {} if seen is None else seen
     seen_navigations, seen_url = mark.navigations, mark.url
     reasons: list[str] = []
     while True:
@@ -173,7 +180,7 @@ async def settle_page(
                 reasons.append("loaded")
             except PlaywrightError:
                 reasons.append("load-timeout")
-        quiet = await _wait_quiet(page, mark, config, deadline)
+        quiet = await _wait_quiet(page, mark, config, deadline, seen)
         if tracker.pending_since(mark.request_seq):
             if not await tracker.wait_idle_since(mark.request_seq, deadline):
                 reasons.append("network-timeout")

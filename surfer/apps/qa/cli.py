@@ -11,16 +11,16 @@ import contextlib
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import typer
 
 from surfer.apps import options
 
-from .cache import ActionCache
-from .outcomes import QaSummary
-from .runner import QaRunner, SuiteRun
-from .suite import Case, Suite, load_suite, parse_vars
+if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads none of them
+    from .outcomes import QaSummary
+    from .runner import QaRunner, SuiteRun
+    from .suite import Case, Suite
 
 DEFAULT_CACHE = "surfer-cache"  # next to the (first) suite file
 
@@ -159,7 +159,11 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from surfer.apps.signals import Interrupted
         from surfer.core.errors import ConfigError
 
+        from .cache import ActionCache
+        from .outcomes import QaSummary
         from .reports import write_reports
+        from .runner import QaRunner, SuiteRun
+        from .suite import load_suite, parse_vars
 
         console = Console(stderr=True)
         out_dir = out or Path("qa-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -1,0 +1,120 @@
+"""`surfer batch`: the command line of surfer/apps/batch.py, kept apart so
+that building the CLI (`surfer --help`) does not import the batch runner,
+pydantic's models or the agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from surfer.apps import options
+from surfer.core.errors import ConfigError
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    @app.command("batch")
+    def batch(
+        tasks_file: Path = typer.Argument(
+            ..., help="JSON lines: {task, url?, id?, max_steps?, max_seconds?, metadata?}."
+        ),
+        out: Path = typer.Option(..., "--out", help="Output directory (results.jsonl + runs/); rerun to resume."),
+        concurrency: str = typer.Option(
+            "8", "--concurrency", "-c", help="Sessions running at once, or 'auto': follow vLLM's /metrics "
+            "(KV cache, waiting requests) and steps/s; a server without /metrics gets a fixed 8."),
+        max_inflight: Optional[int] = typer.Option(
+            None, "--max-inflight", help="Cap on model requests in flight (default: no cap)."
+        ),
+        samples: int = typer.Option(1, "--samples", help="Rollouts per task (ids <id>#<k>), grouped in the export."),
+        retry_errors: bool = typer.Option(
+            False, "--retry-errors", help="On resume, also redo tasks that ended in error."
+        ),
+        base_url: options.BaseUrl = None,
+        model: options.Model = None,
+        api_key: options.ApiKey = None,
+        profile: options.Profile = None,
+        prompt_layout: options.PromptLayout = None,
+        max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Default step limit per task."),
+        max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Default time limit per task."),
+        viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport WxH in CSS pixels."),
+        scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
+        no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
+        upload_file: options.UploadFiles = None,
+        allow_file_urls: options.AllowFileUrls = False,
+        allow_domain: options.AllowDomain = None,
+        block_domain: options.BlockDomain = None,
+        secret: options.Secret = None,
+        approve_all: options.ApproveAll = False,
+        config: options.ConfigFile = None,
+        quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
+        env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
+        replay: options.Replay = None,
+        ray: Optional[str] = typer.Option(
+            None, "--ray", metavar="ADDRESS",
+            help="Run the sessions on a Ray cluster: auto (this machine's), an address, or local (start one here).",
+        ),
+    ) -> None:
+        """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
+        from rich.console import Console
+        from rich.live import Live
+
+        from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.signals import Interrupted, run_interruptible
+
+        console = Console(stderr=True)
+        with options.setup_errors(console):
+            cfg = options.load_cli_config(
+                config,
+                {
+                    "base_url": base_url,
+                    "model": model,
+                    "api_key": api_key,
+                    "profile": profile,
+                    "prompt_layout": prompt_layout,
+                    "max_steps": max_steps,
+                    "max_seconds": max_seconds,
+                    "validate_answers": False if no_validator else None,
+                    **options.safety_overrides(allow_domain, block_domain, approve_all),
+                    "browser": {
+                        "viewport": viewport, "device_scale_factor": scale,
+                        "allow_file_urls": True if allow_file_urls else None,
+                        "upload_files": [str(f) for f in upload_file] if upload_file else None,
+                    },
+                },
+                console,
+            )
+            from surfer.apps.batch import load_tasks, make_batch
+
+            if env not in ("browser", "replay"):
+                raise ConfigError(f"--env must be 'browser' or 'replay' for a batch, got {env!r}")
+            recordings = options.replay_recordings(env, replay)
+            items = load_tasks(tasks_file, samples)
+            job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
+                             retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
+                             ray_address=ray, say=console.print)
+        live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
+        try:
+            if live:
+                live.start()
+            with options.setup_errors(console):  # --ray: a cluster that cannot be joined or a worker that cannot start
+                summary = run_interruptible(job.run())
+        except Interrupted as stop:
+            if live:
+                live.stop()
+            console.print(
+                f"[yellow]interrupted[/yellow] by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; "
+                "run the same command again to resume."
+            )
+            raise typer.Exit(stop.exit_code) from None
+        if live:
+            live.stop()
+        console.print(job.stats.line())
+        console.print(f"statuses: {summary.statuses}  ·  results: {out / 'results.jsonl'}")
+        if summary.concurrency and summary.concurrency.get("decisions"):
+            limits = [d["limit"] for d in summary.concurrency["decisions"]]
+            console.print(f"concurrency auto: sessions {limits[0]} → {limits[-1]} (range {min(limits)}–{max(limits)})")
+        if summary.stopped:
+            console.print(f"[red]batch stopped:[/red] {summary.stopped}")
+            raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
+        raise typer.Exit(EXIT_OK if summary.finished + summary.skipped == summary.total else EXIT_FAILED)

@@ -1,0 +1,79 @@
+"""Typing text: one `insertText` where the page cannot tell, per-key events
+where it listens to keys.
+
+Per-key typing sends keydown / keypress / input / keyup for every character
+(~3 DevTools commands each, through Playwright's driver): for "value 0" some
+5 ms of Chromium's CPU and 20 driver commands, against one check and one
+command for an insert. An insert fires `beforeinput` and `input` like typing does, but no
+key events, so it is used only when nothing on the page listens to keys:
+`KEY_LISTENERS` (an init script in every frame) notes any keydown / keyup /
+keypress listener or handler the page adds, and `MAY_INSERT` allows an insert
+only into a focused text field of the main frame (not one inside an iframe, not
+one with a datalist or an open surfer popup, whose key handling
+widgets.js owns) when no such listener exists. Otherwise the caller types
+key by key. (It runs after widgets.js, whose own key handling does not count.)
+"""
+
+from __future__ import annotations
+
+KEY_LISTENERS = """
+(() => {
+  if (window.__surferKeys) return;
+  const state = window.__surferKeys = { listening: false };
+  const KEYS = new Set(['keydown', 'keyup', 'keypress']);
+  const add = EventTarget.prototype.addEventListener;
+  EventTarget.prototype.addEventListener = function (type, listener, options) {
+    if (KEYS.has(type) && listener) state.listening = true;
+    return add.call(this, type, listener, options);
+  };
+  for (const proto of [HTMLElement.prototype, Document.prototype, Window.prototype, SVGElement.prototype]) {
+    for (const name of ['onkeydown', 'onkeyup', 'onkeypress']) {
+      const d = Object.getOwnPropertyDescriptor(proto, name);
+      if (!d || !d.set) continue;
+      Object.defineProperty(proto, name, { ...d, set(value) { if (value) state.listening = true; d.set.call(this, value); } });
+    }
+  }
+})();
+"""
+
+# True when `text` may go in as one insert (Input.insertText: `beforeinput` and
+# `input` as from an input method, no key events), false when the caller must
+# type it key by key. With `clear` it also selects the field's content, which
+# the insert then replaces (what Ctrl+A, Delete and typing do, without keys).
+MAY_INSERT = r"""
+({ text, clear }) => {
+  if (/[\n\r\t]/.test(text)) return false;  // Enter and Tab are keys: they submit forms and move focus
+  const keys = window.__surferKeys;
+  if (!keys || keys.listening || document.querySelector('[onkeydown],[onkeyup],[onkeypress]')) return false;
+  let el = document.activeElement;
+  if (!el || el.shadowRoot || el.tagName === 'IFRAME' || el.tagName === 'FRAME') return false;
+  if (window.__surferWidgets && window.__surferWidgets.open) return false;
+  const textual = el instanceof HTMLTextAreaElement || (el instanceof HTMLInputElement && !el.list &&
+    ['text', 'search', 'email', 'url', 'tel', 'password', 'number', ''].includes(el.type));
+  if (!textual && !el.isContentEditable) return false;
+  if (el.disabled || el.readOnly) return false;
+  if (clear) {
+    try {
+      if (el.isContentEditable) getSelection().selectAllChildren(el); else el.select();
+    } catch (e) { return false; }
+  }
+  return true;
+}
+"""
+
+# A caret that does not blink (CSS `caret-animation: manual`, Chromium >= 139):
+# a blinking caret repaints its page twice a second, ~5 ms of Chromium's CPU
+# per second per session with a focused field, all the while the model thinks
+# (measured here; 0 without the blink). The caret stays drawn, so screenshots
+# show where the focus is, the same every time. An adopted style sheet adds no
+# node to the page; a page that replaces `document.adoptedStyleSheets` gets
+# its blink back, nothing else.
+STILL_CARET = """
+(() => {
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync('* { caret-animation: manual !important; }');
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  } catch (e) { /* an older Chromium: the caret blinks */ }
+})();
+"""
