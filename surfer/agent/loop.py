@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 from surfer.core.actions import Answer, Fail, targets_of, with_points
 from surfer.core.deadline import run_deadline
 from surfer.core.errors import (
-    ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
+    ActionFailed, ActionNotSupported, BrowserCrashed, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
 )
 from surfer.models.backend import ModelBackend
 from surfer.models.imaging import prepare_image
@@ -70,6 +70,8 @@ def _error_kind(exc: SurferError) -> str:
         return "config"
     if isinstance(exc, ModelServerUnreachable):
         return "unreachable"
+    if isinstance(exc, BrowserCrashed):
+        return "browser_crash"
     if isinstance(exc, (EnvironmentFailure, ActionFailed, ActionNotSupported)):
         return "environment"  # e.g. the start URL cannot be opened
     return "model" if isinstance(exc, RunError) else "internal"
@@ -582,6 +584,8 @@ class Agent:
                         else:
                             outcome = {"status": "failed", "answer": answer, "data": data, "reason": f"{why}; final answer rejected: {reason}"}
                 except (StepFailed, EnvironmentFailure) as exc:
+                    if isinstance(exc, BrowserCrashed):
+                        raise
                     record.error = str(exc)
                     outcome = {"status": "limit", "reason": f"{why}; no final answer ({exc})"}
         except TimeoutError:

@@ -49,6 +49,7 @@ from surfer.models.backend import ModelBackend
 FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
+BROWSER_DIED = "the browser crashed (the Chromium process died)"
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
 RUNS = "runs"
 TMP_PREFIX = ".tmp-"
@@ -183,6 +184,7 @@ class BatchStats:
     succeeded: int = 0
     errors: int = 0
     running: int = 0
+    browser_crashes: int = 0  # attempts ended by a crashed browser or page (retried, or recorded as errors)
     steps: int = 0
     tokens: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -210,6 +212,7 @@ class BatchStats:
             "succeeded": self.succeeded,
             "errors": self.errors,
             "running": self.running,
+            "browser_crashes": self.browser_crashes,
             "success_rate": self.succeeded / self.done if self.done else None,
             "steps": self.steps,
             "steps_per_s": self.steps / elapsed,
@@ -226,7 +229,7 @@ class BatchStats:
         p95 = f"{s['step_p95']:.2f}s" if s["step_p95"] is not None else "-"
         return (
             f"done {s['done'] + s['skipped']}/{s['total']} (skipped {s['skipped']}) · running {s['running']} · "
-            f"success {rate} · errors {s['errors']} · {s['steps_per_s']:.2f} steps/s · "
+            f"success {rate} · errors {s['errors']} · browser crashes {s['browser_crashes']} · {s['steps_per_s']:.2f} steps/s · "
             f"{s['tokens_per_s']:.0f} tokens/s · step p50 {p50} p95 {p95}"
         )
 
@@ -279,10 +282,11 @@ class SharedBrowser:
         async with self._lock:
             if self.browser is not dead:
                 return  # another session relaunched it already
-            try:
-                await dead.close()
-            except Exception:  # noqa: BLE001 - it is dead already
-                pass
+            if dead.is_connected():  # a killed Chromium's connection is gone: closing it would never answer
+                try:
+                    await asyncio.wait_for(dead.close(), 10)
+                except Exception:  # noqa: BLE001 - it is dying already
+                    pass
             self.browser = await launch_chromium(self._playwright, headless=self.headless)
             self.relaunches += 1
 
@@ -383,6 +387,7 @@ class Batch:
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
         secrets: Any = None,
+        crash_retries: int = 1,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
@@ -396,6 +401,9 @@ class Batch:
         self.concurrency = concurrency
         self.max_inflight = max_inflight
         self.retry_errors = retry_errors
+        if crash_retries < 0:
+            raise ConfigError(f"--crash-retries must be 0 or more, got {crash_retries}")
+        self.crash_retries = crash_retries  # reruns of a task whose browser or page crashed under it
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
@@ -483,6 +491,8 @@ class Batch:
                 reason=f"cut off {HARD_LIMIT_GRACE:g} s past the time limit of {config.max_seconds:g} s",
             )
         except Exception as exc:  # noqa: BLE001 - recorded for this task; the batch goes on
+            if not self._browser.alive(browser):
+                return RunResult(status="error", task=task.task, url=task.url, reason=BROWSER_DIED, error_kind="browser_crash")
             return RunResult(
                 status="error", task=task.task, url=task.url, reason=f"internal error: {exc!r}", error_kind="internal"
             )
@@ -496,15 +506,22 @@ class Batch:
         tmp = self.runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:6]}"
         config = self._task_config(task)
         started = time.monotonic()
-        for attempt in (1, 2):
+        crashes = 0
+        while True:
             browser = await self._browser.get()
             result = await self._attempt(task, config, browser, tmp)
-            if result.status == "error" and not self._browser.alive(browser) and attempt == 1:
-                # the shared browser died under this session: not the task's fault
+            if result.status != "error" or (result.error_kind != "browser_crash" and self._browser.alive(browser)):
+                break
+            # Chromium or the page died under this session: not the task's fault
+            if result.error_kind != "browser_crash":
+                result = result.model_copy(update={"error_kind": "browser_crash", "reason": f"{BROWSER_DIED} ({result.reason})"})
+            crashes += 1
+            self.stats.browser_crashes += 1
+            if not self._browser.alive(browser):
                 await self._browser.relaunch(browser)
-                await asyncio.to_thread(shutil.rmtree, tmp, True)
-                continue
-            break
+            if crashes > self.crash_retries:
+                break
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             # stopped (Ctrl-C) while the run was failing: an error caused by the stop is not the task's
@@ -529,6 +546,7 @@ class Batch:
             "reason": result.reason,
             "error_kind": result.error_kind,
             "steps": result.steps,
+            "browser_crashes": crashes,
             "seconds": round(time.monotonic() - started, 3),
             "usage": result.usage.model_dump(),
             "run_dir": f"{RUNS}/{name}",
