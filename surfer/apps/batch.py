@@ -647,6 +647,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         secret: options.Secret = None,
         approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
+        crash_retries: int = typer.Option(
+            1, "--crash-retries", help="Reruns of a task whose browser or page crashed under it."
+        ),
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
@@ -679,7 +682,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             )
             items = load_tasks(tasks_file, samples)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
-                        secrets=options.secrets_from(secret))
+                        secrets=options.secrets_from(secret), crash_retries=crash_retries)
         live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
         try:
             if live:
