@@ -2,12 +2,12 @@
 
 from .config import AgentConfig, BrowserSettings, RoleSettings, load_config
 from .events import (
-    ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
+    ActionPerformed, ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
 )
 from .loop import Agent
 from .result import RunResult
 
 __all__ = [
     "ActionPerformed", "Agent", "AgentConfig", "BrowserSettings", "ErrorOccurred", "Event", "Finished",
-    "ModelCalled", "RoleSettings", "RunResult", "RunStarted", "StepFinished", "StepStarted", "Validated", "load_config",
+    "ModelAsked", "ModelCalled", "RoleSettings", "RunResult", "RunStarted", "StepFinished", "StepStarted", "Validated", "load_config",
 ]

@@ -122,6 +122,14 @@ class StepStarted:
 
 
 @dataclass
+class ModelAsked:
+    """A request to `role`'s model is about to go out (the answer comes as ModelCalled)."""
+
+    step: int
+    role: str
+
+
+@dataclass
 class ModelCalled:
     step: int
     call: ModelCall
@@ -158,4 +166,4 @@ class Finished:
     result: Any  # RunResult (kept loose to avoid an import cycle)
 
 
-Event = Union[RunStarted, StepStarted, ModelCalled, ActionPerformed, Validated, StepFinished, ErrorOccurred, Finished]
+Event = Union[RunStarted, StepStarted, ModelAsked, ModelCalled, ActionPerformed, Validated, StepFinished, ErrorOccurred, Finished]

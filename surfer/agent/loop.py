@@ -34,7 +34,7 @@ from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decis
 from .confirm import ask as ask_confirmer
 from .control import RunControl, RunHandle
 from .events import (
-    ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
+    ActionPerformed, ErrorOccurred, Event, Finished, ModelAsked, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
     StepStarted, Validated, Verdict,
 )
 from .memory import Memory
@@ -469,6 +469,7 @@ class Agent:
             sink = self._sink(run, record)
             try:
                 observation, prepared = await self._observe(env, memory, record)
+                await run.emit(ModelAsked(index, "policy"))
                 decision = await self.policy.decide(memory, observation, sink, answer=run.answer)
                 record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
                 if decision.notes:
@@ -480,7 +481,10 @@ class Agent:
                     memory.add_history(index, action.describe(), "gave up")
                     verdict_outcome = ("failed", None, action.reason)
                 else:
-                    points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
+                    points = []
+                    for target in targets_of(action):
+                        await run.emit(ModelAsked(index, "localizer"))
+                        points.append(await self.localizer.locate(target, prepared, sink))
                     record.points = points
                     record.action = action = with_points(action, points)
                     if await self._confirmed(run, memory, record, action, observation.notices):
@@ -551,6 +555,7 @@ class Agent:
         if not self.config.validate_answers:
             memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
             return ("success", answer, None)
+        await run.emit(ModelAsked(record.index, "validator"))
         verdict: Verdict = await self.validator.judge(run.task, judged, list(memory.images), sink)
         record.verdicts.append(verdict)
         await run.emit(Validated(record.index, verdict))
@@ -572,6 +577,7 @@ class Agent:
                 sink = self._sink(run, record)
                 try:
                     observation, _ = await self._observe(env, memory, record)
+                    await run.emit(ModelAsked(index, "policy"))
                     decision = await self.policy.decide(memory, observation, sink, final=True, answer=run.answer)
                     record.thought, record.action = decision.thought, decision.action
                     if isinstance(decision.action, Fail):

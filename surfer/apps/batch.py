@@ -653,13 +653,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
-        from rich.console import Console
         from rich.live import Live
 
         from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
         from surfer.apps.signals import Interrupted, run_interruptible
 
-        console = Console(stderr=True)
+        console = options.console(stderr=True)
         with options.setup_errors(console):
             cfg = options.load_cli_config(
                 config,
@@ -691,9 +690,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         except Interrupted as stop:
             if live:
                 live.stop()
-            console.print(
-                f"[yellow]interrupted[/yellow] by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; "
-                "run the same command again to resume."
+            options.say(
+                console, "interrupted", "yellow",
+                f"by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; run the same command again to resume.",
             )
             raise typer.Exit(stop.exit_code) from None
         if live:
@@ -701,6 +700,6 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         console.print(job.stats.line())
         console.print(f"statuses: {summary.statuses}  ·  results: {out / 'results.jsonl'}")
         if summary.stopped:
-            console.print(f"[red]batch stopped:[/red] {summary.stopped}")
+            options.say(console, "batch stopped:", "red", summary.stopped)
             raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
         raise typer.Exit(EXIT_OK if summary.finished + summary.skipped == summary.total else EXIT_FAILED)
