@@ -34,7 +34,7 @@ from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decis
 from .confirm import ask as ask_confirmer
 from .control import RunControl, RunHandle
 from .events import (
-    ActionPerformed, ErrorOccurred, Event, Finished, ModelAsked, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
+    ActionPerformed, ErrorOccurred, Event, Finished, ModelAsked, ModelCall, ModelCalled, Observed, RunStarted, StepFinished, StepRecord,
     StepStarted, Validated, Verdict,
 )
 from .memory import Memory
@@ -469,6 +469,7 @@ class Agent:
             sink = self._sink(run, record)
             try:
                 observation, prepared = await self._observe(env, memory, record)
+                await run.emit(Observed(index, record.url or "", record.screenshot or b"", record.screenshot_ext))
                 await run.emit(ModelAsked(index, "policy"))
                 decision = await self.policy.decide(memory, observation, sink, answer=run.answer)
                 record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action

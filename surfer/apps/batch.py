@@ -189,6 +189,24 @@ class BatchStats:
     tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     step_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
+    waiting: Any = None  # () -> the sessions' model calls in flight (surfer.apps.live.Waiting)
+    latencies: dict[str, list[float]] = field(default_factory=dict)  # model-call seconds per role, since the last metrics line
+    _spin: Any = None
+
+    def model_latency(self, role: str, seconds: float) -> None:
+        self.latencies.setdefault(role, []).append(seconds)
+
+    def metrics(self) -> dict[str, Any]:
+        """One line of metrics.jsonl (latency percentiles over the calls since the previous line)."""
+        from surfer.apps.sessions import percentiles
+
+        latencies, self.latencies = self.latencies, {}
+        return {
+            "t": round(time.time(), 3), "elapsed": round(time.monotonic() - self.started, 3), "steps": self.steps,
+            "done": self.done, "succeeded": self.succeeded, "errors": self.errors, "running": self.running,
+            "browser_crashes": self.browser_crashes,
+            "latency": {role: percentiles(values) for role, values in latencies.items()},
+        }
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, StepFinished):
@@ -233,13 +251,36 @@ class BatchStats:
             f"{s['tokens_per_s']:.0f} tokens/s · step p50 {p50} p95 {p95}"
         )
 
+    def waiting_line(self) -> str | None:
+        """The model calls in flight: how many per role, and the longest wait."""
+        waiting = self.waiting() if self.waiting else []
+        if not waiting:
+            return None
+        roles: dict[str, int] = {}
+        for w in waiting:
+            roles[w.role] = roles.get(w.role, 0) + 1
+        longest = max(time.monotonic() - w.since for w in waiting)
+        return "asking the model: " + " · ".join(f"{role} ×{n}" for role, n in roles.items()) + f" · longest {longest:.0f}s"
+
     def __rich__(self) -> Any:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
+        from rich.text import Text
 
         grid = Table.grid(padding=(0, 1))
-        grid.add_row(ProgressBar(total=max(1, self.total), completed=self.done + self.skipped, width=40), self.line())
+        grid.add_row(ProgressBar(total=max(1, self.total), completed=self.done + self.skipped, width=40), Text(self.line()))
+        waiting = self.waiting_line()
+        if waiting:
+            grid.add_row(self._spinner, Text(waiting))
         return grid
+
+    @property
+    def _spinner(self) -> Any:
+        if self._spin is None:
+            from rich.spinner import Spinner
+
+            self._spin = Spinner("dots")
+        return self._spin
 
 
 # -- the shared browser ---------------------------------------------------------
@@ -411,6 +452,10 @@ class Batch:
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
         self._browser = SharedBrowser(headless=config.browser.headless)
+        from surfer.apps.sessions import BatchFiles
+
+        self.files = BatchFiles(self.out_dir)
+        self.stats.waiting = self.files.waiting
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
         self._statuses: dict[str, int] = {}
@@ -434,11 +479,15 @@ class Batch:
         await asyncio.to_thread(self._clean_stale)
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
+        await asyncio.to_thread(self.files.start, self.tasks)
         if todo:
             await self._browser.start()
+        metrics = asyncio.create_task(self.files.write_metrics(self.stats))
         try:
             await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
         finally:
+            metrics.cancel()
+            await asyncio.gather(metrics, return_exceptions=True)
             await asyncio.shield(self._browser.close())
             if self._owns_backend:
                 for backend in {id(b): b for b in self.backends.values()}.values():
@@ -475,11 +524,12 @@ class Batch:
 
         return browser_environment(self.config, browser)
 
-    async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
+    async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path, watch: Any) -> RunResult:
         from surfer.agent.loop import Agent
 
         env = self._environment(browser)
-        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners], secrets=self.secrets)
+        listeners = [self.stats, watch, *self.listeners]
+        agent = Agent(config, environment=env, backends=self.backends, listeners=listeners, secrets=self.secrets)
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
                 return await agent.run(task.task, task.url, out_dir=tmp)
@@ -506,10 +556,17 @@ class Batch:
         tmp = self.runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:6]}"
         config = self._task_config(task)
         started = time.monotonic()
+        watch = self.files.session(name, task, self.stats)
+        try:
+            await self._run_attempts(task, name, tmp, config, watch, started)
+        finally:
+            await asyncio.shield(self.files.end(task.id))
+
+    async def _run_attempts(self, task: BatchTask, name: str, tmp: Path, config: AgentConfig, watch: Any, started: float) -> None:
         crashes = 0
         while True:
             browser = await self._browser.get()
-            result = await self._attempt(task, config, browser, tmp)
+            result = await self._attempt(task, config, browser, tmp, watch)
             if result.status != "error" or (result.error_kind != "browser_crash" and self._browser.alive(browser)):
                 break
             # Chromium or the page died under this session: not the task's fault
@@ -522,6 +579,7 @@ class Batch:
             if crashes > self.crash_retries:
                 break
             await asyncio.to_thread(shutil.rmtree, tmp, True)
+            await watch.retry()
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             # stopped (Ctrl-C) while the run was failing: an error caused by the stop is not the task's
@@ -651,6 +709,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             1, "--crash-retries", help="Reruns of a task whose browser or page crashed under it."
         ),
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
+        dashboard: bool = typer.Option(False, "--dashboard", help="Serve the live page (surfer view) while the batch runs."),
+        dashboard_port: int = typer.Option(8765, "--dashboard-port", help="Port of --dashboard (on 127.0.0.1)."),
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
         from rich.live import Live
@@ -682,11 +742,26 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             items = load_tasks(tasks_file, samples)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
                         secrets=options.secrets_from(secret), crash_retries=crash_retries)
-        live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
+        live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
+
+        async def main() -> BatchSummary:
+            server = None
+            if dashboard:
+                from surfer.apps.view.server import ViewServer
+
+                with options.setup_errors(console):
+                    server = await ViewServer(out, port=dashboard_port).start()
+                options.say(console, "dashboard:", "bold cyan", server.url)
+            try:
+                return await job.run()
+            finally:
+                if server is not None:
+                    await server.stop()
+
         try:
             if live:
                 live.start()
-            summary = run_interruptible(job.run())
+            summary = run_interruptible(main())
         except Interrupted as stop:
             if live:
                 live.stop()
@@ -698,7 +773,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         if live:
             live.stop()
         console.print(job.stats.line())
-        console.print(f"statuses: {summary.statuses}  ·  results: {out / 'results.jsonl'}")
+        options.say(console, "statuses:", "", f"{summary.statuses}  ·  results: {out / 'results.jsonl'}")
         if summary.stopped:
             options.say(console, "batch stopped:", "red", summary.stopped)
             raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)

@@ -170,6 +170,7 @@ COMMAND_MODULES = [
     "surfer.apps.demo",
     "surfer.apps.overhead",
     "surfer.apps.batch",
+    "surfer.apps.view",
     "surfer.apps.export",
     "surfer.apps.miniwob",
     "surfer.apps.throughput",
