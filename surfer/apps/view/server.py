@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import mimetypes
 import secrets
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,22 @@ def safe_file(root: Path, relative: str) -> Path | None:
     if not target.is_relative_to(root) or not target.is_file():
         return None
     return target
+
+
+SMALL_FILE = 512 * 1024
+
+
+def _small_file(root: Path, relative: str) -> tuple[Path, bytes | None] | None:
+    """The file (as `safe_file`) and, when it is small, its bytes."""
+    target = safe_file(root, relative)
+    if target is None:
+        return None
+    try:
+        if target.stat().st_size <= SMALL_FILE:
+            return target, target.read_bytes()
+    except OSError:
+        return None
+    return target, None
 
 
 def create_app(out_dir: str | Path, *, token: str | None = None) -> Any:
@@ -113,10 +130,14 @@ def create_app(out_dir: str | Path, *, token: str | None = None) -> Any:
     async def files(request: Request) -> Response:
         if not authorised(request):
             return refuse()
-        target = await asyncio.to_thread(safe_file, root, request.path_params["path"])
-        if target is None:
+        found = await asyncio.to_thread(_small_file, root, request.path_params["path"])
+        if found is None:
             return PlainTextResponse("not found", status_code=404)
-        response = FileResponse(target)
+        target, data = found
+        if data is not None:  # thumbnails, state: one read in the same thread hop, no streaming
+            response: Response = Response(data, media_type=mimetypes.guess_type(target.name)[0] or "application/octet-stream")
+        else:
+            response = FileResponse(target)
         if target.suffix in (".html", ".htm"):  # a report: its own scripts only, nothing from elsewhere
             response.headers["Content-Security-Policy"] = (
                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:"

@@ -78,6 +78,14 @@ class OutDir:
         self.results = JsonLines(self.root / "results.jsonl")
         self.metrics = JsonLines(self.root / METRICS_FILE)
         self._runs: dict[str, dict[str, Any]] = {}  # finished run directories (runs/ folder, single run)
+        self._derived: dict[str, tuple[Any, Any]] = {}  # what is computed from a file, by its row count
+
+    def _cached(self, name: str, key: Any, compute: Any) -> Any:
+        """`compute()` again only when `key` (e.g. the rows read so far) changed: polls of an unchanged file cost nothing."""
+        cached = self._derived.get(name)
+        if cached is None or cached[0] != key:
+            cached = self._derived[name] = (key, compute())
+        return cached[1]
 
     @property
     def kind(self) -> str:
@@ -164,7 +172,8 @@ class OutDir:
     def snapshot(self, since: int = 0) -> dict[str, Any]:
         batch = _read_json(self.root / BATCH_FILE) if self.kind == "batch" else None
         if self.kind == "batch":
-            finished, running = self._batch_finished(), self._running_sessions()
+            finished = self._cached("finished", len(self.results.read()), self._batch_finished)
+            running = self._running_sessions()
         else:
             finished, running = self._from_run_dirs()
         finished_ids = {row["id"] for row in finished}
@@ -181,12 +190,13 @@ class OutDir:
             "running": running,
             "queued": queued[:200], "queued_count": len(queued),
             "finished": finished[since:], "finished_count": len(finished),
-            "failures": self._failures(finished),
-            "charts": self._charts(finished, metrics, (batch or {}).get("started_at")),
+            "failures": self._cached("failures", (len(finished), len(self.results.rows)), lambda: self._failures(finished)),
+            "charts": self._cached("charts", len(metrics), lambda: self._charts(metrics)),
         }
 
     def _totals(self, batch: Any, finished: list[dict[str, Any]], running: list[Any], total: int, metrics: list[Any]) -> dict[str, Any]:
-        count = {s: sum(1 for r in finished if r["status"] == s) for s in ("success", "failure", "error")}
+        count = self._cached("counts", len(finished), lambda: {
+            s: sum(1 for r in finished if r["status"] == s) for s in ("success", "failure", "error")})
         done = len(finished)
         started = (batch or {}).get("started_at")
         elapsed = None
@@ -196,12 +206,12 @@ class OutDir:
                 end = metrics[-1].get("t", end)
             elapsed = max(0.0, end - started)
         last = metrics[-1] if metrics else {}
-        steps = sum(r.get("steps") or 0 for r in finished)
+        steps = self._cached("steps", len(finished), lambda: sum(r.get("steps") or 0 for r in finished))
         steps_per_s = (last.get("steps", 0) / last["elapsed"]) if last.get("elapsed") else None
         eta = (total - done) * elapsed / done if elapsed and done and done < total else None
         return {
             "done": done, "total": total, "running": len(running), **count,
-            "browser_crashes": sum(r.get("browser_crashes") or 0 for r in finished),
+            "browser_crashes": self._cached("crashes", len(finished), lambda: sum(r.get("browser_crashes") or 0 for r in finished)),
             "steps": steps, "steps_per_s": steps_per_s, "elapsed": elapsed, "eta": eta,
         }
 
@@ -219,7 +229,7 @@ class OutDir:
         return sorted(groups.values(), key=lambda g: -g["count"])
 
     @staticmethod
-    def _charts(finished: list[dict[str, Any]], metrics: list[dict[str, Any]], started: float | None) -> dict[str, Any]:
+    def _charts(metrics: list[dict[str, Any]]) -> dict[str, Any]:
         series: dict[str, Any] = {"t": [], "done": [], "success_rate": [], "steps_per_s": [], "latency": {}}
         previous = None
         for line in metrics[-600:]:
