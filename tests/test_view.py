@@ -132,3 +132,40 @@ async def test_view_off_loopback_needs_the_token(tmp_path):
         assert status == 200
     finally:
         await local.stop()
+
+
+async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tmp_path):
+    from PIL import Image
+
+    attack = "<img src=x onerror=\"document.title='owned'\"><b id=injected>bold</b>"
+    finished, running = tmp_path / "20260101-a", tmp_path / "20260101-b"
+    for run_dir in (finished, running):
+        (run_dir / "screenshots").mkdir(parents=True)
+        (run_dir / "run.json").write_text(json.dumps({"task": f"task {attack}", "url": "https://example.com"}))
+    (finished / "result.json").write_text(json.dumps(
+        {"status": "success", "task": attack, "answer": attack, "steps": 2, "timings": {"seconds": 3.5}}))
+    (finished / "report.html").write_text("<p>the report</p>")
+    Image.new("RGB", (640, 400), (200, 220, 240)).save(running / "screenshots" / "step-001.jpg")
+    (running / "trajectory.jsonl").write_text(json.dumps({"index": 1, "thought": attack}) + "\n")
+    view = await ViewServer(tmp_path, port=0).start()
+    context = await shared_browser.new_context()
+    page = await context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    try:
+        await page.goto(view.url)
+        await page.wait_for_function("() => document.body.dataset.loaded === '1'")
+        assert "1/2" in await page.locator("[data-summary]").inner_text()
+        row = page.locator('tr[data-task-id="20260101-a"][data-status=success]')
+        assert attack in await row.inner_text()
+        card = page.locator('[data-task-id="20260101-b"][data-status=running]')
+        assert attack in await card.inner_text()
+        await page.wait_for_function(
+            "() => document.querySelector('[data-status=running] img').naturalWidth > 0")
+        assert await page.locator("#injected").count() == 0 and await page.title() == "surfer view"
+        await page.locator('[data-filter=failure]').click()
+        assert await row.is_hidden()
+        assert problems == []
+    finally:
+        await context.close()
+        await view.stop()
