@@ -76,3 +76,15 @@ async def test_suggest_profile_for_an_unreachable_endpoint_says_so() -> None:
 
     with pytest.raises(ModelServerUnreachable, match="cannot reach"):
         await suggest_profile_for_endpoint("http://127.0.0.1:9/v1")
+
+
+def test_policy_schema_requires_every_action_tag_and_raw_newlines_parse() -> None:
+    """Structured-output engines fill in only required fields: a variant whose `type` has a
+    default once let `{"action": {}}` through (seen with random-weight models under xgrammar)."""
+    from surfer.agent.roles import PolicyDecision
+    from surfer.models.schema import portable_schema
+
+    schema = portable_schema(PolicyDecision.model_json_schema())
+    variants = schema["properties"]["action"]["anyOf"]
+    assert len(variants) > 10 and all("type" in v["required"] for v in variants)
+    assert parse_json_object('{"thought": "line one\nline\ttwo", "action": {"type": "back"}}')["thought"] == "line one\nline\ttwo"

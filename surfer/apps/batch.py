@@ -427,9 +427,13 @@ class Batch:
         backend: ModelBackend | None = None,
         retry_errors: bool = False,
         listeners: list[Any] | None = None,
+        replay: list[Any] | None = None,
         secrets: Any = None,
         crash_retries: int = 1,
     ) -> None:
+        """`replay`: recordings (surfer.tools.replay.Recording) to play back instead of a
+        browser; task k gets the one its metadata names (`"replay": name`), else number k mod n,
+        its screenshots marked with k so that no two tasks send the same images."""
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
         if max_inflight is not None and max_inflight < 1:
@@ -451,6 +455,8 @@ class Batch:
         self.secrets = secrets
         self.backends = shared_backends(config, max_inflight, backend)
         self._owns_backend = backend is None
+        self.replay = list(replay or [])
+        self._replay_of = self._assign_recordings()
         self._browser = SharedBrowser(headless=config.browser.headless)
         from surfer.apps.sessions import BatchFiles
 
@@ -461,6 +467,19 @@ class Batch:
         self._statuses: dict[str, int] = {}
 
     # -- preparation -------------------------------------------------------------
+
+    def _assign_recordings(self) -> dict[str, Any]:
+        if not self.replay:
+            return {}
+        by_name = {r.name: r for r in self.replay}
+        chosen: dict[str, Any] = {}
+        for number, task in enumerate(self.tasks):
+            wanted = task.metadata.get("replay")
+            if wanted is not None and wanted not in by_name:
+                raise ConfigError(f"task {task.id!r} asks for recording {wanted!r}; recorded: {', '.join(by_name)}")
+            recording = by_name[wanted] if wanted is not None else self.replay[number % len(self.replay)]
+            chosen[task.id or ""] = (recording, number)
+        return chosen
 
     def _clean_stale(self) -> None:
         if self.runs_dir.exists():
@@ -480,7 +499,7 @@ class Batch:
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
         await asyncio.to_thread(self.files.start, self.tasks)
-        if todo:
+        if todo and not self.replay:
             await self._browser.start()
         metrics = asyncio.create_task(self.files.write_metrics(self.stats))
         try:
@@ -519,7 +538,12 @@ class Batch:
             update["max_seconds"] = task.max_seconds
         return self.config.model_copy(update=update) if update else self.config
 
-    def _environment(self, browser: Any) -> Any:
+    def _environment(self, task: BatchTask, browser: Any) -> Any:
+        if self.replay:
+            from surfer.tools.replay import ReplayEnvironment
+
+            recording, number = self._replay_of[task.id or ""]
+            return ReplayEnvironment(recording, variant=number)  # each task its own images
         from surfer.agent.environments import browser_environment
 
         return browser_environment(self.config, browser)
@@ -527,7 +551,7 @@ class Batch:
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path, watch: Any) -> RunResult:
         from surfer.agent.loop import Agent
 
-        env = self._environment(browser)
+        env = self._environment(task, browser)
         listeners = [self.stats, watch, *self.listeners]
         agent = Agent(config, environment=env, backends=self.backends, listeners=listeners, secrets=self.secrets)
         try:
@@ -541,7 +565,7 @@ class Batch:
                 reason=f"cut off {HARD_LIMIT_GRACE:g} s past the time limit of {config.max_seconds:g} s",
             )
         except Exception as exc:  # noqa: BLE001 - recorded for this task; the batch goes on
-            if not self._browser.alive(browser):
+            if browser is not None and not self._browser.alive(browser):
                 return RunResult(status="error", task=task.task, url=task.url, reason=BROWSER_DIED, error_kind="browser_crash")
             return RunResult(
                 status="error", task=task.task, url=task.url, reason=f"internal error: {exc!r}", error_kind="internal"
@@ -565,16 +589,17 @@ class Batch:
     async def _run_attempts(self, task: BatchTask, name: str, tmp: Path, config: AgentConfig, watch: Any, started: float) -> None:
         crashes = 0
         while True:
-            browser = await self._browser.get()
+            browser = None if self.replay else await self._browser.get()
             result = await self._attempt(task, config, browser, tmp, watch)
-            if result.status != "error" or (result.error_kind != "browser_crash" and self._browser.alive(browser)):
+            died = browser is not None and not self._browser.alive(browser)
+            if result.status != "error" or (result.error_kind != "browser_crash" and not died):
                 break
             # Chromium or the page died under this session: not the task's fault
             if result.error_kind != "browser_crash":
                 result = result.model_copy(update={"error_kind": "browser_crash", "reason": f"{BROWSER_DIED} ({result.reason})"})
             crashes += 1
             self.stats.browser_crashes += 1
-            if not self._browser.alive(browser):
+            if died:
                 await self._browser.relaunch(browser)
             if crashes > self.crash_retries:
                 break
@@ -653,6 +678,7 @@ async def run_batch(
     backend: ModelBackend | None = None,
     retry_errors: bool = False,
     listeners: list[Any] | None = None,
+    replay: list[Any] | None = None,
     secrets: Any = None,
 ) -> BatchSummary:
     """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
@@ -666,6 +692,7 @@ async def run_batch(
         backend=backend,
         retry_errors=retry_errors,
         listeners=listeners,
+        replay=replay,
         secrets=secrets,
     )
     return await batch.run()
@@ -711,6 +738,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
         dashboard: bool = typer.Option(False, "--dashboard", help="Serve the live page (surfer view) while the batch runs."),
         dashboard_port: int = typer.Option(8765, "--dashboard-port", help="Port of --dashboard (on 127.0.0.1)."),
+        env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
+        replay: options.Replay = None,
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
         from rich.live import Live
@@ -739,9 +768,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 },
                 console,
             )
+            if env not in ("browser", "replay"):
+                raise ConfigError(f"--env must be 'browser' or 'replay' for a batch, got {env!r}")
+            recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
             job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
-                        secrets=options.secrets_from(secret), crash_retries=crash_retries)
+                        replay=recordings, secrets=options.secrets_from(secret), crash_retries=crash_retries)
         live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
 
         async def main() -> BatchSummary:

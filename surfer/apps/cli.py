@@ -80,7 +80,8 @@ def run(
     upload_file: options.UploadFiles = None,
     config: options.ConfigFile = None,
     as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
-    env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium) or 'desktop' (the screen, via mss + pyautogui)."),
+    env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium), 'desktop' (the screen, via mss + pyautogui) or 'replay' (recorded screenshots, see --replay)."),
+    replay: options.Replay = None,
     display: Optional[str] = typer.Option(None, "--display", help="Desktop only: X display to drive, e.g. :99 (default $DISPLAY)."),
     monitor: int = typer.Option(1, "--monitor", help="Desktop only: monitor number to watch (1 = first; 0 = all together)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Desktop only: log each action without performing it."),
@@ -105,13 +106,18 @@ def run(
             },
         }
         cfg = options.load_cli_config(config, overrides, console)
-        if env not in ("browser", "desktop"):
-            raise ConfigError(f"--env must be 'browser' or 'desktop', got {env!r}")
+        if env not in ("browser", "desktop", "replay"):
+            raise ConfigError(f"--env must be 'browser', 'desktop' or 'replay', got {env!r}")
         if url:
             from surfer.agent.environments import check_start_url
 
             check_start_url(url, cfg)
         environment = None
+        recordings = options.replay_recordings(env, replay)
+        if recordings:
+            from surfer.tools.replay import ReplayEnvironment
+
+            environment = ReplayEnvironment(recordings[0])
         if env == "desktop":
             from surfer.tools.desktop import DesktopEnvironment
 
@@ -178,6 +184,7 @@ COMMAND_MODULES = [
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
     "surfer.apps.qa.cli",
+    "surfer.apps.gpu_bench",
 ]
 
 

@@ -155,6 +155,7 @@ def register(app: Any, bench_app: Any) -> None:
         headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
         profile: str = typer.Option("holotron", "--profile", help="Profile whose wire format the oracle speaks."),
         out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
+        viewport_text: str = typer.Option("1280x800", "--viewport", help="Viewport WxH in CSS pixels."),
     ) -> None:
         """Watch the whole loop on the bundled demo site, with a ground-truth oracle
         standing in for the model (over real HTTP): no GPU or model server needed."""
@@ -168,7 +169,13 @@ def register(app: Any, bench_app: Any) -> None:
         from surfer.models.profiles import get_profile
         from surfer.models.standin import StandInServer
 
-        viewport, frame = (1280, 800), get_profile(profile).frame
+        from surfer.agent.config import parse_viewport
+
+        try:
+            viewport = parse_viewport(viewport_text)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--viewport") from None
+        frame = get_profile(profile).frame
 
         async def main() -> Any:
             with StaticSite(DEMO_SITE) as site:

@@ -102,3 +102,24 @@ def setup_errors(console: Any) -> Iterator[None]:
     except ModelServerUnreachable as exc:
         say(console, "error:", "red", exc)
         raise typer.Exit(EXIT_UNREACHABLE) from None
+
+
+Replay = Annotated[Optional[str], typer.Option(
+    "--replay", help="With --env replay: recorded run directories (or folders of images) to play back; "
+    "'demo' = the set shipped with surfer.")]
+DEMO_RECORDINGS = Path(__file__).with_name("demo_runs")
+
+
+def replay_recordings(env: str, replay: str | None) -> list[Any]:
+    """The recordings `--env replay --replay DIR` names (ConfigError when the two do not go together)."""
+    from surfer.core.errors import ConfigError
+
+    if env != "replay":
+        if replay:
+            raise ConfigError("--replay applies to --env replay only")
+        return []
+    if not replay:
+        raise ConfigError("--env replay needs --replay DIR (recorded run directories or images; 'demo' for the shipped set)")
+    from surfer.tools.replay import load_recordings
+
+    return load_recordings(DEMO_RECORDINGS if replay == "demo" else Path(replay))

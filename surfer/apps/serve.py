@@ -161,7 +161,9 @@ def build_command(
             notes.append(f"prefix caching left off: vLLM {caps.version} < {HYBRID_PREFIX_CACHING_SINCE} has none for hybrid models")
     else:
         add("--enable-prefix-caching")
-    if caps.has("--structured-outputs-config"):
+    if "--structured-outputs-config" in extra_args:
+        pass  # the caller's own structured-outputs settings win
+    elif caps.has("--structured-outputs-config"):
         cmd.extend(["--structured-outputs-config", json.dumps({"backend": "xgrammar"})])
     elif caps.has("--guided-decoding-backend"):
         cmd.extend(["--guided-decoding-backend", "xgrammar"])

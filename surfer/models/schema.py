@@ -1,6 +1,6 @@
 """JSON-schema helpers: make pydantic schemas portable to structured-output
 engines (xgrammar, guidance, outlines) — refs inlined, `oneOf` as `anyOf`,
-no discriminator keywords."""
+no discriminator keywords, union tags (`type` constants) required."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ def portable_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 if key in ("$defs", "discriminator"):
                     continue
                 out["anyOf" if key == "oneOf" else key] = walk(value)
+            tag = (out.get("properties") or {}).get("type")
+            if isinstance(tag, dict) and "const" in tag and "type" not in out.get("required", []):
+                # a tag with a default is optional in pydantic's schema, yet the union needs it to pick
+                # the variant: without this, engines accept {"action": {}}
+                out["required"] = ["type", *out.get("required", [])]
             return out
         if isinstance(node, list):
             return [walk(v) for v in node]
@@ -44,13 +49,13 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if fenced:
         stripped = fenced.group(1)
     try:
-        value = json.loads(stripped)
+        value = json.loads(stripped, strict=False)  # raw newlines/tabs inside strings are common: accept them
     except json.JSONDecodeError:
         start, end = stripped.find("{"), stripped.rfind("}")
         if start < 0 or end <= start:
             raise ModelOutputError("The answer is not JSON. Reply with a single JSON object only.") from None
         try:
-            value = json.loads(stripped[start : end + 1])
+            value = json.loads(stripped[start : end + 1], strict=False)
         except json.JSONDecodeError as exc:
             raise ModelOutputError(f"The answer is not valid JSON ({exc.msg}). Reply with a single JSON object only.") from None
     if not isinstance(value, dict):

@@ -1,0 +1,598 @@
+"""`surfer bench gpu`: surfer driving vLLM on a GPU with session-shaped load.
+
+    surfer bench gpu make-model holotron models/holotron     # dummy-weight model directories
+    surfer bench gpu make-model holo2 models/holo2
+    surfer bench gpu run --model holotron=models/holotron --model holo2=models/holo2 --out gpu.json
+
+For each model, `run` starts vLLM with `surfer serve` (random weights:
+`--load-format dummy`), then at each concurrency level runs a batch over the
+replay environment (recorded screenshots, so no browser: the same images,
+prompts, history growth and prefix reuse as real sessions) for a time
+window, and then a bare load generator: an open replay of the request
+bodies surfer sent at that level, at the same concurrency, one session's
+requests in order. Both runs start from empty prefix and multimodal caches.
+The ratio of the two is the harness's cost at the server.
+
+Reported per level: agent steps/s, model calls/s, prompt and completion
+tokens/s, p50/p95 step and model-call time, and from vLLM's /metrics the
+prefix-cache hit rate, KV-cache use and running/waiting requests; per model:
+engine start time, GPU memory and what vLLM's log says of weights and KV cache.
+With `--base-url`, an already running server is used instead (no serving;
+the tests use the stand-in server this way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from surfer.agent.events import Event, ModelCalled, RunStarted, StepFinished
+from surfer.core.errors import ConfigError
+from surfer.models.backend import Completion, ModelBackend, ModelRequest
+
+from .throughput import _pct, parse_levels
+
+DEFAULT_LEVELS = "1,16,64,128"
+# Random weights: keep whitespace between JSON tokens from running on (see gpu_models).
+STRUCTURED = json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})
+_session: contextvars.ContextVar[str] = contextvars.ContextVar("surfer_bench_session", default="")
+
+
+def _httpx() -> Any:
+    """The HTTP client library the OpenAI SDK brings (httpx2 in openai 3, httpx before)."""
+    try:
+        import httpx2 as httpx
+    except ImportError:
+        import httpx
+    return httpx
+
+
+# -- what surfer sends ---------------------------------------------------------------
+
+
+@dataclass
+class SentRequest:
+    session: str
+    body: dict[str, Any]  # the JSON body on the wire
+
+
+def wire_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON the OpenAI SDK sends for `body` (its `extra_body` merged in)."""
+    out = {k: v for k, v in body.items() if k != "extra_body"}
+    out.update(body.get("extra_body") or {})
+    return out
+
+
+class RecordingBackend(ModelBackend):
+    """The HTTP backend, remembering each request body by session (a context
+    variable set when the session's run starts)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.sent: list[SentRequest] = []
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    async def check(self) -> None:
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        self.sent.append(SentRequest(_session.get(), wire_body(self.inner._body(request, self.inner.structured_mode))))
+        return await self.inner.complete(request)
+
+
+# -- vLLM's /metrics -----------------------------------------------------------------
+
+
+_METRIC = re.compile(r"^(vllm:[a-z_]+)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Sum of each vllm:* series (over labels) in a Prometheus text page."""
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _METRIC.match(line.strip())
+        if match:
+            name = match.group(1).removesuffix("_total")
+            values[name] = values.get(name, 0.0) + float(match.group(2))
+    return values
+
+
+class MetricsSampler:
+    """Polls `<root>/metrics` about once a second while a run goes on."""
+
+    def __init__(self, root: str, interval: float = 1.0) -> None:
+        self.url = root.rstrip("/") + "/metrics"
+        self.interval = interval
+        self.samples: list[dict[str, float]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _read(self, client: Any) -> dict[str, float] | None:
+        try:
+            response = await client.get(self.url)
+        except Exception:  # noqa: BLE001 - no /metrics (the stand-in) or a busy server
+            return None
+        return parse_metrics(response.text) if response.status_code == 200 else None
+
+    async def _loop(self, client: Any) -> None:
+        while True:
+            sample = await self._read(client)
+            if sample:
+                self.samples.append(sample)
+            await asyncio.sleep(self.interval)
+
+    async def __aenter__(self) -> "MetricsSampler":
+        httpx = _httpx()
+        self._client = httpx.AsyncClient(timeout=5)
+        self._task = asyncio.create_task(self._loop(self._client))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        last = await self._read(self._client)
+        if last:
+            self.samples.append(last)
+        await self._client.aclose()
+
+    def summary(self) -> dict[str, Any] | None:
+        if len(self.samples) < 2:
+            return None
+        first, last = self.samples[0], self.samples[-1]
+        queries = last.get("vllm:prefix_cache_queries", 0) - first.get("vllm:prefix_cache_queries", 0)
+        hits = last.get("vllm:prefix_cache_hits", 0) - first.get("vllm:prefix_cache_hits", 0)
+
+        def series(name: str) -> list[float]:
+            return [s[name] for s in self.samples if name in s]
+
+        def stats(name: str) -> dict[str, float] | None:
+            values = series(name)
+            return {"mean": round(sum(values) / len(values), 4), "max": round(max(values), 4)} if values else None
+
+        return {
+            "prefix_cache_hit_rate": round(hits / queries, 4) if queries else None,
+            "kv_cache_usage": stats("vllm:kv_cache_usage_perc"),
+            "running": stats("vllm:num_requests_running"),
+            "waiting": stats("vllm:num_requests_waiting"),
+            "samples": len(self.samples),
+        }
+
+
+async def reset_server_caches(root: str) -> bool:
+    """Empty vLLM's prefix and multimodal caches (needs VLLM_SERVER_DEV_MODE=1); False where refused."""
+    httpx = _httpx()
+    ok = True
+    async with httpx.AsyncClient(timeout=60) as client:
+        for path in ("/reset_prefix_cache", "/reset_mm_cache"):
+            try:
+                ok &= (await client.post(root.rstrip("/") + path)).status_code == 200
+            except httpx.HTTPError:
+                ok = False
+    return ok
+
+
+# -- one level: surfer, then the bare generator -------------------------------------------
+
+
+@dataclass
+class LevelTally:
+    """Events of one timed run."""
+
+    started: float = field(default_factory=time.monotonic)
+    steps: list[float] = field(default_factory=list)  # step seconds
+    calls: list[float] = field(default_factory=list)  # model-call seconds
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failed_calls: int = 0
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            _session.set(event.run_id)  # runs in the session's own task: tags its requests
+        elif isinstance(event, StepFinished):
+            self.steps.append(event.record.timings.total)
+        elif isinstance(event, ModelCalled):
+            self.calls.append(event.call.seconds)
+            self.prompt_tokens += event.call.usage.prompt_tokens
+            self.completion_tokens += event.call.usage.completion_tokens
+            self.failed_calls += event.call.error is not None
+
+    def rates(self, seconds: float) -> dict[str, Any]:
+        return {
+            "seconds": round(seconds, 3),
+            "model_calls": len(self.calls),
+            "calls_per_s": round(len(self.calls) / seconds, 4),
+            "prompt_tokens_per_s": round(self.prompt_tokens / seconds, 1),
+            "completion_tokens_per_s": round(self.completion_tokens / seconds, 1),
+            "prompt_tokens_per_call": round(self.prompt_tokens / len(self.calls), 1) if self.calls else None,
+            "completion_tokens_per_call": round(self.completion_tokens / len(self.calls), 1) if self.calls else None,
+            "call_p50": _round(_pct(self.calls, 0.5)),
+            "call_p95": _round(_pct(self.calls, 0.95)),
+        }
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+async def _timed(coro: Any, window: float) -> float:
+    """Run `coro` for at most `window` seconds (cancelled then); the seconds it ran."""
+    started = time.monotonic()
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=window)
+    elapsed = time.monotonic() - started
+    if not done:
+        task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    if done and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+    return min(elapsed, window)
+
+
+async def surfer_level(config: Any, recordings: list[Any], concurrency: int, window: float, work: Path,
+                       sessions: int | None = None) -> tuple[dict[str, Any], list[SentRequest]]:
+    """Run `sessions` replay tasks (default 2 × concurrency) with `concurrency` sessions for at most `window` s."""
+    from surfer.apps.batch import Batch, BatchTask
+    from surfer.models.http import OpenAICompatibleBackend
+
+    backend = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
+    count = sessions or max(4, 2 * concurrency)
+    tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
+    tally = LevelTally()
+    batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings)
+    try:
+        seconds = await _timed(batch.run(), window)
+    finally:
+        await backend.aclose()
+    finished = batch.index.read()
+    statuses: dict[str, int] = {}
+    for record in finished:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    result = {
+        "steps": len(tally.steps),
+        "steps_per_s": round(len(tally.steps) / seconds, 4),
+        "step_p50": _round(_pct(tally.steps, 0.5)),
+        "step_p95": _round(_pct(tally.steps, 0.95)),
+        "sessions_finished": len(finished),
+        "steps_per_session": round(sum(r["steps"] for r in finished) / len(finished), 2) if finished else None,
+        "statuses": statuses,
+        "unusable_outputs": tally.failed_calls,
+        **tally.rates(seconds),
+    }
+    return result, backend.sent
+
+
+async def bare_level(base_url: str, sent: list[SentRequest], concurrency: int, window: float,
+                     timeout: float = 600.0) -> dict[str, Any]:
+    """Replay `sent` (each session's requests in order, `concurrency` sessions at once) for at most `window` s."""
+    httpx = _httpx()
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for item in sent:
+        by_session.setdefault(item.session, []).append(item.body)
+    queue: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue()
+    for bodies in by_session.values():
+        queue.put_nowait(bodies)
+    tally = LevelTally()
+    url = base_url.rstrip("/") + "/chat/completions"
+    limits = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
+
+    async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+        async def session() -> None:
+            while not queue.empty():
+                for body in queue.get_nowait():
+                    started = time.perf_counter()
+                    response = await client.post(url, json=body)
+                    seconds = time.perf_counter() - started
+                    response.raise_for_status()
+                    usage = response.json().get("usage") or {}
+                    tally.calls.append(seconds)
+                    tally.prompt_tokens += usage.get("prompt_tokens") or 0
+                    tally.completion_tokens += usage.get("completion_tokens") or 0
+
+        async def everyone() -> None:
+            await asyncio.gather(*(session() for _ in range(min(concurrency, len(by_session)))))
+
+        seconds = await _timed(everyone(), window)
+    return {"sessions": len(by_session), **tally.rates(seconds)}
+
+
+_TASK = (
+    "Register as a new library member named Ada Lovelace with the email ada@example.com, "
+    "then report the confirmation code shown."
+)
+
+
+async def bench_levels(config: Any, recordings: list[Any], levels: list[int], window: float, *,
+                       bare: bool = True, say: Any = print, out: list[dict[str, Any]] | None = None,
+                       progress: Any = None) -> list[dict[str, Any]]:
+    """Every level against the server in `config` (surfer, then the bare replay of what it sent);
+    rows are appended to `out` as they finish, and `progress()` called after each."""
+    root = config.base_url.rstrip("/").removesuffix("/v1")
+    out = [] if out is None else out
+    with tempfile.TemporaryDirectory(prefix="surfer-gpu-") as tmp:
+        for level in levels:
+            reset = await reset_server_caches(root)
+            async with MetricsSampler(root) as sampler:
+                surfer, sent = await surfer_level(config, recordings, level, window, Path(tmp) / f"c{level}")
+            row: dict[str, Any] = {"concurrency": level, "caches_reset": reset, "surfer": surfer,
+                                   "surfer_server": sampler.summary()}
+            if bare and sent:
+                await reset_server_caches(root)
+                async with MetricsSampler(root) as sampler:
+                    row["bare"] = await bare_level(config.base_url, sent, level, window, config.request_timeout)
+                row["bare_server"] = sampler.summary()
+                row["surfer_vs_bare"] = {
+                    key: round(surfer[key] / row["bare"][key], 4) if row["bare"][key] else None
+                    for key in ("calls_per_s", "prompt_tokens_per_s")
+                }
+            say(level_line(row))
+            out.append(row)
+            if progress:
+                progress()
+    return out
+
+
+def level_line(row: dict[str, Any]) -> str:
+    s = row["surfer"]
+    line = (f"c={row['concurrency']:>3}  {s['steps_per_s']:.2f} steps/s  {s['prompt_tokens_per_s']:.0f} prompt tok/s  "
+            f"{s['completion_tokens_per_s']:.0f} gen tok/s  step p50 {s['step_p50']}s p95 {s['step_p95']}s")
+    if "surfer_vs_bare" in row:
+        line += f"  surfer/bare calls/s {row['surfer_vs_bare']['calls_per_s']}"
+    return line
+
+
+# -- serving ---------------------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log: Path
+    start_seconds: float  # from `vllm serve` starting to the server answering /v1/models
+
+
+def serve_model(shape: str, model_dir: Path, port: int, max_concurrency: int, log: Path, timeout: float,
+                extra: tuple[str, ...] = ()) -> Served:
+    """Start `surfer serve` for a dummy-weight model directory and wait until it answers."""
+    httpx = _httpx()
+    command = [
+        sys.executable, "-m", "surfer", "serve", str(model_dir), "--profile", shape, "--port", str(port),
+        "--max-concurrency", str(max_concurrency), "--timeout", str(timeout), "--",
+        "--load-format", "dummy", "--structured-outputs-config", STRUCTURED, *extra,
+    ]
+    env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
+    handle = log.open("wb")
+    process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + timeout
+    launched: float | None = None
+    while True:
+        if launched is None and b"starting: " in log.read_bytes():
+            launched = time.monotonic()
+        if process.poll() is not None:
+            raise RuntimeError(f"surfer serve exited with code {process.returncode}: {tail(log)}")
+        try:
+            if httpx.get(base_url + "/models", timeout=2).status_code == 200:
+                return Served(process, base_url, log, time.monotonic() - (launched or time.monotonic()))
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            stop(process)
+            raise RuntimeError(f"vLLM did not answer within {timeout:.0f} s: {tail(log)}")
+        time.sleep(1.0)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def tail(log: Path, lines: int = 25) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+_LOG_FACTS = {
+    "weights_gib": re.compile(r"Model loading took ([\d.]+) GiB"),
+    "kv_cache_gib": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
+    "kv_cache_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
+    "max_concurrency_at_max_len": re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
+    "mamba_cache_mode": re.compile(r"mamba_cache_mode[=: ]+'?(\w+)"),
+}
+
+
+def log_facts(text: str) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    for name, pattern in _LOG_FACTS.items():
+        match = pattern.search(text)
+        if match:
+            value = match.group(1).replace(",", "")
+            facts[name] = value if name == "mamba_cache_mode" else float(value)
+    return facts
+
+
+def gpu_memory() -> dict[str, Any] | None:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    out = subprocess.run([smi, "--query-gpu=name,memory.used,memory.total", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=30)
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    name, used, total = [p.strip() for p in out.stdout.strip().splitlines()[0].split(",")]
+    return {"gpu": name, "used_mib": int(used), "total_mib": int(total)}
+
+
+# -- the table -----------------------------------------------------------------------------
+
+
+def table(results: dict[str, Any]) -> str:
+    head = ("| model | c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
+            "prefix hit | KV use mean / max | running / waiting (mean) | bare calls/s | surfer / bare |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for model in results["models"]:
+        for row in model.get("levels", []):
+            s, srv = row["surfer"], row.get("surfer_server") or {}
+            kv = srv.get("kv_cache_usage") or {}
+            running, waiting = srv.get("running") or {}, srv.get("waiting") or {}
+            hit = srv.get("prefix_cache_hit_rate")
+            bare = row.get("bare") or {}
+            ratio = (row.get("surfer_vs_bare") or {}).get("calls_per_s")
+            lines.append(
+                f"| {model['name']} | {row['concurrency']} | {s['steps_per_s']:.2f} | {s['prompt_tokens_per_s']:.0f} | "
+                f"{s['completion_tokens_per_s']:.0f} | {_fmt(s['step_p50'])} / {_fmt(s['step_p95'])} | "
+                f"{_fmt(s['call_p50'])} / {_fmt(s['call_p95'])} | {_fmt(hit)} | "
+                f"{_fmt(kv.get('mean'))} / {_fmt(kv.get('max'))} | {_fmt(running.get('mean'), 1)} / "
+                f"{_fmt(waiting.get('mean'), 1)} | {_fmt(bare.get('calls_per_s'))} | {_fmt(ratio, 3)} |"
+            )
+    return "\n".join(lines)
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def ratios(results: dict[str, Any], levels: tuple[int, ...] = (64, 128)) -> dict[str, Any]:
+    """Hybrid (holotron) over transformer (holo2) at the given levels, where both ran."""
+    by_name = {m["name"]: {r["concurrency"]: r["surfer"] for r in m.get("levels", [])} for m in results["models"]}
+    if "holotron" not in by_name or "holo2" not in by_name:
+        return {}
+    out = {}
+    for level in levels:
+        a, b = by_name["holotron"].get(level), by_name["holo2"].get(level)
+        if a and b:
+            out[str(level)] = {key: round(a[key] / b[key], 3) if b[key] else None
+                               for key in ("steps_per_s", "prompt_tokens_per_s", "completion_tokens_per_s")}
+    return out
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: float, replay: str,
+                  base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
+                  extra: tuple[str, ...] = (), say: Any = print, progress: Any = None) -> dict[str, Any]:
+    """Serve and measure each model in turn; `progress(results)` is called whenever a level or model is done."""
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.options import replay_recordings
+
+    recordings = replay_recordings("replay", replay)
+    results: dict[str, Any] = {"levels": levels, "window_seconds": window, "replay": replay,
+                               "recordings": [r.name for r in recordings], "models": []}
+    for shape, where in models:
+        entry: dict[str, Any] = {"name": shape, "model": where, "levels": []}
+        results["models"].append(entry)
+        served: Served | None = None
+        try:
+            if base_url:
+                url, model = base_url, where
+            else:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                say(f"{shape}: starting vLLM for {where} …")
+                started = time.monotonic()
+                served = serve_model(shape, Path(where), port, max(levels), log_dir / f"vllm-{shape}.log",
+                                     serve_timeout, extra)
+                entry["engine_start_seconds"] = round(served.start_seconds, 1)
+                entry["serve_seconds"] = round(time.monotonic() - started, 1)
+                say(f"{shape}: vLLM answered after {served.start_seconds:.0f} s")
+                url, model = served.base_url, where
+            config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600)
+            asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
+                                     say=lambda t, s=shape: say(f"{s}: {t}"),
+                                     progress=lambda: progress and progress(results)))
+            entry["gpu_memory"] = gpu_memory()
+        except (RuntimeError, OSError) as exc:
+            entry["error"] = str(exc)
+            say(f"{shape}: failed: {exc}")
+        finally:
+            if served is not None:
+                stop(served.process)
+                entry.update(log_facts(served.log.read_text(errors="replace")))
+            if progress:
+                progress(results)
+    results["hybrid_over_transformer"] = ratios(results)
+    return results
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    gpu_app = typer.Typer(no_args_is_help=True, help="surfer driving vLLM on a GPU: dummy-weight models, session-shaped load.")
+    bench_app.add_typer(gpu_app, name="gpu")
+
+    @gpu_app.command("make-model")
+    def make_model_command(
+        shape: str = typer.Argument(..., help="holotron (NemotronH_Nano_VL_V2, Holotron-12B's shape) or holo2 (Qwen3-VL-8B)."),
+        out: Path = typer.Argument(..., help="New directory to write (config, tokenizer, chat template, processor config)."),
+    ) -> None:
+        """Write a model directory that vLLM serves with --load-format dummy (random weights)."""
+        from surfer.apps.gpu_models import make_model
+
+        try:
+            config = make_model(shape, out)
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(f"wrote {out} ({config['architectures'][0]})")
+
+    @gpu_app.command("run")
+    def run_command(
+        model: list[str] = typer.Option(..., "--model", help="SHAPE=DIR (holotron=… / holo2=…); with --base-url, SHAPE=served model name."),
+        levels_text: str = typer.Option(DEFAULT_LEVELS, "--levels", help="Concurrency levels, comma-separated."),
+        window: float = typer.Option(60.0, "--window", help="Seconds each run (surfer, then bare) may take per level."),
+        replay: str = typer.Option("demo", "--replay", help="Recorded runs to replay ('demo' = the shipped set)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="Use this running server instead of starting vLLM."),
+        port: int = typer.Option(8000, "--port", help="Port for the vLLM servers started."),
+        serve_timeout: float = typer.Option(600.0, "--serve-timeout", help="Seconds to wait for vLLM to answer."),
+        no_bare: bool = typer.Option(False, "--no-bare", help="Skip the bare load generator."),
+        out: Path = typer.Option(Path("gpu-bench.json"), "--out", help="JSON results."),
+        log_dir: Path = typer.Option(Path("gpu-bench-logs"), "--log-dir", help="vLLM logs."),
+        vllm_args: Optional[str] = typer.Option(None, "--vllm-args", help="More `vllm serve` arguments, one string."),
+    ) -> None:
+        """Serve each model, run surfer batches over the replay environment and the bare generator; print a table."""
+        import shlex
+
+        try:
+            levels = parse_levels(levels_text)
+            pairs = []
+            for item in model:
+                shape, _, where = item.partition("=")
+                if shape not in ("holotron", "holo2") or not where:
+                    raise ConfigError(f"--model takes holotron=DIR or holo2=DIR, got {item!r}")
+                pairs.append((shape, where))
+            results = run_gpu_bench(pairs, levels=levels, window=window, replay=replay, base_url=base_url, port=port,
+                                    serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
+                                    extra=tuple(shlex.split(vllm_args or "")),
+                                    progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        out.write_text(json.dumps(results, indent=2))
+        typer.echo(table(results))
+        for level, values in results["hybrid_over_transformer"].items():
+            typer.echo(f"holotron / holo2 at c={level}: {values}")
+        typer.echo(f"results: {out}")
+        raise typer.Exit(1 if any("error" in m for m in results["models"]) else 0)
