@@ -34,6 +34,7 @@ WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
 DOWNLOAD_WRAP_UP_S = 10.0
 CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
+CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
 def _image_size(data: bytes) -> Size:
@@ -209,8 +210,11 @@ class BrowserEnvironment(Environment):
             return task.result()
         except BrowserCrashed:
             raise
-        except Exception:
+        except Exception as exc:
             self._check_alive()  # a Playwright error because the browser died is a crash, not the step's error
+            first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            if any(sign in first.lower() for sign in CRASH_SIGNS):  # before the disconnect event arrives
+                raise BrowserCrashed(f"the browser crashed ({first})") from None
             raise
 
     async def close(self) -> None:
