@@ -28,6 +28,10 @@ def __getattr__(name: str) -> object:
         from surfer.tools.desktop import DesktopEnvironment
 
         return DesktopEnvironment
+    if name == "rollouts":  # lazy: the batch runner is an app
+        from surfer.apps.rollouts import rollouts
+
+        return rollouts
     raise AttributeError(f"module 'surfer' has no attribute {name!r}")
 
 __version__ = "0.1.0"
@@ -36,5 +40,5 @@ __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
     "ConfigError", "ConfirmationRequest", "RunHandle", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
-    "StepStarted", "SurferError", "Validated", "actions", "load_config", "__version__",
+    "StepStarted", "SurferError", "Validated", "actions", "load_config", "rollouts", "__version__",
 ]

@@ -99,14 +99,19 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
         if task.id in seen:
             raise ConfigError(f"{path}:{number}: duplicate task id {task.id!r}")
         seen.add(task.id)
-        for k in range(samples):
-            if samples == 1:
-                tasks.append(task.model_copy(update={"group": task.id}))
-            else:
-                tasks.append(task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}))
+        tasks.extend(expand_samples(task, samples))
     if not tasks:
         raise ConfigError(f"tasks file {path} holds no tasks")
     return tasks
+
+
+def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:
+    """The task as `samples` rollouts (`<id>#<k>`, grouped by id), or itself grouped when samples is 1."""
+    if samples < 1:
+        raise ConfigError(f"--samples must be at least 1, got {samples}")
+    if samples == 1:
+        return [task.model_copy(update={"group": task.id})]
+    return [task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}) for k in range(samples)]
 
 
 def run_dir_name(task_id: str) -> str:
@@ -449,6 +454,7 @@ class Batch:
         if crash_retries < 0:
             raise ConfigError(f"--crash-retries must be 0 or more, got {crash_retries}")
         self.crash_retries = crash_retries  # reruns of a task whose browser or page crashed under it
+        self.crashes: dict[str, int] = {}  # browser crashes per task id, until its line is written
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
@@ -465,6 +471,7 @@ class Batch:
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
         self._statuses: dict[str, int] = {}
+        self.on_record: Any = None  # called with each line appended to results.jsonl (surfer.rollouts)
 
     # -- preparation -------------------------------------------------------------
 
@@ -493,12 +500,18 @@ class Batch:
 
     # -- running -------------------------------------------------------------------
 
-    async def run(self) -> BatchSummary:
+    async def prepare(self) -> list[BatchTask]:
+        """Create the output directory, remove stale temporary run directories
+        and return the tasks not finished yet (resume)."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(self._clean_stale)
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
         await asyncio.to_thread(self.files.start, self.tasks)
+        return todo
+
+    async def run(self) -> BatchSummary:
+        todo = await self.prepare()
         if todo and not self.replay:
             await self._browser.start()
         metrics = asyncio.create_task(self.files.write_metrics(self.stats))
@@ -511,6 +524,9 @@ class Batch:
             if self._owns_backend:
                 for backend in {id(b): b for b in self.backends.values()}.values():
                     await asyncio.shield(backend.aclose())
+        return self.summary(self._browser.relaunches)
+
+    def summary(self, relaunches: int) -> BatchSummary:
         return BatchSummary(
             self.out_dir,
             len(self.tasks),
@@ -520,7 +536,7 @@ class Batch:
             self._stopped,
             self.stats.snapshot(),
             self._stopped_kind,
-            self._browser.relaunches,
+            relaunches,
         )
 
     async def _run_counted(self, task: BatchTask) -> None:
@@ -575,18 +591,24 @@ class Batch:
 
     async def _run_one(self, task: BatchTask) -> None:
         assert task.id is not None
+        try:
+            executed = await self.execute(task)
+            if executed is not None:
+                await self.record(task, *executed)
+        finally:  # the session's live state goes once its line is in results.jsonl (or it was stopped)
+            await asyncio.shield(self.files.end(task.id))
+
+    async def execute(self, task: BatchTask) -> tuple[RunResult, Path, float] | None:
+        """Run one task into a temporary run directory: (result, that directory,
+        seconds), or None when the run did not end with a final status. A task
+        whose browser or page crashed under it runs again (`crash_retries`)."""
+        assert task.id is not None
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         name = run_dir_name(task.id)
         tmp = self.runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:6]}"
         config = self._task_config(task)
         started = time.monotonic()
-        watch = self.files.session(name, task, self.stats)
-        try:
-            await self._run_attempts(task, name, tmp, config, watch, started)
-        finally:
-            await asyncio.shield(self.files.end(task.id))
-
-    async def _run_attempts(self, task: BatchTask, name: str, tmp: Path, config: AgentConfig, watch: Any, started: float) -> None:
+        watch = self.files.sessions.get(task.id) or self.files.session(name, task, self.stats)
         crashes = 0
         while True:
             browser = None if self.replay else await self._browser.get()
@@ -605,6 +627,7 @@ class Batch:
                 break
             await asyncio.to_thread(shutil.rmtree, tmp, True)
             await watch.retry()
+        self.crashes[task.id] = crashes
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             # stopped (Ctrl-C) while the run was failing: an error caused by the stop is not the task's
@@ -612,12 +635,17 @@ class Batch:
             raise asyncio.CancelledError
         if result.status not in FINAL_STATUSES:
             await asyncio.to_thread(shutil.rmtree, tmp, True)
-            return
+            return None
+        return result, tmp, time.monotonic() - started
+
+    async def record(self, task: BatchTask, result: RunResult, tmp: Path, seconds: float, **extra: Any) -> None:
+        """Publish a finished run directory and append its line to results.jsonl."""
+        assert task.id is not None
         if result.status == "error" and result.error_kind in BATCH_STOPPING_ERRORS:
             if self._stopped is None:
                 self._stopped, self._stopped_kind = result.reason or result.error_kind, result.error_kind
-        final = self.runs_dir / name
-        await asyncio.to_thread(_publish, tmp, final, result)
+        name = run_dir_name(task.id)
+        await asyncio.to_thread(_publish, tmp, self.runs_dir / name, result)
         record = {
             "id": task.id,
             "group": task.group,
@@ -629,16 +657,19 @@ class Batch:
             "reason": result.reason,
             "error_kind": result.error_kind,
             "steps": result.steps,
-            "browser_crashes": crashes,
-            "seconds": round(time.monotonic() - started, 3),
+            "browser_crashes": self.crashes.pop(task.id, 0),
+            "seconds": round(seconds, 3),
             "usage": result.usage.model_dump(),
             "run_dir": f"{RUNS}/{name}",
             "metadata": task.metadata,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            **extra,
         }
         await self.index.append(record)
         self._statuses[result.status] = self._statuses.get(result.status, 0) + 1
         self.stats.task_done(result.status)
+        if self.on_record is not None:
+            self.on_record(record)
 
 
 def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
@@ -680,22 +711,37 @@ async def run_batch(
     listeners: list[Any] | None = None,
     replay: list[Any] | None = None,
     secrets: Any = None,
+    ray_address: str | None = None,
 ) -> BatchSummary:
-    """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects."""
+    """Run (or resume) a batch; `tasks` is a tasks file or BatchTask objects;
+    `ray_address` (`auto`, an address, `local`) runs the sessions on a Ray cluster."""
     items = load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else list(tasks)
-    batch = Batch(
-        config,
-        items,
-        out_dir,
-        concurrency=concurrency,
-        max_inflight=max_inflight,
-        backend=backend,
-        retry_errors=retry_errors,
-        listeners=listeners,
-        replay=replay,
-        secrets=secrets,
-    )
-    return await batch.run()
+    return await make_batch(
+        config, items, out_dir, concurrency=concurrency, max_inflight=max_inflight, backend=backend,
+        retry_errors=retry_errors, listeners=listeners, replay=replay, secrets=secrets, ray_address=ray_address,
+    ).run()
+
+
+def make_batch(
+    config: AgentConfig,
+    tasks: Iterable[BatchTask],
+    out_dir: str | Path,
+    *,
+    ray_address: str | None = None,
+    backend: ModelBackend | None = None,
+    listeners: list[Any] | None = None,
+    **options: Any,
+) -> Batch:
+    """The local runner, or with `ray_address` the Ray runner (same options)."""
+    if ray_address is None:
+        return Batch(config, tasks, out_dir, backend=backend, listeners=listeners, **options)
+    if backend is not None or listeners:
+        raise ConfigError("a batch on Ray talks to the configured endpoints: no backend= or listeners= objects")
+    if options.pop("replay", None):
+        raise ConfigError("--env replay runs on one machine: leave out --ray")
+    from surfer.apps.cluster import RayBatch
+
+    return RayBatch(config, tasks, out_dir, address=ray_address, **options)
 
 
 # -- CLI -----------------------------------------------------------------------------
@@ -740,6 +786,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         dashboard_port: int = typer.Option(8765, "--dashboard-port", help="Port of --dashboard (on 127.0.0.1)."),
         env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
         replay: options.Replay = None,
+        ray: Optional[str] = typer.Option(
+            None, "--ray", metavar="ADDRESS",
+            help="Run the sessions on a Ray cluster: auto (this machine's), an address, or local (start one here).",
+        ),
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
         from rich.live import Live
@@ -772,8 +822,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 raise ConfigError(f"--env must be 'browser' or 'replay' for a batch, got {env!r}")
             recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
-            job = Batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight, retry_errors=retry_errors,
-                        replay=recordings, secrets=options.secrets_from(secret), crash_retries=crash_retries)
+            job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
+                             retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
+                             ray_address=ray, crash_retries=crash_retries)
         live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
 
         async def main() -> BatchSummary:
@@ -781,8 +832,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             if dashboard:
                 from surfer.apps.view.server import ViewServer
 
-                with options.setup_errors(console):
-                    server = await ViewServer(out, port=dashboard_port).start()
+                server = await ViewServer(out, port=dashboard_port).start()
                 options.say(console, "dashboard:", "bold cyan", server.url)
             try:
                 return await job.run()
@@ -793,7 +843,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         try:
             if live:
                 live.start()
-            summary = run_interruptible(main())
+            # --ray: a cluster that cannot be joined or a worker that cannot start; --dashboard: a port in use
+            with options.setup_errors(console):
+                summary = run_interruptible(main())
         except Interrupted as stop:
             if live:
                 live.stop()

@@ -381,11 +381,30 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             0.0, "--model-latency", help="Seconds the stand-in waits before each answer (0: instant; a loaded server: ~0.3-1)."
         ),
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/throughput.json)."),
+        ray: Optional[str] = typer.Option(
+            None, "--ray", metavar="ADDRESS",
+            help="Compare the local batch runner with `surfer batch --ray` on this cluster (local:N: N nodes here).",
+        ),
     ) -> None:
         """Agent steps/s, harness overhead and peak RSS at several concurrency levels (stand-in model)."""
         import json
 
         from surfer.apps.cli import EXIT_USAGE
+
+        if ray is not None:
+            from surfer.apps.cluster.bench import print_comparison, run_ray_comparison
+
+            try:
+                report = run_command(run_ray_comparison(parse_levels(concurrency), steps, ray, model_latency=model_latency))
+            except ConfigError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(EXIT_USAGE) from None
+            print_comparison(report, typer.echo)
+            target = out or Path(".bench/throughput-ray.json")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(report, indent=2))
+            typer.echo(f"wrote {target}")
+            return
 
         try:
             report = run_command(

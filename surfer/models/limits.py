@@ -12,7 +12,19 @@ import asyncio
 from .backend import Completion, ModelBackend, ModelRequest
 
 
-class InflightLimit(ModelBackend):
+class WrappedBackend(ModelBackend):
+    """A backend around `inner`: checking and closing pass through to it."""
+
+    inner: ModelBackend
+
+    async def check(self) -> None:
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class InflightLimit(WrappedBackend):
     """Wraps a backend; at most `max_inflight` `complete` calls run at once,
     the rest wait their turn (FIFO). Records how many ran and the peak."""
 
@@ -41,12 +53,6 @@ class InflightLimit(ModelBackend):
             self.inflight -= 1
             self.requests += 1
             self._slots.release()
-
-    async def check(self) -> None:
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
     @property
     def label(self) -> str:

@@ -1,0 +1,155 @@
+"""`surfer batch --ray`: a local Ray cluster (a head and two worker "nodes",
+each its own raylet process with `surfer_slots`) runs demo-site batches
+through the stand-in server; results match the local runner's, a killed
+worker's tasks run exactly once more elsewhere, Ctrl-C keeps finished work."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from surfer.apps.batch import Batch, ResultsIndex, run_batch
+from surfer.apps.demo import DemoOracle, frame_mapper
+from test_batch import VIEWPORT, centres, config_for, demo_tasks  # noqa: F401 - fixtures
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from surfer.apps.cluster import RayBatch  # noqa: E402
+from surfer.apps.cluster.runner import plan  # noqa: E402
+
+IDS = [f"t{n:02d}" for n in range(20)]
+TIMING = ("seconds", "finished_at", "retried")
+
+
+@pytest.fixture(scope="module")
+def cluster():  # type: ignore[no-untyped-def]
+    """Two nodes (the head and one more, each its own raylet process) with 3 session slots each."""
+    slots = {"num_cpus": 1, "resources": {"surfer_slots": 3}}
+    cluster = Cluster(initialize_head=True, head_node_args={**slots, "include_dashboard": False})
+    cluster.add_node(**slots)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level="warning")
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def oracle(centres):  # type: ignore[no-untyped-def]
+    return DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
+
+
+@pytest.fixture
+def server(standin, oracle):  # type: ignore[no-untyped-def]
+    return standin(oracle)
+
+
+def content(out: Path) -> dict[str, dict]:
+    """results.jsonl by id, without what depends on timing."""
+    records = ResultsIndex(out / "results.jsonl").read()
+    assert len(records) == len({r["id"] for r in records}), "a task was recorded twice"
+    return {r["id"]: {k: v for k, v in r.items() if k not in TIMING} for r in records}
+
+
+def test_plan_splits_sessions_by_slots_and_caps_each_node():
+    nodes = [
+        {"NodeID": "head", "Alive": True, "Resources": {"CPU": 8}},
+        {"NodeID": "a", "Alive": True, "Resources": {"CPU": 4, "surfer_slots": 4}},
+        {"NodeID": "b", "Alive": True, "Resources": {"CPU": 8, "surfer_slots": 8}},
+        {"NodeID": "c", "Alive": False, "Resources": {"CPU": 8, "surfer_slots": 8}},
+    ]
+    assert plan(nodes, 6) == [("a", 2, True), ("b", 4, True)]
+    assert plan(nodes, 100) == [("a", 4, True), ("b", 8, True)]
+    plain = [{"NodeID": n, "Alive": True, "Resources": {"CPU": c}} for n, c in (("x", 2), ("y", 6))]
+    assert plan(plain, 5) == [("x", 1, False), ("y", 4, False)]
+    assert plan(plain, 1) == [("y", 1, False)]
+
+
+async def test_inflight_gate_caps_frees_cancelled_and_dead_holders_slots():
+    from surfer.apps.cluster.gate import InflightGate
+
+    gate = InflightGate(2)
+    assert await gate.acquire("w0", "a") and await gate.acquire("w1", "b")
+    waiting = [asyncio.create_task(gate.acquire("w0", t)) for t in ("c", "d", "e")]
+    await asyncio.sleep(0)
+    assert not any(w.done() for w in waiting) and gate.stats()["inflight"] == 2
+    gate.release("d")  # its caller gave up while waiting: never granted
+    gate.release("b")
+    assert await waiting[0] is True and await waiting[1] is False and not waiting[2].done()
+    assert gate.forget("w0") == 2  # a and c: w0 died; e (w0's too) is dropped
+    assert await waiting[2] is False and gate.stats()["inflight"] == 0
+    gate.release("f")  # released before its acquire arrived
+    assert await gate.acquire("w1", "f") is False and gate.stats()["peak"] == 2
+
+
+async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(cluster, demo_site, server, tmp_path):
+    """20 tasks on two nodes, run directories shipped through Ray; one node's worker is
+    killed mid-batch: its in-flight tasks run once more on the other, nothing twice."""
+    config = config_for(server)
+    tasks = demo_tasks(demo_site, IDS)
+    batch = RayBatch(config, tasks, tmp_path / "ray", concurrency=6, max_inflight=4, ship="bytes")
+    running = asyncio.create_task(batch.run())
+    while not (batch.workers and len(ResultsIndex(tmp_path / "ray" / "results.jsonl").read()) >= 3):
+        await asyncio.sleep(0.05)
+    victim = batch.workers[0]
+    assert victim.busy  # sessions in flight on it
+    ray.kill(victim.handle)
+    summary = await running
+    local = await run_batch(config, tasks, tmp_path / "local", concurrency=6, max_inflight=4)
+
+    on_ray, here = content(tmp_path / "ray"), content(tmp_path / "local")
+    assert on_ray == here and sorted(on_ray) == IDS
+    assert {r["status"] for r in on_ray.values()} == {"success"}
+    assert summary.statuses == local.statuses == {"success": 20} and summary.stats["steps"] == local.stats["steps"]
+    assert len({w.node for w in batch.workers}) == 2 and [w.slots for w in batch.workers] == [3, 3]
+    retried = [r for r in ResultsIndex(tmp_path / "ray" / "results.jsonl").read() if "retried" in r]
+    assert 1 <= len(retried) <= 3 and all(victim.name in r["retried"] for r in retried)
+    assert batch.gate_stats["peak"] <= 4 and batch.gate_stats["requests"] >= summary.stats["steps"]
+    for record in on_ray.values():  # whole run directories on the driver
+        run_dir = tmp_path / "ray" / record["run_dir"]
+        assert json.loads((run_dir / "result.json").read_text())["status"] == "success"
+        assert len((run_dir / "trajectory.jsonl").read_text().splitlines()) == record["steps"]
+        assert sorted(p.name for p in run_dir.iterdir()) == sorted(p.name for p in (tmp_path / "local" / record["run_dir"]).iterdir())
+    leftovers = [p.name for p in (tmp_path / "ray").iterdir() if p.name.startswith(".")]
+    assert leftovers == [] and not [p for p in (tmp_path / "ray" / "runs").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_cli_ctrl_c_keeps_finished_tasks_and_resume_runs_the_rest(cluster, demo_site, server, tmp_path):
+    """`surfer batch --ray ADDRESS` as a second driver; --out is seen by the workers (shared storage)."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": t.id, "task": t.task, "url": t.url}) + "\n" for t in demo_tasks(demo_site, IDS[:6])))
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "surfer", "batch", str(tasks), "--out", str(out), "-c", "4", "--quiet",
+        "--ray", cluster.address, "--base-url", server.base_url, "--model", server.model,
+        "--profile", "holotron", "--viewport", "1024x700", "--max-steps", "10",
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while len(ResultsIndex(out / "results.jsonl").read()) < 2 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGINT)
+    output = first.communicate(timeout=60)[0]
+    assert first.returncode == 130, output
+    asked = len(server.requests)
+    time.sleep(1.0)
+    assert len(server.requests) == asked  # no session goes on asking the model on the cluster
+    kept = content(out)
+    assert 2 <= len(kept) < 6 and "interrupted" in output and not (out / ".surfer-ray-marker").exists()
+
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stdout + second.stderr
+    records = content(out)  # asserts every id exactly once
+    assert sorted(records) == IDS[:6] and {r["status"] for r in records.values()} == {"success"}
+    assert all(records[i] == kept[i] for i in kept)
+    assert not [p for p in (out / "runs").iterdir() if p.name.startswith(".tmp-")]  # stale ones removed on resume

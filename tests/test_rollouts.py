@@ -1,0 +1,38 @@
+"""`surfer.rollouts`: a batch as an async stream of results (local runner; the
+Ray runner shares the same recording path, see test_batch_ray.py)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+import surfer
+from surfer.apps.batch import ResultsIndex
+from test_batch import centres, config_for, oracle_server  # noqa: F401 - fixtures
+from surfer.apps.demo import DEMO_TASK
+
+
+async def test_rollouts_yield_each_sample_as_it_finishes_and_resume(demo_site, oracle_server, tmp_path):
+    tasks = [{"id": "reg", "task": DEMO_TASK, "url": demo_site.url("index.html")}]
+    config = config_for(oracle_server)
+    seen = []
+    async for record in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path, concurrency=2):
+        assert (tmp_path / record["run_dir"] / "result.json").exists()  # published before it is yielded
+        seen.append(record)
+    assert sorted(r["id"] for r in seen) == ["reg#0", "reg#1"]
+    assert {r["group"] for r in seen} == {"reg"} and {r["status"] for r in seen} == {"success"}
+    assert ResultsIndex(tmp_path / "results.jsonl").read() == seen
+    again = [r async for r in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path)]
+    assert again == [] and oracle_server.oracle.answers_given == 2  # resumed: nothing ran twice
+
+
+async def test_rollouts_stop_when_the_loop_breaks_and_refuse_bad_tasks(demo_site, oracle_server, tmp_path):
+    config = config_for(oracle_server)
+    tasks = [{"id": f"t{i}", "task": DEMO_TASK, "url": demo_site.url("index.html")} for i in range(4)]
+    async with contextlib.aclosing(surfer.rollouts(config, tasks, out_dir=tmp_path, concurrency=1)) as stream:
+        async for first in stream:
+            break
+    assert [r["id"] for r in ResultsIndex(tmp_path / "results.jsonl").read()] == [first["id"]]
+    with pytest.raises(surfer.ConfigError, match="must be at least 1"):
+        [r async for r in surfer.rollouts(config, tasks, samples=0, out_dir=tmp_path)]
