@@ -590,13 +590,9 @@ class Batch:
             await asyncio.shield(env.close())
 
     async def _run_one(self, task: BatchTask) -> None:
-        assert task.id is not None
-        try:
-            executed = await self.execute(task)
-            if executed is not None:
-                await self.record(task, *executed)
-        finally:  # the session's live state goes once its line is in results.jsonl (or it was stopped)
-            await asyncio.shield(self.files.end(task.id))
+        executed = await self.execute(task)
+        if executed is not None:
+            await self.record(task, *executed)
 
     async def execute(self, task: BatchTask) -> tuple[RunResult, Path, float] | None:
         """Run one task into a temporary run directory: (result, that directory,
@@ -608,7 +604,16 @@ class Batch:
         tmp = self.runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:6]}"
         config = self._task_config(task)
         started = time.monotonic()
-        watch = self.files.sessions.get(task.id) or self.files.session(name, task, self.stats)
+        watch = self.files.session(name, task, self.stats)
+        try:
+            return await self._attempts(task, config, tmp, watch, started)
+        finally:  # the session's live state file goes (its thumbnail stays for a page still loading it)
+            await asyncio.shield(self.files.end(task.id))
+
+    async def _attempts(
+        self, task: BatchTask, config: AgentConfig, tmp: Path, watch: Any, started: float
+    ) -> tuple[RunResult, Path, float] | None:
+        assert task.id is not None
         crashes = 0
         while True:
             browser = None if self.replay else await self._browser.get()
