@@ -166,7 +166,7 @@ async def test_event_stream_is_typed_and_ordered(env):
     assert first.timings.model >= 0 and first.timings.screenshot > 0 and first.timings.total >= first.timings.model
 
 
-async def test_crashed_page_ends_the_run_with_an_environment_error(env):
+async def test_crashed_page_ends_the_run_with_a_browser_crash(env):
     class CrashesThePage(ScriptedModel):
         async def complete(self, request: ModelRequest):  # type: ignore[no-untyped-def]
             if not self.requests:
@@ -175,7 +175,7 @@ async def test_crashed_page_ends_the_run_with_an_environment_error(env):
 
     model = CrashesThePage(policy=[SCROLL, SCROLL])
     result = await make_agent(model, env).run("crash")
-    assert result.status == "error" and result.error_kind == "environment"
+    assert result.status == "error" and result.error_kind == "browser_crash"  # an environment error of its own kind
     assert "crashed" in result.reason
 
 

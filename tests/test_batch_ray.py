@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from surfer.apps.batch import Batch, ResultsIndex, run_batch
+from surfer.apps.batch import ResultsIndex, run_batch
 from surfer.apps.demo import DemoOracle, frame_mapper
 from test_batch import VIEWPORT, centres, config_for, demo_tasks  # noqa: F401 - fixtures
 

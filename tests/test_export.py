@@ -111,3 +111,25 @@ def test_export_rejects_bad_arguments(tmp_path: Path):
     with pytest.raises(ConfigError, match="--format"):
         write_records([], tmp_path / "x.csv", "csv")
     assert export_records(tmp_path) == []
+
+
+def test_embedded_images_load_as_pictures_without_the_run_directories(batch_dir: Path, tmp_path: Path):
+    import shutil
+
+    import datasets
+
+    copy = tmp_path / "batch"
+    shutil.copytree(batch_dir, copy)
+    result = CliRunner().invoke(
+        app, ["export", str(copy), "--format", "parquet", "--embed-images", "--out", str(tmp_path / "steps.parquet")]
+    )
+    assert result.exit_code == 0, result.output
+    shutil.rmtree(copy)  # nothing may point back at the run directories
+    loaded = datasets.load_dataset("parquet", data_files=str(tmp_path / "steps.parquet"), split="train",
+                                   cache_dir=str(tmp_path / "hf-cache"))
+    assert isinstance(loaded.features["screenshot"], datasets.Image)
+    first = loaded[0]
+    assert first["screenshot"].size == VIEWPORT and first["step"] == 1
+    assert first["images"] and all(image.size == VIEWPORT for image in first["images"])
+    bad = CliRunner().invoke(app, ["export", str(batch_dir), "--format", "jsonl", "--embed-images"])
+    assert bad.exit_code == 2 and "--embed-images is for --format parquet" in bad.output

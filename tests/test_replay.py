@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from pathlib import Path
 
 import pytest
 from PIL import Image

@@ -20,6 +20,9 @@ def test_throughput_command_writes_figures_per_level(tmp_path):
     report = json.loads(out.read_text())
     assert report["benchmark"] == "throughput" and report["steps_per_session"] == 3
     assert [r["concurrency"] for r in report["levels"]] == [1, 2]
+    chart = (tmp_path / "tp.html").read_text()  # the picture beside the figures: self-contained, one point per level
+    assert chart.count("<svg") == 2 and "Steps per second" in chart and "overhead" in chart
+    assert chart.count('<circle') == 2 + 2 * 2 and "<script" not in chart and "src=" not in chart
     for level in report["levels"]:
         assert level["steps"] == 3 * level["concurrency"]  # every session did all its steps
         assert level["statuses"] == {"success": level["concurrency"]}

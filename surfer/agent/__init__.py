@@ -10,7 +10,7 @@ from surfer.core.lazy import lazy_exports
 _EXPORTS = {
     **dict.fromkeys(("AgentConfig", "BrowserSettings", "RoleSettings", "load_config"), "surfer.agent.config"),
     **dict.fromkeys(
-        ("ActionPerformed", "ErrorOccurred", "Event", "Finished", "ModelCalled", "RunStarted", "StepFinished",
+        ("ActionPerformed", "ErrorOccurred", "Event", "Finished", "ModelAsked", "ModelCalled", "RunStarted", "StepFinished",
          "StepStarted", "Validated"),
         "surfer.agent.events",
     ),
@@ -21,7 +21,8 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from .config import AgentConfig, BrowserSettings, RoleSettings, load_config
     from .events import (
-        ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
+        ActionPerformed, ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted,
+        Validated,
     )
     from .loop import Agent
     from .result import RunResult
@@ -31,5 +32,5 @@ __getattr__ = lazy_exports(globals(), _EXPORTS)
 
 __all__ = [
     "ActionPerformed", "Agent", "AgentConfig", "BrowserSettings", "ErrorOccurred", "Event", "Finished",
-    "ModelCalled", "RoleSettings", "RunResult", "RunStarted", "StepFinished", "StepStarted", "Validated", "load_config",
+    "ModelAsked", "ModelCalled", "RoleSettings", "RunResult", "RunStarted", "StepFinished", "StepStarted", "Validated", "load_config",
 ]

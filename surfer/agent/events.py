@@ -122,6 +122,24 @@ class StepStarted:
 
 
 @dataclass
+class Observed:
+    """The screen a step looks at, as soon as it is captured (before the model is asked)."""
+
+    step: int
+    url: str
+    screenshot: bytes
+    extension: str
+
+
+@dataclass
+class ModelAsked:
+    """A request to `role`'s model is about to go out (the answer comes as ModelCalled)."""
+
+    step: int
+    role: str
+
+
+@dataclass
 class ModelCalled:
     step: int
     call: ModelCall
@@ -158,4 +176,4 @@ class Finished:
     result: Any  # RunResult (kept loose to avoid an import cycle)
 
 
-Event = Union[RunStarted, StepStarted, ModelCalled, ActionPerformed, Validated, StepFinished, ErrorOccurred, Finished]
+Event = Union[RunStarted, StepStarted, Observed, ModelAsked, ModelCalled, ActionPerformed, Validated, StepFinished, ErrorOccurred, Finished]

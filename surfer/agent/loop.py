@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 from surfer.core.actions import Answer, Fail, targets_of, with_points
 from surfer.core.deadline import run_deadline
 from surfer.core.errors import (
-    ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
+    ActionFailed, ActionNotSupported, BrowserCrashed, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
 )
 from surfer.models.backend import ModelBackend
 from surfer.models.imaging import prepare_image
@@ -34,7 +34,7 @@ from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decis
 from .confirm import ask as ask_confirmer
 from .control import RunControl, RunHandle
 from .events import (
-    ActionPerformed, ErrorOccurred, Event, Finished, ModelCall, ModelCalled, RunStarted, StepFinished, StepRecord,
+    ActionPerformed, ErrorOccurred, Event, Finished, ModelAsked, ModelCall, ModelCalled, Observed, RunStarted, StepFinished, StepRecord,
     StepStarted, Validated, Verdict,
 )
 from .layouts import Layout, check_layout
@@ -71,6 +71,8 @@ def _error_kind(exc: SurferError) -> str:
         return "config"
     if isinstance(exc, ModelServerUnreachable):
         return "unreachable"
+    if isinstance(exc, BrowserCrashed):
+        return "browser_crash"
     if isinstance(exc, (EnvironmentFailure, ActionFailed, ActionNotSupported)):
         return "environment"  # e.g. the start URL cannot be opened
     return "model" if isinstance(exc, RunError) else "internal"
@@ -489,6 +491,8 @@ class Agent:
             sink = self._sink(run, record)
             try:
                 observation, prepared = await self._observe(env, memory, record)
+                await run.emit(Observed(index, record.url or "", record.screenshot or b"", record.screenshot_ext))
+                await run.emit(ModelAsked(index, "policy"))
                 decision = await self.policy.decide(memory, observation, sink, answer=run.answer)
                 record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
                 if decision.notes:
@@ -500,7 +504,10 @@ class Agent:
                     memory.add_history(index, action.describe(), "gave up")
                     verdict_outcome = ("failed", None, action.reason)
                 else:
-                    points = [await self.localizer.locate(target, prepared, sink) for target in targets_of(action)]
+                    points = []
+                    for target in targets_of(action):
+                        await run.emit(ModelAsked(index, "localizer"))
+                        points.append(await self.localizer.locate(target, prepared, sink))
                     record.points = points
                     record.action = action = with_points(action, points)
                     if await self._confirmed(run, memory, record, action, observation.notices):
@@ -571,6 +578,7 @@ class Agent:
         if not self.config.validate_answers:
             memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
             return ("success", answer, None)
+        await run.emit(ModelAsked(record.index, "validator"))
         verdict: Verdict = await self.validator.judge(run.task, judged, self.layout.validator_images(memory), sink)
         record.verdicts.append(verdict)
         await run.emit(Validated(record.index, verdict))
@@ -592,6 +600,7 @@ class Agent:
                 sink = self._sink(run, record)
                 try:
                     observation, _ = await self._observe(env, memory, record)
+                    await run.emit(ModelAsked(index, "policy"))
                     decision = await self.policy.decide(memory, observation, sink, final=True, answer=run.answer)
                     record.thought, record.action = decision.thought, decision.action
                     if isinstance(decision.action, Fail):
@@ -604,6 +613,8 @@ class Agent:
                         else:
                             outcome = {"status": "failed", "answer": answer, "data": data, "reason": f"{why}; final answer rejected: {reason}"}
                 except (StepFailed, EnvironmentFailure) as exc:
+                    if isinstance(exc, BrowserCrashed):
+                        raise
                     record.error = str(exc)
                     outcome = {"status": "limit", "reason": f"{why}; no final answer ({exc})"}
         except TimeoutError:

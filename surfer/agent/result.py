@@ -7,7 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 Status = Literal["success", "failed", "limit", "stuck", "error", "interrupted"]
-ErrorKind = Literal["config", "unreachable", "model", "environment", "internal"]
+# "browser_crash": Chromium or the page crashed under the run (an environment error of its own kind).
+ErrorKind = Literal["config", "unreachable", "model", "environment", "browser_crash", "internal"]
 
 
 class TokenTotals(BaseModel):

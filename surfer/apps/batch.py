@@ -35,9 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-import typer
 
-from surfer.apps import options
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from surfer.agent.config import AgentConfig
@@ -49,6 +47,7 @@ from surfer.models.backend import ModelBackend
 FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
+BROWSER_DIED = "the browser crashed (the Chromium process died)"
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
 RUNS = "runs"
 TMP_PREFIX = ".tmp-"
@@ -188,10 +187,29 @@ class BatchStats:
     succeeded: int = 0
     errors: int = 0
     running: int = 0
+    browser_crashes: int = 0  # attempts ended by a crashed browser or page (retried, or recorded as errors)
     steps: int = 0
     tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     step_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
+    waiting: Any = None  # () -> the sessions' model calls in flight (surfer.apps.live.Waiting)
+    latencies: dict[str, list[float]] = field(default_factory=dict)  # model-call seconds per role, since the last metrics line
+    _spin: Any = None
+
+    def model_latency(self, role: str, seconds: float) -> None:
+        self.latencies.setdefault(role, []).append(seconds)
+
+    def metrics(self) -> dict[str, Any]:
+        """One line of metrics.jsonl (latency percentiles over the calls since the previous line)."""
+        from surfer.apps.sessions import percentiles
+
+        latencies, self.latencies = self.latencies, {}
+        return {
+            "t": round(time.time(), 3), "elapsed": round(time.monotonic() - self.started, 3), "steps": self.steps,
+            "done": self.done, "succeeded": self.succeeded, "errors": self.errors, "running": self.running,
+            "browser_crashes": self.browser_crashes,
+            "latency": {role: percentiles(values) for role, values in latencies.items()},
+        }
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, StepFinished):
@@ -215,6 +233,7 @@ class BatchStats:
             "succeeded": self.succeeded,
             "errors": self.errors,
             "running": self.running,
+            "browser_crashes": self.browser_crashes,
             "success_rate": self.succeeded / self.done if self.done else None,
             "steps": self.steps,
             "steps_per_s": self.steps / elapsed,
@@ -231,17 +250,40 @@ class BatchStats:
         p95 = f"{s['step_p95']:.2f}s" if s["step_p95"] is not None else "-"
         return (
             f"done {s['done'] + s['skipped']}/{s['total']} (skipped {s['skipped']}) · running {s['running']} · "
-            f"success {rate} · errors {s['errors']} · {s['steps_per_s']:.2f} steps/s · "
+            f"success {rate} · errors {s['errors']} · browser crashes {s['browser_crashes']} · {s['steps_per_s']:.2f} steps/s · "
             f"{s['tokens_per_s']:.0f} tokens/s · step p50 {p50} p95 {p95}"
         )
+
+    def waiting_line(self) -> str | None:
+        """The model calls in flight: how many per role, and the longest wait."""
+        waiting = self.waiting() if self.waiting else []
+        if not waiting:
+            return None
+        roles: dict[str, int] = {}
+        for w in waiting:
+            roles[w.role] = roles.get(w.role, 0) + 1
+        longest = max(time.monotonic() - w.since for w in waiting)
+        return "asking the model: " + " · ".join(f"{role} ×{n}" for role, n in roles.items()) + f" · longest {longest:.0f}s"
 
     def __rich__(self) -> Any:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
+        from rich.text import Text
 
         grid = Table.grid(padding=(0, 1))
-        grid.add_row(ProgressBar(total=max(1, self.total), completed=self.done + self.skipped, width=40), self.line())
+        grid.add_row(ProgressBar(total=max(1, self.total), completed=self.done + self.skipped, width=40), Text(self.line()))
+        waiting = self.waiting_line()
+        if waiting:
+            grid.add_row(self._spinner, Text(waiting))
         return grid
+
+    @property
+    def _spinner(self) -> Any:
+        if self._spin is None:
+            from rich.spinner import Spinner
+
+            self._spin = Spinner("dots")
+        return self._spin
 
 
 # -- the shared browser ---------------------------------------------------------
@@ -285,10 +327,11 @@ class SharedBrowser:
         async with self._lock:
             if self.browser is not dead:
                 return  # another session relaunched it already
-            try:
-                await dead.close()
-            except Exception:  # noqa: BLE001 - it is dead already
-                pass
+            if dead.is_connected():  # a killed Chromium's connection is gone: closing it would never answer
+                try:
+                    await asyncio.wait_for(dead.close(), 10)
+                except Exception:  # noqa: BLE001 - it is dying already
+                    pass
             self.browser = await launch_chromium(self._playwright, headless=self.headless)
             self.relaunches += 1
 
@@ -403,6 +446,7 @@ class Batch:
         listeners: list[Any] | None = None,
         replay: list[Any] | None = None,
         secrets: Any = None,
+        crash_retries: int = 1,
         auto: dict[str, Any] | None = None,
         say: Any = None,
     ) -> None:
@@ -428,6 +472,10 @@ class Batch:
         self.concurrency = concurrency
         self.max_inflight = max_inflight
         self.retry_errors = retry_errors
+        if crash_retries < 0:
+            raise ConfigError(f"--crash-retries must be 0 or more, got {crash_retries}")
+        self.crash_retries = crash_retries  # reruns of a task whose browser or page crashed under it
+        self.crashes: dict[str, int] = {}  # browser crashes per task id, until its line is written
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
@@ -437,6 +485,10 @@ class Batch:
         self.replay = list(replay or [])
         self._replay_of = self._assign_recordings()
         self._browser = SharedBrowser(headless=config.browser.headless)
+        from surfer.apps.sessions import BatchFiles
+
+        self.files = BatchFiles(self.out_dir)
+        self.stats.waiting = self.files.waiting
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
         self._statuses: dict[str, int] = {}
@@ -476,18 +528,22 @@ class Batch:
         await asyncio.to_thread(self._clean_stale)
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
+        await asyncio.to_thread(self.files.start, self.tasks)
         return todo
 
     async def run(self) -> BatchSummary:
         todo = await self.prepare()
         if todo and not self.replay:
             await self._browser.start()
+        metrics = asyncio.create_task(self.files.write_metrics(self.stats))
         try:
             if self.auto is not None:
                 await self._drain_auto(todo)
             else:
                 await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
         finally:
+            metrics.cancel()
+            await asyncio.gather(metrics, return_exceptions=True)
             await asyncio.shield(self._browser.close())
             if self._owns_backend:
                 for backend in {id(b): b for b in self.backends.values()}.values():
@@ -560,11 +616,12 @@ class Batch:
 
         return browser_environment(self.config, browser)
 
-    async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path) -> RunResult:
+    async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path, watch: Any) -> RunResult:
         from surfer.agent.loop import Agent
 
         env = self._environment(task, browser)
-        agent = Agent(config, environment=env, backends=self.backends, listeners=[self.stats, *self.listeners], secrets=self.secrets)
+        listeners = [self.stats, watch, *self.listeners]
+        agent = Agent(config, environment=env, backends=self.backends, listeners=listeners, secrets=self.secrets)
         try:
             async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
                 return await agent.run(task.task, task.url, out_dir=tmp)
@@ -576,6 +633,8 @@ class Batch:
                 reason=f"cut off {HARD_LIMIT_GRACE:g} s past the time limit of {config.max_seconds:g} s",
             )
         except Exception as exc:  # noqa: BLE001 - recorded for this task; the batch goes on
+            if browser is not None and not self._browser.alive(browser):
+                return RunResult(status="error", task=task.task, url=task.url, reason=BROWSER_DIED, error_kind="browser_crash")
             return RunResult(
                 status="error", task=task.task, url=task.url, reason=f"internal error: {exc!r}", error_kind="internal"
             )
@@ -589,21 +648,43 @@ class Batch:
 
     async def execute(self, task: BatchTask) -> tuple[RunResult, Path, float] | None:
         """Run one task into a temporary run directory: (result, that directory,
-        seconds), or None when the run did not end with a final status."""
+        seconds), or None when the run did not end with a final status. A task
+        whose browser or page crashed under it runs again (`crash_retries`)."""
         assert task.id is not None
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.runs_dir / f"{TMP_PREFIX}{run_dir_name(task.id)}-{uuid.uuid4().hex[:6]}"
+        name = run_dir_name(task.id)
+        tmp = self.runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:6]}"
         config = self._task_config(task)
         started = time.monotonic()
-        for attempt in (1, 2):
+        watch = self.files.session(name, task, self.stats)
+        try:
+            return await self._attempts(task, config, tmp, watch, started)
+        finally:  # the session's live state file goes (its thumbnail stays for a page still loading it)
+            await asyncio.shield(self.files.end(task.id))
+
+    async def _attempts(
+        self, task: BatchTask, config: AgentConfig, tmp: Path, watch: Any, started: float
+    ) -> tuple[RunResult, Path, float] | None:
+        assert task.id is not None
+        crashes = 0
+        while True:
             browser = None if self.replay else await self._browser.get()
-            result = await self._attempt(task, config, browser, tmp)
-            if result.status == "error" and browser is not None and not self._browser.alive(browser) and attempt == 1:
-                # the shared browser died under this session: not the task's fault
+            result = await self._attempt(task, config, browser, tmp, watch)
+            died = browser is not None and not self._browser.alive(browser)
+            if result.status != "error" or (result.error_kind != "browser_crash" and not died):
+                break
+            # Chromium or the page died under this session: not the task's fault
+            if result.error_kind != "browser_crash":
+                result = result.model_copy(update={"error_kind": "browser_crash", "reason": f"{BROWSER_DIED} ({result.reason})"})
+            crashes += 1
+            self.stats.browser_crashes += 1
+            if died:
                 await self._browser.relaunch(browser)
-                await asyncio.to_thread(shutil.rmtree, tmp, True)
-                continue
-            break
+            if crashes > self.crash_retries:
+                break
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+            await watch.retry()
+        self.crashes[task.id] = crashes
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             # stopped (Ctrl-C) while the run was failing: an error caused by the stop is not the task's
@@ -633,6 +714,7 @@ class Batch:
             "reason": result.reason,
             "error_kind": result.error_kind,
             "steps": result.steps,
+            "browser_crashes": self.crashes.pop(task.id, 0),
             "seconds": round(seconds, 3),
             "usage": result.usage.model_dump(),
             "run_dir": f"{RUNS}/{name}",

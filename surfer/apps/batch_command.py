@@ -5,7 +5,7 @@ pydantic's models or the agent."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -47,7 +47,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         secret: options.Secret = None,
         approve_all: options.ApproveAll = False,
         config: options.ConfigFile = None,
+        crash_retries: int = typer.Option(
+            1, "--crash-retries", help="Reruns of a task whose browser or page crashed under it."
+        ),
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
+        dashboard: bool = typer.Option(False, "--dashboard", help="Serve the live page (surfer view) while the batch runs."),
+        dashboard_port: int = typer.Option(8765, "--dashboard-port", help="Port of --dashboard (on 127.0.0.1)."),
         env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
         replay: options.Replay = None,
         ray: Optional[str] = typer.Option(
@@ -56,13 +61,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         ),
     ) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
-        from rich.console import Console
         from rich.live import Live
 
         from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
         from surfer.apps.signals import Interrupted, run_interruptible
 
-        console = Console(stderr=True)
+        console = options.console(stderr=True)
         with options.setup_errors(console):
             cfg = options.load_cli_config(
                 config,
@@ -92,29 +96,44 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             items = load_tasks(tasks_file, samples)
             job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
                              retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
-                             ray_address=ray, say=console.print)
-        live = Live(job.stats, console=console, refresh_per_second=2, transient=False) if not quiet else None
+                             ray_address=ray, crash_retries=crash_retries, say=console.print)
+        live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
+
+        async def main() -> Any:
+            server = None
+            if dashboard:
+                from surfer.apps.view.server import ViewServer
+
+                server = await ViewServer(out, port=dashboard_port).start()
+                options.say(console, "dashboard:", "bold cyan", server.url)
+            try:
+                return await job.run()
+            finally:
+                if server is not None:
+                    await server.stop()
+
         try:
             if live:
                 live.start()
-            with options.setup_errors(console):  # --ray: a cluster that cannot be joined or a worker that cannot start
-                summary = run_interruptible(job.run())
+            # --ray: a cluster that cannot be joined or a worker that cannot start; --dashboard: a port in use
+            with options.setup_errors(console):
+                summary = run_interruptible(main())
         except Interrupted as stop:
             if live:
                 live.stop()
-            console.print(
-                f"[yellow]interrupted[/yellow] by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; "
-                "run the same command again to resume."
+            options.say(
+                console, "interrupted", "yellow",
+                f"by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; run the same command again to resume.",
             )
             raise typer.Exit(stop.exit_code) from None
         if live:
             live.stop()
         console.print(job.stats.line())
-        console.print(f"statuses: {summary.statuses}  ·  results: {out / 'results.jsonl'}")
+        options.say(console, "statuses:", "", f"{summary.statuses}  ·  results: {out / 'results.jsonl'}")
         if summary.concurrency and summary.concurrency.get("decisions"):
             limits = [d["limit"] for d in summary.concurrency["decisions"]]
             console.print(f"concurrency auto: sessions {limits[0]} → {limits[-1]} (range {min(limits)}–{max(limits)})")
         if summary.stopped:
-            console.print(f"[red]batch stopped:[/red] {summary.stopped}")
+            options.say(console, "batch stopped:", "red", summary.stopped)
             raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
         raise typer.Exit(EXIT_OK if summary.finished + summary.skipped == summary.total else EXIT_FAILED)

@@ -15,7 +15,6 @@ import typer
 
 from surfer.apps import options
 from surfer.apps.signals import Interrupted, run_interruptible
-from rich.console import Console
 
 from surfer.core.errors import ConfigError
 
@@ -25,6 +24,23 @@ app = typer.Typer(
     name="surfer", add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
     help="surfer — a computer-use agent: policy, localizer and validator over a real browser.",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from surfer import __version__
+
+        print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", "-V", callback=_print_version, is_eager=True, help="Print surfer's version and exit."
+    ),
+) -> None:
+    """surfer — a computer-use agent: policy, localizer and validator over a real browser."""
 
 
 def exit_code(result: object) -> int:
@@ -77,7 +93,7 @@ def run(
     from surfer.apps.controls import TerminalControls
     from surfer.apps.live import LiveView
 
-    console = Console(stderr=as_json)
+    console = options.console(stderr=as_json)
     with options.setup_errors(console):
         overrides = {
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "prompt_layout": prompt_layout,
@@ -135,7 +151,7 @@ def run(
     try:
         result = run_interruptible(main())
     except Interrupted as stop:
-        console.print(f"[yellow]interrupted[/yellow] by {stop}; what was done is saved in {run_dir}")
+        options.say(console, "interrupted", "yellow", f"by {stop}; what was done is saved in {run_dir}")
         if as_json:
             saved = Path(run_dir) / "result.json"
             print(saved.read_text() if saved.exists() else json.dumps({"status": "interrupted", "run_dir": str(run_dir)}))
@@ -161,6 +177,7 @@ COMMAND_MODULES = [
     "surfer.apps.demo",
     "surfer.apps.overhead",
     "surfer.apps.batch_command",
+    "surfer.apps.view",
     "surfer.apps.export",
     "surfer.apps.miniwob",
     "surfer.apps.throughput",

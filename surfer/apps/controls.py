@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from surfer.agent.confirm import ConfirmationRequest
 from surfer.agent.control import RunHandle
+from surfer.apps import options
 
 HELP = "keys: [bold]p[/bold] pause/resume · [bold]h TEXT[/bold] hint · [bold]f[/bold] finish now · [bold]q[/bold] stop"
 
@@ -95,7 +96,7 @@ class TerminalControls:
                 self.console.print("[cyan]paused after the current step[/cyan] (p to resume)")
         elif key == "h" and rest.strip():
             handle.hint(rest)
-            self.console.print(f"[cyan]hint for the next step:[/cyan] {rest.strip()}", highlight=False)
+            options.say(self.console, "hint for the next step:", "cyan", rest.strip())
         elif key == "f":
             handle.finish_now()
             self.console.print("[cyan]asking for the final answer[/cyan]")

@@ -152,6 +152,8 @@ class DemoOracle:
 def register(app: Any, bench_app: Any) -> None:
     import typer
 
+    from surfer.apps import options
+
     @app.command()
     def demo(
         headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
@@ -161,7 +163,6 @@ def register(app: Any, bench_app: Any) -> None:
     ) -> None:
         """Watch the whole loop on the bundled demo site, with a ground-truth oracle
         standing in for the model (over real HTTP): no GPU or model server needed."""
-        from rich.console import Console
 
         from surfer.agent.config import AgentConfig, BrowserSettings
         from surfer.agent.loop import Agent, default_run_dir
@@ -186,7 +187,7 @@ def register(app: Any, bench_app: Any) -> None:
                 with StandInServer(DemoOracle(centres, frame_mapper(frame, viewport, 1.0))) as server:
                     config = AgentConfig(base_url=server.base_url, model=server.model, profile=profile,
                                          browser=BrowserSettings(headless=not headful, viewport=viewport))
-                    agent = Agent(config, listeners=[LiveView(Console())])
+                    agent = Agent(config, listeners=[LiveView(options.console())])
                     try:
                         return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=out or default_run_dir(DEMO_TASK))
                     finally:

@@ -12,6 +12,10 @@ column has one type and the file loads with `datasets`, pandas or pyarrow.
 
 Each call record carries its exact prompt (`messages`, chat format, with
 images as `{"type": "image", "path": ...}` pointing at the screenshot files).
+
+`--embed-images` (parquet) stores the screenshots themselves, as the `datasets`
+Image feature with their bytes embedded: the file loads as PIL images with
+no path back to the run directories, ready to push to a dataset hub.
 """
 
 from __future__ import annotations
@@ -200,7 +204,52 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
     return records
 
 
-def write_records(records: list[dict[str, Any]], out: str | Path, fmt: str) -> Path:
+IMAGE_COLUMNS = ("screenshot", "images")
+HUB_INSTALL = "--embed-images needs pyarrow and datasets: pip install 'surfer-agent[hub]'"
+
+
+def _image(path: str | None) -> dict[str, Any] | None:
+    if not path:
+        return None
+    return {"bytes": Path(path).read_bytes(), "path": Path(path).name}
+
+
+def embed_images(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Screenshot paths replaced by {bytes, path: file name} (the `datasets` Image storage)."""
+    embedded = []
+    for record in records:
+        record = dict(record)
+        if "screenshot" in record:
+            record["screenshot"] = _image(record["screenshot"])
+        record["images"] = [_image(path) for path in record.get("images") or []]
+        embedded.append(record)
+    return embedded
+
+
+def _image_table(records: list[dict[str, Any]]) -> Any:
+    """A pyarrow table whose schema metadata declares the image columns as `datasets` Image features."""
+    try:
+        import datasets
+        import pyarrow as pa
+    except ImportError:
+        raise ConfigError(HUB_INSTALL) from None
+    table = pa.Table.from_pylist(embed_images(records))
+    image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    for name in IMAGE_COLUMNS:  # empty lists and missing shots still get the image type
+        if name in table.column_names:
+            kind = image_type if name == "screenshot" else pa.list_(image_type)
+            table = table.set_column(table.column_names.index(name), name, table[name].cast(kind))
+    features = datasets.Features.from_arrow_schema(table.schema)
+    if "screenshot" in features:
+        features["screenshot"] = datasets.Image()
+    listing = getattr(datasets, "List", None) or datasets.Sequence  # datasets < 4 has Sequence only
+    features["images"] = listing(datasets.Image())
+    return table.cast(features.arrow_schema)
+
+
+def write_records(records: list[dict[str, Any]], out: str | Path, fmt: str, embed: bool = False) -> Path:
+    if embed and fmt != "parquet":
+        raise ConfigError("--embed-images is for --format parquet")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -214,7 +263,7 @@ def write_records(records: list[dict[str, Any]], out: str | Path, fmt: str) -> P
             import pyarrow.parquet as pq
         except ImportError:
             raise ConfigError("parquet export needs pyarrow: pip install 'surfer-agent[export]'") from None
-        pq.write_table(pa.Table.from_pylist(records), tmp)
+        pq.write_table(_image_table(records) if embed else pa.Table.from_pylist(records), tmp)
     else:
         raise ConfigError(f"--format must be 'jsonl' or 'parquet', got {fmt!r}")
     tmp.replace(out)
@@ -230,13 +279,16 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(
             None, "--out", help="File to write (default <RUNS_DIR>/export-<per>.<format>)."
         ),
+        embed: bool = typer.Option(
+            False, "--embed-images", help="Parquet: store the screenshots' bytes (datasets Image feature), not their paths."
+        ),
     ) -> None:
         """Export run directories as a dataset (jsonl or parquet), loadable with `datasets`."""
         from surfer.apps.cli import EXIT_USAGE
 
         try:
             records = export_records(runs_dir, per)  # type: ignore[arg-type]
-            target = write_records(records, out or runs_dir / f"export-{per}.{fmt}", fmt)
+            target = write_records(records, out or runs_dir / f"export-{per}.{fmt}", fmt, embed)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_USAGE) from None

@@ -1,85 +1,122 @@
 """The CLI's live view: a consumer of the agent's event stream that prints
-each step's thought, action, target, resolved point and timings."""
+each step's thought, action, target, resolved point and timings, with a
+status line (spinner, role asked, seconds waited) while a model call is in
+flight. Model and page text is printed as text, never read as markup; off a
+terminal (CI logs) only plain lines are written."""
 
 from __future__ import annotations
+
+import time
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from surfer.agent.events import (
-    ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
+    ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
 )
 
 _STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "interrupted": "bold yellow"}
 
 
-class LiveView:
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self._status = None
+class Waiting:
+    """What a session waits for: the role asked and since when (monotonic).
+    Rendered each refresh, so the seconds count up while the call is in flight."""
 
-    def _spin(self, message: str) -> None:
+    def __init__(self, step: int, role: str) -> None:
+        self.step, self.role, self.since = step, role, time.monotonic()
+
+    def describe(self) -> str:
+        return f"step {self.step}: asking the {self.role}… {time.monotonic() - self.since:.0f}s"
+
+    def __rich__(self) -> Text:
+        return Text(self.describe())
+
+
+class LiveView:
+    """`spinner=False` (or a console that is not a terminal) prints plain lines only."""
+
+    def __init__(self, console: Console, spinner: bool = True) -> None:
+        self.console = console
+        self.spinner = spinner and console.is_terminal
+        self._status: Any = None
+        self._verdicts: list[Text] = []  # printed under the step they judge
+
+    def _spin(self, waiting: Waiting) -> None:
+        if not self.spinner:
+            return
         if self._status is None:
-            self._status = self.console.status(message)
+            self._status = self.console.status(waiting)
             self._status.start()
         else:
-            self._status.update(message)
+            self._status.update(waiting)
 
     def _stop_spin(self) -> None:
         if self._status is not None:
             self._status.stop()
             self._status = None
 
+    def _line(self, *parts: str | tuple[str, str], style: str = "") -> None:
+        self.console.print(Text.assemble(*parts, style=style))
+
     def __call__(self, event: Event) -> None:
-        c = self.console
         if isinstance(event, RunStarted):
-            c.print(Text.assemble(("surfer ", "bold cyan"), event.task, style=""))
-            where = f"  {event.url}" if event.url else ""
+            self._line(("surfer ", "bold cyan"), event.task)
             backends = event.config.get("backends", {})
-            c.print(f"[dim]{where}  profile={event.config.get('profile')}  policy={backends.get('policy', '?')}[/dim]")
+            where = f"  {event.url}" if event.url else ""
+            self._line(f"{where}  profile={event.config.get('profile')}  policy={backends.get('policy', '?')}", style="dim")
             if event.run_dir:
-                c.print(f"[dim]  run directory: {event.run_dir}[/dim]")
+                self._line(f"  run directory: {event.run_dir}", style="dim")
         elif isinstance(event, StepStarted):
-            self._spin(f"step {event.index}: asking the policy…")
+            self._verdicts = []
+        elif isinstance(event, ModelAsked):
+            self._spin(Waiting(event.step, event.role))
         elif isinstance(event, ModelCalled):
-            note = f" [red]rejected: {event.call.error}[/red]" if event.call.error else ""
-            self._spin(f"step {event.step}: {event.call.role} answered in {event.call.seconds:.2f}s{note}")
-        elif isinstance(event, Validated):
-            verdict = "[green]accepted[/green]" if event.verdict.accepted else "[red]rejected[/red]"
             self._stop_spin()
-            c.print(f"   validator {verdict}: {event.verdict.reasons}")
-        elif isinstance(event, ActionPerformed):
-            pass  # printed with the step record, which has the timings
+            if event.call.error:
+                self._line(f"   {event.call.role} answer rejected: {event.call.error}", style="red")
+        elif isinstance(event, Validated):
+            verdict = ("accepted", "green") if event.verdict.accepted else ("rejected", "red")
+            self._verdicts.append(Text.assemble("   validator ", verdict, f": {event.verdict.reasons}"))
         elif isinstance(event, StepFinished):
             self._stop_spin()
-            r = event.record
-            c.print(Text.assemble((f"step {r.index:>2} ", "bold"), (r.url or "", "dim")))
-            if r.thought:
-                c.print(Text("   " + r.thought.strip().replace("\n", " ")[:300], style="italic"))
-            if r.action is not None:
-                line = Text("   → ", style="bold")
-                line.append(r.action.describe(), style="cyan")
-                for point in r.points:
-                    line.append(f"  @ {point}", style="magenta")
-                c.print(line)
-            t = r.timings
-            c.print(
-                f"   [dim]model {t.model:.2f}s · action {t.action:.2f}s · settle {t.settle:.2f}s · "
-                f"screenshot {t.screenshot:.2f}s · overhead {t.overhead:.2f}s · tokens {r.usage.total_tokens}[/dim]"
-            )
-            if r.error:
-                c.print(f"   [red]error: {r.error}[/red]")
+            self._step(event)
         elif isinstance(event, ErrorOccurred):
             if event.fatal:
                 self._stop_spin()
         elif isinstance(event, Finished):
             self._stop_spin()
-            res = event.result
-            style = _STATUS_STYLE.get(res.status, "bold")
-            c.print(Text.assemble(("result: ", "bold"), (res.status, style), f"  ({res.steps} steps, {res.timings.seconds:.1f}s)"))
-            if res.answer is not None:
-                c.print(Text.assemble(("answer: ", "bold"), res.answer))
-            if res.reason:
-                c.print(Text(f"reason: {res.reason}", style="dim" if res.ok else "red"))
-            if res.run_dir:
-                c.print(f"[dim]report: {res.run_dir}/report.html[/dim]")
+            self._result(event)
+
+    def _step(self, event: StepFinished) -> None:
+        r = event.record
+        self._line((f"step {r.index:>2} ", "bold"), (r.url or "", "dim"))
+        if r.thought:
+            self._line("   " + r.thought.strip().replace("\n", " ")[:300], style="italic")
+        if r.action is not None:
+            line = Text("   → ", style="bold")
+            line.append(r.action.describe(), style="cyan")
+            for point in r.points:
+                line.append(f"  @ {point}", style="magenta")
+            self.console.print(line)
+        for verdict in self._verdicts:
+            self.console.print(verdict)
+        self._verdicts = []
+        t = r.timings
+        self._line(
+            f"   model {t.model:.2f}s · action {t.action:.2f}s · settle {t.settle:.2f}s · "
+            f"screenshot {t.screenshot:.2f}s · overhead {t.overhead:.2f}s · tokens {r.usage.total_tokens}", style="dim",
+        )
+        if r.error:
+            self._line(f"   error: {r.error}", style="red")
+
+    def _result(self, event: Finished) -> None:
+        res = event.result
+        self._line(("result: ", "bold"), (res.status, _STATUS_STYLE.get(res.status, "bold")),
+                   f"  ({res.steps} steps, {res.timings.seconds:.1f}s)")
+        if res.answer is not None:
+            self._line(("answer: ", "bold"), res.answer)
+        if res.reason:
+            self._line(f"reason: {res.reason}", style="dim" if res.ok else "red")
+        if res.run_dir:
+            self._line(f"report: {res.run_dir}/report.html", style="dim")

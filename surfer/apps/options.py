@@ -69,9 +69,25 @@ def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console
         from surfer.models.profiles.auto import suggest_profile_for_endpoint
 
         name, reason = asyncio.run(suggest_profile_for_endpoint(cfg.base_url, cfg.model, cfg.api_key))
-        console.print(f"profile auto: {reason}")
+        say(console, "profile auto:", "", reason)
         cfg = cfg.model_copy(update={"profile": name})
     return cfg
+
+
+def say(console: Any, label: str, style: str, message: object) -> None:
+    """Print `label` in `style`, then `message` as plain text: messages (errors,
+    install hints like `pip install 'surfer-agent[miniwob]'`, model text) are
+    never read as rich markup."""
+    from rich.text import Text
+
+    console.print(Text.assemble((label, style), " ", str(message)))
+
+
+def console(stderr: bool = False) -> Any:
+    """The CLI's console: no automatic highlighting (numbers, paths and URLs keep one colour)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
 
 
 @contextmanager
@@ -84,10 +100,10 @@ def setup_errors(console: Any) -> Iterator[None]:
     try:
         yield
     except ConfigError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        say(console, "error:", "red", exc)
         raise typer.Exit(EXIT_USAGE) from None
     except ModelServerUnreachable as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        say(console, "error:", "red", exc)
         raise typer.Exit(EXIT_UNREACHABLE) from None
 
 

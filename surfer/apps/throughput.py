@@ -425,6 +425,28 @@ async def run_throughput(
     }
 
 
+def throughput_page(report: dict[str, Any]) -> str:
+    """The report as a self-contained HTML page: steps/s and per-step overhead against concurrency."""
+    from surfer.apps.charts import line_chart, page
+
+    levels = report["levels"]
+    xs = [r["concurrency"] for r in levels]
+
+    def ms(key: str, q: str) -> list[float | None]:
+        values = [(r["seconds_per_step"].get(key) or {}).get(q) for r in levels]
+        return [None if v is None else round(1000 * v, 2) for v in values]
+
+    charts = [
+        line_chart("Steps per second", xs, {"steps/s": [r["steps_per_s"] for r in levels]},
+                   x_label="concurrent sessions", y_label="steps/s"),
+        line_chart("Harness overhead per step", xs, {"p50": ms("overhead", "p50"), "p95": ms("overhead", "p95")},
+                   x_label="concurrent sessions", y_label="ms per step"),
+    ]
+    intro = (f"{report['steps_per_session']} steps per session, model latency {report['model_latency']:g} s, "
+             f"{report['cpus']} CPUs; run directories {'written' if report['write_runs'] else 'not written'}.")
+    return page("surfer bench throughput", intro, charts)
+
+
 def parse_levels(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
@@ -510,4 +532,6 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         target = out or Path(".bench/throughput.json")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(report, indent=2))
-        typer.echo(f"wrote {target}")
+        chart = target.with_suffix(".html")
+        chart.write_text(throughput_page(report), encoding="utf-8")
+        typer.echo(f"wrote {target} and {chart}")

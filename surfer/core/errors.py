@@ -39,6 +39,11 @@ class EnvironmentFailure(RunError):
     """The browser or desktop failed (crashed page, missing executable)."""
 
 
+class BrowserCrashed(EnvironmentFailure):
+    """Chromium or the session's page crashed (killed, out of memory): an
+    environment error; a batch relaunches the browser and retries the task."""
+
+
 class ActionNotSupported(SurferError):
     """The environment cannot perform this kind of action."""
 

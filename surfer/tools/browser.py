@@ -19,7 +19,7 @@ from surfer.core.actions import (
     Action, Click, CloseTab, Dialog, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText, Upload,
 )
 from surfer.core.coordinates import Size
-from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure, SurferError
+from surfer.core.errors import ActionFailed, BrowserCrashed, ConfigError, EnvironmentFailure, SurferError
 from surfer.core.observation import Observation, Screenshot
 
 from . import dialogs
@@ -35,6 +35,8 @@ from .url_policy import UrlPolicy, check_start_url
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
 DOWNLOAD_WRAP_UP_S = 10.0
+CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
+CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
 def _image_size(data: bytes) -> Size:
@@ -141,6 +143,8 @@ class BrowserEnvironment(Environment):
         self._tracker = NetworkTracker()
         self._navigations = 0
         self._crashed: str | None = None
+        self._browser_gone = False
+        self._died: asyncio.Event | None = None  # set when the browser or the current page dies
         self._hooked: set[int] = set()
         # Files the agent may hand to a page's file chooser; downloads go to `downloads_dir`, else <run dir>/downloads.
         self.uploads = UploadFiles(upload_files)
@@ -163,6 +167,7 @@ class BrowserEnvironment(Environment):
     async def start(self, url: str | None = None) -> None:
         if self._dialog_opened is None:
             self._dialog_opened = asyncio.Event()
+            self._died = asyncio.Event()
         if self._context is None:
             if self._shared_browser is not None:
                 self._browser = self._shared_browser
@@ -177,45 +182,81 @@ class BrowserEnvironment(Environment):
                     await self._playwright.stop()
                     self._playwright = None
                     raise
-            options: dict[str, Any] = {}
-            if self.url_policy.has_domain_rules:
-                # Every request of the context, loopback included, passes the domain check.
-                from .guard_proxy import GuardProxy
-
-                self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
-                options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
-            self._context = await self._browser.new_context(
-                viewport={"width": self.viewport[0], "height": self.viewport[1]},
-                device_scale_factor=self.device_scale_factor, **options,
-            )
-            self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
-            if self.legacy_step:
-                await self._context.add_init_script(MUTATION_TRACKER)
-                await self._context.add_init_script(widgets_script())
-            else:  # one round trip; the key-listener tracker after widgets.js, whose key handling is ours
-                await self._context.add_init_script(
-                    "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
-                )
-            self._tracker.attach(self._context)
-            self._context.on("page", self._on_new_page)
-            self._use(await self._context.new_page())
+            self._browser.on("disconnected", lambda *_: self._on_browser_gone())
+            if not self._browser.is_connected():
+                self._on_browser_gone()
+            await self._guard(self._open_context())
         if url:
             check_start_url(url, self.url_policy)
-            await self._run_action(lambda _: self._goto(url), None)
-            await self.settle(await self.mark())
+            await self._guard(self._run_action(lambda _: self._goto(url), None))
+            await self._guard(self.settle(await self.mark()))
+
+    async def _open_context(self) -> None:
+        options: dict[str, Any] = {}
+        if self.url_policy.has_domain_rules:
+            # Every request of the context, loopback included, passes the domain check.
+            from .guard_proxy import GuardProxy
+
+            self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
+            options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
+        self._context = await self._browser.new_context(
+            viewport={"width": self.viewport[0], "height": self.viewport[1]},
+            device_scale_factor=self.device_scale_factor, **options,
+        )
+        self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
+        if self.legacy_step:
+            await self._context.add_init_script(MUTATION_TRACKER)
+            await self._context.add_init_script(widgets_script())
+        else:  # one round trip; the key-listener tracker after widgets.js, whose key handling is ours
+            await self._context.add_init_script(
+                "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
+            )
+        self._tracker.attach(self._context)
+        self._context.on("page", self._on_new_page)
+        self._use(await self._context.new_page())
+
+    async def _guard(self, awaitable: Awaitable[Any]) -> Any:
+        """Await a call into the browser; when Chromium or the page dies under it
+        (a killed browser never answers), raise BrowserCrashed at once instead."""
+        self._check_alive()
+        if self._died is None:
+            return await awaitable
+        task = asyncio.ensure_future(awaitable)
+        waiter = asyncio.ensure_future(self._died.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if not task.done():
+            task.cancel()
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self._check_alive()
+        try:
+            return task.result()
+        except BrowserCrashed:
+            raise
+        except Exception as exc:
+            self._check_alive()  # a Playwright error because the browser died is a crash, not the step's error
+            first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            if any(sign in first.lower() for sign in CRASH_SIGNS):  # before the disconnect event arrives
+                raise BrowserCrashed(f"the browser crashed ({first})") from None
+            raise
 
     async def close(self) -> None:
         await self._downloads.cancel()
         try:
-            if self._context is not None:
-                await self._context.close()
-        except Exception:  # noqa: BLE001 - closing a crashed context can fail; nothing to save
+            if self._context is not None and not self._browser_gone:
+                await asyncio.wait_for(self._context.close(), CLOSE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - closing a crashed context can fail (or hang); nothing to save
             pass
         finally:
             self._context = self._page = None
             if self._shared_browser is None and self._browser is not None:
                 try:
-                    await self._browser.close()
+                    await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)
                 except Exception:  # noqa: BLE001
                     pass
             self._browser = None
@@ -253,6 +294,13 @@ class BrowserEnvironment(Environment):
     def _on_crash(self, page: Any) -> None:
         if page is self._page:
             self._crashed = page.url
+            if self._died is not None:
+                self._died.set()
+
+    def _on_browser_gone(self) -> None:
+        self._browser_gone = True
+        if self._died is not None:
+            self._died.set()
 
     def _on_navigated(self, page: Any, frame: Any) -> None:
         if page is self._page and frame == page.main_frame:
@@ -263,13 +311,17 @@ class BrowserEnvironment(Environment):
         self._use(page)
 
     def _check_alive(self) -> None:
+        if self._browser_gone:
+            raise BrowserCrashed("the browser crashed (the Chromium process died)")
         if self._crashed is not None:
-            raise EnvironmentFailure(f"the page crashed (at {self._crashed or 'about:blank'})")
+            raise BrowserCrashed(f"the page crashed (at {self._crashed or 'about:blank'})")
 
     # -- observe / settle ----------------------------------------------------
 
     async def observe(self) -> Observation:
-        self._check_alive()
+        return await self._guard(self._observe())
+
+    async def _observe(self) -> Observation:
         page = self.page
         if self._dialog is None:  # (a page frozen by a dialog cannot be left)
             await self.url_policy.leave_refused(page)  # a refused page is never captured
@@ -486,14 +538,14 @@ class BrowserEnvironment(Environment):
         if self._dialog is not None and not self._answers_dialog(action):
             notes.append(await self._answer_dialog("dismiss", why=" by default (the step did not answer it)"))
         try:
-            outcome = await super().perform(action)
+            outcome = await self._guard(super().perform(action))
         except (SurferError, ValueError):
             raise
         except Exception as exc:  # noqa: BLE001 - Playwright's plain Error: a crash, or an action the page refused
             message = str(exc).splitlines()[0] if str(exc) else repr(exc)
             self._check_alive()
             if "crashed" in message.lower():
-                raise EnvironmentFailure(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
+                raise BrowserCrashed(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
             raise ActionFailed(f"{action.type} failed: {message}") from None
         if self._dialog is None and await self.url_policy.leave_refused(self.page):
             outcome.settle_reason += "; left a refused page"

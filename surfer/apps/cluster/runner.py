@@ -111,8 +111,10 @@ class RayBatch(Batch):
         retry_errors: bool = False,
         secrets: Any = None,
         ship: str = "auto",
+        crash_retries: int = 1,
     ) -> None:
-        super().__init__(config, tasks, out_dir, concurrency=concurrency, retry_errors=retry_errors, secrets=secrets)
+        super().__init__(config, tasks, out_dir, concurrency=concurrency, retry_errors=retry_errors, secrets=secrets,
+                         crash_retries=crash_retries)
         if max_inflight is not None and max_inflight < 1:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         if ship not in SHIP_MODES:

@@ -43,14 +43,13 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/miniwob.json)."),
     ) -> None:
         """MiniWoB++ success rates per task (seeded episodes, rewards read from the page)."""
-        from rich.console import Console
         from rich.table import Table
 
         from surfer.core.errors import ConfigError
 
         from .bench import resolve_tasks, run_miniwob
 
-        console = Console()
+        console = options.console()
         with options.setup_errors(console):
             if oracle and profile == "auto":
                 raise ConfigError("--oracle answers in a profile's wire format: choose --profile explicitly")

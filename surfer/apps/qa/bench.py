@@ -48,7 +48,7 @@ async def _run(config: AgentConfig, suite_path: Path, site_url: str, out: Path, 
 
 
 def bench_qa(model_latency: float, out: Path, runs: int = 3, suite_path: Path | None = None) -> dict[str, Any]:
-    from rich.console import Console
+    from surfer.apps import options
 
     from surfer.apps.static_site import StaticSite
     from surfer.models.profiles import get_profile
@@ -56,7 +56,7 @@ def bench_qa(model_latency: float, out: Path, runs: int = 3, suite_path: Path | 
 
     from .demo import DEMO_SITE, SAMPLE_SUITE, measure_qa_targets, qa_oracle
 
-    console = Console()
+    console = options.console()
     suite_path = suite_path or SAMPLE_SUITE
     with StaticSite(DEMO_SITE) as site, tempfile.TemporaryDirectory(prefix="surfer-bench-qa-") as tmp:
         centres = asyncio.run(measure_qa_targets(site.base_url))

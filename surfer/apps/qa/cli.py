@@ -153,7 +153,6 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", help="No live table."),
     ) -> None:
         """Run QA suites written in plain language: cases in parallel, JUnit + HTML reports, an action cache."""
-        from rich.console import Console
 
         from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
         from surfer.apps.signals import Interrupted
@@ -165,7 +164,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from .runner import QaRunner, SuiteRun
         from .suite import load_suite, parse_vars
 
-        console = Console(stderr=True)
+        console = options.console(stderr=True)
         out_dir = out or Path("qa-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
         with contextlib.ExitStack() as stack, options.setup_errors(console):
             if no_cache and update_cache:
@@ -208,19 +207,19 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             except Interrupted as stop:
                 stopped = QaSummary(out_dir, runner.cases, time.monotonic() - started, f"interrupted by {stop}", "interrupted")
                 write_reports(stopped, junit_path, html_path)
-                console.print(f"[yellow]interrupted[/yellow] by {stop}: {stopped.line()}; finished cases are in "
-                              f"{out_dir / 'results.jsonl'} and {junit_path}")
+                options.say(console, "interrupted", "yellow", f"by {stop}: {stopped.line()}; finished cases are in "
+                            f"{out_dir / 'results.jsonl'} and {junit_path}")
                 raise typer.Exit(stop.exit_code) from None
             write_reports(summary, junit_path, html_path)
         console.print(summary.line())
         for case in summary.cases:
             if case.status in ("failed", "error"):
-                console.print(f"[red]{case.status}[/red] {case.id}: {case.failure}  ({case.dir / 'report.html'})")
+                options.say(console, case.status, "red", f"{case.id}: {case.failure}  ({case.dir / 'report.html'})")
             elif case.status == "flaky":
-                console.print(f"[yellow]flaky[/yellow] {case.id}: passed on attempt {len(case.attempts)}")
+                options.say(console, "flaky", "yellow", f"{case.id}: passed on attempt {len(case.attempts)}")
         console.print(f"JUnit: {junit_path} · HTML: {html_path}")
         if summary.stopped:
-            console.print(f"[red]stopped:[/red] {summary.stopped}")
+            options.say(console, "stopped:", "red", summary.stopped)
             raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
         raise typer.Exit(EXIT_OK if summary.ok else EXIT_FAILED)
 

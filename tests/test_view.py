@@ -1,0 +1,169 @@
+"""`surfer view`: the live page over a batch's output directory, driven in a
+real Chromium while a batch with a slow stand-in model runs; the server's
+file and token checks over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+
+import pytest
+
+from surfer.agent.config import AgentConfig, BrowserSettings
+from surfer.apps.batch import Batch, BatchTask
+from surfer.apps.demo import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.view.server import ViewServer
+
+VIEWPORT = (1024, 700)
+
+
+@pytest.fixture(scope="module")
+async def centres(demo_site):  # type: ignore[no-untyped-def]
+    return await measure_targets(demo_site.base_url, VIEWPORT)
+
+
+def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+    """A raw GET (the path goes out exactly as written: no client-side normalising)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, response.read(), dict(response.getheaders())
+    finally:
+        conn.close()
+
+
+async def test_view_page_follows_a_running_batch(demo_site, standin, centres, shared_browser, tmp_path):
+    server = standin(DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)), delay=0.35)
+    config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10,
+                         browser=BrowserSettings(viewport=VIEWPORT))
+    tasks = [BatchTask(id=f"task-{i}", group=f"task-{i}", task=DEMO_TASK, url=demo_site.url("index.html")) for i in range(5)]
+    batch = Batch(config, tasks, tmp_path, concurrency=3)
+    view = await ViewServer(tmp_path, port=0).start()
+    context = await shared_browser.new_context()
+    page = await context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    running = asyncio.create_task(batch.run())
+    try:
+        await page.goto(view.url)
+        # running sessions show their latest screen, loaded
+        await page.wait_for_function(
+            """() => [...document.querySelectorAll('[data-status=running] img')]
+                     .some(img => img.complete && img.naturalWidth > 0)""", timeout=30_000)
+        card = page.locator("[data-status=running]").first
+        watched = await card.get_attribute("data-task-id")
+        assert watched and watched.startswith("task-")
+        # the same task turns from running into a finished row without a reload
+        await page.wait_for_selector(f'tr[data-task-id="{watched}"][data-status=success]', timeout=60_000)
+        await page.wait_for_function(
+            "() => document.querySelector('[data-summary]').textContent.includes('5/5')", timeout=60_000)
+        await running
+        assert await page.locator("tr[data-status=success]").count() == 5
+        assert await page.locator("[data-status=running]").count() == 0
+        # a report opens from its link, served by the same server
+        async with context.expect_page() as opened:
+            await page.locator(f'tr[data-task-id="{watched}"] a').click()
+        report = await opened.value
+        await report.wait_for_load_state()
+        assert DEMO_TASK[:30] in await report.locator("body").inner_text()
+        assert problems == []
+    finally:
+        if not running.done():
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+        await context.close()
+        await view.stop()
+
+
+async def test_view_serves_only_files_inside_out(tmp_path):
+    out = tmp_path / "out"
+    (out / "runs" / "a").mkdir(parents=True)
+    (out / "runs" / "a" / "report.html").write_text("<p>report a</p>")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the page")
+    (out / "runs" / "leak.txt").symlink_to(secret)
+    (out / "runs" / "outside").symlink_to(tmp_path, target_is_directory=True)
+    view = await ViewServer(out, port=0).start()
+    try:
+        status, body, _ = await asyncio.to_thread(get, view.port, "/files/runs/a/report.html")
+        assert status == 200 and b"report a" in body
+        attempts = [
+            "/files/../secret.txt", "/files/runs/../../secret.txt", "/files/%2e%2e/secret.txt",
+            "/files/runs/%2E%2E%2F%2E%2E%2Fsecret.txt", "/files/..%2fsecret.txt", "/files/%252e%252e/secret.txt",
+            f"/files/{secret}", f"/files/%2F{str(secret)[1:]}", "/files/runs/leak.txt", "/files/runs/outside/secret.txt",
+            "/files/runs", "/files/",
+        ]
+        for path in attempts:
+            status, body, _ = await asyncio.to_thread(get, view.port, path)
+            assert b"not for the page" not in body, path
+            assert status in (400, 404), (path, status)
+    finally:
+        await view.stop()
+
+
+async def test_view_off_loopback_needs_the_token(tmp_path):
+    (tmp_path / "results.jsonl").write_text(json.dumps({"id": "a", "status": "success", "run_dir": "runs/a"}) + "\n")
+    view = await ViewServer(tmp_path, host="0.0.0.0", port=0).start()
+    try:
+        assert view.token and f"?token={view.token}" in view.url
+        for path in ("/", "/api/state", "/files/results.jsonl"):
+            status, _, _ = await asyncio.to_thread(get, view.port, path)
+            assert status in (401, 403), path
+            status, _, _ = await asyncio.to_thread(get, view.port, path + "?token=wrong")
+            assert status in (401, 403), path
+        status, page, headers = await asyncio.to_thread(get, view.port, f"/?token={view.token}")
+        assert status == 200 and b"data-summary" in page
+        cookie = headers["set-cookie"].split(";")[0]
+        status, body, _ = await asyncio.to_thread(get, view.port, "/api/state", {"Cookie": cookie})
+        assert status == 200 and json.loads(body)["totals"]["done"] == 1
+        status, _, _ = await asyncio.to_thread(get, view.port, "/api/state", {"Authorization": f"Bearer {view.token}"})
+        assert status == 200
+    finally:
+        await view.stop()
+    local = await ViewServer(tmp_path, port=0).start()  # loopback: no token
+    try:
+        assert local.token is None
+        status, _, _ = await asyncio.to_thread(get, local.port, "/api/state")
+        assert status == 200
+    finally:
+        await local.stop()
+
+
+async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tmp_path):
+    from PIL import Image
+
+    attack = "<img src=x onerror=\"document.title='owned'\"><b id=injected>bold</b>"
+    finished, running = tmp_path / "20260101-a", tmp_path / "20260101-b"
+    for run_dir in (finished, running):
+        (run_dir / "screenshots").mkdir(parents=True)
+        (run_dir / "run.json").write_text(json.dumps({"task": f"task {attack}", "url": "https://example.com"}))
+    (finished / "result.json").write_text(json.dumps(
+        {"status": "success", "task": attack, "answer": attack, "steps": 2, "timings": {"seconds": 3.5}}))
+    (finished / "report.html").write_text("<p>the report</p>")
+    Image.new("RGB", (640, 400), (200, 220, 240)).save(running / "screenshots" / "step-001.jpg")
+    (running / "trajectory.jsonl").write_text(json.dumps({"index": 1, "thought": attack}) + "\n")
+    view = await ViewServer(tmp_path, port=0).start()
+    context = await shared_browser.new_context()
+    page = await context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    try:
+        await page.goto(view.url)
+        await page.wait_for_function("() => document.body.dataset.loaded === '1'")
+        assert "1/2" in await page.locator("[data-summary]").inner_text()
+        row = page.locator('tr[data-task-id="20260101-a"][data-status=success]')
+        assert attack in await row.inner_text()
+        card = page.locator('[data-task-id="20260101-b"][data-status=running]')
+        assert attack in await card.inner_text()
+        await page.wait_for_function(
+            "() => document.querySelector('[data-status=running] img').naturalWidth > 0")
+        assert await page.locator("#injected").count() == 0 and await page.title() == "surfer view"
+        await page.locator('[data-filter=failure]').click()
+        assert await row.is_hidden()
+        assert problems == []
+    finally:
+        await context.close()
+        await view.stop()
