@@ -1,4 +1,4 @@
-"""`surfer batch`: the command line of surfer/apps/batch.py, kept apart so
+"""`surfer batch`: the command line of surfer/apps/batch/, kept apart so
 that building the CLI (`surfer --help`) does not import the batch runner,
 pydantic's models or the agent."""
 

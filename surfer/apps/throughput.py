@@ -277,7 +277,8 @@ async def measure_level(
     from surfer.agent.config import AgentConfig, BrowserSettings
     from surfer.agent.events import StepFinished, StepStarted
     from surfer.agent.loop import Agent
-    from surfer.apps.batch import SharedBrowser, shared_backends
+    from surfer.apps.batch import shared_backends
+    from surfer.tools.browser_pool import SharedBrowser
     from surfer.tools.browser import BrowserEnvironment
 
     config = AgentConfig(

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from surfer.agent.config import AgentConfig
-from surfer.apps.batch import SharedBrowser, shared_backends
+from surfer.apps.batch import shared_backends
+from surfer.tools.browser_pool import SharedBrowser
 from surfer.apps.static_site import StaticSite
 from surfer.core.errors import ConfigError, SurferError
 

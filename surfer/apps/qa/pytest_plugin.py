@@ -72,7 +72,8 @@ class SurferRuntime:
 
     def __init__(self, options: Any) -> None:
         from surfer.agent.config import load_config
-        from surfer.apps.batch import SharedBrowser, shared_backends
+        from surfer.apps.batch import shared_backends
+        from surfer.tools.browser_pool import SharedBrowser
 
         from .cache import ActionCache
 

@@ -22,7 +22,8 @@ from typing import Any, Mapping, Optional
 from surfer.agent.config import AgentConfig
 from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
 from surfer.agent.environments import browser_environment
-from surfer.apps.batch import BATCH_STOPPING_ERRORS, ResultsIndex, SharedBrowser, drain, shared_backends
+from surfer.apps.batch import BATCH_STOPPING_ERRORS, ResultsIndex, drain, shared_backends
+from surfer.tools.browser_pool import SharedBrowser
 from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
 from surfer.models.backend import ModelBackend
 

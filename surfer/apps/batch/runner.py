@@ -1,351 +1,33 @@
-"""`surfer batch`: many tasks, many sessions, one browser, one model server.
-
-    surfer batch tasks.jsonl --concurrency 32 --max-inflight 16 --out out/
-
-Each line of the tasks file is one task: {"task": ..., "url": ..., "id": ...,
-"max_steps": ..., "max_seconds": ..., "metadata": {...}}. One Chromium runs
-every session, each in its own browser context; a bounded pool of sessions
-shares one backend per endpoint, capped at `max_inflight` requests in flight.
-
-The output directory holds:
-
-    results.jsonl          one line per finished task, appended as tasks finish
-    runs/<id>/             the run directory of each finished task
-    runs/.tmp-<id>-<hex>/  run directories in progress (renamed when done)
-
-Running the same command again resumes: tasks with a final status in
-results.jsonl are skipped, stale temporary directories are removed, the
-rest run. The same from Python: `await run_batch(config, "tasks.jsonl", "out/")`
-or `Batch(...).run()`.
-"""
+"""The local batch runner: a bounded pool of sessions on one shared browser and
+one backend per endpoint; resumable; the Ray runner (surfer/apps/cluster/)
+subclasses `Batch` and replaces only placement."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import re
 import shutil
-import statistics
 import time
 import uuid
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from surfer.agent.config import AgentConfig
-from surfer.agent.events import Event, ModelCalled, StepFinished
 from surfer.agent.result import RunResult
 from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
+from surfer.tools.browser_pool import SharedBrowser
 
-FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "error"})
-# Errors that are not the task's fault: never final, and they stop the batch.
-BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
+from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RUNS, TMP_PREFIX, ResultsIndex, _publish
+from .stats import BatchStats
+from .tasks import BatchTask, check_task_urls, load_tasks, run_dir_name
+
+
 BROWSER_DIED = "the browser crashed (the Chromium process died)"
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
-RUNS = "runs"
-TMP_PREFIX = ".tmp-"
-
-
-class BatchTask(BaseModel):
-    """One line of a tasks file."""
-
-    model_config = ConfigDict(extra="forbid")
-    task: str = Field(min_length=1)
-    url: Optional[str] = None
-    id: Optional[str] = Field(default=None, min_length=1)
-    max_steps: Optional[int] = Field(default=None, ge=1)
-    max_seconds: Optional[float] = Field(default=None, gt=0)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    # set when expanded into samples
-    group: Optional[str] = None
-    sample: Optional[int] = None
-
-
-def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
-    """Parse a tasks file (JSON lines; blank lines and # comments skipped).
-    Tasks without an id get `line-<n>`; with samples > 1 each task becomes
-    `<id>#0 .. <id>#<samples-1>`, grouped by `group`."""
-    if samples < 1:
-        raise ConfigError(f"--samples must be at least 1, got {samples}")
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ConfigError(f"tasks file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read tasks file {path}: {exc}") from None
-    tasks: list[BatchTask] = []
-    seen: set[str] = set()
-    for number, line in enumerate(lines, 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        try:
-            task = BatchTask.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"{path}:{number}: {problems}") from None
-        task.id = task.id or f"line-{number}"
-        if task.id in seen:
-            raise ConfigError(f"{path}:{number}: duplicate task id {task.id!r}")
-        seen.add(task.id)
-        tasks.extend(expand_samples(task, samples))
-    if not tasks:
-        raise ConfigError(f"tasks file {path} holds no tasks")
-    return tasks
-
-
-def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:
-    """The task as `samples` rollouts (`<id>#<k>`, grouped by id), or itself grouped when samples is 1."""
-    if samples < 1:
-        raise ConfigError(f"--samples must be at least 1, got {samples}")
-    if samples == 1:
-        return [task.model_copy(update={"group": task.id})]
-    return [task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}) for k in range(samples)]
-
-
-def run_dir_name(task_id: str) -> str:
-    """A file-system-safe directory name for a task id (stable across runs)."""
-    safe = re.sub(r"[^A-Za-z0-9._#=+-]", "_", task_id).lstrip(".") or "task"
-    if safe != task_id:
-        safe += "-" + uuid.uuid5(uuid.NAMESPACE_URL, task_id).hex[:8]
-    return safe[:180]
-
-
-# -- the results index ------------------------------------------------------
-
-
-class ResultsIndex:
-    """results.jsonl: appended one whole line at a time; a torn last line
-    (crash mid-write) is ignored when read back."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = asyncio.Lock()
-
-    def read(self) -> list[dict[str, Any]]:
-        records = []
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
-        return records
-
-    def finished(self, retry_errors: bool = False) -> dict[str, dict[str, Any]]:
-        done: dict[str, dict[str, Any]] = {}
-        for record in self.read():
-            if is_final(record, retry_errors):
-                done[record["id"]] = record
-        return done
-
-    def _append(self, record: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a+b") as handle:
-            handle.seek(0, os.SEEK_END)
-            if handle.tell():  # a torn last line must not swallow this one
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")
-            handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    async def append(self, record: dict[str, Any]) -> None:
-        async with self._lock:
-            await asyncio.to_thread(self._append, record)
-
-
-def is_final(record: dict[str, Any], retry_errors: bool = False) -> bool:
-    status = record.get("status")
-    if status not in FINAL_STATUSES or not record.get("id"):
-        return False
-    if status == "error" and (retry_errors or record.get("error_kind") in BATCH_STOPPING_ERRORS):
-        return False
-    return True
-
-
-# -- live statistics ---------------------------------------------------------
-
-
-@dataclass
-class BatchStats:
-    """An Agent listener shared by every session, and a rich renderable."""
-
-    total: int = 0
-    skipped: int = 0
-    done: int = 0
-    succeeded: int = 0
-    errors: int = 0
-    running: int = 0
-    browser_crashes: int = 0  # attempts ended by a crashed browser or page (retried, or recorded as errors)
-    steps: int = 0
-    tokens: int = 0
-    started: float = field(default_factory=time.monotonic)
-    step_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
-    waiting: Any = None  # () -> the sessions' model calls in flight (surfer.apps.live.Waiting)
-    latencies: dict[str, list[float]] = field(default_factory=dict)  # model-call seconds per role, since the last metrics line
-    _spin: Any = None
-
-    def model_latency(self, role: str, seconds: float) -> None:
-        self.latencies.setdefault(role, []).append(seconds)
-
-    def metrics(self) -> dict[str, Any]:
-        """One line of metrics.jsonl (latency percentiles over the calls since the previous line)."""
-        from surfer.apps.sessions import percentiles
-
-        latencies, self.latencies = self.latencies, {}
-        return {
-            "t": round(time.time(), 3), "elapsed": round(time.monotonic() - self.started, 3), "steps": self.steps,
-            "done": self.done, "succeeded": self.succeeded, "errors": self.errors, "running": self.running,
-            "browser_crashes": self.browser_crashes,
-            "latency": {role: percentiles(values) for role, values in latencies.items()},
-        }
-
-    def __call__(self, event: Event) -> None:
-        if isinstance(event, StepFinished):
-            self.steps += 1
-            self.step_seconds.append(event.record.timings.total)
-        elif isinstance(event, ModelCalled):
-            self.tokens += event.call.usage.total_tokens
-
-    def task_done(self, status: str) -> None:
-        self.done += 1
-        self.succeeded += status == "success"
-        self.errors += status == "error"
-
-    def snapshot(self) -> dict[str, Any]:
-        elapsed = max(1e-9, time.monotonic() - self.started)
-        times = sorted(self.step_seconds)
-        return {
-            "total": self.total,
-            "skipped": self.skipped,
-            "done": self.done,
-            "succeeded": self.succeeded,
-            "errors": self.errors,
-            "running": self.running,
-            "browser_crashes": self.browser_crashes,
-            "success_rate": self.succeeded / self.done if self.done else None,
-            "steps": self.steps,
-            "steps_per_s": self.steps / elapsed,
-            "tokens_per_s": self.tokens / elapsed,
-            "step_p50": statistics.median(times) if times else None,
-            "step_p95": times[min(len(times) - 1, int(0.95 * len(times)))] if times else None,
-            "seconds": elapsed,
-        }
-
-    def line(self) -> str:
-        s = self.snapshot()
-        rate = f"{s['success_rate']:.0%}" if s["success_rate"] is not None else "-"
-        p50 = f"{s['step_p50']:.2f}s" if s["step_p50"] is not None else "-"
-        p95 = f"{s['step_p95']:.2f}s" if s["step_p95"] is not None else "-"
-        return (
-            f"done {s['done'] + s['skipped']}/{s['total']} (skipped {s['skipped']}) · running {s['running']} · "
-            f"success {rate} · errors {s['errors']} · browser crashes {s['browser_crashes']} · {s['steps_per_s']:.2f} steps/s · "
-            f"{s['tokens_per_s']:.0f} tokens/s · step p50 {p50} p95 {p95}"
-        )
-
-    def waiting_line(self) -> str | None:
-        """The model calls in flight: how many per role, and the longest wait."""
-        waiting = self.waiting() if self.waiting else []
-        if not waiting:
-            return None
-        roles: dict[str, int] = {}
-        for w in waiting:
-            roles[w.role] = roles.get(w.role, 0) + 1
-        longest = max(time.monotonic() - w.since for w in waiting)
-        return "asking the model: " + " · ".join(f"{role} ×{n}" for role, n in roles.items()) + f" · longest {longest:.0f}s"
-
-    def __rich__(self) -> Any:
-        from rich.progress_bar import ProgressBar
-        from rich.table import Table
-        from rich.text import Text
-
-        grid = Table.grid(padding=(0, 1))
-        grid.add_row(ProgressBar(total=max(1, self.total), completed=self.done + self.skipped, width=40), Text(self.line()))
-        waiting = self.waiting_line()
-        if waiting:
-            grid.add_row(self._spinner, Text(waiting))
-        return grid
-
-    @property
-    def _spinner(self) -> Any:
-        if self._spin is None:
-            from rich.spinner import Spinner
-
-            self._spin = Spinner("dots")
-        return self._spin
-
-
-# -- the shared browser ---------------------------------------------------------
-
-
-class SharedBrowser:
-    """One Chromium for every session; relaunched when it dies."""
-
-    def __init__(self, headless: bool = True) -> None:
-        self.headless = headless
-        self.browser: Any = None
-        self.relaunches = 0
-        self._playwright: Any = None
-        self._lock = asyncio.Lock()
-
-    async def start(self) -> None:
-        from playwright.async_api import async_playwright
-
-        from surfer.tools.browser import launch_chromium, use_node_compile_cache
-
-        use_node_compile_cache()
-        self._playwright = await async_playwright().start()
-        try:
-            self.browser = await launch_chromium(self._playwright, headless=self.headless)
-        except BaseException:
-            await self._playwright.stop()
-            raise
-
-    async def get(self) -> Any:
-        browser = self.browser
-        if not browser.is_connected():
-            await self.relaunch(browser)
-        return self.browser
-
-    def alive(self, browser: Any) -> bool:
-        return browser is self.browser and browser.is_connected()
-
-    async def relaunch(self, dead: Any) -> None:
-        from surfer.tools.browser import launch_chromium
-
-        async with self._lock:
-            if self.browser is not dead:
-                return  # another session relaunched it already
-            if dead.is_connected():  # a killed Chromium's connection is gone: closing it would never answer
-                try:
-                    await asyncio.wait_for(dead.close(), 10)
-                except Exception:  # noqa: BLE001 - it is dying already
-                    pass
-            self.browser = await launch_chromium(self._playwright, headless=self.headless)
-            self.relaunches += 1
-
-    async def close(self) -> None:
-        try:
-            if self.browser is not None:
-                await self.browser.close()
-        except Exception:  # noqa: BLE001
-            pass
-        if self._playwright is not None:
-            await self._playwright.stop()
-
-
-# -- the batch --------------------------------------------------------------------
 
 
 @dataclass
@@ -455,7 +137,7 @@ class Batch:
         its screenshots marked with k so that no two tasks send the same images.
         `concurrency="auto"`: sessions follow the server's cache (surfer/apps/concurrency.py;
         `auto` holds AutoConcurrency's options); `say(text)` tells what it does."""
-        from .concurrency import AUTO, AutoConcurrency, parse_concurrency
+        from surfer.apps.concurrency import AUTO, AutoConcurrency, parse_concurrency
 
         concurrency = parse_concurrency(concurrency)
         self.auto = AutoConcurrency.for_endpoint(config.base_url, **(auto or {})) if concurrency == AUTO else None
@@ -565,8 +247,8 @@ class Batch:
         )
 
     async def _drain_auto(self, todo: list[BatchTask]) -> None:
-        from .concurrency import Slots
-        from .gpu_bench import _httpx
+        from surfer.apps.concurrency import Slots
+        from surfer.apps.gpu_bench import _httpx
 
         auto = self.auto
         assert auto is not None
@@ -729,31 +411,6 @@ class Batch:
             self.on_record(record)
 
 
-def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
-    """Refused start URLs (file:, chrome:, refused domains) are a usage error before anything runs."""
-    from surfer.agent.environments import check_start_url
-
-    for task in tasks:
-        if task.url:
-            try:
-                check_start_url(task.url, config)
-            except ConfigError as exc:
-                raise ConfigError(f"task {task.id}: {exc}") from None
-
-
-def _publish(tmp: Path, final: Path, result: RunResult) -> None:
-    """Move a finished run directory into place (replacing leftovers of an
-    earlier attempt that never reached results.jsonl)."""
-    if (
-        not (tmp / "result.json").exists()
-        or json.loads((tmp / "result.json").read_text()).get("status") != result.status
-    ):
-        tmp.mkdir(parents=True, exist_ok=True)
-        (tmp / "result.json").write_text(result.model_copy(update={"run_dir": str(final)}).model_dump_json(indent=2))
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-
 
 async def run_batch(
     config: AgentConfig,
@@ -796,7 +453,7 @@ def make_batch(
         raise ConfigError("a batch on Ray talks to the configured endpoints: no backend= or listeners= objects")
     if options.pop("replay", None):
         raise ConfigError("--env replay runs on one machine: leave out --ray")
-    from .concurrency import AUTO, parse_concurrency
+    from surfer.apps.concurrency import AUTO, parse_concurrency
 
     if parse_concurrency(options.get("concurrency", 4)) == AUTO:
         raise ConfigError("--concurrency auto runs on one machine: give --ray a number of sessions")

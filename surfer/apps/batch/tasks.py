@@ -1,0 +1,95 @@
+"""The tasks file of a batch: one task per JSON line, samples, run-directory names."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from surfer.agent.config import AgentConfig
+from surfer.core.errors import ConfigError
+
+
+class BatchTask(BaseModel):
+    """One line of a tasks file."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str = Field(min_length=1)
+    url: Optional[str] = None
+    id: Optional[str] = Field(default=None, min_length=1)
+    max_steps: Optional[int] = Field(default=None, ge=1)
+    max_seconds: Optional[float] = Field(default=None, gt=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # set when expanded into samples
+    group: Optional[str] = None
+    sample: Optional[int] = None
+
+
+def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
+    """Parse a tasks file (JSON lines; blank lines and # comments skipped).
+    Tasks without an id get `line-<n>`; with samples > 1 each task becomes
+    `<id>#0 .. <id>#<samples-1>`, grouped by `group`."""
+    if samples < 1:
+        raise ConfigError(f"--samples must be at least 1, got {samples}")
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ConfigError(f"tasks file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read tasks file {path}: {exc}") from None
+    tasks: list[BatchTask] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            task = BatchTask.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{path}:{number}: {problems}") from None
+        task.id = task.id or f"line-{number}"
+        if task.id in seen:
+            raise ConfigError(f"{path}:{number}: duplicate task id {task.id!r}")
+        seen.add(task.id)
+        tasks.extend(expand_samples(task, samples))
+    if not tasks:
+        raise ConfigError(f"tasks file {path} holds no tasks")
+    return tasks
+
+
+def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:
+    """The task as `samples` rollouts (`<id>#<k>`, grouped by id), or itself grouped when samples is 1."""
+    if samples < 1:
+        raise ConfigError(f"--samples must be at least 1, got {samples}")
+    if samples == 1:
+        return [task.model_copy(update={"group": task.id})]
+    return [task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}) for k in range(samples)]
+
+
+def run_dir_name(task_id: str) -> str:
+    """A file-system-safe directory name for a task id (stable across runs)."""
+    safe = re.sub(r"[^A-Za-z0-9._#=+-]", "_", task_id).lstrip(".") or "task"
+    if safe != task_id:
+        safe += "-" + uuid.uuid5(uuid.NAMESPACE_URL, task_id).hex[:8]
+    return safe[:180]
+
+
+
+def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
+    """Refused start URLs (file:, chrome:, refused domains) are a usage error before anything runs."""
+    from surfer.agent.environments import check_start_url
+
+    for task in tasks:
+        if task.url:
+            try:
+                check_start_url(task.url, config)
+            except ConfigError as exc:
+                raise ConfigError(f"task {task.id}: {exc}") from None
