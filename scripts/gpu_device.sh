@@ -2,9 +2,10 @@
 # On a GPU machine without internet (README, "GPU rollouts"), with the vLLM wheel set's chunks in /tmp:
 #   bash scripts/gpu_device.sh unpack                   # chunks -> /tmp/site; model dirs -> /tmp/models
 #   bash scripts/gpu_device.sh serve SHAPE [PORT]       # `surfer serve` in its own session; waits until it answers
-#   bash scripts/gpu_device.sh bench SHAPE WINDOW [LEVELS] [PORT]   # surfer bench gpu run against it, JSON in $OUT
+#     (`start SHAPE [PORT]` only starts it, `wait SHAPE [PORT]` waits; the log is /tmp/vllm-SHAPE.log)
+#   bash scripts/gpu_device.sh bench SHAPE WINDOW [LEVELS] [PORT] [TAG]   # surfer bench gpu run against it, JSON in $OUT
 #     (BENCH_ARGS: more `surfer bench gpu run` options, e.g. "--layouts window,blocks --auto --no-bare")
-#   bash scripts/gpu_device.sh stop SHAPE               # stop that server (by its process id)
+#   bash scripts/gpu_device.sh stop SHAPE               # stop that server and wait until it has exited
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
 # (engine start: 3 to 6 minutes). SURFER_SRC: the directory holding the surfer package (default: this checkout).
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,26 +23,38 @@ unpack)
     [ -d /tmp/models/$shape ] || python3 -m surfer bench gpu make-model $shape /tmp/models/$shape || exit 1
   done
   ;;
-serve)
-  started=$(date +%s)
-  setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --port $port --max-concurrency 128 --prompt-layout blocks -- \
-    --load-format dummy --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}' \
-    > "$OUT/vllm-$2.log" 2>&1 < /dev/null &
+serve|start|wait)
+  if [ "$1" != wait ]; then
+    date +%s > /tmp/vllm-$2.started
+    setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --port $port --max-concurrency 128 --prompt-layout blocks -- \
+      --load-format dummy --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}' \
+      > /tmp/vllm-$2.log 2>&1 < /dev/null &
+  fi
+  [ "$1" = start ] && { echo "$2 starting"; exit 0; }
   until curl -s -m 2 127.0.0.1:$port/v1/models > /dev/null; do
-    kill -0 $! 2> /dev/null || { tail -30 "$OUT/vllm-$2.log"; exit 1; }
+    pgrep -f "surfer serve /tmp/models/$2 " > /dev/null || { tail -30 /tmp/vllm-$2.log; exit 1; }
     sleep 1
   done
-  echo "$2 answers after $(( $(date +%s) - started )) s"
+  echo "$2 answers after $(( $(date +%s) - $(cat /tmp/vllm-$2.started) )) s"
   ;;
 bench)
   set -o pipefail
+  tag=$2-${6:-${4:-all}}
   python3 -m surfer bench gpu run --base-url http://127.0.0.1:${5:-8000}/v1 --model "$2=/tmp/models/$2" \
-    --levels "${4:-1,16,64,128}" --window "$3" --out "$OUT/$2-${4:-all}.json" $BENCH_ARGS 2>&1 | tee "$OUT/$2-bench.log"
+    --levels "${4:-1,16,64,128}" --window "$3" --out "$OUT/$tag.json" $BENCH_ARGS 2>&1 | tee "$OUT/$tag.log"
+  status=$?
+  cp /tmp/vllm-$2.log "$OUT/" 2> /dev/null
   nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
+  exit $status
   ;;
 stop)
   pid=$(pgrep -f "surfer serve /tmp/models/$2 " | head -1)
   [ -n "$pid" ] && kill -TERM -- -"$pid"
+  for _ in $(seq 90); do  # until the GPU's memory is given back
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | awk '$1 < 2000 {ok = 1} END {exit !ok}' && break
+    sleep 1
+  done
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader
   ;;
-*) echo "usage: $0 unpack | serve SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] | stop SHAPE"; exit 2 ;;
+*) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE"; exit 2 ;;
 esac

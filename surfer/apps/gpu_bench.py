@@ -339,14 +339,15 @@ _TASK = (
 async def bench_levels(config: Any, recordings: list[Any], levels: list[int], window: float, *,
                        bare: bool = True, say: Any = print, out: list[dict[str, Any]] | None = None,
                        progress: Any = None, layouts: tuple[str, ...] = ("window",), auto: bool = False,
-                       auto_interval: float = 5.0) -> list[dict[str, Any]]:
+                       auto_interval: float = 5.0, auto_only: bool = False) -> list[dict[str, Any]]:
     """Every level against the server in `config` (surfer, then the bare replay of what it sent),
-    per prompt layout, plus `--concurrency auto` when `auto`; rows are appended to `out` as they
-    finish, and `progress()` called after each."""
+    per prompt layout, plus `--concurrency auto` when `auto` (only that when `auto_only`: the levels
+    then give its start and ceiling); rows are appended to `out` as they finish, and `progress()`
+    called after each."""
     root = config.base_url.rstrip("/").removesuffix("/v1")
     out = [] if out is None else out
     top = max(levels)
-    runs: list[tuple[str, int | str]] = [(layout, level) for layout in layouts for level in [*levels, *(["auto"] if auto else [])]]
+    runs: list[tuple[str, int | str]] = [(layout, level) for layout in layouts for level in [*([] if auto_only else levels), *(["auto"] if auto or auto_only else [])]]
     with tempfile.TemporaryDirectory(prefix="surfer-gpu-") as tmp:
         for layout, level in runs:
             reset = await reset_server_caches(root)
@@ -550,7 +551,8 @@ def _ratio(a: float, b: float) -> float | None:
 def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: float, replay: str,
                   base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
                   extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
-                  layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0) -> dict[str, Any]:
+                  layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0,
+                  auto_only: bool = False) -> dict[str, Any]:
     """Serve and measure each model in turn; `progress(results)` is called whenever a level or model is done."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.options import replay_recordings
@@ -579,7 +581,7 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
                                      say=lambda t, s=shape: say(f"{s}: {t}"),
                                      progress=lambda: progress and progress(results),
-                                     layouts=layouts, auto=auto, auto_interval=auto_interval))
+                                     layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only))
             entry["gpu_memory"] = gpu_memory()
         except (RuntimeError, OSError) as exc:
             entry["error"] = str(exc)
@@ -630,6 +632,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         layouts_text: str = typer.Option("window", "--layouts", help="Prompt layouts to compare, comma-separated (window,blocks)."),
         auto: bool = typer.Option(False, "--auto", help="Also run --concurrency auto (up to the highest level) per layout."),
         auto_interval: float = typer.Option(5.0, "--auto-interval", help="Seconds between --concurrency auto's decisions."),
+        auto_only: bool = typer.Option(False, "--auto-only", help="Run only --concurrency auto (starting at the lowest level, up to the highest)."),
     ) -> None:
         """Serve each model, run surfer batches over the replay environment and the bare generator; print a table."""
         import shlex
@@ -648,7 +651,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             results = run_gpu_bench(pairs, levels=levels, window=window, replay=replay, base_url=base_url, port=port,
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
                                     extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
-                                    auto_interval=auto_interval, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
+                                    auto_interval=auto_interval, auto_only=auto_only, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
