@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from surfer.apps import options
+from surfer.apps import early_start, options
 from surfer.apps.signals import Interrupted, run_interruptible
 
 from surfer.core.errors import ConfigError
@@ -127,6 +127,10 @@ def run(
             environment = DesktopEnvironment(display=display, monitor=monitor, dry_run=dry_run)
         elif display or monitor != 1 or dry_run:
             raise ConfigError("--display, --monitor and --dry-run apply to --env desktop only")
+        elif environment is None and early_start.current() is not None:  # Chromium started at process start
+            from surfer.agent.environments import browser_environment
+
+            environment = browser_environment(cfg, early=early_start.current().early_browser())  # type: ignore[union-attr]
         run_dir = out or default_run_dir(task)
         # At a terminal the person steers the run and confirms sensitive actions.
         controls = TerminalControls(console, run_dir) if sys.stdin.isatty() else None
@@ -201,4 +205,7 @@ _register_commands()
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    finally:
+        early_start.end()

@@ -61,12 +61,9 @@ _session: contextvars.ContextVar[str] = contextvars.ContextVar("surfer_bench_ses
 
 
 def _httpx() -> Any:
-    """The HTTP client library the OpenAI SDK brings (httpx2 in openai 3, httpx before)."""
-    try:
-        import httpx2 as httpx
-    except ImportError:
-        import httpx
-    return httpx
+    from surfer.models.json_http import http_library
+
+    return http_library()
 
 
 # -- what surfer sends ---------------------------------------------------------------

@@ -16,6 +16,7 @@ signal exits at once.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import signal
 import sys
@@ -52,9 +53,16 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
         received.append(signum)
         task.cancel()
 
+    tasks: list[asyncio.Task[Any]] = []
+    early_signals: list[int] = []
+
     async def guarded() -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
+        assert task is not None
+        tasks.append(task)
+        if early_signals:  # a signal came (to the main thread) before this task started
+            on_signal(task, early_signals[0])
         installed = []
         for signum in STOP_SIGNALS:
             try:
@@ -69,8 +77,9 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
                 loop.remove_signal_handler(signum)
 
     try:
-        result = asyncio.run(guarded())
-    except (asyncio.CancelledError, KeyboardInterrupt):
+        early = _early_loop()
+        result = asyncio.run(guarded()) if early is None else _run_on(early, guarded(), tasks, early_signals, on_signal)
+    except (asyncio.CancelledError, concurrent.futures.CancelledError, KeyboardInterrupt):
         if received:
             raise Interrupted(received[0]) from None
         raise
@@ -89,3 +98,35 @@ def run_command(main: Coroutine[Any, Any, T], what: str = "stopped") -> T:
     except Interrupted as stop:
         sys.stderr.write(f"{what} by {stop}\n")
         raise typer.Exit(stop.exit_code) from None
+
+
+def _early_loop() -> Any:
+    from surfer.apps import early_start
+
+    return early_start.current()
+
+
+def _run_on(
+    early: Any, main: Coroutine[Any, Any, T], tasks: list[asyncio.Task[Any]], pending: list[int], on_signal: Any,
+) -> T:
+    """Run `main` on the early start's loop (surfer/apps/early_start.py), which
+    runs in another thread: the signals arrive here, in the main thread, and
+    are passed on to `on_signal` on that loop (kept in `pending` until `main`'s
+    task exists)."""
+    loop = early.loop
+
+    def deliver(signum: int) -> None:
+        if tasks:
+            on_signal(tasks[0], signum)
+        else:
+            pending.append(signum)
+
+    def forward(signum: int, _frame: Any) -> None:
+        loop.call_soon_threadsafe(deliver, signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in STOP_SIGNALS}
+    try:
+        return early.submit(main).result()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

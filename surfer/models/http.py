@@ -10,33 +10,19 @@ prompt only; the working mode is remembered per backend.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import random
-import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from surfer.core.deadline import time_left
 from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
+from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
-
-if TYPE_CHECKING:
-    import openai
-else:
-
-    class _LazySDK:
-        """The openai module, imported on first use: importing it costs 0.4-0.6 s, which
-        `check()` spends in a thread while the browser starts instead of at `import surfer`."""
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(importlib.import_module("openai"), name)
-
-    openai = _LazySDK()
 
 STRUCTURED_MODES = ("response_format", "structured_outputs", "none")
 MIN_REQUEST_TIMEOUT = 0.05
@@ -63,7 +49,7 @@ def _schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) ->
     return [*messages, {"role": "user", "content": note}]
 
 
-def _rejects_structured_param(exc: openai.APIStatusError) -> bool:
+def _rejects_structured_param(exc: HttpStatusError) -> bool:
     text = str(exc).lower()
     return exc.status_code in (400, 422) and any(
         word in text for word in ("response_format", "json_schema", "structured_outputs", "extra_forbidden", "extra inputs")
@@ -74,52 +60,78 @@ class OpenAICompatibleBackend(ModelBackend):
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.structured_mode = STRUCTURED_MODES[0]
+        self._http: JsonClient | None = None
         self._sdk_client: Any = None
         self._checked = False
-        # Requests go out as the plain JSON body through the SDK's `post`: `chat.completions.create`
-        # first walks the whole body (every message part) against its typed params, ~1-2 ms of CPU per
-        # request. True restores `create` (the benchmarks' previous path, `surfer bench throughput --compare-legacy`).
+        # Requests go out as plain JSON (json_http.py): no openai SDK to import (~0.4 s at start-up) and
+        # no typed params to walk (`chat.completions.create` checks every message part, ~1-2 ms of CPU per
+        # request). True restores the SDK's `create` (the path before issue 14, `surfer bench throughput
+        # --compare-legacy`).
         self.typed_requests = False
-
-    @property
-    def _client(self) -> Any:
-        if self._sdk_client is None:
-            endpoint = self.endpoint
-            # The SDK's default pool (1,000 connections) is enough for hundreds of sessions.
-            self._sdk_client = openai.AsyncOpenAI(
-                base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY",
-                timeout=endpoint.timeout or DEFAULT_REQUEST_TIMEOUT, max_retries=0,
-            )
-        return self._sdk_client
 
     @property
     def label(self) -> str:
         return f"{self.endpoint.model} @ {self.endpoint.base_url}"
 
     async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
         if self._sdk_client is not None:
             await self._sdk_client.close()
+
+    async def _call(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None) -> Any:
+        """The server's JSON answer to `method path`; HttpStatusError, ConnectFailed or TimedOut."""
+        if self.typed_requests:
+            return await self._sdk_call(path, timeout, body)
+        if self._http is None:
+            self._http = self._json_client()
+        if body is not None:
+            body = dict(body)
+            body.update(body.pop("extra_body", {}))
+        return await self._http.request(method, path, timeout, body)
+
+    def _json_client(self) -> JsonClient:
+        return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT)
+
+    async def _sdk_call(self, path: str, timeout: float, body: dict[str, Any] | None) -> Any:
+        import openai
+
+        if self._sdk_client is None:
+            self._sdk_client = openai.AsyncOpenAI(
+                base_url=self.endpoint.base_url, api_key=self.endpoint.api_key or "EMPTY",
+                timeout=self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT, max_retries=0,
+            )
+        try:
+            if path == "models":
+                return (await self._sdk_client.models.list(timeout=timeout)).model_dump()
+            return (await self._sdk_client.chat.completions.create(**(body or {}), timeout=timeout)).model_dump()
+        except openai.APITimeoutError as exc:
+            raise TimedOut(str(exc)) from None
+        except openai.APIConnectionError as exc:
+            raise ConnectFailed(str(exc.__cause__ or exc)) from None
+        except openai.APIStatusError as exc:
+            raise HttpStatusError(exc.status_code, exc.message) from None
 
     async def check(self) -> None:
         """Preflight: reachable, and the model is listed (when /models exists)."""
         if self._checked:
             return
-        if "openai" not in sys.modules:  # off the event loop: the browser starts meanwhile (Agent._prepare)
-            await asyncio.to_thread(importlib.import_module, "openai")
+        if self._http is None and not self.typed_requests:  # its HTTP library imports off the loop, which starts the browser
+            self._http = await asyncio.to_thread(self._json_client)
         try:
-            page = await self._with_connect_retries(lambda timeout: self._client.models.list(timeout=timeout))
-        except openai.NotFoundError:
-            self._checked = True  # server without /models: nothing to check against
-            return
-        except openai.AuthenticationError as exc:
-            raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
-        except openai.APIStatusError as exc:
+            page = await self._with_connect_retries(lambda timeout: self._call("GET", "models", timeout))
+        except HttpStatusError as exc:
+            if exc.status_code == 404:
+                self._checked = True  # server without /models: nothing to check against
+                return
+            if exc.status_code in (401, 403):
+                raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
-        served = [m.id for m in page.data]
+        served = [m.get("id") for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
                 f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
-                f"it serves: {', '.join(served)}"
+                f"it serves: {', '.join(map(str, served))}"
             )
         self._checked = True
 
@@ -136,14 +148,14 @@ class OpenAICompatibleBackend(ModelBackend):
             timeout = self.request_timeout()
             try:
                 return await call(timeout)
-            except openai.APITimeoutError:
+            except TimedOut:
                 raise ModelServerUnreachable(
                     f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s"
                 ) from None
-            except openai.APIConnectionError as exc:
+            except ConnectFailed as exc:
                 if attempt == self.endpoint.connect_retries:
                     raise ModelServerUnreachable(
-                        f"cannot reach the model server at {self.endpoint.base_url} ({exc.__cause__ or exc}). "
+                        f"cannot reach the model server at {self.endpoint.base_url} ({exc}). "
                         "Is it running? Start one with `vllm serve` or set --base-url / SURFER_BASE_URL."
                     ) from None
                 await asyncio.sleep(0.2 * (attempt + 1))
@@ -172,16 +184,6 @@ class OpenAICompatibleBackend(ModelBackend):
             body["extra_body"] = extra
         return body
 
-    async def _send(self, body: dict[str, Any], timeout: float) -> Any:
-        if self.typed_requests:
-            return await self._client.chat.completions.create(**body, timeout=timeout)
-        from openai.types.chat import ChatCompletion
-
-        extra = body.pop("extra_body", {})
-        return await self._client.post(
-            "/chat/completions", cast_to=ChatCompletion, body={**body, **extra}, options={"timeout": timeout},
-        )
-
     async def complete(self, request: ModelRequest) -> Completion:
         started = time.perf_counter()
         transient = 0
@@ -189,7 +191,7 @@ class OpenAICompatibleBackend(ModelBackend):
             mode = self.structured_mode
             try:
                 response = await self._with_connect_retries(
-                    lambda timeout: self._send(self._body(request, mode), timeout)
+                    lambda timeout: self._call("POST", "chat/completions", timeout, self._body(request, mode))
                 )
             except ModelServerUnreachable:
                 if not self._may_retry(transient):
@@ -197,13 +199,13 @@ class OpenAICompatibleBackend(ModelBackend):
                 transient += 1
                 await asyncio.sleep(self._backoff(transient))
                 continue
-            except openai.NotFoundError as exc:
-                raise ModelNotFound(
-                    f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}: {exc.message}"
-                ) from None
-            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-                raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
-            except openai.APIStatusError as exc:
+            except HttpStatusError as exc:
+                if exc.status_code == 404:
+                    raise ModelNotFound(
+                        f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}: {exc.message}"
+                    ) from None
+                if exc.status_code in (401, 403):
+                    raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
                 if request.schema is not None and _rejects_structured_param(exc) and mode != "none":
                     next_mode = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
                     if self.structured_mode == mode:
@@ -229,13 +231,15 @@ class OpenAICompatibleBackend(ModelBackend):
         return min(8.0, 0.5 * 2 ** attempt) * ((0.5 + random.random()) if jitter else 1.0)
 
     def _completion(self, response: Any, mode: str, started: float) -> Completion:
-        if not getattr(response, "choices", None):
+        choices = response.get("choices") if isinstance(response, dict) else None
+        if not choices:
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered without choices")
-        text = response.choices[0].message.content or ""
+        text = (choices[0].get("message") or {}).get("content") or ""
         usage = Usage()
-        if response.usage is not None:
-            usage = Usage(response.usage.prompt_tokens or 0, response.usage.completion_tokens or 0)
+        if response.get("usage"):
+            counts = response["usage"]
+            usage = Usage(counts.get("prompt_tokens") or 0, counts.get("completion_tokens") or 0)
         return Completion(
             text=text, usage=usage, seconds=time.perf_counter() - started,
-            model=response.model or self.endpoint.model, structured=mode if mode != "none" else "prompt",
+            model=response.get("model") or self.endpoint.model, structured=mode if mode != "none" else "prompt",
         )

@@ -1,16 +1,16 @@
 """Environments the agent acts in. Each is one object whose methods are the
-actions: `BrowserEnvironment` (Playwright) and, as an extra, the desktop."""
+actions: `BrowserEnvironment` (Playwright) and, as an extra, the desktop.
 
-from .base import ActionOutcome, Environment
-from .browser import BrowserEnvironment
+The names are imported on first use, so a light module of this package
+(chromium.py, early_browser.py: what `surfer run` starts at process start)
+loads none of the others."""
+
+from surfer.core.lazy import lazy_exports
 
 __all__ = ["ActionOutcome", "BrowserEnvironment", "DesktopEnvironment", "Environment"]
 
-
-def __getattr__(name: str) -> object:
-    # Lazy, so `import surfer` never touches the desktop extra (pyautogui, mss).
-    if name == "DesktopEnvironment":
-        from .desktop import DesktopEnvironment
-
-        return DesktopEnvironment
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy too so `import surfer` never touches the desktop extra (pyautogui, mss).
+__getattr__ = lazy_exports(globals(), {
+    "ActionOutcome": "surfer.tools.base", "Environment": "surfer.tools.base",
+    "BrowserEnvironment": "surfer.tools.browser", "DesktopEnvironment": "surfer.tools.desktop",
+})

@@ -24,7 +24,7 @@ from surfer.core.observation import Observation, Screenshot
 
 from . import dialogs
 from .base import ActionOutcome, Environment
-from .chromium import LAUNCH_ARGS, find_chromium
+from .chromium import launch_chromium, start_chromium, use_node_compile_cache  # noqa: F401 - launch_chromium, use_node_compile_cache: re-exported
 from .dialogs import PendingDialog
 from .settle import MUTATION_TRACKER, Mark, NetworkTracker, SettleConfig, settle_page
 from .typing import KEY_LISTENERS, MAY_INSERT, STILL_CARET
@@ -57,38 +57,6 @@ def normalize_url(url: str, current: str = "") -> str:
     return url
 
 
-async def launch_chromium(playwright: Any, *, headless: bool = True) -> Any:
-    """Launch the Chromium surfer finds, with closed-network-safe flags."""
-    executable = find_chromium(_playwright_default(playwright), headless=headless)
-    try:
-        return await playwright.chromium.launch(executable_path=executable, headless=headless, args=list(LAUNCH_ARGS))
-    except Exception as exc:  # noqa: BLE001 - Playwright raises plain Error here
-        hint = " (no display? use headless mode, or run under xvfb-run)" if not headless else ""
-        raise EnvironmentFailure(f"could not launch Chromium at {executable}{hint}: {str(exc).splitlines()[0]}") from None
-
-
-def use_node_compile_cache() -> None:
-    """Let Playwright's driver (Node.js) keep its compiled code between runs:
-    the driver then starts in ~0.3 instead of ~0.5 s (measured here). Node
-    (>= 22.1) checks the cache against its version and the sources itself.
-    A NODE_COMPILE_CACHE already set, or SURFER_NODE_COMPILE_CACHE=0, wins."""
-    if "NODE_COMPILE_CACHE" in os.environ or os.environ.get("SURFER_NODE_COMPILE_CACHE") == "0":
-        return
-    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "surfer" / "node-compile-cache"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return  # a read-only home: start without the cache
-    os.environ["NODE_COMPILE_CACHE"] = str(folder)
-
-
-def _playwright_default(playwright: Any) -> str | None:
-    try:
-        return playwright.chromium.executable_path
-    except Exception:  # noqa: BLE001
-        return None
-
-
 class BrowserEnvironment(Environment):
     kind = "browser"
 
@@ -112,6 +80,7 @@ class BrowserEnvironment(Environment):
         allowed_domains: tuple[str, ...] | list[str] = (),
         blocked_domains: tuple[str, ...] | list[str] = (),
         legacy_step: bool = False,
+        early: Any = None,
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -130,6 +99,9 @@ class BrowserEnvironment(Environment):
         self.legacy_step = legacy_step
         self.navigation_timeout = navigation_timeout
         self._shared_browser = browser
+        # An EarlyBrowser (surfer/tools/early_browser.py): a launch begun at process start, taken when it fits.
+        self._early = early
+        self._early_taken = False
         # Capture only this CSS rectangle (x, y, width, height); points map back through the origin.
         self.clip = clip
         self.url_policy = UrlPolicy(
@@ -172,16 +144,7 @@ class BrowserEnvironment(Environment):
             if self._shared_browser is not None:
                 self._browser = self._shared_browser
             else:
-                from playwright.async_api import async_playwright
-
-                use_node_compile_cache()
-                self._playwright = await async_playwright().start()
-                try:
-                    self._browser = await launch_chromium(self._playwright, headless=self.headless)
-                except BaseException:
-                    await self._playwright.stop()
-                    self._playwright = None
-                    raise
+                self._playwright, self._browser = await self._launch()
             self._browser.on("disconnected", lambda *_: self._on_browser_gone())
             if not self._browser.is_connected():
                 self._on_browser_gone()
@@ -191,6 +154,20 @@ class BrowserEnvironment(Environment):
             await self._guard(self._run_action(lambda _: self._goto(url), None))
             await self._guard(self.settle(await self.mark()))
 
+    async def _launch(self) -> tuple[Any, Any]:
+        """(playwright, browser) of this session's own: the early launch when it
+        fits and succeeded, else a new one (whose error, if any, is the one reported)."""
+        launch = self._early.take(headless=self.headless) if self._early is not None else None
+        if launch is not None:
+            try:
+                launched = await launch
+            except Exception:  # noqa: BLE001 - launched again below, which reports the error
+                pass
+            else:
+                self._early_taken = True
+                return launched
+        return await start_chromium(headless=self.headless)
+
     async def _open_context(self) -> None:
         options: dict[str, Any] = {}
         if self.url_policy.has_domain_rules:
@@ -199,10 +176,18 @@ class BrowserEnvironment(Environment):
 
             self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
             options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
-        self._context = await self._browser.new_context(
-            viewport={"width": self.viewport[0], "height": self.viewport[1]},
-            device_scale_factor=self.device_scale_factor, **options,
-        )
+        page = None
+        early = self._early.take_page(viewport=self.viewport, scale=self.device_scale_factor, plain=not options) if self._early_taken else None
+        if early is not None:
+            try:
+                self._context, page = await early
+            except Exception:  # noqa: BLE001 - opened again below, which reports the error
+                pass
+        if page is None:
+            self._context = await self._browser.new_context(
+                viewport={"width": self.viewport[0], "height": self.viewport[1]},
+                device_scale_factor=self.device_scale_factor, **options,
+            )
         self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
         if self.legacy_step:
             await self._context.add_init_script(MUTATION_TRACKER)
@@ -213,7 +198,7 @@ class BrowserEnvironment(Environment):
             )
         self._tracker.attach(self._context)
         self._context.on("page", self._on_new_page)
-        self._use(await self._context.new_page())
+        self._use(page or await self._context.new_page())
 
     async def _guard(self, awaitable: Awaitable[Any]) -> Any:
         """Await a call into the browser; when Chromium or the page dies under it
@@ -710,7 +695,7 @@ class BrowserEnvironment(Environment):
         await closing.close()
         remaining = self._context.pages
         if not remaining:
-            self._use(await self._context.new_page())
+            self._use(page or await self._context.new_page())
         elif closing is self._page:
             self._use(remaining[min(index, len(remaining) - 1)])
             await self._page.bring_to_front()

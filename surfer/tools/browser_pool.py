@@ -20,17 +20,9 @@ class SharedBrowser:
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
-        from playwright.async_api import async_playwright
+        from surfer.tools.chromium import start_chromium
 
-        from surfer.tools.browser import launch_chromium, use_node_compile_cache
-
-        use_node_compile_cache()
-        self._playwright = await async_playwright().start()
-        try:
-            self.browser = await launch_chromium(self._playwright, headless=self.headless)
-        except BaseException:
-            await self._playwright.stop()
-            raise
+        self._playwright, self.browser = await start_chromium(headless=self.headless)
 
     async def get(self) -> Any:
         browser = self.browser
@@ -42,7 +34,7 @@ class SharedBrowser:
         return browser is self.browser and browser.is_connected()
 
     async def relaunch(self, dead: Any) -> None:
-        from surfer.tools.browser import launch_chromium
+        from surfer.tools.chromium import launch_chromium
 
         async with self._lock:
             if self.browser is not dead:

@@ -1,0 +1,82 @@
+"""JSON over HTTP to an OpenAI-compatible server, without the openai SDK.
+
+Surfer sends plain JSON bodies and reads three fields of the answers, so it
+needs no typed SDK on the request path. Importing the SDK costs ~0.4 s of
+Python (its typed models), which at start-up sits on the way to the first
+request; its HTTP library (httpx2 with openai 3, httpx before) costs ~0.1 s.
+The errors here carry what the backend maps to surfer's errors (http.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def http_library() -> Any:
+    """The HTTP client library the OpenAI SDK brings (httpx2 in openai 3, httpx before)."""
+    try:
+        import httpx2 as httpx
+    except ImportError:
+        import httpx
+    return httpx
+
+
+class HttpStatusError(Exception):
+    """The server answered with an error status."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(f"Error code: {status_code} - {message}")
+        self.status_code = status_code
+        self.message = message
+
+
+class ConnectFailed(Exception):
+    """No connection (refused, reset, name not found)."""
+
+
+class TimedOut(Exception):
+    """No answer within the timeout."""
+
+
+def _error_message(response: Any) -> str:
+    try:
+        payload = response.json()
+    except ValueError:
+        return response.text[:500] or response.reason_phrase
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    if isinstance(payload, dict) and payload.get("detail"):
+        return json.dumps(payload["detail"]) if not isinstance(payload["detail"], str) else payload["detail"]
+    return json.dumps(payload)[:500]
+
+
+class JsonClient:
+    """One connection pool to `base_url` (e.g. http://host:8000/v1)."""
+
+    def __init__(self, base_url: str, api_key: str | None, timeout: float) -> None:
+        httpx = self._httpx = http_library()
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/", timeout=timeout,
+            headers={"Authorization": f"Bearer {api_key or 'EMPTY'}", "Accept": "application/json"},
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+        )
+
+    async def request(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None) -> Any:
+        """The decoded JSON answer; HttpStatusError, ConnectFailed or TimedOut."""
+        httpx = self._httpx
+        try:
+            response = await self._client.request(method, path.lstrip("/"), json=body, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            raise TimedOut(str(exc) or type(exc).__name__) from None
+        except httpx.TransportError as exc:
+            raise ConnectFailed(str(exc) or type(exc).__name__) from None
+        if response.status_code >= 400:
+            raise HttpStatusError(response.status_code, _error_message(response))
+        try:
+            return response.json()
+        except ValueError:
+            raise HttpStatusError(response.status_code, f"answer is not JSON: {response.text[:200]!r}") from None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
