@@ -3,10 +3,10 @@ here, before the CLI loads (surfer/apps/early_start.py)."""
 
 import sys
 
-from surfer.apps.early_start import begin
-
 
 def main() -> None:
+    from surfer.apps.early_start import begin
+
     begin(sys.argv[1:])
     from surfer.apps.cli import main as cli_main
 

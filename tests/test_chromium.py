@@ -122,3 +122,26 @@ async def test_headful_runs_open_a_window_with_the_full_browser(pages, xvfb, mon
         assert "HeadlessChrome" not in await env.page.evaluate("navigator.userAgent")  # a real window
     finally:
         await env.close()
+
+
+def test_the_headless_shell_captures_without_a_new_surface_each_time(fakes) -> None:
+    shell, full = fakes
+    assert "--disable-features=CDPScreenshotNewSurface" in chromium.launch_args(shell)
+    assert "--disable-features=CDPScreenshotNewSurface" not in chromium.launch_args(full)  # the full browser needs it
+    assert chromium.launch_args(shell, legacy=True) == list(chromium.LAUNCH_ARGS)
+
+
+async def test_parallel_captures_show_the_change_just_made(browser_env, pages) -> None:
+    """Without a new surface per capture, a screenshot still shows what the page drew just
+    before it, with many pages capturing at once (the headless shell, as the tests launch it)."""
+    import asyncio
+    import io
+
+    from PIL import Image
+
+    envs = await asyncio.gather(*(browser_env(pages.url("settle.html")) for _ in range(6)))
+    for round_, colour in enumerate(((255, 0, 0), (0, 0, 255))):
+        await asyncio.gather(*(e.page.evaluate(f"document.body.style.background = 'rgb{colour}'") for e in envs))
+        shots = await asyncio.gather(*(e.page.screenshot(type="png", caret="initial") for e in envs))
+        for shot in shots:
+            assert Image.open(io.BytesIO(shot)).convert("RGB").getpixel((3, 797)) == colour, round_

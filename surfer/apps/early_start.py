@@ -12,11 +12,13 @@ Only the standard library and surfer's light modules load here."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from surfer.tools.chromium import spawn_driver
+
+if TYPE_CHECKING:
+    import concurrent.futures
+    from collections.abc import Coroutine
 
 T = TypeVar("T")
 
@@ -28,16 +30,18 @@ _current: "EarlyLoop | None" = None
 class EarlyLoop:
     """An event loop running in its own thread, with a browser launch begun on it."""
 
-    def __init__(self, *, headless: bool) -> None:
-        from surfer.tools.chromium import spawn_driver
+    def __init__(self, *, headless: bool, driver: Any = None) -> None:
+        import asyncio  # (here: the driver is spawned before this ~30 ms import)
+        import threading
 
-        driver = spawn_driver()  # first: Node.js boots while Python imports Playwright and the rest
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="surfer-run-loop", daemon=True)
         self._thread.start()
         self.browser: Any = asyncio.run_coroutine_threadsafe(self._launch(headless, driver), self.loop)
 
     def _serve(self) -> None:
+        import asyncio
+
         asyncio.set_event_loop(self.loop)
         try:
             self.loop.run_forever()
@@ -56,13 +60,17 @@ class EarlyLoop:
 
     def early_browser(self) -> Any:
         """The EarlyBrowser (its launch may still be under way)."""
-        return self.browser.result() if isinstance(self.browser, concurrent.futures.Future) else self.browser
+        return self.browser.result()
 
-    def submit(self, main: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+    def submit(self, main: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(main, self.loop)
 
     def close(self) -> None:
         """Close an untaken launch, cancel what is left on the loop, stop the thread."""
+        import asyncio
+
         async def shutdown() -> None:
             early = self.early_browser()
             await early.discard()
@@ -100,7 +108,7 @@ def begin(args: list[str]) -> None:
     global _current
     headless = wants_early_browser(args)
     if headless is not None and _current is None:
-        _current = EarlyLoop(headless=headless)
+        _current = EarlyLoop(headless=headless, driver=spawn_driver())
 
 
 def current() -> EarlyLoop | None:

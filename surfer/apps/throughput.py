@@ -317,7 +317,7 @@ async def measure_level(
                 }
             )
 
-    browser = SharedBrowser()
+    browser = SharedBrowser(legacy=legacy)
     statuses: dict[str, int] = {}
     with TreeSampler() as tree, DriverCalls() as calls:
         await browser.start()

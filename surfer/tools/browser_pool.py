@@ -12,8 +12,9 @@ from typing import Any
 class SharedBrowser:
     """One Chromium for every session; relaunched when it dies."""
 
-    def __init__(self, headless: bool = True) -> None:
+    def __init__(self, headless: bool = True, *, legacy: bool = False) -> None:
         self.headless = headless
+        self.legacy = legacy  # Chromium's flags before issue 14 (chromium.launch_args)
         self.browser: Any = None
         self.relaunches = 0
         self._playwright: Any = None
@@ -22,7 +23,7 @@ class SharedBrowser:
     async def start(self) -> None:
         from surfer.tools.chromium import start_chromium
 
-        self._playwright, self.browser = await start_chromium(headless=self.headless)
+        self._playwright, self.browser = await start_chromium(headless=self.headless, legacy=self.legacy)
 
     async def get(self) -> Any:
         browser = self.browser
@@ -44,7 +45,7 @@ class SharedBrowser:
                     await asyncio.wait_for(dead.close(), 10)
                 except Exception:  # noqa: BLE001 - it is dying already
                     pass
-            self.browser = await launch_chromium(self._playwright, headless=self.headless)
+            self.browser = await launch_chromium(self._playwright, headless=self.headless, legacy=self.legacy)
             self.relaunches += 1
 
     async def close(self) -> None:
