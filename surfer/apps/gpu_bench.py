@@ -273,6 +273,8 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings,
                   auto=auto if concurrency == "auto" else None)
     try:
+        await backend.check()  # the HTTP client is made before the window, as the bare generator's is
+        await batch.read_replays()  # and the screenshots read: the bare generator sends them ready-made
         seconds = await _timed(batch.run(), window)
     finally:
         await backend.aclose()
