@@ -167,3 +167,50 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
     finally:
         await context.close()
         await view.stop()
+
+
+async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monkeypatch):
+    """Events return before their files are written; the files follow the events
+    in order, and remove() waits for every pending write before deleting."""
+    import io
+    import threading
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from surfer.agent.events import ModelAsked, Observed
+    from surfer.apps import sessions
+
+    shot = io.BytesIO()
+    Image.new("RGB", (640, 400), (10, 120, 200)).save(shot, "PNG")
+    gate = threading.Event()
+    written: list[int] = []
+    real = sessions.SessionWatch._write_files
+
+    def slow_write(self, text, image):  # type: ignore[no-untyped-def]
+        gate.wait(10)  # a disk that stalls until the test lets it go
+        written.append(json.loads(text)["step"])
+        real(self, text, image)
+
+    monkeypatch.setattr(sessions.SessionWatch, "_write_files", slow_write)
+    task = SimpleNamespace(id="t1", task="look", url="http://127.0.0.1/")
+    watch = sessions.SessionWatch(tmp_path / "live", "t1", task)
+    for step in (1, 2, 3):
+        await asyncio.wait_for(watch(Observed(step, "http://127.0.0.1/", shot.getvalue(), "png")), 1)
+        await asyncio.wait_for(watch(ModelAsked(step, "policy")), 1)
+    assert written == []  # nothing on disk yet, and the agent was not held up
+    gate.set()
+    await watch.flush()
+    assert written == [1, 1, 2, 2, 3, 3]
+    state = json.loads(watch.state_path.read_text())
+    assert state["step"] == 3 and state["asking"] == "policy" and state["thumb_version"] == 3
+    with Image.open(watch.thumb_path) as thumb:
+        assert thumb.width == sessions.THUMB_WIDTH
+    gate.clear()
+    await watch(ModelAsked(4, "localizer"))
+    removing = asyncio.create_task(watch.remove())
+    await asyncio.sleep(0.2)
+    assert not removing.done()  # waits for the pending write
+    gate.set()
+    await asyncio.wait_for(removing, 5)
+    assert not watch.state_path.exists() and len(written) == 7  # the last write landed, then the file went

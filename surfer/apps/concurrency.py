@@ -6,10 +6,12 @@ Every `interval` seconds the controller reads vLLM's `/metrics` (KV-cache
 use, running / waiting requests, preemptions, prefix-cache hits) and the
 batch's agent steps/s, then moves the number of live sessions:
 
-- multiplicative decrease (× `decrease`) when the server is short of cache:
-  KV use at or above `kv_high`, requests waiting, or new preemptions; or when
-  steps/s (averaged over intervals) fell by more than `tolerance` after the
-  last increase;
+- multiplicative decrease (× `decrease`) when the server is short of cache
+  (KV use at or above `kv_high`, or new preemptions), when requests queue at
+  the server (more than `waiting_high` waiting per running one: deferred
+  prefills or a full batch, where more sessions add waiting, not steps), or
+  when steps/s (averaged over intervals) fell by more than `tolerance` after
+  the last increase;
 - additive increase (+`increase`) while every session slot is in use and
   none of that happened;
 - otherwise it holds.
@@ -93,7 +95,7 @@ class AutoConcurrency:
     increase: int = 2
     decrease: float = 0.7
     kv_high: float = 0.9
-    waiting_high: float = 0.1  # waiting requests per running one that count as a short cache
+    waiting_high: float = 0.1  # waiting requests per running one that count as a queue at the server
     tolerance: float = 0.15
     smoothing: float = 0.5  # weight of the newest interval in the steps/s average
     fallback: int = 8
@@ -136,9 +138,14 @@ class AutoConcurrency:
             preempted = now.get("vllm:num_preemptions", 0.0) - last.get("vllm:num_preemptions", 0.0)
             limit = slots.limit
             running = now.get("vllm:num_requests_running", 0.0)
-            if (kv is not None and kv >= self.kv_high) or waiting > self.waiting_high * max(1.0, running) or preempted > 0:
+            if (kv is not None and kv >= self.kv_high) or preempted > 0:
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = f"cache short (KV {kv if kv is None else round(kv, 2)}, waiting {waiting:g}, preempted {preempted:g})"
+                change = "decrease"
+            elif waiting > self.waiting_high * max(1.0, running):
+                # a queue (deferred prefills, or a full batch): more sessions add waiting, not steps
+                limit = max(self.minimum, math.floor(limit * self.decrease))
+                reason = f"requests queue at the server (waiting {waiting:g}, running {running:g}, KV {kv if kv is None else round(kv, 2)})"
                 change = "decrease"
             elif last_change == "increase" and last_rate and rate < last_rate * (1 - self.tolerance):
                 limit = max(self.minimum, math.floor(limit * self.decrease))

@@ -270,6 +270,8 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings,
                   auto=auto if concurrency == "auto" else None)
     try:
+        await backend.check()  # the HTTP client is made before the window, as the bare generator's is
+        await batch.read_replays()  # and the screenshots read: the bare generator sends them ready-made
         seconds = await _timed(batch.run(), window)
     finally:
         await backend.aclose()
@@ -473,7 +475,7 @@ def gpu_memory() -> dict[str, Any] | None:
 def table(results: dict[str, Any]) -> str:
     several = len(results.get("layouts") or ["window"]) > 1
     head = ("| model | " + ("layout | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
-            "prefix hit | KV use mean / max | running / waiting (mean) | bare calls/s | surfer / bare |")
+            "prefix hit | KV use mean / max | running / waiting (mean) | unusable replies | bare calls/s | surfer / bare |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for model in results["models"]:
         for row in model.get("levels", []):
@@ -489,7 +491,7 @@ def table(results: dict[str, Any]) -> str:
                 f"{s['completion_tokens_per_s']:.0f} | {_fmt(s['step_p50'])} / {_fmt(s['step_p95'])} | "
                 f"{_fmt(s['call_p50'])} / {_fmt(s['call_p95'])} | {_fmt(hit)} | "
                 f"{_fmt(kv.get('mean'))} / {_fmt(kv.get('max'))} | {_fmt(running.get('mean'), 1)} / "
-                f"{_fmt(waiting.get('mean'), 1)} | {_fmt(bare.get('calls_per_s'))} | {_fmt(ratio, 3)} |"
+                f"{_fmt(waiting.get('mean'), 1)} | {s.get('unusable_outputs', '-')} | {_fmt(bare.get('calls_per_s'))} | {_fmt(ratio, 3)} |"
             )
     return "\n".join(lines)
 

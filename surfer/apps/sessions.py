@@ -52,7 +52,9 @@ def thumbnail(image: bytes, width: int = THUMB_WIDTH) -> bytes:
 
 class SessionWatch:
     """An agent listener for one running task: keeps its state and writes
-    live/<name>.json (and .jpg) atomically, the image work off the event loop."""
+    live/<name>.json (and .jpg) atomically, the image work off the event loop
+    and off the agent's path: an event returns at once, the files are written
+    in the background in event order (`remove()` waits for them)."""
 
     def __init__(self, live_dir: Path, name: str, task: Any, stats: Any = None) -> None:
         self.dir = live_dir
@@ -65,6 +67,7 @@ class SessionWatch:
             "started_at": time.time(), "updated_at": time.time(), "attempt": 1,
         }
         self._lock = asyncio.Lock()
+        self._pending: set[asyncio.Task[None]] = set()
 
     @property
     def state_path(self) -> Path:
@@ -100,15 +103,25 @@ class SessionWatch:
         else:
             return
         state["updated_at"] = time.time()
-        await self._write(image)
+        if image:
+            state["thumb_version"] += 1
+            state["thumb"] = f"{LIVE}/{self.thumb_path.name}"
+        text = json.dumps(state, ensure_ascii=False).encode("utf-8")
+        task = asyncio.get_running_loop().create_task(self._write(text, image))  # the agent does not wait
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
 
-    async def _write(self, image: bytes | None) -> None:
-        async with self._lock:  # one writer at a time: versions stay in order
-            if image:
-                self.state["thumb_version"] += 1
-                self.state["thumb"] = f"{LIVE}/{self.thumb_path.name}"
-            text = json.dumps(self.state, ensure_ascii=False).encode("utf-8")
-            await asyncio.to_thread(self._write_files, text, image)
+    async def _write(self, text: bytes, image: bytes | None) -> None:
+        async with self._lock:  # one writer at a time, in event order (asyncio.Lock is first come, first served)
+            try:
+                await asyncio.to_thread(self._write_files, text, image)
+            except OSError:
+                pass  # the live view is best effort: a full disk must not end the run
+
+    async def flush(self) -> None:
+        """Wait until every event so far is on disk."""
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
 
     def _write_files(self, text: bytes, image: bytes | None) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -122,9 +135,11 @@ class SessionWatch:
     async def retry(self) -> None:
         self.state["attempt"] += 1
         self.state["step"], self.state["action"], self.state["thought"] = 0, None, None
-        await self._write(None)
+        await self.flush()
+        await self._write(json.dumps(self.state, ensure_ascii=False).encode("utf-8"), None)
 
     async def remove(self) -> None:
+        await self.flush()
         await asyncio.to_thread(self.state_path.unlink, True)
 
 

@@ -134,17 +134,24 @@ def _read_screenshot(frame: Frame, variant: int | None = None) -> Screenshot:
     return Screenshot(data, mime, size, scale=frame.scale, origin=frame.origin)
 
 
+def read_screenshots(recording: Recording, variant: int | None = None) -> list[Screenshot]:
+    """Every screenshot of `recording`, marked with `variant` (blocking)."""
+    return [_read_screenshot(frame, variant) for frame in recording.frames]
+
+
 class ReplayEnvironment(Environment):
     """Plays back one `Recording`; see the module docstring."""
 
     kind = "replay"
 
-    def __init__(self, recording: Recording | str | Path, *, variant: int | None = None) -> None:
-        """`variant`: mark this session's screenshots with a number (see `_read_screenshot`)."""
+    def __init__(self, recording: Recording | str | Path, *, variant: int | None = None,
+                 screenshots: list[Screenshot] | None = None) -> None:
+        """`variant`: mark this session's screenshots with a number (see `_read_screenshot`);
+        `screenshots`: those already read (`read_screenshots`), in the recording's order."""
         self.recording = recording if isinstance(recording, Recording) else load_recording(recording)
         self.variant = variant
         self.position = 0
-        self._cache: dict[int, Screenshot] = {}
+        self._cache: dict[int, Screenshot] = dict(enumerate(screenshots or []))
 
     @property
     def supported_actions(self) -> frozenset[str]:
@@ -153,7 +160,7 @@ class ReplayEnvironment(Environment):
     async def start(self, url: str | None = None) -> None:
         self.position = 0
         if not self._cache:  # read (and mark) every screenshot before the first step
-            shots = await asyncio.to_thread(lambda: [_read_screenshot(f, self.variant) for f in self.recording.frames])
+            shots = await asyncio.to_thread(read_screenshots, self.recording, self.variant)
             self._cache = dict(enumerate(shots))
 
     async def observe(self) -> Observation:

