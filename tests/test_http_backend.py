@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from surfer.core.errors import ModelNotFound, ModelRequestError, ModelServerUnreachable
+from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
 from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
 from surfer.models.http import Endpoint, OpenAICompatibleBackend
 
@@ -108,3 +108,28 @@ async def test_timeouts_are_reported_as_unreachable(standin):
     with pytest.raises(ModelServerUnreachable, match="did not answer within"):
         await backend.complete(request())
     await backend.aclose()
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["plain-json", "openai-sdk"])
+async def test_plain_json_and_the_sdk_path_agree(standin, typed):
+    """Requests go out as plain JSON without the openai SDK (json_http.py); the SDK's typed
+    `create` stays as the benchmarks' previous path: same body on the wire, same answers, same errors."""
+    server = standin(lambda r: {"x": 5}, reject_response_format=True)
+    backend = backend_for(server)
+    backend.typed_requests = typed
+    await backend.check()
+    completion = await backend.complete(request("policy"))
+    assert completion.text == '{"x": 5}' and completion.structured == "structured_outputs"
+    assert completion.usage.prompt_tokens > 0 and completion.model == server.model
+    body = server.requests[-1].body
+    assert body["chat_template_kwargs"] == {"thinking": False} and "extra_body" not in body
+    assert server.requests[-1].images == [b"\xff\xd8fakejpeg"]
+    server.fail_next(401)
+    with pytest.raises(ConfigError, match="refused the API key"):
+        await backend.complete(request())
+    await backend.aclose()
+    wrong = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model="no-such-model"))
+    wrong.typed_requests = typed
+    with pytest.raises(ModelNotFound):
+        await wrong.complete(request())
+    await wrong.aclose()

@@ -59,8 +59,12 @@ class EarlyLoop:
         return EarlyBrowser(headless=headless, driver=driver)
 
     def early_browser(self) -> Any:
-        """The EarlyBrowser (its launch may still be under way)."""
-        return self.browser.result()
+        """The EarlyBrowser (its launch may still be under way); None if it could
+        not even be made (the run then launches its own browser as usual)."""
+        try:
+            return self.browser.result(SHUTDOWN_TIMEOUT_S)
+        except Exception:  # noqa: BLE001
+            return None
 
     def submit(self, main: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         import asyncio
@@ -73,7 +77,8 @@ class EarlyLoop:
 
         async def shutdown() -> None:
             early = self.early_browser()
-            await early.discard()
+            if early is not None:
+                await early.discard()
             others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for task in others:
                 task.cancel()

@@ -42,7 +42,9 @@ class Interrupted(KeyboardInterrupt):
 
 def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)`, with SIGINT and SIGTERM cancelling `main` once and
-    raising `Interrupted` when it has unwound; a second signal exits at once."""
+    raising `Interrupted` when it has unwound; a second signal exits at once.
+    In a `surfer run` that started its browser early, `main` runs on that
+    browser's loop instead (surfer/apps/early_start.py)."""
     received: list[int] = []
 
     def on_signal(task: asyncio.Task[Any], signum: int) -> None:

@@ -695,7 +695,7 @@ class BrowserEnvironment(Environment):
         await closing.close()
         remaining = self._context.pages
         if not remaining:
-            self._use(page or await self._context.new_page())
+            self._use(await self._context.new_page())
         elif closing is self._page:
             self._use(remaining[min(index, len(remaining) - 1)])
             await self._page.bring_to_front()
