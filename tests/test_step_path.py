@@ -90,3 +90,17 @@ async def test_the_title_read_by_the_settle_check_is_the_one_after_the_action(br
     assert (await env.observe()).title == "Renamed"
     await env.page.evaluate("document.title = 'Changed by the page'")  # no action, no settle: asked for again
     assert (await env.observe()).title == "Changed by the page"
+
+
+@pytest.mark.parametrize("fmt, options", [
+    ("JPEG", {"quality": 85}), ("JPEG", {"quality": 60, "progressive": True}), ("PNG", {}), ("WEBP", {}),
+])
+@pytest.mark.parametrize("size", [(1280, 800), (2560, 1600), (17, 3)])
+def test_screenshot_sizes_are_read_from_the_header(fmt, options, size) -> None:
+    """PNG and JPEG sizes come from their headers without PIL; other formats through PIL."""
+    from surfer.tools.browser import _image_size
+
+    data = io.BytesIO()
+    Image.new("RGB", size, "white").save(data, format=fmt, **options)
+    got = _image_size(data.getvalue())
+    assert (got.width, got.height) == size
