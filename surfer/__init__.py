@@ -13,7 +13,7 @@ models until something needs them (tests/test_startup.py).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's flag without importing typing: `surfer run` spawns its browser's driver sooner
 
 from surfer.core.lazy import lazy_exports
 
@@ -46,6 +46,8 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from surfer.agent.answers import AnswerSchema
     from surfer.agent.config import AgentConfig, load_config
     from surfer.agent.confirm import ConfirmationRequest

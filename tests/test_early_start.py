@@ -35,7 +35,7 @@ async def test_a_run_takes_the_early_browser_and_page(pages) -> None:
     env = BrowserEnvironment(early=early)
     try:
         await env.start(pages.url("actions.html"))
-        playwright, browser = await early._launch
+        _, browser = await early._launch
         context, page = await early._page
         assert env._browser is browser and env.page is page and env.context is context
         shot = (await env.observe()).screenshot

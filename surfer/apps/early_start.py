@@ -12,19 +12,20 @@ Only the standard library and surfer's light modules load here."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
-
 from surfer.tools.chromium import spawn_driver
 
+TYPE_CHECKING = False  # no typing import before the driver is spawned
 if TYPE_CHECKING:
     import concurrent.futures
     from collections.abc import Coroutine
+    from typing import Any, TypeVar
 
-T = TypeVar("T")
+    T = TypeVar("T")
+
 
 SHUTDOWN_TIMEOUT_S = 15.0
 
-_current: "EarlyLoop | None" = None
+_current: EarlyLoop | None = None
 
 
 class EarlyLoop:

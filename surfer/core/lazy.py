@@ -4,7 +4,9 @@ loads none of its heavy parts until one is asked for."""
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+TYPE_CHECKING = False  # no typing import: this loads before `surfer run` spawns its browser's driver
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 def lazy_exports(package: dict[str, Any], exports: dict[str, str]) -> Callable[[str], Any]:

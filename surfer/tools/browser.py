@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import time
 from pathlib import Path
 from urllib.parse import urljoin

@@ -8,9 +8,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from surfer.core.errors import ConfigError, EnvironmentFailure
+
+TYPE_CHECKING = False  # no typing import: spawn_driver runs before `surfer run` imports the rest
+if TYPE_CHECKING:
+    from typing import Any
 
 SYSTEM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable")
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
