@@ -5,12 +5,15 @@ import sys
 
 
 def main() -> None:
-    from surfer.apps.early_start import begin
+    from surfer.apps import early_start
 
-    begin(sys.argv[1:])
-    from surfer.apps.cli import main as cli_main
+    early_start.begin(sys.argv[1:])
+    try:
+        from surfer.apps.cli import main as cli_main
 
-    cli_main()
+        cli_main()
+    finally:  # also when stopped while the CLI loads
+        early_start.end()
 
 
 if __name__ == "__main__":

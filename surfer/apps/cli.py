@@ -205,7 +205,4 @@ _register_commands()
 
 
 def main() -> None:
-    try:
-        app()
-    finally:
-        early_start.end()
+    app()
