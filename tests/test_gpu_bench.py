@@ -96,3 +96,20 @@ def test_gpu_bench_runs_levels_and_the_bare_replay_against_the_standin(standin, 
     assert sorted(bodies[:level1]) == sorted(bodies[level1:2 * level1])
     assert half == sum(2 * row["surfer"]["model_calls"] for row in entry["levels"]) // 2
     assert "| holotron | 1 |" in result.output and "| holotron | 3 |" in result.output
+
+
+def test_auto_only_runs_just_the_auto_controller(standin, tmp_path):
+    server = standin(lambda request: {"x": 500, "y": 500} if request.role == "localizer" else
+                     {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}},
+                     kv_capacity=20000)
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}",
+        "--levels", "1,4", "--window", "6", "--auto-only", "--auto-interval", "0.5", "--no-bare", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(out.read_text())["models"][0]["levels"]
+    assert row["concurrency"] == "auto" and "bare" not in row
+    control = row["surfer"]["concurrency_control"]
+    assert control["mode"] == "auto" and control["start"] == 1 and control["decisions"]
+    assert all(1 <= d["limit"] <= 4 for d in control["decisions"])

@@ -163,3 +163,24 @@ def test_batch_command_takes_env_replay(standin, tmp_path):
     assert "statuses: {'limit': 3}" in result.output
     bad = CliRunner().invoke(app, [*args[:-1], "--env", "desktop"])
     assert bad.exit_code == 2
+
+
+async def test_read_replays_reads_every_screenshot_before_the_sessions_start(standin, tmp_path):
+    """After `read_replays` the batch needs the recordings' files no more: each
+    session plays the screenshots read (and marked) beforehand."""
+    import shutil
+
+    model = Clicker()
+    server = standin(model)
+    config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=20,
+                         validate_answers=False)
+    copy = tmp_path / "recordings"
+    shutil.copytree(DEMO_RECORDINGS, copy)
+    tasks = [BatchTask(id=f"t{k}", task="Register Ada", group=f"t{k}") for k in range(3)]
+    batch = Batch(config, tasks, tmp_path / "out", concurrency=3, replay=load_recordings(copy))
+    await batch.read_replays()
+    shutil.rmtree(copy)  # a session that read its screenshots now would fail
+    summary = await batch.run()
+    assert summary.statuses == {"limit": 3}
+    assert {r["steps"] for r in batch.index.read()} == {5}
+    assert len({images[0] for images in model.policy_images if len(images) == 1}) == 3  # still marked per session
