@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 from PIL import Image
 
-from surfer.apps.sessions import LIVE, thumbnail, write_atomic
+from surfer.fleet.sessions import LIVE, thumbnail, write_atomic
 
 
 def free_port() -> int:

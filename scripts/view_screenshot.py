@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 from surfer.agent.config import AgentConfig, BrowserSettings
-from surfer.apps.batch import Batch, BatchTask
-from surfer.apps.demo import DEMO_SITE, DEMO_TASK, DemoOracle, frame_mapper, measure_targets
-from surfer.apps.static_site import StaticSite
+from surfer.fleet.batch import Batch, BatchTask
+from surfer.apps.demo.oracle import DEMO_SITE, DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.static_site import StaticSite
 from surfer.apps.view.server import ViewServer
 from surfer.models.standin import StandInServer
 

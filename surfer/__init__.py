@@ -42,7 +42,7 @@ _EXPORTS = {
     "ScriptedModel": "surfer.models.scripted",
     "BrowserEnvironment": "surfer.tools.browser",
     "DesktopEnvironment": "surfer.tools.desktop",  # never loads pyautogui/mss before it is used
-    "rollouts": "surfer.apps.rollouts",  # the batch runner is an app
+    "rollouts": "surfer.fleet.rollouts",  # the batch runner is an app
 }
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from surfer.agent.loop import Agent
     from surfer.agent.result import RunResult
     from surfer.agent.secrets import Secrets
-    from surfer.apps.rollouts import rollouts
+    from surfer.fleet.rollouts import rollouts
     from surfer.core import actions
     from surfer.core.errors import (
         ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelNotFound, ModelOutputError,

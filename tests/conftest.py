@@ -11,8 +11,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from surfer.apps.demo import DEMO_SITE
-from surfer.apps.static_site import StaticSite
+from surfer.apps.demo.oracle import DEMO_SITE
+from surfer.apps.demo.static_site import StaticSite
 from surfer.models.standin import StandInServer
 
 pytest_plugins = ["pytester"]

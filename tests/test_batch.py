@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
-from surfer.apps.batch import Batch, BatchTask, ResultsIndex, load_tasks, run_batch
-from surfer.apps.demo import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.fleet.batch import Batch, BatchTask, ResultsIndex, load_tasks, run_batch
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
 from surfer.core.errors import ConfigError
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
 from surfer.models.limits import InflightLimit

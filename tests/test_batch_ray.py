@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from surfer.apps.batch import ResultsIndex, run_batch
-from surfer.apps.demo import DemoOracle, frame_mapper
+from surfer.fleet.batch import ResultsIndex, run_batch
+from surfer.apps.demo.oracle import DemoOracle, frame_mapper
 from test_batch import VIEWPORT, centres, config_for, demo_tasks  # noqa: F401 - fixtures
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from surfer.apps.cluster import RayBatch  # noqa: E402
-from surfer.apps.cluster.runner import plan  # noqa: E402
+from surfer.fleet.cluster import RayBatch  # noqa: E402
+from surfer.fleet.cluster.runner import plan  # noqa: E402
 
 IDS = [f"t{n:02d}" for n in range(20)]
 TIMING = ("seconds", "finished_at", "retried")
@@ -75,7 +75,7 @@ def test_plan_splits_sessions_by_slots_and_caps_each_node():
 
 
 async def test_inflight_gate_caps_frees_cancelled_and_dead_holders_slots():
-    from surfer.apps.cluster.gate import InflightGate
+    from surfer.fleet.cluster.gate import InflightGate
 
     gate = InflightGate(2)
     assert await gate.acquire("w0", "a") and await gate.acquire("w1", "b")

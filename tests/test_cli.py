@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from surfer.apps.demo import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets
 
 VIEWPORT = (1100, 700)
 

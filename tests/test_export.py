@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from surfer.agent.config import AgentConfig, BrowserSettings
-from surfer.apps.batch import load_tasks, run_batch
+from surfer.fleet.batch import load_tasks, run_batch
 from surfer.apps.cli import app
-from surfer.apps.demo import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
 from surfer.apps.export import export_records, write_records
 from surfer.core.errors import ConfigError
 

@@ -10,7 +10,8 @@ import threading
 from typer.testing import CliRunner
 
 from surfer.apps.cli import app
-from surfer.apps.gpu_bench import log_facts, parse_metrics
+from surfer.bench.gpu.serving import log_facts
+from surfer.models.metrics import parse_metrics
 
 
 def test_make_model_writes_loadable_directories_of_both_shapes(tmp_path):

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from surfer.agent.config import AgentConfig
 from surfer.apps.cli import app
-from surfer.apps.miniwob.bench import SUITES, resolve_tasks, run_miniwob
-from surfer.apps.miniwob.environment import MiniWobEnvironment, miniwob_html_dir
-from surfer.apps.static_site import StaticSite
+from surfer.bench.miniwob.bench import SUITES, resolve_tasks, run_miniwob
+from surfer.bench.miniwob.environment import MiniWobEnvironment, miniwob_html_dir
+from surfer.apps.demo.static_site import StaticSite
 from surfer.core.errors import ConfigError
 
 import miniwob  # noqa: E402,F401 - the test extra installs it; fail loudly if missing

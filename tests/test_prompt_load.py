@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from surfer.agent.config import AgentConfig, load_config
 from surfer.agent.loop import Agent
-from surfer.apps.batch import Batch, BatchTask, make_batch
+from surfer.fleet.batch import Batch, BatchTask, make_batch
 from surfer.apps.cli import app
 from surfer.apps.options import DEMO_RECORDINGS
 from surfer.core.coordinates import Size

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from surfer.apps.qa.demo import measure_qa_targets, qa_oracle
+from surfer.apps.demo.oracle.qa_oracle import measure_qa_targets, qa_oracle
 from surfer.models.profiles import get_profile
 
-PLUGIN = "surfer.apps.qa.pytest_plugin"
+PLUGIN = "surfer.qa.pytest_plugin"
 SECRET = "plugin-Secret-93e1"
 
 README = Path(__file__).resolve().parents[1] / "README.md"

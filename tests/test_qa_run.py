@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml, Properties, Property
 
-from surfer.apps.demo import DEMO_SITE
-from surfer.apps.qa.demo import SAMPLE_SUITE, measure_qa_targets, qa_oracle
-from surfer.apps.static_site import StaticSite
+from surfer.apps.demo.oracle import DEMO_SITE
+from surfer.apps.demo.oracle.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
+from surfer.apps.demo.static_site import StaticSite
 from surfer.models.profiles import get_profile
 
 SECRET = "Tr0ub4dor-qa-7f3e9"  # unlikely to occur anywhere by chance

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from surfer.apps.qa.suite import SuiteError, TextExpectation, UrlExpectation, load_suite
+from surfer.qa.suite import SuiteError, TextExpectation, UrlExpectation, load_suite
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "qa" / "library.yaml"
 
@@ -78,8 +78,8 @@ def test_the_readme_shows_the_sample_suite_as_it_is():
 
 def test_tag_and_grep_select_cases():
     from surfer.agent.config import AgentConfig
-    from surfer.apps.qa.cli import selector
-    from surfer.apps.qa.runner import QaRunner, SuiteRun
+    from surfer.apps.qa_command import selector
+    from surfer.qa.runner import QaRunner, SuiteRun
 
     suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
 

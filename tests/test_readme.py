@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from surfer.apps.demo import DemoOracle, confirmation_code, EMAIL, NAME, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DemoOracle, confirmation_code, EMAIL, NAME, frame_mapper, measure_targets
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PLACEHOLDER = "http://127.0.0.1:8080/index.html"

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from surfer.agent.config import AgentConfig
-from surfer.apps.batch import Batch, BatchTask
+from surfer.fleet.batch import Batch, BatchTask
 from surfer.apps.options import DEMO_RECORDINGS
 from surfer.core.actions import Click, CssPoint
 from surfer.core.errors import ConfigError

@@ -8,9 +8,9 @@ import contextlib
 import pytest
 
 import surfer
-from surfer.apps.batch import ResultsIndex
+from surfer.fleet.batch import ResultsIndex
 from test_batch import centres, config_for, oracle_server  # noqa: F401 - fixtures
-from surfer.apps.demo import DEMO_TASK
+from surfer.apps.demo.oracle import DEMO_TASK
 
 
 async def test_rollouts_yield_each_sample_as_it_finishes_and_resume(demo_site, oracle_server, tmp_path):

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from surfer.apps.cli import app
-from surfer.apps.demo import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
 
 VIEWPORT = (1024, 700)
 ROOT = Path(__file__).resolve().parents[1]

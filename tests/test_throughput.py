@@ -9,7 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from surfer.apps.cli import app
-from surfer.apps.throughput import TreeSampler, parse_levels, process_tree_memory
+from surfer.bench.sampler import TreeSampler
+from surfer.bench.throughput import parse_levels
+from surfer.fleet.resources import process_tree_memory
 from surfer.core.errors import ConfigError
 
 

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
-from surfer.apps.batch import Batch, BatchTask
-from surfer.apps.demo import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.fleet.batch import Batch, BatchTask
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
 from surfer.apps.view.server import ViewServer
 
 VIEWPORT = (1024, 700)

@@ -3,6 +3,7 @@ directory writer are all consumers of these."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -177,3 +178,19 @@ class Finished:
 
 
 Event = Union[RunStarted, StepStarted, Observed, ModelAsked, ModelCalled, ActionPerformed, Validated, StepFinished, ErrorOccurred, Finished]
+
+
+class Waiting:
+    """What a session waits for: the role asked and since when (monotonic).
+    Rendered each refresh, so the seconds count up while the call is in flight."""
+
+    def __init__(self, step: int, role: str) -> None:
+        self.step, self.role, self.since = step, role, time.monotonic()
+
+    def describe(self) -> str:
+        return f"step {self.step}: asking the {self.role}… {time.monotonic() - self.since:.0f}s"
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        return Text(self.describe())

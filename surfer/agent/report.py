@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .trajectory import read_trajectory
+from .rundir import read_trajectory
 
 _MIME = {"jpg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 

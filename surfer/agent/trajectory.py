@@ -12,17 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable
 
 from .events import Event, Finished, RunStarted, StepFinished
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+from .report import render_report
+from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
 
 
 class TrajectoryWriter:
@@ -58,19 +53,4 @@ class TrajectoryWriter:
 
     def _finish(self, event: Finished) -> None:
         write_atomic(self.run_dir / "result.json", json.dumps(self.scrub(event.result.model_dump(mode="json")), indent=2))
-        from .report import render_report
-
         write_atomic(self.run_dir / "report.html", render_report(self.run_dir))
-
-
-def read_trajectory(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The steps of a run directory; a torn last line (crash mid-write) is skipped."""
-    path = Path(run_dir) / "trajectory.jsonl"
-    steps = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                steps.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return steps

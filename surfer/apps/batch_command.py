@@ -1,4 +1,4 @@
-"""`surfer batch`: the command line of surfer/apps/batch/, kept apart so
+"""`surfer batch`: the command line of surfer/fleet/batch/, kept apart so
 that building the CLI (`surfer --help`) does not import the batch runner,
 pydantic's models or the agent."""
 
@@ -13,7 +13,7 @@ from surfer.apps import options
 from surfer.core.errors import ConfigError
 
 
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+def register(app: typer.Typer) -> None:
     @app.command("batch")
     def batch(
         tasks_file: Path = typer.Argument(
@@ -63,7 +63,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
         from rich.live import Live
 
-        from surfer.apps.cli import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
         from surfer.apps.signals import Interrupted, run_interruptible
 
         console = options.console(stderr=True)
@@ -88,7 +88,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 },
                 console,
             )
-            from surfer.apps.batch import load_tasks, make_batch
+            from surfer.fleet.batch import load_tasks, make_batch
 
             if env not in ("browser", "replay"):
                 raise ConfigError(f"--env must be 'browser' or 'replay' for a batch, got {env!r}")

@@ -140,7 +140,7 @@ def advice(report: dict[str, Any]) -> str:
     return f"OK: frame {own!r} of profile {report['profile']!r} fits best ({hits[own]}/{n})."
 
 
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+def register(app: typer.Typer) -> None:
     @app.command(name="calibrate")
     def calibrate_command(
         base_url: str = typer.Option(..., "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),

@@ -1,27 +1,65 @@
 """`surfer` command line.
 
-Exit codes: 0 success, 1 task failed or gave up (or hit a limit), 2 bad
-usage or configuration, 3 model server unreachable, 130 interrupted by
-Ctrl-C (SIGINT), 143 stopped by SIGTERM."""
+Exit codes (surfer/apps/exit_codes.py): 0 success, 1 task failed or gave up
+(or hit a limit), 2 bad usage or configuration, 3 model server unreachable,
+130 interrupted by Ctrl-C (SIGINT), 143 stopped by SIGTERM.
+
+The built-in commands live in surfer/apps/; more come from the entry-point
+group `surfer.commands` (surfer's own: `bench`, surfer/bench/commands.py),
+read only when the command asked for is not a built-in one, so `surfer
+--help` and `surfer run` never import a benchmark."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+import typer.core
+import typer.main
 
 from surfer.apps import early_start, options
+from surfer.apps.exit_codes import (  # noqa: F401  (EXIT_* and exit_code: also imported from here)
+    EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_UNREACHABLE, EXIT_USAGE, exit_code,
+)
 from surfer.apps.signals import Interrupted, run_interruptible
 
 from surfer.core.errors import ConfigError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
+
+class _PluginGroup(typer.core.TyperGroup):
+    """Looks a command that is not built in up among the `surfer.commands`
+    entry points, and only then: reading them costs start-up time `surfer
+    --help` and `surfer run` need not pay."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and load_plugin(cmd_name):
+            command = typer.main.get_command(app).commands.get(cmd_name)  # type: ignore[attr-defined]
+            if command is not None:
+                self.add_command(command, cmd_name)
+        return command
+
+
+def load_plugin(name: str) -> bool:
+    """Register the plugin command `name` on the app; False when none is installed."""
+    from importlib.metadata import entry_points
+
+    points = [point for point in entry_points(group=PLUGIN_GROUP) if point.name == name]
+    for point in points:
+        point.load()(app)
+    return bool(points)
+
+
+# Commands from other packages (surfer's own `bench` among them): entry points
+# `NAME = "module:register"`, register(app) adding the command or group NAME.
+PLUGIN_GROUP = "surfer.commands"
 
 app = typer.Typer(
-    name="surfer", add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+    name="surfer", add_completion=False, no_args_is_help=True, rich_markup_mode="rich", cls=_PluginGroup,
+    epilog="Benchmarks: [bold]surfer bench --help[/bold] (installed commands of the `surfer.commands` entry points load on use).",
     help="surfer — a computer-use agent: policy, localizer and validator over a real browser.",
 )
 
@@ -41,18 +79,6 @@ def _main(
     ),
 ) -> None:
     """surfer — a computer-use agent: policy, localizer and validator over a real browser."""
-
-
-def exit_code(result: object) -> int:
-    status = getattr(result, "status", "error")
-    if status == "success":
-        return EXIT_OK
-    if status == "interrupted":
-        return EXIT_INTERRUPTED
-    if status == "error":
-        kind = getattr(result, "error_kind", None)
-        return {"config": EXIT_USAGE, "unreachable": EXIT_UNREACHABLE}.get(kind or "", EXIT_FAILED)
-    return EXIT_FAILED
 
 
 @app.command()
@@ -173,24 +199,16 @@ def version() -> None:
     print(__version__)
 
 
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: print figures and write JSON (not tests).")
-app.add_typer(bench_app, name="bench")
-
-# Front-end modules that add commands: each defines register(app, bench_app).
+# Built-in command modules: each defines register(app).
 COMMAND_MODULES = [
-    "surfer.apps.demo",
-    "surfer.apps.overhead",
+    "surfer.apps.demo.command",
     "surfer.apps.batch_command",
     "surfer.apps.view",
     "surfer.apps.export",
-    "surfer.apps.miniwob",
-    "surfer.apps.throughput",
     "surfer.apps.serve",
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
-    "surfer.apps.qa.cli",
-    "surfer.apps.gpu_bench",
-    "surfer.apps.prompt_bench",
+    "surfer.apps.qa_command",
 ]
 
 
@@ -198,7 +216,7 @@ def _register_commands() -> None:
     import importlib
 
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(app, bench_app)
+        importlib.import_module(name).register(app)
 
 
 _register_commands()

@@ -221,7 +221,7 @@ async def run_checks(base_url: str | None = None, model: str | None = None, api_
     return checks
 
 
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+def register(app: typer.Typer) -> None:
     @app.command()
     def doctor(
         base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint to check, e.g. http://127.0.0.1:8000/v1."),

@@ -192,7 +192,7 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
         )
     records: list[dict[str, Any]] = []
     for _group, _sample, _id, run_dir, fields in sorted(runs, key=lambda r: r[:3]):
-        from surfer.agent.trajectory import read_trajectory
+        from surfer.agent.rundir import read_trajectory
 
         steps = read_trajectory(run_dir)
         shots = {s["index"]: str((run_dir / s["screenshot"]).resolve()) for s in steps if s.get("screenshot")}
@@ -270,7 +270,7 @@ def write_records(records: list[dict[str, Any]], out: str | Path, fmt: str, embe
     return out
 
 
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+def register(app: typer.Typer) -> None:
     @app.command("export")
     def export(
         runs_dir: Path = typer.Argument(..., help="A batch output directory, a runs/ folder or one run directory."),
@@ -284,7 +284,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         ),
     ) -> None:
         """Export run directories as a dataset (jsonl or parquet), loadable with `datasets`."""
-        from surfer.apps.cli import EXIT_USAGE
+        from surfer.apps.exit_codes import EXIT_USAGE
 
         try:
             records = export_records(runs_dir, per)  # type: ignore[arg-type]

@@ -6,31 +6,16 @@ terminal (CI logs) only plain lines are written."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from surfer.agent.events import (
-    ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
+    ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated, Waiting,
 )
 
 _STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "interrupted": "bold yellow"}
-
-
-class Waiting:
-    """What a session waits for: the role asked and since when (monotonic).
-    Rendered each refresh, so the seconds count up while the call is in flight."""
-
-    def __init__(self, step: int, role: str) -> None:
-        self.step, self.role, self.since = step, role, time.monotonic()
-
-    def describe(self) -> str:
-        return f"step {self.step}: asking the {self.role}… {time.monotonic() - self.since:.0f}s"
-
-    def __rich__(self) -> Text:
-        return Text(self.describe())
 
 
 class LiveView:

@@ -94,7 +94,7 @@ def console(stderr: bool = False) -> Any:
 def setup_errors(console: Any) -> Iterator[None]:
     """Around a command's setup: a bad configuration exits 2, a model server
     that cannot be reached exits 3, each with its message."""
-    from surfer.apps.cli import EXIT_UNREACHABLE, EXIT_USAGE
+    from surfer.apps.exit_codes import EXIT_UNREACHABLE, EXIT_USAGE
     from surfer.core.errors import ConfigError, ModelServerUnreachable
 
     try:
@@ -110,7 +110,7 @@ def setup_errors(console: Any) -> Iterator[None]:
 Replay = Annotated[Optional[str], typer.Option(
     "--replay", help="With --env replay: recorded run directories (or folders of images) to play back; "
     "'demo' = the set shipped with surfer.")]
-DEMO_RECORDINGS = Path(__file__).with_name("demo_runs")
+DEMO_RECORDINGS = Path(__file__).parent / "demo" / "demo_runs"
 
 
 def replay_recordings(env: str, replay: str | None) -> list[Any]:

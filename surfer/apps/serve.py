@@ -272,7 +272,7 @@ async def serve(plan: ServePlan, base_url: str, model: str, profile: str, timeou
                 process.kill()
 
 
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+def register(app: typer.Typer) -> None:
     @app.command(name="serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
     def serve_command(
         ctx: typer.Context,

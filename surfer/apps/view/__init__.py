@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 
-def register(app: Any, bench_app: Any) -> None:
+def register(app: Any) -> None:
     import typer
 
     from surfer.apps import options

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from surfer.apps.sessions import BATCH_FILE, LIVE, METRICS_FILE
+from surfer.fleet.sessions import BATCH_FILE, LIVE, METRICS_FILE
 
 FINAL = {"success", "failed", "limit", "stuck", "error"}
 # The page's statuses: queued, running, success, failure, error.

@@ -1,0 +1,55 @@
+"""`surfer demo`: the whole loop on the bundled demo site, with the oracle
+(oracle.py) standing in for the model over real HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+
+def register(app: Any) -> None:
+    import typer
+
+    from surfer.apps import options
+
+    @app.command()
+    def demo(
+        headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
+        profile: str = typer.Option("holotron", "--profile", help="Profile whose wire format the oracle speaks."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
+        viewport_text: str = typer.Option("1280x800", "--viewport", help="Viewport WxH in CSS pixels."),
+    ) -> None:
+        """Watch the whole loop on the bundled demo site, with a ground-truth oracle
+        standing in for the model (over real HTTP): no GPU or model server needed."""
+
+        from surfer.agent.config import AgentConfig, BrowserSettings
+        from surfer.agent.loop import Agent, default_run_dir
+        from surfer.apps.exit_codes import exit_code
+        from surfer.apps.demo.oracle import DEMO_SITE, DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+        from surfer.apps.demo.static_site import StaticSite
+        from surfer.apps.live import LiveView
+        from surfer.apps.signals import run_command
+        from surfer.models.profiles import get_profile
+        from surfer.models.standin import StandInServer
+
+        from surfer.agent.config import parse_viewport
+
+        try:
+            viewport = parse_viewport(viewport_text)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--viewport") from None
+        frame = get_profile(profile).frame
+
+        async def main() -> Any:
+            with StaticSite(DEMO_SITE) as site:
+                centres = await measure_targets(site.base_url, viewport)
+                with StandInServer(DemoOracle(centres, frame_mapper(frame, viewport, 1.0))) as server:
+                    config = AgentConfig(base_url=server.base_url, model=server.model, profile=profile,
+                                         browser=BrowserSettings(headless=not headful, viewport=viewport))
+                    agent = Agent(config, listeners=[LiveView(options.console())])
+                    try:
+                        return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=out or default_run_dir(DEMO_TASK))
+                    finally:
+                        await agent.aclose()
+
+        raise typer.Exit(exit_code(run_command(main())))

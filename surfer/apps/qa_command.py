@@ -1,0 +1,224 @@
+"""`surfer qa FILES...`: run suites, show a live table, write JUnit and HTML.
+
+Exit codes: 0 every case passed (flaky ones included), 1 a case failed,
+2 a bad suite file or configuration, 3 the model server cannot be reached,
+130 / 143 stopped by SIGINT / SIGTERM (finished cases reported)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+import typer
+
+from surfer.apps import options
+
+if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads none of them
+    from surfer.qa.outcomes import QaSummary
+    from surfer.qa.runner import QaRunner, SuiteRun
+    from surfer.qa.suite import Case, Suite
+
+DEFAULT_CACHE = "surfer-cache"  # next to the (first) suite file
+
+
+class LiveTable:
+    """A rich renderable: case, status, step, time."""
+
+    STYLE = {"passed": "green", "flaky": "yellow", "failed": "red", "error": "red", "running": "cyan", "queued": "dim"}
+
+    def __init__(self, runner: QaRunner) -> None:
+        self.runner = runner
+
+    def __rich__(self) -> Any:
+        from rich.table import Table
+
+        table = Table(box=None, padding=(0, 2), header_style="bold")
+        for column in ("case", "status", "step", "time"):
+            table.add_column(column)
+        for case in self.runner.cases:
+            style = self.STYLE.get(case.status, "")
+            step = case.current_step
+            if case.status not in ("queued", "running") and case.last is not None:
+                last = case.last
+                step = f"{len(last.steps)} step(s), {last.cached_steps} from cache" + (
+                    f", {len(last.healed_steps)} healed" if last.healed_steps else "")
+            table.add_row(case.id, f"[{style}]{case.status}[/{style}]", step, f"{case.elapsed():.1f}s")
+        return table
+
+
+def selector(tags: list[str], grep: Optional[str]) -> Any:
+    def select(case: Case) -> bool:
+        if tags and not set(tags) & set(case.tags):
+            return False
+        return not grep or grep.lower() in case.name.lower()
+    return select
+
+
+def suite_config(config_file: Optional[Path], suite: Suite, flags: dict[str, Any], console: Any) -> Any:
+    """file < environment < the suite's model settings < command-line flags."""
+    overrides: dict[str, Any] = {**suite.model}
+    browser = dict(overrides.get("browser") or {})
+    if suite.viewport:
+        browser["viewport"] = suite.viewport
+    for key, value in flags.items():
+        if key == "browser":
+            browser.update({k: v for k, v in value.items() if v is not None})
+        elif value is not None:
+            overrides[key] = value
+    overrides["browser"] = browser
+    return options.load_cli_config(config_file, overrides, console)
+
+
+@contextlib.contextmanager
+def demo_servers(console: Any) -> Iterator[dict[str, str]]:
+    """The bundled demo site and its oracle model, for the sample suite."""
+    from surfer.apps.demo.static_site import StaticSite
+    from surfer.models.profiles import get_profile
+    from surfer.models.standin import StandInServer
+
+    from surfer.apps.demo.qa_oracle import DEMO_SITE, measure_qa_targets, qa_oracle
+
+    with StaticSite(DEMO_SITE) as site:
+        centres = asyncio.run(measure_qa_targets(site.base_url))
+        with StandInServer(qa_oracle(centres, get_profile("holotron").frame)) as server:
+            console.print(f"demo: site {site.base_url} · oracle model {server.base_url}")
+            yield {"demo_url": site.base_url, "base_url": server.base_url, "model": server.model}
+
+
+def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
+    """Run with the live table; SIGINT / SIGTERM stop it like the other commands
+    (`Interrupted`), the cases finished so far kept."""
+    from rich.live import Live
+
+    from surfer.apps.signals import run_interruptible
+
+    live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet else None
+    if live:
+        live.start()
+    try:
+        return run_interruptible(runner.run())
+    finally:
+        if live:
+            live.stop()
+            if not console.is_terminal:
+                console.line()
+
+
+def check_start_urls(runs: list[SuiteRun]) -> None:
+    """Refused start URLs (file:, chrome:, ...) are a usage error before anything runs."""
+    from surfer.agent.environments import check_start_url
+    from surfer.core.errors import ConfigError
+
+    for run in runs:
+        for case in run.suite.cases:
+            url = run.suite.resolve_url(case.url)
+            if url and run.suite.environment == "browser":
+                try:
+                    check_start_url(url, run.config)
+                except ConfigError as exc:
+                    line = run.suite.lines.get(case.name, 1)
+                    raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}") from None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("qa")
+    def qa(
+        files: list[Path] = typer.Argument(..., help="Suite files (YAML)."),
+        concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", help="Cases at once (default: the suite's, 4)."),
+        tag: list[str] = typer.Option([], "--tag", help="Run only cases with this tag (repeatable)."),
+        grep: Optional[str] = typer.Option(None, "--grep", help="Run only cases whose name contains this text."),
+        var: list[str] = typer.Option([], "--var", help="Variable NAME=VALUE for {{NAME}} (repeatable)."),
+        junit: Optional[Path] = typer.Option(None, "--junit", help="JUnit XML file (default OUT/junit.xml)."),
+        html: Optional[Path] = typer.Option(None, "--html", help="HTML summary (default OUT/index.html)."),
+        retries: Optional[int] = typer.Option(None, "--retries", help="Extra tries of a failing case (default: the suite's)."),
+        cache: Optional[Path] = typer.Option(None, "--cache", help=f"Action cache directory (default {DEFAULT_CACHE}/ next to each suite file)."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the action cache."),
+        update_cache: bool = typer.Option(False, "--update-cache", help="Run every step with the model and rewrite the cache."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default qa-runs/<timestamp>)."),
+        demo: bool = typer.Option(False, "--demo", help="Serve the bundled demo site and its oracle model (sets {{demo_url}}); no GPU."),
+        base_url: options.BaseUrl = None,
+        model: options.Model = None,
+        api_key: options.ApiKey = None,
+        profile: options.Profile = None,
+        headful: bool = typer.Option(False, "--headful", help="Show the browser windows."),
+        allow_file_urls: options.AllowFileUrls = False,
+        allow_domain: options.AllowDomain = None,
+        block_domain: options.BlockDomain = None,
+        approve_all: options.ApproveAll = False,
+        config: options.ConfigFile = None,
+        quiet: bool = typer.Option(False, "--quiet", help="No live table."),
+    ) -> None:
+        """Run QA suites written in plain language: cases in parallel, JUnit + HTML reports, an action cache."""
+
+        from surfer.apps.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+        from surfer.apps.signals import Interrupted
+        from surfer.core.errors import ConfigError
+
+        from surfer.qa.cache import ActionCache
+        from surfer.qa.outcomes import QaSummary
+        from surfer.qa.reports import write_reports
+        from surfer.qa.runner import QaRunner, SuiteRun
+        from surfer.qa.suite import load_suite, parse_vars
+
+        console = options.console(stderr=True)
+        out_dir = out or Path("qa-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+        with contextlib.ExitStack() as stack, options.setup_errors(console):
+            if no_cache and update_cache:
+                raise ConfigError("--no-cache and --update-cache contradict each other")
+            if retries is not None and retries < 0:
+                raise ConfigError(f"--retries must be at least 0, got {retries}")
+            if concurrency is not None and concurrency < 1:
+                raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
+            variables = parse_vars(var)
+            if demo:
+                served = stack.enter_context(demo_servers(console))
+                variables.setdefault("demo_url", served["demo_url"])
+                base_url, model = base_url or served["base_url"], model or served["model"]
+                profile = profile or "holotron"
+            suites = [load_suite(f, variables) for f in files]
+            named: dict[str, Path] = {}
+            for suite, path in zip(suites, files):
+                if suite.slug in named:
+                    raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {named[suite.slug]} "
+                                      "(case ids, outputs and cache entries would collide)")
+                named[suite.slug] = path
+            flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
+                     **options.safety_overrides(allow_domain, block_domain, approve_all),
+                     "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None}}
+            runs = [
+                SuiteRun(s, suite_config(config, s, flags, console),
+                         cache=None if no_cache or cache else ActionCache(path.parent / DEFAULT_CACHE))
+                for s, path in zip(suites, files)
+            ]
+            check_start_urls(runs)
+            runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
+                              cache=ActionCache(cache) if cache and not no_cache else None,
+                              update_cache=update_cache, select=selector(tag, grep))
+            if not runner.cases:
+                raise ConfigError("no case matches --tag/--grep")
+            junit_path, html_path = junit or out_dir / "junit.xml", html or out_dir / "index.html"
+            started = time.monotonic()
+            try:
+                summary = run_qa(runner, console, quiet)
+            except Interrupted as stop:
+                stopped = QaSummary(out_dir, runner.cases, time.monotonic() - started, f"interrupted by {stop}", "interrupted")
+                write_reports(stopped, junit_path, html_path)
+                options.say(console, "interrupted", "yellow", f"by {stop}: {stopped.line()}; finished cases are in "
+                            f"{out_dir / 'results.jsonl'} and {junit_path}")
+                raise typer.Exit(stop.exit_code) from None
+            write_reports(summary, junit_path, html_path)
+        console.print(summary.line())
+        for case in summary.cases:
+            if case.status in ("failed", "error"):
+                options.say(console, case.status, "red", f"{case.id}: {case.failure}  ({case.dir / 'report.html'})")
+            elif case.status == "flaky":
+                options.say(console, "flaky", "yellow", f"{case.id}: passed on attempt {len(case.attempts)}")
+        console.print(f"JUnit: {junit_path} · HTML: {html_path}")
+        if summary.stopped:
+            options.say(console, "stopped:", "red", summary.stopped)
+            raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
+        raise typer.Exit(EXIT_OK if summary.ok else EXIT_FAILED)

@@ -1,0 +1,246 @@
+"""`surfer bench gpu`: surfer driving vLLM on a GPU with session-shaped load.
+
+    surfer bench gpu make-model holotron models/holotron     # dummy-weight model directories
+    surfer bench gpu make-model holo2 models/holo2
+    surfer bench gpu run --model holotron=models/holotron --model holo2=models/holo2 --out gpu.json
+    surfer bench gpu run --model holo2=models/holo2 --layouts window,blocks --auto --levels 16,64,128
+
+For each model, `run` starts vLLM with `surfer serve` (random weights:
+`--load-format dummy`), then at each concurrency level runs a batch over the
+replay environment (recorded screenshots, so no browser: the same images,
+prompts, history growth and prefix reuse as real sessions) for a time
+window, and then a bare load generator: an open replay of the request
+bodies surfer sent at that level, at the same concurrency, one session's
+requests in order. Both runs start from empty prefix and multimodal caches.
+The ratio of the two is the harness's cost at the server.
+
+Reported per level: agent steps/s, model calls/s, prompt and completion
+tokens/s, p50/p95 step and model-call time, and from vLLM's /metrics the
+prefix-cache hit rate, KV-cache use and running/waiting requests; per model:
+engine start time, GPU memory and what vLLM's log says of weights and KV cache.
+With `--layouts window,blocks` every level runs once per prompt layout
+(surfer/agent/layouts.py), and `--auto` adds a run with `--concurrency auto`
+(surfer/fleet/concurrency.py, up to the highest level) per layout; the
+results then hold blocks-over-window steps/s and prefix-hit ratios per
+level, and auto's steps/s over the best fixed level's.
+With `--base-url`, an already running server is used instead (no serving;
+the tests use the stand-in server this way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from surfer.bench.gpu.levels import bench_levels
+from surfer.bench.gpu.serving import Served, gpu_memory, log_facts, serve_model, stop
+from surfer.bench.throughput import parse_levels
+from surfer.core.errors import ConfigError
+
+if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads no pydantic model
+    pass
+
+DEFAULT_LEVELS = "1,16,64,128"
+
+
+
+
+# -- the table -----------------------------------------------------------------------------
+
+
+def table(results: dict[str, Any]) -> str:
+    several = len(results.get("layouts") or ["window"]) > 1
+    head = ("| model | " + ("layout | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
+            "prefix hit | KV use mean / max | running / waiting (mean) | unusable replies | bare calls/s | surfer / bare |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for model in results["models"]:
+        for row in model.get("levels", []):
+            s, srv = row["surfer"], row.get("surfer_server") or {}
+            kv = srv.get("kv_cache_usage") or {}
+            running, waiting = srv.get("running") or {}, srv.get("waiting") or {}
+            hit = srv.get("prefix_cache_hit_rate")
+            bare = row.get("bare") or {}
+            ratio = (row.get("surfer_vs_bare") or {}).get("calls_per_s")
+            lines.append(
+                f"| {model['name']} | " + (f"{row.get('layout', 'window')} | " if several else "") +
+                f"{row['concurrency']} | {s['steps_per_s']:.2f} | {s['prompt_tokens_per_s']:.0f} | "
+                f"{s['completion_tokens_per_s']:.0f} | {_fmt(s['step_p50'])} / {_fmt(s['step_p95'])} | "
+                f"{_fmt(s['call_p50'])} / {_fmt(s['call_p95'])} | {_fmt(hit)} | "
+                f"{_fmt(kv.get('mean'))} / {_fmt(kv.get('max'))} | {_fmt(running.get('mean'), 1)} / "
+                f"{_fmt(waiting.get('mean'), 1)} | {s.get('unusable_outputs', '-')} | {_fmt(bare.get('calls_per_s'))} | {_fmt(ratio, 3)} |"
+            )
+    return "\n".join(lines)
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def ratios(results: dict[str, Any], levels: tuple[int, ...] = (64, 128)) -> dict[str, Any]:
+    """Hybrid (holotron) over transformer (holo2) at the given levels, where both ran."""
+    by_name = {m["name"]: {r["concurrency"]: r["surfer"] for r in m.get("levels", []) if r.get("layout", "window") == "window"}
+               for m in results["models"]}
+    if "holotron" not in by_name or "holo2" not in by_name:
+        return {}
+    out = {}
+    for level in levels:
+        a, b = by_name["holotron"].get(level), by_name["holo2"].get(level)
+        if a and b:
+            out[str(level)] = {key: round(a[key] / b[key], 3) if b[key] else None
+                               for key in ("steps_per_s", "prompt_tokens_per_s", "completion_tokens_per_s")}
+    return out
+
+
+def layout_gains(results: dict[str, Any], reference: str = "window") -> dict[str, Any]:
+    """Per model: each layout's steps/s and prefix-hit rate over `reference`'s at each level,
+    and `--concurrency auto`'s steps/s over the best fixed level's, per layout."""
+    out: dict[str, Any] = {}
+    for model in results["models"]:
+        rows = model.get("levels", [])
+        by = {(r.get("layout", "window"), r["concurrency"]): r for r in rows}
+        gains: dict[str, Any] = {}
+        for (layout, level), row in by.items():
+            ref = by.get((reference, level))
+            if layout == reference or ref is None:
+                continue
+            hit, ref_hit = ((x.get("surfer_server") or {}).get("prefix_cache_hit_rate") for x in (row, ref))
+            gains[f"{layout}/{reference} c={level}"] = {
+                "steps_per_s": _ratio(row["surfer"]["steps_per_s"], ref["surfer"]["steps_per_s"]),
+                "prefix_hit": [ref_hit, hit]}
+        for layout in {key[0] for key in by}:
+            fixed = [r["surfer"]["steps_per_s"] for (lay, level), r in by.items() if lay == layout and level != "auto"]
+            auto = by.get((layout, "auto"))
+            if auto and fixed:
+                gains[f"{layout} auto/best fixed"] = _ratio(auto["surfer"]["steps_per_s"], max(fixed))
+        out[model["name"]] = gains
+    return out
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return round(a / b, 3) if b else None
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: float, replay: str,
+                  base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
+                  extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
+                  layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0,
+                  auto_only: bool = False) -> dict[str, Any]:
+    """Serve and measure each model in turn; `progress(results)` is called whenever a level or model is done."""
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.options import replay_recordings
+
+    recordings = replay_recordings("replay", replay)
+    results: dict[str, Any] = {"levels": levels, "layouts": list(layouts), "auto": auto, "window_seconds": window, "replay": replay,
+                               "recordings": [r.name for r in recordings], "models": []}
+    for shape, where in models:
+        entry: dict[str, Any] = {"name": shape, "model": where, "levels": []}
+        results["models"].append(entry)
+        served: Served | None = None
+        try:
+            if base_url:
+                url, model = base_url, where
+            else:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                say(f"{shape}: starting vLLM for {where} …")
+                started = time.monotonic()
+                served = serve_model(shape, Path(where), port, max(levels), log_dir / f"vllm-{shape}.log",
+                                     serve_timeout, extra, layout="blocks" if "blocks" in layouts else "window")
+                entry["engine_start_seconds"] = round(served.start_seconds, 1)
+                entry["serve_seconds"] = round(time.monotonic() - started, 1)
+                say(f"{shape}: vLLM answered after {served.start_seconds:.0f} s")
+                url, model = served.base_url, where
+            config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600)
+            asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
+                                     say=lambda t, s=shape: say(f"{s}: {t}"),
+                                     progress=lambda: progress and progress(results),
+                                     layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only))
+            entry["gpu_memory"] = gpu_memory()
+        except (RuntimeError, OSError) as exc:
+            entry["error"] = str(exc)
+            say(f"{shape}: failed: {exc}")
+        finally:
+            if served is not None:
+                stop(served.process)
+                entry.update(log_facts(served.log.read_text(errors="replace")))
+            if progress:
+                progress(results)
+    results["hybrid_over_transformer"] = ratios(results)
+    results["layout_gains"] = layout_gains(results)
+    return results
+
+
+def register(bench_app: typer.Typer) -> None:
+    gpu_app = typer.Typer(no_args_is_help=True, help="surfer driving vLLM on a GPU: dummy-weight models, session-shaped load.")
+    bench_app.add_typer(gpu_app, name="gpu")
+
+    @gpu_app.command("make-model")
+    def make_model_command(
+        shape: str = typer.Argument(..., help="holotron (NemotronH_Nano_VL_V2, Holotron-12B's shape) or holo2 (Qwen3-VL-8B)."),
+        out: Path = typer.Argument(..., help="New directory to write (config, tokenizer, chat template, processor config)."),
+    ) -> None:
+        """Write a model directory that vLLM serves with --load-format dummy (random weights)."""
+        from surfer.bench.gpu.models import make_model
+
+        try:
+            config = make_model(shape, out)
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(f"wrote {out} ({config['architectures'][0]})")
+
+    @gpu_app.command("run")
+    def run_command(
+        model: list[str] = typer.Option(..., "--model", help="SHAPE=DIR (holotron=… / holo2=…); with --base-url, SHAPE=served model name."),
+        levels_text: str = typer.Option(DEFAULT_LEVELS, "--levels", help="Concurrency levels, comma-separated."),
+        window: float = typer.Option(60.0, "--window", help="Seconds each run (surfer, then bare) may take per level."),
+        replay: str = typer.Option("demo", "--replay", help="Recorded runs to replay ('demo' = the shipped set)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="Use this running server instead of starting vLLM."),
+        port: int = typer.Option(8000, "--port", help="Port for the vLLM servers started."),
+        serve_timeout: float = typer.Option(600.0, "--serve-timeout", help="Seconds to wait for vLLM to answer."),
+        no_bare: bool = typer.Option(False, "--no-bare", help="Skip the bare load generator."),
+        out: Path = typer.Option(Path("gpu-bench.json"), "--out", help="JSON results."),
+        log_dir: Path = typer.Option(Path("gpu-bench-logs"), "--log-dir", help="vLLM logs."),
+        vllm_args: Optional[str] = typer.Option(None, "--vllm-args", help="More `vllm serve` arguments, one string."),
+        layouts_text: str = typer.Option("window", "--layouts", help="Prompt layouts to compare, comma-separated (window,blocks)."),
+        auto: bool = typer.Option(False, "--auto", help="Also run --concurrency auto (up to the highest level) per layout."),
+        auto_interval: float = typer.Option(5.0, "--auto-interval", help="Seconds between --concurrency auto's decisions."),
+        auto_only: bool = typer.Option(False, "--auto-only", help="Run only --concurrency auto (starting at the lowest level, up to the highest)."),
+    ) -> None:
+        """Serve each model, run surfer batches over the replay environment and the bare generator; print a table."""
+        import shlex
+
+        try:
+            levels = parse_levels(levels_text)
+            from surfer.agent.layouts import check_layout
+
+            layouts = tuple(check_layout(name.strip()) for name in layouts_text.split(",") if name.strip())
+            pairs = []
+            for item in model:
+                shape, _, where = item.partition("=")
+                if shape not in ("holotron", "holo2") or not where:
+                    raise ConfigError(f"--model takes holotron=DIR or holo2=DIR, got {item!r}")
+                pairs.append((shape, where))
+            results = run_gpu_bench(pairs, levels=levels, window=window, replay=replay, base_url=base_url, port=port,
+                                    serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
+                                    extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
+                                    auto_interval=auto_interval, auto_only=auto_only, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        out.write_text(json.dumps(results, indent=2))
+        typer.echo(table(results))
+        for level, values in results["hybrid_over_transformer"].items():
+            typer.echo(f"holotron / holo2 at c={level}: {values}")
+        for name, gains in results["layout_gains"].items():
+            for key, value in gains.items():
+                typer.echo(f"{name} {key}: {value}")
+        typer.echo(f"results: {out}")
+        raise typer.Exit(1 if any("error" in m for m in results["models"]) else 0)

@@ -1,0 +1,268 @@
+"""One load level of `surfer bench gpu`: surfer's sessions over the replay
+environment for a time window, recording what they send, then the bare
+generator replaying those request bodies at the same concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from surfer.bench.throughput import percentile
+from surfer.models.backend import Completion, ModelBackend, ModelRequest
+from surfer.models.metrics import MetricsSampler
+
+if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads no pydantic model
+    from surfer.agent.events import Event
+
+_session: contextvars.ContextVar[str] = contextvars.ContextVar("surfer_bench_session", default="")
+
+
+def _httpx() -> Any:
+    from surfer.models.json_http import http_library
+
+    return http_library()
+
+
+# -- what surfer sends ---------------------------------------------------------------
+
+
+@dataclass
+class SentRequest:
+    session: str
+    body: dict[str, Any]  # the JSON body on the wire
+
+
+def wire_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON the OpenAI SDK sends for `body` (its `extra_body` merged in)."""
+    out = {k: v for k, v in body.items() if k != "extra_body"}
+    out.update(body.get("extra_body") or {})
+    return out
+
+
+class RecordingBackend(ModelBackend):
+    """The HTTP backend, remembering each request body by session (a context
+    variable set when the session's run starts)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.sent: list[SentRequest] = []
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    async def check(self) -> None:
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        self.sent.append(SentRequest(_session.get(), wire_body(self.inner._body(request, self.inner.structured_mode))))
+        return await self.inner.complete(request)
+
+
+async def reset_server_caches(root: str) -> bool:
+    """Empty vLLM's prefix and multimodal caches (needs VLLM_SERVER_DEV_MODE=1); False where refused."""
+    httpx = _httpx()
+    ok = True
+    async with httpx.AsyncClient(timeout=60) as client:
+        for path in ("/reset_prefix_cache", "/reset_mm_cache"):
+            try:
+                ok &= (await client.post(root.rstrip("/") + path)).status_code == 200
+            except httpx.HTTPError:
+                ok = False
+    return ok
+
+
+# -- one level: surfer, then the bare generator -------------------------------------------
+
+
+@dataclass
+class LevelTally:
+    """Events of one timed run."""
+
+    started: float = field(default_factory=time.monotonic)
+    steps: list[float] = field(default_factory=list)  # step seconds
+    calls: list[float] = field(default_factory=list)  # model-call seconds
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failed_calls: int = 0
+
+    def __call__(self, event: Event) -> None:
+        from surfer.agent.events import ModelCalled, RunStarted, StepFinished
+
+        if isinstance(event, RunStarted):
+            _session.set(event.run_id)  # runs in the session's own task: tags its requests
+        elif isinstance(event, StepFinished):
+            self.steps.append(event.record.timings.total)
+        elif isinstance(event, ModelCalled):
+            self.calls.append(event.call.seconds)
+            self.prompt_tokens += event.call.usage.prompt_tokens
+            self.completion_tokens += event.call.usage.completion_tokens
+            self.failed_calls += event.call.error is not None
+
+    def rates(self, seconds: float) -> dict[str, Any]:
+        return {
+            "seconds": round(seconds, 3),
+            "model_calls": len(self.calls),
+            "calls_per_s": round(len(self.calls) / seconds, 4),
+            "prompt_tokens_per_s": round(self.prompt_tokens / seconds, 1),
+            "completion_tokens_per_s": round(self.completion_tokens / seconds, 1),
+            "prompt_tokens_per_call": round(self.prompt_tokens / len(self.calls), 1) if self.calls else None,
+            "completion_tokens_per_call": round(self.completion_tokens / len(self.calls), 1) if self.calls else None,
+            "call_p50": _round(percentile(self.calls, 0.5)),
+            "call_p95": _round(percentile(self.calls, 0.95)),
+        }
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+async def _timed(coro: Any, window: float) -> float:
+    """Run `coro` for at most `window` seconds (cancelled then); the seconds it ran."""
+    started = time.monotonic()
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=window)
+    elapsed = time.monotonic() - started
+    if not done:
+        task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    if done and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+    return min(elapsed, window)
+
+
+async def surfer_level(config: Any, recordings: list[Any], concurrency: int | str, window: float, work: Path,
+                       sessions: int | None = None, auto: dict[str, Any] | None = None,
+                       ) -> tuple[dict[str, Any], list[SentRequest]]:
+    """Run `sessions` replay tasks (default 2 × concurrency) with `concurrency` sessions (or "auto",
+    with AutoConcurrency options `auto`) for at most `window` s."""
+    from surfer.fleet.batch import Batch, BatchTask
+    from surfer.models.http import OpenAICompatibleBackend
+
+    backend = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
+    count = sessions or max(4, 2 * int(concurrency))
+    tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
+    tally = LevelTally()
+    batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings,
+                  auto=auto if concurrency == "auto" else None)
+    try:
+        await backend.check()  # the HTTP client is made before the window, as the bare generator's is
+        await batch.read_replays()  # and the screenshots read: the bare generator sends them ready-made
+        seconds = await _timed(batch.run(), window)
+    finally:
+        await backend.aclose()
+    finished = batch.index.read()
+    statuses: dict[str, int] = {}
+    for record in finished:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    result = {
+        "steps": len(tally.steps),
+        "steps_per_s": round(len(tally.steps) / seconds, 4),
+        "step_p50": _round(percentile(tally.steps, 0.5)),
+        "step_p95": _round(percentile(tally.steps, 0.95)),
+        "sessions_finished": len(finished),
+        "steps_per_session": round(sum(r["steps"] for r in finished) / len(finished), 2) if finished else None,
+        "statuses": statuses,
+        "unusable_outputs": tally.failed_calls,
+        **tally.rates(seconds),
+    }
+    if batch.auto is not None:
+        result["concurrency_control"] = batch.concurrency_report
+    return result, backend.sent
+
+
+async def bare_level(base_url: str, sent: list[SentRequest], concurrency: int, window: float,
+                     timeout: float = 600.0) -> dict[str, Any]:
+    """Replay `sent` (each session's requests in order, `concurrency` sessions at once) for at most `window` s."""
+    httpx = _httpx()
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for item in sent:
+        by_session.setdefault(item.session, []).append(item.body)
+    queue: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue()
+    for bodies in by_session.values():
+        queue.put_nowait(bodies)
+    tally = LevelTally()
+    url = base_url.rstrip("/") + "/chat/completions"
+    limits = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
+
+    async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+        async def session() -> None:
+            while not queue.empty():
+                for body in queue.get_nowait():
+                    started = time.perf_counter()
+                    response = await client.post(url, json=body)
+                    seconds = time.perf_counter() - started
+                    response.raise_for_status()
+                    usage = response.json().get("usage") or {}
+                    tally.calls.append(seconds)
+                    tally.prompt_tokens += usage.get("prompt_tokens") or 0
+                    tally.completion_tokens += usage.get("completion_tokens") or 0
+
+        async def everyone() -> None:
+            await asyncio.gather(*(session() for _ in range(min(concurrency, len(by_session)))))
+
+        seconds = await _timed(everyone(), window)
+    return {"sessions": len(by_session), **tally.rates(seconds)}
+
+
+_TASK = (
+    "Register as a new library member named Ada Lovelace with the email ada@example.com, "
+    "then report the confirmation code shown."
+)
+
+
+async def bench_levels(config: Any, recordings: list[Any], levels: list[int], window: float, *,
+                       bare: bool = True, say: Any = print, out: list[dict[str, Any]] | None = None,
+                       progress: Any = None, layouts: tuple[str, ...] = ("window",), auto: bool = False,
+                       auto_interval: float = 5.0, auto_only: bool = False) -> list[dict[str, Any]]:
+    """Every level against the server in `config` (surfer, then the bare replay of what it sent),
+    per prompt layout, plus `--concurrency auto` when `auto` (only that when `auto_only`: the levels
+    then give its start and ceiling); rows are appended to `out` as they finish, and `progress()`
+    called after each."""
+    root = config.base_url.rstrip("/").removesuffix("/v1")
+    out = [] if out is None else out
+    top = max(levels)
+    runs: list[tuple[str, int | str]] = [(layout, level) for layout in layouts for level in [*([] if auto_only else levels), *(["auto"] if auto or auto_only else [])]]
+    with tempfile.TemporaryDirectory(prefix="surfer-gpu-") as tmp:
+        for layout, level in runs:
+            reset = await reset_server_caches(root)
+            layout_config = config.model_copy(update={"prompt_layout": layout})
+            options = {"start": min(levels), "maximum": top, "interval": auto_interval, "fallback": top}
+            async with MetricsSampler(root) as sampler:
+                surfer, sent = await surfer_level(layout_config, recordings, level, window, Path(tmp) / f"{layout}-c{level}",
+                                                  sessions=2 * top if level == "auto" else None, auto=options)
+            row: dict[str, Any] = {"layout": layout, "concurrency": level, "caches_reset": reset, "surfer": surfer,
+                                   "surfer_server": sampler.summary()}
+            if bare and sent and level != "auto":
+                await reset_server_caches(root)
+                async with MetricsSampler(root) as sampler:
+                    row["bare"] = await bare_level(config.base_url, sent, int(level), window, config.request_timeout)
+                row["bare_server"] = sampler.summary()
+                row["surfer_vs_bare"] = {
+                    key: round(surfer[key] / row["bare"][key], 4) if row["bare"][key] else None
+                    for key in ("calls_per_s", "prompt_tokens_per_s")
+                }
+            say(level_line(row))
+            out.append(row)
+            if progress:
+                progress()
+    return out
+
+
+def level_line(row: dict[str, Any]) -> str:
+    s = row["surfer"]
+    line = (f"{row.get('layout', 'window')} c={row['concurrency']:>4}  {s['steps_per_s']:.2f} steps/s  {s['prompt_tokens_per_s']:.0f} prompt tok/s  "
+            f"{s['completion_tokens_per_s']:.0f} gen tok/s  step p50 {s['step_p50']}s p95 {s['step_p95']}s")
+    if "surfer_vs_bare" in row:
+        line += f"  surfer/bare calls/s {row['surfer_vs_bare']['calls_per_s']}"
+    return line
+
+

@@ -1,0 +1,422 @@
+"""The local batch runner: a bounded pool of sessions on one shared browser and
+one backend per endpoint; resumable; the Ray runner (surfer/fleet/cluster/)
+subclasses `Batch` and replaces only placement."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+
+
+from surfer.agent.config import AgentConfig
+from surfer.agent.result import RunResult
+from surfer.core.errors import ConfigError
+from surfer.models.backend import ModelBackend
+from surfer.fleet.browser_pool import SharedBrowser
+
+from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RUNS, TMP_PREFIX, ResultsIndex, _publish
+from .stats import BatchStats
+from .tasks import BatchTask, check_task_urls, run_dir_name
+
+
+BROWSER_DIED = "the browser crashed (the Chromium process died)"
+HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
+
+
+@dataclass
+class BatchSummary:
+    out_dir: Path
+    total: int
+    skipped: int
+    finished: int
+    statuses: dict[str, int]
+    stopped: str | None  # why the batch stopped early (server unreachable, bad configuration)
+    stats: dict[str, Any]
+    stopped_kind: str | None = None  # "unreachable" or "config"
+    relaunches: int = 0
+    concurrency: dict[str, Any] | None = None  # with --concurrency auto: what the controller did
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out_dir": str(self.out_dir),
+            "total": self.total,
+            "skipped": self.skipped,
+            "finished": self.finished,
+            "statuses": self.statuses,
+            "stopped": self.stopped,
+            "stopped_kind": self.stopped_kind,
+            "browser_relaunches": self.relaunches,
+            **({"concurrency": self.concurrency} if self.concurrency else {}),
+            **self.stats,
+        }
+
+
+def shared_backends(
+    config: AgentConfig, max_inflight: int | None, backend: ModelBackend | None = None
+) -> dict[str, ModelBackend]:
+    """One backend per distinct endpoint (or the given one), each capped at
+    `max_inflight` requests in flight, mapped per role."""
+    from surfer.models.http import OpenAICompatibleBackend
+    from surfer.models.limits import InflightLimit
+
+    by_key: dict[str, ModelBackend] = {}
+    out: dict[str, ModelBackend] = {}
+    for role in ("policy", "localizer", "validator"):
+        key = "shared" if backend is not None else config.endpoint(role).model_dump_json()
+        if key not in by_key:
+            inner = backend if backend is not None else OpenAICompatibleBackend(config.endpoint(role))
+            by_key[key] = InflightLimit(inner, max_inflight) if max_inflight else inner
+        out[role] = by_key[key]
+    return out
+
+
+async def drain(items: Iterable[Any], concurrency: int, handle: Any, keep_going: Any, slots: Any = None) -> None:
+    """`await handle(item)` for every item, `concurrency` at a time, while
+    `keep_going()`; the workers are cancelled when this is. With `slots` (a
+    resizable semaphore, concurrency.Slots), each item also holds a slot."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def one() -> bool:
+        try:
+            item = queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return False
+        await handle(item)
+        return True
+
+    async def worker() -> None:
+        while keep_going():
+            if slots is None:
+                if not await one():
+                    return
+                continue
+            async with slots:
+                if not await one():
+                    return
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, queue.qsize()))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
+class Batch:
+    """Run `tasks` with `concurrency` sessions; see the module docstring."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        tasks: Iterable[BatchTask],
+        out_dir: str | Path,
+        *,
+        concurrency: int | str = 4,
+        max_inflight: int | None = None,
+        backend: ModelBackend | None = None,
+        retry_errors: bool = False,
+        listeners: list[Any] | None = None,
+        replay: list[Any] | None = None,
+        secrets: Any = None,
+        crash_retries: int = 1,
+        auto: dict[str, Any] | None = None,
+        say: Any = None,
+    ) -> None:
+        """`replay`: recordings (surfer.tools.replay.Recording) to play back instead of a
+        browser; task k gets the one its metadata names (`"replay": name`), else number k mod n,
+        its screenshots marked with k so that no two tasks send the same images.
+        `concurrency="auto"`: sessions follow the server's cache (surfer/apps/concurrency.py;
+        `auto` holds AutoConcurrency's options); `say(text)` tells what it does."""
+        from surfer.fleet.concurrency import AUTO, AutoConcurrency, parse_concurrency
+
+        concurrency = parse_concurrency(concurrency)
+        self.auto = AutoConcurrency.for_endpoint(config.base_url, **(auto or {})) if concurrency == AUTO else None
+        self.say = say or (lambda text: None)
+        self.concurrency_report: dict[str, Any] | None = None
+        concurrency = self.auto.start if self.auto else int(concurrency)
+        if max_inflight is not None and max_inflight < 1:
+            raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
+        self.config = config
+        self.tasks = list(tasks)
+        check_task_urls(self.tasks, config)
+        self.out_dir = Path(out_dir)
+        self.runs_dir = self.out_dir / RUNS
+        self.concurrency = concurrency
+        self.max_inflight = max_inflight
+        self.retry_errors = retry_errors
+        if crash_retries < 0:
+            raise ConfigError(f"--crash-retries must be 0 or more, got {crash_retries}")
+        self.crash_retries = crash_retries  # reruns of a task whose browser or page crashed under it
+        self.crashes: dict[str, int] = {}  # browser crashes per task id, until its line is written
+        self.index = ResultsIndex(self.out_dir / "results.jsonl")
+        self.stats = BatchStats(total=len(self.tasks))
+        self.listeners = list(listeners or [])
+        self.secrets = secrets
+        self.backends = shared_backends(config, max_inflight, backend)
+        self._owns_backend = backend is None
+        self.replay = list(replay or [])
+        self._replay_of = self._assign_recordings()
+        self._replay_shots: dict[str, list[Any]] = {}
+        self._browser = SharedBrowser(headless=config.browser.headless)
+        from surfer.fleet.sessions import BatchFiles
+
+        self.files = BatchFiles(self.out_dir)
+        self.stats.waiting = self.files.waiting
+        self._stopped: str | None = None
+        self._stopped_kind: str | None = None
+        self._statuses: dict[str, int] = {}
+        self.on_record: Any = None  # called with each line appended to results.jsonl (surfer.rollouts)
+
+    # -- preparation -------------------------------------------------------------
+
+    def _assign_recordings(self) -> dict[str, Any]:
+        if not self.replay:
+            return {}
+        by_name = {r.name: r for r in self.replay}
+        chosen: dict[str, Any] = {}
+        for number, task in enumerate(self.tasks):
+            wanted = task.metadata.get("replay")
+            if wanted is not None and wanted not in by_name:
+                raise ConfigError(f"task {task.id!r} asks for recording {wanted!r}; recorded: {', '.join(by_name)}")
+            recording = by_name[wanted] if wanted is not None else self.replay[number % len(self.replay)]
+            chosen[task.id or ""] = (recording, number)
+        return chosen
+
+    async def read_replays(self) -> None:
+        """Read (and mark) every replayed screenshot now rather than when each
+        session starts, e.g. before a timed window (benchmarks)."""
+        from surfer.tools.replay import read_screenshots
+
+        todo = [(task_id, pair) for task_id, pair in self._replay_of.items() if task_id not in self._replay_shots]
+        shots = await asyncio.gather(*(asyncio.to_thread(read_screenshots, *pair) for _, pair in todo))
+        self._replay_shots.update((task_id, read) for (task_id, _), read in zip(todo, shots))
+
+    def _clean_stale(self) -> None:
+        if self.runs_dir.exists():
+            for entry in self.runs_dir.iterdir():
+                if entry.name.startswith(TMP_PREFIX):
+                    shutil.rmtree(entry, ignore_errors=True)
+
+    def pending(self) -> list[BatchTask]:
+        finished = self.index.finished(self.retry_errors)
+        return [t for t in self.tasks if t.id not in finished]
+
+    # -- running -------------------------------------------------------------------
+
+    async def prepare(self) -> list[BatchTask]:
+        """Create the output directory, remove stale temporary run directories
+        and return the tasks not finished yet (resume)."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._clean_stale)
+        todo = self.pending()
+        self.stats.skipped = len(self.tasks) - len(todo)
+        await asyncio.to_thread(self.files.start, self.tasks)
+        return todo
+
+    async def run(self) -> BatchSummary:
+        todo = await self.prepare()
+        if todo and not self.replay:
+            await self._browser.start()
+        metrics = asyncio.create_task(self.files.write_metrics(self.stats))
+        try:
+            if self.auto is not None:
+                await self._drain_auto(todo)
+            else:
+                await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
+        finally:
+            metrics.cancel()
+            await asyncio.gather(metrics, return_exceptions=True)
+            await asyncio.shield(self._browser.close())
+            if self._owns_backend:
+                for backend in {id(b): b for b in self.backends.values()}.values():
+                    await asyncio.shield(backend.aclose())
+        return self.summary(self._browser.relaunches)
+
+    def summary(self, relaunches: int) -> BatchSummary:
+        return BatchSummary(
+            self.out_dir,
+            len(self.tasks),
+            self.stats.skipped,
+            self.stats.done,
+            dict(self._statuses),
+            self._stopped,
+            self.stats.snapshot(),
+            self._stopped_kind,
+            relaunches,
+            self.concurrency_report,
+        )
+
+    async def _drain_auto(self, todo: list[BatchTask]) -> None:
+        from surfer.fleet.concurrency import Slots
+        from surfer.models.json_http import http_library
+
+        auto = self.auto
+        assert auto is not None
+        keep_going = lambda: self._stopped is None  # noqa: E731
+        async with http_library().AsyncClient(timeout=5) as client:
+            if await auto.read(client) is None:
+                self.concurrency = auto.fallback
+                self.concurrency_report = {"mode": "fixed (no vLLM /metrics)", "metrics": auto.metrics_url,
+                                           "concurrency": auto.fallback}
+                self.say(f"--concurrency auto: no vLLM /metrics at {auto.metrics_url}; "
+                         f"running a fixed concurrency of {auto.fallback} sessions")
+                await drain(todo, auto.fallback, self._run_counted, keep_going)
+                return
+            self.say(f"--concurrency auto: following {auto.metrics_url}, starting at {auto.start} sessions")
+            slots = Slots(auto.start)
+            controller = asyncio.create_task(auto.control(slots, lambda: self.stats.steps, client))
+            try:
+                await drain(todo, auto.maximum, self._run_counted, keep_going, slots=slots)
+            finally:
+                controller.cancel()
+                await asyncio.gather(controller, return_exceptions=True)
+                self.concurrency_report = auto.summary()
+                self.concurrency = slots.limit
+
+    async def _run_counted(self, task: BatchTask) -> None:
+        self.stats.running += 1
+        try:
+            await self._run_one(task)
+        finally:
+            self.stats.running -= 1
+
+    def _task_config(self, task: BatchTask) -> AgentConfig:
+        update: dict[str, Any] = {}
+        if task.max_steps is not None:
+            update["max_steps"] = task.max_steps
+        if task.max_seconds is not None:
+            update["max_seconds"] = task.max_seconds
+        return self.config.model_copy(update=update) if update else self.config
+
+    def _environment(self, task: BatchTask, browser: Any) -> Any:
+        if self.replay:
+            from surfer.tools.replay import ReplayEnvironment
+
+            recording, number = self._replay_of[task.id or ""]
+            shots = self._replay_shots.pop(task.id or "", None)
+            return ReplayEnvironment(recording, variant=number, screenshots=shots)  # each task its own images
+        from surfer.agent.environments import browser_environment
+
+        return browser_environment(self.config, browser)
+
+    async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path, watch: Any) -> RunResult:
+        from surfer.agent.loop import Agent
+
+        env = self._environment(task, browser)
+        listeners = [self.stats, watch, *self.listeners]
+        agent = Agent(config, environment=env, backends=self.backends, listeners=listeners, secrets=self.secrets)
+        try:
+            async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
+                return await agent.run(task.task, task.url, out_dir=tmp)
+        except TimeoutError:
+            return RunResult(
+                status="limit",
+                task=task.task,
+                url=task.url,
+                reason=f"cut off {HARD_LIMIT_GRACE:g} s past the time limit of {config.max_seconds:g} s",
+            )
+        except Exception as exc:  # noqa: BLE001 - recorded for this task; the batch goes on
+            if browser is not None and not self._browser.alive(browser):
+                return RunResult(status="error", task=task.task, url=task.url, reason=BROWSER_DIED, error_kind="browser_crash")
+            return RunResult(
+                status="error", task=task.task, url=task.url, reason=f"internal error: {exc!r}", error_kind="internal"
+            )
+        finally:
+            await asyncio.shield(env.close())
+
+    async def _run_one(self, task: BatchTask) -> None:
+        executed = await self.execute(task)
+        if executed is not None:
+            await self.record(task, *executed)
+
+    async def execute(self, task: BatchTask) -> tuple[RunResult, Path, float] | None:
+        """Run one task into a temporary run directory: (result, that directory,
+        seconds), or None when the run did not end with a final status. A task
+        whose browser or page crashed under it runs again (`crash_retries`)."""
+        assert task.id is not None
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        name = run_dir_name(task.id)
+        tmp = self.runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:6]}"
+        config = self._task_config(task)
+        started = time.monotonic()
+        watch = self.files.session(name, task, self.stats)
+        try:
+            return await self._attempts(task, config, tmp, watch, started)
+        finally:  # the session's live state file goes (its thumbnail stays for a page still loading it)
+            await asyncio.shield(self.files.end(task.id))
+
+    async def _attempts(
+        self, task: BatchTask, config: AgentConfig, tmp: Path, watch: Any, started: float
+    ) -> tuple[RunResult, Path, float] | None:
+        assert task.id is not None
+        crashes = 0
+        while True:
+            browser = None if self.replay else await self._browser.get()
+            result = await self._attempt(task, config, browser, tmp, watch)
+            died = browser is not None and not self._browser.alive(browser)
+            if result.status != "error" or (result.error_kind != "browser_crash" and not died):
+                break
+            # Chromium or the page died under this session: not the task's fault
+            if result.error_kind != "browser_crash":
+                result = result.model_copy(update={"error_kind": "browser_crash", "reason": f"{BROWSER_DIED} ({result.reason})"})
+            crashes += 1
+            self.stats.browser_crashes += 1
+            if died:
+                await self._browser.relaunch(browser)
+            if crashes > self.crash_retries:
+                break
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+            await watch.retry()
+        self.crashes[task.id] = crashes
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            # stopped (Ctrl-C) while the run was failing: an error caused by the stop is not the task's
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+            raise asyncio.CancelledError
+        if result.status not in FINAL_STATUSES:
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+            return None
+        return result, tmp, time.monotonic() - started
+
+    async def record(self, task: BatchTask, result: RunResult, tmp: Path, seconds: float, **extra: Any) -> None:
+        """Publish a finished run directory and append its line to results.jsonl."""
+        assert task.id is not None
+        if result.status == "error" and result.error_kind in BATCH_STOPPING_ERRORS:
+            if self._stopped is None:
+                self._stopped, self._stopped_kind = result.reason or result.error_kind, result.error_kind
+        name = run_dir_name(task.id)
+        await asyncio.to_thread(_publish, tmp, self.runs_dir / name, result)
+        record = {
+            "id": task.id,
+            "group": task.group,
+            "sample": task.sample,
+            "task": task.task,
+            "url": task.url,
+            "status": result.status,
+            "answer": result.answer,
+            "reason": result.reason,
+            "error_kind": result.error_kind,
+            "steps": result.steps,
+            "browser_crashes": self.crashes.pop(task.id, 0),
+            "seconds": round(seconds, 3),
+            "usage": result.usage.model_dump(),
+            "run_dir": f"{RUNS}/{name}",
+            "metadata": task.metadata,
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            **extra,
+        }
+        await self.index.append(record)
+        self._statuses[result.status] = self._statuses.get(result.status, 0) + 1
+        self.stats.task_done(result.status)
+        if self.on_record is not None:
+            self.on_record(record)

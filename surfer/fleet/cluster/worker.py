@@ -1,0 +1,105 @@
+"""The node side: one `SessionWorker` actor per node runs its sessions in one
+Chromium with the local runner's own code (`Batch.execute`), and hands each
+finished run back to the driver — as a tar archive of the run directory, or,
+when the driver's `--out` is on storage this node sees too (the driver's
+marker file is there), as the name of the directory it wrote in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MARKER = ".surfer-ray-marker"
+
+
+def sees_marker(out_dir: str | Path, token: str) -> bool:
+    """True when `out_dir` holds the driver's marker with this token: the same storage."""
+    try:
+        return (Path(out_dir) / MARKER).read_text(encoding="utf-8").strip() == token
+    except OSError:
+        return False
+
+
+def pack(run_dir: Path) -> bytes:
+    """A run directory as an uncompressed tar (screenshots are compressed already)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(run_dir, arcname=".")
+    return buffer.getvalue()
+
+
+def unpack(data: bytes, target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as archive:
+        archive.extractall(target, filter="data")
+
+
+class SessionWorker:
+    """A Ray actor (async; `max_concurrency` = its sessions + a few): a Chromium
+    on this node and the sessions the driver sends it."""
+
+    def __init__(
+        self, config: Any, out_dir: str, token: str, ship: str, gate: Any, name: str, secrets: Any = None
+    ) -> None:
+        from surfer.fleet.batch.runner import Batch
+        from surfer.core.errors import ConfigError
+
+        self.name = name
+        self.shared = ship != "bytes" and sees_marker(out_dir, token)
+        if ship == "shared" and not self.shared:
+            raise ConfigError(f"--out {out_dir} is not shared storage on worker {name} (no driver marker there)")
+        staging = Path(out_dir) if self.shared else Path(tempfile.gettempdir()) / "surfer-ray" / f"{name}-{os.getpid()}"
+        self.batch = Batch(config, [], staging, concurrency=1, secrets=secrets)
+        if gate is not None:
+            from surfer.fleet.cluster.gate import gated
+
+            self.batch.backends = gated(self.batch.backends, gate, name)
+
+    async def start(self) -> dict[str, Any]:
+        import ray
+
+        await self.batch._browser.start()
+        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "shared": self.shared}
+
+    async def run(self, task: dict[str, Any]) -> dict[str, Any] | None:
+        """Run one task; None when it did not end with a final status."""
+        from surfer.fleet.batch.tasks import BatchTask
+
+        executed = await self.batch.execute(BatchTask.model_validate(task))
+        if executed is None:
+            return None
+        result, tmp, seconds = executed
+        finished: dict[str, Any] = {"result": result.model_dump(mode="json"), "seconds": seconds}
+        if self.shared:
+            finished["tmp"] = tmp.name
+        else:
+            try:
+                finished["archive"] = await asyncio.to_thread(pack, tmp) if tmp.exists() else b""
+            finally:
+                await asyncio.to_thread(shutil.rmtree, tmp, True)
+        return finished
+
+    async def status(self) -> dict[str, Any]:
+        """Browser relaunches, and the memory of this actor with its Chromium (when psutil is installed)."""
+        status: dict[str, Any] = {"name": self.name, "relaunches": self.batch._browser.relaunches, "pid": os.getpid()}
+        try:
+            from surfer.fleet.resources import process_tree_memory
+
+            status["rss"], status["pss"] = process_tree_memory()
+        except Exception:  # noqa: BLE001 - psutil missing: no figures
+            pass
+        return status
+
+    async def close(self) -> None:
+        await self.batch._browser.close()
+        for backend in {id(b): b for b in self.batch.backends.values()}.values():
+            await backend.aclose()
+        if not self.shared:
+            await asyncio.to_thread(shutil.rmtree, self.batch.out_dir, True)

@@ -1,0 +1,91 @@
+"""What reads a vLLM server's /metrics (Prometheus text): the parser, one
+read, and a sampler polling it while a run goes on. Used by `--concurrency
+auto` (surfer/fleet/concurrency.py) and `surfer bench gpu`."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+_METRIC = re.compile(r"^(vllm:[a-z_]+)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Sum of each vllm:* series (over labels) in a Prometheus text page."""
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _METRIC.match(line.strip())
+        if match:
+            name = match.group(1).removesuffix("_total")
+            values[name] = values.get(name, 0.0) + float(match.group(2))
+    return values
+
+
+async def read_metrics(client: Any, url: str) -> dict[str, float] | None:
+    """The vllm:* series at `url` (a server's /metrics) with an httpx-like
+    async client; None when there is no such page (the stand-in) or the server
+    does not answer."""
+    try:
+        response = await client.get(url)
+    except Exception:  # noqa: BLE001 - no server, no route, a busy server: no metrics
+        return None
+    return parse_metrics(response.text) if response.status_code == 200 else None
+
+
+class MetricsSampler:
+    """Polls `<root>/metrics` about once a second while a run goes on."""
+
+    def __init__(self, root: str, interval: float = 1.0) -> None:
+        self.url = root.rstrip("/") + "/metrics"
+        self.interval = interval
+        self.samples: list[dict[str, float]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _read(self, client: Any) -> dict[str, float] | None:
+        return await read_metrics(client, self.url)
+
+    async def _loop(self, client: Any) -> None:
+        while True:
+            sample = await self._read(client)
+            if sample:
+                self.samples.append(sample)
+            await asyncio.sleep(self.interval)
+
+    async def __aenter__(self) -> "MetricsSampler":
+        from surfer.models.json_http import http_library
+
+        self._client = http_library().AsyncClient(timeout=5)
+        self._task = asyncio.create_task(self._loop(self._client))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        last = await self._read(self._client)
+        if last:
+            self.samples.append(last)
+        await self._client.aclose()
+
+    def summary(self) -> dict[str, Any] | None:
+        if len(self.samples) < 2:
+            return None
+        first, last = self.samples[0], self.samples[-1]
+        queries = last.get("vllm:prefix_cache_queries", 0) - first.get("vllm:prefix_cache_queries", 0)
+        hits = last.get("vllm:prefix_cache_hits", 0) - first.get("vllm:prefix_cache_hits", 0)
+
+        def series(name: str) -> list[float]:
+            return [s[name] for s in self.samples if name in s]
+
+        def stats(name: str) -> dict[str, float] | None:
+            values = series(name)
+            return {"mean": round(sum(values) / len(values), 4), "max": round(max(values), 4)} if values else None
+
+        return {
+            "prefix_cache_hit_rate": round(hits / queries, 4) if queries else None,
+            "kv_cache_usage": stats("vllm:kv_cache_usage_perc"),
+            "running": stats("vllm:num_requests_running"),
+            "waiting": stats("vllm:num_requests_waiting"),
+            "samples": len(self.samples),
+        }

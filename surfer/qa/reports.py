@@ -1,0 +1,143 @@
+"""What a QA run leaves for people and CI: JUnit XML (one testcase per case),
+an HTML summary linking each case's report.html, and that case report
+(attempts, steps with their run directories, expectations)."""
+
+from __future__ import annotations
+
+import html
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from surfer.agent.rundir import write_atomic
+
+from .outcomes import AttemptReport, CaseReport, QaSummary
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _rel(target: str | Path, start: Path) -> str:
+    return os.path.relpath(Path(target).resolve(), start.resolve()).replace(os.sep, "/")
+
+
+def _properties(case: CaseReport) -> dict[str, str]:
+    last = case.last
+    props = {
+        "status": case.status, "attempts": str(len(case.attempts)), "model_calls": str(case.model_calls),
+        "cached_steps": str(last.cached_steps if last else 0),
+        "healed_steps": ", ".join(f"step {s.index}" for s in last.healed_steps) if last else "",
+        "tags": ", ".join(case.case.tags),
+    }
+    if case.status == "flaky":
+        props["flaky"] = "true"
+    if case.cache_dropped:
+        props["cache_dropped"] = "true"
+    return props
+
+
+def junit_xml(summary: QaSummary) -> str:
+    root = ET.Element("testsuites", name="surfer qa", time=f"{summary.seconds:.3f}")
+    by_suite: dict[str, list[CaseReport]] = {}
+    for case in summary.cases:
+        by_suite.setdefault(case.suite, []).append(case)
+    for suite_name, cases in by_suite.items():
+        suite = ET.SubElement(
+            root, "testsuite", name=suite_name, tests=str(len(cases)),
+            failures=str(sum(c.status == "failed" for c in cases)), errors=str(sum(c.status == "error" for c in cases)),
+            skipped=str(sum(c.status in ("queued", "running") for c in cases)), time=f"{sum(c.seconds for c in cases):.3f}",
+        )
+        for case in cases:
+            element = ET.SubElement(suite, "testcase", classname=suite_name, name=case.case.name, time=f"{case.seconds:.3f}")
+            props = ET.SubElement(element, "properties")
+            for name, value in _properties(case).items():
+                ET.SubElement(props, "property", name=name, value=value)
+            if case.status in ("failed", "error"):
+                last = case.last
+                message = (last.failure if last else None) or "not run"
+                tag = "failure" if case.status == "failed" else "error"
+                ET.SubElement(element, tag, message=message, type=last.error_kind or tag if last else tag).text = _details(case)
+            elif not case.passed:
+                ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
+            ET.SubElement(element, "system-out").text = str(case.dir)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _details(case: CaseReport) -> str:
+    lines = []
+    for attempt in case.attempts:
+        lines.append(f"attempt {attempt.number} ({attempt.kind}): {attempt.status}" + (f" — {attempt.failure}" if attempt.failure else ""))
+        for step in attempt.steps:
+            lines.append(f"  step {step.index} [{step.source}] {step.status}: {step.goal}" + (f" — {step.reason}" if step.reason and step.status != "success" else ""))
+        for result in attempt.expectations:
+            lines.append(f"  {'✓' if result.passed else '✗'} {result.expectation}" + (f" — {result.detail}" if result.detail else ""))
+    lines.append(f"report: {case.dir / 'report.html'}")
+    return "\n".join(lines)
+
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d1f}
+header{padding:16px 24px;background:#1d1d1f;color:#fff}header h1{margin:0 0 4px;font-size:18px}
+main{padding:16px 24px}table{border-collapse:collapse;background:#fff;width:100%}
+td,th{border-bottom:1px solid #e5e5ea;padding:6px 10px;text-align:left;vertical-align:top}
+.passed{color:#1e8e3e}.flaky{color:#c77700}.failed,.error{color:#d70015}.muted{color:#6e6e73}
+section{background:#fff;border-radius:10px;padding:12px 16px;margin:0 0 16px}
+"""
+
+
+def _page(title: str, header: str, body: str) -> str:
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+            f"<style>{_STYLE}</style></head><body><header><h1>{_e(title)}</h1>{header}</header><main>{body}</main></body></html>\n")
+
+
+def summary_html(summary: QaSummary, path: Path) -> str:
+    rows = []
+    for case in summary.cases:
+        last = case.last
+        link = f'<a href="{_e(_rel(case.dir / "report.html", path.parent))}">report</a>' if last else ""
+        healed = ", ".join(f"step {s.index}" for s in last.healed_steps) if last else ""
+        rows.append(
+            f'<tr><td>{_e(case.suite)}</td><td>{_e(case.case.name)}</td><td class="{_e(case.status)}">{_e(case.status)}</td>'
+            f"<td>{case.seconds:.1f} s</td><td>{len(case.attempts)}</td><td>{last.cached_steps if last else 0}</td>"
+            f"<td>{_e(healed)}</td><td>{case.model_calls}</td><td>{_e(case.failure or '')}</td><td>{link}</td></tr>"
+        )
+    table = ("<table><tr><th>suite</th><th>case</th><th>status</th><th>time</th><th>attempts</th><th>steps from cache</th>"
+             "<th>healed</th><th>model calls</th><th>failure</th><th></th></tr>" + "".join(rows) + "</table>")
+    stopped = f'<p class="error">stopped: {_e(summary.stopped)}</p>' if summary.stopped else ""
+    return _page("surfer qa", f"<div>{_e(summary.line())}</div>", stopped + table)
+
+
+def _attempt_html(attempt: AttemptReport, case_dir: Path) -> str:
+    steps = "".join(
+        f"<tr><td>{s.index}</td><td>{_e(s.goal)}</td><td>{_e(s.source)}</td><td class=\"{'passed' if s.status == 'success' else 'failed'}\">{_e(s.status)}</td>"
+        f"<td>{_e(s.answer or '')}</td><td>{_e('; '.join(s.healed))}</td><td>"
+        + " ".join(f'<a href="{_e(_rel(Path(d) / "report.html", case_dir))}">run</a>' for d in s.run_dirs) + "</td></tr>"
+        for s in attempt.steps
+    )
+    expectations = "".join(
+        f"<tr><td class=\"{'passed' if r.passed else 'failed'}\">{'pass' if r.passed else 'fail'}</td><td>{_e(r.expectation)}</td>"
+        f"<td>{_e(r.judged_by)}</td><td>{_e(r.detail)}</td></tr>"
+        for r in attempt.expectations
+    )
+    failure = f'<p class="failed">{_e(attempt.failure)}</p>' if attempt.failure else ""
+    return (f'<section><h2>Attempt {attempt.number} ({_e(attempt.kind)}): <span class="{_e(attempt.status)}">{_e(attempt.status)}</span></h2>'
+            f'<p class="muted">{attempt.seconds:.1f} s · {attempt.model_calls} model call(s) · {attempt.cached_steps} step(s) from the cache</p>{failure}'
+            f"<table><tr><th>#</th><th>step</th><th>source</th><th>status</th><th>answer</th><th>healed</th><th>run</th></tr>{steps}</table>"
+            + (f"<h3>Expectations</h3><table>{expectations}</table>" if expectations else "") + "</section>")
+
+
+def write_case_report(case: CaseReport) -> None:
+    case.dir.mkdir(parents=True, exist_ok=True)
+    header = f'<div><span class="{_e(case.status)}">{_e(case.status)}</span> · {_e(case.suite)} · {case.seconds:.1f} s</div>'
+    body = "".join(_attempt_html(a, case.dir) for a in case.attempts)
+    write_atomic(case.dir / "report.html", _page(case.case.name, header, body))
+
+
+def write_reports(summary: QaSummary, junit: Path, html_path: Path) -> None:
+    for path in (junit, html_path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(junit, junit_xml(summary))
+    write_atomic(html_path, summary_html(summary, html_path))

@@ -1,0 +1,314 @@
+"""Running suites: each case in its own browser context of one shared
+Chromium, cases in parallel, steps in order (from the action cache when it
+holds them), then the expectations.
+
+    out/results.jsonl                          one line per case
+    out/cases/<suite>/<case>/report.html       the case: attempts, steps, expectations
+    out/cases/<suite>/<case>/attempt-1/step-01 the run directory of each step
+
+A failing case is tried again up to `retries` times (passing on a retry makes
+it flaky). A case that fails while replaying from the cache has its entry
+dropped and runs once more with the model."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from surfer.agent.config import AgentConfig
+from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
+from surfer.agent.environments import browser_environment
+from surfer.fleet.batch import BATCH_STOPPING_ERRORS, ResultsIndex, drain, shared_backends
+from surfer.fleet.browser_pool import SharedBrowser
+from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
+from surfer.models.backend import ModelBackend
+
+from .anchors import url_pattern
+from .cache import ActionCache, CachedStep, CaseEntry
+from .executor import QaEnvironment
+from .expectations import check_expectations
+from .outcomes import AttemptReport, CaseReport, QaSummary, StepReport
+from .replay import StepReplay
+from .suite import AnswerExpectation, Suite, agent_goal, secrets_for
+
+
+@dataclass
+class SuiteRun:
+    """One suite with its configuration, model backends and (when it has one of
+    its own) action cache."""
+
+    suite: Suite
+    config: AgentConfig
+    backends: dict[str, ModelBackend] = field(default_factory=dict)
+    cache: Optional[ActionCache] = None
+
+
+class LazyAgent:
+    """An Agent made on first use: a case replayed from the cache with
+    deterministic expectations never needs one."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._agent: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._agent is None:
+            self._agent = self._make()
+        return getattr(self._agent, name)
+
+
+async def run_goal(
+    env: QaEnvironment, agent: Any, step: StepReport, cached: Optional[CachedStep], step_dir: Path, *,
+    answer_must_show: bool = False,
+) -> int:
+    """Run one goal (a step, or a task): from the cache when it holds it, healing
+    where the page changed, else (or when the replay stops) with the agent.
+    Fills `step` (status, answer, the actions performed with their anchors) and
+    returns the model calls made outside the agent's events (healing)."""
+    env.take_log()
+    calls = 0
+    if cached is not None:
+        replay = await StepReplay(env, agent.localizer, agent.profile, step_dir, step.goal).run(cached)
+        calls += replay.model_calls
+        step.run_dirs.append(str(step_dir))
+        if replay.missed is None and answer_must_show and cached.answer:
+            if " ".join(cached.answer.split()) not in await env.visible_text():
+                replay.missed = f"the cached answer {cached.answer!r} is not on the screen any more"
+        if replay.missed is None:
+            step.source = "healed" if replay.healed else "cache"
+            step.status, step.answer, step.healed = "success", cached.answer, replay.healed
+            step.reason = "replayed from the action cache"
+        else:
+            step.source, step.healed = "healed", [f"replay stopped: {replay.missed}; the policy took over"]
+    if step.status != "success":
+        model_dir = step_dir / "model" if cached is not None else step_dir
+        result = await agent.run(agent_goal(step.goal), None, out_dir=model_dir)
+        step.run_dirs.append(str(model_dir))
+        step.status, step.answer, step.reason, step.error_kind = result.status, result.answer, result.reason, result.error_kind
+    step.actions, step.end_url = env.take_log(), env.page_pattern()
+    return calls
+
+
+class QaRunner:
+    def __init__(
+        self,
+        suites: list[SuiteRun],
+        out_dir: str | Path,
+        *,
+        concurrency: Optional[int] = None,
+        retries: Optional[int] = None,
+        cache: Optional[ActionCache] = None,
+        update_cache: bool = False,
+        backend: Optional[ModelBackend] = None,
+        environ: Optional[Mapping[str, str]] = None,
+        select: Any = None,
+    ) -> None:
+        import os
+
+        self.suites = suites
+        self.out_dir = Path(out_dir)
+        self.concurrency = concurrency or max(s.suite.concurrency for s in suites)
+        if any(s.suite.environment == "desktop" for s in suites):
+            self.concurrency = 1  # one screen, one mouse
+        self.retries = retries
+        self.cache = cache
+        self.update_cache = update_cache
+        self._backend = backend
+        environ = os.environ if environ is None else environ
+        self.cases: list[CaseReport] = []
+        self._runs: dict[str, SuiteRun] = {}
+        for run in suites:
+            for case in run.suite.cases:
+                if select is not None and not select(case):
+                    continue
+                case_id = run.suite.case_id(case)
+                self.cases.append(CaseReport(run.suite.name, case, case_id, self.out_dir / "cases" / case_id))
+                self._runs[case_id] = run
+        self._secrets = secrets_for([g for c in self.cases for g in c.case.goals], environ)
+        self._browser = SharedBrowser(headless=suites[0].config.browser.headless if suites else True)
+        self._stopped: Optional[str] = None
+        self._stopped_kind: Optional[str] = None
+        self.index = ResultsIndex(self.out_dir / "results.jsonl")
+
+    # -- the run -------------------------------------------------------------------------
+
+    def _clear_previous(self) -> None:
+        """An --out directory reused: the previous run's results give way to this one's."""
+        shutil.rmtree(self.out_dir / "cases", ignore_errors=True)
+        (self.out_dir / "results.jsonl").unlink(missing_ok=True)
+
+    async def run(self) -> QaSummary:
+        started = time.monotonic()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._clear_previous)
+        for run in self.suites:
+            if not run.backends:
+                run.backends = shared_backends(run.config, None, self._backend)
+        try:
+            if any(self._runs[c.id].suite.environment == "browser" for c in self.cases):
+                await self._browser.start()
+            await drain(self.cases, self.concurrency, self.run_case, lambda: self._stopped is None)
+        finally:
+            await asyncio.shield(self._browser.close())
+            if self._backend is None:
+                closed: set[int] = set()
+                for run in self.suites:
+                    for backend in run.backends.values():
+                        if id(backend) not in closed:
+                            closed.add(id(backend))
+                            await asyncio.shield(backend.aclose())
+        return QaSummary(self.out_dir, self.cases, time.monotonic() - started, self._stopped, self._stopped_kind)
+
+    async def run_case(self, report: CaseReport) -> None:
+        from .reports import write_case_report
+
+        run = self._runs[report.id]
+        report.status, report.started = "running", time.monotonic()
+        retries = self.retries if self.retries is not None else (report.case.retries if report.case.retries is not None else run.suite.retries)
+        entry = None
+        cache = run.cache or self.cache
+        if cache is not None and not self.update_cache:
+            entry = await asyncio.to_thread(cache.load, report.id)
+            if entry is not None and entry.start_url != self._start_pattern(run, report):
+                entry = None  # the case starts somewhere else now: its recorded steps do not apply
+        failed_before = False
+        for number in range(1, retries + 2):
+            attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
+            if attempt.status != "passed" and attempt.used_cache and attempt.error_kind not in BATCH_STOPPING_ERRORS:
+                # a cache entry that replays into a failure is dropped; the case runs with the model once more
+                report.cache_dropped, entry = True, None
+                if cache is not None:
+                    await asyncio.to_thread(cache.drop, report.id)
+                attempt = await self._attempt(run, report, None, "cache-dropped")
+            if attempt.status == "passed" or attempt.error_kind in BATCH_STOPPING_ERRORS:
+                break
+            failed_before = True
+        last = report.last
+        assert last is not None
+        if last.status == "passed":
+            report.status = "flaky" if failed_before else "passed"
+            if cache is not None:
+                report.cache_written = await asyncio.to_thread(cache.store, self._entry(run, report))
+        else:
+            report.status = "error" if last.status == "error" else "failed"
+            if last.error_kind in BATCH_STOPPING_ERRORS and self._stopped is None:
+                self._stopped, self._stopped_kind = last.failure, last.error_kind
+        report.seconds = time.monotonic() - report.started
+        report.current_step = ""
+        await asyncio.to_thread(write_case_report, report)
+        await self.index.append(report.to_record(self.out_dir))
+
+    def _entry(self, run: SuiteRun, report: CaseReport) -> CaseEntry:
+        last = report.last
+        assert last is not None
+        steps = [CachedStep(s.goal, s.actions, s.answer, s.end_url) for s in last.steps]
+        return CaseEntry(report.id, self._start_pattern(run, report), steps)
+
+    @staticmethod
+    def _start_pattern(run: SuiteRun, report: CaseReport) -> str:
+        start = run.suite.resolve_url(report.case.url) or ""
+        return url_pattern(start, run.suite.base_url) if start else ""
+
+    # -- one attempt ---------------------------------------------------------------------
+
+    async def _attempt(self, run: SuiteRun, report: CaseReport, entry: Optional[CaseEntry], kind: str) -> AttemptReport:
+        number = len(report.attempts) + 1
+        attempt = AttemptReport(number, str(report.dir / f"attempt-{number}"), kind)
+        report.attempts.append(attempt)
+        started = time.monotonic()
+        for retry in (1, 2):
+            browser = await self._browser.get() if run.suite.environment == "browser" else None
+            env = QaEnvironment(self._environment(run, browser), self._secrets, run.suite.base_url)
+            try:
+                await self._steps(run, report, attempt, env, entry)
+            except asyncio.CancelledError:
+                attempt.status, attempt.failure = "error", "interrupted"
+                raise
+            except Exception as exc:  # noqa: BLE001 - recorded for this case; the run goes on
+                attempt.status, attempt.error_kind = "error", "internal"
+                attempt.failure = f"internal error: {exc!r}"
+            finally:
+                await asyncio.shield(env.close())
+            if attempt.status == "error" and browser is not None and not self._browser.alive(browser) and retry == 1:
+                # the shared browser died under this case: not the case's fault
+                await self._browser.relaunch(browser)
+                attempt.steps, attempt.status, attempt.failure = [], "running", None
+                continue
+            break
+        attempt.seconds = round(time.monotonic() - started, 3)
+        return attempt
+
+    def _environment(self, run: SuiteRun, browser: Any) -> Any:
+        if run.suite.environment == "desktop":
+            from surfer.tools.desktop import DesktopEnvironment
+
+            return DesktopEnvironment()
+        return browser_environment(run.config, browser)
+
+    async def _steps(self, run: SuiteRun, report: CaseReport, attempt: AttemptReport, env: QaEnvironment, entry: Optional[CaseEntry]) -> None:
+        from surfer.agent.loop import Agent
+
+        case = report.case
+
+        def count(event: Event) -> None:
+            if isinstance(event, ModelCalled):
+                attempt.model_calls += 1
+            elif isinstance(event, StepStarted):
+                report.current_step = report.current_step.split(" ·")[0] + f" · action {event.index}"
+
+        config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step})
+        agent = LazyAgent(lambda: Agent(config, environment=env, backends=run.backends, listeners=[count], secrets=self._secrets))
+        start_url = run.suite.resolve_url(case.url)
+        try:
+            await env.start(start_url)
+        except (ActionFailed, EnvironmentFailure) as exc:
+            attempt.status, attempt.error_kind, attempt.failure = "error", "environment", f"could not open {start_url}: {exc}"
+            return
+        goals = case.goals
+        answer_checked = any(isinstance(e, AnswerExpectation) for e in case.expect)
+        answer: Optional[str] = None
+        for index, goal in enumerate(goals, 1):
+            step = StepReport(index, goal)
+            attempt.steps.append(step)
+            cached = entry.step(index - 1, goal) if entry is not None else None
+            attempt.used_cache |= cached is not None
+            report.current_step = f"{index}/{len(goals)}" + (" (cache)" if cached is not None else "")
+            healing_calls = await run_goal(
+                env, agent, step, cached, Path(attempt.dir) / f"step-{index:02d}",
+                answer_must_show=answer_checked and index == len(goals),
+            )
+            attempt.model_calls += healing_calls  # (after the await: the agent's calls are counted during it)
+            if step.status != "success":
+                attempt.status = "error" if step.status == "error" else "failed"
+                attempt.error_kind = step.error_kind
+                attempt.failure = f"step {index} ({goal}) ended {step.status}: {step.reason or 'no reason given'}"
+                return
+            answer = step.answer
+        report.current_step = "expectations"
+
+        async def sink(call: ModelCall) -> None:
+            attempt.model_calls += 1
+
+        try:
+            attempt.expectations = await check_expectations(
+                case.expect, env, answer=answer, timeout=run.suite.timeouts.expect,
+                validator=agent.validator, profile=agent.profile, sink=sink,
+            )
+        except SurferError as exc:
+            from surfer.agent.loop import _error_kind
+
+            attempt.status, attempt.error_kind, attempt.failure = "error", _error_kind(exc), f"checking the expectations: {exc}"
+            return
+        except Exception as exc:  # noqa: BLE001 - StepFailed (validator output unusable) and the like
+            attempt.status, attempt.error_kind, attempt.failure = "error", "model", f"checking the expectations: {exc}"
+            return
+        failed = [e for e in attempt.expectations if not e.passed]
+        if failed:
+            attempt.status = "failed"
+            attempt.failure = "; ".join(f"expected {e.expectation}: {e.detail}" for e in failed)
+        else:
+            attempt.status = "passed"
