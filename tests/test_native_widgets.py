@@ -359,7 +359,7 @@ async def test_upload_outside_the_allowed_list_is_refused_unread(browser_env, pa
 
 
 async def test_upload_target_that_opens_no_chooser_is_an_error(browser_env, pages, tmp_path, monkeypatch):
-    monkeypatch.setattr("surfer.tools.browser.FILE_CHOOSER_TIMEOUT_MS", 1_000)
+    monkeypatch.setattr("surfer.tools.browser.actions.FILE_CHOOSER_TIMEOUT_MS", 1_000)
     allowed = tmp_path / "a.txt"
     allowed.write_text("a")
     env = await browser_env(pages.url("widgets/files.html"), upload_files=[allowed])

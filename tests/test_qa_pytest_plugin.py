@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from surfer.apps.demo.oracle.qa_oracle import measure_qa_targets, qa_oracle
+from surfer.apps.demo.qa_oracle import measure_qa_targets, qa_oracle
 from surfer.models.profiles import get_profile
 
 PLUGIN = "surfer.qa.pytest_plugin"

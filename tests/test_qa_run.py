@@ -17,7 +17,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Properties, Property
 
 from surfer.apps.demo.oracle import DEMO_SITE
-from surfer.apps.demo.oracle.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
+from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
 from surfer.apps.demo.static_site import StaticSite
 from surfer.models.profiles import get_profile
 

@@ -98,7 +98,7 @@ async def test_the_title_read_by_the_settle_check_is_the_one_after_the_action(br
 @pytest.mark.parametrize("size", [(1280, 800), (2560, 1600), (17, 3)])
 def test_screenshot_sizes_are_read_from_the_header(fmt, options, size) -> None:
     """PNG and JPEG sizes come from their headers without PIL; other formats through PIL."""
-    from surfer.tools.browser import _image_size
+    from surfer.tools.browser.capture import image_size as _image_size
 
     data = io.BytesIO()
     Image.new("RGB", size, "white").save(data, format=fmt, **options)

@@ -1,0 +1,275 @@
+"""A real Chromium driven through Playwright's async API.
+
+One `BrowserEnvironment` is one isolated browser context (its own cookies and
+tabs). It launches its own browser, or shares one passed in (`browser=`) so
+many sessions run in one Chromium process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Awaitable, Iterable
+
+from surfer.core.errors import BrowserCrashed, ConfigError, EnvironmentFailure
+
+from surfer.tools import dialogs
+from surfer.tools.base import Environment
+from surfer.tools.chromium import start_chromium
+from surfer.tools.dialogs import PendingDialog
+from surfer.tools.settle import MUTATION_TRACKER, NetworkTracker, SettleConfig
+from surfer.tools.typing import KEY_LISTENERS, STILL_CARET
+from surfer.tools.transfers import DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_MAX_DOWNLOADS, Downloads, UploadFiles
+from surfer.tools.widgets import widgets_script
+from surfer.tools.url_policy import UrlPolicy, check_start_url
+
+from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
+from surfer.tools.browser.capture import BrowserCapture
+
+CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
+CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
+
+
+class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
+    kind = "browser"
+
+    def __init__(
+        self,
+        *,
+        headless: bool = True,
+        viewport: tuple[int, int] = (1280, 800),
+        device_scale_factor: float = 1.0,
+        settle: SettleConfig | None = None,
+        screenshot_format: str = "jpeg",
+        jpeg_quality: int = 85,
+        navigation_timeout: float = 30.0,
+        browser: Any = None,
+        clip: tuple[float, float, float, float] | None = None,
+        upload_files: Iterable[str | Path] = (),
+        downloads_dir: str | Path | None = None,
+        max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
+        max_downloads: int = DEFAULT_MAX_DOWNLOADS,
+        allow_file_urls: bool = False,
+        allowed_domains: tuple[str, ...] | list[str] = (),
+        blocked_domains: tuple[str, ...] | list[str] = (),
+        legacy_step: bool = False,
+        early: Any = None,
+    ) -> None:
+        if viewport[0] <= 0 or viewport[1] <= 0:
+            raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
+        if device_scale_factor <= 0:
+            raise ConfigError("device scale factor must be positive")
+        if screenshot_format not in ("jpeg", "png"):
+            raise ConfigError("screenshot format must be 'jpeg' or 'png'")
+        self.headless = headless
+        self.viewport = viewport
+        self.device_scale_factor = device_scale_factor
+        self.settle_config = settle or SettleConfig()
+        self.screenshot_format = screenshot_format
+        self.jpeg_quality = jpeg_quality
+        # The step path before issue 14 (Playwright's screenshot, key-by-key typing everywhere), kept so
+        # `surfer bench throughput --compare-legacy` can measure both side by side in one run.
+        self.legacy_step = legacy_step
+        self.navigation_timeout = navigation_timeout
+        self._shared_browser = browser
+        # An EarlyBrowser (surfer/tools/early_browser.py): a launch begun at process start, taken when it fits.
+        self._early = early
+        self._early_taken = False
+        # Capture only this CSS rectangle (x, y, width, height); points map back through the origin.
+        self.clip = clip
+        self.url_policy = UrlPolicy(
+            allow_file_urls=allow_file_urls, allowed_domains=allowed_domains, blocked_domains=blocked_domains,
+        )
+        self._proxy: Any = None
+        self._playwright: Any = None
+        self._browser: Any = None
+        self._context: Any = None
+        self._page: Any = None
+        self._tracker = NetworkTracker()
+        self._navigations = 0
+        self._crashed: str | None = None
+        self._browser_gone = False
+        self._died: asyncio.Event | None = None  # set when the browser or the current page dies
+        self._hooked: set[int] = set()
+        # Files the agent may hand to a page's file chooser; downloads go to `downloads_dir`, else <run dir>/downloads.
+        self.uploads = UploadFiles(upload_files)
+        self.downloads_dir = Path(downloads_dir) if downloads_dir else None
+        self._downloads = Downloads(
+            self._downloads_folder, max_bytes=max_download_bytes, max_count=max_downloads, approve=self._approve_download,
+        )
+        self._uploading = False
+        # A JavaScript dialog freezes the page until answered (surfer/tools/dialogs.py).
+        self._dialog: PendingDialog | None = None
+        self._dialog_layout: dialogs.DialogLayout | None = None
+        self._dialog_opened: asyncio.Event | None = None
+        self._last_capture: tuple[bytes, str] | None = None
+        self._area_shared: Any = None
+        self._settled_title: tuple[Any, int, str] | None = None  # (page, navigations, title) the last settle saw
+        self._notices: list[str] = []
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self, url: str | None = None) -> None:
+        if self._dialog_opened is None:
+            self._dialog_opened = asyncio.Event()
+            self._died = asyncio.Event()
+        if self._context is None:
+            if self._shared_browser is not None:
+                self._browser = self._shared_browser
+            else:
+                self._playwright, self._browser = await self._launch()
+            self._browser.on("disconnected", lambda *_: self._on_browser_gone())
+            if not self._browser.is_connected():
+                self._on_browser_gone()
+            await self._guard(self._open_context())
+        if url:
+            check_start_url(url, self.url_policy)
+            await self._guard(self._run_action(lambda _: self._goto(url), None))
+            await self._guard(self.settle(await self.mark()))
+
+    async def _launch(self) -> tuple[Any, Any]:
+        """(playwright, browser) of this session's own: the early launch when it
+        fits and succeeded, else a new one (whose error, if any, is the one reported)."""
+        launch = self._early.take(headless=self.headless) if self._early is not None else None
+        if launch is not None:
+            try:
+                launched = await launch
+            except Exception:  # noqa: BLE001 - launched again below, which reports the error
+                pass
+            else:
+                self._early_taken = True
+                return launched
+        return await start_chromium(headless=self.headless)
+
+    async def _open_context(self) -> None:
+        options: dict[str, Any] = {}
+        if self.url_policy.has_domain_rules:
+            # Every request of the context, loopback included, passes the domain check.
+            from .guard_proxy import GuardProxy
+
+            self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
+            options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
+        page = None
+        early = self._early.take_page(viewport=self.viewport, scale=self.device_scale_factor, plain=not options) if self._early_taken else None
+        if early is not None:
+            try:
+                self._context, page = await early
+            except Exception:  # noqa: BLE001 - opened again below, which reports the error
+                pass
+        if page is None:
+            self._context = await self._browser.new_context(
+                viewport={"width": self.viewport[0], "height": self.viewport[1]},
+                device_scale_factor=self.device_scale_factor, **options,
+            )
+        self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
+        if self.legacy_step:
+            await self._context.add_init_script(MUTATION_TRACKER)
+            await self._context.add_init_script(widgets_script())
+        else:  # one round trip; the key-listener tracker after widgets.js, whose key handling is ours
+            await self._context.add_init_script(
+                "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
+            )
+        self._tracker.attach(self._context)
+        self._context.on("page", self._on_new_page)
+        self._use(page or await self._context.new_page())
+
+    async def _guard(self, awaitable: Awaitable[Any]) -> Any:
+        """Await a call into the browser; when Chromium or the page dies under it
+        (a killed browser never answers), raise BrowserCrashed at once instead."""
+        self._check_alive()
+        if self._died is None:
+            return await awaitable
+        task = asyncio.ensure_future(awaitable)
+        waiter = asyncio.ensure_future(self._died.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if not task.done():
+            task.cancel()
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self._check_alive()
+        try:
+            return task.result()
+        except BrowserCrashed:
+            raise
+        except Exception as exc:
+            self._check_alive()  # a Playwright error because the browser died is a crash, not the step's error
+            first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            if any(sign in first.lower() for sign in CRASH_SIGNS):  # before the disconnect event arrives
+                raise BrowserCrashed(f"the browser crashed ({first})") from None
+            raise
+
+    async def close(self) -> None:
+        await self._downloads.cancel()
+        try:
+            if self._context is not None and not self._browser_gone:
+                await asyncio.wait_for(self._context.close(), CLOSE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - closing a crashed context can fail (or hang); nothing to save
+            pass
+        finally:
+            self._context = self._page = None
+            if self._shared_browser is None and self._browser is not None:
+                try:
+                    await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)
+                except Exception:  # noqa: BLE001
+                    pass
+            self._browser = None
+            if self._playwright is not None:
+                await self._playwright.stop()
+                self._playwright = None
+            if self._proxy is not None:
+                await self._proxy.close()
+                self._proxy = None
+
+    @property
+    def context(self) -> Any:
+        """The Playwright BrowserContext (cookies, routes, storage) of this session."""
+        if self._context is None:
+            raise EnvironmentFailure("the browser is not started")
+        return self._context
+
+    @property
+    def page(self) -> Any:
+        if self._page is None:
+            raise EnvironmentFailure("the browser is not started")
+        return self._page
+
+    def _use(self, page: Any) -> None:
+        self._page = page
+        if id(page) not in self._hooked:
+            self._hooked.add(id(page))
+            page.on("crash", lambda *_: self._on_crash(page))
+            page.on("framenavigated", lambda frame: self._on_navigated(page, frame))
+            page.on("dialog", lambda dialog: self._on_dialog(page, dialog))
+            page.on("filechooser", self._on_file_chooser)
+            page.on("download", self._downloads.on_download)
+            self.url_policy.watch(page)
+
+    def _on_crash(self, page: Any) -> None:
+        if page is self._page:
+            self._crashed = page.url
+            if self._died is not None:
+                self._died.set()
+
+    def _on_browser_gone(self) -> None:
+        self._browser_gone = True
+        if self._died is not None:
+            self._died.set()
+
+    def _on_navigated(self, page: Any, frame: Any) -> None:
+        if page is self._page and frame == page.main_frame:
+            self._navigations += 1
+
+    def _on_new_page(self, page: Any) -> None:
+        # A click that opens a tab makes that tab current.
+        self._use(page)
+
+    def _check_alive(self) -> None:
+        if self._browser_gone:
+            raise BrowserCrashed("the browser crashed (the Chromium process died)")
+        if self._crashed is not None:
+            raise BrowserCrashed(f"the page crashed (at {self._crashed or 'about:blank'})")
