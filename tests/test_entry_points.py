@@ -41,6 +41,20 @@ def test_bench_comes_through_the_commands_entry_point() -> None:
         assert name in result.output
 
 
+def test_bench_works_from_a_source_tree_without_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/gpu_device.sh runs `python3 -m surfer bench gpu ...` from a checkout on PYTHONPATH."""
+    import importlib.metadata
+
+    from surfer.apps import cli
+
+    assert cli.OWN_PLUGINS == {p.name: p.value for p in entry_points(group=cli.PLUGIN_GROUP)}
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kw: [])
+    cli.app.registered_groups[:] = [g for g in cli.app.registered_groups if g.name != "bench"]
+    result = CliRunner().invoke(cli.app, ["bench", "gpu", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "make-model" in result.output
+
+
 def test_building_the_cli_imports_no_benchmark() -> None:
     probe = "import sys; import surfer.apps.cli; print(sorted(m for m in sys.modules if m.startswith('surfer.bench')))"
     out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,

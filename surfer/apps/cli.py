@@ -44,18 +44,25 @@ class _PluginGroup(typer.core.TyperGroup):
 
 
 def load_plugin(name: str) -> bool:
-    """Register the plugin command `name` on the app; False when none is installed."""
+    """Register the plugin command `name` on the app; False when none is installed.
+    surfer's own (OWN_PLUGINS) also work from a source tree on PYTHONPATH,
+    which has no installed entry points (scripts/gpu_device.sh)."""
+    import importlib
     from importlib.metadata import entry_points
 
-    points = [point for point in entry_points(group=PLUGIN_GROUP) if point.name == name]
-    for point in points:
-        point.load()(app)
-    return bool(points)
+    targets = [point.value for point in entry_points(group=PLUGIN_GROUP) if point.name == name]
+    if not targets and name in OWN_PLUGINS:
+        targets = [OWN_PLUGINS[name]]
+    for target in targets:
+        module, _, attr = target.partition(":")
+        getattr(importlib.import_module(module), attr)(app)
+    return bool(targets)
 
 
 # Commands from other packages (surfer's own `bench` among them): entry points
 # `NAME = "module:register"`, register(app) adding the command or group NAME.
 PLUGIN_GROUP = "surfer.commands"
+OWN_PLUGINS = {"bench": "surfer.bench.commands:register"}  # as in pyproject.toml
 
 app = typer.Typer(
     name="surfer", add_completion=False, no_args_is_help=True, rich_markup_mode="rich", cls=_PluginGroup,
