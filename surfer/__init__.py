@@ -42,7 +42,7 @@ _EXPORTS = {
     "ScriptedModel": "surfer.models.scripted",
     "BrowserEnvironment": "surfer.tools.browser",
     "DesktopEnvironment": "surfer.tools.desktop",  # never loads pyautogui/mss before it is used
-    "rollouts": "surfer.fleet.rollouts",  # the batch runner is an app
+    "rollouts": "surfer.fleet.rollouts",  # many sessions: the fleet
 }
 
 if TYPE_CHECKING:

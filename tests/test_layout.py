@@ -10,7 +10,8 @@ code's imports with `ast` — at module level and inside functions alike:
 - no circle of imports between modules (imports under `if TYPE_CHECKING:`
   never run, so they do not count for circles);
 - no Python module over 500 lines;
-- every module docs/ARCHITECTURE.md names exists.
+- every module docs/ARCHITECTURE.md names exists, and every import of
+  surfer's own names (relative ones included) finds its module.
 
 The old paths in `surfer.apps.MOVED` are aliases kept for one release: they
 are the one exception to the apps rule's other direction (apps importing
@@ -37,6 +38,7 @@ class Module:
     package: bool
     imports: set[str] = field(default_factory=set)  # every import, TYPE_CHECKING ones included
     runtime: set[str] = field(default_factory=set)  # those that run
+    missing: set[str] = field(default_factory=set)  # imports of the package's own names that resolve to no module
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -76,6 +78,8 @@ def read_modules(root: Path, top: str) -> dict[str, Module]:
                     source = node.module or ""
                 names = [f"{source}.{a.name}" if f"{source}.{a.name}" in modules else source for a in node.names]
             for name in names:
+                if name.split(".")[0] == top and name not in modules:
+                    module.missing.add(name)
                 if name in modules and name != module.name:
                     module.imports.add(name)
                     if not typing_only:
@@ -137,6 +141,8 @@ def violations(modules: dict[str, Module], top: str = "surfer", max_lines: int =
     found = []
     for module in modules.values():
         room = _room(module.name, top)
+        for target in sorted(module.missing):
+            found.append(f"{module.name} imports {target}, which is no module of {top}")
         for target in sorted(module.imports):
             to = _room(target, top)
             if to == "bench" and room != "bench":
@@ -175,7 +181,7 @@ def test_the_check_catches_each_kind_of_violation(tmp_path: Path) -> None:
     (pkg / "agent" / "f.py").write_text("from .e import g\ng = 3\n" + "pass\n" * 20)
     (pkg / "agent" / "h.py").write_text("from pkg.apps import d\n")
     (pkg / "agent" / "t.py").write_text("TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from pkg.agent import u\n")
-    (pkg / "agent" / "u.py").write_text("from pkg.agent import t\n")
+    (pkg / "agent" / "u.py").write_text("from pkg.agent import t\n\n\ndef later():\n    from .gone import x\n")
     found = violations(read_modules(tmp_path, "pkg"), top="pkg", max_lines=10)
     text = "\n".join(found)
     assert "pkg.core.a imports pkg.fleet.b: core is below fleet" in text
@@ -186,7 +192,8 @@ def test_the_check_catches_each_kind_of_violation(tmp_path: Path) -> None:
     assert "pkg.agent.f has 22 lines" in text
     assert "pkg.bench.c imports pkg.apps.d" not in text  # bench may use anything
     assert not any("pkg.agent.t" in line and "circle" in line for line in found)  # TYPE_CHECKING never runs
-    assert len(found) == 6, found
+    assert "pkg.agent.u imports pkg.agent.gone, which is no module of pkg" in text
+    assert len(found) == 7, found
 
 
 def test_every_module_the_architecture_names_exists() -> None:

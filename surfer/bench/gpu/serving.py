@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads no pydantic model
     pass
 
-# Random weights: keep whitespace between JSON tokens from running on (see gpu_models).
+# Random weights: keep whitespace between JSON tokens from running on (see models.py).
 STRUCTURED = json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})
 
 

@@ -145,7 +145,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         options: dict[str, Any] = {}
         if self.url_policy.has_domain_rules:
             # Every request of the context, loopback included, passes the domain check.
-            from .guard_proxy import GuardProxy
+            from surfer.tools.guard_proxy import GuardProxy
 
             self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
             options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
