@@ -16,7 +16,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 from surfer.core.actions import Answer, Fail, targets_of, with_points
 from surfer.core.errors import (
-    ActionFailed, ActionNotSupported, BrowserCrashed, EnvironmentFailure,
+    ActionFailed,
+    ActionNotSupported,
+    BrowserCrashed,
+    EnvironmentFailure,
 )
 from surfer.models.imaging import prepare_image
 from surfer.models.profiles import Profile
@@ -28,16 +31,25 @@ from .confirm import ConfirmationRequest
 from .confirm import ask as ask_confirmer
 from .control import RunControl
 from .events import (
-    ActionPerformed, ErrorOccurred, Event, ModelAsked, ModelCall, ModelCalled, Observed, StepFinished, StepRecord,
-    StepStarted, Validated, Verdict,
+    ActionPerformed,
+    ErrorOccurred,
+    Event,
+    ModelAsked,
+    ModelCall,
+    ModelCalled,
+    Observed,
+    StepFinished,
+    StepRecord,
+    StepStarted,
+    Validated,
+    Verdict,
 )
 from .layouts import Layout
 from .memory import Memory
 from .repetition import RepetitionDetector, screen_fingerprint, step_seen
 from .result import RunResult, TimingTotals, TokenTotals
-from .secrets import Secrets
 from .roles import StepFailed
-
+from .secrets import Secrets
 
 
 @dataclass

@@ -7,6 +7,7 @@ surfer.bench ...` (__main__.py)."""
 from __future__ import annotations
 
 import importlib
+
 import typer
 
 # Benchmark modules that add a command to the group: each defines register(bench_app).

@@ -8,7 +8,14 @@ import threading
 import time
 from typing import Any
 
-from surfer.fleet.resources import ROLES, load_psutil, process_role, process_tree, process_tree_memory, system_memory_used
+from surfer.fleet.resources import (
+    ROLES,
+    load_psutil,
+    process_role,
+    process_tree,
+    process_tree_memory,
+    system_memory_used,
+)
 
 
 class DriverCalls:

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from surfer.agent.config import AgentConfig
-from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
 from surfer.agent.environments import browser_environment
+from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
+from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
 from surfer.fleet.batch import BATCH_STOPPING_ERRORS, ResultsIndex, drain, shared_backends
 from surfer.fleet.browser_pool import SharedBrowser
-from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
 from surfer.models.backend import ModelBackend
 
 from .anchors import url_pattern

@@ -22,17 +22,15 @@ def register(app: Any) -> None:
         """Watch the whole loop on the bundled demo site, with a ground-truth oracle
         standing in for the model (over real HTTP): no GPU or model server needed."""
 
-        from surfer.agent.config import AgentConfig, BrowserSettings
+        from surfer.agent.config import AgentConfig, BrowserSettings, parse_viewport
         from surfer.agent.loop import Agent, default_run_dir
-        from surfer.apps.exit_codes import exit_code
         from surfer.apps.demo.oracle import DEMO_SITE, DEMO_TASK, DemoOracle, frame_mapper, measure_targets
         from surfer.apps.demo.static_site import StaticSite
+        from surfer.apps.exit_codes import exit_code
         from surfer.apps.live import LiveView
         from surfer.apps.signals import run_command
         from surfer.models.profiles import get_profile
         from surfer.models.standin import StandInServer
-
-        from surfer.agent.config import parse_viewport
 
         try:
             viewport = parse_viewport(viewport_text)

@@ -42,9 +42,6 @@ from surfer.bench.gpu.serving import Served, gpu_memory, log_facts, serve_model,
 from surfer.bench.throughput import parse_levels
 from surfer.core.errors import ConfigError
 
-if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads no pydantic model
-    pass
-
 DEFAULT_LEVELS = "1,16,64,128"
 
 

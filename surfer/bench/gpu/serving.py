@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads no pydantic model
-    pass
-
 # Random weights: keep whitespace between JSON tokens from running on (see models.py).
 STRUCTURED = json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})
 

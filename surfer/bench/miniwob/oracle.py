@@ -17,12 +17,11 @@ import re
 import threading
 from typing import Any, Callable
 
+from surfer.bench.miniwob.handlers import HANDLERS, Memo
+from surfer.bench.miniwob.truth import Decision, Truth
 from surfer.core.actions import CssPoint
 from surfer.core.coordinates import CoordinateFrame, ImageGeometry, Size, css_to_model
 from surfer.models.standin import Answer, ChatRequest
-
-from surfer.bench.miniwob.handlers import HANDLERS, Memo
-from surfer.bench.miniwob.truth import Decision, Truth
 
 _SESSION = re.compile(r"surfer_session=([0-9a-f]+)")
 _TARGET = re.compile(r"Target: (.+)")

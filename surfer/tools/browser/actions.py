@@ -7,20 +7,29 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from urllib.parse import urljoin
 from typing import Any, Awaitable
+from urllib.parse import urljoin
 
 from surfer.core.actions import (
-    Action, Click, CloseTab, Dialog, Drag, Goto, Hover, PressKeys, Scroll, SwitchTab, TypeText, Upload,
+    Action,
+    Click,
+    CloseTab,
+    Dialog,
+    Drag,
+    Goto,
+    Hover,
+    PressKeys,
+    Scroll,
+    SwitchTab,
+    TypeText,
+    Upload,
 )
 from surfer.core.errors import ActionFailed, BrowserCrashed, SurferError
-
 from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.typing import MAY_INSERT
 from surfer.tools.widgets import context_menu_note
-
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000

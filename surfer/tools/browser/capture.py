@@ -12,11 +12,9 @@ from typing import Any
 from surfer.core.coordinates import Size
 from surfer.core.errors import EnvironmentFailure
 from surfer.core.observation import Observation, Screenshot
-
 from surfer.tools import dialogs
 from surfer.tools.settle import Mark, settle_page
 from surfer.tools.widgets import SHARE_AREA
-
 
 # JPEG start-of-frame markers (they carry the size); C4, C8 and CC are other segments.
 _JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}

@@ -12,19 +12,17 @@ from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
 from surfer.core.errors import BrowserCrashed, ConfigError, EnvironmentFailure
-
 from surfer.tools import dialogs
 from surfer.tools.base import Environment
+from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
+from surfer.tools.browser.capture import BrowserCapture
 from surfer.tools.chromium import start_chromium
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.settle import MUTATION_TRACKER, NetworkTracker, SettleConfig
-from surfer.tools.typing import KEY_LISTENERS, STILL_CARET
 from surfer.tools.transfers import DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_MAX_DOWNLOADS, Downloads, UploadFiles
-from surfer.tools.widgets import widgets_script
+from surfer.tools.typing import KEY_LISTENERS, STILL_CARET
 from surfer.tools.url_policy import UrlPolicy, check_start_url
-
-from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
-from surfer.tools.browser.capture import BrowserCapture
+from surfer.tools.widgets import widgets_script
 
 CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
