@@ -58,7 +58,9 @@ _STANDALONE: dict[str, str] = {
     "move to trash": "delete", "move to bin": "delete", "move to recycle bin": "delete", "revoke": "delete",
     "send": "send", "publish": "send", "post": "send", "tweet": "send",
     "transfer": "transfer", "withdraw": "transfer", "wire": "transfer",
-    "unsubscribe": "subscription",
+    "trash": "delete",
+    "cash out": "transfer",
+    "unsubscribe": "subscription", "downgrade": "subscription",
     "deactivate": "account", "terminate": "account",
 }
 _NEEDS_OBJECT: dict[str, tuple[str, frozenset[str]]] = {
@@ -70,7 +72,7 @@ _NEEDS_OBJECT: dict[str, tuple[str, frozenset[str]]] = {
         "account", "payment", "transfer", "autorenew", "renewal", "ticket", "trial", "service", "policy"})),
     "close": ("account", frozenset({"account"})),
     "end": ("subscription", frozenset({"membership", "subscription", "plan"})),
-    "empty": ("delete", frozenset({"trash", "bin", "recycle", "spam", "cart", "basket", "deleted"})),
+    "empty": ("delete", frozenset({"trash", "bin", "recycle", "spam", "cart", "basket", "deleted", "folder"})),
     "make": ("pay", frozenset({"payment", "transfer", "donation", "purchase", "deposit"})),
     "submit": ("pay", frozenset({"order", "payment", "transfer", "purchase", "bid", "donation"})),
     "confirm": ("pay", frozenset({
@@ -82,6 +84,7 @@ _NEEDS_OBJECT: dict[str, tuple[str, frozenset[str]]] = {
     "authorize": ("pay", frozenset({"payment", "transfer", "charge", "transaction", "purchase"})),
     "authorise": ("pay", frozenset({"payment", "transfer", "charge", "transaction", "purchase"})),
     "approve": ("pay", frozenset({"payment", "transfer", "charge", "transaction", "purchase"})),
+    "finish": ("pay", frozenset({"cancellation", "order", "purchase", "payment", "booking", "checkout"})),
     "start": ("subscription", frozenset({"subscription", "membership"})),
     "schedule": ("pay", frozenset({"payment", "transfer"})),
 }
@@ -95,14 +98,19 @@ BENIGN_OBJECTS = frozenset({
     "attachment", "attachments", "recipient", "coupon", "promo", "voucher", "discount", "code", "codes", "feedback",
     "otp", "verification", "suggestion", "suggestions", "column", "columns", "widget", "emoji", "reaction", "link",
     "me", "myself", "test", "reset", "refinement", "refinements", "facet", "facets", "bookmark", "shortcut",
+    "comparison", "compare",
 })
 # the same, seen in the context (row, region, dialog) around a bare verb ("Remove" on a filter chip)
 CONTEXT_BENIGN = frozenset({
-    "filter", "filters", "search", "query", "tag", "tags", "chip", "chips", "keyword", "keywords", "selection", "sort",
-    "refine", "refinements", "facet", "facets", "attachment", "attachments", "feedback",
+    "filter", "filters", "search", "searches", "query", "tag", "tags", "chip", "chips", "keyword", "keywords",
+    "selection", "sort", "refine", "refinements", "facet", "facets", "feedback",
 })
-# only these can be made harmless by their surroundings: a purchase or payment never is
+# any verb is harmless in a sort or filter control ("Pay later" as a filter pill); a delete or send verb
+# also in the other harmless surroundings ("Remove" on a recent search, "Send" in a feedback dialog)
+FILTER_CONTEXT = frozenset({"filter", "filters", "sort", "refine", "refinements", "facet", "facets"})
 _SOFTENED_BY_CONTEXT = frozenset({"delete", "send", "extra"})
+# a submit button of a form with these names sends what was written ("Reply", "Comment")
+_SUBMIT_SENDS = frozenset({"reply", "comment", "respond", "post reply"})
 # a name ending in one of these is a title ("Transfer history", "Order details", "Payment methods")
 NOUN_HEADS = frozenset({
     "history", "details", "detail", "settings", "options", "status", "limits", "limit", "methods", "preferences",
@@ -113,8 +121,8 @@ NOUN_HEADS = frozenset({
 _AFFIRMATIONS = frozenset({"yes", "ok", "okay", "sure", "i'm", "im", "i", "understand", "the", "consequences",
                            "permanently", "securely", "please", "now", "instantly", "also"})
 _LEAD_INS = frozenset({"confirm", "agree", "accept", "continue", "save", "review", "book", "reserve", "submit",
-                       "proceed", "go", "sign", "verify", "approve", "authorize", "authorise"})
-_DETERMINERS = frozenset({"my", "your", "this", "the", "a", "an", "all", "selected", "our", "these", "those", "to",
+                       "proceed", "go", "sign", "verify", "approve", "authorize", "authorise", "leave"})
+_DETERMINERS = frozenset({"my", "your", "this", "the", "a", "an", "all", "selected", "our", "these", "those",
                           "of", "that", "its", "his", "her", "their"})
 # a button that only says yes: a commitment when the dialog around it is about one
 GENERIC_CONFIRMS = frozenset({
@@ -125,7 +133,7 @@ GENERIC_CONFIRMS = frozenset({
 # what a dialog says when pressing its yes commits something
 _DIALOG_EVIDENCE = re.compile(
     r"\b(delet(e|es|ed|ing|ion)|remov(e|es|ed|ing|al)|purchas(e|ed|ing)|pay|paid|payment|charg(e|ed)|buy|"
-    r"transfer(red)?|send|sent|unsubscrib(e|ed)|cancel (your |this |the |my )?(subscription|membership|plan|order|booking|reservation)|"
+    r"transfer(red)?|send|unsubscrib(e|ed)|cancellation|cancel (your |this |the |my )?(subscription|membership|plan|order|booking|reservation)|"
     r"close (your |this |my )?account|permanently|irreversibl[ey]|cannot be undone|can't be undone|withdraw(al)?|"
     r"donat(e|ion)|place (your |this )?order|erase|destroy|revok(e|ed))\b"
 )
@@ -192,7 +200,7 @@ class Vocabulary:
             found = self._match(words, start, context)
             if found is not None:
                 return found or None
-        if len(words) <= 4 and set(words) <= {"<amount>", "per", "mo", "month", "year", "yr", "week", "only", "total"} \
+        if len(words) <= 4 and set(words) <= {"<amount>", "per", "mo", "month", "year", "yr", "week", "only", "total", "price"} \
                 and "<amount>" in words:
             return "buy"  # a price alone on a button ("$4.99"): it buys
         return None
@@ -203,17 +211,24 @@ class Vocabulary:
         for phrase, category in self._phrases:  # type: ignore[attr-defined]
             if tuple(rest[: len(phrase)]) == phrase:
                 obj = rest[len(phrase):]
-                if _harmless(obj, words) or (category in _SOFTENED_BY_CONTEXT and _benign_context(context)):
+                if _harmless(obj, words) or _softened(category, context):
                     return ""
                 return category
         verb = rest[0]
         if verb in self.needs_object:
             category, objects = self.needs_object[verb]
-            following = [w for w in rest[1:5] if w not in _DETERMINERS][:2]
-            if following and following[0] in objects and words[-1] not in NOUN_HEADS:
+            following = []
+            for w in rest[1:8]:
+                if w in ("and", "or", "to", "with"):
+                    break
+                if w not in _DETERMINERS:
+                    following.append(w)
+            if set(following[:3]) & objects and words[-1] not in NOUN_HEADS and not _softened(category, context):
                 return category
-        if verb in _PRICE_VERBS and "<amount>" in rest[1:]:
+        if verb in _PRICE_VERBS and "<amount>" in rest[1:] and not set(context.lower().split()) & FILTER_CONTEXT:
             return "pay"
+        if verb in ("subscribe", "upgrade", "renew") and len(rest) == 1 and _PRICE.search(context or ""):
+            return "pay"  # "Subscribe" on a plan that says "$12/month"
         return None
 
 
@@ -239,8 +254,9 @@ def _harmless(obj: list[str], words: list[str]) -> bool:
     return bool(set(obj[:8]) & BENIGN_OBJECTS) or (bool(obj) and words[-1] in NOUN_HEADS)
 
 
-def _benign_context(context: str) -> bool:
-    return bool(set(tokens(context)) & CONTEXT_BENIGN)
+def _softened(category: str, context: str) -> bool:
+    around = set(tokens(context))
+    return bool(around & FILTER_CONTEXT) or (category in _SOFTENED_BY_CONTEXT and bool(around & CONTEXT_BENIGN))
 
 
 DEFAULT_VOCABULARY = Vocabulary()
@@ -271,6 +287,12 @@ def _host(url: str) -> str:
 def _navigates(el: ElementFacts) -> bool:
     href = el.href.strip().lower()
     return bool(href) and href != "#" and not href.startswith("javascript:")
+
+
+def _scripted(el: ElementFacts) -> bool:
+    """An href that does not go anywhere: the element acts by script, like a button."""
+    href = el.href.strip().lower()
+    return href == "#" or href.startswith("javascript:")
 
 
 def _is_submit(el: ElementFacts) -> bool:
@@ -350,8 +372,8 @@ class Commitments:
         role = el.role
         if el.tag == "a" and role in ("link", "") and _navigates(el):
             return None  # a link that navigates: not for its words alone
-        if role == "link" and el.tag != "a" and _navigates(el):
-            return None
+        if role == "link" and el.tag != "a" and not _scripted(el):
+            return None  # role=link without an href navigates by script (a router)
         if role in _NEVER_ROLES or el.is_text_entry or el.tag in ("select", "summary", "option", "label"):
             return None
         if el.haspopup or el.group in _NEVER_GROUPS:
@@ -365,6 +387,8 @@ class Commitments:
         context = " ".join([el.context, el.dialog, el.form.name if el.form else ""])
         if self.vocabulary.commitment(el.name, context):
             return f"it presses the {el.name!r} {_control_word(el)}"
+        if el.form and _is_submit(el) and " ".join(tokens(el.name)) in _SUBMIT_SENDS:
+            return f"it submits what was written with the {el.name!r} button"
         said = _dialog_commitment(el.dialog)
         if said and " ".join(tokens(el.name)) in GENERIC_CONFIRMS:
             return f"it presses {el.name!r} in a dialog that mentions {said!r}"
@@ -401,75 +425,110 @@ class Commitments:
         words = tokens(description)
         if not words or self.vocabulary.exempted(words):
             return None
-        quoted = _quoted(description)
+        text = description.lower()
         if typing:
-            text = description.lower()
-            if re.search(r"card ?number|credit card|debit card|\bcvc2?\b|\bcvv2?\b|\bcsc\b|card security|"
-                         r"card verification|expir\w* (date|month|year)|\bmm ?/ ?yy\b|name on (the )?card|cardholder", text):
+            if _DESCRIBED_PAYMENT_FIELD.search(text):
                 return "it types into a payment field (no page facts: its site is unknown)"
+            if submit and _DESCRIBED_PAYMENT_FORM.search(text):
+                return "it submits a form with payment fields (typing then Enter, as described)"
             if submit and re.search(r"\b(message|chat|comment|reply|tweet|post|compose|email body|dm)\b", text) and \
                     not re.search(r"\bsearch\b", text):
                 return "it sends what it typed (typing then Enter in a message box)"
             return None
-        name, rest = _described_name(description, quoted)
-        rest_words = set(tokens(rest))
-        button_like = bool(rest_words & {"button", "btn", "icon", "menuitem"}) or "menu item" in rest.lower()
-        if not button_like and (rest_words & _ROLE_WORDS or _contains(tokens(rest), ("search", "box"))):
+        name, before, after = _described_parts(description)
+        role = _target_role(after, before)
+        if role == "other":
             return None  # the Orders link, the Order history tab, the Sort order dropdown
+        rest = f"{before} {after}"
+        name_words = tokens(name)
         if self.vocabulary.commitment(name, rest):
             return f"it presses {name.strip()!r} (as described)"
-        icon = re.search(r"\b(trash|trash can|bin|garbage|wastebasket)\b", " ".join(tokens(name)))
-        if icon and button_like and not (rest_words & CONTEXT_BENIGN):
+        if role == "button" and set(name_words) & {"trash", "bin", "garbage", "wastebasket"} and \
+                not set(tokens(rest)) & CONTEXT_BENIGN:
             return f"it presses {name.strip()!r} (a delete icon, as described)"
-        said = _dialog_commitment(rest)
-        if said and " ".join(tokens(name)) in GENERIC_CONFIRMS:
-            return f"it presses {name.strip()!r} in a dialog that mentions {said!r} (as described)"
+        if _DESCRIBED_PAYMENT_FORM.search(rest.lower()) and " ".join(name_words) not in _FORM_NON_COMMIT:
+            return f"it presses {name.strip()!r} of a payment form (as described)"
+        if re.search(r"\b(dialog|modal|popup|pop up|prompt|confirmation|alert)\b", rest.lower()):
+            said = _dialog_commitment(rest)
+            if said and " ".join(name_words) in GENERIC_CONFIRMS:
+                return f"it presses {name.strip()!r} in a dialog that mentions {said!r} (as described)"
         return None
 
 
-# role words that say the target is not a button
+# role words that say the described target is not a button
 _ROLE_WORDS = frozenset({
     "link", "links", "hyperlink", "tab", "tabs", "menu", "dropdown", "drop", "select", "filter", "filters", "chip",
-    "searchbox", "heading", "title", "field", "input", "textbox", "checkbox", "toggle", "switch", "radio", "column",
-    "header", "breadcrumb", "sidebar", "nav", "navigation", "option", "combobox", "listbox", "accordion", "label",
-    "section", "card", "panel", "row",
+    "chips", "searchbox", "heading", "title", "field", "input", "textbox", "checkbox", "toggle", "switch", "radio",
+    "column", "header", "breadcrumb", "sidebar", "nav", "navigation", "option", "combobox", "listbox", "accordion",
+    "label", "setting", "suggestion", "folder", "pill", "slider", "stepper",
 })
-_CLICK_VERBS = frozenset({"click", "press", "tap", "hit", "choose", "push", "activate", "on", "select", "the", "a", "an"})
-_NAME_STOPS = frozenset({"button", "btn", "icon", "link", "tab", "menuitem", "at", "in", "on", "next", "near", "below",
-                         "above", "under", "beside", "inside", "within", "located", "which", "that", "to"})
+_BUTTON_WORDS = frozenset({"button", "btn", "icon", "menuitem", "cta"})
+_PREPOSITIONS = frozenset({"at", "in", "on", "next", "near", "below", "above", "under", "beside", "inside", "within",
+                           "beneath", "located", "which", "that", "after", "before", "of", "between", "beside"})
+_LEADING = frozenset({"click", "press", "tap", "hit", "choose", "push", "activate", "on", "the", "a", "an", "yellow",
+                      "blue", "red", "green", "orange", "grey", "gray", "black", "white", "purple", "big", "large", "small",
+                      "primary", "main", "final", "highlighted", "bright", "round", "floating", "little", "bold"})
+_DESCRIBED_PAYMENT_FIELD = re.compile(
+    r"card ?number|credit card|debit card|\bcvc2?\b|\bcvv2?\b|\bcsc\b|card security|card verification|card field|"
+    r"card details|security code[^.]*\bcard\b|card'?s security code|expir\w* (date|month|year)|\bmm ?/ ?yy\b|"
+    r"name on (the )?card|cardholder")
+_DESCRIBED_PAYMENT_FORM = re.compile(r"\b(card|payment|billing) (form|details|fields|info|information)\b|\bcard fields\b")
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
 
 
-def _quoted(description: str) -> Optional[str]:
-    # an apostrophe inside a word ("Amazon's") is not a quote
+def _described_parts(description: str) -> tuple[str, str, str]:
+    """(the control's name, what the description says before it, and after it)."""
+    # an apostrophe inside a word ("Amazon's", "I'm") is not a quote
     text = re.sub(r"(?<=[A-Za-z])'(?=[A-Za-z])", "\u02bc", description)
     found = _QUOTED.search(text)
-    if not found:
-        return None
-    return next(g for g in found.groups() if g is not None).replace("\u02bc", "'")
-
-
-def _described_name(description: str, quoted: Optional[str]) -> tuple[str, str]:
-    """(the control's name, the rest of the description)."""
-    if quoted is not None:
-        return quoted, description.replace(quoted, " ")
+    if found:
+        name = next(g for g in found.groups() if g is not None)
+        back = lambda t: t.replace("\u02bc", "'")  # noqa: E731
+        before, after = back(text[: found.start()]), back(text[found.end():])
+        if not set(tokens(after)[:1]) & _DIALOG_WORDS:
+            return back(name), before, after
+        # "the Yes button in the 'Delete this file?' dialog": the quote is the dialog's
+        inner, _, rest = _described_parts(before)
+        return inner, "", f"{rest} '{back(name)}' {after}"
     words = description.split()
     i = 0
-    while i < len(words) and words[i].lower().strip(",.:") in _CLICK_VERBS:
+    while i < len(words) and words[i].lower().strip(",.:") in _LEADING:
         i += 1
-    name: list[str] = []
     j = i
-    while j < len(words) and (tokens(words[j])[:1] or [""])[0] not in _NAME_STOPS:
-        name.append(words[j])
+    while j < len(words):
+        first = (tokens(words[j])[:1] or [""])[0]
+        if first in _BUTTON_WORDS or first in _ROLE_WORDS or first in _PREPOSITIONS:
+            break
         j += 1
-    # "to" inside a name ("Move to trash", "Proceed to checkout", "Add to cart") is part of it
-    while j < len(words) and words[j].lower() == "to" and j + 1 < len(words):
-        name.extend(words[j: j + 2])
-        j += 2
-        while j < len(words) and (tokens(words[j])[:1] or [""])[0] not in _NAME_STOPS:
-            name.append(words[j])
-            j += 1
-    return " ".join(name), " ".join(words[:i] + words[j:])
+    return " ".join(words[i:j]), "", " ".join(words[j:])
+
+
+_DIALOG_WORDS = frozenset({"dialog", "popup", "modal", "prompt", "confirmation", "alert", "window", "sheet"})
+_NAV_PLACES = frozenset({"navigation", "nav", "navbar", "sidebar", "breadcrumb", "breadcrumbs"})
+
+
+def _role_in(words: list[str]) -> str:
+    for k, w in enumerate(words):
+        if w == "option" and "menu" in words:
+            return "button"  # "the Delete option in the right-click menu": a menu item
+        if w in _PREPOSITIONS:
+            return ""
+        if w == "menu" and words[k + 1: k + 2] in (["item"], ["option"], ["entry"]):
+            return "button"
+        if w in _BUTTON_WORDS:
+            return "button"
+        if w in _ROLE_WORDS or (w == "search" and words[k + 1: k + 2] in (["box"], ["field"], ["bar"])):
+            return "other"
+    return ""
+
+
+def _target_role(after: str, before: str) -> str:
+    """"button", "other" (link, tab, menu, field, ...) or "" for the described target, from the
+    words right after its name (up to a preposition), else the last words before it."""
+    role = _role_in(tokens(after)) or _role_in(tokens(before)[-2:])
+    if not role and set(tokens(after)) & _NAV_PLACES:
+        return "other"  # "Send money in the navigation"
+    return role
 
 
 def _dialog_commitment(text: str) -> Optional[str]:
