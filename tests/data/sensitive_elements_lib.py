@@ -82,7 +82,7 @@ def item(category: str, site: str, kind: str, element: dict[str, Any], descripti
         element["form"]["action_origin"] = element["origin"]
     return {
         "id": f"{prefix}{site}-{category}-{next(_counter):04d}", "category": category, "site": site, "kind": kind,
-        "element": element, "description": description, "start_origin": start or ORIGINS.get(site, element["origin"]),
+        "element": element, "description": description, "start_origin": start or ORIGINS.get(site, f"https://{site}.example"),
         "expected": expected, "note": note,
     }
 
