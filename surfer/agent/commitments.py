@@ -260,6 +260,8 @@ def _softened(category: str, context: str) -> bool:
 
 
 DEFAULT_VOCABULARY = Vocabulary()
+# the default `sensitive_words` of agent/confirm.py before issue 22: covered by the vocabulary above
+OLD_SENSITIVE_WORDS = ("buy", "pay", "purchase", "order", "delete", "remove", "transfer", "send", "checkout")
 
 # ---------------------------------------------------------------- element rules
 
@@ -353,9 +355,7 @@ class Commitments:
         """Today's `sensitive_words` setting: the default words are the built-in
         vocabulary (which knows "Orders" from "Order now"); any other word becomes
         an extra commitment verb, sensitive when a button's name starts with it."""
-        from surfer.agent.confirm import SENSITIVE_WORDS
-
-        known = set(SENSITIVE_WORDS) | set(_STANDALONE) | set(_NEEDS_OBJECT)
+        known = set(OLD_SENSITIVE_WORDS) | set(_STANDALONE) | set(_NEEDS_OBJECT)
         extra = [w.strip() for w in words if w and w.strip() and " ".join(tokens(w)) not in known]
         return cls(extra=extra, exempt=exempt)
 

@@ -166,7 +166,7 @@ ELEMENT_FACTS_JS = r"""([x, y]) => {
     }
     if (!formName) { const head = formEl.querySelector('legend,h1,h2,h3,h4'); if (head) formName = clean(head.textContent); }
     let actionOrigin = '';
-    try { actionOrigin = new URL(formEl.action || doc.baseURI, doc.baseURI).origin; } catch (e) { actionOrigin = ''; }
+    try { actionOrigin = new URL(formEl.getAttribute('action') || doc.baseURI, doc.baseURI).origin; } catch (e) { actionOrigin = ''; }
     form = {action_origin: actionOrigin, method: lower(formEl.getAttribute('method')) || 'get', fields: fields,
       submit_name: submits.length ? nameOf(submits[0]) : '', has_payment_fields: payment, has_new_password: newPassword,
       has_current_password: currentPassword, name: formName};
