@@ -1,0 +1,174 @@
+"""element_at on a real Chromium: the facts the commitment rules read, through
+same-origin and cross-origin iframes and an open shadow root; never a typed
+value; None (never an exception) from a closed, crashed or busy page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import crash_page
+from surfer.agent.commitments import click_commitment, typing_commitment
+from surfer.apps.static_site import StaticSite
+from surfer.tools.element_facts import element_at
+
+pytestmark = pytest.mark.browser
+PAGES = Path(__file__).with_name("pages")
+
+
+@pytest.fixture(scope="module")
+def other_origin():
+    """tests/pages again, on another port: another origin for the cross-origin iframe."""
+    with StaticSite(PAGES) as site:
+        yield site
+
+
+@pytest.fixture
+async def page(shared_browser, pages, other_origin):
+    context = await shared_browser.new_context(viewport={"width": 900, "height": 1100})
+    page = await context.new_page()
+    await page.goto(pages.url("sensitive.html") + "?cross=" + other_origin.url("sensitive_frame.html"))
+    cross = page.frame_locator("#cross")
+    await cross.locator("#pay-now").wait_for()
+    await page.frame_locator("#same").locator("#pay-now").wait_for()
+    yield page
+    await context.close()
+
+
+async def center(locator):
+    box = await locator.bounding_box()  # relative to the main frame's viewport, in frames too
+    assert box, "element not laid out"
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+async def facts(page, locator):
+    return await element_at(page, *await center(locator))
+
+
+async def test_links_tabs_and_filters(page, pages):
+    orders = await facts(page, page.locator("#orders"))
+    assert (orders.role, orders.name, orders.tag, orders.href, orders.group) == ("link", "Orders", "a", "/orders", "navigation")
+    assert orders.origin == pages.base_url.rstrip("/") and orders.selector == "#orders"
+    assert click_commitment(orders) is None
+    tab = await facts(page, page.locator("#tab-orders"))
+    assert (tab.role, tab.name, tab.group) == ("tab", "Order history", "tablist")
+    sort = await facts(page, page.locator("#sort"))
+    assert (sort.role, sort.name, sort.tag) == ("combobox", "Sort order", "select")
+    chip = await facts(page, page.locator("#chip-x"))
+    assert (chip.role, chip.name) == ("button", "Remove") and "Active filters" in chip.context
+    assert click_commitment(chip) is None
+
+
+async def test_a_cart_line_remove_button_from_its_icon(page):
+    icon = page.locator("#cart-remove .icon")
+    remove = await facts(page, icon)  # the point is on the icon: climbs to the button
+    assert (remove.role, remove.tag, remove.type) == ("button", "button", "button")
+    assert remove.name.endswith("Remove") and "AirPods" in remove.context
+    assert click_commitment(remove)
+
+
+async def test_forms_login_and_payment(page, pages):
+    signin = await facts(page, page.locator("#signin"))
+    assert (signin.role, signin.name, signin.type) == ("button", "Sign in", "submit")
+    form = signin.form
+    assert form and form.method == "post" and form.submit_name == "Sign in" and form.has_current_password
+    assert [(f.name, f.type, f.autocomplete) for f in form.fields] == [
+        ("Email", "email", "username"), ("Password", "password", "current-password")]
+    assert not form.has_payment_fields and click_commitment(signin) is None
+    password = await facts(page, page.locator("#password"))
+    assert (password.role, password.name, password.autocomplete) == ("textbox", "Password", "current-password")
+    assert typing_commitment(password, pages.base_url) is None
+
+    place = await facts(page, page.locator("#place"))
+    assert (place.role, place.name, place.tag, place.type) == ("button", "Place order", "input", "submit")
+    assert place.form.has_payment_fields and place.form.action_origin == "https://pay.example"
+    assert place.form.name == "Payment"
+    assert click_commitment(place) == "it submits a form with payment fields"
+    card = await facts(page, page.locator("#cc"))
+    assert (card.name, card.autocomplete, card.input_name) == ("Card number", "cc-number", "cardnumber")
+
+
+async def test_a_dialog_is_named_by_its_title(page):
+    ok = await facts(page, page.locator("#dlg-ok"))
+    assert ok.name == "OK" and ok.dialog.startswith("Delete 3 conversations?")
+    assert click_commitment(ok)
+    assert click_commitment(await facts(page, page.locator("#dlg-cancel"))) is None
+
+
+async def test_a_typed_password_never_appears_in_the_facts(page):
+    secret = "hunter2-Zq9!sekret"
+    await page.fill("#password", secret)
+    await page.fill("#email", "me@example.com")
+    await page.fill("#cc", "4242424242424242")
+    for selector in ("#password", "#signin", "#email", "#cc", "#place"):
+        data = json.dumps((await facts(page, page.locator(selector))).to_dict())
+        assert secret not in data and "4242424242424242" not in data and "me@example.com" not in data, selector
+
+
+async def test_an_open_shadow_root(page):
+    delete = await facts(page, page.locator("#shadow-delete"))
+    assert (delete.role, delete.name, delete.group) == ("button", "Delete message", "toolbar")
+    assert click_commitment(delete)
+
+
+async def test_a_same_origin_iframe(page, pages):
+    frame = page.frame_locator("#same")
+    pay = await facts(page, frame.locator("#pay-now"))
+    assert (pay.role, pay.name, pay.type) == ("button", "Pay $42.10", "submit")
+    assert pay.origin == pages.base_url.rstrip("/") and pay.form.has_payment_fields
+    card = await facts(page, frame.locator("#card"))
+    assert card.name == "Card number" and typing_commitment(card, pages.base_url) is None
+    link = await facts(page, frame.locator("#frame-link"))
+    assert (link.role, link.name) == ("link", "Orders")
+
+
+async def test_a_cross_origin_iframe(page, pages, other_origin):
+    frame = page.frame_locator("#cross")
+    pay = await facts(page, frame.locator("#pay-now"))
+    assert (pay.role, pay.name) == ("button", "Pay $42.10")
+    assert pay.origin == other_origin.base_url.rstrip("/") != pages.base_url.rstrip("/")
+    assert pay.form.has_payment_fields and click_commitment(pay)
+    card = await facts(page, frame.locator("#card"))
+    assert (card.name, card.autocomplete) == ("Card number", "cc-number")
+    reason = typing_commitment(card, pages.base_url)
+    assert reason and "card-number field" in reason and "not the task's start site" in reason
+    link = await facts(page, frame.locator("#frame-link"))
+    assert (link.role, link.href) == ("link", "/orders")
+
+
+async def test_nothing_there(page):
+    assert await element_at(page, -50, -50) is None
+
+
+async def test_a_closed_page_gives_none(shared_browser, pages):
+    context = await shared_browser.new_context()
+    page = await context.new_page()
+    await page.goto(pages.url("sensitive.html"))
+    await page.close()
+    assert await element_at(page, 20, 20) is None
+    await context.close()
+
+
+async def test_a_crashed_page_gives_none(shared_browser, pages):
+    context = await shared_browser.new_context()
+    page = await context.new_page()
+    await page.goto(pages.url("sensitive.html"))
+    await crash_page(page)
+    assert await element_at(page, 20, 20) is None
+    await context.close()
+
+
+async def test_a_busy_page_times_out_with_none(shared_browser, pages):
+    context = await shared_browser.new_context()
+    page = await context.new_page()
+    await page.goto(pages.url("sensitive.html"))
+    await page.evaluate("setTimeout(() => { const end = Date.now() + 2500; while (Date.now() < end) {} }, 0)")
+    await asyncio.sleep(0.05)
+    started = time.monotonic()
+    assert await element_at(page, 20, 20, timeout=0.4) is None
+    assert time.monotonic() - started < 1.5
+    await context.close()
