@@ -30,7 +30,7 @@ from surfer.tools.base import Environment
 
 from .answers import AnswerSchema
 from .config import AgentConfig, load_config, merge_settings, validate_config
-from .confirm import ConfirmationRequest, Confirmer, SensitiveRules, fixed_decision
+from .confirm import REFUSED, ConfirmationRequest, Confirmer, Refusal, SensitiveRules, fixed_decision, how_to_allow, origin_of
 from .confirm import ask as ask_confirmer
 from .control import RunControl, RunHandle
 from .events import (
@@ -47,6 +47,7 @@ from .roles import Localizer, Policy, RoleClient, StepFailed, Validator
 Listener = Callable[[Event], Awaitable[None] | None]
 
 FINAL_ANSWER_SHARE, FINAL_ANSWER_MAX_SECONDS = 0.2, 30.0
+MAX_REFUSALS = 3  # distinct sensitive actions refused before the run ends needs_approval
 
 
 def final_answer_reserve(max_seconds: float) -> float:
@@ -94,6 +95,9 @@ class _Run:
     hints: list[str] = field(default_factory=list)  # given since the last step began; recorded on the next step
     current: StepRecord | None = None  # the step in progress
     repeats: int = 0
+    start_origin: str = ""  # where the task started: typing a card number elsewhere is sensitive
+    refusals: list[Refusal] = field(default_factory=list)  # sensitive actions refused so far
+    needs_approval: str | None = None  # set when the policy asks again for what was refused: the run ends
 
     def result(self, status: str, **fields: Any) -> RunResult:
         overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
@@ -170,7 +174,9 @@ class Agent:
             self.profile = get_profile(profile or config.profile)
         self.environment = environment
         self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
-        self.sensitive = SensitiveRules(config.sensitive_words, config.confirm_domains, config.confirm_downloads)
+        self.sensitive = SensitiveRules(
+            config.sensitive_words, config.confirm_domains, config.confirm_downloads, config.approve_domains, config.sensitive_exempt,
+        )
         # Who says yes to a sensitive action: the caller's confirmer, else the configured default.
         self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
         self.out_dir = Path(out_dir) if out_dir else None
@@ -312,6 +318,7 @@ class Agent:
         answer: AnswerSchema | None, control: RunControl,
     ) -> RunResult:
         run = _Run(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
+        run.start_origin = origin_of(url)
         await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
@@ -510,9 +517,12 @@ class Agent:
                         points.append(await self.localizer.locate(target, prepared, sink))
                     record.points = points
                     record.action = action = with_points(action, points)
-                    if await self._confirmed(run, memory, record, action, observation.notices):
+                    run.start_origin = run.start_origin or origin_of(record.url)
+                    if await self._confirmed(run, env, memory, record, action, observation.notices):
                         await self._perform(run, env, memory, record, action, points)
-                    self._watch_repetition(run, memory, record, action, points)
+                        self._watch_repetition(run, memory, record, action, points)
+                    elif run.needs_approval:
+                        verdict_outcome = ("needs_approval", None, run.needs_approval)
             except StepFailed as exc:
                 record.error = str(exc)
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
@@ -528,22 +538,48 @@ class Agent:
     def _download_confirmer(self, run: _Run) -> Callable[[str, str], Awaitable[bool]]:
         async def confirm_download(name: str, url: str) -> bool:
             record = run.current or StepRecord(0)
-            return await self._ask(record, record.action, f"it downloads a file ({name} from {self.secrets.scrub(url)})")
+            reason = f"it downloads a file ({name} from {self.secrets.scrub(url)})"
+            if self._approved_without_asking(record, reason, url):
+                return True
+            return await self._ask(record, record.action, reason)
         return confirm_download
 
-    async def _confirmed(self, run: _Run, memory: Memory, record: StepRecord, action: Any, notices: tuple[str, ...]) -> bool:
-        """Whether the action may be performed: sensitive ones need the confirmer's yes."""
-        reason = self.sensitive.reason(action, record.url, "\n".join(notices))
-        if reason is None:
+    def _approved_without_asking(self, record: StepRecord, reason: str, *urls: str) -> bool:
+        """On a host of `approve_domains` (and not of `confirm_domains`) the rules' yes is given."""
+        if self.sensitive.on_confirm_domain(record.url):
+            return False
+        host = next(filter(None, (self.sensitive.approved_host(u) for u in (record.url, *urls))), None)
+        if host is None:
+            return False
+        record.confirmation = {"reason": reason, "approved": True, "by": f"approve_domain:{host}"}
+        return True
+
+    async def _confirmed(
+        self, run: _Run, env: Environment, memory: Memory, record: StepRecord, action: Any, notices: tuple[str, ...],
+    ) -> bool:
+        """Whether the action may be performed: sensitive ones need a yes. A refusal
+        goes into the history with what to do instead; asking again for a refused
+        action (or too many refusals) sets `run.needs_approval`, which ends the run."""
+        point = getattr(action, "point", None)
+        element = await env.element_at(point) if point is not None and action.type in ("click", "type", "upload") else None
+        if element is not None:
+            record.element = element.to_dict()
+        reason = self.sensitive.reason(action, record.url, "\n".join(notices), element, run.start_origin)
+        if reason is None or self._approved_without_asking(record, reason):
             return True
-        approved = await self._ask(record, action, reason)
-        if not approved:
-            record.outcome = {"error": f"not performed: a sensitive action ({reason}) was denied"}
-            memory.add_history(
-                record.index, action.describe(),
-                f"denied: sensitive actions ({reason}) need a person's confirmation, and it was refused",
+        if await self._ask(record, action, reason):
+            return True
+        refusal = Refusal.of(action, element)
+        again = any(refusal.same(earlier) for earlier in run.refusals)
+        run.refusals.append(refusal)
+        record.outcome = {"error": f"not performed: {reason}; {REFUSED}", "refused": True}
+        memory.add_history(record.index, action.describe(), f"not performed: {reason}; {REFUSED}")
+        if again or len(run.refusals) >= MAX_REFUSALS:
+            why = "was asked for again after a refusal" if again else f"was the {len(run.refusals)}th sensitive action refused"
+            run.needs_approval = (
+                f"needs a person's approval: {action.describe()} ({reason}) {why}; {how_to_allow(record.url)}"
             )
-        return approved
+        return False
 
     def _watch_repetition(self, run: _Run, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         if not record.screenshot or action.type == "wait":  # waiting on a screen that does not change is what waiting is
