@@ -31,11 +31,12 @@ async def test_denied_by_default_and_the_agent_is_told(browser_env, pages, tmp_p
     assert result.status == "success"
     assert "bought" not in env.page.url  # never clicked
     first = steps_of(tmp_path / "run")[0]
-    assert first["confirmation"] == {"reason": "its target mentions 'Buy'", "approved": False, "by": "deny_all"}
-    assert "denied" in first["outcome"]["error"]
+    assert first["confirmation"] == {"reason": "it presses the 'Buy now' button", "approved": False, "by": "deny_all"}
+    assert first["element"]["role"] == "button" and first["element"]["name"] == "Buy now"  # what the page said was there
+    assert first["outcome"]["refused"] and "needs a person's approval" in first["outcome"]["error"]
     second_prompt = "".join(p.text for m in [r for r in model.requests if r.schema_name == "policy"][1].messages
                             for p in m.content if hasattr(p, "text"))
-    assert "need a person's confirmation, and it was refused" in second_prompt
+    assert "this needs a person's approval; finish with what you have or choose another way" in second_prompt
 
 
 async def test_a_confirm_callback_approves_and_sees_the_action(browser_env, pages, tmp_path):
@@ -57,13 +58,15 @@ async def test_a_confirm_callback_approves_and_sees_the_action(browser_env, page
 
 def test_rules():
     rules = SensitiveRules(domains=["bank.test"])
-    assert rules.reason(Click(target="Delete account"), "https://a.test/") == "its target mentions 'Delete'"
-    assert rules.reason(TypeText(text="x", target="the payment card field"), "https://a.test/") is not None
-    assert rules.reason(Click(target="the Orders tab"), "https://a.test/") is not None  # the default words
+    assert rules.reason(Click(target="Delete account"), "https://a.test/") == "it presses 'Delete account' (as described)"
+    assert rules.reason(TypeText(text="x", target="the card number field"), "https://a.test/") is not None
+    assert rules.reason(Click(target="the Orders tab"), "https://a.test/") is None  # a noun that navigates commits nothing
+    assert rules.reason(Click(target="the 'Place order' button"), "https://a.test/") is not None
     assert rules.reason(Click(target="Download the report"), "https://a.test/") is None  # 'load' is not 'pay'
     assert rules.reason(Click(target="Sender field"), "https://a.test/") is None
     assert rules.reason(Scroll(), "https://bank.test/home") == "bank.test is a domain where every action is confirmed"
-    assert SensitiveRules(words=[]).reason(Click(target="Buy"), "https://a.test/") is None
+    assert SensitiveRules(words=["archive"]).reason(Click(target="the 'Archive' button"), "https://a.test/") is not None
+    assert SensitiveRules(exempt=["buy"]).reason(Click(target="the 'Buy' button"), "https://a.test/") is None
 
 
 def test_the_person_at_the_terminal_confirms_and_steers(standin, pages, tmp_path):
@@ -97,7 +100,7 @@ def test_the_person_at_the_terminal_confirms_and_steers(standin, pages, tmp_path
     output += rest
     assert proc.returncode == 0, output.decode(errors="replace")
     steps = steps_of(run_dir)
-    assert steps[0]["confirmation"] == {"reason": "its target mentions 'Buy'", "approved": True, "by": "person"}
+    assert steps[0]["confirmation"] == {"reason": "it presses the 'Buy now' button", "approved": True, "by": "person"}
     assert steps[0]["hints"] == ["the lamp is the only product"]
     assert "bought=1" in steps[1]["url"]
     assert (run_dir / "confirm-step-001.jpg").stat().st_size > 1000  # the screenshot the person was pointed to

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import crash_page
 from surfer.agent.commitments import click_commitment, typing_commitment
-from surfer.apps.static_site import StaticSite
+from surfer.apps.demo.static_site import StaticSite
 from surfer.tools.element_facts import element_at
 
 pytestmark = pytest.mark.browser

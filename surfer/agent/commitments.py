@@ -42,226 +42,16 @@ count as evidence that the target is not a commitment.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Optional
 from urllib.parse import urlsplit
 
 from surfer.core.elements import ElementFacts, FieldFacts, FormFacts
 
-# ---------------------------------------------------------------- vocabulary
-
-_STANDALONE: dict[str, str] = {
-    # an imperative that commits with or without an object
-    "buy": "buy", "purchase": "buy", "preorder": "buy", "rent": "buy", "sell": "buy",
-    "pay": "pay", "donate": "pay",
-    "delete": "delete", "remove": "delete", "erase": "delete", "destroy": "delete", "purge": "delete", "wipe": "delete",
-    "move to trash": "delete", "move to bin": "delete", "move to recycle bin": "delete", "revoke": "delete",
-    "send": "send", "publish": "send", "post": "send", "tweet": "send",
-    "transfer": "transfer", "withdraw": "transfer", "wire": "transfer",
-    "trash": "delete",
-    "cash out": "transfer",
-    "unsubscribe": "subscription", "downgrade": "subscription",
-    "deactivate": "account", "terminate": "account",
-}
-_NEEDS_OBJECT: dict[str, tuple[str, frozenset[str]]] = {
-    # a verb that commits only with one of these objects ("Cancel" alone dismisses a dialog)
-    "order": ("buy", frozenset({"now", "it", "this", "again", "today", "online", "these", "for", "<amount>", "all"})),
-    "place": ("buy", frozenset({"order", "bid", "trade"})),
-    "cancel": ("subscription", frozenset({
-        "subscription", "subscriptions", "membership", "plan", "order", "booking", "reservation", "trip", "flight",
-        "account", "payment", "transfer", "autorenew", "renewal", "ticket", "trial", "service", "policy"})),
-    "close": ("account", frozenset({"account"})),
-    "end": ("subscription", frozenset({"membership", "subscription", "plan"})),
-    "empty": ("delete", frozenset({"trash", "bin", "recycle", "spam", "cart", "basket", "deleted", "folder"})),
-    "make": ("pay", frozenset({"payment", "transfer", "donation", "purchase", "deposit"})),
-    "submit": ("pay", frozenset({"order", "payment", "transfer", "purchase", "bid", "donation"})),
-    "confirm": ("pay", frozenset({
-        "order", "purchase", "payment", "pay", "transfer", "booking", "reservation", "subscription", "upgrade", "deletion",
-        "delete", "removal", "cancellation", "withdrawal", "donation", "bid", "sale", "trade"})),
-    "complete": ("pay", frozenset({
-        "order", "purchase", "payment", "booking", "reservation", "checkout", "transfer", "donation", "subscription",
-        "upgrade"})),
-    "authorize": ("pay", frozenset({"payment", "transfer", "charge", "transaction", "purchase"})),
-    "authorise": ("pay", frozenset({"payment", "transfer", "charge", "transaction", "purchase"})),
-    "approve": ("pay", frozenset({"payment", "transfer", "charge", "transaction", "purchase"})),
-    "finish": ("pay", frozenset({"cancellation", "order", "purchase", "payment", "booking", "checkout"})),
-    "start": ("subscription", frozenset({"subscription", "membership"})),
-    "schedule": ("pay", frozenset({"payment", "transfer"})),
-}
-# a verb that commits when the name carries a price ("Subscribe - $9.99/month", "Upgrade for $8")
-_PRICE_VERBS = frozenset({"subscribe", "upgrade", "renew", "join", "book", "reserve", "start", "get", "confirm",
-                          "complete", "continue", "tip", "give"})
-# the object makes the verb harmless
-BENIGN_OBJECTS = frozenset({
-    "filter", "filters", "search", "searches", "query", "text", "keyword", "keywords", "term", "sort", "sorting", "tag",
-    "tags", "label", "labels", "chip", "chips", "selection", "highlight", "highlights", "format", "formatting",
-    "attachment", "attachments", "recipient", "coupon", "promo", "voucher", "discount", "code", "codes", "feedback",
-    "otp", "verification", "suggestion", "suggestions", "column", "columns", "widget", "emoji", "reaction", "link",
-    "me", "myself", "test", "reset", "refinement", "refinements", "facet", "facets", "bookmark", "shortcut",
-    "comparison", "compare",
-})
-# the same, seen in the context (row, region, dialog) around a bare verb ("Remove" on a filter chip)
-CONTEXT_BENIGN = frozenset({
-    "filter", "filters", "search", "searches", "query", "tag", "tags", "chip", "chips", "keyword", "keywords",
-    "selection", "sort", "refine", "refinements", "facet", "facets", "feedback",
-})
-# any verb is harmless in a sort or filter control ("Pay later" as a filter pill); a delete or send verb
-# also in the other harmless surroundings ("Remove" on a recent search, "Send" in a feedback dialog)
-FILTER_CONTEXT = frozenset({"filter", "filters", "sort", "refine", "refinements", "facet", "facets"})
-_SOFTENED_BY_CONTEXT = frozenset({"delete", "send", "extra"})
-# a submit button of a form with these names sends what was written ("Reply", "Comment")
-_SUBMIT_SENDS = frozenset({"reply", "comment", "respond", "post reply"})
-# a name ending in one of these is a title ("Transfer history", "Order details", "Payment methods")
-NOUN_HEADS = frozenset({
-    "history", "details", "detail", "settings", "options", "status", "limits", "limit", "methods", "preferences",
-    "summary", "overview", "center", "centre", "page", "pages", "info", "information", "activity", "records", "help",
-    "faq", "faqs", "policy", "policies", "guide", "tips", "log", "logs", "report", "reports", "requests", "dashboard",
-    "tab", "menu", "tools", "templates", "rules", "notifications", "calculator", "statements", "receipts", "options",
-})
-_AFFIRMATIONS = frozenset({"yes", "ok", "okay", "sure", "i'm", "im", "i", "understand", "the", "consequences",
-                           "permanently", "securely", "please", "now", "instantly", "also"})
-_LEAD_INS = frozenset({"confirm", "agree", "accept", "continue", "save", "review", "book", "reserve", "submit",
-                       "proceed", "go", "sign", "verify", "approve", "authorize", "authorise", "leave"})
-_DETERMINERS = frozenset({"my", "your", "this", "the", "a", "an", "all", "selected", "our", "these", "those",
-                          "of", "that", "its", "his", "her", "their"})
-# a button that only says yes: a commitment when the dialog around it is about one
-GENERIC_CONFIRMS = frozenset({
-    "ok", "okay", "yes", "confirm", "continue", "proceed", "i'm sure", "yes i'm sure", "im sure", "yes im sure",
-    "i understand", "agree", "i agree", "accept", "submit", "sure", "yes continue", "yes confirm", "do it", "go ahead",
-    "yes proceed", "confirm and continue",
-})
-# what a dialog says when pressing its yes commits something
-_DIALOG_EVIDENCE = re.compile(
-    r"\b(delet(e|es|ed|ing|ion)|remov(e|es|ed|ing|al)|purchas(e|ed|ing)|pay|paid|payment|charg(e|ed)|buy|"
-    r"transfer(red)?|send|unsubscrib(e|ed)|cancellation|cancel (your |this |the |my )?(subscription|membership|plan|order|booking|reservation)|"
-    r"close (your |this |my )?account|permanently|irreversibl[ey]|cannot be undone|can't be undone|withdraw(al)?|"
-    r"donat(e|ion)|place (your |this )?order|erase|destroy|revok(e|ed))\b"
-)
-_NEVER_ROLES = frozenset({
-    "tab", "option", "checkbox", "radio", "switch", "combobox", "searchbox", "textbox", "slider", "spinbutton",
-    "treeitem", "heading", "menuitemcheckbox", "menuitemradio", "columnheader", "rowheader", "row", "gridcell",
-    "listbox", "tablist", "img", "label", "progressbar", "scrollbar", "separator", "tooltip",
-})
-_NEVER_GROUPS = frozenset({"tablist", "listbox", "radiogroup", "tree", "menubar", "navigation", "search", "columnheader"})
-_BUTTON_ROLES = frozenset({"button", "menuitem", ""})
-# a submit button of a payment form that does not submit the payment
-_FORM_NON_COMMIT = frozenset({"back", "previous", "cancel", "apply", "apply coupon", "apply code", "edit", "change",
-                              "apply promo code", "apply discount", "redeem"})
-
-_PRICE = re.compile(
-    r"(?:[$€£¥₹]|\b(?:us\$|usd|eur|gbp|cad|aud|inr|jpy|chf|sek|nok|dkk)\s?)\s?\d[\d,]*(?:\.\d+)?"
-    r"|\d[\d,]*(?:[.,]\d+)?\s?(?:[€£$]|\b(?:usd|eur|gbp|kr|zł|chf)\b)",
-    re.I,
-)
-_PAYMENT_FIELD = re.compile(
-    r"card.?number|cardnumber|ccnum|cc.?num|credit.?card|debit.?card|\bcvc2?\b|\bcvv2?\b|\bcsc\b|card.?code|"
-    r"card.?verification|security.?code|expir|exp.?date|exp.?month|exp.?year|\bmm\s*/\s*yy\b|name on card|cardholder",
-    re.I,
+from .vocabulary import (
+    BUTTON_ROLES, CONTEXT_BENIGN, DEFAULT_VOCABULARY, DIALOG_EVIDENCE, FORM_NON_COMMIT, GENERIC_CONFIRMS, NEEDS_OBJECT,
+    NEVER_GROUPS, NEVER_ROLES, OLD_SENSITIVE_WORDS, PAYMENT_FIELD, STANDALONE, SUBMIT_SENDS, Vocabulary, tokens,
 )
 
-
-def tokens(text: str) -> list[str]:
-    """Lower-case words of a name; prices become "<amount>", hyphenated words join ("pre-order" -> "preorder")."""
-    text = (text or "").lower().replace("\u2019", "'").replace("\u2018", "'")
-    text = _PRICE.sub(" <amount> ", text)
-    text = re.sub(r"(?<=[a-z])-(?=[a-z])", "", text)
-    text = text.replace("&", " and ").replace("+", " and ")
-    text = re.sub(r"[^a-z0-9<>' ]+", " ", text)
-    return [t.strip("'") for t in text.split() if t.strip("'")]
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    """Commitment phrases and what makes them harmless. `extra` phrases commit
-    like the built-in verbs; a name holding an `exempt` phrase never commits."""
-
-    standalone: Mapping[str, str] = field(default_factory=lambda: dict(_STANDALONE))
-    needs_object: Mapping[str, tuple[str, frozenset[str]]] = field(default_factory=lambda: dict(_NEEDS_OBJECT))
-    extra: tuple[str, ...] = ()
-    exempt: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        phrases = {" ".join(tokens(p)): c for p, c in self.standalone.items()}
-        phrases.update({" ".join(tokens(p)): "extra" for p in self.extra if tokens(p)})
-        object.__setattr__(self, "_phrases", sorted(((tuple(p.split()), c) for p in phrases for c in [phrases[p]]),
-                                                    key=lambda pc: -len(pc[0])))
-        object.__setattr__(self, "_exempt", [tuple(tokens(p)) for p in self.exempt if tokens(p)])
-
-    def exempted(self, words: list[str]) -> bool:
-        return any(_contains(words, phrase) for phrase in self._exempt)  # type: ignore[attr-defined]
-
-    def commitment(self, name: str, context: str = "") -> Optional[str]:
-        """The commitment an imperative name makes ("delete", "buy", ...), or None.
-        `context` (the row, region or dialog around it) can make a bare verb harmless."""
-        words = tokens(name)
-        if not words or self.exempted(words):
-            return None
-        for start in _starts(words):
-            found = self._match(words, start, context)
-            if found is not None:
-                return found or None
-        if len(words) <= 4 and set(words) <= {"<amount>", "per", "mo", "month", "year", "yr", "week", "only", "total", "price"} \
-                and "<amount>" in words:
-            return "buy"  # a price alone on a button ("$4.99"): it buys
-        return None
-
-    def _match(self, words: list[str], start: int, context: str) -> Optional[str]:
-        """A category, "" for a phrase made harmless, None for no phrase at `start`."""
-        rest = words[start:]
-        for phrase, category in self._phrases:  # type: ignore[attr-defined]
-            if tuple(rest[: len(phrase)]) == phrase:
-                obj = rest[len(phrase):]
-                if _harmless(obj, words) or _softened(category, context):
-                    return ""
-                return category
-        verb = rest[0]
-        if verb in self.needs_object:
-            category, objects = self.needs_object[verb]
-            following = []
-            for w in rest[1:8]:
-                if w in ("and", "or", "to", "with"):
-                    break
-                if w not in _DETERMINERS:
-                    following.append(w)
-            if set(following[:3]) & objects and words[-1] not in NOUN_HEADS and not _softened(category, context):
-                return category
-        if verb in _PRICE_VERBS and "<amount>" in rest[1:] and not set(context.lower().split()) & FILTER_CONTEXT:
-            return "pay"
-        if verb in ("subscribe", "upgrade", "renew") and len(rest) == 1 and _PRICE.search(context or ""):
-            return "pay"  # "Subscribe" on a plan that says "$12/month"
-        return None
-
-
-def _starts(words: list[str]) -> list[int]:
-    """Where an imperative may begin: at 0, after affirmations ("Yes, delete"),
-    and after a lead-in joined by "and" or "to" ("Confirm and pay", "Proceed to pay")."""
-    starts, i = [0], 0
-    while i < len(words) and words[i] in _AFFIRMATIONS:
-        i += 1
-        starts.append(i)
-    while i + 1 < len(words) and words[i] in _LEAD_INS and words[i + 1] in ("and", "to"):
-        i += 2
-        starts.append(i)
-    return sorted({s for s in starts if s < len(words)})
-
-
-def _contains(words: list[str], phrase: tuple[str, ...]) -> bool:
-    n = len(phrase)
-    return any(tuple(words[i: i + n]) == phrase for i in range(len(words) - n + 1))
-
-
-def _harmless(obj: list[str], words: list[str]) -> bool:
-    return bool(set(obj[:8]) & BENIGN_OBJECTS) or (bool(obj) and words[-1] in NOUN_HEADS)
-
-
-def _softened(category: str, context: str) -> bool:
-    around = set(tokens(context))
-    return bool(around & FILTER_CONTEXT) or (category in _SOFTENED_BY_CONTEXT and bool(around & CONTEXT_BENIGN))
-
-
-DEFAULT_VOCABULARY = Vocabulary()
-# the default `sensitive_words` of agent/confirm.py before issue 22: covered by the vocabulary above
-OLD_SENSITIVE_WORDS = ("buy", "pay", "purchase", "order", "delete", "remove", "transfer", "send", "checkout")
 
 # ---------------------------------------------------------------- element rules
 
@@ -315,7 +105,7 @@ def payment_field_kind(f: FieldFacts | ElementFacts) -> Optional[str]:
         return {"cc-number": "card-number field", "cc-csc": "card security-code field", "cc-name": "cardholder-name field",
                 "cc-type": "card-type field"}.get(token, "card expiry field" if token.startswith("cc-exp") else "payment field")
     text = " ".join([f.name, f.input_name, getattr(f, "id", ""), getattr(f, "selector", "")])
-    found = _PAYMENT_FIELD.search(text)
+    found = PAYMENT_FIELD.search(text)
     if not found:
         return None
     word = found.group(0).lower()
@@ -355,7 +145,7 @@ class Commitments:
         """Today's `sensitive_words` setting: the default words are the built-in
         vocabulary (which knows "Orders" from "Order now"); any other word becomes
         an extra commitment verb, sensitive when a button's name starts with it."""
-        known = set(OLD_SENSITIVE_WORDS) | set(_STANDALONE) | set(_NEEDS_OBJECT)
+        known = set(OLD_SENSITIVE_WORDS) | set(STANDALONE) | set(NEEDS_OBJECT)
         extra = [w.strip() for w in words if w and w.strip() and " ".join(tokens(w)) not in known]
         return cls(extra=extra, exempt=exempt)
 
@@ -367,18 +157,18 @@ class Commitments:
             return None
         if self.vocabulary.exempted(tokens(el.name)):
             return None
-        if el.form and el.form.has_payment_fields and _is_submit(el) and " ".join(tokens(el.name)) not in _FORM_NON_COMMIT:
+        if el.form and el.form.has_payment_fields and _is_submit(el) and " ".join(tokens(el.name)) not in FORM_NON_COMMIT:
             return "it submits a form with payment fields"
         role = el.role
         if el.tag == "a" and role in ("link", "") and _navigates(el):
             return None  # a link that navigates: not for its words alone
         if role == "link" and el.tag != "a" and not _scripted(el):
             return None  # role=link without an href navigates by script (a router)
-        if role in _NEVER_ROLES or el.is_text_entry or el.tag in ("select", "summary", "option", "label"):
+        if role in NEVER_ROLES or el.is_text_entry or el.tag in ("select", "summary", "option", "label"):
             return None
-        if el.haspopup or el.group in _NEVER_GROUPS:
+        if el.haspopup or el.group in NEVER_GROUPS:
             return None
-        if role not in _BUTTON_ROLES and role != "link":
+        if role not in BUTTON_ROLES and role != "link":
             return None
         if el.tag == "input" and el.type not in ("submit", "button", "image", "reset"):
             return None
@@ -387,7 +177,7 @@ class Commitments:
         context = " ".join([el.context, el.dialog, el.form.name if el.form else ""])
         if self.vocabulary.commitment(el.name, context):
             return f"it presses the {el.name!r} {_control_word(el)}"
-        if el.form and _is_submit(el) and " ".join(tokens(el.name)) in _SUBMIT_SENDS:
+        if el.form and _is_submit(el) and " ".join(tokens(el.name)) in SUBMIT_SENDS:
             return f"it submits what was written with the {el.name!r} button"
         said = _dialog_commitment(el.dialog)
         if said and " ".join(tokens(el.name)) in GENERIC_CONFIRMS:
@@ -446,7 +236,7 @@ class Commitments:
         if role == "button" and set(name_words) & {"trash", "bin", "garbage", "wastebasket"} and \
                 not set(tokens(rest)) & CONTEXT_BENIGN:
             return f"it presses {name.strip()!r} (a delete icon, as described)"
-        if _DESCRIBED_PAYMENT_FORM.search(rest.lower()) and " ".join(name_words) not in _FORM_NON_COMMIT:
+        if _DESCRIBED_PAYMENT_FORM.search(rest.lower()) and " ".join(name_words) not in FORM_NON_COMMIT:
             return f"it presses {name.strip()!r} of a payment form (as described)"
         if re.search(r"\b(dialog|modal|popup|pop up|prompt|confirmation|alert)\b", rest.lower()):
             said = _dialog_commitment(rest)
@@ -537,7 +327,7 @@ def _dialog_commitment(text: str) -> Optional[str]:
     lowered = " ".join(tokens(text))
     if set(lowered.split()) & CONTEXT_BENIGN:
         return None
-    found = _DIALOG_EVIDENCE.search(lowered)
+    found = DIALOG_EVIDENCE.search(lowered)
     return found.group(0) if found else None
 
 

@@ -11,7 +11,6 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from surfer.agent.confirm import SENSITIVE_WORDS
 from surfer.core.errors import ConfigError
 from surfer.models.endpoint import Endpoint
 from surfer.models.profiles import DEFAULT_PROFILE
@@ -111,13 +110,22 @@ class AgentConfig(_Strict):
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
     )
-    sensitive_words: list[str] = Field(default_factory=lambda: list(SENSITIVE_WORDS))
+    sensitive_words: list[str] = Field(
+        default_factory=list, description="Extra commitment verbs: a button or menu item named with one is sensitive "
+        "(the built-in rules already know buy, pay, order, delete, remove, transfer, send ...).",
+    )
+    sensitive_exempt: list[str] = Field(
+        default_factory=list, description="Phrases never sensitive (a button name or target that contains one).",
+    )
     confirm_domains: list[str] = Field(default_factory=list, description="Hosts where every action needs confirmation.")
+    approve_domains: list[str] = Field(
+        default_factory=list, description="Hosts where sensitive actions are approved without asking (your own app).",
+    )
     confirm_downloads: bool = Field(default=True, description="Keep a downloaded file only after a confirmation.")
     allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
     blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
 
-    @field_validator("allowed_domains", "blocked_domains", "confirm_domains")
+    @field_validator("allowed_domains", "blocked_domains", "confirm_domains", "approve_domains")
     @classmethod
     def _domain_patterns(cls, value: list[str]) -> list[str]:
         from surfer.tools.url_policy import parse_patterns

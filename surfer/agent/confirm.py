@@ -1,14 +1,25 @@
 """Confirmation of sensitive actions.
 
-An action is sensitive when a click, typing or upload targets something that
-buys, pays, orders, deletes, removes, transfers or sends (word match on the
-target the model described), when it accepts a dialog that says so, or when
-the page it acts on is on a listed domain (`confirm_domains`); a file the page
-downloads is kept only with a yes (`confirm_downloads`). Before a sensitive action is performed, the run's
-confirmer decides: a person at the interactive CLI, a callable given to the
-SDK (`Agent(confirm=...)`), or the configured default — `deny` for runs
-nobody watches, `approve` with `--approve-all`. Every decision is recorded in
-the step (`confirmation`), and a denial goes into the agent's memory.
+An action is sensitive when it commits the user to something: a click that
+activates a button, submit input or menu item named for a commitment (buy,
+place order, pay, delete, send money, unsubscribe ...), a click that submits a
+form holding payment fields, typing into a payment or password-change field of
+another site than the task's start (`agent.commitments` owns those rules and
+judges what the page says about the element at the point; on the desktop, or
+when the page says nothing, the model's target description with the
+imperative-phrase rule). Also sensitive: answering a dialog that mentions a
+commitment, every action on a listed domain (`confirm_domains`), and a file
+the page downloads (kept only with a yes, `confirm_downloads`). A navigation
+link, a tab, a sort or filter control and a search box are never sensitive for
+their words alone.
+
+Before a sensitive action is performed, the run's confirmer decides: a person
+at the interactive CLI, a callable given to the SDK (`Agent(confirm=...)`), or
+the configured default — `deny` for runs nobody watches, `approve` with
+`--approve-all`; on hosts listed in `approve_domains` (`--approve-domain`) the
+rules' yes is given without asking. Every decision is recorded in the step
+(`confirmation`), and a refusal goes into the agent's history with what to do
+instead; asking again for a refused action ends the run `needs_approval`.
 """
 
 from __future__ import annotations
@@ -20,10 +31,16 @@ from typing import Any, Awaitable, Callable, Iterable, Union
 from urllib.parse import urlsplit
 
 from surfer.core.actions import Click, Dialog, Drag, PressKeys, TypeText, Upload
+from surfer.core.elements import ElementFacts
 
-SENSITIVE_WORDS = ("buy", "pay", "purchase", "order", "delete", "remove", "transfer", "send", "checkout")
+from .commitments import Commitments
+
+# Words that make an open dialog's OK a commitment ("Delete 3 files?", "Confirm your order").
+DIALOG_WORDS = ("buy", "pay", "purchase", "order", "delete", "remove", "transfer", "send", "checkout")
+SENSITIVE_WORDS = DIALOG_WORDS  # the name older configs and code know
 _SUFFIXES = r"(?:s|es|ed|ing|ment|ments|al)?"
 OPEN_DIALOG = "Open dialog:"  # how the browser environment's notices name an open JavaScript dialog
+REFUSED = "this needs a person's approval; finish with what you have or choose another way"
 
 
 @dataclass(frozen=True)
@@ -45,35 +62,69 @@ Decision = Union[bool, Awaitable[bool]]
 Confirmer = Callable[[ConfirmationRequest], Decision]
 
 
+def host_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
+
+
+def origin_of(url: str | None) -> str:
+    """scheme://host[:port] of a URL ('' for none or a URL without a host)."""
+    parts = urlsplit(url or "")
+    return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""
+
+
 class SensitiveRules:
-    def __init__(self, words: Iterable[str] = SENSITIVE_WORDS, domains: Iterable[str] = (), downloads: bool = True) -> None:
+    """Which actions need a yes. `words` are extra commitment verbs (a button named
+    with one is sensitive; a noun in a link's name is not); `exempt` phrases are
+    never sensitive; `approve_domains` are hosts where the rules' yes is given
+    without asking (a QA suite's own app)."""
+
+    def __init__(
+        self, words: Iterable[str] = (), domains: Iterable[str] = (), downloads: bool = True,
+        approve_domains: Iterable[str] = (), exempt: Iterable[str] = (),
+    ) -> None:
         from surfer.tools.url_policy import parse_patterns
 
         self.downloads = downloads  # a file the page sends is kept only with a yes
         words = [w.strip().lower() for w in words if w.strip()]
-        self._words = re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")" + _SUFFIXES + r"\b", re.I) if words else None
+        self.commitments = Commitments.from_sensitive_words([w for w in words if w not in DIALOG_WORDS], exempt=exempt)
+        dialog = list(dict.fromkeys([*DIALOG_WORDS, *words]))
+        self._dialog = re.compile(r"\b(" + "|".join(map(re.escape, dialog)) + r")" + _SUFFIXES + r"\b", re.I)
         self._domains = parse_patterns(domains)
+        self._approved = parse_patterns(approve_domains)
 
-    def reason(self, action: Any, url: str, notices: str = "") -> str | None:
+    def on_confirm_domain(self, url: str) -> bool:
+        host, port = host_port(url)
+        return bool(host) and any(p.matches(host, port) for p in self._domains)
+
+    def approved_host(self, url: str) -> str | None:
+        """The page's host when it is one where sensitive actions are approved without asking."""
+        host, port = host_port(url)
+        return host if host and any(p.matches(host, port) for p in self._approved) else None
+
+    def reason(
+        self, action: Any, url: str, notices: str = "", element: ElementFacts | None = None, start_origin: str = "",
+    ) -> str | None:
         """Why `action` on the page at `url` needs a yes, or None. `notices` is what the
-        screen says besides the page (an open dialog's text)."""
-        if self._domains:
-            parts = urlsplit(url)
-            host, port = (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
-            if host and any(p.matches(host, port) for p in self._domains):
-                return f"{host} is a domain where every action is confirmed"
-        if self._words is None:
-            return None
-        if isinstance(action, (Click, TypeText, Drag, Upload)):
-            target = " ".join(filter(None, [getattr(action, "target", None), getattr(action, "to_target", None)]))
-            found = self._words.search(target)
-            if found:
-                return f"its target mentions {found.group(0)!r}"
+        screen says besides the page (an open dialog's text); `element` what the page
+        says about the element at the action's point (None on the desktop or when the
+        page could not tell); `start_origin` the origin the task started on."""
+        if self.on_confirm_domain(url):
+            return f"{host_port(url)[0]} is a domain where every action is confirmed"
         dialog = next((n for n in notices.split("\n") if n.startswith(OPEN_DIALOG)), "")
-        found = self._words.search(dialog) if dialog else None
+        found = self._dialog.search(dialog) if dialog else None
         if found and (isinstance(action, (Click, PressKeys, TypeText)) or (isinstance(action, Dialog) and action.response == "accept")):
             # while a dialog is open, a click or a key answers it: its OK may be what deletes
             return f"it may accept a dialog that mentions {found.group(0)!r}"
+        rules = self.commitments
+        if isinstance(action, TypeText):
+            if element is not None:
+                return rules.typing(element, start_origin, submit=action.submit)
+            return rules.described(action.target or "", typing=True, submit=action.submit) if action.target else None
+        if isinstance(action, (Click, Upload)):
+            return rules.click(element) if element is not None else rules.described(action.target)
+        if isinstance(action, Drag):  # dropping onto "Trash" or "Delete": judged by where it lands
+            return rules.described(f"{action.target} to {action.to_target}")
         return None
 
 
@@ -92,3 +143,39 @@ async def ask(confirmer: Confirmer, request: ConfirmationRequest) -> bool:
     if asyncio.iscoroutine(decision) or isinstance(decision, asyncio.Future):
         decision = await decision
     return bool(decision)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A refused sensitive action, to know it when the policy asks for it again."""
+
+    type: str
+    target: str
+    element: str
+    point: tuple[float, float] | None
+
+    @classmethod
+    def of(cls, action: Any, element: ElementFacts | None) -> "Refusal":
+        point = getattr(action, "point", None)
+        return cls(
+            action.type, " ".join(str(getattr(action, "target", "") or "").lower().split()),
+            f"{element.role}|{element.name}|{element.selector}".lower() if element is not None else "",
+            (point.x, point.y) if point is not None else None,
+        )
+
+    def same(self, other: "Refusal", tolerance: float = 24.0) -> bool:
+        if self.type != other.type:
+            return False
+        if self.element and self.element == other.element:
+            return True
+        if self.target and self.target == other.target:
+            return True
+        return self.point is not None and other.point is not None and all(
+            abs(a - b) <= tolerance for a, b in zip(self.point, other.point)
+        )
+
+
+def how_to_allow(url: str) -> str:
+    host = host_port(url)[0]
+    domain = f"--approve-domain {host}, " if host else ""
+    return f"allow it with --approve-all, {domain}or the SDK's confirm= callback"

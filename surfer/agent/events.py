@@ -78,6 +78,7 @@ class StepRecord:
     verdicts: list[Verdict] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)  # the user's hints that reached this step's prompt
     confirmation: dict[str, Any] | None = None  # a sensitive action's confirmation: reason, approved, by whom
+    element: dict[str, Any] | None = None  # what the page said about the element acted on (role, name, form)
     error: str | None = None
     timings: Timings = field(default_factory=Timings)
 
@@ -103,6 +104,7 @@ class StepRecord:
             "verdicts": [vars(v) for v in self.verdicts], "error": self.error,
             **({"hints": self.hints} if self.hints else {}),
             **({"confirmation": self.confirmation} if self.confirmation else {}),
+            **({"element": self.element} if self.element else {}),
             "timings": self.timings.to_dict(),
             "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
         }

@@ -23,7 +23,7 @@ from surfer.tools.base import Environment
 
 from .answers import AnswerSchema
 from .config import AgentConfig, load_config, merge_settings, validate_config
-from .confirm import Confirmer, SensitiveRules, fixed_decision
+from .confirm import Confirmer, SensitiveRules, fixed_decision, origin_of
 from .control import RunControl, RunHandle
 from .events import (
     ErrorOccurred, Event, Finished, RunStarted,
@@ -108,7 +108,9 @@ class Agent(StepMachinery):
             self.profile = get_profile(profile or config.profile)
         self.environment = environment
         self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
-        self.sensitive = SensitiveRules(config.sensitive_words, config.confirm_domains, config.confirm_downloads)
+        self.sensitive = SensitiveRules(
+            config.sensitive_words, config.confirm_domains, config.confirm_downloads, config.approve_domains, config.sensitive_exempt,
+        )
         # Who says yes to a sensitive action: the caller's confirmer, else the configured default.
         self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
         self.out_dir = Path(out_dir) if out_dir else None
@@ -250,6 +252,7 @@ class Agent(StepMachinery):
         answer: AnswerSchema | None, control: RunControl,
     ) -> RunResult:
         run = RunState(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
+        run.start_origin = origin_of(url)
         await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-Status = Literal["success", "failed", "limit", "stuck", "error", "interrupted"]
+Status = Literal["success", "failed", "limit", "stuck", "needs_approval", "error", "interrupted"]
 # "browser_crash": Chromium or the page crashed under the run (an environment error of its own kind).
 ErrorKind = Literal["config", "unreachable", "model", "environment", "browser_crash", "internal"]
 
@@ -26,7 +26,8 @@ class TimingTotals(BaseModel):
 class RunResult(BaseModel):
     """status: success (answer accepted), failed (gave up / answer rejected),
     limit (step or time limit without an answer), stuck (kept repeating itself
-    after being told), error (server down, crash,
+    after being told), needs_approval (a sensitive action was refused and asked
+    for again; the reason says how to allow it), error (server down, crash,
     bad configuration), interrupted (Ctrl-C / cancelled)."""
 
     status: Status

@@ -27,7 +27,7 @@ from surfer.tools.base import Environment
 
 from .answers import AnswerSchema
 from .config import AgentConfig
-from .confirm import ConfirmationRequest
+from .confirm import REFUSED, ConfirmationRequest, Refusal, how_to_allow, origin_of
 from .confirm import ask as ask_confirmer
 from .control import RunControl
 from .events import (
@@ -52,6 +52,9 @@ from .roles import StepFailed
 from .secrets import Secrets
 
 
+MAX_REFUSALS = 3  # distinct sensitive actions refused before the run ends needs_approval
+
+
 @dataclass
 class RunState:
     task: str
@@ -68,6 +71,9 @@ class RunState:
     hints: list[str] = field(default_factory=list)  # given since the last step began; recorded on the next step
     current: StepRecord | None = None  # the step in progress
     repeats: int = 0
+    start_origin: str = ""  # where the task started: typing a card number elsewhere is sensitive
+    refusals: list[Refusal] = field(default_factory=list)  # sensitive actions refused so far
+    needs_approval: str | None = None  # set when the policy asks again for what was refused: the run ends
 
     def result(self, status: str, **fields: Any) -> RunResult:
         overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
@@ -239,9 +245,12 @@ class StepMachinery:
                         points.append(await self.localizer.locate(target, prepared, sink))
                     record.points = points
                     record.action = action = with_points(action, points)
-                    if await self._confirmed(run, memory, record, action, observation.notices):
+                    run.start_origin = run.start_origin or origin_of(record.url)
+                    if await self._confirmed(run, env, memory, record, action, observation.notices):
                         await self._perform(run, env, memory, record, action, points)
-                    self._watch_repetition(run, memory, record, action, points)
+                        self._watch_repetition(run, memory, record, action, points)
+                    elif run.needs_approval:
+                        verdict_outcome = ("needs_approval", None, run.needs_approval)
             except StepFailed as exc:
                 record.error = str(exc)
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
@@ -257,22 +266,48 @@ class StepMachinery:
     def _download_confirmer(self, run: RunState) -> Callable[[str, str], Awaitable[bool]]:
         async def confirm_download(name: str, url: str) -> bool:
             record = run.current or StepRecord(0)
-            return await self._ask(record, record.action, f"it downloads a file ({name} from {self.secrets.scrub(url)})")
+            reason = f"it downloads a file ({name} from {self.secrets.scrub(url)})"
+            if self._approved_without_asking(record, reason, url):
+                return True
+            return await self._ask(record, record.action, reason)
         return confirm_download
 
-    async def _confirmed(self, run: RunState, memory: Memory, record: StepRecord, action: Any, notices: tuple[str, ...]) -> bool:
-        """Whether the action may be performed: sensitive ones need the confirmer's yes."""
-        reason = self.sensitive.reason(action, record.url, "\n".join(notices))
-        if reason is None:
+    def _approved_without_asking(self, record: StepRecord, reason: str, *urls: str) -> bool:
+        """On a host of `approve_domains` (and not of `confirm_domains`) the rules' yes is given."""
+        if self.sensitive.on_confirm_domain(record.url):
+            return False
+        host = next(filter(None, (self.sensitive.approved_host(u) for u in (record.url, *urls))), None)
+        if host is None:
+            return False
+        record.confirmation = {"reason": reason, "approved": True, "by": f"approve_domain:{host}"}
+        return True
+
+    async def _confirmed(
+        self, run: RunState, env: Environment, memory: Memory, record: StepRecord, action: Any, notices: tuple[str, ...],
+    ) -> bool:
+        """Whether the action may be performed: sensitive ones need a yes. A refusal
+        goes into the history with what to do instead; asking again for a refused
+        action (or too many refusals) sets `run.needs_approval`, which ends the run."""
+        point = getattr(action, "point", None)
+        element = await env.element_at(point) if point is not None and action.type in ("click", "type", "upload") else None
+        if element is not None:
+            record.element = element.to_dict()
+        reason = self.sensitive.reason(action, record.url, "\n".join(notices), element, run.start_origin)
+        if reason is None or self._approved_without_asking(record, reason):
             return True
-        approved = await self._ask(record, action, reason)
-        if not approved:
-            record.outcome = {"error": f"not performed: a sensitive action ({reason}) was denied"}
-            memory.add_history(
-                record.index, action.describe(),
-                f"denied: sensitive actions ({reason}) need a person's confirmation, and it was refused",
+        if await self._ask(record, action, reason):
+            return True
+        refusal = Refusal.of(action, element)
+        again = any(refusal.same(earlier) for earlier in run.refusals)
+        run.refusals.append(refusal)
+        record.outcome = {"error": f"not performed: {reason}; {REFUSED}", "refused": True}
+        memory.add_history(record.index, action.describe(), f"not performed: {reason}; {REFUSED}")
+        if again or len(run.refusals) >= MAX_REFUSALS:
+            why = "was asked for again after a refusal" if again else f"was the {len(run.refusals)}th sensitive action refused"
+            run.needs_approval = (
+                f"needs a person's approval: {action.describe()} ({reason}) {why}; {how_to_allow(record.url)}"
             )
-        return approved
+        return False
 
     def _watch_repetition(self, run: RunState, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         if not record.screenshot or action.type == "wait":  # waiting on a screen that does not change is what waiting is

@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
         block_domain: options.BlockDomain = None,
         secret: options.Secret = None,
         approve_all: options.ApproveAll = False,
+        approve_domain: options.ApproveDomain = None,
         config: options.ConfigFile = None,
         crash_retries: int = typer.Option(
             1, "--crash-retries", help="Reruns of a task whose browser or page crashed under it."
@@ -79,7 +80,7 @@ def register(app: typer.Typer) -> None:
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
-                    **options.safety_overrides(allow_domain, block_domain, approve_all),
+                    **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                     "browser": {
                         "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,

@@ -105,6 +105,7 @@ def run(
     block_domain: options.BlockDomain = None,
     secret: options.Secret = None,
     approve_all: options.ApproveAll = False,
+    approve_domain: options.ApproveDomain = None,
     answer_schema: Optional[Path] = typer.Option(
         None, "--answer-schema", help="JSON Schema file: the answer must carry data of that shape (validated; in --json as 'data')."),
     viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
@@ -132,7 +133,7 @@ def run(
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "prompt_layout": prompt_layout,
             "max_steps": max_steps, "max_seconds": max_seconds,
             "validate_answers": False if no_validator else None,
-            **options.safety_overrides(allow_domain, block_domain, approve_all),
+            **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
             "browser": {
                 "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
                 "allow_file_urls": True if allow_file_urls else None,

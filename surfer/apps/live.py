@@ -15,7 +15,7 @@ from surfer.agent.events import (
     ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated, Waiting,
 )
 
-_STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "interrupted": "bold yellow"}
+_STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "needs_approval": "bold magenta", "interrupted": "bold yellow"}
 
 
 class LiveView:

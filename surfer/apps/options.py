@@ -35,17 +35,23 @@ Secret = Annotated[Optional[list[str]], typer.Option(
     "--secret", metavar="NAME=ENV_VAR", help="A secret the model knows only as {{NAME}}; its value is read from the "
     "environment variable and typed by the executor, never sent or written (repeatable).")]
 ApproveAll = Annotated[bool, typer.Option(
-    "--approve-all", help="Perform sensitive actions (buy, pay, order, delete, send ...) without asking; "
-    "without it they are asked at an interactive terminal and denied elsewhere.")]
+    "--approve-all", help="Perform sensitive actions (pressing Buy, Place order, Pay, Delete, Send ...) without asking; "
+    "without it they are asked at an interactive terminal and refused elsewhere (the run ends needs_approval).")]
+ApproveDomain = Annotated[Optional[list[str]], typer.Option(
+    "--approve-domain", metavar="HOST", help="Host where sensitive actions are performed without asking "
+    "(repeatable; same patterns as --allow-domain): your own app or a test shop.")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
 
 
-def safety_overrides(allow_domain: list[str] | None, block_domain: list[str] | None, approve_all: bool = False) -> dict[str, Any]:
+def safety_overrides(
+    allow_domain: list[str] | None, block_domain: list[str] | None, approve_all: bool = False,
+    approve_domain: list[str] | None = None,
+) -> dict[str, Any]:
     """Config overrides of the safety flags shared by run, batch and qa."""
     return {
         "allowed_domains": allow_domain or None, "blocked_domains": block_domain or None,
-        "sensitive_actions": "approve" if approve_all else None,
+        "sensitive_actions": "approve" if approve_all else None, "approve_domains": approve_domain or None,
     }
 
 

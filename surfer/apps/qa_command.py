@@ -28,7 +28,7 @@ DEFAULT_CACHE = "surfer-cache"  # next to the (first) suite file
 class LiveTable:
     """A rich renderable: case, status, step, time."""
 
-    STYLE = {"passed": "green", "flaky": "yellow", "failed": "red", "error": "red", "running": "cyan", "queued": "dim"}
+    STYLE = {"passed": "green", "flaky": "yellow", "failed": "red", "needs_approval": "magenta", "error": "red", "running": "cyan", "queued": "dim"}
 
     def __init__(self, runner: QaRunner) -> None:
         self.runner = runner
@@ -149,6 +149,7 @@ def register(app: typer.Typer) -> None:
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         approve_all: options.ApproveAll = False,
+        approve_domain: options.ApproveDomain = None,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live table."),
     ) -> None:
@@ -187,7 +188,7 @@ def register(app: typer.Typer) -> None:
                                       "(case ids, outputs and cache entries would collide)")
                 named[suite.slug] = path
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
-                     **options.safety_overrides(allow_domain, block_domain, approve_all),
+                     **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None}}
             runs = [
                 SuiteRun(s, suite_config(config, s, flags, console),
@@ -213,7 +214,7 @@ def register(app: typer.Typer) -> None:
             write_reports(summary, junit_path, html_path)
         console.print(summary.line())
         for case in summary.cases:
-            if case.status in ("failed", "error"):
+            if case.status in ("failed", "needs_approval", "error"):
                 options.say(console, case.status, "red", f"{case.id}: {case.failure}  ({case.dir / 'report.html'})")
             elif case.status == "flaky":
                 options.say(console, "flaky", "yellow", f"{case.id}: passed on attempt {len(case.attempts)}")

@@ -14,54 +14,11 @@ from urllib.parse import urlsplit
 
 from surfer.core.actions import CssPoint
 from surfer.core.observation import Screenshot
+from surfer.tools.element_facts import element_at
 
 CROP_CSS_PX = 48  # side of the square crop around the point, in CSS pixels
 THUMB = 16  # crops are compared as THUMB x THUMB greyscale thumbnails
 CROP_TOLERANCE = 28.0  # mean absolute difference (0..255) under which two crops match
-
-# The element at a point, climbed to the nearest thing a user acts on, described
-# the way assistive technology sees it.
-FINGERPRINT_JS = """([x, y]) => {
-  let el = document.elementFromPoint(x, y);
-  if (!el) return null;
-  const actionable = 'a[href],button,input,select,textarea,summary,label,[role],[onclick],[tabindex],[contenteditable=true]';
-  el = el.closest(actionable) || el;
-  const tag = el.tagName.toLowerCase();
-  const type = (el.getAttribute('type') || '').toLowerCase();
-  const implicit = {a: el.hasAttribute('href') ? 'link' : '', button: 'button', select: 'combobox', textarea: 'textbox',
-    img: 'img', h1: 'heading', h2: 'heading', h3: 'heading', h4: 'heading', summary: 'button', label: 'label',
-    input: ({checkbox: 'checkbox', radio: 'radio', button: 'button', submit: 'button', reset: 'button',
-             range: 'slider', search: 'searchbox'})[type] || 'textbox'};
-  const role = el.getAttribute('role') || implicit[tag] || '';
-  const clean = (s) => (s || '').replace(/\\s+/g, ' ').trim().slice(0, 120);
-  let name = el.getAttribute('aria-label') || '';
-  if (!name && el.getAttribute('aria-labelledby')) {
-    name = el.getAttribute('aria-labelledby').split(/\\s+/).map((id) => {
-      const ref = document.getElementById(id); return ref ? ref.innerText : '';
-    }).join(' ');
-  }
-  if (!name && el.id) { const label = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (label) name = label.innerText; }
-  if (!name && el.closest('label') && el.closest('label') !== el) name = el.closest('label').innerText;
-  if (!name && ['input', 'textarea'].includes(tag) && !['submit', 'button', 'reset'].includes(type)) name = el.getAttribute('placeholder') || '';
-  if (!name && tag === 'input') name = el.value || '';
-  if (!name && tag !== 'select') name = el.innerText || '';
-  if (!name) name = el.getAttribute('title') || el.getAttribute('alt') || '';
-  let selector = '';
-  if (el.id) selector = '#' + CSS.escape(el.id);
-  else if (el.getAttribute('data-testid')) selector = '[data-testid="' + el.getAttribute('data-testid') + '"]';
-  else if (el.getAttribute('name')) selector = tag + '[name="' + el.getAttribute('name') + '"]';
-  else {
-    const parts = [];
-    for (let node = el; node && node.nodeType === 1 && node !== document.body; node = node.parentElement) {
-      const same = Array.from(node.parentElement ? node.parentElement.children : []).filter((c) => c.tagName === node.tagName);
-      parts.unshift(node.tagName.toLowerCase() + (same.length > 1 ? ':nth-of-type(' + (same.indexOf(node) + 1) + ')' : ''));
-      if (node.id) { parts[0] = '#' + CSS.escape(node.id); break; }
-    }
-    selector = parts.join(' > ');
-  }
-  return {role, name: clean(name), tag, selector};
-}"""
-
 
 @dataclass(frozen=True)
 class Fingerprint:
@@ -83,12 +40,11 @@ class Fingerprint:
 
 
 async def fingerprint_at(page: Any, point: CssPoint) -> Optional[Fingerprint]:
-    """The element under `point` in a Playwright page, or None (no page, no element)."""
-    try:
-        data = await page.evaluate(FINGERPRINT_JS, [point.x, point.y])
-    except Exception:  # noqa: BLE001 - a page mid-navigation has no answer; the anchor simply has no element
-        return None
-    return Fingerprint.from_dict(data)
+    """The element under `point` in a Playwright page, or None (no page, no element,
+    a page mid-navigation). Read by `tools.element_facts`, the one owner of what
+    the page says is at a point (the sensitive-action rules read the same facts)."""
+    facts = await element_at(page, point.x, point.y)
+    return Fingerprint(facts.role, facts.name, facts.tag, facts.selector) if facts is not None else None
 
 
 def url_pattern(url: str, base_url: Optional[str]) -> str:

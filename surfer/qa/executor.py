@@ -61,6 +61,9 @@ class QaEnvironment(Environment):
     async def mark(self) -> Any:
         return await self.inner.mark()
 
+    async def element_at(self, point: Any) -> Any:
+        return await self.inner.element_at(point)
+
     async def episode_end(self) -> EpisodeEnd | None:
         return await self.inner.episode_end()
 

@@ -46,7 +46,7 @@ def junit_xml(summary: QaSummary) -> str:
     for suite_name, cases in by_suite.items():
         suite = ET.SubElement(
             root, "testsuite", name=suite_name, tests=str(len(cases)),
-            failures=str(sum(c.status == "failed" for c in cases)), errors=str(sum(c.status == "error" for c in cases)),
+            failures=str(sum(c.status in ("failed", "needs_approval") for c in cases)), errors=str(sum(c.status == "error" for c in cases)),
             skipped=str(sum(c.status in ("queued", "running") for c in cases)), time=f"{sum(c.seconds for c in cases):.3f}",
         )
         for case in cases:
@@ -54,11 +54,12 @@ def junit_xml(summary: QaSummary) -> str:
             props = ET.SubElement(element, "properties")
             for name, value in _properties(case).items():
                 ET.SubElement(props, "property", name=name, value=value)
-            if case.status in ("failed", "error"):
+            if case.status in ("failed", "needs_approval", "error"):
                 last = case.last
                 message = (last.failure if last else None) or "not run"
-                tag = "failure" if case.status == "failed" else "error"
-                ET.SubElement(element, tag, message=message, type=last.error_kind or tag if last else tag).text = _details(case)
+                tag = "error" if case.status == "error" else "failure"
+                kind = "needs_approval" if case.status == "needs_approval" else (last.error_kind if last else None) or tag
+                ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
             elif not case.passed:
                 ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
             ET.SubElement(element, "system-out").text = str(case.dir)
@@ -83,7 +84,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d
 header{padding:16px 24px;background:#1d1d1f;color:#fff}header h1{margin:0 0 4px;font-size:18px}
 main{padding:16px 24px}table{border-collapse:collapse;background:#fff;width:100%}
 td,th{border-bottom:1px solid #e5e5ea;padding:6px 10px;text-align:left;vertical-align:top}
-.passed{color:#1e8e3e}.flaky{color:#c77700}.failed,.error{color:#d70015}.muted{color:#6e6e73}
+.passed{color:#1e8e3e}.flaky{color:#c77700}.failed,.error{color:#d70015}.needs_approval{color:#8250df}.muted{color:#6e6e73}
 section{background:#fff;border-radius:10px;padding:12px 16px;margin:0 0 16px}
 """
 

@@ -184,8 +184,8 @@ class QaRunner:
                 if cache is not None:
                     await asyncio.to_thread(cache.drop, report.id)
                 attempt = await self._attempt(run, report, None, "cache-dropped")
-            if attempt.status == "passed" or attempt.error_kind in BATCH_STOPPING_ERRORS:
-                break
+            if attempt.status in ("passed", "needs_approval") or attempt.error_kind in BATCH_STOPPING_ERRORS:
+                break  # a refusal is not luck: trying again asks for the same approval
             failed_before = True
         last = report.last
         assert last is not None
@@ -194,7 +194,7 @@ class QaRunner:
             if cache is not None:
                 report.cache_written = await asyncio.to_thread(cache.store, self._entry(run, report))
         else:
-            report.status = "error" if last.status == "error" else "failed"
+            report.status = last.status if last.status in ("error", "needs_approval") else "failed"
             if last.error_kind in BATCH_STOPPING_ERRORS and self._stopped is None:
                 self._stopped, self._stopped_kind = last.failure, last.error_kind
         report.seconds = time.monotonic() - report.started
@@ -260,7 +260,10 @@ class QaRunner:
             elif isinstance(event, StepStarted):
                 report.current_step = report.current_step.split(" ·")[0] + f" · action {event.index}"
 
-        config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step})
+        confirm = run.suite.confirm_settings(case)
+        if "approve_domains" in confirm:
+            confirm["approve_domains"] = [*run.config.approve_domains, *confirm["approve_domains"]]
+        config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step, **confirm})
         agent = LazyAgent(lambda: Agent(config, environment=env, backends=run.backends, listeners=[count], secrets=self._secrets))
         start_url = run.suite.resolve_url(case.url)
         try:
@@ -283,7 +286,7 @@ class QaRunner:
             )
             attempt.model_calls += healing_calls  # (after the await: the agent's calls are counted during it)
             if step.status != "success":
-                attempt.status = "error" if step.status == "error" else "failed"
+                attempt.status = step.status if step.status in ("error", "needs_approval") else "failed"
                 attempt.error_kind = step.error_kind
                 attempt.failure = f"step {index} ({goal}) ended {step.status}: {step.reason or 'no reason given'}"
                 return

@@ -36,6 +36,9 @@ class SuiteError(ConfigError):
     """A suite file that cannot be used; the message names file, line and field."""
 
 
+Confirm = Literal["ask", "deny", "approve"]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -111,6 +114,7 @@ class Case(_Strict):
     expect: list[Expectation] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     retries: Optional[int] = Field(default=None, ge=0, le=10)
+    confirm: Optional[Confirm] = Field(default=None, description="Sensitive actions in this case (unset: the suite's).")
 
     @field_validator("steps")
     @classmethod
@@ -144,6 +148,11 @@ class Suite(_Strict):
     timeouts: Timeouts = Timeouts()
     retries: int = Field(default=0, ge=0, le=10)
     concurrency: int = Field(default=4, ge=1, le=256)
+    confirm: Optional[Confirm] = Field(
+        default=None, description="Sensitive actions (buy, delete, send ...): unset approves them on base_url's host "
+        "and keeps the default rules elsewhere; 'approve' performs them all; 'ask' applies the rules on base_url too "
+        "(decided by --approve-all, else refused); 'deny' refuses them all.",
+    )
     vars: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
     cases: list[Case] = Field(min_length=1)
 
@@ -183,6 +192,25 @@ class Suite(_Strict):
 
     def case_id(self, case: Case) -> str:
         return f"{self.slug}/{slugify(case.name, 80)}"
+
+    def confirm_settings(self, case: Case) -> dict[str, Any]:
+        """Config overrides for the sensitive actions of `case`: the suite tests the user's own app,
+        so by default what the rules would ask on base_url's host is approved."""
+        mode = case.confirm or self.confirm
+        if mode == "approve":
+            return {"sensitive_actions": "approve"}
+        if mode == "deny":
+            return {"sensitive_actions": "deny"}
+        if mode == "ask" or not self.base_url:
+            return {}
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or ""
+        if not host:
+            return {}
+        own = f"{host}:{parts.port}" if parts.port else host
+        return {"approve_domains": [own]}
 
     def resolve_url(self, url: Optional[str]) -> Optional[str]:
         """A case URL, relative ones against `base_url`."""

@@ -83,6 +83,12 @@ class Environment(abc.ABC):
         """Checked after every action: None while the episode goes on (the default)."""
         return None
 
+    async def element_at(self, point: Any) -> Any:
+        """What the screen says about the element at `point` (CSS px) as `ElementFacts`:
+        its role, accessible name and form (the browser reads them from the page);
+        None where nothing can tell (the default, the desktop)."""
+        return None
+
     async def mark(self) -> Any:
         """Snapshot taken before an action, handed to `settle` (e.g. request counters)."""
         return None

@@ -2,8 +2,9 @@
 
 A form: two number fields, a 'Multiply' checkbox, a 'Compute' button and a
 result label, plus a few areas that report input (double and right clicks,
-hover, drag and drop, key combinations, scrolling) and two buttons that open
-real dialog windows (a Yes/No question, a file chooser). Every event is printed
+hover, drag and drop, key combinations, scrolling), two buttons that open
+real dialog windows (a Yes/No question, a file chooser) and an account toolbar
+('Orders', 'Delete account'). Every event is printed
 to stdout as one JSON line; once the window is mapped the app prints
 {"event": "ready", "screen": [w, h], "widgets": {name: {x, y, width, height}}}
 with each widget's box in screen pixels, so a test knows where things are.
@@ -96,6 +97,11 @@ class FormApp:
         open_file = tk.Button(dialogs, text="Open file…", command=self.open_file)
         open_file.pack(side="left", padx=6)
         self.widgets["open_file"] = open_file
+        # An account toolbar: a navigation button and one that commits.
+        for name, text, event in (("orders", "Orders", "orders"), ("delete_account", "Delete account", "account-deleted")):
+            button = tk.Button(dialogs, text=text, command=lambda event=event: emit(event))
+            button.pack(side="left", padx=6)
+            self.widgets[name] = button
 
     def _entry(self, name: str, row: int) -> tk.Entry:
         entry = tk.Entry(self.root, width=20)

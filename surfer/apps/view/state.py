@@ -17,9 +17,9 @@ from typing import Any
 
 from surfer.fleet.sessions import BATCH_FILE, LIVE, METRICS_FILE
 
-FINAL = {"success", "failed", "limit", "stuck", "error"}
-# The page's statuses: queued, running, success, failure, error.
-SHOWN = {"success": "success", "failed": "failure", "limit": "failure", "stuck": "failure", "error": "error"}
+FINAL = {"success", "failed", "limit", "stuck", "needs_approval", "error"}
+# The page's statuses: queued, running, success, failure, needs_approval (a person must allow an action), error.
+SHOWN = {"success": "success", "failed": "failure", "limit": "failure", "stuck": "failure", "needs_approval": "needs_approval", "error": "error"}
 
 
 @dataclass
@@ -196,7 +196,7 @@ class OutDir:
 
     def _totals(self, batch: Any, finished: list[dict[str, Any]], running: list[Any], total: int, metrics: list[Any]) -> dict[str, Any]:
         count = self._cached("counts", len(finished), lambda: {
-            s: sum(1 for r in finished if r["status"] == s) for s in ("success", "failure", "error")})
+            s: sum(1 for r in finished if r["status"] == s) for s in ("success", "failure", "needs_approval", "error")})
         done = len(finished)
         started = (batch or {}).get("started_at")
         elapsed = None

@@ -15,7 +15,7 @@ from typing import Any
 from surfer.agent.result import RunResult
 
 
-FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "error"})
+FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "needs_approval", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
 RUNS = "runs"

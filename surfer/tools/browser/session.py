@@ -230,6 +230,13 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             raise EnvironmentFailure("the browser is not started")
         return self._context
 
+    async def element_at(self, point: Any) -> Any:
+        if self._page is None:
+            return None
+        from ..element_facts import element_at
+
+        return await element_at(self._page, point.x, point.y)
+
     @property
     def page(self) -> Any:
         if self._page is None:
