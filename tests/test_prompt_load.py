@@ -33,8 +33,9 @@ def _answer(request):  # type: ignore[no-untyped-def]
     return {"thought": "go on", "notes": "", "action": {"type": "click", "target": "the middle"}}
 
 
+@pytest.mark.parametrize("continuation", [False, True])
 @pytest.mark.parametrize("layout", ["window", "blocks"])
-def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, layout: str) -> None:
+def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, layout: str, continuation: bool) -> None:
     # a 12-screenshot recording (the demo's screens, twice and then some), so that blocks drop once
     frames = tmp_path / "frames"
     frames.mkdir()
@@ -44,7 +45,8 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
     for name, profile in PROFILES.items():
         server = standin(_answer)
         agent = Agent(base_url=server.base_url, model=server.model, profile=name, prompt_layout=layout,
-                      environment=ReplayEnvironment(frames, variant=7), max_steps=20)
+                      environment=ReplayEnvironment(frames, variant=7), max_steps=20, role_continuation=continuation)
+        assert agent.continuation == {"localizer": continuation, "validator": continuation}
         result = asyncio.run(agent.run("Register as a new member."))
         assert result.status == "limit", (name, result.reason)
         policy = [r for r in server.requests if r.role == "policy"]
@@ -56,8 +58,14 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
             messages = p.body["messages"]
             assert [m["role"] for m in messages] == ["system", "user"]
             assert len(p.image_urls) == (min(step, window) if layout == "window" else (step - 1) % (2 * window - 1) + 1)
-            assert p.image_urls[-1] == loc.image_urls[0]  # the newest screenshot is the one the localizer gets
-            assert loc.body["messages"][0]["content"][0]["type"] == "image_url"  # the localizer starts with it
+            if continuation:  # the policy's request byte for byte, its reply, then the localizer's instruction
+                assert loc.body["messages"][:2] == messages and loc.image_urls == p.image_urls
+                assert [m["role"] for m in loc.body["messages"][2:]] == ["assistant", "user"]
+                assert json.loads(_text(loc.body["messages"][2]))["action"]["target"] == "the middle"
+                assert _text(loc.body["messages"][3]).startswith("Now localize an element on the last screenshot")
+            else:
+                assert p.image_urls[-1] == loc.image_urls[0]  # the newest screenshot is the one the localizer gets
+                assert loc.body["messages"][0]["content"][0]["type"] == "image_url"  # the localizer starts with it
             assert messages[1]["content"][-1]["text"].endswith("Decide the next action.")
             content = messages[1]["content"]
             if layout == "blocks" and previous is not None and len(p.image_urls) > 1:
@@ -65,6 +73,11 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
                 assert content[:len(kept)] == kept, (name, step)
             previous = content
         assert all(len(p.image_urls) <= (window if layout == "window" else 2 * window - 1) for p in policy)
+
+
+def _text(message):  # type: ignore[no-untyped-def]
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
 
 
 def test_prompt_layout_is_checked_in_config_and_profile() -> None:

@@ -177,7 +177,8 @@ class Agent:
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
         self.layout = Layout(
-            config.prompt_layout or check_layout(self.profile.prompt_layout), min(config.memory_images, self.profile.max_images),
+            config.prompt_layout or check_layout(self.profile.prompt_layout), config.memory_images or self.profile.max_images,
+            config.block_images,
         )
         budget = config.image_budget or self.profile.image_budget
         # each screenshot's share of the per-request image budget (None: no cap)
@@ -185,6 +186,20 @@ class Agent:
         self.policy = Policy(self._client("policy"), self.layout)
         self.localizer = Localizer(self._client("localizer"))
         self.validator = Validator(self._client("validator"))
+        self.continuation = self._continuation()
+
+    def _continuation(self) -> dict[str, bool]:
+        """Per role (localizer, validator): does it continue the policy's request of the step?
+        Only where it asks the policy's backend (one endpoint and model), and where the
+        configuration (else the profile) allows it."""
+        wanted = self.config.role_continuation
+        if wanted is None:
+            wanted = self.profile.role_continuation
+        return {role: bool(wanted) and self._backends[role] is self._backends["policy"] for role in ("localizer", "validator")}
+
+    def _after(self, role: str, memory: Memory) -> Any:
+        """The policy's turn for `role` to continue (None: a request of its own)."""
+        return memory.policy_turn if self.continuation[role] else None
 
     # -- construction --------------------------------------------------------
 
@@ -381,6 +396,8 @@ class Agent:
             "environment": self.environment.kind if self.environment else "browser",
             **({"prompt_layout": self.layout.name} if self.layout.name != "window" else {}),
             **({"image_tokens_per_image": self.image_tokens} if self.image_tokens else {}),
+            **({"memory_images": self.layout.memory_images} if self.layout.memory_images != 3 else {}),
+            "role_continuation": self.continuation,
         }
 
     async def _steps(self, run: _Run, env: Environment, steps_until: float, deadline: float) -> RunResult:
@@ -507,7 +524,7 @@ class Agent:
                     points = []
                     for target in targets_of(action):
                         await run.emit(ModelAsked(index, "localizer"))
-                        points.append(await self.localizer.locate(target, prepared, sink))
+                        points.append(await self.localizer.locate(target, prepared, sink, self._after("localizer", memory)))
                     record.points = points
                     record.action = action = with_points(action, points)
                     if await self._confirmed(run, memory, record, action, observation.notices):
@@ -579,7 +596,9 @@ class Agent:
             memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
             return ("success", answer, None)
         await run.emit(ModelAsked(record.index, "validator"))
-        verdict: Verdict = await self.validator.judge(run.task, judged, self.layout.validator_images(memory), sink)
+        verdict: Verdict = await self.validator.judge(
+            run.task, judged, self.layout.validator_images(memory), sink, self._after("validator", memory),
+        )
         record.verdicts.append(verdict)
         await run.emit(Validated(record.index, verdict))
         if verdict.accepted:
