@@ -91,13 +91,20 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
     result = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--profile", "holotron",
                                       "--json", str(out)])
     assert result.exit_code == 0, result.output
-    rows = {(r["profile"], r["layout"], r["role"]): r for r in json.loads(out.read_text())}
+    rows = {(r["profile"], r["layout"], r["continuation"], r["role"]): r for r in json.loads(out.read_text())}
     pinned = {  # prompt, reusable, uncached tokens per step; screenshots per request (estimated text, exact images)
-        ("holo2", "window", "policy"): (3045.9, 457.6, 2588.3, 2.4),
-        ("holo2", "blocks", "policy"): (3691.5, 2489.6, 1201.9, 3.0),
-        ("holotron", "window", "policy"): (4946.7, 457.6, 4489.1, 2.4),
-        ("holotron", "blocks", "policy"): (6067.5, 4073.6, 1993.9, 3.0),
-        ("holotron", "window", "localizer"): (1492.6, 0.0, 1492.6, 1.0),
+        ("holo2", "window", False, "policy"): (3045.9, 457.6, 2588.3, 2.4),
+        ("holo2", "blocks", False, "policy"): (3691.5, 2489.6, 1201.9, 3.0),
+        ("holotron", "window", False, "policy"): (4946.7, 457.6, 4489.1, 2.4),
+        ("holotron", "blocks", False, "policy"): (6067.5, 4073.6, 1993.9, 3.0),
+        ("holotron", "window", False, "localizer"): (1492.6, 0.0, 1492.6, 1.0),
+        # continuation: the policy's request is the localizer's prefix; its reply and instruction are what is left
+        ("holotron", "window", True, "policy"): (4946.7, 457.6, 4489.1, 2.4),
+        ("holotron", "window", True, "localizer"): (3833.3, 3724.8, 108.5, 2.25),
+        ("holotron", "blocks", True, "all"): (12278.3, 10137.6, 2140.7, 3.0),
+        ("holotron", "window", False, "all"): (7547.9, 816.0, 6731.9, 1.9),
+        ("holo2", "blocks", True, "all"): (7526.3, 6176.0, 1350.3, 3.0),
+        ("holo2", "window", False, "all"): (4538.3, 656.0, 3882.3, 1.9),
     }
     for key, figures in pinned.items():
         row = rows[key]
@@ -107,8 +114,14 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
         got = (row["prompt_tokens_per_step"], row["reusable_tokens_per_step"], row["uncached_tokens_per_step"],
                row["screenshots_per_request"])
         assert got == figures, key
-    assert rows[("holotron", "window", "localizer")]["image_tokens_per_request"] == 1794  # 3×2 tiles + thumbnail
-    assert "| holo2 | blocks | - | policy |" in result.output and "window / blocks uncached" in result.output
+    assert rows[("holotron", "window", False, "localizer")]["image_tokens_per_request"] == 1794  # 3×2 tiles + thumbnail
+    assert "| holo2 | blocks | off | - | policy |" in result.output and "window / blocks uncached" in result.output
+    assert "holotron budget - all: window / blocks+continuation uncached = 3.14x" in result.output
+    only = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--continuation", "on",
+                                    "--layout", "window", "--json", str(out)])
+    assert only.exit_code == 0 and {r["continuation"] for r in json.loads(out.read_text())} == {True}
+    wrong = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--continuation", "maybe"])
+    assert wrong.exit_code == 2 and "on/off" in wrong.output
     bad = CliRunner().invoke(app, ["bench", "prompts", str(tmp_path)])
     assert bad.exit_code == 2 and "no run directories" in bad.output
 
