@@ -23,6 +23,18 @@ With `--layouts window,blocks` every level runs once per prompt layout
 (surfer/apps/concurrency.py, up to the highest level) per layout; the
 results then hold blocks-over-window steps/s and prefix-hit ratios per
 level, and auto's steps/s over the best fixed level's.
+With `--variants` (surfer/apps/gpu_variants.py) each run is one variant of
+the client-side settings (layout, role continuation, image budget, history
+depth, sessions), all within one server start per model; the results then
+hold each variant's steady steps/s and computed tokens per agent step over
+the first variant's.
+
+Every run also reports a steady-state window (surfer/apps/gpu_steady.py):
+steps counted only after every session has finished its first step, until
+each has done `--min-steps` more (the run then stops; `--window` is the time
+limit), with the prompt tokens the engine computed per agent step from
+vLLM's counters.
+
 With `--base-url`, an already running server is used instead (no serving;
 the tests use the stand-in server this way).
 """
@@ -49,6 +61,9 @@ import typer
 from surfer.core.errors import ConfigError
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
 
+from .gpu_steady import SteadyWindow, counter_figures, gauge_figures
+from .gpu_variants import Variant
+from .gpu_variants import runs as variant_runs
 from .throughput import _pct, parse_levels
 
 if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads no pydantic model
@@ -108,17 +123,24 @@ class RecordingBackend(ModelBackend):
 # -- vLLM's /metrics -----------------------------------------------------------------
 
 
-_METRIC = re.compile(r"^(vllm:[a-z_]+)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
+_METRIC = re.compile(r"^(vllm:[a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$")
+_SOURCE = re.compile(r'source="([a-z_]+)"')
 
 
 def parse_metrics(text: str) -> dict[str, float]:
-    """Sum of each vllm:* series (over labels) in a Prometheus text page."""
+    """Sum of each vllm:* series (over labels) in a Prometheus text page; a series with a
+    `source` label (vLLM's prompt tokens by source) is also kept per source, as `name:source`."""
     values: dict[str, float] = {}
     for line in text.splitlines():
         match = _METRIC.match(line.strip())
         if match:
             name = match.group(1).removesuffix("_total")
-            values[name] = values.get(name, 0.0) + float(match.group(2))
+            value = float(match.group(3))
+            values[name] = values.get(name, 0.0) + value
+            source = _SOURCE.search(match.group(2) or "")
+            if source:
+                key = f"{name}:{source.group(1)}"
+                values[key] = values.get(key, 0.0) + value
     return values
 
 
@@ -129,6 +151,7 @@ class MetricsSampler:
         self.url = root.rstrip("/") + "/metrics"
         self.interval = interval
         self.samples: list[dict[str, float]] = []
+        self.times: list[float] = []  # time.monotonic() of each sample
         self._task: asyncio.Task[None] | None = None
 
     async def _read(self, client: Any) -> dict[str, float] | None:
@@ -140,10 +163,19 @@ class MetricsSampler:
 
     async def _loop(self, client: Any) -> None:
         while True:
-            sample = await self._read(client)
-            if sample:
-                self.samples.append(sample)
+            await self.snapshot()
             await asyncio.sleep(self.interval)
+
+    async def snapshot(self) -> dict[str, float] | None:
+        """Read /metrics now and keep the sample (None where it could not be read)."""
+        sample = await self._read(self._client)
+        if sample:
+            self.samples.append(sample)
+            self.times.append(time.monotonic())
+        return sample
+
+    def timed(self) -> list[tuple[float, dict[str, float]]]:
+        return list(zip(self.times, self.samples))
 
     async def __aenter__(self) -> "MetricsSampler":
         httpx = _httpx()
@@ -155,9 +187,7 @@ class MetricsSampler:
         assert self._task is not None
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
-        last = await self._read(self._client)
-        if last:
-            self.samples.append(last)
+        await self.snapshot()
         await self._client.aclose()
 
     def summary(self) -> dict[str, Any] | None:
@@ -209,14 +239,22 @@ class LevelTally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failed_calls: int = 0
+    steady: SteadyWindow | None = None
 
     def __call__(self, event: Event) -> None:
-        from surfer.agent.events import ModelCalled, RunStarted, StepFinished
+        from surfer.agent.events import Finished, ModelCalled, RunStarted, StepFinished
 
         if isinstance(event, RunStarted):
             _session.set(event.run_id)  # runs in the session's own task: tags its requests
+            if self.steady is not None:
+                self.steady.session_started(event.run_id)
+        elif isinstance(event, Finished):
+            if self.steady is not None:
+                self.steady.session_ended(_session.get())
         elif isinstance(event, StepFinished):
             self.steps.append(event.record.timings.total)
+            if self.steady is not None:
+                self.steady.step_finished(_session.get(), event.record.timings.total)
         elif isinstance(event, ModelCalled):
             self.calls.append(event.call.seconds)
             self.prompt_tokens += event.call.usage.prompt_tokens
@@ -255,24 +293,71 @@ async def _timed(coro: Any, window: float) -> float:
     return min(elapsed, window)
 
 
+async def _steady_run(coro: Any, window: float, steady: SteadyWindow, sampler: MetricsSampler | None,
+                      ) -> tuple[float, float, list[dict[str, float] | None]]:
+    """Run `coro` until it ends, the steady window closes (/metrics read at its start and end,
+    then `coro` cancelled) or `window` seconds pass; (seconds it ran, when it stopped, readings)."""
+    started = time.monotonic()
+    task = asyncio.ensure_future(coro)
+    readings: list[dict[str, float] | None] = []
+
+    async def watch() -> None:
+        await steady.opened.wait()
+        readings.append(await sampler.snapshot() if sampler else None)
+        await steady.closed.wait()
+        readings.append(await sampler.snapshot() if sampler else None)
+
+    watcher = asyncio.ensure_future(watch())
+    done, _ = await asyncio.wait({task, watcher}, timeout=window, return_when=asyncio.FIRST_COMPLETED)
+    stopped = time.monotonic()
+    if not watcher.done():
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    if len(readings) == 1:  # the end reading, at the time limit or the run's end (none: no window, or no start reading)
+        readings.append(await sampler.snapshot() if sampler else None)
+    if not task.done():
+        task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+    return min(stopped - started, window), stopped, readings
+
+
+def steady_figures(steady: SteadyWindow, stopped: float, readings: list[dict[str, float] | None],
+                   sampler: MetricsSampler | None) -> dict[str, Any] | None:
+    """The steady window's row: steps/s and step times, and what the engine did in it."""
+    figures = steady.summary(stopped)
+    if figures is None:
+        return None
+    first, last = (readings + [None, None])[:2]
+    figures.update(counter_figures(first, last, figures["steps"]))
+    if sampler is not None and steady.t0 is not None:
+        figures.update(gauge_figures(sampler.timed(), steady.t0, steady.t1 or stopped))
+    return figures
+
+
 async def surfer_level(config: Any, recordings: list[Any], concurrency: int | str, window: float, work: Path,
-                       sessions: int | None = None, auto: dict[str, Any] | None = None,
-                       ) -> tuple[dict[str, Any], list[SentRequest]]:
+                       sessions: int | None = None, auto: dict[str, Any] | None = None, min_steps: int = 0,
+                       sampler: MetricsSampler | None = None) -> tuple[dict[str, Any], list[SentRequest]]:
     """Run `sessions` replay tasks (default 2 × concurrency) with `concurrency` sessions (or "auto",
-    with AutoConcurrency options `auto`) for at most `window` s."""
+    with AutoConcurrency options `auto`) for at most `window` s; with `min_steps`, stop once the
+    steady window closed (every session running after the ramp did that many more steps)."""
     from surfer.apps.batch import Batch, BatchTask
     from surfer.models.http import OpenAICompatibleBackend
 
     backend = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
     count = sessions or max(4, 2 * int(concurrency))
     tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
-    tally = LevelTally()
+    cohort = int((auto or {}).get("start", 1)) if concurrency == "auto" else int(concurrency)
+    steady = SteadyWindow(min(cohort, count), min_steps)
+    tally = LevelTally(steady=steady)
     batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings,
                   auto=auto if concurrency == "auto" else None)
     try:
         await backend.check()  # the HTTP client is made before the window, as the bare generator's is
         await batch.read_replays()  # and the screenshots read: the bare generator sends them ready-made
-        seconds = await _timed(batch.run(), window)
+        steady.start = time.monotonic()
+        seconds, stopped, readings = await _steady_run(batch.run(), window, steady, sampler)
     finally:
         await backend.aclose()
     finished = batch.index.read()
@@ -289,6 +374,7 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
         "statuses": statuses,
         "unusable_outputs": tally.failed_calls,
         **tally.rates(seconds),
+        "steady": steady_figures(steady, stopped, readings, sampler),
     }
     if batch.auto is not None:
         result["concurrency_control"] = batch.concurrency_report
@@ -338,24 +424,33 @@ _TASK = (
 async def bench_levels(config: Any, recordings: list[Any], levels: list[int], window: float, *,
                        bare: bool = True, say: Any = print, out: list[dict[str, Any]] | None = None,
                        progress: Any = None, layouts: tuple[str, ...] = ("window",), auto: bool = False,
-                       auto_interval: float = 5.0, auto_only: bool = False) -> list[dict[str, Any]]:
-    """Every level against the server in `config` (surfer, then the bare replay of what it sent),
-    per prompt layout, plus `--concurrency auto` when `auto` (only that when `auto_only`: the levels
-    then give its start and ceiling); rows are appended to `out` as they finish, and `progress()`
-    called after each."""
+                       auto_interval: float = 5.0, auto_only: bool = False, variants: list[Variant] | None = None,
+                       min_steps: int = 0) -> list[dict[str, Any]]:
+    """Every variant (default: one per prompt layout) at every level against the server in `config`
+    (surfer, then the bare replay of what it sent), plus `--concurrency auto` when `auto` (only that
+    when `auto_only`: the levels then give its start and ceiling); a variant with a concurrency of
+    its own runs at that only. Rows are appended to `out` as they finish, and `progress()` called after each."""
+    from surfer.models.profiles import get_profile
+
     root = config.base_url.rstrip("/").removesuffix("/v1")
     out = [] if out is None else out
-    top = max(levels)
-    runs: list[tuple[str, int | str]] = [(layout, level) for layout in layouts for level in [*([] if auto_only else levels), *(["auto"] if auto or auto_only else [])]]
+    profile = get_profile(config.profile)
+    chosen = variant_runs(variants or [Variant(layout=layout) for layout in layouts], levels, auto, auto_only)
+    top = max([*levels, *(v.concurrency for v in chosen if isinstance(v.concurrency, int))])
     with tempfile.TemporaryDirectory(prefix="surfer-gpu-") as tmp:
-        for layout, level in runs:
+        for number, variant in enumerate(chosen):
+            level = variant.concurrency
+            assert level is not None
             reset = await reset_server_caches(root)
-            layout_config = config.model_copy(update={"prompt_layout": layout})
+            run_config = config.model_copy(update=variant.config_update())
             options = {"start": min(levels), "maximum": top, "interval": auto_interval, "fallback": top}
             async with MetricsSampler(root) as sampler:
-                surfer, sent = await surfer_level(layout_config, recordings, level, window, Path(tmp) / f"{layout}-c{level}",
-                                                  sessions=2 * top if level == "auto" else None, auto=options)
-            row: dict[str, Any] = {"layout": layout, "concurrency": level, "caches_reset": reset, "surfer": surfer,
+                surfer, sent = await surfer_level(run_config, recordings, level, window, Path(tmp) / f"run{number}-c{level}",
+                                                  sessions=2 * top if level == "auto" else None, auto=options,
+                                                  # auto runs the whole window: its controller needs the time to settle
+                                                  min_steps=0 if level == "auto" else min_steps, sampler=sampler)
+            row: dict[str, Any] = {"name": variant.label(), "variant": variant.resolved(profile), "layout": variant.layout,
+                                   "concurrency": level, "caches_reset": reset, "surfer": surfer,
                                    "surfer_server": sampler.summary()}
             if bare and sent and level != "auto":
                 await reset_server_caches(root)
@@ -375,8 +470,13 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
 
 def level_line(row: dict[str, Any]) -> str:
     s = row["surfer"]
-    line = (f"{row.get('layout', 'window')} c={row['concurrency']:>4}  {s['steps_per_s']:.2f} steps/s  {s['prompt_tokens_per_s']:.0f} prompt tok/s  "
+    line = (f"{row.get('name', row.get('layout', 'window'))} c={row['concurrency']:>4}  {s['steps_per_s']:.2f} steps/s  "
+            f"{s['prompt_tokens_per_s']:.0f} prompt tok/s  "
             f"{s['completion_tokens_per_s']:.0f} gen tok/s  step p50 {s['step_p50']}s p95 {s['step_p95']}s")
+    steady = s.get("steady")
+    if steady:
+        line += (f"  steady {_fmt(steady['steps_per_s'])} steps/s over {steady['seconds']:.0f} s"
+                 f" ({steady['min_steps_per_session']}+ steps/session), computed {_fmt(steady.get('computed_prompt_tokens_per_step'), 0)} tok/step")
     if "surfer_vs_bare" in row:
         line += f"  surfer/bare calls/s {row['surfer_vs_bare']['calls_per_s']}"
     return line
@@ -394,12 +494,14 @@ class Served:
 
 
 def serve_model(shape: str, model_dir: Path, port: int, max_concurrency: int, log: Path, timeout: float,
-                extra: tuple[str, ...] = (), layout: str = "window") -> Served:
-    """Start `surfer serve` for a dummy-weight model directory and wait until it answers."""
+                extra: tuple[str, ...] = (), layout: str = "window", images: int | None = None) -> Served:
+    """Start `surfer serve` for a dummy-weight model directory and wait until it answers;
+    `images`: the most images one request may hold (default: what `layout` needs)."""
     httpx = _httpx()
     command = [
         sys.executable, "-m", "surfer", "serve", str(model_dir), "--profile", shape, "--port", str(port),
-        "--max-concurrency", str(max_concurrency), "--timeout", str(timeout), "--prompt-layout", layout, "--",
+        "--max-concurrency", str(max_concurrency), "--timeout", str(timeout), "--prompt-layout", layout,
+        *(["--max-images", str(images)] if images else []), "--",
         "--load-format", "dummy", "--structured-outputs-config", STRUCTURED, *extra,
     ]
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
@@ -473,8 +575,8 @@ def gpu_memory() -> dict[str, Any] | None:
 
 
 def table(results: dict[str, Any]) -> str:
-    several = len(results.get("layouts") or ["window"]) > 1
-    head = ("| model | " + ("layout | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
+    several = len(results.get("layouts") or ["window"]) > 1 or bool(results.get("variants"))
+    head = ("| model | " + ("variant | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
             "prefix hit | KV use mean / max | running / waiting (mean) | unusable replies | bare calls/s | surfer / bare |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for model in results["models"]:
@@ -486,7 +588,7 @@ def table(results: dict[str, Any]) -> str:
             bare = row.get("bare") or {}
             ratio = (row.get("surfer_vs_bare") or {}).get("calls_per_s")
             lines.append(
-                f"| {model['name']} | " + (f"{row.get('layout', 'window')} | " if several else "") +
+                f"| {model['name']} | " + (f"{row.get('name', row.get('layout', 'window'))} | " if several else "") +
                 f"{row['concurrency']} | {s['steps_per_s']:.2f} | {s['prompt_tokens_per_s']:.0f} | "
                 f"{s['completion_tokens_per_s']:.0f} | {_fmt(s['step_p50'])} / {_fmt(s['step_p95'])} | "
                 f"{_fmt(s['call_p50'])} / {_fmt(s['call_p95'])} | {_fmt(hit)} | "
@@ -540,8 +642,56 @@ def layout_gains(results: dict[str, Any], reference: str = "window") -> dict[str
     return out
 
 
-def _ratio(a: float, b: float) -> float | None:
-    return round(a / b, 3) if b else None
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def variant_gains(results: dict[str, Any]) -> dict[str, Any]:
+    """Per model: each variant's steady steps/s and computed prompt tokens per agent step over the
+    first variant's at the same concurrency (the first variant is the reference)."""
+    out: dict[str, Any] = {}
+    for model in results["models"]:
+        rows = [r for r in model.get("levels", []) if "name" in r]
+        if not rows:
+            continue
+        reference = rows[0]["name"]
+        by_level = {r["concurrency"]: r for r in rows if r["name"] == reference}
+        gains: dict[str, Any] = {}
+        for row in rows:
+            ref = by_level.get(row["concurrency"])
+            if ref is None or row is ref:
+                continue
+            mine, theirs = (x["surfer"].get("steady") or {} for x in (row, ref))
+            gains[f"{row['name']}/{reference} c={row['concurrency']}"] = {
+                "steady_steps_per_s": _ratio(mine.get("steps_per_s"), theirs.get("steps_per_s")),
+                "computed_tokens_per_step": [theirs.get("computed_prompt_tokens_per_step"), mine.get("computed_prompt_tokens_per_step")],
+            }
+        out[model["name"]] = gains
+    return out
+
+
+def steady_table(results: dict[str, Any]) -> str:
+    """One line per run: the steady window's figures."""
+    head = ("| model | variant | c | steady steps/s | step p50 / p95 s | steps/session | computed tok/step | "
+            "prompt tok/step | prefix hit | KV use mean / max | running / waiting (mean) | preemptions | complete |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for model in results["models"]:
+        for row in model.get("levels", []):
+            st = row["surfer"].get("steady")
+            if not st:
+                lines.append(f"| {model['name']} | {row.get('name', row.get('layout'))} | {row['concurrency']} | "
+                             "no steady window (a session never finished its first step) |" + " |" * 9)
+                continue
+            kv, running, waiting = (st.get(k) or {} for k in ("kv_cache_usage", "running", "waiting"))
+            lines.append(
+                f"| {model['name']} | {row.get('name', row.get('layout'))} | {row['concurrency']} | {_fmt(st['steps_per_s'])} | "
+                f"{_fmt(st['step_p50'])} / {_fmt(st['step_p95'])} | {st['min_steps_per_session']}+ | "
+                f"{_fmt(st.get('computed_prompt_tokens_per_step'), 0)} | {_fmt(st.get('prompt_tokens_per_step'), 0)} | "
+                f"{_fmt(st.get('prefix_cache_hit_rate'))} | {_fmt(kv.get('mean'))} / {_fmt(kv.get('max'))} | "
+                f"{_fmt(running.get('mean'), 1)} / {_fmt(waiting.get('mean'), 1)} | {_fmt(st.get('preemptions'), 0)} | "
+                f"{'yes' if st['complete'] else 'no'} |"
+            )
+    return "\n".join(lines)
 
 
 # -- the command -------------------------------------------------------------------------
@@ -551,13 +701,16 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                   base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
                   extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
                   layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0,
-                  auto_only: bool = False) -> dict[str, Any]:
-    """Serve and measure each model in turn; `progress(results)` is called whenever a level or model is done."""
+                  auto_only: bool = False, variants: list[Variant] | None = None, min_steps: int = 0) -> dict[str, Any]:
+    """Serve and measure each model in turn (one server start per model, every variant inside it);
+    `progress(results)` is called whenever a level or model is done."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.options import replay_recordings
+    from surfer.models.profiles import get_profile
 
     recordings = replay_recordings("replay", replay)
     results: dict[str, Any] = {"levels": levels, "layouts": list(layouts), "auto": auto, "window_seconds": window, "replay": replay,
+                               "min_steps": min_steps, "variants": [v.label() for v in variants] if variants else None,
                                "recordings": [r.name for r in recordings], "models": []}
     for shape, where in models:
         entry: dict[str, Any] = {"name": shape, "model": where, "levels": []}
@@ -570,8 +723,11 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                 log_dir.mkdir(parents=True, exist_ok=True)
                 say(f"{shape}: starting vLLM for {where} …")
                 started = time.monotonic()
-                served = serve_model(shape, Path(where), port, max(levels), log_dir / f"vllm-{shape}.log",
-                                     serve_timeout, extra, layout="blocks" if "blocks" in layouts else "window")
+                everything = variants or [Variant(layout=layout) for layout in layouts]
+                images = max(v.max_images(get_profile(shape)) for v in everything)
+                top = max([*levels, *(v.concurrency for v in everything if isinstance(v.concurrency, int))])
+                served = serve_model(shape, Path(where), port, top, log_dir / f"vllm-{shape}.log",
+                                     serve_timeout, extra, layout="blocks" if "blocks" in layouts else "window", images=images)
                 entry["engine_start_seconds"] = round(served.start_seconds, 1)
                 entry["serve_seconds"] = round(time.monotonic() - started, 1)
                 say(f"{shape}: vLLM answered after {served.start_seconds:.0f} s")
@@ -580,7 +736,8 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
                                      say=lambda t, s=shape: say(f"{s}: {t}"),
                                      progress=lambda: progress and progress(results),
-                                     layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only))
+                                     layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only,
+                                     variants=variants, min_steps=min_steps))
             entry["gpu_memory"] = gpu_memory()
         except (RuntimeError, OSError) as exc:
             entry["error"] = str(exc)
@@ -592,7 +749,8 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             if progress:
                 progress(results)
     results["hybrid_over_transformer"] = ratios(results)
-    results["layout_gains"] = layout_gains(results)
+    results["layout_gains"] = layout_gains(results) if not variants else {}
+    results["variant_gains"] = variant_gains(results)
     return results
 
 
@@ -632,6 +790,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         auto: bool = typer.Option(False, "--auto", help="Also run --concurrency auto (up to the highest level) per layout."),
         auto_interval: float = typer.Option(5.0, "--auto-interval", help="Seconds between --concurrency auto's decisions."),
         auto_only: bool = typer.Option(False, "--auto-only", help="Run only --concurrency auto (starting at the lowest level, up to the highest)."),
+        variants_text: Optional[str] = typer.Option(
+            None, "--variants", help="Client-side variants compared in one server start: 'layout=window,continuation=off; "
+            "layout=blocks,continuation=on,concurrency=64|128' or a .json/.toml file (see surfer/apps/gpu_variants.py)."),
+        min_steps: int = typer.Option(
+            5, "--min-steps", min=0, help="Steady window: after every session's first step, until each did this many more "
+            "steps; the run then stops (--window is its time limit). 0: run the whole --window."),
     ) -> None:
         """Serve each model, run surfer batches over the replay environment and the bare generator; print a table."""
         import shlex
@@ -641,6 +805,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             from surfer.agent.layouts import check_layout
 
             layouts = tuple(check_layout(name.strip()) for name in layouts_text.split(",") if name.strip())
+            from .gpu_variants import parse_variants
+
+            variants = parse_variants(variants_text) if variants_text else None
             pairs = []
             for item in model:
                 shape, _, where = item.partition("=")
@@ -650,15 +817,17 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             results = run_gpu_bench(pairs, levels=levels, window=window, replay=replay, base_url=base_url, port=port,
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
                                     extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
-                                    auto_interval=auto_interval, auto_only=auto_only, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
+                                    auto_interval=auto_interval, auto_only=auto_only, variants=variants, min_steps=min_steps,
+                                    progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         out.write_text(json.dumps(results, indent=2))
         typer.echo(table(results))
+        typer.echo(steady_table(results))
         for level, values in results["hybrid_over_transformer"].items():
             typer.echo(f"holotron / holo2 at c={level}: {values}")
-        for name, gains in results["layout_gains"].items():
+        for name, gains in [*results["layout_gains"].items(), *results["variant_gains"].items()]:
             for key, value in gains.items():
                 typer.echo(f"{name} {key}: {value}")
         typer.echo(f"results: {out}")
