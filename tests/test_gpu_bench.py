@@ -217,3 +217,16 @@ def test_variants_compare_client_settings_in_one_server_with_a_steady_window(sta
     gains = data["variant_gains"]["holotron"]
     assert list(gains) == ["blocks+cont/window+nocont c=3"] and gains["blocks+cont/window+nocont c=3"]["steady_steps_per_s"]
     assert "| holotron | blocks+cont | 3 |" in result.output and "steady steps/s" in result.output
+
+
+def test_lengthened_replays_play_long_sessions_without_repeating_an_image() -> None:
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import lengthened, load_recording, read_screenshots
+
+    recording = load_recording(DEMO_RECORDINGS / "demo-1280x800")
+    long = lengthened(recording, 12)
+    assert len(long.frames) == 12 and long.frames[5].path == recording.frames[0].path and long.frames[5].loop == 1
+    shots = read_screenshots(long, variant=3)
+    assert len({s.data for s in shots}) == 12  # every pass marked differently
+    assert [s.data for s in shots[:5]] == [s.data for s in read_screenshots(recording, variant=3)]
+    assert lengthened(recording, 3) is recording

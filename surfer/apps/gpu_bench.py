@@ -332,7 +332,8 @@ def steady_figures(steady: SteadyWindow, stopped: float, readings: list[dict[str
     first, last = (readings + [None, None])[:2]
     figures.update(counter_figures(first, last, figures["steps"]))
     if sampler is not None and steady.t0 is not None:
-        figures.update(gauge_figures(sampler.timed(), steady.t0, steady.t1 or stopped))
+        # to `stopped`: the window's end reading (taken just after it closed) counts among the samples
+        figures.update(gauge_figures(sampler.timed(), steady.t0, max(steady.t1 or stopped, stopped)))
     return figures
 
 
@@ -701,16 +702,19 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                   base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
                   extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
                   layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0,
-                  auto_only: bool = False, variants: list[Variant] | None = None, min_steps: int = 0) -> dict[str, Any]:
+                  auto_only: bool = False, variants: list[Variant] | None = None, min_steps: int = 0,
+                  session_steps: int = 0) -> dict[str, Any]:
     """Serve and measure each model in turn (one server start per model, every variant inside it);
     `progress(results)` is called whenever a level or model is done."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.options import replay_recordings
     from surfer.models.profiles import get_profile
 
-    recordings = replay_recordings("replay", replay)
+    from surfer.tools.replay import lengthened
+
+    recordings = [lengthened(r, session_steps) for r in replay_recordings("replay", replay)]
     results: dict[str, Any] = {"levels": levels, "layouts": list(layouts), "auto": auto, "window_seconds": window, "replay": replay,
-                               "min_steps": min_steps, "variants": [v.label() for v in variants] if variants else None,
+                               "min_steps": min_steps, "session_steps": session_steps, "variants": [v.label() for v in variants] if variants else None,
                                "recordings": [r.name for r in recordings], "models": []}
     for shape, where in models:
         entry: dict[str, Any] = {"name": shape, "model": where, "levels": []}
@@ -732,7 +736,9 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                 entry["serve_seconds"] = round(time.monotonic() - started, 1)
                 say(f"{shape}: vLLM answered after {served.start_seconds:.0f} s")
                 url, model = served.base_url, where
-            config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600)
+            # one step more than the longest recording: a replay ends when its recording does, never with a final answer
+            config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600,
+                                 max_steps=max(30, *(len(r.frames) + 1 for r in recordings)))
             asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
                                      say=lambda t, s=shape: say(f"{s}: {t}"),
                                      progress=lambda: progress and progress(results),
@@ -793,6 +799,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         variants_text: Optional[str] = typer.Option(
             None, "--variants", help="Client-side variants compared in one server start: 'layout=window,continuation=off; "
             "layout=blocks,continuation=on,concurrency=64|128' or a .json/.toml file (see surfer/apps/gpu_variants.py)."),
+        session_steps: int = typer.Option(
+            30, "--session-steps", min=0, help="Replay each recording as a session of this many steps (its screenshots "
+            "again from the first, marked per pass so none repeats); 0: the recording's length."),
         min_steps: int = typer.Option(
             5, "--min-steps", min=0, help="Steady window: after every session's first step, until each did this many more "
             "steps; the run then stops (--window is its time limit). 0: run the whole --window."),
@@ -818,7 +827,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
                                     extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
                                     auto_interval=auto_interval, auto_only=auto_only, variants=variants, min_steps=min_steps,
-                                    progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
+                                    session_steps=session_steps, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

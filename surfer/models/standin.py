@@ -20,7 +20,8 @@ gets in it is counted as preempted and takes twice `delay` (the recompute of
 a thrashing cache), so too many sessions lower the answers per second. It
 then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
-prompt, generated and prefix-cache tokens in vLLM's counter names.
+prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
+that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
 """
 
 from __future__ import annotations
@@ -259,6 +260,11 @@ class StandInServer:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/") in ("/reset_prefix_cache", "/reset_mm_cache") and server.kv_capacity is not None:
+                    with server._kv:  # vLLM's dev-mode endpoints: the next run starts from an empty cache
+                        server._cached_blocks.clear()
+                    self._send(200, {})
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
