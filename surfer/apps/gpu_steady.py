@@ -5,9 +5,9 @@ left out), and end the window once every session running then has done
 
 Beside steps/s and step p50/p95 it reports what the engine did in that window,
 from vLLM's /metrics counters read at its start and end: the prompt tokens it
-computed per agent step (prompt tokens minus prefix-cache hits, or the
-`local_compute` source where vLLM counts prompt tokens by source), the prefix
-hit rate, preemptions, and the KV use and running / waiting requests sampled
+computed per agent step (`vllm:prompt_tokens_by_source{source="local_compute"}`,
+which vLLM 0.25.1 exposes, else prompt tokens minus prefix-cache hits), the
+prefix and multimodal-cache hit rates, preemptions, and the KV use and running / waiting requests sampled
 in between. Counters a server does not expose are left out (None), never guessed.
 """
 
@@ -26,6 +26,7 @@ COMPUTED = "vllm:prompt_tokens_by_source:local_compute"
 QUERIES, HITS = "vllm:prefix_cache_queries", "vllm:prefix_cache_hits"
 GENERATED = "vllm:generation_tokens"
 PREEMPTIONS = "vllm:num_preemptions"
+MM_QUERIES, MM_HITS = "vllm:mm_cache_queries", "vllm:mm_cache_hits"  # the multimodal processor cache
 
 
 @dataclass
@@ -128,7 +129,12 @@ def counter_figures(first: dict[str, float] | None, last: dict[str, float] | Non
         "generation_tokens_per_step": per_step(delta(GENERATED)),
         "prefix_cache_hit_rate": round(hits / queries, 4) if hits is not None and queries else None,
         "preemptions": delta(PREEMPTIONS),
+        "mm_cache_hit_rate": _rate(delta(MM_HITS), delta(MM_QUERIES)),
     }
+
+
+def _rate(part: float | None, whole: float | None) -> float | None:
+    return round(part / whole, 4) if part is not None and whole else None
 
 
 def gauge_figures(samples: list[tuple[float, dict[str, float]]], t0: float, t1: float) -> dict[str, Any]:

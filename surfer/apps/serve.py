@@ -54,6 +54,9 @@ LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
 # --profile NAME` adds them after the family's own flags (checked against the installed vLLM like
 # the others), unless the command line after `--` names the flag itself. Left empty until a GPU
 # run decides them: put the measured figures and the reason in the README's model table.
+# Candidates to measure (vLLM 0.25.1 CacheConfig): --mamba-cache-mode (none / align / all),
+# --mamba-block-size, --max-num-batched-tokens; a flag missing from FLAG_SINCE is left out of
+# `--dry-run` plans without vLLM installed, so add it there too.
 MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
     "holotron": {},
     "holo2": {},
