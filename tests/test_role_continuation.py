@@ -68,7 +68,7 @@ def test_localizer_and_validator_continue_the_policy_request(layout: str) -> Non
 
 def test_separate_endpoints_and_the_setting_keep_requests_of_their_own() -> None:
     own = ScriptedModel(default={"localizer": _point})
-    agent, model, events = _run("holotron", None, backends={"localizer": own})
+    agent, _model, _events = _run("holotron", None, backends={"localizer": own})
     assert agent.continuation == {"localizer": False, "validator": True}
     (request,) = own.requests
     assert isinstance(request.messages[0].content[0], ImagePart) and len(request.messages) == 1
@@ -87,7 +87,7 @@ def test_separate_endpoints_and_the_setting_keep_requests_of_their_own() -> None
 def test_points_are_read_in_the_same_frame_with_and_without_continuation(profile: str) -> None:
     points = {}
     for continuation in (False, True):
-        agent, model, events = _run(profile, continuation)
+        _agent, model, events = _run(profile, continuation)
         localizer = next(r for r in model.requests if r.schema_name == "localizer")
         if continuation:
             assert "the last screenshot above" in _texts(localizer.messages[-1])

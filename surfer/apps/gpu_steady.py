@@ -121,7 +121,10 @@ def counter_figures(first: dict[str, float] | None, last: dict[str, float] | Non
     source = "prompt_tokens_by_source{source=local_compute}"
     if computed is None and prompt is not None and hits is not None:
         computed, source = max(0.0, prompt - hits), "prompt_tokens - prefix_cache_hits"
-    per_step = (lambda v: round(v / steps, 1) if v is not None and steps else None)
+
+    def per_step(value: float | None) -> float | None:
+        return round(value / steps, 1) if value is not None and steps else None
+
     return {
         "prompt_tokens_per_step": per_step(prompt),
         "computed_prompt_tokens_per_step": per_step(computed),

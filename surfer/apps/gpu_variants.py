@@ -48,7 +48,7 @@ class Variant:
         return {"prompt_layout": self.layout, "role_continuation": self.continuation, "image_budget": self.image_budget,
                 "memory_images": self.memory_images, "block_images": self.block_images}
 
-    def at(self, concurrency: int | str) -> "Variant":
+    def at(self, concurrency: int | str) -> Variant:
         return Variant(**{**asdict(self), "concurrency": concurrency})
 
     def label(self) -> str:
