@@ -79,6 +79,8 @@ class Variant:
             "image_budget": self.image_budget or profile.image_budget,
             "memory_images": self.memory_images or profile.max_images,
             "block_images": self.block_images, "max_images": self.max_images(profile),
+            # each screenshot's share of the budget, as the agent computes it (None: full resolution)
+            "image_tokens_per_image": (budget // self.max_images(profile)) if (budget := self.image_budget or profile.image_budget) else None,
             "concurrency": self.concurrency,
         }
 
