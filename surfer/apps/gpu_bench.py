@@ -340,14 +340,16 @@ def steady_figures(steady: SteadyWindow, stopped: float, readings: list[dict[str
 async def surfer_level(config: Any, recordings: list[Any], concurrency: int | str, window: float, work: Path,
                        sessions: int | None = None, auto: dict[str, Any] | None = None, min_steps: int = 0,
                        sampler: MetricsSampler | None = None) -> tuple[dict[str, Any], list[SentRequest]]:
-    """Run `sessions` replay tasks (default 2 × concurrency) with `concurrency` sessions (or "auto",
+    """Run `sessions` replay tasks (default 2 × concurrency; with `min_steps`, one per session) with `concurrency` sessions (or "auto",
     with AutoConcurrency options `auto`) for at most `window` s; with `min_steps`, stop once the
     steady window closed (every session running after the ramp did that many more steps)."""
     from surfer.apps.batch import Batch, BatchTask
     from surfer.models.http import OpenAICompatibleBackend
 
     backend = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
-    count = sessions or max(4, 2 * int(concurrency))
+    # a steady window ends long before sessions of --session-steps do: one task per session is enough
+    # (and halves the screenshots read and marked before the window); else twice as many, to keep slots full
+    count = sessions or (int(concurrency) if min_steps else max(4, 2 * int(concurrency)))
     tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
     cohort = int((auto or {}).get("start", 1)) if concurrency == "auto" else int(concurrency)
     steady = SteadyWindow(min(cohort, count), min_steps)
