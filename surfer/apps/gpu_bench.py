@@ -440,7 +440,8 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
     profile = get_profile(config.profile)
     chosen = variant_runs(variants or [Variant(layout=layout) for layout in layouts], levels, auto, auto_only)
     top = max([*levels, *(v.concurrency for v in chosen if isinstance(v.concurrency, int))])
-    with tempfile.TemporaryDirectory(prefix="surfer-gpu-") as tmp:
+    # a cancelled session's file writes may still be finishing in their threads when the window ends
+    with tempfile.TemporaryDirectory(prefix="surfer-gpu-", ignore_cleanup_errors=True) as tmp:
         for number, variant in enumerate(chosen):
             level = variant.concurrency
             assert level is not None
