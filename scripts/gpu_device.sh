@@ -4,7 +4,9 @@
 #   bash scripts/gpu_device.sh serve SHAPE [PORT]       # `surfer serve` in its own session; waits until it answers
 #     (`start SHAPE [PORT]` only starts it, `wait SHAPE [PORT]` waits; the log is /tmp/vllm-SHAPE.log)
 #   bash scripts/gpu_device.sh bench SHAPE WINDOW [LEVELS] [PORT] [TAG]   # surfer bench gpu run against it, JSON in $OUT
-#     (BENCH_ARGS: more `surfer bench gpu run` options, e.g. "--layouts window,blocks --auto --no-bare")
+#     (BENCH_ARGS: more `surfer bench gpu run` options, e.g. "--layouts window,blocks --auto --no-bare", or
+#      "--variants $PWD/benchmarks/variants-levers.toml --no-bare --min-steps 5": client-side variants in one server start;
+#      serve with MAX_CONCURRENCY=256 SERVE_ARGS="--max-images 32" for the deep-history / 256-session variants)
 #   bash scripts/gpu_device.sh stop SHAPE               # stop that server and wait until it has exited
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
 # (engine start: 3 to 6 minutes). SURFER_SRC: the directory holding the surfer package (default: this checkout).
@@ -26,8 +28,10 @@ unpack)
 serve|start|wait)
   if [ "$1" != wait ]; then
     date +%s > /tmp/vllm-$2.started
-    setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --port $port --max-concurrency 128 --prompt-layout blocks -- \
-      --load-format dummy --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}' \
+    # SERVE_ARGS: more `surfer serve` options (e.g. "--max-images 32" for deep histories); VLLM_ARGS: more vLLM flags
+    setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --port $port --max-concurrency ${MAX_CONCURRENCY:-128} \
+      --prompt-layout blocks $SERVE_ARGS -- \
+      --load-format dummy --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}' $VLLM_ARGS \
       > /tmp/vllm-$2.log 2>&1 < /dev/null &
   fi
   [ "$1" = start ] && { echo "$2 starting"; exit 0; }

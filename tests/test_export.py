@@ -70,12 +70,13 @@ def test_call_records_hold_each_model_call_with_its_parsed_output(batch_dir: Pat
         assert {k: parsed[k] for k in said} == said and "point" not in parsed
     localizer = next(c for c in calls if c["role"] == "localizer")
     assert len(localizer["images"]) == 1 and set(json.loads(localizer["parsed"])) == {"x", "y"}
-    # the exact prompt: chat messages whose image parts point at the screenshots sent
+    # the exact prompt: chat messages whose image parts point at the screenshots sent; the localizer
+    # continues the policy's request of the step (role continuation, the holotron profile's default)
     messages = json.loads(localizer["messages"])
-    assert [m["role"] for m in messages] == ["user"]
-    assert messages[0]["content"][0] == {"type": "image", "path": localizer["images"][0]}
-    assert "Target: the 'Register as a member' link" in messages[0]["content"][1]["text"]
     first_policy = json.loads(policy[0]["messages"])
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"] and messages[:2] == first_policy
+    assert {"type": "image", "path": localizer["images"][0]} in messages[1]["content"]
+    assert "Target: the 'Register as a member' link" in messages[3]["content"][0]["text"]
     assert first_policy[0]["role"] == "system" and "You are the policy" in first_policy[0]["content"][0]["text"]
     assert "Task: Register as a new library member" in first_policy[1]["content"][0]["text"]
     assert "prompt" not in json.loads(policy[0]["request"])

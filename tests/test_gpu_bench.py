@@ -76,7 +76,7 @@ def test_gpu_bench_runs_levels_and_the_bare_replay_against_the_standin(standin, 
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}",
-        "--levels", "1,3", "--window", "20", "--out", str(out),
+        "--levels", "1,3", "--window", "20", "--min-steps", "0", "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
@@ -91,6 +91,8 @@ def test_gpu_bench_runs_levels_and_the_bare_replay_against_the_standin(standin, 
         assert bare["model_calls"] == surfer["model_calls"] and bare["sessions"] == sessions
         assert row["surfer_vs_bare"]["calls_per_s"] > 0
         assert row["surfer_server"] is None  # the stand-in has no /metrics
+        steady = surfer["steady"]  # after every session's first step; without --min-steps, to the end of the run
+        assert steady["steps"] < surfer["steps"] and steady["counters"] == "no /metrics readings"
     # the bare generator sent exactly the bodies surfer sent (wire format, images included)
     half = len(bodies) // 2
     level1 = entry["levels"][0]["surfer"]["model_calls"]
@@ -114,3 +116,118 @@ def test_auto_only_runs_just_the_auto_controller(standin, tmp_path):
     control = row["surfer"]["concurrency_control"]
     assert control["mode"] == "auto" and control["start"] == 1 and control["decisions"]
     assert all(1 <= d["limit"] <= 4 for d in control["decisions"])
+
+
+def test_metrics_keep_prompt_tokens_by_source() -> None:
+    page = ('vllm:prompt_tokens_by_source_total{engine="0",source="local_compute"} 700.0\n'
+            'vllm:prompt_tokens_by_source_total{engine="0",source="local_cache_hit"} 300.0\n'
+            'vllm:prompt_tokens_total{engine="0"} 1000.0\n')
+    values = parse_metrics(page)
+    assert values["vllm:prompt_tokens_by_source:local_compute"] == 700.0 and values["vllm:prompt_tokens"] == 1000.0
+    from surfer.bench.gpu.steady import counter_figures
+
+    first = {"vllm:prompt_tokens": 0.0, "vllm:prefix_cache_hits": 0.0, "vllm:prefix_cache_queries": 0.0}
+    last = {"vllm:prompt_tokens": 1000.0, "vllm:prefix_cache_hits": 600.0, "vllm:prefix_cache_queries": 1000.0}
+    figures = counter_figures(first, last, steps=4)
+    assert figures["computed_prompt_tokens_per_step"] == 100.0 and figures["prefix_cache_hit_rate"] == 0.6
+    assert figures["preemptions"] is None and figures["generation_tokens_per_step"] is None  # absent counters
+    by_source = counter_figures({**first, "vllm:prompt_tokens_by_source:local_compute": 0.0},
+                                {**last, "vllm:prompt_tokens_by_source:local_compute": 500.0}, steps=4)
+    assert by_source["computed_prompt_tokens_per_step"] == 125.0 and by_source["computed_from"].startswith("prompt_tokens_by_source")
+
+
+def test_steady_window_opens_after_every_first_step_and_closes_after_min_steps() -> None:
+    from surfer.bench.gpu.steady import SteadyWindow
+
+    window = SteadyWindow(cohort_size=2, min_steps=2, start=0.0)
+    for session in ("a", "b"):
+        window.session_started(session)
+    window.step_finished("a", 1.0, now=1.0)
+    window.step_finished("a", 1.0, now=2.0)  # ramp: b has not finished its first step yet
+    assert window.t0 is None
+    window.step_finished("b", 3.0, now=3.0)
+    assert window.t0 == 3.0 and window.opened.is_set()
+    window.step_finished("a", 1.0, now=4.0)
+    window.step_finished("b", 1.0, now=5.0)
+    window.step_finished("a", 1.0, now=6.0)
+    assert window.t1 is None  # b has one step in the window
+    window.session_ended("c", now=6.5)  # a session that is not in the window changes nothing
+    window.step_finished("b", 2.0, now=7.0)
+    assert window.t1 == 7.0 and window.closed.is_set()
+    summary = window.summary(stopped=9.0)
+    assert summary["steps"] == 4 and summary["seconds"] == 4.0 and summary["steps_per_s"] == 1.0
+    assert summary["complete"] and summary["min_steps_per_session"] == 2 and summary["ramp_seconds"] == 3.0
+
+
+def test_variants_parse_inline_matrices_and_files(tmp_path) -> None:
+    import pytest
+
+    from surfer.bench.gpu.variants import Variant, parse_variants, runs
+    from surfer.core.errors import ConfigError
+
+    inline = parse_variants("layout=window,continuation=off; layout=blocks|window continuation=on memory_images=8|32 sessions=64")
+    assert inline[0] == Variant(layout="window", continuation=False)
+    assert [(v.layout, v.memory_images) for v in inline[1:]] == [("blocks", 8), ("blocks", 32), ("window", 8), ("window", 32)]
+    assert all(v.continuation and v.concurrency == 64 for v in inline[1:])
+    assert [v.concurrency for v in runs(inline[:2], [16, 128], auto=True, auto_only=False)] == [16, 128, "auto", 64]
+    (tmp_path / "v.json").write_text(json.dumps({"variants": [{"name": "today", "layout": "window", "continuation": False}],
+                                                 "matrix": {"layout": ["blocks"], "image_budget": [None, 1024]}}))
+    from_json = parse_variants(str(tmp_path / "v.json"))
+    assert [v.label() for v in from_json] == ["today", "blocks", "blocks+budget1024"]
+    (tmp_path / "v.toml").write_text('[[variants]]\nlayout = "window"\n\n[matrix]\nlayout = ["blocks"]\nblock_images = [8, 32]\n')
+    from_toml = parse_variants(str(tmp_path / "v.toml"))
+    assert [v.block_images for v in from_toml] == [None, 8, 32]
+    from surfer.models.profiles import get_profile
+
+    assert from_toml[2].max_images(get_profile("holotron")) == 32 and from_toml[0].max_images(get_profile("holotron")) == 3
+    resolved = Variant(layout="blocks").resolved(get_profile("holotron"))
+    assert resolved["continuation"] is True and resolved["max_images"] == 5
+    for bad, message in (("layout=sideways", "prompt_layout"), ("colour=red", "unknown key"), ("memory_images=64", "memory_images"),
+                         ("continuation=maybe", "on/off"), ("layout=window; layout=window", "the same"), ("layout", "key=value")):
+        with pytest.raises(ConfigError, match=message):
+            parse_variants(bad)
+
+
+def test_variants_compare_client_settings_in_one_server_with_a_steady_window(standin, tmp_path) -> None:
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    server = standin(model, kv_capacity=10**7, delay=0.005)
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "3",
+        "--variants", "layout=window,continuation=off; layout=blocks,continuation=on; layout=blocks,continuation=on,block_images=8,sessions=2",
+        "--min-steps", "3", "--window", "60", "--no-bare", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    rows = data["models"][0]["levels"]
+    assert [(r["name"], r["concurrency"]) for r in rows] == [
+        ("window+nocont", 3), ("blocks+cont", 3), ("blocks+cont+block8", 2)]
+    assert rows[2]["variant"]["max_images"] == 8 and rows[1]["variant"]["continuation"] is True
+    for row in rows:
+        steady = row["surfer"]["steady"]
+        assert steady["complete"] and steady["min_steps_per_session"] >= 3 and steady["steps_per_s"] > 0
+        assert steady["seconds"] < 60 and row["surfer"]["seconds"] < 60  # the run stopped when the window closed
+        assert steady["computed_prompt_tokens_per_step"] > 0 and steady["kv_cache_usage"] is not None
+        assert steady["computed_from"] == "prompt_tokens - prefix_cache_hits" and steady["preemptions"] == 0
+    computed = [r["surfer"]["steady"]["computed_prompt_tokens_per_step"] for r in rows]
+    assert computed[1] < computed[0] / 2  # blocks + continuation: the server computes far less per agent step
+    gains = data["variant_gains"]["holotron"]
+    assert list(gains) == ["blocks+cont/window+nocont c=3"] and gains["blocks+cont/window+nocont c=3"]["steady_steps_per_s"]
+    assert "| holotron | blocks+cont | 3 |" in result.output and "steady steps/s" in result.output
+
+
+def test_lengthened_replays_play_long_sessions_without_repeating_an_image() -> None:
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import lengthened, load_recording, read_screenshots
+
+    recording = load_recording(DEMO_RECORDINGS / "demo-1280x800")
+    long = lengthened(recording, 12)
+    assert len(long.frames) == 12 and long.frames[5].path == recording.frames[0].path and long.frames[5].loop == 1
+    shots = read_screenshots(long, variant=3)
+    assert len({s.data for s in shots}) == 12  # every pass marked differently
+    assert [s.data for s in shots[:5]] == [s.data for s in read_screenshots(recording, variant=3)]
+    assert lengthened(recording, 3) is recording

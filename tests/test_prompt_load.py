@@ -33,8 +33,9 @@ def _answer(request):  # type: ignore[no-untyped-def]
     return {"thought": "go on", "notes": "", "action": {"type": "click", "target": "the middle"}}
 
 
+@pytest.mark.parametrize("continuation", [False, True])
 @pytest.mark.parametrize("layout", ["window", "blocks"])
-def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, layout: str) -> None:
+def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, layout: str, continuation: bool) -> None:
     # a 12-screenshot recording (the demo's screens, twice and then some), so that blocks drop once
     frames = tmp_path / "frames"
     frames.mkdir()
@@ -44,7 +45,8 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
     for name, profile in PROFILES.items():
         server = standin(_answer)
         agent = Agent(base_url=server.base_url, model=server.model, profile=name, prompt_layout=layout,
-                      environment=ReplayEnvironment(frames, variant=7), max_steps=20)
+                      environment=ReplayEnvironment(frames, variant=7), max_steps=20, role_continuation=continuation)
+        assert agent.continuation == {"localizer": continuation, "validator": continuation}
         result = asyncio.run(agent.run("Register as a new member."))
         assert result.status == "limit", (name, result.reason)
         policy = [r for r in server.requests if r.role == "policy"]
@@ -56,8 +58,14 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
             messages = p.body["messages"]
             assert [m["role"] for m in messages] == ["system", "user"]
             assert len(p.image_urls) == (min(step, window) if layout == "window" else (step - 1) % (2 * window - 1) + 1)
-            assert p.image_urls[-1] == loc.image_urls[0]  # the newest screenshot is the one the localizer gets
-            assert loc.body["messages"][0]["content"][0]["type"] == "image_url"  # the localizer starts with it
+            if continuation:  # the policy's request byte for byte, its reply, then the localizer's instruction
+                assert loc.body["messages"][:2] == messages and loc.image_urls == p.image_urls
+                assert [m["role"] for m in loc.body["messages"][2:]] == ["assistant", "user"]
+                assert json.loads(_text(loc.body["messages"][2]))["action"]["target"] == "the middle"
+                assert _text(loc.body["messages"][3]).startswith("Now localize an element on the last screenshot")
+            else:
+                assert p.image_urls[-1] == loc.image_urls[0]  # the newest screenshot is the one the localizer gets
+                assert loc.body["messages"][0]["content"][0]["type"] == "image_url"  # the localizer starts with it
             assert messages[1]["content"][-1]["text"].endswith("Decide the next action.")
             content = messages[1]["content"]
             if layout == "blocks" and previous is not None and len(p.image_urls) > 1:
@@ -65,6 +73,11 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
                 assert content[:len(kept)] == kept, (name, step)
             previous = content
         assert all(len(p.image_urls) <= (window if layout == "window" else 2 * window - 1) for p in policy)
+
+
+def _text(message):  # type: ignore[no-untyped-def]
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
 
 
 def test_prompt_layout_is_checked_in_config_and_profile() -> None:
@@ -78,13 +91,20 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
     result = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--profile", "holotron",
                                       "--json", str(out)])
     assert result.exit_code == 0, result.output
-    rows = {(r["profile"], r["layout"], r["role"]): r for r in json.loads(out.read_text())}
+    rows = {(r["profile"], r["layout"], r["continuation"], r["role"]): r for r in json.loads(out.read_text())}
     pinned = {  # prompt, reusable, uncached tokens per step; screenshots per request (estimated text, exact images)
-        ("holo2", "window", "policy"): (3045.9, 457.6, 2588.3, 2.4),
-        ("holo2", "blocks", "policy"): (3691.5, 2489.6, 1201.9, 3.0),
-        ("holotron", "window", "policy"): (4946.7, 457.6, 4489.1, 2.4),
-        ("holotron", "blocks", "policy"): (6067.5, 4073.6, 1993.9, 3.0),
-        ("holotron", "window", "localizer"): (1492.6, 0.0, 1492.6, 1.0),
+        ("holo2", "window", False, "policy"): (3045.9, 457.6, 2588.3, 2.4),
+        ("holo2", "blocks", False, "policy"): (3691.5, 2489.6, 1201.9, 3.0),
+        ("holotron", "window", False, "policy"): (4946.7, 457.6, 4489.1, 2.4),
+        ("holotron", "blocks", False, "policy"): (6067.5, 4073.6, 1993.9, 3.0),
+        ("holotron", "window", False, "localizer"): (1492.6, 0.0, 1492.6, 1.0),
+        # continuation: the policy's request is the localizer's prefix; its reply and instruction are what is left
+        ("holotron", "window", True, "policy"): (4946.7, 457.6, 4489.1, 2.4),
+        ("holotron", "window", True, "localizer"): (3833.3, 3724.8, 108.5, 2.25),
+        ("holotron", "blocks", True, "all"): (12278.3, 10137.6, 2140.7, 3.0),
+        ("holotron", "window", False, "all"): (7547.9, 816.0, 6731.9, 1.9),
+        ("holo2", "blocks", True, "all"): (7526.3, 6176.0, 1350.3, 3.0),
+        ("holo2", "window", False, "all"): (4538.3, 656.0, 3882.3, 1.9),
     }
     for key, figures in pinned.items():
         row = rows[key]
@@ -94,8 +114,14 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
         got = (row["prompt_tokens_per_step"], row["reusable_tokens_per_step"], row["uncached_tokens_per_step"],
                row["screenshots_per_request"])
         assert got == figures, key
-    assert rows[("holotron", "window", "localizer")]["image_tokens_per_request"] == 1794  # 3×2 tiles + thumbnail
-    assert "| holo2 | blocks | - | policy |" in result.output and "window / blocks uncached" in result.output
+    assert rows[("holotron", "window", False, "localizer")]["image_tokens_per_request"] == 1794  # 3×2 tiles + thumbnail
+    assert "| holo2 | blocks | off | - | policy |" in result.output and "window / blocks uncached" in result.output
+    assert "holotron budget - all: window / blocks+continuation uncached = 3.14x" in result.output
+    only = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--continuation", "on",
+                                    "--layout", "window", "--json", str(out)])
+    assert only.exit_code == 0 and {r["continuation"] for r in json.loads(out.read_text())} == {True}
+    wrong = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--continuation", "maybe"])
+    assert wrong.exit_code == 2 and "on/off" in wrong.output
     bad = CliRunner().invoke(app, ["bench", "prompts", str(tmp_path)])
     assert bad.exit_code == 2 and "no run directories" in bad.output
 

@@ -163,3 +163,17 @@ async def test_serve_fails_clearly_when_the_server_exits(tmp_path: Path) -> None
     code = await serve(plan, f"http://127.0.0.1:{_free_port()}/v1", "m", "holo2", 60, said.append)
     assert code == 1
     assert "vLLM exited with code 3 before it was ready" in said[-1]
+
+
+def test_max_images_and_the_measured_flags_of_a_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    line = shlex.split(dry_run("Hcompany/Holotron-12B", "--profile", "holotron", "--max-images", "32"))
+    assert line[line.index("--limit-mm-per-prompt") + 1] == json.dumps({"image": 32, "video": 0})
+    assert serve_mod.MEASURED_FLAGS["holotron"] == {}  # filled in from a GPU run, never guessed
+    monkeypatch.setitem(serve_mod.MEASURED_FLAGS, "holotron", {"--max-num-seqs": "64", "--enable-prefix-caching": None})
+    caps = VllmCapabilities.from_table("0.25.1")
+    plan = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps)
+    assert plan.command[-3:] == ["--max-num-seqs", "64", "--enable-prefix-caching"]
+    given = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps, extra_args=("--max-num-seqs=8",))
+    assert "64" not in given.command and given.command[-1] == "--max-num-seqs=8"  # the command line wins

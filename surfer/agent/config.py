@@ -98,10 +98,23 @@ class AgentConfig(_Strict):
     max_repeats: int = Field(
         default=3, ge=1, description="Repetitions (the same action on an unchanged screen, a short cycle) before the run ends as stuck.",
     )
-    memory_images: int = Field(default=3, ge=1, le=16)
+    memory_images: int | None = Field(
+        default=None, ge=1, le=32,
+        description="Screenshots per policy request in the window layout, and the blocks layout's default block "
+        "(2N-1); unset: the profile's (3). The server must accept that many images per request (`surfer serve --memory-images`).",
+    )
+    block_images: int | None = Field(
+        default=None, ge=1, le=64,
+        description="Blocks layout: the policy's requests grow append-only until they hold this many screenshots, "
+        "then start a new block (unset: 2 x memory_images - 1).",
+    )
     history_window: int = Field(default=8, ge=1)
     prompt_layout: Literal["window", "blocks"] | None = Field(
         default=None, description="Policy prompt layout (unset: the profile's, 'window' for every shipped profile).",
+    )
+    role_continuation: bool | None = Field(
+        default=None, description="Localizer and validator requests continue the policy's request of the step when "
+        "they use its endpoint and model (unset: the profile's; on for the Holo families).",
     )
     image_budget: int | None = Field(
         default=None, ge=64, description="Image tokens per request at most (unset: the profile's; none by default).",

@@ -12,10 +12,14 @@ much of it a server's prefix cache can reuse from the session's last request.
   blocks of 2N-1 steps rather than one at a time, so between drops each
   request extends the last one (the server prefills one new screenshot and a
   few lines); a policy request shows 1 to 2N-1 screenshots, N on average.
+  `block` (the setting `block_images`) sets the block's length instead: with a
+  block of N screenshots a session's requests stay append-only (the whole
+  history, screenshots and the step lines after each) until they hold N.
 
 Both give the same role (one system and one user message) the same schema;
 only the order and the number of parts differ. The localizer's request is
-not a layout matter: it always starts with the screenshot (roles.Localizer).
+not a layout matter: it starts with the screenshot (roles.Localizer), or, with
+role continuation, continues the policy's request whatever its layout.
 """
 
 from __future__ import annotations
@@ -58,11 +62,14 @@ class Layout:
 
     name: str
     window: int
+    block: int | None = None  # blocks: screenshots per block (None: 2 * window - 1)
 
     @property
     def memory_images(self) -> int:
         """Screenshots the run's memory must keep."""
-        return self.window if self.name == "window" else 2 * self.window - 1
+        if self.name == "window":
+            return self.window
+        return self.block or 2 * self.window - 1
 
     @property
     def max_images(self) -> int:

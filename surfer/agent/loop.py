@@ -117,7 +117,8 @@ class Agent(StepMachinery):
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
         self.layout = Layout(
-            config.prompt_layout or check_layout(self.profile.prompt_layout), min(config.memory_images, self.profile.max_images),
+            config.prompt_layout or check_layout(self.profile.prompt_layout), config.memory_images or self.profile.max_images,
+            config.block_images,
         )
         budget = config.image_budget or self.profile.image_budget
         # each screenshot's share of the per-request image budget (None: no cap)
@@ -125,6 +126,16 @@ class Agent(StepMachinery):
         self.policy = Policy(self._client("policy"), self.layout)
         self.localizer = Localizer(self._client("localizer"))
         self.validator = Validator(self._client("validator"))
+        self.continuation = self._continuation()
+
+    def _continuation(self) -> dict[str, bool]:
+        """Per role (localizer, validator): does it continue the policy's request of the step?
+        Only where it asks the policy's backend (one endpoint and model), and where the
+        configuration (else the profile) allows it."""
+        wanted = self.config.role_continuation
+        if wanted is None:
+            wanted = self.profile.role_continuation
+        return {role: bool(wanted) and self._backends[role] is self._backends["policy"] for role in ("localizer", "validator")}
 
     # -- construction --------------------------------------------------------
 
@@ -322,4 +333,6 @@ class Agent(StepMachinery):
             "environment": self.environment.kind if self.environment else "browser",
             **({"prompt_layout": self.layout.name} if self.layout.name != "window" else {}),
             **({"image_tokens_per_image": self.image_tokens} if self.image_tokens else {}),
+            **({"memory_images": self.layout.memory_images} if self.layout.memory_images != 3 else {}),
+            "role_continuation": self.continuation,
         }

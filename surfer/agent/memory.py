@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from surfer.models.imaging import PreparedImage
+
+if TYPE_CHECKING:
+    from .roles import Turn
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,7 @@ class Memory:
     def __init__(
         self, task: str, *, max_images: int = 3, history_window: int = 8,
         notes_chars: int = 1500, note_chars: int = 400, entry_chars: int = 200, max_notes: int = 10,
+        log_entries: int = 64,
     ) -> None:
         self.task = task
         self.images: deque[PreparedImage] = deque(maxlen=max(1, max_images))
@@ -43,7 +48,9 @@ class Memory:
         self._older_first = 0
         self.images_added = 0  # every screenshot ever added (layouts that drop images in blocks count them)
         # Every entry of the last steps, uncompacted, for layouts that place each step's line after its screenshot.
-        self._log: deque[HistoryEntry] = deque(maxlen=64)
+        self._log: deque[HistoryEntry] = deque(maxlen=max(log_entries, 2 * self.window))
+        # The policy's request and reply of the current step, for the roles that continue it (role continuation).
+        self.policy_turn: Turn | None = None
 
     @property
     def window(self) -> int:

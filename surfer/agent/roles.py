@@ -6,6 +6,7 @@ error fed back to the model."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, TypeVar, Union
 
 from pydantic import BaseModel, Field, ValidationError
@@ -68,6 +69,20 @@ def _pydantic_parser(model: type[BaseModel]) -> Callable[[str], Any]:
     return parse
 
 
+@dataclass(frozen=True)
+class Turn:
+    """A role's request as it was sent and the reply it accepted: what another role
+    on the same model continues (role continuation), so that the server's prefix
+    cache reuses the whole request, screenshots included."""
+
+    messages: tuple[Message, ...]
+    reply: str
+
+    def continued(self, instruction: str) -> list[Message]:
+        """This turn's messages byte for byte, its reply as the assistant's, then `instruction`."""
+        return [*self.messages, Message.text("assistant", self.reply), Message.text("user", instruction)]
+
+
 class RoleClient:
     """One role's connection: backend, sampling and the retry-with-feedback loop."""
 
@@ -90,6 +105,13 @@ class RoleClient:
     async def ask(
         self, messages: list[Message], schema: dict[str, Any], parse: Callable[[str], T], sink: CallSink,
     ) -> T:
+        value, _ = await self.ask_turn(messages, schema, parse, sink)
+        return value
+
+    async def ask_turn(
+        self, messages: list[Message], schema: dict[str, Any], parse: Callable[[str], T], sink: CallSink,
+    ) -> tuple[T, Turn]:
+        """`ask`, also returning the request that got the usable reply and that reply (a `Turn`)."""
         conversation = list(messages)
         last_error = ""
         for _attempt in range(self.output_retries + 1):
@@ -109,7 +131,7 @@ class RoleClient:
                 conversation += [Message.text("assistant", text[:2000]), Message.text("user", f"{last_error} Answer again.")]
                 continue
             await sink(call)
-            return value
+            return value, Turn(request.messages, text)
         raise StepFailed(f"{self.name} output unusable after {self.output_retries + 1} attempt(s): {last_error}")
 
 
@@ -146,7 +168,8 @@ class Policy:
         if answer is not None:
             schema = answer.policy_schema(schema)
             parse = _typed_answers(parse, answer)
-        return await self.client.ask(messages, schema, parse, sink)
+        decision, memory.policy_turn = await self.client.ask_turn(messages, schema, parse, sink)
+        return decision
 
 
 def _typed_answers(parse: Callable[[str], Any], answer: AnswerSchema) -> Callable[[str], Any]:
@@ -166,15 +189,20 @@ class Localizer:
         self.client = client
         self.schema = dict(client.profile.localizer_schema)
 
-    def messages(self, target: str, image: PreparedImage) -> list[Message]:
-        """The screenshot first, then the instruction: targets on one screen share the prefix."""
+    def messages(self, target: str, image: PreparedImage, after: Turn | None = None) -> list[Message]:
+        """The screenshot first, then the instruction: targets on one screen share the prefix.
+        `after` (role continuation): the policy's turn, continued with the instruction; `image`
+        must then be the last image of that turn (the coordinates are read in its frame)."""
         profile = self.client.profile
+        if after is not None:
+            name = profile.templates.get("localizer_continue", "localizer_continue")
+            return after.continued(render(name, target=target, frame_hint=profile.frame_hint))
         prompt = render(profile.templates.get("localizer", "localizer"), target=target, frame_hint=profile.frame_hint)
         return [Message("user", (*image_parts([image]), TextPart(prompt)))]
 
-    async def locate(self, target: str, image: PreparedImage, sink: CallSink) -> CssPoint:
+    async def locate(self, target: str, image: PreparedImage, sink: CallSink, after: Turn | None = None) -> CssPoint:
         profile = self.client.profile
-        messages = self.messages(target, image)
+        messages = self.messages(target, image, after)
 
         def parse(text: str) -> CssPoint:
             x, y = profile.parse_point(parse_json_object(text))
@@ -188,11 +216,17 @@ class Validator:
         self.client = client
         self.schema = portable_schema(ValidatorAnswer.model_json_schema())
 
-    def messages(self, task: str, answer: str, images: list[PreparedImage]) -> list[Message]:
-        prompt = render(self.client.profile.templates.get("validator", "validator"), task=task, answer=json.dumps(answer))
+    def messages(self, task: str, answer: str, images: list[PreparedImage], after: Turn | None = None) -> list[Message]:
+        """The last screenshots and the instruction; with `after` (role continuation), the
+        policy's turn of the answer step continued with the instruction (its images, not `images`)."""
+        templates = self.client.profile.templates
+        if after is not None:
+            return after.continued(render(templates.get("validator_continue", "validator_continue"), task=task, answer=json.dumps(answer)))
+        prompt = render(templates.get("validator", "validator"), task=task, answer=json.dumps(answer))
         return [Message("user", (*image_parts(images[-self.client.profile.max_images:]), TextPart(prompt)))]
 
-    async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink) -> Verdict:
-        messages = self.messages(task, answer, images)
+    async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink,
+                    after: Turn | None = None) -> Verdict:
+        messages = self.messages(task, answer, images, after)
         parsed: ValidatorAnswer = await self.client.ask(messages, self.schema, _pydantic_parser(ValidatorAnswer), sink)
         return Verdict(accepted=parsed.verdict == "accept", reasons=parsed.reasons, answer=answer)

@@ -117,6 +117,7 @@ class StepMachinery:
     secrets: Secrets
     layout: Layout
     profile: Profile
+    continuation: dict[str, bool]  # per role: does it continue the policy's request of the step?
 
     async def _steps(self, run: RunState, env: Environment, steps_until: float, deadline: float) -> RunResult:
         """Steps until an outcome or a limit. A step still running at `steps_until`
@@ -242,7 +243,7 @@ class StepMachinery:
                     points = []
                     for target in targets_of(action):
                         await run.emit(ModelAsked(index, "localizer"))
-                        points.append(await self.localizer.locate(target, prepared, sink))
+                        points.append(await self.localizer.locate(target, prepared, sink, self._after("localizer", memory)))
                     record.points = points
                     record.action = action = with_points(action, points)
                     run.start_origin = run.start_origin or origin_of(record.url)
@@ -256,6 +257,10 @@ class StepMachinery:
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
                 await run.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
+
+    def _after(self, role: str, memory: Memory) -> Any:
+        """The policy's turn for `role` to continue (None: a request of its own)."""
+        return memory.policy_turn if self.continuation[role] else None
 
     async def _ask(self, record: StepRecord, action: Any, reason: str) -> bool:
         request = ConfirmationRequest(record.index, action, reason, record.url, record.screenshot, record.screenshot_ext)
@@ -343,7 +348,9 @@ class StepMachinery:
             memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
             return ("success", answer, None)
         await run.emit(ModelAsked(record.index, "validator"))
-        verdict: Verdict = await self.validator.judge(run.task, judged, self.layout.validator_images(memory), sink)
+        verdict: Verdict = await self.validator.judge(
+            run.task, judged, self.layout.validator_images(memory), sink, self._after("validator", memory),
+        )
         record.verdicts.append(verdict)
         await run.emit(Validated(record.index, verdict))
         if verdict.accepted:

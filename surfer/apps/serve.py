@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -46,6 +46,24 @@ FLAG_SINCE: dict[str, str] = {
 }
 FLAG_UNTIL: dict[str, str] = {"--guided-decoding-backend": "0.11"}  # removed in this version
 LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
+
+# ---------------------------------------------------------------------------------------------
+# MEASURED SERVING FLAGS — the one place for the vLLM flags that `surfer bench gpu run` showed to
+# win for a profile (issue 26: e.g. the Mamba cache mode and prefix caching for Holotron, the
+# batched-token budget). Each entry is {flag: value, or None for a bare switch}; `surfer serve
+# --profile NAME` adds them after the family's own flags (checked against the installed vLLM like
+# the others), unless the command line after `--` names the flag itself. Left empty until a GPU
+# run decides them: put the measured figures and the reason in the README's model table.
+# Candidates to measure (vLLM 0.25.1 CacheConfig): --mamba-cache-mode (none / align / all),
+# --mamba-block-size, --max-num-batched-tokens; a flag missing from FLAG_SINCE is left out of
+# `--dry-run` plans without vLLM installed, so add it there too.
+MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
+    "holotron": {},
+    "holo2": {},
+    "holo1.5": {},
+    "openai": {},
+}
+# ---------------------------------------------------------------------------------------------
 HYBRID_PREFIX_CACHING_SINCE = "0.15"  # 0.14.1 served Holotron without prefix caching
 
 
@@ -180,8 +198,17 @@ def build_command(
             add("--reasoning-parser", serving.reasoning_parser)
         else:
             notes.append(f"vLLM {caps.version} has no reasoning parser {serving.reasoning_parser!r}; left out")
+    add_measured_flags(profile.name, extra_args, add)
     cmd.extend(extra_args)
     return ServePlan(cmd, notes)
+
+
+def add_measured_flags(profile: str, extra_args: tuple[str, ...], add: Any) -> None:
+    """The profile's MEASURED_FLAGS, except those the caller passes itself (`-- --flag ...`)."""
+    given = {arg.split("=", 1)[0] for arg in extra_args if arg.startswith("--")}
+    for flag, value in MEASURED_FLAGS.get(profile, {}).items():
+        if flag not in given:
+            add(flag, *([] if value is None else [value]), why=" (a measured flag this vLLM lacks)")
 
 
 def gpu_problem() -> str | None:
@@ -284,6 +311,10 @@ def register(app: typer.Typer) -> None:
         max_model_len: int | None = typer.Option(None, "--max-model-len", min=256, help="Context length (default: the family's)."),
         timeout: float = typer.Option(1800.0, "--timeout", help="Seconds to wait for the server to answer."),
         prompt_layout: str = typer.Option("window", "--prompt-layout", help="The layout clients will use: blocks sends up to 2N-1 images per request."),
+        max_images: int | None = typer.Option(
+            None, "--max-images", min=1, max=128,
+            help="Images one request may hold (default: what --prompt-layout needs with the profile's history); "
+            "raise it for clients with a deeper history (memory_images, block_images)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the vllm command and exit."),
         vllm_version: str | None = typer.Option(None, "--vllm-version", help=f"With --dry-run and no vLLM installed: the version to plan for (default {DEFAULT_VLLM})."),
     ) -> None:
@@ -316,7 +347,7 @@ def register(app: typer.Typer) -> None:
             plan = build_command(
                 model, chosen, caps, host=host, port=port, max_concurrency=max_concurrency,
                 max_model_len=max_model_len, extra_args=tuple(ctx.args),
-                images=Layout(check_layout(prompt_layout), chosen.max_images).max_images,
+                images=max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images,
             )
             if not dry_run:
                 problem = gpu_problem()

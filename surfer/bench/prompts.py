@@ -5,9 +5,13 @@
     surfer bench prompts --tokenizer holo2=models/holo2
 
 Replays recorded runs (a batch output, a `runs/` folder or run directories)
-through every profile and prompt layout: each step's policy request, one
-localizer request per target of the recorded action, and a validator request
-for an answer, built by the roles themselves. Per role it counts per agent
+through every profile, prompt layout and role-continuation mode: each step's
+policy request, one localizer request per target of the recorded action, and
+a validator request for an answer, built by the roles themselves. With
+continuation on, the localizer and validator continue the policy's request
+(its messages, its reply rebuilt from the recorded thought, notes and action,
+then their instruction); the reply is counted as uncached, since a chat
+template may render it differently from the tokens the model generated. Per role it counts per agent
 step the prompt tokens, the tokens that repeat a prefix of an earlier request
 of the same session (what a prefix cache can reuse; whole 16-token blocks,
 as vLLM caches them) and the uncached tokens left, and the screenshots and
@@ -52,6 +56,7 @@ class RecordedStep:
     notes: str
     action: dict[str, Any] | None
     outcome: str
+    thought: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,7 @@ def load_run(run_dir: Path) -> RecordedRun:
             float(screen.get("scale", 1.0)), step.get("url", ""), step.get("title", ""), step.get("notes") or "",
             step.get("action") if isinstance(step.get("action"), dict) else None,
             outcome.get("detail") or ("error: " + str(step["error"]) if step.get("error") else "done"),
+            step.get("thought") or "",
         ))
     if not steps:
         raise ConfigError(f"{run_dir} has no recorded steps with screenshots")
@@ -181,11 +187,18 @@ class Tally:
     image_tokens: int = 0
 
 
-def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: int | None) -> list[tuple[str, list[Any]]]:
-    """(role, messages) for every request one recorded run would make, in order."""
+def policy_reply(step: RecordedStep) -> str:
+    """The policy's reply of a recorded step, as the model would have written it."""
+    return json.dumps({"thought": step.thought, "notes": step.notes, "action": step.action})
+
+
+def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: int | None,
+                     continuation: bool = False) -> list[tuple[str, list[Any]]]:
+    """(role, messages) for every request one recorded run would make, in order; with
+    `continuation`, the localizer's and validator's requests continue the policy's."""
     from surfer.agent.layouts import Layout
     from surfer.agent.memory import Memory
-    from surfer.agent.roles import Localizer, Policy, RoleClient, Validator
+    from surfer.agent.roles import Localizer, Policy, RoleClient, Turn, Validator
     from surfer.core.actions import ACTION_ADAPTER, Answer, targets_of
     from surfer.core.coordinates import ImageGeometry, Size
     from surfer.core.observation import Observation, Screenshot
@@ -204,7 +217,9 @@ def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: i
         image = PreparedImage(data, "image/jpeg", ImageGeometry(sent=sent, screenshot=size, scale=step.scale), step=step.index)
         memory.add_image(image)
         observation = Observation(Screenshot(data, "image/jpeg", size, step.scale), url=step.url, title=step.title)
-        out.append(("policy", policy.messages(memory, observation)))
+        messages = policy.messages(memory, observation)
+        out.append(("policy", messages))
+        turn = Turn(tuple(messages), policy_reply(step)) if continuation else None
         if step.notes:
             memory.add_note(step.notes)
         if step.action is None:
@@ -212,17 +227,17 @@ def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: i
             continue
         action = ACTION_ADAPTER.validate_python(step.action)
         if isinstance(action, Answer):
-            out.append(("validator", validator.messages(run.task, action.text, layout.validator_images(memory))))
+            out.append(("validator", validator.messages(run.task, action.text, layout.validator_images(memory), turn)))
             memory.add_history(step.index, f"answer({action.text!r})", "accepted by the validator")
             continue
         for target in targets_of(action):
-            out.append(("localizer", localizer.messages(target, image)))
+            out.append(("localizer", localizer.messages(target, image, turn)))
         memory.add_history(step.index, action.describe(), step.outcome)
     return out
 
 
 def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int | None,
-               counter: TextCounter) -> tuple[int, dict[str, Tally]]:
+               counter: TextCounter, continuation: bool = False) -> tuple[int, dict[str, Tally]]:
     """(agent steps, tallies per role) over `runs`, each run its own session."""
     from surfer.agent.layouts import Layout
     from surfer.core.coordinates import Size
@@ -238,7 +253,7 @@ def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int |
             return int(profile.image.image_tokens(sent_of[part.data]))
 
         earlier: list[list[tuple[Any, float]]] = []
-        for role, messages in session_requests(run, profile, layout, budget):
+        for role, messages in session_requests(run, profile, layout, budget, continuation):
             units, shots, image_total = request_units(messages, counter, tokens)
             shared = max((_common(units, e) for e in earlier), default=0.0)
             tally = tallies[role]
@@ -252,8 +267,8 @@ def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int |
 
 
 def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str], budgets: list[int | None],
-               tokenizers: dict[str, str]) -> list[dict[str, Any]]:
-    """One row per profile, layout, image budget and role (plus role "all")."""
+               tokenizers: dict[str, str], continuations: tuple[bool, ...] = (False, True)) -> list[dict[str, Any]]:
+    """One row per profile, layout, role-continuation mode, image budget and role (plus role "all")."""
     from surfer.models.profiles import get_profile
 
     rows: list[dict[str, Any]] = []
@@ -261,8 +276,8 @@ def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str],
         profile = get_profile(name)
         counter = TextCounter(tokenizers.get(name))
         for budget in budgets:
-            for layout in layouts:
-                steps, tallies = count_runs(runs, profile, layout, budget, counter)
+            for layout, continuation in [(lay, c) for lay in layouts for c in continuations]:
+                steps, tallies = count_runs(runs, profile, layout, budget, counter, continuation)
                 total = Tally()
                 for role in ROLES:
                     t = tallies[role]
@@ -272,7 +287,8 @@ def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str],
                     if not t.requests:
                         continue
                     rows.append({
-                        "profile": name, "layout": layout, "image_budget": budget, "role": role, "steps": steps,
+                        "profile": name, "layout": layout, "continuation": continuation, "image_budget": budget,
+                        "role": role, "steps": steps,
                         "requests": t.requests, "text": counter.source,
                         "prompt_tokens_per_step": round(t.prompt / steps, 1),
                         "reusable_tokens_per_step": round(t.reusable / steps, 1),
@@ -283,32 +299,49 @@ def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str],
     return rows
 
 
+def mode(row: dict[str, Any]) -> str:
+    """A row's request mode: its layout, with "+continuation" when the roles continue the policy."""
+    return row["layout"] + ("+continuation" if row.get("continuation") else "")
+
+
 def ratios(rows: list[dict[str, Any]], reference: str = "window") -> list[dict[str, Any]]:
-    """Uncached tokens per step of `reference` over each other layout's, per profile, budget and role."""
-    base = {(r["profile"], r["image_budget"], r["role"]): r for r in rows if r["layout"] == reference}
+    """Uncached tokens per step of `reference` (that layout, separate role requests) over each other
+    mode's, per profile, budget and role."""
+    base = {(r["profile"], r["image_budget"], r["role"]): r for r in rows if mode(r) == reference}
     out = []
     for row in rows:
         ref = base.get((row["profile"], row["image_budget"], row["role"]))
-        if row["layout"] == reference or ref is None or not row["uncached_tokens_per_step"]:
+        if mode(row) == reference or ref is None or not row["uncached_tokens_per_step"]:
             continue
         out.append({"profile": row["profile"], "image_budget": row["image_budget"], "role": row["role"],
-                    "layout": row["layout"],
+                    "layout": row["layout"], "continuation": row.get("continuation", False), "mode": mode(row),
                     "uncached_reduction": round(ref["uncached_tokens_per_step"] / row["uncached_tokens_per_step"], 2),
                     "screenshots_per_request": [ref["screenshots_per_request"], row["screenshots_per_request"]]})
     return out
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("| profile | layout | image budget | role | prompt tok/step | reusable tok/step | uncached tok/step | "
-            "screenshots/request | image tok/request |")
+    head = ("| profile | layout | continuation | image budget | role | prompt tok/step | reusable tok/step | "
+            "uncached tok/step | screenshots/request | image tok/request |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
-            f"| {r['profile']} | {r['layout']} | {r['image_budget'] or '-'} | {r['role']} | {r['prompt_tokens_per_step']:.0f} | "
+            f"| {r['profile']} | {r['layout']} | {'on' if r.get('continuation') else 'off'} | {r['image_budget'] or '-'} | "
+            f"{r['role']} | {r['prompt_tokens_per_step']:.0f} | "
             f"{r['reusable_tokens_per_step']:.0f} | {r['uncached_tokens_per_step']:.0f} | "
             f"{r['screenshots_per_request']:.2f} | {r['image_tokens_per_request']:.0f} |"
         )
     return "\n".join(lines)
+
+
+def parse_switch(values: list[str] | None, name: str) -> tuple[bool, ...]:
+    """`on` / `off` values of a repeatable (or comma-separated) option; default both, off first."""
+    words = [w.strip().lower() for v in (values or ["off,on"]) for w in v.split(",") if w.strip()]
+    table = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False}
+    bad = [w for w in words if w not in table]
+    if bad:
+        raise ConfigError(f"{name} takes on/off, got {bad[0]!r}")
+    return tuple(dict.fromkeys(table[w] for w in words))
 
 
 def register(bench_app: typer.Typer) -> None:
@@ -326,6 +359,8 @@ def register(bench_app: typer.Typer) -> None:
         role: Optional[list[str]] = typer.Option(None, "--role", help="Roles to print (default: all, and the sum 'all')."),
         steps: Optional[int] = typer.Option(
             None, "--steps", help="Replay each run as a session of this many steps (its steps again from the first)."),
+        continuation: Optional[list[str]] = typer.Option(
+            None, "--continuation", help="Role continuation modes to count: on, off or on,off (default both)."),
     ) -> None:
         """Count prompt, reusable and uncached tokens per step for every profile and layout (CPU only)."""
         from surfer.agent.layouts import LAYOUTS, check_layout
@@ -347,7 +382,8 @@ def register(bench_app: typer.Typer) -> None:
             if steps is not None and steps < 1:
                 raise ConfigError("--steps must be at least 1")
             recorded = [lengthened(load_run(d), steps) for d in find_run_dirs(runs or [DEMO_RECORDINGS])]
-            rows = bench_rows(recorded, chosen_profiles, chosen_layouts, budgets, tokenizers)
+            modes = parse_switch(continuation, "--continuation")
+            rows = bench_rows(recorded, chosen_profiles, chosen_layouts, budgets, tokenizers, modes)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
@@ -357,7 +393,7 @@ def register(bench_app: typer.Typer) -> None:
         typer.echo(table(shown))
         for ratio in ratios(rows):
             if ratio["role"] in ("policy", "all"):
-                typer.echo(f"{ratio['profile']} budget {ratio['image_budget'] or '-'} {ratio['role']}: window / {ratio['layout']} "
+                typer.echo(f"{ratio['profile']} budget {ratio['image_budget'] or '-'} {ratio['role']}: window / {ratio['mode']} "
                            f"uncached = {ratio['uncached_reduction']}x (screenshots/request {ratio['screenshots_per_request'][0]} -> "
                            f"{ratio['screenshots_per_request'][1]})")
         if json_out:

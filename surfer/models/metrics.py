@@ -6,19 +6,27 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from typing import Any
 
-_METRIC = re.compile(r"^(vllm:[a-z_]+)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
+_METRIC = re.compile(r"^(vllm:[a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$")
+_SOURCE = re.compile(r'source="([a-z_]+)"')
 
 
 def parse_metrics(text: str) -> dict[str, float]:
-    """Sum of each vllm:* series (over labels) in a Prometheus text page."""
+    """Sum of each vllm:* series (over labels) in a Prometheus text page; a series with a
+    `source` label (vLLM's prompt tokens by source) is also kept per source, as `name:source`."""
     values: dict[str, float] = {}
     for line in text.splitlines():
         match = _METRIC.match(line.strip())
         if match:
             name = match.group(1).removesuffix("_total")
-            values[name] = values.get(name, 0.0) + float(match.group(2))
+            value = float(match.group(3))
+            values[name] = values.get(name, 0.0) + value
+            source = _SOURCE.search(match.group(2) or "")
+            if source:
+                key = f"{name}:{source.group(1)}"
+                values[key] = values.get(key, 0.0) + value
     return values
 
 
@@ -40,6 +48,7 @@ class MetricsSampler:
         self.url = root.rstrip("/") + "/metrics"
         self.interval = interval
         self.samples: list[dict[str, float]] = []
+        self.times: list[float] = []  # time.monotonic() of each sample
         self._task: asyncio.Task[None] | None = None
 
     async def _read(self, client: Any) -> dict[str, float] | None:
@@ -47,10 +56,19 @@ class MetricsSampler:
 
     async def _loop(self, client: Any) -> None:
         while True:
-            sample = await self._read(client)
-            if sample:
-                self.samples.append(sample)
+            await self.snapshot()
             await asyncio.sleep(self.interval)
+
+    async def snapshot(self) -> dict[str, float] | None:
+        """Read /metrics now and keep the sample (None where it could not be read)."""
+        sample = await self._read(self._client)
+        if sample:
+            self.samples.append(sample)
+            self.times.append(time.monotonic())
+        return sample
+
+    def timed(self) -> list[tuple[float, dict[str, float]]]:
+        return list(zip(self.times, self.samples))
 
     async def __aenter__(self) -> "MetricsSampler":
         from surfer.models.json_http import http_library
@@ -63,9 +81,7 @@ class MetricsSampler:
         assert self._task is not None
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
-        last = await self._read(self._client)
-        if last:
-            self.samples.append(last)
+        await self.snapshot()
         await self._client.aclose()
 
     def summary(self) -> dict[str, Any] | None:

@@ -17,12 +17,17 @@ With `kv_capacity=N` it also behaves like a server with a KV cache of N
 tokens and reports it at `GET /metrics` in vLLM's names: a request holds its
 prompt tokens while it is answered; one that does not fit waits, and when it
 gets in it is counted as preempted and takes twice `delay` (the recompute of
-a thrashing cache), so too many sessions lower the answers per second.
+a thrashing cache), so too many sessions lower the answers per second. It
+then also keeps a prefix cache the way vLLM does (chained hashes of whole
+blocks: 64 characters of text, or one image), without eviction, and counts
+prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
+that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import threading
@@ -123,6 +128,8 @@ class StandInServer:
         self.hung = 0
         self.kv_capacity = kv_capacity
         self.kv_used = self.running = self.waiting = self.preemptions = 0
+        self.prompt_tokens = self.generation_tokens = self.cache_queries = self.cache_hits = 0
+        self._cached_blocks: set[bytes] = set()
         self._kv = threading.Condition()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -191,8 +198,27 @@ class StandInServer:
             usage = min(1.0, self.kv_used / self.kv_capacity) if self.kv_capacity else 0.0
             values = {"kv_cache_usage_perc": usage, "num_requests_running": self.running,
                       "num_requests_waiting": self.waiting, "num_preemptions_total": self.preemptions,
-                      "prefix_cache_queries_total": 0, "prefix_cache_hits_total": 0}
+                      "prefix_cache_queries_total": self.cache_queries, "prefix_cache_hits_total": self.cache_hits,
+                      "prompt_tokens_total": self.prompt_tokens, "generation_tokens_total": self.generation_tokens}
         return "".join(f'vllm:{name}{{model_name="{self.model}"}} {float(value)}\n' for name, value in values.items())
+
+    def _count_prompt(self, body: dict[str, Any], prompt_tokens: int) -> None:
+        """Prefix-cache accounting of one request (only with a KV capacity): whole blocks found
+        under the chained hash of everything before them are hits; all its blocks are cached."""
+        if self.kv_capacity is None:
+            return
+        hits, found, chain = 0, True, b""
+        blocks: list[bytes] = []
+        for piece, tokens in _prompt_blocks(body):
+            chain = hashlib.sha1(chain + piece).digest()
+            blocks.append(chain)
+            found = found and chain in self._cached_blocks
+            hits += tokens if found else 0
+        with self._kv:
+            self._cached_blocks.update(blocks)
+            self.prompt_tokens += prompt_tokens
+            self.cache_queries += prompt_tokens
+            self.cache_hits += min(hits, prompt_tokens)
 
     def _next_failure(self) -> int | None:
         with self._lock:
@@ -234,6 +260,11 @@ class StandInServer:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/") in ("/reset_prefix_cache", "/reset_mm_cache") and server.kv_capacity is not None:
+                    with server._kv:  # vLLM's dev-mode endpoints: the next run starts from an empty cache
+                        server._cached_blocks.clear()
+                    self._send(200, {})
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
@@ -254,6 +285,7 @@ class StandInServer:
                 with server._lock:
                     server.requests.append(request)
                 prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)
+                server._count_prompt(body, prompt_tokens)
                 extra = server._admit(prompt_tokens)
                 try:
                     if server.delay or extra:
@@ -265,6 +297,9 @@ class StandInServer:
                 finally:
                     server._release(prompt_tokens)
                 content = answer if isinstance(answer, str) else json.dumps(answer)
+                if server.kv_capacity is not None:
+                    with server._kv:
+                        server.generation_tokens += max(1, len(content) // 4)
                 self._send(200, {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": server.model,
@@ -274,6 +309,33 @@ class StandInServer:
                 })
 
         return Handler
+
+
+def _prompt_blocks(body: dict[str, Any]) -> list[tuple[bytes, int]]:
+    """A request's prompt as cache blocks (bytes, tokens): each message's role, its text in
+    64-character blocks (16 tokens), each image one block of 256 tokens."""
+    blocks: list[tuple[bytes, int]] = []
+    text = ""
+
+    def flush(final: bool) -> None:
+        nonlocal text
+        while len(text) >= 64 or (final and text):
+            blocks.append((text[:64].encode(), len(text[:64]) // 4))
+            text = text[64:]
+
+    for message in body.get("messages", []):
+        text += f"<{message.get('role')}>"
+        content = message.get("content")
+        for part in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
+            if part.get("type") == "text":
+                text += part.get("text", "")
+            elif part.get("type") == "image_url":
+                flush(True)
+                url = part["image_url"]["url"]
+                blocks.append((b"image:" + hashlib.sha1(url.encode()).digest(), 256))
+        flush(False)
+    flush(True)  # a partial last block may hit here, where vLLM would compute it again: a small overcount
+    return blocks
 
 
 def _serve_in_child(

@@ -43,6 +43,7 @@ class Frame:
     title: str = ""
     scale: float = 1.0
     origin: tuple[float, float] = (0.0, 0.0)
+    loop: int = 0  # in a lengthened recording: which pass over the recorded frames (marked into the image)
 
     @property
     def mime(self) -> str:
@@ -110,6 +111,20 @@ def load_recordings(path: str | Path) -> list[Recording]:
     return found
 
 
+def lengthened(recording: Recording, steps: int) -> Recording:
+    """`recording` as a session of `steps` screenshots: its frames in order, then again from
+    the first, each pass marked differently (`Frame.loop`) so that no image repeats: long
+    sessions from short recordings, as the image caches of a server see real ones."""
+    frames = recording.frames
+    if steps <= len(frames):
+        return recording
+    played = tuple(
+        Frame(f.path, f.url, f.title, f.scale, f.origin, loop=k // len(frames))
+        for k, f in ((k, frames[k % len(frames)]) for k in range(steps))
+    )
+    return Recording(recording.name, played)
+
+
 def _read_screenshot(frame: Frame, variant: int | None = None) -> Screenshot:
     """The recorded screenshot; with a `variant`, its top-left pixels are set to a
     colour code of that number and the image re-encoded, so that sessions
@@ -120,10 +135,13 @@ def _read_screenshot(frame: Frame, variant: int | None = None) -> Screenshot:
     try:
         with Image.open(io.BytesIO(data)) as image:  # reads the header only
             size = Size(*image.size)
-            if variant is not None:
+            if variant is not None or frame.loop:
                 marked = image.convert("RGB")
                 for k in range(8):
-                    marked.putpixel((k, 0), ((variant >> (3 * k)) % 8 * 32, 255 - k * 16, 0))
+                    if variant is not None:
+                        marked.putpixel((k, 0), ((variant >> (3 * k)) % 8 * 32, 255 - k * 16, 0))
+                    if frame.loop:
+                        marked.putpixel((k, 1), ((frame.loop >> (3 * k)) % 8 * 32, 0, 255 - k * 16))
                 out = io.BytesIO()
                 if mime != "image/jpeg":
                     mime = "image/png"

@@ -23,6 +23,18 @@ With `--layouts window,blocks` every level runs once per prompt layout
 (surfer/fleet/concurrency.py, up to the highest level) per layout; the
 results then hold blocks-over-window steps/s and prefix-hit ratios per
 level, and auto's steps/s over the best fixed level's.
+With `--variants` (surfer/bench/gpu/variants.py) each run is one variant of
+the client-side settings (layout, role continuation, image budget, history
+depth, sessions), all within one server start per model; the results then
+hold each variant's steady steps/s and computed tokens per agent step over
+the first variant's.
+
+Every run also reports a steady-state window (surfer/bench/gpu/steady.py):
+steps counted only after every session has finished its first step, until
+each has done `--min-steps` more (the run then stops; `--window` is the time
+limit), with the prompt tokens the engine computed per agent step from
+vLLM's counters.
+
 With `--base-url`, an already running server is used instead (no serving;
 the tests use the stand-in server this way).
 """
@@ -37,8 +49,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from surfer.bench.gpu.levels import bench_levels
+from surfer.bench.gpu.levels import bench_levels, fmt
 from surfer.bench.gpu.serving import Served, gpu_memory, log_facts, serve_model, stop
+from surfer.bench.gpu.variants import Variant
 from surfer.bench.throughput import parse_levels
 from surfer.core.errors import ConfigError
 
@@ -51,8 +64,8 @@ DEFAULT_LEVELS = "1,16,64,128"
 
 
 def table(results: dict[str, Any]) -> str:
-    several = len(results.get("layouts") or ["window"]) > 1
-    head = ("| model | " + ("layout | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
+    several = len(results.get("layouts") or ["window"]) > 1 or bool(results.get("variants"))
+    head = ("| model | " + ("variant | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
             "prefix hit | KV use mean / max | running / waiting (mean) | unusable replies | bare calls/s | surfer / bare |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for model in results["models"]:
@@ -64,18 +77,14 @@ def table(results: dict[str, Any]) -> str:
             bare = row.get("bare") or {}
             ratio = (row.get("surfer_vs_bare") or {}).get("calls_per_s")
             lines.append(
-                f"| {model['name']} | " + (f"{row.get('layout', 'window')} | " if several else "") +
+                f"| {model['name']} | " + (f"{row.get('name', row.get('layout', 'window'))} | " if several else "") +
                 f"{row['concurrency']} | {s['steps_per_s']:.2f} | {s['prompt_tokens_per_s']:.0f} | "
-                f"{s['completion_tokens_per_s']:.0f} | {_fmt(s['step_p50'])} / {_fmt(s['step_p95'])} | "
-                f"{_fmt(s['call_p50'])} / {_fmt(s['call_p95'])} | {_fmt(hit)} | "
-                f"{_fmt(kv.get('mean'))} / {_fmt(kv.get('max'))} | {_fmt(running.get('mean'), 1)} / "
-                f"{_fmt(waiting.get('mean'), 1)} | {s.get('unusable_outputs', '-')} | {_fmt(bare.get('calls_per_s'))} | {_fmt(ratio, 3)} |"
+                f"{s['completion_tokens_per_s']:.0f} | {fmt(s['step_p50'])} / {fmt(s['step_p95'])} | "
+                f"{fmt(s['call_p50'])} / {fmt(s['call_p95'])} | {fmt(hit)} | "
+                f"{fmt(kv.get('mean'))} / {fmt(kv.get('max'))} | {fmt(running.get('mean'), 1)} / "
+                f"{fmt(waiting.get('mean'), 1)} | {s.get('unusable_outputs', '-')} | {fmt(bare.get('calls_per_s'))} | {fmt(ratio, 3)} |"
             )
     return "\n".join(lines)
-
-
-def _fmt(value: Any, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def ratios(results: dict[str, Any], levels: tuple[int, ...] = (64, 128)) -> dict[str, Any]:
@@ -118,8 +127,56 @@ def layout_gains(results: dict[str, Any], reference: str = "window") -> dict[str
     return out
 
 
-def _ratio(a: float, b: float) -> float | None:
-    return round(a / b, 3) if b else None
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def variant_gains(results: dict[str, Any]) -> dict[str, Any]:
+    """Per model: each variant's steady steps/s and computed prompt tokens per agent step over the
+    first variant's at the same concurrency (the first variant is the reference)."""
+    out: dict[str, Any] = {}
+    for model in results["models"]:
+        rows = [r for r in model.get("levels", []) if "name" in r]
+        if not rows:
+            continue
+        reference = rows[0]["name"]
+        by_level = {r["concurrency"]: r for r in rows if r["name"] == reference}
+        gains: dict[str, Any] = {}
+        for row in rows:
+            ref = by_level.get(row["concurrency"])
+            if ref is None or row is ref:
+                continue
+            mine, theirs = (x["surfer"].get("steady") or {} for x in (row, ref))
+            gains[f"{row['name']}/{reference} c={row['concurrency']}"] = {
+                "steady_steps_per_s": _ratio(mine.get("steps_per_s"), theirs.get("steps_per_s")),
+                "computed_tokens_per_step": [theirs.get("computed_prompt_tokens_per_step"), mine.get("computed_prompt_tokens_per_step")],
+            }
+        out[model["name"]] = gains
+    return out
+
+
+def steady_table(results: dict[str, Any]) -> str:
+    """One line per run: the steady window's figures."""
+    head = ("| model | variant | c | steady steps/s | step p50 / p95 s | steps/session | computed tok/step | "
+            "prompt tok/step | prefix hit | KV use mean / max | running / waiting (mean) | preemptions | complete |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for model in results["models"]:
+        for row in model.get("levels", []):
+            st = row["surfer"].get("steady")
+            if not st:
+                lines.append(f"| {model['name']} | {row.get('name', row.get('layout'))} | {row['concurrency']} | "
+                             "no steady window (a session never finished its first step) |" + " |" * 9)
+                continue
+            kv, running, waiting = (st.get(k) or {} for k in ("kv_cache_usage", "running", "waiting"))
+            lines.append(
+                f"| {model['name']} | {row.get('name', row.get('layout'))} | {row['concurrency']} | {fmt(st['steps_per_s'])} | "
+                f"{fmt(st['step_p50'])} / {fmt(st['step_p95'])} | {st['min_steps_per_session']}+ | "
+                f"{fmt(st.get('computed_prompt_tokens_per_step'), 0)} | {fmt(st.get('prompt_tokens_per_step'), 0)} | "
+                f"{fmt(st.get('prefix_cache_hit_rate'))} | {fmt(kv.get('mean'))} / {fmt(kv.get('max'))} | "
+                f"{fmt(running.get('mean'), 1)} / {fmt(waiting.get('mean'), 1)} | {fmt(st.get('preemptions'), 0)} | "
+                f"{'yes' if st['complete'] else 'no'} |"
+            )
+    return "\n".join(lines)
 
 
 # -- the command -------------------------------------------------------------------------
@@ -129,13 +186,18 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                   base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
                   extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
                   layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0,
-                  auto_only: bool = False) -> dict[str, Any]:
-    """Serve and measure each model in turn; `progress(results)` is called whenever a level or model is done."""
+                  auto_only: bool = False, variants: list[Variant] | None = None, min_steps: int = 0,
+                  session_steps: int = 0) -> dict[str, Any]:
+    """Serve and measure each model in turn (one server start per model, every variant inside it);
+    `progress(results)` is called whenever a level or model is done."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.options import replay_recordings
+    from surfer.models.profiles import get_profile
+    from surfer.tools.replay import lengthened
 
-    recordings = replay_recordings("replay", replay)
+    recordings = [lengthened(r, session_steps) for r in replay_recordings("replay", replay)]
     results: dict[str, Any] = {"levels": levels, "layouts": list(layouts), "auto": auto, "window_seconds": window, "replay": replay,
+                               "min_steps": min_steps, "session_steps": session_steps, "variants": [v.label() for v in variants] if variants else None,
                                "recordings": [r.name for r in recordings], "models": []}
     for shape, where in models:
         entry: dict[str, Any] = {"name": shape, "model": where, "levels": []}
@@ -148,17 +210,23 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                 log_dir.mkdir(parents=True, exist_ok=True)
                 say(f"{shape}: starting vLLM for {where} …")
                 started = time.monotonic()
-                served = serve_model(shape, Path(where), port, max(levels), log_dir / f"vllm-{shape}.log",
-                                     serve_timeout, extra, layout="blocks" if "blocks" in layouts else "window")
+                everything = variants or [Variant(layout=layout) for layout in layouts]
+                images = max(v.max_images(get_profile(shape)) for v in everything)
+                top = max([*levels, *(v.concurrency for v in everything if isinstance(v.concurrency, int))])
+                served = serve_model(shape, Path(where), port, top, log_dir / f"vllm-{shape}.log",
+                                     serve_timeout, extra, layout="blocks" if "blocks" in layouts else "window", images=images)
                 entry["engine_start_seconds"] = round(served.start_seconds, 1)
                 entry["serve_seconds"] = round(time.monotonic() - started, 1)
                 say(f"{shape}: vLLM answered after {served.start_seconds:.0f} s")
                 url, model = served.base_url, where
-            config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600)
+            # one step more than the longest recording: a replay ends when its recording does, never with a final answer
+            config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600,
+                                 max_steps=max(30, *(len(r.frames) + 1 for r in recordings)))
             asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
                                      say=lambda t, s=shape: say(f"{s}: {t}"),
                                      progress=lambda: progress and progress(results),
-                                     layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only))
+                                     layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only,
+                                     variants=variants, min_steps=min_steps))
             entry["gpu_memory"] = gpu_memory()
         except (RuntimeError, OSError) as exc:
             entry["error"] = str(exc)
@@ -170,7 +238,8 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             if progress:
                 progress(results)
     results["hybrid_over_transformer"] = ratios(results)
-    results["layout_gains"] = layout_gains(results)
+    results["layout_gains"] = layout_gains(results) if not variants else {}
+    results["variant_gains"] = variant_gains(results)
     return results
 
 
@@ -210,6 +279,15 @@ def register(bench_app: typer.Typer) -> None:
         auto: bool = typer.Option(False, "--auto", help="Also run --concurrency auto (up to the highest level) per layout."),
         auto_interval: float = typer.Option(5.0, "--auto-interval", help="Seconds between --concurrency auto's decisions."),
         auto_only: bool = typer.Option(False, "--auto-only", help="Run only --concurrency auto (starting at the lowest level, up to the highest)."),
+        variants_text: Optional[str] = typer.Option(
+            None, "--variants", help="Client-side variants compared in one server start: 'layout=window,continuation=off; "
+            "layout=blocks,continuation=on,concurrency=64|128' or a .json/.toml file (see surfer/bench/gpu/variants.py)."),
+        session_steps: int = typer.Option(
+            30, "--session-steps", min=0, help="Replay each recording as a session of this many steps (its screenshots "
+            "again from the first, marked per pass so none repeats); 0: the recording's length."),
+        min_steps: int = typer.Option(
+            5, "--min-steps", min=0, help="Steady window: after every session's first step, until each did this many more "
+            "steps; the run then stops (--window is its time limit). 0: run the whole --window."),
     ) -> None:
         """Serve each model, run surfer batches over the replay environment and the bare generator; print a table."""
         import shlex
@@ -219,6 +297,9 @@ def register(bench_app: typer.Typer) -> None:
             from surfer.agent.layouts import check_layout
 
             layouts = tuple(check_layout(name.strip()) for name in layouts_text.split(",") if name.strip())
+            from surfer.bench.gpu.variants import parse_variants
+
+            variants = parse_variants(variants_text) if variants_text else None
             pairs = []
             for item in model:
                 shape, _, where = item.partition("=")
@@ -228,15 +309,17 @@ def register(bench_app: typer.Typer) -> None:
             results = run_gpu_bench(pairs, levels=levels, window=window, replay=replay, base_url=base_url, port=port,
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
                                     extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
-                                    auto_interval=auto_interval, auto_only=auto_only, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
+                                    auto_interval=auto_interval, auto_only=auto_only, variants=variants, min_steps=min_steps,
+                                    session_steps=session_steps, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         out.write_text(json.dumps(results, indent=2))
         typer.echo(table(results))
+        typer.echo(steady_table(results))
         for level, values in results["hybrid_over_transformer"].items():
             typer.echo(f"holotron / holo2 at c={level}: {values}")
-        for name, gains in results["layout_gains"].items():
+        for name, gains in [*results["layout_gains"].items(), *results["variant_gains"].items()]:
             for key, value in gains.items():
                 typer.echo(f"{name} {key}: {value}")
         typer.echo(f"results: {out}")

@@ -16,6 +16,10 @@ from surfer.bench.throughput import percentile
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
 from surfer.models.metrics import MetricsSampler
 
+from .steady import SteadyWindow, counter_figures, gauge_figures
+from .variants import Variant
+from .variants import runs as variant_runs
+
 if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads no pydantic model
     from surfer.agent.events import Event
 
@@ -93,14 +97,22 @@ class LevelTally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failed_calls: int = 0
+    steady: SteadyWindow | None = None
 
     def __call__(self, event: Event) -> None:
-        from surfer.agent.events import ModelCalled, RunStarted, StepFinished
+        from surfer.agent.events import Finished, ModelCalled, RunStarted, StepFinished
 
         if isinstance(event, RunStarted):
             _session.set(event.run_id)  # runs in the session's own task: tags its requests
+            if self.steady is not None:
+                self.steady.session_started(event.run_id)
+        elif isinstance(event, Finished):
+            if self.steady is not None:
+                self.steady.session_ended(_session.get())
         elif isinstance(event, StepFinished):
             self.steps.append(event.record.timings.total)
+            if self.steady is not None:
+                self.steady.step_finished(_session.get(), event.record.timings.total)
         elif isinstance(event, ModelCalled):
             self.calls.append(event.call.seconds)
             self.prompt_tokens += event.call.usage.prompt_tokens
@@ -121,6 +133,10 @@ class LevelTally:
         }
 
 
+def fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -139,24 +155,75 @@ async def _timed(coro: Any, window: float) -> float:
     return min(elapsed, window)
 
 
+async def _steady_run(coro: Any, window: float, steady: SteadyWindow, sampler: MetricsSampler | None,
+                      ) -> tuple[float, float, list[dict[str, float] | None]]:
+    """Run `coro` until it ends, the steady window closes (/metrics read at its start and end,
+    then `coro` cancelled) or `window` seconds pass; (seconds it ran, when it stopped, readings)."""
+    started = time.monotonic()
+    task = asyncio.ensure_future(coro)
+    readings: list[dict[str, float] | None] = []
+
+    async def watch() -> None:
+        await steady.opened.wait()
+        readings.append(await sampler.snapshot() if sampler else None)
+        await steady.closed.wait()
+        readings.append(await sampler.snapshot() if sampler else None)
+
+    watcher = asyncio.ensure_future(watch())
+    done, _ = await asyncio.wait({task, watcher}, timeout=window, return_when=asyncio.FIRST_COMPLETED)
+    stopped = time.monotonic()
+    if not watcher.done():
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    if len(readings) == 1:  # the end reading, at the time limit or the run's end (none: no window, or no start reading)
+        readings.append(await sampler.snapshot() if sampler else None)
+    if not task.done():
+        task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+    return min(stopped - started, window), stopped, readings
+
+
+def steady_figures(steady: SteadyWindow, stopped: float, readings: list[dict[str, float] | None],
+                   sampler: MetricsSampler | None) -> dict[str, Any] | None:
+    """The steady window's row: steps/s and step times, and what the engine did in it."""
+    figures = steady.summary(stopped)
+    if figures is None:
+        return None
+    first, last = (readings + [None, None])[:2]
+    figures.update(counter_figures(first, last, figures["steps"]))
+    if sampler is not None and steady.t0 is not None:
+        # to `stopped`: the window's end reading (taken just after it closed) counts among the samples
+        figures.update(gauge_figures(sampler.timed(), steady.t0, max(steady.t1 or stopped, stopped)))
+    return figures
+
+
 async def surfer_level(config: Any, recordings: list[Any], concurrency: int | str, window: float, work: Path,
-                       sessions: int | None = None, auto: dict[str, Any] | None = None,
-                       ) -> tuple[dict[str, Any], list[SentRequest]]:
-    """Run `sessions` replay tasks (default 2 × concurrency) with `concurrency` sessions (or "auto",
-    with AutoConcurrency options `auto`) for at most `window` s."""
+                       sessions: int | None = None, auto: dict[str, Any] | None = None, min_steps: int = 0,
+                       sampler: MetricsSampler | None = None) -> tuple[dict[str, Any], list[SentRequest]]:
+    """Run `sessions` replay tasks (default 2 × concurrency; with `min_steps`, one per session) with
+    `concurrency` sessions (or "auto", with AutoConcurrency options `auto`) for at most `window` s; with
+    `min_steps`, stop once the steady window closed (every session running after the ramp did that many
+    more steps)."""
     from surfer.fleet.batch import Batch, BatchTask
     from surfer.models.http import OpenAICompatibleBackend
 
     backend = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
-    count = sessions or max(4, 2 * int(concurrency))
+    # a steady window ends long before sessions of --session-steps do: one task per session is enough
+    # (and halves the screenshots read and marked before the window); else twice as many, to keep slots full
+    count = sessions or (int(concurrency) if min_steps else max(4, 2 * int(concurrency)))
     tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
-    tally = LevelTally()
+    cohort = int((auto or {}).get("start", 1)) if concurrency == "auto" else int(concurrency)
+    steady = SteadyWindow(min(cohort, count), min_steps)
+    tally = LevelTally(steady=steady)
     batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings,
                   auto=auto if concurrency == "auto" else None)
     try:
         await backend.check()  # the HTTP client is made before the window, as the bare generator's is
         await batch.read_replays()  # and the screenshots read: the bare generator sends them ready-made
-        seconds = await _timed(batch.run(), window)
+        steady.start = time.monotonic()
+        seconds, stopped, readings = await _steady_run(batch.run(), window, steady, sampler)
     finally:
         await backend.aclose()
     finished = batch.index.read()
@@ -173,6 +240,7 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
         "statuses": statuses,
         "unusable_outputs": tally.failed_calls,
         **tally.rates(seconds),
+        "steady": steady_figures(steady, stopped, readings, sampler),
     }
     if batch.auto is not None:
         result["concurrency_control"] = batch.concurrency_report
@@ -222,24 +290,34 @@ _TASK = (
 async def bench_levels(config: Any, recordings: list[Any], levels: list[int], window: float, *,
                        bare: bool = True, say: Any = print, out: list[dict[str, Any]] | None = None,
                        progress: Any = None, layouts: tuple[str, ...] = ("window",), auto: bool = False,
-                       auto_interval: float = 5.0, auto_only: bool = False) -> list[dict[str, Any]]:
-    """Every level against the server in `config` (surfer, then the bare replay of what it sent),
-    per prompt layout, plus `--concurrency auto` when `auto` (only that when `auto_only`: the levels
-    then give its start and ceiling); rows are appended to `out` as they finish, and `progress()`
-    called after each."""
+                       auto_interval: float = 5.0, auto_only: bool = False, variants: list[Variant] | None = None,
+                       min_steps: int = 0) -> list[dict[str, Any]]:
+    """Every variant (default: one per prompt layout) at every level against the server in `config`
+    (surfer, then the bare replay of what it sent), plus `--concurrency auto` when `auto` (only that
+    when `auto_only`: the levels then give its start and ceiling); a variant with a concurrency of
+    its own runs at that only. Rows are appended to `out` as they finish, and `progress()` called after each."""
+    from surfer.models.profiles import get_profile
+
     root = config.base_url.rstrip("/").removesuffix("/v1")
     out = [] if out is None else out
-    top = max(levels)
-    runs: list[tuple[str, int | str]] = [(layout, level) for layout in layouts for level in [*([] if auto_only else levels), *(["auto"] if auto or auto_only else [])]]
-    with tempfile.TemporaryDirectory(prefix="surfer-gpu-") as tmp:
-        for layout, level in runs:
+    profile = get_profile(config.profile)
+    chosen = variant_runs(variants or [Variant(layout=layout) for layout in layouts], levels, auto, auto_only)
+    top = max([*levels, *(v.concurrency for v in chosen if isinstance(v.concurrency, int))])
+    # a cancelled session's file writes may still be finishing in their threads when the window ends
+    with tempfile.TemporaryDirectory(prefix="surfer-gpu-", ignore_cleanup_errors=True) as tmp:
+        for number, variant in enumerate(chosen):
+            level = variant.concurrency
+            assert level is not None
             reset = await reset_server_caches(root)
-            layout_config = config.model_copy(update={"prompt_layout": layout})
+            run_config = config.model_copy(update=variant.config_update())
             options = {"start": min(levels), "maximum": top, "interval": auto_interval, "fallback": top}
             async with MetricsSampler(root) as sampler:
-                surfer, sent = await surfer_level(layout_config, recordings, level, window, Path(tmp) / f"{layout}-c{level}",
-                                                  sessions=2 * top if level == "auto" else None, auto=options)
-            row: dict[str, Any] = {"layout": layout, "concurrency": level, "caches_reset": reset, "surfer": surfer,
+                surfer, sent = await surfer_level(run_config, recordings, level, window, Path(tmp) / f"run{number}-c{level}",
+                                                  sessions=2 * top if level == "auto" else None, auto=options,
+                                                  # auto runs the whole window: its controller needs the time to settle
+                                                  min_steps=0 if level == "auto" else min_steps, sampler=sampler)
+            row: dict[str, Any] = {"name": variant.label(), "variant": variant.resolved(profile), "layout": variant.layout,
+                                   "concurrency": level, "caches_reset": reset, "surfer": surfer,
                                    "surfer_server": sampler.summary()}
             if bare and sent and level != "auto":
                 await reset_server_caches(root)
@@ -259,8 +337,13 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
 
 def level_line(row: dict[str, Any]) -> str:
     s = row["surfer"]
-    line = (f"{row.get('layout', 'window')} c={row['concurrency']:>4}  {s['steps_per_s']:.2f} steps/s  {s['prompt_tokens_per_s']:.0f} prompt tok/s  "
+    line = (f"{row.get('name', row.get('layout', 'window'))} c={row['concurrency']:>4}  {s['steps_per_s']:.2f} steps/s  "
+            f"{s['prompt_tokens_per_s']:.0f} prompt tok/s  "
             f"{s['completion_tokens_per_s']:.0f} gen tok/s  step p50 {s['step_p50']}s p95 {s['step_p95']}s")
+    steady = s.get("steady")
+    if steady:
+        line += (f"  steady {fmt(steady['steps_per_s'])} steps/s over {steady['seconds']:.0f} s"
+                 f" ({steady['min_steps_per_session']}+ steps/session), computed {fmt(steady.get('computed_prompt_tokens_per_step'), 0)} tok/step")
     if "surfer_vs_bare" in row:
         line += f"  surfer/bare calls/s {row['surfer_vs_bare']['calls_per_s']}"
     return line

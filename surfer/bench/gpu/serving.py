@@ -37,12 +37,14 @@ class Served:
 
 
 def serve_model(shape: str, model_dir: Path, port: int, max_concurrency: int, log: Path, timeout: float,
-                extra: tuple[str, ...] = (), layout: str = "window") -> Served:
-    """Start `surfer serve` for a dummy-weight model directory and wait until it answers."""
+                extra: tuple[str, ...] = (), layout: str = "window", images: int | None = None) -> Served:
+    """Start `surfer serve` for a dummy-weight model directory and wait until it answers;
+    `images`: the most images one request may hold (default: what `layout` needs)."""
     httpx = _httpx()
     command = [
         sys.executable, "-m", "surfer", "serve", str(model_dir), "--profile", shape, "--port", str(port),
-        "--max-concurrency", str(max_concurrency), "--timeout", str(timeout), "--prompt-layout", layout, "--",
+        "--max-concurrency", str(max_concurrency), "--timeout", str(timeout), "--prompt-layout", layout,
+        *(["--max-images", str(images)] if images else []), "--",
         "--load-format", "dummy", "--structured-outputs-config", STRUCTURED, *extra,
     ]
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}

@@ -63,6 +63,10 @@ class Profile:
     prompt_layout: str = "window"
     # Cap on image tokens per request (None: none); each screenshot gets its share (downscaled / fewer tiles).
     image_budget: int | None = None
+    # Role continuation: a localizer / validator on the policy's endpoint and model continues the policy's
+    # request of the step (its messages, its reply, then the role's instruction) so that the server reuses
+    # the whole prefix; templates "localizer_continue" / "validator_continue". Off: separate requests.
+    role_continuation: bool = True
 
     def sampling_for(self, role: str) -> Sampling:
         return self.sampling.get(role, Sampling())

@@ -16,7 +16,8 @@ PROFILE = Profile(
     frame="absolute",
     image=ImagePolicy(resize="smart_resize", factor=28, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, tokens="patches"),
     localizer_schema=point_schema(normalized=False, extra={"action": {"type": "string", "enum": ["click_absolute"]}}),
-    templates={"policy": "policy", "localizer": "localizer_holo1_5", "validator": "validator"},
+    templates={"policy": "policy", "localizer": "localizer_holo1_5", "validator": "validator",
+               "localizer_continue": "localizer_continue_holo1_5"},
     sampling={
         "policy": Sampling(temperature=0.7, max_tokens=1024),
         "localizer": Sampling(temperature=0.0, max_tokens=64),
