@@ -100,7 +100,8 @@ async def test_every_bypass_is_blocked_and_recorded(sites, shared_browser, tmp_p
     from surfer.agent.environments import browser_environment
     from surfer.agent.config import AgentConfig
 
-    config = AgentConfig(allowed_domains=["127.0.0.1"], browser={"viewport": VIEWPORT})
+    # The triggers are pressed to prove the network layer holds; approving them is the point here.
+    config = AgentConfig(allowed_domains=["127.0.0.1"], browser={"viewport": VIEWPORT}, sensitive_actions="approve")
     # Where each trigger is drawn, measured once on a plain context (as a localizer would see it).
     probe = await shared_browser.new_context(viewport={"width": VIEWPORT[0], "height": VIEWPORT[1]}, java_script_enabled=False)
     page = await probe.new_page()

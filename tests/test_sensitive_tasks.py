@@ -79,7 +79,7 @@ class Shopper:
 
     def __call__(self, request: ChatRequest) -> Any:
         if request.role == "localizer":
-            target = next(t for t in self.centres if t in request.text)
+            target = next(t for t in self.centres if t in request.last_text)
             x, y = self.to_frame(self.centres[target], request.image_size())
             return {"x": x, "y": y}
         if request.role == "validator":
@@ -228,7 +228,7 @@ async def test_desktop_orders_button_is_pressed_and_delete_account_needs_approva
 
     def respond(request: ChatRequest) -> Any:
         if request.role == "localizer":
-            target = next(t for t in widgets if t in request.text)
+            target = next(t for t in widgets if t in request.last_text)
             centre, (width, height) = tk_form.centre(widgets[target]), tk_form.screen
             return {"x": round(centre.x * 1000 / width), "y": round(centre.y * 1000 / height)}
         calls = sum(r.role == "policy" for r in server.requests)

@@ -47,6 +47,16 @@ class ChatRequest:
     image_urls: list[str] = field(default_factory=list)
 
     @property
+    def last_text(self) -> str:
+        """The text of the last message: the question asked now (with role continuation a
+        localizer's or validator's request carries the policy's whole turn before it)."""
+        messages = self.body.get("messages") or [{}]
+        content = messages[-1].get("content")
+        if isinstance(content, str):
+            return content
+        return "\n".join(part["text"] for part in content or [] if part.get("type") == "text")
+
+    @property
     def images(self) -> list[bytes]:
         """The request's images, decoded on first use (most answers never look)."""
         if not hasattr(self, "_images"):
