@@ -8,6 +8,10 @@
 #      "--variants $PWD/benchmarks/variants-levers.toml --no-bare --min-steps 5": client-side variants in one server start;
 #      serve with MAX_CONCURRENCY=256 SERVE_ARGS="--max-images 32" for the deep-history / 256-session variants)
 #   bash scripts/gpu_device.sh stop SHAPE               # stop that server and wait until it has exited
+#   bash scripts/gpu_device.sh levers                   # in the background: serve each of SHAPES (holotron holo2) in
+#     turn and bench LEVERS (today's requests against blocks + role continuation) at 64 sessions; results in /tmp/out
+#   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; copy /tmp/out to $OUT
+#     (a call every few minutes keeps the lease warm while the background run goes on)
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
 # (engine start: 3 to 6 minutes). SURFER_SRC: the directory holding the surfer package (default: this checkout).
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,5 +64,23 @@ stop)
   done
   nvidia-smi --query-gpu=memory.used --format=csv,noheader
   ;;
-*) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE"; exit 2 ;;
+levers)
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done
+  setsid nohup bash "$here/scripts/gpu_device.sh" levers-run > /tmp/out/levers.log 2>&1 < /dev/null &
+  echo "levers running: /tmp/out/levers.log"
+  ;;
+levers-run)
+  for shape in ${SHAPES:-holotron holo2}; do
+    MAX_CONCURRENCY=128 bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
+    OUT=/tmp/out BENCH_ARGS="--variants ${LEVERS:-layout=window,continuation=off;layout=blocks,continuation=on} --no-bare --min-steps ${MIN_STEPS:-2}" \
+      bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-300}" 64 8000 levers
+    bash "$here/scripts/gpu_device.sh" stop "$shape"
+  done
+  touch /tmp/out/levers.done
+  ;;
+collect)
+  for _ in $(seq "${2:-60}"); do [ -e /tmp/out/levers.done ] && break; sleep 1; done
+  tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"
+  ;;
+*) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS"; exit 2 ;;
 esac
