@@ -43,6 +43,7 @@ FLAG_SINCE: dict[str, str] = {
     "--guided-decoding-backend": "0.4",
     "--mamba-ssm-cache-dtype": "0.10",
     "--structured-outputs-config": "0.11",
+    "--max-num-batched-tokens": "0.1",
 }
 FLAG_UNTIL: dict[str, str] = {"--guided-decoding-backend": "0.11"}  # removed in this version
 LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
@@ -58,7 +59,12 @@ LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
 # --mamba-block-size, --max-num-batched-tokens; a flag missing from FLAG_SINCE is left out of
 # `--dry-run` plans without vLLM installed, so add it there too.
 MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
-    "holotron": {},
+    # Holotron (vLLM 0.25.1, one H100, 64 sessions, `gpu_device.sh levers`): with the default 8,192
+    # the encoder cache holds 4 screenshots of 1280x800, and the Mamba 'align' split can round a
+    # chunk that stops before an image down to 0 tokens, so requests holding half-read images wait
+    # on each other: the engine stalled for 4+ minutes (2 running, 61 waiting, 0 tokens/s; 0.17
+    # steps/s). With 32,768: 1.63 (window) and 2.29 (blocks + continuation) steps/s, waiting < 1.
+    "holotron": {"--max-num-batched-tokens": "32768"},
     "holo2": {},
     "holo1.5": {},
     "openai": {},
