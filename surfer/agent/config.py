@@ -12,7 +12,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from surfer.core.errors import ConfigError
-from surfer.models.endpoint import Endpoint
+from surfer.models.endpoint import DEFAULT_SERVER_WAIT, Endpoint
 from surfer.models.profiles import DEFAULT_PROFILE
 
 ENV_VARS = {
@@ -85,6 +85,10 @@ class AgentConfig(_Strict):
     request_timeout: float | None = Field(
         default=None, gt=0, description="Seconds for one model request; unset: 120 s, or the time left in the run if less.",
     )
+    server_wait: float = Field(
+        default=DEFAULT_SERVER_WAIT, ge=0,
+        description="Seconds to hold the sessions while the model server is gone mid-run, then give up (0: at once).",
+    )
     profile: str = DEFAULT_PROFILE
     policy: RoleSettings = RoleSettings()
     localizer: RoleSettings = RoleSettings()
@@ -156,6 +160,7 @@ class AgentConfig(_Strict):
             model=settings.model or self.model,
             api_key=settings.api_key or self.api_key,
             timeout=self.request_timeout,
+            server_wait=self.server_wait,
         )
 
 

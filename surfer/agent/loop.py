@@ -273,19 +273,19 @@ class Agent(StepMachinery):
         result: RunResult | None = None
         limit = time_limit_reason(self.config.max_seconds)
         # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
+        # The clock's limits move later while the model server is away (core/deadline.py).
         deadline = asyncio.get_running_loop().time() + self.config.max_seconds
-        steps_until = deadline - final_answer_reserve(self.config.max_seconds)
         try:
-            with run_deadline(deadline):
+            with run_deadline(deadline, final_answer_reserve(self.config.max_seconds)) as clock:
                 try:
-                    async with asyncio.timeout_at(steps_until) as preparing:
+                    async with clock.limit() as preparing:
                         await self._prepare(env, url)
                 except TimeoutError:
                     if not preparing.expired():
                         raise
                     result = run.result("limit", reason=f"{limit} before the first step (model server check or start URL)")
                 else:
-                    result = await self._steps(run, env, steps_until, deadline)
+                    result = await self._steps(run, env, clock)
         except asyncio.CancelledError:
             result = run.result("interrupted", reason="interrupted (Ctrl-C, SIGTERM or cancelled)")
             raise

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 from surfer.core.actions import Answer, Fail, targets_of, with_points
+from surfer.core.deadline import RunClock
 from surfer.core.errors import (
     ActionFailed,
     ActionNotSupported,
@@ -119,10 +120,10 @@ class StepMachinery:
     profile: Profile
     continuation: dict[str, bool]  # per role: does it continue the policy's request of the step?
 
-    async def _steps(self, run: RunState, env: Environment, steps_until: float, deadline: float) -> RunResult:
-        """Steps until an outcome or a limit. A step still running at `steps_until`
+    async def _steps(self, run: RunState, env: Environment, clock: RunClock) -> RunResult:
+        """Steps until an outcome or a limit. A step still running at `clock.steps_until`
         is cut off (its model call cancelled) and dropped; the final answer then
-        gets the time left until `deadline`."""
+        gets the time left until `clock.end`."""
         cfg = self.config
         task = "\n\n".join(
             [run.task, *([self.secrets.prompt_note()] if self.secrets else []), *([run.answer.describe()] if run.answer else [])]
@@ -137,17 +138,17 @@ class StepMachinery:
                 memory.add_note(f"Hint from the user: {hint}")
                 run.hints.append(hint)
             if run.control.finish_requested:
-                return await self._final(run, env, memory, index, "the user asked to finish now", deadline)
-            if loop.time() >= steps_until:
-                return await self._final(run, env, memory, index, limit, deadline)
+                return await self._final(run, env, memory, index, "the user asked to finish now", clock)
+            if loop.time() >= clock.steps_until:
+                return await self._final(run, env, memory, index, limit, clock)
             try:
-                async with asyncio.timeout_at(steps_until) as stepping:
+                async with clock.limit() as stepping:
                     record, outcome = await self._step(run, env, memory, index)
             except TimeoutError:
                 if not stepping.expired():
                     raise
                 await run.emit(ErrorOccurred(index, f"step {index} was cut off at the time limit and dropped"))
-                return await self._final(run, env, memory, index, f"{limit} during step {index}", deadline)
+                return await self._final(run, env, memory, index, f"{limit} during step {index}", clock)
             if outcome is None and record.outcome and "error" not in record.outcome:
                 end = await env.episode_end()
                 if end is not None:
@@ -167,7 +168,7 @@ class StepMachinery:
                     return run.result("failed", answer=answer, reason=f"the validator rejected the answer {rejections} times: {reason}")
                 continue
             return run.result(status, answer=answer, reason=reason, data=_answer_data(record.action))
-        return await self._final(run, env, memory, cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached", deadline)
+        return await self._final(run, env, memory, cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached", clock)
 
     async def _observe(self, env: Environment, memory: Memory, record: StepRecord) -> Any:
         t = time.perf_counter()
@@ -360,14 +361,14 @@ class StepMachinery:
         memory.add_history(record.index, f"answer({answer!r})", f"rejected: {verdict.reasons}")
         return ("rejected", answer, verdict.reasons)
 
-    async def _final(self, run: RunState, env: Environment, memory: Memory, index: int, why: str, deadline: float) -> RunResult:
+    async def _final(self, run: RunState, env: Environment, memory: Memory, index: int, why: str, clock: RunClock) -> RunResult:
         """At a limit, ask the policy once for a final answer (validated like any
-        answer), within the time left until `deadline`."""
+        answer), within the time left until `clock.end`."""
         outcome: dict[str, Any] = {"status": "limit", "reason": f"{why}; no final answer (no time was left to ask)"}
-        if asyncio.get_running_loop().time() >= deadline:
+        if asyncio.get_running_loop().time() >= clock.end:
             return run.result(**outcome)
         try:
-            async with asyncio.timeout_at(deadline) as asking, self._recorded_step(run, index) as record:
+            async with clock.limit(final=True) as asking, self._recorded_step(run, index) as record:
                 sink = self._sink(run, record)
                 try:
                     observation, _ = await self._observe(env, memory, record)

@@ -97,6 +97,7 @@ def run(
     api_key: options.ApiKey = None,
     profile: options.Profile = None,
     prompt_layout: options.PromptLayout = None,
+    server_wait: options.ServerWait = None,
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit (default 30)."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
@@ -131,7 +132,7 @@ def run(
     with options.setup_errors(console):
         overrides = {
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "prompt_layout": prompt_layout,
-            "max_steps": max_steps, "max_seconds": max_seconds,
+            "server_wait": server_wait, "max_steps": max_steps, "max_seconds": max_seconds,
             "validate_answers": False if no_validator else None,
             **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
             "browser": {

@@ -144,6 +144,7 @@ def register(app: typer.Typer) -> None:
         model: options.Model = None,
         api_key: options.ApiKey = None,
         profile: options.Profile = None,
+        server_wait: options.ServerWait = None,
         headful: bool = typer.Option(False, "--headful", help="Show the browser windows."),
         allow_file_urls: options.AllowFileUrls = False,
         allow_domain: options.AllowDomain = None,
@@ -187,7 +188,7 @@ def register(app: typer.Typer) -> None:
                     raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {named[suite.slug]} "
                                       "(case ids, outputs and cache entries would collide)")
                 named[suite.slug] = path
-            flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
+            flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "server_wait": server_wait,
                      **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None}}
             runs = [

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 DEFAULT_REQUEST_TIMEOUT = 120.0
+DEFAULT_SERVER_WAIT = 300.0
 
 
 class Endpoint(BaseModel):
@@ -21,3 +22,7 @@ class Endpoint(BaseModel):
     )
     max_retries: int = Field(default=4, ge=0, description="Retries for transient errors (429, 5xx, timeouts).")
     connect_retries: int = Field(default=2, ge=0, description="Quick retries when the connection is refused.")
+    server_wait: float = Field(
+        default=DEFAULT_SERVER_WAIT, ge=0,
+        description="Seconds to hold the calls while the server is gone (refused, 502/503/504) before giving up; 0: fail at once.",
+    )

@@ -15,17 +15,29 @@ import random
 import time
 from typing import Any
 
-from surfer.core.deadline import time_left
+from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut
+from .outage import answered_before, server_watch
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
 
 STRUCTURED_MODES = ("response_format", "structured_outputs", "none")
 MIN_REQUEST_TIMEOUT = 0.05
+GONE_STATUSES = (502, 503, 504)  # a proxy without its server, a server starting or stopping
+
+
+class ServerGone(ModelServerUnreachable):
+    """The connection was refused or reset: the server is not there (as against not answering in time)."""
+
+
+def _server_gone(exc: HttpStatusError) -> bool:
+    """An answer that means the server is gone, not that the request was wrong: 502 / 503 / 504,
+    or vLLM's dead engine (HTTP 500 naming EngineDeadError)."""
+    return exc.status_code in GONE_STATUSES or (exc.status_code == 500 and "enginedead" in str(exc).lower().replace(" ", ""))
 
 
 def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -120,6 +132,12 @@ class OpenAICompatibleBackend(ModelBackend):
             self._http = await asyncio.to_thread(self._json_client)
         try:
             page = await self._with_connect_retries(lambda timeout: self._call("GET", "models", timeout))
+        except ServerGone:
+            # down at the start: say so at once; gone after it answered in this process: an outage to wait out
+            if not self._outage():
+                raise
+            await self._hold()
+            return await self.check()
         except HttpStatusError as exc:
             if exc.status_code == 404:
                 self._checked = True  # server without /models: nothing to check against
@@ -127,6 +145,7 @@ class OpenAICompatibleBackend(ModelBackend):
             if exc.status_code in (401, 403):
                 raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
+        server_watch(self.endpoint.base_url, self._answers).answered = True
         served = [m.get("id") for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
@@ -154,7 +173,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 ) from None
             except ConnectFailed as exc:
                 if attempt == self.endpoint.connect_retries:
-                    raise ModelServerUnreachable(
+                    raise ServerGone(
                         f"cannot reach the model server at {self.endpoint.base_url} ({exc}). "
                         "Is it running? Start one with `vllm serve` or set --base-url / SURFER_BASE_URL."
                     ) from None
@@ -193,6 +212,11 @@ class OpenAICompatibleBackend(ModelBackend):
                 response = await self._with_connect_retries(
                     lambda timeout: self._call("POST", "chat/completions", timeout, self._body(request, mode))
                 )
+            except ServerGone:
+                if not self._outage():
+                    raise
+                await self._hold()
+                continue
             except ModelServerUnreachable:
                 if not self._may_retry(transient):
                     raise
@@ -200,6 +224,9 @@ class OpenAICompatibleBackend(ModelBackend):
                 await asyncio.sleep(self._backoff(transient))
                 continue
             except HttpStatusError as exc:
+                if _server_gone(exc) and self._outage():
+                    await self._hold()
+                    continue
                 if exc.status_code == 404:
                     raise ModelNotFound(
                         f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}: {exc.message}"
@@ -218,7 +245,37 @@ class OpenAICompatibleBackend(ModelBackend):
                 raise ModelRequestError(
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
+            server_watch(self.endpoint.base_url, self._answers).answered = True
             return self._completion(response, mode, started)
+
+    def _outage(self) -> bool:
+        """A server that answered earlier in this process and is gone now is an outage to wait out
+        (within `server_wait`); one that never answered is a mistake to report at once."""
+        return bool(self.endpoint.server_wait) and answered_before(self.endpoint.base_url)
+
+    async def _hold(self) -> None:
+        """Wait with the other sessions of this process until the server answers again
+        (outage.py); ModelServerUnreachable past `server_wait`."""
+        # the run's limits move past the longest possible wait first (a limit must not fire while held),
+        # then back by what was not used: held time is not the task's
+        limit = self.endpoint.server_wait
+        pause_deadline(limit)
+        started = time.perf_counter()
+        try:
+            await server_watch(self.endpoint.base_url, self._answers).hold(limit)
+        finally:
+            pause_deadline(time.perf_counter() - started - limit)
+
+    async def _answers(self, timeout: float) -> bool:
+        """Whether the server is back: /models answers (any status but 5xx: a server without
+        /models, or one that wants a key, is there)."""
+        try:
+            await self._call("GET", "models", timeout)
+        except HttpStatusError as exc:
+            return exc.status_code < 500
+        except (ConnectFailed, TimedOut):
+            return False
+        return True
 
     def _may_retry(self, done: int) -> bool:
         """Another try of a transient failure: within max_retries, and only when the

@@ -113,6 +113,33 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024  # hundreds of sessions connect at once; the default backlog of 5 resets them
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.connections: set[Any] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        """Reset the open (keep-alive) connections, as a server process that exits does."""
+        import socket
+
+        with self._connections_lock:
+            live, self.connections = list(self.connections), set()
+        for sock in live:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
 
 class StandInServer:
     def __init__(
@@ -172,6 +199,7 @@ class StandInServer:
         self._stopping.set()  # releases hung requests
         self._httpd.shutdown()
         self._httpd.server_close()
+        self._httpd.drop_connections()  # gone for every client, not only new ones
 
     def __enter__(self) -> "StandInServer":
         return self.start()

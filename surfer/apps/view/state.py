@@ -213,6 +213,8 @@ class OutDir:
             "done": done, "total": total, "running": len(running), **count,
             "browser_crashes": self._cached("crashes", len(finished), lambda: sum(r.get("browser_crashes") or 0 for r in finished)),
             "steps": steps, "steps_per_s": steps_per_s, "elapsed": elapsed, "eta": eta,
+            # "waiting for the model server at URL since HH:MM:SS" while the batch holds for it
+            "server": last.get("server") if done < total else None,
         }
 
     @staticmethod

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from surfer.agent.config import AgentConfig
 from surfer.agent.result import RunResult
+from surfer.core.deadline import run_deadline
 from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
@@ -316,8 +317,10 @@ class Batch:
         listeners = [self.stats, watch, *self.listeners]
         agent = Agent(config, environment=env, backends=self.backends, listeners=listeners, secrets=self.secrets)
         try:
-            async with asyncio.timeout(config.max_seconds + HARD_LIMIT_GRACE):
-                return await agent.run(task.task, task.url, out_dir=tmp)
+            # a clock, not a bare timeout: time held for a model server that went away moves it (core/deadline.py)
+            with run_deadline(asyncio.get_running_loop().time() + config.max_seconds + HARD_LIMIT_GRACE) as hard:
+                async with hard.limit():
+                    return await agent.run(task.task, task.url, out_dir=tmp)
         except TimeoutError:
             return RunResult(
                 status="limit",

@@ -11,6 +11,7 @@ from typing import Any
 
 
 from surfer.agent.events import Event, ModelCalled, StepFinished
+from surfer.models.outage import outage_note
 
 
 @dataclass
@@ -45,6 +46,7 @@ class BatchStats:
             "done": self.done, "succeeded": self.succeeded, "errors": self.errors, "running": self.running,
             "browser_crashes": self.browser_crashes,
             "latency": {role: percentiles(values) for role, values in latencies.items()},
+            **({"server": note} if (note := outage_note()) else {}),  # "waiting for the model server at URL since HH:MM:SS"
         }
 
     def __call__(self, event: Event) -> None:
@@ -91,7 +93,10 @@ class BatchStats:
         )
 
     def waiting_line(self) -> str | None:
-        """The model calls in flight: how many per role, and the longest wait."""
+        """The model calls in flight: how many per role, and the longest wait (or the server's outage)."""
+        note = outage_note()
+        if note:
+            return note
         waiting = self.waiting() if self.waiting else []
         if not waiting:
             return None

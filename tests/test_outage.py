@@ -1,0 +1,161 @@
+"""A model server that goes away mid-run: the sessions hold and go on when it is back
+(models/outage.py), within --server-wait; past it the batch stops with nothing recorded as
+finished because of the outage, and a plain re-run completes it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from surfer.agent.config import AgentConfig, BrowserSettings
+from surfer.apps.demo.oracle import DemoOracle, frame_mapper, measure_targets
+from surfer.core.deadline import run_deadline, time_left
+from surfer.core.errors import ModelServerUnreachable
+from surfer.fleet.batch import Batch, BatchTask
+from surfer.fleet.batch.results import is_final
+from surfer.models.backend import Message, ModelRequest
+from surfer.models.http import Endpoint, OpenAICompatibleBackend
+from surfer.models.outage import outage_note, watch_of
+from surfer.models.standin import StandInServer
+
+VIEWPORT = (1024, 700)
+
+
+def _port(server: StandInServer) -> int:
+    return int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+
+
+def _request() -> ModelRequest:
+    return ModelRequest(messages=(Message.text("user", "hi"),), schema_name="policy")
+
+
+NOTES: list[str] = []  # what outage_note() said while a server was down
+
+
+async def _restart_after(server: StandInServer, seconds: float) -> StandInServer:
+    """Stop `server` now (its open connections reset) and start one like it on the same port after `seconds`."""
+    server.stop()
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        note = outage_note()
+        if note and note not in NOTES:
+            NOTES.append(note)
+        await asyncio.sleep(0.05)
+    return StandInServer(server.respond, model=server.model, port=_port(server)).start()
+
+
+async def test_a_call_holds_through_an_outage_and_the_run_is_not_charged_for_it():
+    server = StandInServer(lambda r: {"x": 1}).start()
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, server_wait=30))
+    await backend.check()  # it answered once: a refusal from now on is an outage
+    with run_deadline(asyncio.get_running_loop().time() + 1.5) as clock:
+        restarting = asyncio.create_task(_restart_after(server, 2.5))
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        async with clock.limit():  # the run's limit (1.5 s) passes while held: it moves instead
+            completion = await backend.complete(_request())
+        held = time.monotonic() - started
+        assert completion.text == '{"x": 1}'
+        assert held > 2.0, held
+        assert clock.paused > 2.0 and time_left() > 0  # the held time went back to the run
+    watch = watch_of(server.base_url)
+    assert watch is not None and watch.outages == 1 and not watch.down
+    (await restarting).stop()
+    await backend.aclose()
+
+
+async def test_past_server_wait_the_call_fails_clearly():
+    server = StandInServer(lambda r: {"x": 1}).start()
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, server_wait=1.5))
+    await backend.check()
+    server.stop()
+    started = time.monotonic()
+    with pytest.raises(ModelServerUnreachable, match=r"has not answered for 1.5 s .*run the same command again"):
+        await backend.complete(_request())
+    assert 1.2 < time.monotonic() - started < 10
+    await backend.aclose()
+
+
+@pytest.fixture(scope="module")
+async def centres(demo_site):  # type: ignore[no-untyped-def]
+    return await measure_targets(demo_site.base_url, VIEWPORT)
+
+
+def _tasks(site, n: int) -> list[BatchTask]:  # type: ignore[no-untyped-def]
+    from surfer.apps.demo.oracle import DEMO_TASK
+
+    return [BatchTask(id=f"t{i}", group=f"t{i}", task=DEMO_TASK, url=site.url("index.html")) for i in range(n)]
+
+
+def _config(server: StandInServer, server_wait: float) -> AgentConfig:
+    return AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10,
+                       server_wait=server_wait, browser=BrowserSettings(viewport=VIEWPORT))
+
+
+async def _outage_after_records(batch: Batch, running: asyncio.Task, records: int, server: StandInServer,
+                                down_for: float | None) -> StandInServer | None:
+    """Once `records` tasks are recorded, stop the server; start it again after `down_for` s (None: not)."""
+    while len(batch.index.read()) < records:
+        assert not running.done(), "the batch ended before the outage"
+        await asyncio.sleep(0.02)
+    if down_for is None:
+        server.stop()
+        return None
+    return await _restart_after(server, down_for)
+
+
+def _final_by_id(out: Path) -> dict[str, list[dict]]:
+    from surfer.fleet.batch import ResultsIndex
+
+    final: dict[str, list[dict]] = {}
+    for record in ResultsIndex(out / "results.jsonl").read():
+        if is_final(record):
+            final.setdefault(record["id"], []).append(record)
+    return final
+
+
+async def test_a_batch_rides_out_a_server_restart(demo_site, centres, tmp_path):
+    oracle = DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
+    server = StandInServer(oracle).start()
+    batch = Batch(_config(server, 60), _tasks(demo_site, 6), tmp_path, concurrency=2)
+    running = asyncio.create_task(batch.run())
+    back = await _outage_after_records(batch, running, 2, server, down_for=3.0)
+    summary = await running
+    assert back is not None
+    back.stop()
+    records = batch.index.read()
+    assert summary.stopped is None, summary
+    assert [r["status"] for r in records] == ["success"] * 6, records  # no error line from the outage
+    assert {ids: len(rs) for ids, rs in _final_by_id(tmp_path).items()} == {f"t{i}": 1 for i in range(6)}
+    assert back.requests, "the sessions went on against the restarted server"
+    watch = watch_of(server.base_url)
+    assert watch is not None and watch.outages >= 1 and watch.held_seconds > 0  # calls were held, not failed
+    assert any(n.startswith(f"waiting for the model server at {server.base_url} since ") for n in NOTES), NOTES
+    assert outage_note() is None and batch.stats.metrics().get("server") is None  # said while down, not after
+
+
+async def test_a_server_gone_past_server_wait_stops_the_batch_and_a_plain_rerun_completes_it(demo_site, centres, tmp_path):
+    oracle = DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
+    server = StandInServer(oracle).start()
+    port = _port(server)
+    tasks = _tasks(demo_site, 5)
+    batch = Batch(_config(server, 1.5), tasks, tmp_path, concurrency=2)
+    running = asyncio.create_task(batch.run())
+    await _outage_after_records(batch, running, 1, server, down_for=None)
+    summary = await running
+    assert summary.stopped_kind == "unreachable" and "--server-wait" in (summary.stopped or ""), summary
+    done = _final_by_id(tmp_path)
+    assert 1 <= len(done) < 5 and all(len(rs) == 1 for rs in done.values())
+    assert all(r["status"] == "success" for rs in done.values() for r in rs)  # the outage finished nothing
+
+    back = StandInServer(oracle, model=server.model, port=port).start()
+    rerun = Batch(_config(back, 1.5), tasks, tmp_path, concurrency=2)
+    assert {t.id for t in rerun.pending()} == {t.id for t in tasks} - set(done)
+    summary = await rerun.run()
+    back.stop()
+    assert summary.stopped is None, summary
+    final = _final_by_id(tmp_path)
+    assert {i: [r["status"] for r in rs] for i, rs in final.items()} == {t.id: ["success"] for t in tasks}
