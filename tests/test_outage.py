@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
+from surfer.agent.events import Waiting
 from surfer.apps.demo.oracle import DemoOracle, frame_mapper, measure_targets
 from surfer.core.deadline import run_deadline, time_left
 from surfer.core.errors import ModelServerUnreachable
@@ -56,7 +57,14 @@ async def test_a_call_holds_through_an_outage_and_the_run_is_not_charged_for_it(
         await asyncio.sleep(0.05)
         started = time.monotonic()
         async with clock.limit():  # the run's limit (1.5 s) passes while held: it moves instead
-            completion = await backend.complete(_request())
+            calling = asyncio.create_task(backend.complete(_request()))
+            while outage_note() is None:
+                assert not calling.done()
+                await asyncio.sleep(0.02)
+            # what `surfer run`'s status line shows meanwhile (rendered from its refresh thread too)
+            shown = await asyncio.to_thread(Waiting(1, "policy").describe)
+            assert shown.startswith(f"step 1: waiting for the model server at {server.base_url} since "), shown
+            completion = await calling
         held = time.monotonic() - started
         assert completion.text == '{"x": 1}'
         assert held > 2.0, held

@@ -190,7 +190,10 @@ class Waiting:
         self.step, self.role, self.since = step, role, time.monotonic()
 
     def describe(self) -> str:
-        return f"step {self.step}: asking the {self.role}… {time.monotonic() - self.since:.0f}s"
+        from surfer.models.outage import outage_note
+
+        note = outage_note()  # the server went away: say so rather than count up silently
+        return f"step {self.step}: {note}" if note else f"step {self.step}: asking the {self.role}… {time.monotonic() - self.since:.0f}s"
 
     def __rich__(self) -> Any:
         from rich.text import Text

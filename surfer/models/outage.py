@@ -134,12 +134,13 @@ def answered_before(base_url: str) -> bool:
 
 
 def outage_note() -> str | None:
-    """'waiting for the model server at URL since HH:MM:SS' while a server of this loop is down."""
+    """'waiting for the model server at URL since HH:MM:SS' while a server of this loop is down
+    (called off any loop, e.g. by a terminal display's refresh thread: of any open loop)."""
     try:
-        watches = _WATCHES.get(asyncio.get_running_loop(), {})
+        groups = [_WATCHES.get(asyncio.get_running_loop(), {})]
     except RuntimeError:
-        return None
-    for watch in watches.values():
+        groups = [w for loop, w in list(_WATCHES.items()) if not loop.is_closed()]
+    for watch in (watch for group in groups for watch in list(group.values())):
         if watch.down and watch.down_since_wall is not None:
             since = watch.down_since_wall.astimezone().strftime("%H:%M:%S")
             return f"waiting for the model server at {watch.base_url} since {since}"
