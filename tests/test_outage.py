@@ -87,6 +87,19 @@ async def test_past_server_wait_the_call_fails_clearly():
     await backend.aclose()
 
 
+async def test_a_server_that_keeps_failing_calls_while_it_lists_its_models_is_held_at_most_server_wait():
+    server = StandInServer(lambda r: {"x": 1}).start()
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, server_wait=2.5))
+    await backend.check()
+    server.fail_next(503, count=1000)  # /models answers, every chat call gets 503
+    started = time.monotonic()
+    with pytest.raises(ModelServerUnreachable, match="kept failing this call for 2.5 s|has not answered"):
+        await backend.complete(_request())
+    assert time.monotonic() - started < 15
+    server.stop()
+    await backend.aclose()
+
+
 @pytest.fixture(scope="module")
 async def centres(demo_site):  # type: ignore[no-untyped-def]
     return await measure_targets(demo_site.base_url, VIEWPORT)

@@ -206,18 +206,17 @@ class OpenAICompatibleBackend(ModelBackend):
     async def complete(self, request: ModelRequest) -> Completion:
         started = time.perf_counter()
         transient = 0
+        held = 0.0  # seconds this call has waited for the server: all its outages together stay within server_wait
         while True:
             mode = self.structured_mode
             try:
                 response = await self._with_connect_retries(
                     lambda timeout: self._call("POST", "chat/completions", timeout, self._body(request, mode))
                 )
-            except ServerGone:
-                if not self._outage():
-                    raise
-                await self._hold()
-                continue
-            except ModelServerUnreachable:
+            except ModelServerUnreachable as exc:
+                if isinstance(exc, ServerGone) and self._outage():
+                    held += await self._hold(held)
+                    continue
                 if not self._may_retry(transient):
                     raise
                 transient += 1
@@ -225,7 +224,9 @@ class OpenAICompatibleBackend(ModelBackend):
                 continue
             except HttpStatusError as exc:
                 if _server_gone(exc) and self._outage():
-                    await self._hold()
+                    # a server that answers /models but keeps failing chat calls this way is held for at most
+                    # server_wait in all, never sent the call again forever
+                    held += await self._hold(held)
                     continue
                 if exc.status_code == 404:
                     raise ModelNotFound(
@@ -253,18 +254,25 @@ class OpenAICompatibleBackend(ModelBackend):
         (within `server_wait`); one that never answered is a mistake to report at once."""
         return bool(self.endpoint.server_wait) and answered_before(self.endpoint.base_url)
 
-    async def _hold(self) -> None:
+    async def _hold(self, held: float = 0.0) -> float:
         """Wait with the other sessions of this process until the server answers again
-        (outage.py); ModelServerUnreachable past `server_wait`."""
+        (outage.py); the seconds waited. ModelServerUnreachable past `server_wait` (less `held`,
+        what this call already waited)."""
+        limit = self.endpoint.server_wait
+        if held >= limit:
+            raise ModelServerUnreachable(
+                f"the model server at {self.endpoint.base_url} kept failing this call for {limit:g} s (--server-wait)"
+            )
         # the run's limits move past the longest possible wait first (a limit must not fire while held),
         # then back by what was not used: held time is not the task's
-        limit = self.endpoint.server_wait
         pause_deadline(limit)
         started = time.perf_counter()
         try:
-            await server_watch(self.endpoint.base_url, self._answers).hold(limit)
+            await server_watch(self.endpoint.base_url, self._answers).hold(limit - held)
         finally:
-            pause_deadline(time.perf_counter() - started - limit)
+            waited = time.perf_counter() - started
+            pause_deadline(waited - limit)
+        return waited
 
     async def _answers(self, timeout: float) -> bool:
         """Whether the server is back: /models answers (any status but 5xx: a server without
