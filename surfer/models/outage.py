@@ -114,11 +114,14 @@ _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ServerW
 
 
 def server_watch(base_url: str, probe: Probe) -> ServerWatch:
-    """The watch of `base_url` in this event loop (made with `probe` the first time)."""
+    """The watch of `base_url` in this event loop; it probes with the latest caller's `probe`
+    (a backend closed since, e.g. an earlier SDK run's, must not be the one that probes)."""
     watches = _WATCHES.setdefault(asyncio.get_running_loop(), {})
     key = base_url.rstrip("/")
     if key not in watches:
         watches[key] = ServerWatch(key, probe)
+    else:
+        watches[key]._probe = probe
     return watches[key]
 
 
