@@ -63,7 +63,9 @@ MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
     # the encoder cache holds 4 screenshots of 1280x800, and the Mamba 'align' split can round a
     # chunk that stops before an image down to 0 tokens, so requests holding half-read images wait
     # on each other: the engine stalled for 4+ minutes (2 running, 61 waiting, 0 tokens/s; 0.17
-    # steps/s). With 32,768: 1.63 (window) and 2.29 (blocks + continuation) steps/s, waiting < 1.
+    # steps/s). With 32,768: 1.63 (window) and 2.29 (blocks + continuation) steps/s, waiting < 1; the
+    # KV cache 42.35 GiB instead of 46.42. With prefix caching off as well, vLLM ran out of memory in
+    # Mamba's chunked scan (README, "The levers on one H100").
     "holotron": {"--max-num-batched-tokens": "32768"},
     "holo2": {},
     "holo1.5": {},
