@@ -75,6 +75,7 @@ class OpenAICompatibleBackend(ModelBackend):
         self._http: JsonClient | None = None
         self._sdk_client: Any = None
         self._checked = False
+        self._answered = False  # this backend has had an answer (outage.py learnt of it)
         # Requests go out as plain JSON (json_http.py): no openai SDK to import (~0.4 s at start-up) and
         # no typed params to walk (`chat.completions.create` checks every message part, ~1-2 ms of CPU per
         # request). True restores the SDK's `create` (the path before issue 14, `surfer bench throughput
@@ -145,7 +146,7 @@ class OpenAICompatibleBackend(ModelBackend):
             if exc.status_code in (401, 403):
                 raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
-        server_watch(self.endpoint.base_url, self._answers).answered = True
+        self._mark_answered()
         served = [m.get("id") for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
@@ -246,8 +247,15 @@ class OpenAICompatibleBackend(ModelBackend):
                 raise ModelRequestError(
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
-            server_watch(self.endpoint.base_url, self._answers).answered = True
+            self._mark_answered()
             return self._completion(response, mode, started)
+
+    def _mark_answered(self) -> None:
+        """Once per backend (not per call): the server answered, so losing it later is an outage;
+        this backend, alive now, becomes the one that probes."""
+        if not self._answered:
+            self._answered = True
+            server_watch(self.endpoint.base_url, self._answers).answered = True
 
     def _outage(self) -> bool:
         """A server that answered earlier in this process and is gone now is an outage to wait out

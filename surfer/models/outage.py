@@ -97,14 +97,16 @@ class ServerWatch:
         assert self.down_since is not None
         log.warning("model server at %s answers again after %.1f s", self.base_url,
                     asyncio.get_running_loop().time() - self.down_since)
-        self.down_since = self.down_since_wall = None
         self._watcher = None
-        self._up.set()
+        self._up_again()
 
     def _stop_watching(self) -> None:
         if self._watcher is not None:
             self._watcher.cancel()
             self._watcher = None
+        self._up_again()
+
+    def _up_again(self) -> None:
         self.down_since = self.down_since_wall = None
         self._up.set()
 
