@@ -10,6 +10,7 @@
 #   bash scripts/gpu_device.sh stop SHAPE               # stop that server and wait until it has exited
 #   bash scripts/gpu_device.sh levers                   # in the background: serve each of SHAPES (holotron holo2) in
 #     turn and bench LEVERS (today's requests against blocks + role continuation) at 64 sessions; results in /tmp/out
+#     (LEVERS: variants, `#` between groups that run as separate benches; WINDOW, MIN_STEPS, MAX_CONCURRENCY, SERVE_ARGS)
 #   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; copy /tmp/out to $OUT
 #     (a call every few minutes keeps the lease warm while the background run goes on)
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
@@ -71,9 +72,15 @@ levers)
   ;;
 levers-run)
   for shape in ${SHAPES:-holotron holo2}; do
-    MAX_CONCURRENCY=128 bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
-    OUT=/tmp/out BENCH_ARGS="--variants ${LEVERS:-layout=window,continuation=off;layout=blocks,continuation=on} --no-bare --min-steps ${MIN_STEPS:-2}" \
-      bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-300}" 64 8000 levers
+    MAX_CONCURRENCY=${MAX_CONCURRENCY:-128} bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
+    # LEVERS: groups of variants separated by `#`, each group one bench run (its own JSON: levers, levers-2, ...)
+    IFS='#' read -ra groups <<< "${LEVERS:-layout=window,continuation=off;layout=blocks,continuation=on}"
+    n=0
+    for group in "${groups[@]}"; do
+      n=$((n + 1))
+      OUT=/tmp/out BENCH_ARGS="--variants $group --no-bare --min-steps ${MIN_STEPS:-2}" \
+        bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-300}" 64 8000 "levers$( [ $n -gt 1 ] && echo -$n)"
+    done
     bash "$here/scripts/gpu_device.sh" stop "$shape"
   done
   touch /tmp/out/levers.done
