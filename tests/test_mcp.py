@@ -129,7 +129,7 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         saved = json.loads((Path(cancelled["run_dir"]) / "result.json").read_text())
         assert saved["status"] == "interrupted" and "cancel" in saved["reason"]
         calls = len(server.requests)
-        await asyncio.sleep(1.2)  # the run really stopped: no more model requests
+        await asyncio.sleep(0.8)  # the run really stopped: no more model requests
         assert len(server.requests) == calls
         assert payload(await session.call_tool("task_status", {"task_id": task_id}))["status"] == "cancelled"
 
@@ -142,6 +142,47 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         refused = await session.call_tool("start_task", {"task": "t", "url": "file:///etc/passwd"})
         assert "file" in error_text(refused)
         assert len((await session.list_tools()).tools) >= 5  # the server is still there
+
+
+BUY = {"thought": "buy it", "notes": "", "action": {"type": "click", "target": "the Buy now button"}}
+AT_BUY = {"x": 156, "y": 162}  # the button's centre, 0..1000 of 1280x800
+DONE = {"thought": "done", "notes": "", "action": {"type": "answer", "text": "done"}}
+
+
+def shop(request):  # type: ignore[no-untyped-def]
+    if request.role == "localizer":
+        return AT_BUY
+    return DONE if "bought=1" in request.text else BUY
+
+
+async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, tmp_path):
+    from mcp_types import ElicitResult
+
+    server = standin(shop)
+    asked: list[str] = []
+    approve = [True]
+
+    async def person(context, params):  # type: ignore[no-untyped-def]
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": approve[0]})
+
+    args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--no-validator",
+            "--runs-dir", str(tmp_path / "runs")]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=server_env())
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=person) as session:
+            await session.initialize()
+            approved = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+            assert approved["status"] == "success" and len(asked) == 1
+            assert "Buy now" in asked[0] and "Allow it?" in asked[0]
+            first = json.loads((Path(approved["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+            assert first["confirmation"]["approved"] is True and first["confirmation"]["by"] == "confirm"
+
+            approve[0] = False
+            refused = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+            assert len(asked) >= 2 and refused["status"] == "needs_approval", refused
+            first = json.loads((Path(refused["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+            assert first["confirmation"]["approved"] is False
 
 
 def free_port() -> int:

@@ -25,6 +25,7 @@ log = logging.getLogger("surfer.mcp")
 
 StepListener = Callable[["StepRecord"], Awaitable[None]]
 CANCELLED_REASON = "cancelled by the MCP client (cancel_task)"
+CLOSED_REASON = "cancelled: the MCP server closed (its client went away, or a signal)"
 CANCEL_WAIT_S = 30.0  # how long cancel_task waits for the run to write its record
 SCREENSHOT_TYPES = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 
@@ -59,6 +60,7 @@ class TaskRun:
     steps: int = 0
     last_step: str = ""
     cancelled: bool = False
+    cancel_reason: str = CANCELLED_REASON
     result: "RunResult | None" = None
     listeners: list[StepListener] = field(default_factory=list)
 
@@ -89,7 +91,7 @@ class TaskRun:
             if self.cancelled:
                 data["run_status"] = result.status  # what result.json says: interrupted
         elif self.cancelled:
-            data["reason"] = CANCELLED_REASON + ", before the run began"
+            data["reason"] = self.cancel_reason + ", before the run began"
         data["resources"] = run_resources(self.run_dir)
         return {k: v for k, v in data.items() if v is not None}
 
@@ -202,9 +204,12 @@ class RunManager:
             return None
         finally:
             await asyncio.shield(agent.aclose())
-        if holder:
-            holder[0].result = result
-            log.info("task %s finished: %s", holder[0].id, result.status)
+        run = holder[0]
+        if run.cancelled:
+            result.reason = run.cancel_reason
+            await asyncio.to_thread(_record_cancel, run.run_dir, run.cancel_reason)
+        run.result = result
+        log.info("task %s %s", run.id, "cancelled" if run.cancelled else f"finished: {result.status}")
         return result
 
     async def wait(self, run: TaskRun) -> TaskRun:
@@ -213,34 +218,34 @@ class RunManager:
         try:
             await asyncio.shield(run.driver)
         except asyncio.CancelledError:
-            await self.cancel(run)
+            self._stop(run, "cancelled by the MCP client (its run_task request was cancelled)")
             raise
         return run
 
-    async def cancel(self, run: TaskRun) -> TaskRun:
+    def _stop(self, run: TaskRun, reason: str = CANCELLED_REASON) -> None:
+        if not run.driver.done():
+            run.cancelled, run.cancel_reason = True, reason
+            run.handle.cancel()
+
+    async def cancel(self, run: TaskRun, reason: str = CANCELLED_REASON) -> TaskRun:
         """Stop the run: the step in progress is dropped, the browser closed, and
         result.json and report.html say it was cancelled."""
         if run.driver.done():
             return run
-        run.cancelled = True
-        run.handle.cancel()
+        self._stop(run, reason)
         done, _ = await asyncio.wait({run.driver}, timeout=CANCEL_WAIT_S)
         if not done:
             run.driver.cancel()
             await asyncio.gather(run.driver, return_exceptions=True)
-        if run.result is not None:
-            run.result.reason = CANCELLED_REASON
-            await asyncio.to_thread(_record_cancel, run.run_dir)
-        log.info("task %s cancelled", run.id)
         return run
 
     async def aclose(self) -> None:
         """The server is closing: cancel what still runs."""
         running = [run for run in self.runs.values() if not run.driver.done()]
-        await asyncio.gather(*(self.cancel(run) for run in running), return_exceptions=True)
+        await asyncio.gather(*(self.cancel(run, CLOSED_REASON) for run in running), return_exceptions=True)
 
 
-def _record_cancel(run_dir: Path) -> None:
+def _record_cancel(run_dir: Path, reason: str) -> None:
     from surfer.agent.report import render_report
     from surfer.agent.rundir import write_atomic
 
@@ -248,6 +253,6 @@ def _record_cancel(run_dir: Path) -> None:
     if not saved.exists():
         return
     result = json.loads(saved.read_text(encoding="utf-8"))
-    result["reason"] = CANCELLED_REASON
+    result["reason"] = reason
     write_atomic(saved, json.dumps(result, indent=2))
     write_atomic(run_dir / "report.html", render_report(run_dir))

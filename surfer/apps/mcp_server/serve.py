@@ -22,6 +22,7 @@ def _log_to_stderr() -> None:
     logger = logging.getLogger("surfer")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    logger.propagate = False  # the SDK's handler on the root logger would print each line twice
 
 
 def serve(settings: ServerSettings, *, http: Optional[int], host: str, token: Optional[str], console: Any) -> None:
