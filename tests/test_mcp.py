@@ -23,6 +23,7 @@ pytest.importorskip("mcp")
 
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets  # noqa: E402
 from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle  # noqa: E402
@@ -199,6 +200,8 @@ async def test_a_model_server_that_is_down_is_a_tool_error(demo_site, tmp_path):
         text = error_text(result)
         assert "model server unreachable" in text and "127.0.0.1" in text
         assert (await session.list_tools()).tools  # still serving
+        with pytest.raises(MCPError, match="no run 'nope'|has no report.html"):
+            await session.read_resource("surfer://runs/nope/report.html")
 
 
 async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, tmp_path):

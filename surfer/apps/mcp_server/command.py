@@ -68,8 +68,8 @@ def register(app: typer.Typer) -> None:
                 if needs_token(host) and not token:
                     raise ConfigError(f"refusing to serve MCP on {host}:{http} without a bearer token: "
                                       "set --token or SURFER_MCP_TOKEN (or bind --host 127.0.0.1)")
-            elif host != "127.0.0.1" or token:
-                raise ConfigError("--host and --token apply to --http only")
+            elif host != "127.0.0.1":
+                raise ConfigError("--host applies to --http only")
             flags: dict[str, Any] = {
                 "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
                 "prompt_layout": prompt_layout, "server_wait": server_wait,

@@ -9,6 +9,7 @@ holds, as `surfer://runs/{run_id}/report.html`, `result.json`,
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from pathlib import Path
@@ -168,26 +169,31 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
             raise ResourceNotFoundError(f"run {run_id!r} has no {'/'.join(parts)} (yet)")
         return path
 
+    async def read_text(run_id: str, name: str) -> str:  # off the event loop: a report can be megabytes
+        path = await asyncio.to_thread(run_file, run_id, name)
+        return await asyncio.to_thread(path.read_text, encoding="utf-8")
+
     @server.resource("surfer://runs/{run_id}/report.html", mime_type="text/html",
                      description="A run's report: each step's screenshot, thought, action and timings.")
-    def report(run_id: str) -> str:
-        return run_file(run_id, "report.html").read_text(encoding="utf-8")
+    async def report(run_id: str) -> str:
+        return await read_text(run_id, "report.html")
 
     @server.resource("surfer://runs/{run_id}/result.json", mime_type="application/json",
                      description="A run's result: status, answer, data, reason, steps, usage, timings.")
-    def result_json(run_id: str) -> str:
-        return run_file(run_id, "result.json").read_text(encoding="utf-8")
+    async def result_json(run_id: str) -> str:
+        return await read_text(run_id, "result.json")
 
     @server.resource("surfer://runs/{run_id}/trajectory.jsonl", mime_type="application/jsonl",
                      description="A run's steps, one JSON object a line.")
-    def trajectory(run_id: str) -> str:
-        return run_file(run_id, "trajectory.jsonl").read_text(encoding="utf-8")
+    async def trajectory(run_id: str) -> str:
+        return await read_text(run_id, "trajectory.jsonl")
 
     def screenshots(extension: str) -> Any:
-        def screenshot(run_id: str, n: str) -> bytes:
+        async def screenshot(run_id: str, n: str) -> bytes:
             if not n.isdigit():
                 raise ResourceNotFoundError(f"step {n!r} is no step number")
-            return run_file(run_id, "screenshots", f"step-{int(n):03d}.{extension}").read_bytes()
+            path = await asyncio.to_thread(run_file, run_id, "screenshots", f"step-{int(n):03d}.{extension}")
+            return await asyncio.to_thread(path.read_bytes)
 
         return screenshot
 
