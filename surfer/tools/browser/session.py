@@ -174,7 +174,12 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
     async def _guard(self, awaitable: Awaitable[Any]) -> Any:
         """Await a call into the browser; when Chromium or the page dies under it
         (a killed browser never answers), raise BrowserCrashed at once instead."""
-        self._check_alive()
+        try:
+            self._check_alive()
+        except BrowserCrashed:
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()  # never to run: say so, or Python warns that it was never awaited
+            raise
         if self._died is None:
             return await awaitable
         task = asyncio.ensure_future(awaitable)
