@@ -68,3 +68,23 @@ def test_faulty_responder_draws_each_fault_at_its_rate():
     assert responder.injected == {"http_500": answers["error"], "malformed": answers["malformed"], "hung": 0}
     ok = FaultyResponder({}, "normalized_1000", FaultRates(0, 0, 0), 1)(request)
     assert ok["action"] == {"type": "click", "target": "the page heading"}  # the session's third step, from its history
+
+
+async def test_a_closed_session_is_not_kept_alive_by_the_shared_browser(demo_site, shared_browser):
+    """What the soak found: the shared browser's "disconnected" listener held every finished session
+    (its page objects and last screenshot, ~25 KiB a task) for as long as the browser lived."""
+    import gc
+    import weakref
+
+    from surfer.tools.browser import BrowserEnvironment
+
+    refs = []
+    for _ in range(3):
+        env = BrowserEnvironment(browser=shared_browser)
+        await env.start(demo_site.url("register.html"))
+        await env.observe()
+        await env.close()
+        refs.append(weakref.ref(env))
+        del env
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]

@@ -104,6 +104,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         self._area_shared: Any = None
         self._settled_title: tuple[Any, int, str] | None = None  # (page, navigations, title) the last settle saw
         self._notices: list[str] = []
+        self._gone_listener: Any = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -116,7 +117,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 self._browser = self._shared_browser
             else:
                 self._playwright, self._browser = await self._launch()
-            self._browser.on("disconnected", lambda *_: self._on_browser_gone())
+            self._gone_listener = lambda *_: self._on_browser_gone()
+            self._browser.on("disconnected", self._gone_listener)
             if not self._browser.is_connected():
                 self._on_browser_gone()
             await self._guard(self._open_context())
@@ -215,6 +217,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             pass
         finally:
             self._context = self._page = None
+            if self._browser is not None and self._gone_listener is not None:
+                # a shared browser outlives its sessions: its listener must not keep this one alive
+                self._browser.remove_listener("disconnected", self._gone_listener)
+                self._gone_listener = None
             if self._shared_browser is None and self._browser is not None:
                 try:
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)
