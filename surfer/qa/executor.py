@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 from typing import Any, Optional
 
 from surfer.agent.secrets import Secrets
@@ -69,6 +70,14 @@ class QaEnvironment(Environment):
 
     async def close(self) -> None:
         await self.inner.close()
+
+    def step_group(self, name: str) -> Any:
+        return self.inner.step_group(name)
+
+    async def save_trace(self, folder: Path, status: str) -> Path | None:
+        """The attempt's Playwright trace (every step of the case, one chunk) as folder/trace.zip when kept."""
+        trace = getattr(self.inner, "trace", None)
+        return await trace.finish(folder, status) if trace is not None else None
 
     # -- what a user sees -------------------------------------------------------
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
 from surfer.core.errors import BrowserCrashed, ConfigError, EnvironmentFailure
+from surfer.tools.browser.tracing import ContextTrace
 from surfer.tools import dialogs
 from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
@@ -52,6 +53,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         blocked_domains: tuple[str, ...] | list[str] = (),
         legacy_step: bool = False,
         early: Any = None,
+        trace: str = "off",
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -59,6 +61,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             raise ConfigError("device scale factor must be positive")
         if screenshot_format not in ("jpeg", "png"):
             raise ConfigError("screenshot format must be 'jpeg' or 'png'")
+        try:
+            self.trace = ContextTrace(trace)  # `--trace`: Playwright's trace of each run (tracing.py)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self.headless = headless
         self.viewport = viewport
         self.device_scale_factor = device_scale_factor
@@ -170,6 +176,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
             )
         self._tracker.attach(self._context)
+        await self.trace.attach(self._context)
         self._context.on("page", self._on_new_page)
         self._use(page or await self._context.new_page())
 
