@@ -301,6 +301,10 @@ class Agent(StepMachinery):
             if result is not None:
                 result.downloads = await asyncio.shield(env.end_run(result.status))
                 if env.trace_file is not None:
+                    if self.secrets:
+                        from surfer.tools.browser.tracing import scrub_archive
+
+                        await asyncio.shield(asyncio.to_thread(scrub_archive, env.trace_file, self.secrets.scrub))
                     result.artifacts["trace"] = env.trace_file.name
             env.confirm_download = None
             if owned and env is not None:

@@ -76,8 +76,13 @@ class QaEnvironment(Environment):
 
     async def save_trace(self, folder: Path, status: str) -> Path | None:
         """The attempt's Playwright trace (every step of the case, one chunk) as folder/trace.zip when kept."""
+        from surfer.tools.browser.tracing import scrub_archive
+
         trace = getattr(self.inner, "trace", None)
-        return await trace.finish(folder, status) if trace is not None else None
+        saved = await trace.finish(folder, status) if trace is not None else None
+        if saved is not None and self.secrets:
+            await asyncio.to_thread(scrub_archive, saved, self.secrets.scrub)
+        return saved
 
     # -- what a user sees -------------------------------------------------------
 

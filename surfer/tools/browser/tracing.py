@@ -3,15 +3,17 @@ browser context is traced with screenshots and DOM snapshots from the moment
 it opens; each agent step is a group named by its action ("step 3: click
 'Submit'"), so `python -m playwright show-trace trace.zip` reads like the run;
 the run's end saves the chunk as `trace.zip` in the run directory, or drops
-it (retain-on-failure after a success, or no run directory)."""
+it (retain-on-failure after a success, or no run directory). A secret's value
+typed during the run is replaced by its placeholder in the saved file."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import zipfile
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 log = logging.getLogger(__name__)
 
@@ -76,3 +78,18 @@ class ContextTrace:
             self._recording = False
             return None
         return target if target is not None and target.exists() else None
+
+
+def scrub_archive(path: Path, scrub: Callable[[str], str]) -> None:
+    """Rewrite a trace so that no secret's value is in it: every text member (the actions'
+    parameters, DOM snapshots, network bodies) through `scrub`; images as they are. Blocking."""
+    tmp = path.with_suffix(".tmp")
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            try:
+                data = scrub(data.decode("utf-8")).encode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            target.writestr(info, data)
+    tmp.replace(path)
