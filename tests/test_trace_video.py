@@ -112,3 +112,23 @@ def test_without_an_encoder_the_video_is_an_animated_webp(tmp_path, monkeypatch)
         assert animation.n_frames == 2 and animation.size == (320, 200 + video.CAPTION_HEIGHT)
         first = animation.convert("RGB")
         assert first.getpixel((100, 50 - 7)) != (60, 90, 120)  # the click point is marked
+
+
+def test_the_ci_examples_run_the_documented_qa_command():
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    readme = root / "README.md"
+    documented = "surfer qa examples/qa/library.yaml --out qa-out --junit qa-out/junit.xml --html qa-out/index.html " \
+                 "--trace retain-on-failure --video retain-on-failure --quiet"
+    assert documented in " ".join(readme.read_text().split())
+    github = yaml.safe_load((root / "examples/ci/github-actions.yml").read_text())
+    steps = github["jobs"]["qa"]["steps"]
+    commands = [" ".join(str(s.get("run", "")).split()) for s in steps]
+    assert documented in commands
+    assert any(s.get("uses", "").startswith("actions/upload-artifact") and s["with"]["path"] == "qa-out/" for s in steps)
+    gitlab = yaml.safe_load((root / "examples/ci/gitlab-ci.yml").read_text())["surfer-qa"]
+    assert documented in [" ".join(c.split()) for c in gitlab["script"]]
+    assert gitlab["artifacts"]["reports"]["junit"] == "qa-out/junit.xml" and gitlab["artifacts"]["when"] == "always"
