@@ -53,14 +53,24 @@ async def test_a_traced_run_holds_its_steps_screenshots_and_requests(demo_site, 
     assert "trace.zip" in (tmp_path / "run" / "report.html").read_text()
 
 
-async def test_retain_on_failure_keeps_the_trace_of_a_failed_run_only(demo_site, form_model, tmp_path):
+class GivesUp(StepResponder):
+    """Fills in the first field, then gives up: a run that ends `failed` after one step."""
+
+    def __call__(self, request):  # type: ignore[no-untyped-def]
+        if request.role == "policy" and "Step 1:" in request.text:
+            return {"thought": "No.", "notes": "", "action": {"type": "fail", "reason": "the form cannot be sent"}}
+        return super().__call__(request)
+
+
+async def test_retain_on_failure_keeps_the_trace_of_a_failed_run_only(demo_site, form_model, standin, tmp_path):
     config = _config(form_model, browser={"trace": "retain-on-failure"})
     passed = await Agent(config).run("Fill in the form.", demo_site.url("register.html"), out_dir=tmp_path / "ok")
     assert passed.status == "success" and not (tmp_path / "ok" / "trace.zip").exists() and "trace" not in passed.artifacts
-    limited = await Agent(config.model_copy(update={"max_steps": 1, "max_seconds": 0.5})).run(
+    quitter = standin(GivesUp(await measure_centres(demo_site.base_url), "normalized_1000"))
+    failed = await Agent(_config(quitter, browser={"trace": "retain-on-failure"})).run(
         "Fill in the form.", demo_site.url("register.html"), out_dir=tmp_path / "bad")
-    assert limited.status != "success"
-    assert (tmp_path / "bad" / "trace.zip").exists() and limited.artifacts["trace"] == "trace.zip"
+    assert failed.status == "failed"
+    assert (tmp_path / "bad" / "trace.zip").exists() and failed.artifacts["trace"] == "trace.zip"
 
 
 def test_a_trace_mode_that_does_not_exist_is_a_usage_error():
