@@ -61,6 +61,9 @@ class BrowserSettings(_Strict):
     max_download_mb: float = Field(default=100.0, gt=0, description="Larger downloads are deleted and refused.")
     max_downloads: int = Field(default=20, ge=0, description="Downloads kept per run; later ones are cancelled.")
     allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
+    trace: Literal["off", "on", "retain-on-failure"] = Field(
+        default="off", description="Playwright trace of each run (screenshots, DOM snapshots, network) as trace.zip.",
+    )
 
     @field_validator("viewport", mode="before")
     @classmethod
@@ -113,6 +116,9 @@ class AgentConfig(_Strict):
         "then start a new block (unset: 2 x memory_images - 1).",
     )
     history_window: int = Field(default=8, ge=1)
+    video: Literal["off", "on", "retain-on-failure"] = Field(
+        default="off", description="A video of each run from its step screenshots (video.mp4, or video.webp without imageio-ffmpeg).",
+    )
     prompt_layout: Literal["window", "blocks"] | None = Field(
         default=None, description="Policy prompt layout (unset: the profile's, 'window' for every shipped profile).",
     )

@@ -254,7 +254,7 @@ class Agent(StepMachinery):
             return None
         from .trajectory import TrajectoryWriter
 
-        return TrajectoryWriter(target, scrub=self.secrets.scrub_obj if self.secrets else None)
+        return TrajectoryWriter(target, scrub=self.secrets.scrub_obj if self.secrets else None, video=self.config.video)
 
     # -- the loop ------------------------------------------------------------
 
@@ -299,7 +299,13 @@ class Agent(StepMachinery):
             raise
         finally:
             if result is not None:
-                result.downloads = await asyncio.shield(env.end_run())
+                result.downloads = await asyncio.shield(env.end_run(result.status))
+                if env.trace_file is not None:
+                    if self.secrets:
+                        from surfer.tools.browser.tracing import scrub_archive
+
+                        await asyncio.shield(asyncio.to_thread(scrub_archive, env.trace_file, self.secrets.scrub))
+                    result.artifacts["trace"] = env.trace_file.name
             env.confirm_download = None
             if owned and env is not None:
                 await asyncio.shield(env.close())

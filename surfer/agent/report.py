@@ -16,6 +16,7 @@ _MIME = {"jpg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d1f}
+.artifacts{padding:12px 24px}.artifacts video,.artifacts img{max-width:100%;max-height:70vh}
 header{padding:16px 24px;background:#1d1d1f;color:#fff}header h1{margin:0 0 4px;font-size:18px}
 .status-success{color:#34c759}.status-failed,.status-error{color:#ff453a}.status-limit,.status-stuck,.status-needs_approval,.status-interrupted{color:#ff9f0a}
 main{padding:16px 24px;display:grid;gap:16px}
@@ -48,6 +49,21 @@ def _image(run_dir: Path, step: dict[str, Any]) -> str:
             left, top = (point["x"] - ox) / css_w * 100, (point["y"] - oy) / css_h * 100
             marks += f'<div class="mark{" to" if i else ""}" style="left:{left:.3f}%;top:{top:.3f}%" title="({point["x"]}, {point["y"]})"></div>'
     return f'<div class="shot"><img alt="step {step.get("index")}" src="data:{mime};base64,{data}">{marks}</div>'
+
+
+def _artifacts(artifacts: dict[str, str]) -> str:
+    """The run's video (embedded) and Playwright trace (linked), files beside the report."""
+    parts = []
+    video = artifacts.get("video")
+    if video:
+        tag = f'<img alt="video of the run" src="{_e(video)}">' if video.endswith(".webp") else \
+            f'<video controls muted src="{_e(video)}"></video>'
+        parts.append(f'<div class="video">{tag}<p class="muted"><a href="{_e(video)}">{_e(video)}</a></p></div>')
+    trace = artifacts.get("trace")
+    if trace:
+        parts.append(f'<p>Playwright trace: <a href="{_e(trace)}">{_e(trace)}</a> — '
+                     f'open it with <code>python -m playwright show-trace {_e(trace)}</code></p>')
+    return f'<section class="artifacts">{"".join(parts)}</section>' if parts else ""
 
 
 def _step(run_dir: Path, step: dict[str, Any]) -> str:
@@ -86,7 +102,7 @@ def render_report(run_dir: str | Path) -> str:
         summary += f" · answer: <b>{_e(result['answer'])}</b>"
     if result.get("reason"):
         summary += f' · <span class="muted">{_e(result["reason"])}</span>'
-    body = "\n".join(_step(run_dir, step) for step in steps)
+    body = _artifacts(result.get("artifacts") or {}) + "\n".join(_step(run_dir, step) for step in steps)
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>surfer · {_e(task)}</title>
 <style>{_STYLE}</style></head><body><header><h1>{_e(task)}</h1><div>{summary}</div>
 <div class="muted">{_e(meta.get('url') or '')}</div></header><main>{body}</main></body></html>"""

@@ -329,7 +329,8 @@ class StepMachinery:
     async def _perform(self, run: RunState, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         scrub = self.secrets.scrub
         try:
-            outcome = await env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
+            async with env.step_group(f"step {record.index}: {action.describe()}"):
+                outcome = await env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
         except (ActionFailed, ActionNotSupported, ValueError) as exc:
             error = scrub(str(exc))
             record.error = error

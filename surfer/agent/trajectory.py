@@ -12,20 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any, Callable
+
+from surfer.core.retention import keeps
 
 from .events import Event, Finished, RunStarted, StepFinished
 from .report import render_report
 from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
+from .video import make_video
+
+log = logging.getLogger(__name__)
 
 
 class TrajectoryWriter:
     """`scrub` (e.g. `Secrets.scrub_obj`) is applied to every record before it is written."""
 
-    def __init__(self, run_dir: str | Path, scrub: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, run_dir: str | Path, scrub: Callable[[Any], Any] | None = None, video: str = "off") -> None:
         self.run_dir = Path(run_dir)
         self.scrub = scrub or (lambda value: value)
+        self.video = video  # `--video`: video.mp4 / video.webp from the step screenshots (video.py)
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -52,5 +59,13 @@ class TrajectoryWriter:
             handle.flush()
 
     def _finish(self, event: Finished) -> None:
+        if keeps(self.video, event.result.status):
+            try:
+                made = make_video(self.run_dir)
+            except Exception as exc:  # noqa: BLE001 - a video that cannot be made must not lose the run's result
+                log.warning("no video for %s: %r", self.run_dir, exc)
+                made = None
+            if made is not None:
+                event.result.artifacts["video"] = made.name
         write_atomic(self.run_dir / "result.json", json.dumps(self.scrub(event.result.model_dump(mode="json")), indent=2))
         write_atomic(self.run_dir / "report.html", render_report(self.run_dir))

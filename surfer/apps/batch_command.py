@@ -43,6 +43,8 @@ def register(app: typer.Typer) -> None:
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
         upload_file: options.UploadFiles = None,
         allow_file_urls: options.AllowFileUrls = False,
+        trace: options.Trace = None,
+        video: options.Video = None,
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         secret: options.Secret = None,
@@ -70,6 +72,7 @@ def register(app: typer.Typer) -> None:
 
         console = options.console(stderr=True)
         with options.setup_errors(console):
+            options.check_artifact_modes(trace, video)
             cfg = options.load_cli_config(
                 config,
                 {
@@ -79,6 +82,7 @@ def register(app: typer.Typer) -> None:
                     "profile": profile,
                     "prompt_layout": prompt_layout,
                     "server_wait": server_wait,
+                    "video": video,
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
@@ -87,6 +91,7 @@ def register(app: typer.Typer) -> None:
                         "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,
                         "upload_files": [str(f) for f in upload_file] if upload_file else None,
+                        "trace": trace,
                     },
                 },
                 console,

@@ -147,6 +147,8 @@ def register(app: typer.Typer) -> None:
         server_wait: options.ServerWait = None,
         headful: bool = typer.Option(False, "--headful", help="Show the browser windows."),
         allow_file_urls: options.AllowFileUrls = False,
+        trace: options.Trace = None,
+        video: options.Video = None,
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         approve_all: options.ApproveAll = False,
@@ -188,9 +190,11 @@ def register(app: typer.Typer) -> None:
                     raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {named[suite.slug]} "
                                       "(case ids, outputs and cache entries would collide)")
                 named[suite.slug] = path
+            options.check_artifact_modes(trace, video)
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "server_wait": server_wait,
-                     **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
-                     "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None}}
+                     "video": video, **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
+                     "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
+                                 "trace": trace}}
             runs = [
                 SuiteRun(s, suite_config(config, s, flags, console),
                          cache=None if no_cache or cache else ActionCache(path.parent / DEFAULT_CACHE))

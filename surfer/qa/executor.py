@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 from typing import Any, Optional
 
 from surfer.agent.secrets import Secrets
@@ -69,6 +70,19 @@ class QaEnvironment(Environment):
 
     async def close(self) -> None:
         await self.inner.close()
+
+    def step_group(self, name: str) -> Any:
+        return self.inner.step_group(name)
+
+    async def save_trace(self, folder: Path, status: str) -> Path | None:
+        """The attempt's Playwright trace (every step of the case, one chunk) as folder/trace.zip when kept."""
+        from surfer.tools.browser.tracing import scrub_archive
+
+        trace = getattr(self.inner, "trace", None)
+        saved = await trace.finish(folder, status) if trace is not None else None
+        if saved is not None and self.secrets:
+            await asyncio.to_thread(scrub_archive, saved, self.secrets.scrub)
+        return saved
 
     # -- what a user sees -------------------------------------------------------
 

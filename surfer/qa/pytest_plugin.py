@@ -39,6 +39,8 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--surfer-cache", default="surfer-cache", help="Action cache directory; 'none' to run every step with the model.")
     group.addoption("--surfer-out", default="surfer-runs/pytest", help="Where each test's run directories and report go.")
     group.addoption("--surfer-headful", action="store_true", default=False, help="Show the browser.")
+    group.addoption("--surfer-tracing", default=None, choices=("on", "retain-on-failure", "off"),
+                    help="Playwright trace of each test as trace.zip in its directory (default off).")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -80,7 +82,8 @@ class SurferRuntime:
         overrides = {
             "base_url": options.getoption("surfer_base_url"), "model": options.getoption("surfer_model"),
             "profile": options.getoption("surfer_profile"),
-            "browser": {"headless": False if options.getoption("surfer_headful") else None},
+            "browser": {"headless": False if options.getoption("surfer_headful") else None,
+                        "trace": options.getoption("surfer_tracing")},
         }
         from surfer.core.errors import ConfigError
 
@@ -260,9 +263,10 @@ class SurferFixture:
         from .cache import CachedStep, CaseEntry
         from .reports import write_case_report
 
-        if self._env is not None:
-            self.runtime.loop.run(self._env.close())
         self.attempt.status = "passed" if passed else "failed"
+        if self._env is not None:
+            self.runtime.loop.run(self._env.save_trace(self.dir, self.attempt.status))
+            self.runtime.loop.run(self._env.close())
         self.report.status = self.attempt.status
         self.report.seconds = self.attempt.seconds = time.monotonic() - (self.report.started or time.monotonic())
         cache = self.runtime.cache

@@ -38,7 +38,21 @@ def _properties(case: CaseReport) -> dict[str, str]:
     return props
 
 
-def junit_xml(summary: QaSummary) -> str:
+def failure_files(case: CaseReport) -> list[Path]:
+    """What a failed case leaves for reading it: its last attempt's trace and videos, and its report."""
+    last = case.last
+    files: list[Path] = []
+    if last is not None and Path(last.dir).is_dir():
+        attempt = Path(last.dir)
+        files += sorted(attempt.glob("trace.zip")) + sorted(attempt.rglob("video.mp4")) + sorted(attempt.rglob("video.webp"))
+    if (case.dir / "report.html").exists():
+        files.append(case.dir / "report.html")
+    return files
+
+
+def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
+    """The JUnit report; with `path` (where it is written), a failed case's files are attached as
+    `[[ATTACHMENT|path]]` lines in its system-out (Jenkins, GitLab), relative to the report."""
     root = ET.Element("testsuites", name="surfer qa", time=f"{summary.seconds:.3f}")
     by_suite: dict[str, list[CaseReport]] = {}
     for case in summary.cases:
@@ -62,7 +76,10 @@ def junit_xml(summary: QaSummary) -> str:
                 ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
             elif not case.passed:
                 ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
-            ET.SubElement(element, "system-out").text = str(case.dir)
+            out = str(case.dir)
+            if path is not None and case.status in ("failed", "needs_approval", "error"):
+                out += "".join(f"\n[[ATTACHMENT|{_rel(f, path.parent)}]]" for f in failure_files(case))
+            ET.SubElement(element, "system-out").text = out
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -86,6 +103,7 @@ main{padding:16px 24px}table{border-collapse:collapse;background:#fff;width:100%
 td,th{border-bottom:1px solid #e5e5ea;padding:6px 10px;text-align:left;vertical-align:top}
 .passed{color:#1e8e3e}.flaky{color:#c77700}.failed,.error{color:#d70015}.needs_approval{color:#8250df}.muted{color:#6e6e73}
 section{background:#fff;border-radius:10px;padding:12px 16px;margin:0 0 16px}
+section video,section img{max-width:100%;max-height:60vh}
 """
 
 
@@ -108,7 +126,24 @@ def summary_html(summary: QaSummary, path: Path) -> str:
     table = ("<table><tr><th>suite</th><th>case</th><th>status</th><th>time</th><th>attempts</th><th>steps from cache</th>"
              "<th>healed</th><th>model calls</th><th>failure</th><th></th></tr>" + "".join(rows) + "</table>")
     stopped = f'<p class="error">stopped: {_e(summary.stopped)}</p>' if summary.stopped else ""
-    return _page("surfer qa", f"<div>{_e(summary.line())}</div>", stopped + table)
+    return _page("surfer qa", f"<div>{_e(summary.line())}</div>", stopped + table + _failure_videos(summary, path))
+
+
+def _failure_videos(summary: QaSummary, path: Path) -> str:
+    """Each failed case's video and trace, embedded under the table."""
+    sections = []
+    for case in summary.cases:
+        if case.status not in ("failed", "needs_approval", "error"):
+            continue
+        files = failure_files(case)
+        media = "".join(
+            (f'<video controls muted src="{_e(_rel(f, path.parent))}"></video>' if f.suffix == ".mp4" else
+             f'<img alt="video" src="{_e(_rel(f, path.parent))}">') for f in files if f.stem == "video")
+        traces = " ".join(f'<a href="{_e(_rel(f, path.parent))}">trace</a>' for f in files if f.name == "trace.zip")
+        if media or traces:
+            sections.append(f'<section><h3 class="{_e(case.status)}">{_e(case.suite)} · {_e(case.case.name)}</h3>'
+                            f'{media}<p>{traces}</p></section>')
+    return "".join(sections)
 
 
 def _attempt_html(attempt: AttemptReport, case_dir: Path) -> str:
@@ -140,5 +175,5 @@ def write_case_report(case: CaseReport) -> None:
 def write_reports(summary: QaSummary, junit: Path, html_path: Path) -> None:
     for path in (junit, html_path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(junit, junit_xml(summary))
+    write_atomic(junit, junit_xml(summary, junit))
     write_atomic(html_path, summary_html(summary, html_path))

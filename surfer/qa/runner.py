@@ -22,6 +22,8 @@ from typing import Any, Mapping, Optional
 from surfer.agent.config import AgentConfig
 from surfer.agent.environments import browser_environment
 from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
+from surfer.agent.video import make_video
+from surfer.core.retention import keeps
 from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
 from surfer.fleet.batch import BATCH_STOPPING_ERRORS, ResultsIndex, drain, shared_backends
 from surfer.fleet.browser_pool import SharedBrowser
@@ -232,7 +234,12 @@ class QaRunner:
                 attempt.status, attempt.error_kind = "error", "internal"
                 attempt.failure = f"internal error: {exc!r}"
             finally:
+                if browser is None or self._browser.alive(browser):
+                    await asyncio.shield(env.save_trace(Path(attempt.dir), attempt.status))
                 await asyncio.shield(env.close())
+                if keeps(run.config.video, attempt.status):
+                    sources = [Path(d) for s in attempt.steps for d in s.run_dirs]
+                    await asyncio.shield(asyncio.to_thread(make_video, attempt.dir, sources))
             if attempt.status == "error" and browser is not None and not self._browser.alive(browser) and retry == 1:
                 # the shared browser died under this case: not the case's fault
                 await self._browser.relaunch(browser)
@@ -263,7 +270,8 @@ class QaRunner:
         confirm = run.suite.confirm_settings(case)
         if "approve_domains" in confirm:
             confirm["approve_domains"] = [*run.config.approve_domains, *confirm["approve_domains"]]
-        config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step, **confirm})
+        # the case's video is made from all its steps when the attempt ends (_attempt), not one per step
+        config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step, "video": "off", **confirm})
         agent = LazyAgent(lambda: Agent(config, environment=env, backends=run.backends, listeners=[count], secrets=self._secrets))
         start_url = run.suite.resolve_url(case.url)
         try:

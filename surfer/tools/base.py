@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 import asyncio
 import time
 from dataclasses import dataclass, field
@@ -55,13 +56,22 @@ class Environment(abc.ABC):
     # Asked (file name, URL) before a download is kept; set by the agent for its confirmation rules.
     confirm_download: Callable[[str, str], Awaitable[bool]] | None = None
 
+    # The run's Playwright trace, once end_run saved one (browser sessions with --trace).
+    trace_file: Path | None = None
+
     def begin_run(self, run_dir: Path | None) -> None:
         """Called by the agent before each run."""
         self.run_dir = run_dir
+        self.trace_file = None
 
-    async def end_run(self) -> list[dict[str, Any]]:
-        """Called by the agent after each run: the files downloaded during it."""
+    async def end_run(self, status: str = "") -> list[dict[str, Any]]:
+        """Called by the agent after each run, with its status: the files downloaded during it."""
         return []
+
+    def step_group(self, name: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """What the environment does during one step's action, named by it (a trace group in the
+        browser; nothing by default)."""
+        return contextlib.nullcontext()
 
     @property
     def supported_actions(self) -> frozenset[str]:

@@ -111,6 +111,7 @@ class OutDir:
                 "steps": record.get("steps"), "seconds": record.get("seconds"), "error_kind": record.get("error_kind"),
                 "browser_crashes": record.get("browser_crashes") or 0, "finished_at": record.get("finished_at"),
                 "report": f"{run_dir}/report.html" if run_dir else None,
+                "artifacts": record.get("artifacts") or {},  # trace / video, relative to the batch's directory
             })
         return rows
 
@@ -146,6 +147,7 @@ class OutDir:
                     "answer": result.get("answer"), "reason": result.get("reason"), "steps": result.get("steps"),
                     "seconds": (result.get("timings") or {}).get("seconds"), "error_kind": result.get("error_kind"),
                     "browser_crashes": 0, "finished_at": None, "report": f"{prefix}report.html",
+                    "artifacts": {k: f"{prefix}{v}" for k, v in (result.get("artifacts") or {}).items()},
                 }
                 self._runs[key] = row
                 finished.append(row)

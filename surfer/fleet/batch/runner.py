@@ -414,6 +414,7 @@ class Batch:
             "seconds": round(seconds, 3),
             "usage": result.usage.model_dump(),
             "run_dir": f"{RUNS}/{name}",
+            **({"artifacts": {k: f"{RUNS}/{name}/{v}" for k, v in result.artifacts.items()}} if result.artifacts else {}),
             "metadata": task.metadata,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             **extra,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
 from surfer.core.errors import BrowserCrashed, ConfigError, EnvironmentFailure
+from surfer.tools.browser.tracing import ContextTrace
 from surfer.tools import dialogs
 from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
@@ -52,6 +53,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         blocked_domains: tuple[str, ...] | list[str] = (),
         legacy_step: bool = False,
         early: Any = None,
+        trace: str = "off",
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -59,6 +61,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             raise ConfigError("device scale factor must be positive")
         if screenshot_format not in ("jpeg", "png"):
             raise ConfigError("screenshot format must be 'jpeg' or 'png'")
+        try:
+            self.trace = ContextTrace(trace)  # `--trace`: Playwright's trace of each run (tracing.py)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self.headless = headless
         self.viewport = viewport
         self.device_scale_factor = device_scale_factor
@@ -104,6 +110,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         self._area_shared: Any = None
         self._settled_title: tuple[Any, int, str] | None = None  # (page, navigations, title) the last settle saw
         self._notices: list[str] = []
+        self._gone_listener: Any = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -116,7 +123,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 self._browser = self._shared_browser
             else:
                 self._playwright, self._browser = await self._launch()
-            self._browser.on("disconnected", lambda *_: self._on_browser_gone())
+            self._gone_listener = lambda *_: self._on_browser_gone()
+            self._browser.on("disconnected", self._gone_listener)
             if not self._browser.is_connected():
                 self._on_browser_gone()
             await self._guard(self._open_context())
@@ -168,13 +176,19 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
             )
         self._tracker.attach(self._context)
+        await self.trace.attach(self._context)
         self._context.on("page", self._on_new_page)
         self._use(page or await self._context.new_page())
 
     async def _guard(self, awaitable: Awaitable[Any]) -> Any:
         """Await a call into the browser; when Chromium or the page dies under it
         (a killed browser never answers), raise BrowserCrashed at once instead."""
-        self._check_alive()
+        try:
+            self._check_alive()
+        except BrowserCrashed:
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()  # never to run: say so, or Python warns that it was never awaited
+            raise
         if self._died is None:
             return await awaitable
         task = asyncio.ensure_future(awaitable)
@@ -210,6 +224,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             pass
         finally:
             self._context = self._page = None
+            if self._browser is not None and self._gone_listener is not None:
+                # a shared browser outlives its sessions: its listener must not keep this one alive
+                self._browser.remove_listener("disconnected", self._gone_listener)
+                self._gone_listener = None
             if self._shared_browser is None and self._browser is not None:
                 try:
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)
