@@ -49,6 +49,8 @@ def register(app: typer.Typer) -> None:
         secret: options.Secret = None,
         approve_all: options.ApproveAll = False,
         approve_domain: options.ApproveDomain = None,
+        trace: options.Trace = None,
+        video: options.Video = None,
         config: options.ConfigFile = None,
     ) -> None:
         """Serve surfer as an MCP server: run_task, start_task / task_status / cancel_task, run_suite, run reports as resources."""
@@ -70,13 +72,14 @@ def register(app: typer.Typer) -> None:
                                       "set --token or SURFER_MCP_TOKEN (or bind --host 127.0.0.1)")
             elif host != "127.0.0.1":
                 raise ConfigError("--host applies to --http only")
+            options.check_artifact_modes(trace, video)
             flags: dict[str, Any] = {
                 "base_url": base_url, "model": model, "api_key": api_key, "profile": profile,
-                "prompt_layout": prompt_layout, "server_wait": server_wait,
+                "prompt_layout": prompt_layout, "server_wait": server_wait, "video": video,
                 **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                 "browser": {
                     "headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
-                    "upload_files": [str(f) for f in upload_file] if upload_file else None,
+                    "upload_files": [str(f) for f in upload_file] if upload_file else None, "trace": trace,
                 },
             }
             run_flags = {**flags, "max_steps": max_steps, "max_seconds": max_seconds,

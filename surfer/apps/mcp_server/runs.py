@@ -68,9 +68,9 @@ class TaskRun:
     def status(self) -> str:
         if not self.driver.done():
             return "running"
-        if self.cancelled:
-            return "cancelled"
-        return self.result.status if self.result is not None else "error"
+        if self.result is not None:
+            return self.result.status  # a cancelled run's record says interrupted
+        return "interrupted" if self.cancelled else "error"
 
     def summary(self) -> dict[str, Any]:
         """What the tools return about this run: status, answer, data, reason, steps, run directory, resources."""
@@ -88,10 +88,10 @@ class TaskRun:
             data.update(answer=result.answer, data=result.data, reason=result.reason, error_kind=result.error_kind,
                         seconds=round(result.timings.seconds, 2),
                         usage=result.usage.model_dump())
-            if self.cancelled:
-                data["run_status"] = result.status  # what result.json says: interrupted
         elif self.cancelled:
             data["reason"] = self.cancel_reason + ", before the run began"
+        if self.cancelled:
+            data["cancelled"] = True
         data["resources"] = run_resources(self.run_dir)
         return {k: v for k, v in data.items() if v is not None}
 
@@ -205,7 +205,7 @@ class RunManager:
         finally:
             await asyncio.shield(agent.aclose())
         run = holder[0]
-        if run.cancelled:
+        if run.cancelled and result.status == "interrupted":  # not a run that ended as the cancel came
             result.reason = run.cancel_reason
             await asyncio.to_thread(_record_cancel, run.run_dir, run.cancel_reason)
         run.result = result
