@@ -80,7 +80,7 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    async with mcp_session(*endpoint(server, tmp_path)) as session:
+    async with mcp_session(*endpoint(server, tmp_path), "--video", "on") as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         assert {"run_task", "start_task", "task_status", "cancel_task", "run_suite"} <= set(tools)
         assert "task" in tools["run_task"].input_schema["properties"]
@@ -109,6 +109,10 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
         assert image.mime_type in ("image/jpeg", "image/png") and len(image.blob) > 1000
         templates = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
         assert "surfer://runs/{run_id}/report.html" in templates
+        video_uri = result["resources"]["video"]  # --video on: the run's video is a resource too
+        video = (await session.read_resource(video_uri)).contents[0]
+        assert video_uri.rsplit(".", 1)[1] in ("mp4", "webp") and video.mime_type.endswith(video_uri.rsplit(".", 1)[1])
+        assert len(video.blob) > 1000
 
 
 async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(standin, demo_site, centres, tmp_path):

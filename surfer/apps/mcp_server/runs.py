@@ -27,6 +27,7 @@ StepListener = Callable[["StepRecord"], Awaitable[None]]
 CANCELLED_REASON = "cancelled by the MCP client (cancel_task)"
 CLOSED_REASON = "cancelled: the MCP server closed (its client went away, or a signal)"
 CANCEL_WAIT_S = 30.0  # how long cancel_task waits for the run to write its record
+ARTIFACT_TYPES = {"trace.zip": "application/zip", "video.mp4": "video/mp4", "video.webp": "image/webp"}  # --trace, --video
 SCREENSHOT_TYPES = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 
 
@@ -100,7 +101,7 @@ def run_resources(run_dir: Path) -> dict[str, Any]:
     """The `surfer://runs/{id}/...` URIs of what a run directory holds now."""
     base = f"surfer://runs/{run_dir.name}"
     found: dict[str, Any] = {}
-    for name in ("report.html", "result.json", "trajectory.jsonl"):
+    for name in ("report.html", "result.json", "trajectory.jsonl", *ARTIFACT_TYPES):
         if (run_dir / name).exists():
             found[name.split(".")[0]] = f"{base}/{name}"
     shots = sorted((run_dir / "screenshots").glob("step-*.*")) if (run_dir / "screenshots").is_dir() else []

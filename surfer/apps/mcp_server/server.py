@@ -19,7 +19,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field
 
-from .runs import SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, step_line
+from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, step_line
 
 if TYPE_CHECKING:
     from surfer.agent.confirm import ConfirmationRequest, Confirmer
@@ -31,7 +31,8 @@ INSTRUCTIONS = (
     "surfer runs computer-use tasks in a real Chromium with a vision-language model. "
     "run_task runs one task to its end (progress notifications per step); for long tasks use start_task, "
     "then task_status / cancel_task. run_suite runs a QA suite file. Each run's report.html, result.json, "
-    "trajectory.jsonl and step screenshots are resources: surfer://runs/{run_id}/..."
+    "trajectory.jsonl, step screenshots (and trace.zip / video with --trace / --video) are resources: "
+    "surfer://runs/{run_id}/..."
 )
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 UNREACHABLE_OR_CONFIG = ("unreachable", "config")
@@ -187,6 +188,17 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
                      description="A run's steps, one JSON object a line.")
     async def trajectory(run_id: str) -> str:
         return await read_text(run_id, "trajectory.jsonl")
+
+    def artifact(name: str) -> Any:
+        async def read(run_id: str) -> bytes:
+            path = await asyncio.to_thread(run_file, run_id, name)
+            return await asyncio.to_thread(path.read_bytes)
+
+        return read
+
+    for name, mime in ARTIFACT_TYPES.items():  # what --trace and --video made
+        server.resource(f"surfer://runs/{{run_id}}/{name}", name=name, mime_type=mime,
+                        description=f"A run's {name} (surfer mcp --trace / --video).")(artifact(name))
 
     def screenshots(extension: str) -> Any:
         async def screenshot(run_id: str, n: str) -> bytes:
