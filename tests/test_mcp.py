@@ -189,6 +189,17 @@ async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, t
             first = json.loads((Path(refused["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
             assert first["confirmation"]["approved"] is False
 
+            # a background run has nobody to ask: the configured default (deny) decides, and the client is not asked
+            approve[0], before = True, len(asked)
+            run = payload(await session.call_tool("start_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+            deadline = time.monotonic() + 30
+            while run["status"] == "running" and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+                run = payload(await session.call_tool("task_status", {"task_id": run["task_id"]}))
+            assert run["status"] == "needs_approval" and len(asked) == before, run
+            first = json.loads((Path(run["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+            assert first["confirmation"]["approved"] is False and first["confirmation"]["by"] != "confirm"
+
 
 def free_port() -> int:
     with socket.socket() as sock:
