@@ -221,7 +221,6 @@ COMMAND_MODULES = [
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
     "surfer.apps.qa_command",
-    "surfer.apps.mcp_command",
 ]
 
 
