@@ -221,6 +221,7 @@ COMMAND_MODULES = [
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
     "surfer.apps.qa_command",
+    "surfer.apps.mcp_server.command",
 ]
 
 
