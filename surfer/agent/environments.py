@@ -34,7 +34,7 @@ def browser_environment(config: AgentConfig, browser: Any = None, early: Any = N
         settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
         allow_file_urls=b.allow_file_urls, allowed_domains=config.allowed_domains, blocked_domains=config.blocked_domains,
         upload_files=b.upload_files, max_download_bytes=int(b.max_download_mb * 1024 * 1024), max_downloads=b.max_downloads,
-        early=early,
+        early=early, trace=b.trace,
     )
 
 

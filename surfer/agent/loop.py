@@ -30,6 +30,7 @@ from .events import (
 )
 from .layouts import Layout, check_layout
 from .result import RunResult
+from .rundir import TRACE_FILE
 from .secrets import Secrets
 from .steps import RunState, StepMachinery, time_limit_reason
 from .roles import Localizer, Policy, RoleClient, Validator
@@ -254,7 +255,7 @@ class Agent(StepMachinery):
             return None
         from .trajectory import TrajectoryWriter
 
-        return TrajectoryWriter(target, scrub=self.secrets.scrub_obj if self.secrets else None)
+        return TrajectoryWriter(target, scrub=self.secrets.scrub_obj if self.secrets else None, video=self.config.video)
 
     # -- the loop ------------------------------------------------------------
 
@@ -275,7 +276,10 @@ class Agent(StepMachinery):
         # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
         # The clock's limits move later while the model server is away (core/deadline.py).
         deadline = asyncio.get_running_loop().time() + self.config.max_seconds
+        traced = False
         try:
+            # the environment records a trace (browser.trace) from the start page on, into the run directory
+            traced = run_dir is not None and await env.begin_trace(run_dir / TRACE_FILE)
             with run_deadline(deadline, final_answer_reserve(self.config.max_seconds)) as clock:
                 try:
                     async with clock.limit() as preparing:
@@ -298,6 +302,8 @@ class Agent(StepMachinery):
             await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
             raise
         finally:
+            if traced:  # retain-on-failure keeps it when the run did not succeed
+                await asyncio.shield(env.end_trace(failed=result is None or not result.ok))
             if result is not None:
                 result.downloads = await asyncio.shield(env.end_run())
             env.confirm_download = None

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .rundir import read_trajectory
+from .rundir import artifacts, read_trajectory
 
 _MIME = {"jpg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 
@@ -24,6 +24,7 @@ main{padding:16px 24px;display:grid;gap:16px}
 .mark{position:absolute;width:18px;height:18px;margin:-9px 0 0 -9px;border:3px solid #ff2d55;border-radius:50%;box-shadow:0 0 0 2px #fff}
 .mark.to{border-color:#0a84ff}
 pre{white-space:pre-wrap;word-break:break-word;background:#f0f0f3;padding:6px 8px;border-radius:6px;margin:4px 0}
+.recordings{background:#fff;border-radius:10px;padding:12px}.recordings video,.recordings img{max-width:min(100%,960px);border-radius:6px;display:block}
 .err{color:#c4001a}.muted{color:#6e6e73}table{border-collapse:collapse}td{padding:1px 8px 1px 0}
 """
 
@@ -70,6 +71,22 @@ def _step(run_dir: Path, step: dict[str, Any]) -> str:
 {verdicts}{error}<table>{rows}</table></div></section>"""
 
 
+def recordings_html(run_dir: Path, prefix: str = "") -> str:
+    """The run's video (embedded) and trace (linked), by paths relative to the page (`prefix` + name)."""
+    found = artifacts(run_dir)
+    parts = []
+    if "video" in found:
+        src = _e(prefix + found["video"])
+        parts.append(f'<img alt="video of the run" src="{src}">' if src.endswith(".webp")
+                     else f'<video controls muted preload="metadata" src="{src}"></video>')
+        parts.append(f'<p><a href="{src}">video</a></p>')
+    if "trace" in found:
+        href = _e(prefix + found["trace"])
+        parts.append(f'<p><a href="{href}" download>trace.zip</a> <span class="muted">— open it with '
+                     f"<code>python -m playwright show-trace {href}</code> or at trace.playwright.dev</span></p>")
+    return f'<section class="recordings">{"".join(parts)}</section>' if parts else ""
+
+
 def render_report(run_dir: str | Path) -> str:
     run_dir = Path(run_dir)
     steps = read_trajectory(run_dir)
@@ -86,7 +103,7 @@ def render_report(run_dir: str | Path) -> str:
         summary += f" · answer: <b>{_e(result['answer'])}</b>"
     if result.get("reason"):
         summary += f' · <span class="muted">{_e(result["reason"])}</span>'
-    body = "\n".join(_step(run_dir, step) for step in steps)
+    body = recordings_html(run_dir) + "\n".join(_step(run_dir, step) for step in steps)
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>surfer · {_e(task)}</title>
 <style>{_STYLE}</style></head><body><header><h1>{_e(task)}</h1><div>{summary}</div>
 <div class="muted">{_e(meta.get('url') or '')}</div></header><main>{body}</main></body></html>"""

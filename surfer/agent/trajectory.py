@@ -4,6 +4,8 @@
     trajectory.jsonl   one JSON line per finished step
     screenshots/       the screenshot each step looked at
     result.json        the final RunResult (also after errors and Ctrl-C)
+    trace.zip          the Playwright trace (browser.trace; saved by the environment)
+    video.mp4          the steps' screenshots as a video (video; video.webp without an encoder)
     report.html        a self-contained page to read the run
 
 A crash or Ctrl-C loses at most the step in progress."""
@@ -23,9 +25,11 @@ from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajector
 class TrajectoryWriter:
     """`scrub` (e.g. `Secrets.scrub_obj`) is applied to every record before it is written."""
 
-    def __init__(self, run_dir: str | Path, scrub: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, run_dir: str | Path, scrub: Callable[[Any], Any] | None = None, video: str = "off") -> None:
         self.run_dir = Path(run_dir)
         self.scrub = scrub or (lambda value: value)
+        self.video = video  # off, on, retain-on-failure: a video of the run from its screenshots
+        self.video_error: str | None = None
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -53,4 +57,11 @@ class TrajectoryWriter:
 
     def _finish(self, event: Finished) -> None:
         write_atomic(self.run_dir / "result.json", json.dumps(self.scrub(event.result.model_dump(mode="json")), indent=2))
+        if self.video == "on" or (self.video == "retain-on-failure" and not event.result.ok):
+            from .video import make_video
+
+            try:
+                make_video([self.run_dir], self.run_dir)
+            except Exception as exc:  # noqa: BLE001 - a video is a view of the run: its failure is noted, the run stands
+                self.video_error = f"no video: {exc}"
         write_atomic(self.run_dir / "report.html", render_report(self.run_dir))

@@ -70,6 +70,15 @@ class QaEnvironment(Environment):
     async def close(self) -> None:
         await self.inner.close()
 
+    async def begin_trace(self, path: Any) -> Any:
+        return await self.inner.begin_trace(path)
+
+    async def end_trace(self, failed: bool) -> Any:
+        return await self.inner.end_trace(failed)
+
+    def trace_group(self, name: str) -> Any:
+        return self.inner.trace_group(name)
+
     # -- what a user sees -------------------------------------------------------
 
     @property

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncContextManager, Awaitable, Callable
 
 from surfer.core.actions import Action, Drag, targets_of
 from surfer.core.errors import ActionNotSupported
@@ -62,6 +63,20 @@ class Environment(abc.ABC):
     async def end_run(self) -> list[dict[str, Any]]:
         """Called by the agent after each run: the files downloaded during it."""
         return []
+
+    async def begin_trace(self, path: Path) -> bool:
+        """Record a trace of what follows, to be saved at `path` by `end_trace`.
+        False where nothing is recorded (the default: the desktop, replays) or
+        someone else already holds the trace (theirs to end)."""
+        return False
+
+    async def end_trace(self, failed: bool) -> Path | None:
+        """Stop the trace `begin_trace` started; its path when it was written."""
+        return None
+
+    def trace_group(self, name: str) -> AsyncContextManager[None]:
+        """What runs inside shows as one group `name` in the trace (a no-op by default)."""
+        return contextlib.nullcontext()
 
     @property
     def supported_actions(self) -> frozenset[str]:

@@ -16,6 +16,7 @@ from surfer.tools import dialogs
 from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
 from surfer.tools.browser.capture import BrowserCapture
+from surfer.tools.browser.tracing import Tracing
 from surfer.tools.chromium import start_chromium
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.settle import MUTATION_TRACKER, NetworkTracker, SettleConfig
@@ -52,6 +53,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         blocked_domains: tuple[str, ...] | list[str] = (),
         legacy_step: bool = False,
         early: Any = None,
+        trace: str = "off",
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -69,6 +71,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         # `surfer bench throughput --compare-legacy` can measure both side by side in one run.
         self.legacy_step = legacy_step
         self.navigation_timeout = navigation_timeout
+        # Playwright traces of the context: off, on, retain-on-failure (surfer/tools/browser/tracing.py).
+        self.tracing = Tracing(trace)
         self._shared_browser = browser
         # An EarlyBrowser (surfer/tools/early_browser.py): a launch begun at process start, taken when it fits.
         self._early = early
@@ -168,6 +172,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
             )
         self._tracker.attach(self._context)
+        await self.tracing.attach(self._context)  # before the start page: its requests are in the trace
         self._context.on("page", self._on_new_page)
         self._use(page or await self._context.new_page())
 
@@ -200,6 +205,19 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             if any(sign in first.lower() for sign in CRASH_SIGNS):  # before the disconnect event arrives
                 raise BrowserCrashed(f"the browser crashed ({first})") from None
             raise
+
+    async def begin_trace(self, path: Path) -> bool:
+        if not self.tracing.claim(path):
+            return False
+        if self._context is not None:
+            await self._guard(self.tracing.attach(self._context))
+        return True
+
+    async def end_trace(self, failed: bool) -> Path | None:
+        return await self.tracing.save(failed)
+
+    def trace_group(self, name: str) -> Any:
+        return self.tracing.group(name)
 
     async def close(self) -> None:
         await self._downloads.cancel()
