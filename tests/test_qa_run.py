@@ -74,7 +74,9 @@ def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standi
     assert set(cases) == {"sign in and read an order", "register a member", "opening hours"}
     for name, case in cases.items():
         assert case.is_passed, name
-        assert Path(case.system_out.strip()) == first / "cases" / "library-smoke" / results(first)[name]["dir"].split("/", 2)[2]
+        case_dir, *attached = case.system_out.strip().splitlines()
+        assert Path(case_dir) == first / "cases" / "library-smoke" / results(first)[name]["dir"].split("/", 2)[2]
+        assert attached == [f"[[ATTACHMENT|{os.path.relpath(Path(case_dir) / 'report.html', tmp_path / 'ci')}]]"]  # no trace: off
         assert properties(case)["cached_steps"] == "0"
     first_calls = roles(server)
     assert first_calls["policy"] >= 8 and first_calls["localizer"] >= 6

@@ -114,6 +114,8 @@ def run(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<timestamp>-<slug>)."),
     no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
     upload_file: options.UploadFiles = None,
+    trace: options.Trace = None,
+    video: options.Video = None,
     config: options.ConfigFile = None,
     as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
     env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium), 'desktop' (the screen, via mss + pyautogui) or 'replay' (recorded screenshots, see --replay)."),
@@ -130,13 +132,14 @@ def run(
 
     console = options.console(stderr=as_json)
     with options.setup_errors(console):
+        trace, video = options.recording_modes(trace, video)
         overrides = {
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "prompt_layout": prompt_layout,
             "server_wait": server_wait, "max_steps": max_steps, "max_seconds": max_seconds,
-            "validate_answers": False if no_validator else None,
+            "validate_answers": False if no_validator else None, "video": video,
             **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
             "browser": {
-                "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
+                "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale, "trace": trace,
                 "allow_file_urls": True if allow_file_urls else None,
                 "upload_files": [str(f) for f in upload_file] if upload_file else None,
             },

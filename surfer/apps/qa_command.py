@@ -151,6 +151,8 @@ def register(app: typer.Typer) -> None:
         block_domain: options.BlockDomain = None,
         approve_all: options.ApproveAll = False,
         approve_domain: options.ApproveDomain = None,
+        trace: options.Trace = None,
+        video: options.Video = None,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live table."),
     ) -> None:
@@ -169,6 +171,7 @@ def register(app: typer.Typer) -> None:
         console = options.console(stderr=True)
         out_dir = out or Path("qa-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
         with contextlib.ExitStack() as stack, options.setup_errors(console):
+            trace, video = options.recording_modes(trace, video)
             if no_cache and update_cache:
                 raise ConfigError("--no-cache and --update-cache contradict each other")
             if retries is not None and retries < 0:
@@ -189,8 +192,9 @@ def register(app: typer.Typer) -> None:
                                       "(case ids, outputs and cache entries would collide)")
                 named[suite.slug] = path
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "server_wait": server_wait,
-                     **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
-                     "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None}}
+                     "video": video, **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
+                     "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
+                                 "trace": trace}}
             runs = [
                 SuiteRun(s, suite_config(config, s, flags, console),
                          cache=None if no_cache or cache else ActionCache(path.parent / DEFAULT_CACHE))

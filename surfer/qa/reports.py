@@ -1,6 +1,11 @@
 """What a QA run leaves for people and CI: JUnit XML (one testcase per case),
 an HTML summary linking each case's report.html, and that case report
-(attempts, steps with their run directories, expectations)."""
+(attempts, steps with their run directories, expectations).
+
+A JUnit case carries its files as `[[ATTACHMENT|path]]` lines in its
+system-out (the form Jenkins' JUnit attachments, GitLab and others read),
+paths relative to the JUnit file's directory: the last attempt's trace.zip
+and video when they were kept, and the case's report.html."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from typing import Any
 from surfer.agent.rundir import write_atomic
 
 from .outcomes import AttemptReport, CaseReport, QaSummary
+from .recordings import attempt_recordings
 
 
 def _e(value: Any) -> str:
@@ -38,7 +44,15 @@ def _properties(case: CaseReport) -> dict[str, str]:
     return props
 
 
-def junit_xml(summary: QaSummary) -> str:
+def attachments(case: CaseReport, junit_dir: Path) -> list[str]:
+    """The case's files for CI, relative to `junit_dir`: trace, video (when kept), report."""
+    files = [*attempt_recordings(case.last).values(), case.dir / "report.html"]
+    return [_rel(path, junit_dir) for path in files]
+
+
+def junit_xml(summary: QaSummary, junit_dir: Path | None = None) -> str:
+    """`junit_dir`: where the file goes (attachment paths are relative to it; default the output directory)."""
+    junit_dir = junit_dir or summary.out_dir
     root = ET.Element("testsuites", name="surfer qa", time=f"{summary.seconds:.3f}")
     by_suite: dict[str, list[CaseReport]] = {}
     for case in summary.cases:
@@ -62,7 +76,8 @@ def junit_xml(summary: QaSummary) -> str:
                 ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
             elif not case.passed:
                 ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
-            ET.SubElement(element, "system-out").text = str(case.dir)
+            lines = [str(case.dir), *(f"[[ATTACHMENT|{path}]]" for path in attachments(case, junit_dir))]
+            ET.SubElement(element, "system-out").text = "\n".join(lines)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -85,7 +100,7 @@ header{padding:16px 24px;background:#1d1d1f;color:#fff}header h1{margin:0 0 4px;
 main{padding:16px 24px}table{border-collapse:collapse;background:#fff;width:100%}
 td,th{border-bottom:1px solid #e5e5ea;padding:6px 10px;text-align:left;vertical-align:top}
 .passed{color:#1e8e3e}.flaky{color:#c77700}.failed,.error{color:#d70015}.needs_approval{color:#8250df}.muted{color:#6e6e73}
-section{background:#fff;border-radius:10px;padding:12px 16px;margin:0 0 16px}
+section{background:#fff;border-radius:10px;padding:12px 16px;margin:0 0 16px}.video{max-width:min(100%,800px);display:block}
 """
 
 
@@ -99,16 +114,26 @@ def summary_html(summary: QaSummary, path: Path) -> str:
     for case in summary.cases:
         last = case.last
         link = f'<a href="{_e(_rel(case.dir / "report.html", path.parent))}">report</a>' if last else ""
+        recordings = attempt_recordings(last)
+        link += "".join(f' <a href="{_e(_rel(file, path.parent))}">{kind}</a>' for kind, file in recordings.items())
         healed = ", ".join(f"step {s.index}" for s in last.healed_steps) if last else ""
         rows.append(
             f'<tr><td>{_e(case.suite)}</td><td>{_e(case.case.name)}</td><td class="{_e(case.status)}">{_e(case.status)}</td>'
             f"<td>{case.seconds:.1f} s</td><td>{len(case.attempts)}</td><td>{last.cached_steps if last else 0}</td>"
             f"<td>{_e(healed)}</td><td>{case.model_calls}</td><td>{_e(case.failure or '')}</td><td>{link}</td></tr>"
         )
+        if "video" in recordings and not case.passed:  # the failure, watched where it is reported
+            rows.append(f'<tr class="video"><td colspan="10">{_video(_rel(recordings["video"], path.parent), case.id)}</td></tr>')
     table = ("<table><tr><th>suite</th><th>case</th><th>status</th><th>time</th><th>attempts</th><th>steps from cache</th>"
              "<th>healed</th><th>model calls</th><th>failure</th><th></th></tr>" + "".join(rows) + "</table>")
     stopped = f'<p class="error">stopped: {_e(summary.stopped)}</p>' if summary.stopped else ""
     return _page("surfer qa", f"<div>{_e(summary.line())}</div>", stopped + table)
+
+
+def _video(src: str, label: str) -> str:
+    if src.endswith(".webp"):
+        return f'<img class="video" alt="video of {_e(label)}" src="{_e(src)}">'
+    return f'<video class="video" controls muted preload="metadata" src="{_e(src)}" title="{_e(label)}"></video>'
 
 
 def _attempt_html(attempt: AttemptReport, case_dir: Path) -> str:
@@ -124,6 +149,11 @@ def _attempt_html(attempt: AttemptReport, case_dir: Path) -> str:
         for r in attempt.expectations
     )
     failure = f'<p class="failed">{_e(attempt.failure)}</p>' if attempt.failure else ""
+    recordings = attempt_recordings(attempt)
+    if recordings:
+        failure += "<p>" + " · ".join(f'<a href="{_e(_rel(f, case_dir))}">{kind}</a>' for kind, f in recordings.items()) + "</p>"
+        if "video" in recordings:
+            failure += _video(_rel(recordings["video"], case_dir), f"attempt {attempt.number}")
     return (f'<section><h2>Attempt {attempt.number} ({_e(attempt.kind)}): <span class="{_e(attempt.status)}">{_e(attempt.status)}</span></h2>'
             f'<p class="muted">{attempt.seconds:.1f} s · {attempt.model_calls} model call(s) · {attempt.cached_steps} step(s) from the cache</p>{failure}'
             f"<table><tr><th>#</th><th>step</th><th>source</th><th>status</th><th>answer</th><th>healed</th><th>run</th></tr>{steps}</table>"
@@ -140,5 +170,5 @@ def write_case_report(case: CaseReport) -> None:
 def write_reports(summary: QaSummary, junit: Path, html_path: Path) -> None:
     for path in (junit, html_path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(junit, junit_xml(summary))
+    write_atomic(junit, junit_xml(summary, junit.parent))
     write_atomic(html_path, summary_html(summary, html_path))
