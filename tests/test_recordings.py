@@ -23,6 +23,7 @@ from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.agent.video import make_video
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
 from surfer.apps.demo.qa_oracle import measure_qa_targets, qa_oracle
+from surfer.apps.view.state import OutDir
 from surfer.models.profiles import get_profile
 from surfer.tools.browser import BrowserEnvironment
 
@@ -122,6 +123,10 @@ async def test_retain_on_failure_keeps_the_trace_and_video_of_a_failed_run_only(
         assert result.status == ("success" if name == "passed" else "failed")
         kept[name] = sorted(p.name for p in (tmp_path / name).iterdir() if p.name in ("trace.zip", "video.mp4", "video.webp"))
     assert kept == {"passed": [], "failed": ["trace.zip", "video.mp4"]}
+    # surfer view over these run directories links the failed run's recordings
+    rows = {row["id"]: row for row in OutDir(tmp_path).snapshot()["finished"]}
+    assert (rows["failed"]["trace"], rows["failed"]["video"]) == ("failed/trace.zip", "failed/video.mp4")
+    assert "trace" not in rows["passed"] and "video" not in rows["passed"]
     events, network, _ = trace_events(tmp_path / "failed" / "trace.zip")
     assert groups(events) == ["step 1: fail 'cannot'"]
     assert demo_site.url("index.html") in [n["snapshot"]["request"]["url"] for n in network if "snapshot" in n]
