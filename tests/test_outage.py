@@ -19,7 +19,7 @@ from surfer.fleet.batch import Batch, BatchTask
 from surfer.fleet.batch.results import is_final
 from surfer.models.backend import Message, ModelRequest
 from surfer.models.http import Endpoint, OpenAICompatibleBackend
-from surfer.models.outage import outage_note, watch_of
+from surfer.models.outage import outage_note, vouch, watch_of
 from surfer.models.standin import StandInServer
 
 VIEWPORT = (1024, 700)
@@ -72,6 +72,26 @@ async def test_a_call_holds_through_an_outage_and_the_run_is_not_charged_for_it(
     watch = watch_of(server.base_url)
     assert watch is not None and watch.outages == 1 and not watch.down
     (await restarting).stop()
+    await backend.aclose()
+
+
+async def test_a_process_the_driver_vouched_for_holds_before_its_first_answer():
+    """A Ray worker (re)started during an outage has never seen the server answer; the driver has,
+    so the worker's first call holds until the server is back instead of failing its task."""
+    server = StandInServer(lambda r: {"x": 2}).start()
+    port = _port(server)
+    server.stop()  # down before this process ever reached it
+    backend = OpenAICompatibleBackend(Endpoint(
+        base_url=f"http://127.0.0.1:{port}/v1", model=server.model, server_wait=30, max_retries=0, connect_retries=0))
+    with pytest.raises(ModelServerUnreachable):  # without the driver's word: a mistake to report at once
+        await backend.complete(_request())
+    vouch(f"http://127.0.0.1:{port}/v1")
+    calling = asyncio.create_task(backend.complete(_request()))
+    await asyncio.sleep(1.5)
+    assert not calling.done() and outage_note() is not None  # held, not failed
+    back = StandInServer(server.respond, model=server.model, port=port).start()
+    assert (await asyncio.wait_for(calling, 20)).text == '{"x": 2}'
+    back.stop()
     await backend.aclose()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -51,8 +52,14 @@ def test_surfer_fixture_acts_expects_extracts_and_caches(pytester, standin, demo
     args = [*plugin_args(), "-p", "no:cacheprovider", "--surfer-base-url", server.base_url, "--surfer-model", server.model,
             "--surfer-profile", "holotron", "--surfer-cache", "qa-cache", "--surfer-out", "runs"]
 
-    result = pytester.runpytest_subprocess(*args)
+    result = pytester.runpytest_subprocess(*args, "--surfer-tracing", "retain-on-failure")
     result.assert_outcomes(passed=1, failed=1)
+    # the failed test keeps its Playwright trace, with the typed secret replaced by its placeholder
+    trace = pytester.path / "runs" / "test-shop-py-test-a-wrong-statement-fails-with-the-reasons" / "trace.zip"
+    with zipfile.ZipFile(trace) as archive:
+        texts = [archive.read(n) for n in archive.namelist() if n.endswith((".trace", ".network"))]
+    assert texts and any(b"LIBRARY_PASSWORD" in t for t in texts) and not any(SECRET.encode() in t for t in texts)
+    assert not (pytester.path / "runs" / "test-shop-py-test-sign-in-and-read-the-total" / "trace.zip").exists()
     output = result.stdout.str()
     assert "expected The orders table lists order #9999: The orders table does not list order #9999." in output
     assert "run report: runs/test-shop-py-test-a-wrong-statement-fails-with-the-reasons/attempt-1/01-act/report.html" in output

@@ -74,9 +74,7 @@ def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standi
     assert set(cases) == {"sign in and read an order", "register a member", "opening hours"}
     for name, case in cases.items():
         assert case.is_passed, name
-        case_dir, *attached = case.system_out.strip().splitlines()
-        assert Path(case_dir) == first / "cases" / "library-smoke" / results(first)[name]["dir"].split("/", 2)[2]
-        assert attached == [f"[[ATTACHMENT|{os.path.relpath(Path(case_dir) / 'report.html', tmp_path / 'ci')}]]"]  # no trace: off
+        assert Path(case.system_out.strip()) == first / "cases" / "library-smoke" / results(first)[name]["dir"].split("/", 2)[2]
         assert properties(case)["cached_steps"] == "0"
     first_calls = roles(server)
     assert first_calls["policy"] >= 8 and first_calls["localizer"] >= 6
@@ -140,9 +138,20 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
         "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
     ]))
     out = tmp_path / "out"
-    proc = qa(str(suite), "--out", str(out), "--retries", "1", "--no-cache", *endpoint(server))
+    proc = qa(str(suite), "--out", str(out), "--retries", "1", "--no-cache", *endpoint(server),
+              "--trace", "retain-on-failure", "--video", "retain-on-failure")
     assert proc.returncode == 1, proc.stderr
     cases = junit_cases(out / "junit.xml")
+    # a failed case carries its trace, video and report where CI servers read them, relative to the JUnit file
+    attached = [line.split("|", 1)[1].rstrip("]") for line in (cases["wrong order"].system_out or "").splitlines()
+                if line.startswith("[[ATTACHMENT|")]
+    assert any(a.endswith("/attempt-2/trace.zip") for a in attached), attached
+    assert any(a.rsplit("/", 1)[-1] in ("video.mp4", "video.webp") for a in attached), attached
+    assert any(a.endswith("report.html") for a in attached) and all(not a.startswith("/") for a in attached)
+    assert all((out / a).is_file() for a in attached)
+    assert "[[ATTACHMENT|" not in (cases["visible text"].system_out or "")  # a passed case keeps nothing
+    assert not list((out / "cases").glob("*/visible-text/attempt-1/trace.zip"))
+    assert "<video controls muted" in (out / "index.html").read_text()
     assert cases["visible text"].is_passed
     hidden = cases["hidden text does not count"].result[0]
     assert isinstance(hidden, Failure) and "555.55" in hidden.message and "not visible" in hidden.message

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("openai", "playwright", "PIL", "httpx", "numpy")
+HEAVY = ("openai", "playwright", "PIL", "httpx", "numpy", "mcp")
 
 
 def _loaded_after(code: str) -> list[str]:

@@ -77,16 +77,3 @@ def test_levels_and_memory_helpers():
 def test_bad_levels_exit_2():
     result = CliRunner().invoke(app, ["bench", "throughput", "--concurrency", "0"])
     assert result.exit_code == 2 and "positive integers" in result.output
-
-
-def test_trace_on_measures_what_tracing_costs_beside_the_untraced_figure(tmp_path):
-    out = tmp_path / "tp.json"
-    result = CliRunner().invoke(app, ["bench", "throughput", "-c", "1", "--steps", "3", "--trace", "on", "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    report = json.loads(out.read_text())
-    assert [r["path"] for r in report["levels"]] == ["new", "traced"] and report["write_runs"] is True
-    (cost,) = report["trace_cost"]
-    assert cost["trace_bytes_per_step"] > 1000  # screenshots and snapshots of each step
-    assert cost["cpu_ms_per_step"]["untraced"] > 0 and cost["cpu_ms_per_step"]["traced"] > 0
-    assert "trace cost at 1 session(s)" in result.output and "KiB of trace per step" in result.output
-    assert CliRunner().invoke(app, ["bench", "throughput", "--trace", "sometimes"]).exit_code == 2

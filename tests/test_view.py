@@ -141,8 +141,10 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         (run_dir / "screenshots").mkdir(parents=True)
         (run_dir / "run.json").write_text(json.dumps({"task": f"task {attack}", "url": "https://example.com"}))
     (finished / "result.json").write_text(json.dumps(
-        {"status": "success", "task": attack, "answer": attack, "steps": 2, "timings": {"seconds": 3.5}}))
+        {"status": "success", "task": attack, "answer": attack, "steps": 2, "timings": {"seconds": 3.5},
+         "artifacts": {"trace": "trace.zip", "video": "video.webp"}}))
     (finished / "report.html").write_text("<p>the report</p>")
+    (finished / "trace.zip").write_bytes(b"PK")
     Image.new("RGB", (640, 400), (200, 220, 240)).save(running / "screenshots" / "step-001.jpg")
     (running / "trajectory.jsonl").write_text(json.dumps({"index": 1, "thought": attack}) + "\n")
     view = await ViewServer(tmp_path, port=0).start()
@@ -156,6 +158,9 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         assert "1/2" in await page.locator("[data-summary]").inner_text()
         row = page.locator('tr[data-task-id="20260101-a"][data-status=success]')
         assert attack in await row.inner_text()
+        # the run's trace and video are linked beside its report
+        hrefs = await row.locator("a.artifact").evaluate_all("links => links.map(a => a.textContent + '=' + a.getAttribute('href'))")
+        assert [h.split("=")[0] for h in hrefs] == ["trace", "video"] and hrefs[0].endswith("20260101-a/trace.zip"), hrefs
         card = page.locator('[data-task-id="20260101-b"][data-status=running]')
         assert attack in await card.inner_text()
         await page.wait_for_function(

@@ -22,8 +22,6 @@ ENV_VARS = {
     "SURFER_PROFILE": "profile",
 }
 ROLE_NAMES = ("policy", "localizer", "validator")
-# When a run's trace (browser.trace) or video (video) is written: always, only when it fails, never.
-Recording = Literal["off", "on", "retain-on-failure"]
 
 
 class _Strict(BaseModel):
@@ -63,9 +61,8 @@ class BrowserSettings(_Strict):
     max_download_mb: float = Field(default=100.0, gt=0, description="Larger downloads are deleted and refused.")
     max_downloads: int = Field(default=20, ge=0, description="Downloads kept per run; later ones are cancelled.")
     allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
-    trace: Recording = Field(
-        default="off", description="Playwright trace of each run (trace.zip: screenshots, DOM snapshots, network): "
-        "on, retain-on-failure (kept only when the run fails) or off.",
+    trace: Literal["off", "on", "retain-on-failure"] = Field(
+        default="off", description="Playwright trace of each run (screenshots, DOM snapshots, network) as trace.zip.",
     )
 
     @field_validator("viewport", mode="before")
@@ -119,6 +116,9 @@ class AgentConfig(_Strict):
         "then start a new block (unset: 2 x memory_images - 1).",
     )
     history_window: int = Field(default=8, ge=1)
+    video: Literal["off", "on", "retain-on-failure"] = Field(
+        default="off", description="A video of each run from its step screenshots (video.mp4, or video.webp without imageio-ffmpeg).",
+    )
     prompt_layout: Literal["window", "blocks"] | None = Field(
         default=None, description="Policy prompt layout (unset: the profile's, 'window' for every shipped profile).",
     )
@@ -130,10 +130,6 @@ class AgentConfig(_Strict):
         default=None, ge=64, description="Image tokens per request at most (unset: the profile's; none by default).",
     )
     browser: BrowserSettings = BrowserSettings()
-    video: Recording = Field(
-        default="off", description="A video of each run made from its step screenshots (video.mp4, or video.webp "
-        "without the `video` extra): on, retain-on-failure (kept only when the run fails) or off.",
-    )
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
     )

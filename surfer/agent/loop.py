@@ -30,7 +30,6 @@ from .events import (
 )
 from .layouts import Layout, check_layout
 from .result import RunResult
-from .rundir import TRACE_FILE
 from .secrets import Secrets
 from .steps import RunState, StepMachinery, time_limit_reason
 from .roles import Localizer, Policy, RoleClient, Validator
@@ -276,10 +275,7 @@ class Agent(StepMachinery):
         # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
         # The clock's limits move later while the model server is away (core/deadline.py).
         deadline = asyncio.get_running_loop().time() + self.config.max_seconds
-        traced = False
         try:
-            # the environment records a trace (browser.trace) from the start page on, into the run directory
-            traced = run_dir is not None and await env.begin_trace(run_dir / TRACE_FILE)
             with run_deadline(deadline, final_answer_reserve(self.config.max_seconds)) as clock:
                 try:
                     async with clock.limit() as preparing:
@@ -302,10 +298,14 @@ class Agent(StepMachinery):
             await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
             raise
         finally:
-            if traced:  # retain-on-failure keeps it when the run did not succeed
-                await asyncio.shield(env.end_trace(failed=result is None or not result.ok))
             if result is not None:
-                result.downloads = await asyncio.shield(env.end_run())
+                result.downloads = await asyncio.shield(env.end_run(result.status))
+                if env.trace_file is not None:
+                    if self.secrets:
+                        from surfer.tools.browser.tracing import scrub_archive
+
+                        await asyncio.shield(asyncio.to_thread(scrub_archive, env.trace_file, self.secrets.scrub))
+                    result.artifacts["trace"] = env.trace_file.name
             env.confirm_download = None
             if owned and env is not None:
                 await asyncio.shield(env.close())

@@ -10,12 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .rundir import artifacts, read_trajectory
+from .rundir import read_trajectory
 
 _MIME = {"jpg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d1f}
+.artifacts{padding:12px 24px}.artifacts video,.artifacts img{max-width:100%;max-height:70vh}
 header{padding:16px 24px;background:#1d1d1f;color:#fff}header h1{margin:0 0 4px;font-size:18px}
 .status-success{color:#34c759}.status-failed,.status-error{color:#ff453a}.status-limit,.status-stuck,.status-needs_approval,.status-interrupted{color:#ff9f0a}
 main{padding:16px 24px;display:grid;gap:16px}
@@ -24,7 +25,6 @@ main{padding:16px 24px;display:grid;gap:16px}
 .mark{position:absolute;width:18px;height:18px;margin:-9px 0 0 -9px;border:3px solid #ff2d55;border-radius:50%;box-shadow:0 0 0 2px #fff}
 .mark.to{border-color:#0a84ff}
 pre{white-space:pre-wrap;word-break:break-word;background:#f0f0f3;padding:6px 8px;border-radius:6px;margin:4px 0}
-.recordings{background:#fff;border-radius:10px;padding:12px}.recordings video,.recordings img{max-width:min(100%,960px);border-radius:6px;display:block}
 .err{color:#c4001a}.muted{color:#6e6e73}table{border-collapse:collapse}td{padding:1px 8px 1px 0}
 """
 
@@ -51,6 +51,21 @@ def _image(run_dir: Path, step: dict[str, Any]) -> str:
     return f'<div class="shot"><img alt="step {step.get("index")}" src="data:{mime};base64,{data}">{marks}</div>'
 
 
+def _artifacts(artifacts: dict[str, str]) -> str:
+    """The run's video (embedded) and Playwright trace (linked), files beside the report."""
+    parts = []
+    video = artifacts.get("video")
+    if video:
+        tag = f'<img alt="video of the run" src="{_e(video)}">' if video.endswith(".webp") else \
+            f'<video controls muted src="{_e(video)}"></video>'
+        parts.append(f'<div class="video">{tag}<p class="muted"><a href="{_e(video)}">{_e(video)}</a></p></div>')
+    trace = artifacts.get("trace")
+    if trace:
+        parts.append(f'<p>Playwright trace: <a href="{_e(trace)}">{_e(trace)}</a> — '
+                     f'open it with <code>python -m playwright show-trace {_e(trace)}</code></p>')
+    return f'<section class="artifacts">{"".join(parts)}</section>' if parts else ""
+
+
 def _step(run_dir: Path, step: dict[str, Any]) -> str:
     timings = step.get("timings") or {}
     rows = "".join(f"<tr><td>{_e(k)}</td><td>{v:.3f} s</td></tr>" for k, v in timings.items() if isinstance(v, (int, float)))
@@ -71,22 +86,6 @@ def _step(run_dir: Path, step: dict[str, Any]) -> str:
 {verdicts}{error}<table>{rows}</table></div></section>"""
 
 
-def recordings_html(run_dir: Path, prefix: str = "") -> str:
-    """The run's video (embedded) and trace (linked), by paths relative to the page (`prefix` + name)."""
-    found = artifacts(run_dir)
-    parts = []
-    if "video" in found:
-        src = _e(prefix + found["video"])
-        parts.append(f'<img alt="video of the run" src="{src}">' if src.endswith(".webp")
-                     else f'<video controls muted preload="metadata" src="{src}"></video>')
-        parts.append(f'<p><a href="{src}">video</a></p>')
-    if "trace" in found:
-        href = _e(prefix + found["trace"])
-        parts.append(f'<p><a href="{href}" download>trace.zip</a> <span class="muted">— open it with '
-                     f"<code>python -m playwright show-trace {href}</code> or at trace.playwright.dev</span></p>")
-    return f'<section class="recordings">{"".join(parts)}</section>' if parts else ""
-
-
 def render_report(run_dir: str | Path) -> str:
     run_dir = Path(run_dir)
     steps = read_trajectory(run_dir)
@@ -103,7 +102,7 @@ def render_report(run_dir: str | Path) -> str:
         summary += f" · answer: <b>{_e(result['answer'])}</b>"
     if result.get("reason"):
         summary += f' · <span class="muted">{_e(result["reason"])}</span>'
-    body = recordings_html(run_dir) + "\n".join(_step(run_dir, step) for step in steps)
+    body = _artifacts(result.get("artifacts") or {}) + "\n".join(_step(run_dir, step) for step in steps)
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>surfer · {_e(task)}</title>
 <style>{_STYLE}</style></head><body><header><h1>{_e(task)}</h1><div>{summary}</div>
 <div class="muted">{_e(meta.get('url') or '')}</div></header><main>{body}</main></body></html>"""

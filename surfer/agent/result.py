@@ -45,6 +45,8 @@ class RunResult(BaseModel):
     timings: TimingTotals = TimingTotals()
     # files the run downloaded: name, url, status (saved / too_large / over_count / failed / cancelled), path, bytes
     downloads: list[dict[str, Any]] = []
+    # files made for reading the run, relative to its directory: "trace" (trace.zip), "video"
+    artifacts: dict[str, str] = {}
 
     @property
     def ok(self) -> bool:

@@ -9,10 +9,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-TRACE_FILE = "trace.zip"  # the Playwright trace of a run (browser.trace)
-VIDEO_FILES = ("video.mp4", "video.webp")  # the run's video (video), MP4 when an encoder is installed
-
-
 
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
@@ -31,15 +27,3 @@ def read_trajectory(run_dir: str | Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
     return steps
-
-
-def artifacts(run_dir: str | Path) -> dict[str, str]:
-    """The recordings a run directory holds, by kind ("trace", "video"), as names inside it."""
-    run_dir = Path(run_dir)
-    found: dict[str, str] = {}
-    if (run_dir / TRACE_FILE).is_file():
-        found["trace"] = TRACE_FILE
-    video = next((name for name in VIDEO_FILES if (run_dir / name).is_file()), None)
-    if video:
-        found["video"] = video
-    return found

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable
 
-from surfer.core.actions import Answer, Fail, action_label, targets_of, with_points
+from surfer.core.actions import Answer, Fail, targets_of, with_points
 from surfer.core.deadline import RunClock
 from surfer.core.errors import (
     ActionFailed,
@@ -235,9 +235,6 @@ class StepMachinery:
                 if decision.notes:
                     memory.add_note(decision.notes)
                 action = decision.action
-                if isinstance(action, (Answer, Fail)):  # a step that acts on nothing still shows in the trace
-                    async with env.trace_group(f"step {index}: {action_label(action)}"):
-                        pass
                 if isinstance(action, Answer):
                     verdict_outcome = await self._judge(run, memory, record, action, sink)
                 elif isinstance(action, Fail):
@@ -332,8 +329,7 @@ class StepMachinery:
     async def _perform(self, run: RunState, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         scrub = self.secrets.scrub
         try:
-            # one group per step in the trace, named with the placeholders, never the secrets' values
-            async with env.trace_group(f"step {record.index}: {action_label(action)}"):
+            async with env.step_group(f"step {record.index}: {action.describe()}"):
                 outcome = await env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
         except (ActionFailed, ActionNotSupported, ValueError) as exc:
             error = scrub(str(exc))

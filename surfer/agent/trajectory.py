@@ -4,8 +4,6 @@
     trajectory.jsonl   one JSON line per finished step
     screenshots/       the screenshot each step looked at
     result.json        the final RunResult (also after errors and Ctrl-C)
-    trace.zip          the Playwright trace (browser.trace; saved by the environment)
-    video.mp4          the steps' screenshots as a video (video; video.webp without an encoder)
     report.html        a self-contained page to read the run
 
 A crash or Ctrl-C loses at most the step in progress."""
@@ -14,12 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any, Callable
+
+from surfer.core.retention import keeps
 
 from .events import Event, Finished, RunStarted, StepFinished
 from .report import render_report
 from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
+from .video import make_video
+
+log = logging.getLogger(__name__)
 
 
 class TrajectoryWriter:
@@ -28,8 +32,7 @@ class TrajectoryWriter:
     def __init__(self, run_dir: str | Path, scrub: Callable[[Any], Any] | None = None, video: str = "off") -> None:
         self.run_dir = Path(run_dir)
         self.scrub = scrub or (lambda value: value)
-        self.video = video  # off, on, retain-on-failure: a video of the run from its screenshots
-        self.video_error: str | None = None
+        self.video = video  # `--video`: video.mp4 / video.webp from the step screenshots (video.py)
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -56,12 +59,13 @@ class TrajectoryWriter:
             handle.flush()
 
     def _finish(self, event: Finished) -> None:
-        write_atomic(self.run_dir / "result.json", json.dumps(self.scrub(event.result.model_dump(mode="json")), indent=2))
-        if self.video == "on" or (self.video == "retain-on-failure" and not event.result.ok):
-            from .video import make_video
-
+        if keeps(self.video, event.result.status):
             try:
-                make_video([self.run_dir], self.run_dir)
-            except Exception as exc:  # noqa: BLE001 - a video is a view of the run: its failure is noted, the run stands
-                self.video_error = f"no video: {exc}"
+                made = make_video(self.run_dir)
+            except Exception as exc:  # noqa: BLE001 - a video that cannot be made must not lose the run's result
+                log.warning("no video for %s: %r", self.run_dir, exc)
+                made = None
+            if made is not None:
+                event.result.artifacts["video"] = made.name
+        write_atomic(self.run_dir / "result.json", json.dumps(self.scrub(event.result.model_dump(mode="json")), indent=2))
         write_atomic(self.run_dir / "report.html", render_report(self.run_dir))

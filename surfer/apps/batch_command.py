@@ -42,9 +42,9 @@ def register(app: typer.Typer) -> None:
         scale: Optional[float] = typer.Option(None, "--device-scale-factor", help="Device scale factor."),
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
         upload_file: options.UploadFiles = None,
+        allow_file_urls: options.AllowFileUrls = False,
         trace: options.Trace = None,
         video: options.Video = None,
-        allow_file_urls: options.AllowFileUrls = False,
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         secret: options.Secret = None,
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
 
         console = options.console(stderr=True)
         with options.setup_errors(console):
-            trace, video = options.recording_modes(trace, video)
+            options.check_artifact_modes(trace, video)
             cfg = options.load_cli_config(
                 config,
                 {
@@ -82,15 +82,16 @@ def register(app: typer.Typer) -> None:
                     "profile": profile,
                     "prompt_layout": prompt_layout,
                     "server_wait": server_wait,
+                    "video": video,
                     "max_steps": max_steps,
                     "max_seconds": max_seconds,
                     "validate_answers": False if no_validator else None,
-                    "video": video,
                     **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                     "browser": {
-                        "viewport": viewport, "device_scale_factor": scale, "trace": trace,
+                        "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,
                         "upload_files": [str(f) for f in upload_file] if upload_file else None,
+                        "trace": trace,
                     },
                 },
                 console,

@@ -132,16 +132,16 @@ def run(
 
     console = options.console(stderr=as_json)
     with options.setup_errors(console):
-        trace, video = options.recording_modes(trace, video)
+        options.check_artifact_modes(trace, video)
         overrides = {
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "prompt_layout": prompt_layout,
-            "server_wait": server_wait, "max_steps": max_steps, "max_seconds": max_seconds,
-            "validate_answers": False if no_validator else None, "video": video,
+            "server_wait": server_wait, "max_steps": max_steps, "max_seconds": max_seconds, "video": video,
+            "validate_answers": False if no_validator else None,
             **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
             "browser": {
-                "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale, "trace": trace,
+                "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
                 "allow_file_urls": True if allow_file_urls else None,
-                "upload_files": [str(f) for f in upload_file] if upload_file else None,
+                "upload_files": [str(f) for f in upload_file] if upload_file else None, "trace": trace,
             },
         }
         cfg = options.load_cli_config(config, overrides, console)
@@ -221,6 +221,7 @@ COMMAND_MODULES = [
     "surfer.apps.doctor",
     "surfer.apps.calibrate",
     "surfer.apps.qa_command",
+    "surfer.apps.mcp_server.command",
 ]
 
 

@@ -105,7 +105,3 @@ class LiveView:
             self._line(f"reason: {res.reason}", style="dim" if res.ok else "red")
         if res.run_dir:
             self._line(f"report: {res.run_dir}/report.html", style="dim")
-            from surfer.agent.rundir import artifacts
-
-            for kind, name in artifacts(res.run_dir).items():  # written before this listener hears Finished
-                self._line(f"{kind}: {res.run_dir}/{name}", style="dim")

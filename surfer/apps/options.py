@@ -45,24 +45,10 @@ ApproveDomain = Annotated[Optional[list[str]], typer.Option(
     "(repeatable; same patterns as --allow-domain): your own app or a test shop.")]
 Trace = Annotated[Optional[str], typer.Option(
     "--trace", metavar="on|retain-on-failure|off", help="Playwright trace of each run (screenshots, DOM snapshots, "
-    "network; one group per step) saved as trace.zip in its run directory; retain-on-failure keeps it only when the "
-    "run fails (default off, or [browser] trace). Open it with `python -m playwright show-trace trace.zip`.")]
+    "network) as trace.zip in its run directory; open it with `python -m playwright show-trace trace.zip`.")]
 Video = Annotated[Optional[str], typer.Option(
-    "--video", metavar="on|retain-on-failure|off", help="A video of each run from its step screenshots, click points "
-    "marked and a caption per step: video.mp4 (extra `video`), else video.webp (default off, or `video` in the config).")]
-RECORDING_MODES = ("on", "retain-on-failure", "off")
-
-
-def recording_modes(trace: str | None, video: str | None) -> tuple[str | None, str | None]:
-    """`--trace` and `--video` checked (ConfigError, exit 2, for anything but on, retain-on-failure, off)."""
-    from surfer.core.errors import ConfigError
-
-    for flag, value in (("--trace", trace), ("--video", video)):
-        if value is not None and value not in RECORDING_MODES:
-            raise ConfigError(f"{flag} must be one of on, retain-on-failure, off; got {value!r}")
-    return trace, video
-
-
+    "--video", metavar="on|retain-on-failure|off", help="A video of each run made from its step screenshots "
+    "(click points marked, a caption per step): video.mp4 with imageio-ffmpeg, else video.webp.")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
 
@@ -76,6 +62,16 @@ def safety_overrides(
         "allowed_domains": allow_domain or None, "blocked_domains": block_domain or None,
         "sensitive_actions": "approve" if approve_all else None, "approve_domains": approve_domain or None,
     }
+
+
+def check_artifact_modes(trace: str | None, video: str | None) -> None:
+    """--trace and --video (run, batch, qa): a clear usage error for a mode that does not exist."""
+    from surfer.core.errors import ConfigError
+    from surfer.core.retention import MODES
+
+    for flag, value in (("--trace", trace), ("--video", video)):
+        if value is not None and value not in MODES:
+            raise ConfigError(f"{flag} must be one of {', '.join(MODES)}, got {value!r}")
 
 
 def secrets_from(specs: list[str] | None) -> Any:

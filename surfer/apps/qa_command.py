@@ -147,12 +147,12 @@ def register(app: typer.Typer) -> None:
         server_wait: options.ServerWait = None,
         headful: bool = typer.Option(False, "--headful", help="Show the browser windows."),
         allow_file_urls: options.AllowFileUrls = False,
+        trace: options.Trace = None,
+        video: options.Video = None,
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         approve_all: options.ApproveAll = False,
         approve_domain: options.ApproveDomain = None,
-        trace: options.Trace = None,
-        video: options.Video = None,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live table."),
     ) -> None:
@@ -171,7 +171,6 @@ def register(app: typer.Typer) -> None:
         console = options.console(stderr=True)
         out_dir = out or Path("qa-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
         with contextlib.ExitStack() as stack, options.setup_errors(console):
-            trace, video = options.recording_modes(trace, video)
             if no_cache and update_cache:
                 raise ConfigError("--no-cache and --update-cache contradict each other")
             if retries is not None and retries < 0:
@@ -191,6 +190,7 @@ def register(app: typer.Typer) -> None:
                     raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {named[suite.slug]} "
                                       "(case ids, outputs and cache entries would collide)")
                 named[suite.slug] = path
+            options.check_artifact_modes(trace, video)
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "server_wait": server_wait,
                      "video": video, **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,

@@ -18,6 +18,7 @@ BENCH_MODULES = [
     "surfer.bench.qa",
     "surfer.bench.gpu.bench",
     "surfer.bench.prompts",
+    "surfer.bench.soak",
 ]
 
 

@@ -35,12 +35,14 @@ class StepResponder:
             return {"x": x, "y": y}
         if "limit has been reached" in request.text:
             return {"thought": "Done.", "notes": "", "action": {"type": "answer", "text": "done"}}
-        turn = next(self._turn) % 3
-        if turn == 2:
-            action: dict[str, Any] = {"type": "click", "target": "the page heading"}
-        else:
-            action = {"type": "type", "text": f"value {turn}", "target": _FIELDS[turn]}
-        return {"thought": "Keep working.", "notes": "", "action": action}
+        return {"thought": "Keep working.", "notes": "", "action": self.action(next(self._turn))}
+
+    @staticmethod
+    def action(turn: int) -> dict[str, Any]:
+        """Turn k's action: type into the first field, the second, click the heading, again."""
+        if turn % 3 == 2:
+            return {"type": "click", "target": "the page heading"}
+        return {"type": "type", "text": f"value {turn}", "target": _FIELDS[turn % 3]}
 
 
 async def measure_centres(site_url: str) -> dict[str, CssPoint]:

@@ -40,11 +40,10 @@ def percentile(values: list[float], q: float) -> float | None:
 
 async def measure_level(
     concurrency: int, steps: int, base_url: str, model: str, url: str, out_dir: Path | None, *, legacy: bool = False,
-    traced: bool = False,
+    trace: str = "off",
 ) -> dict[str, Any]:
     """`concurrency` sessions of `steps` steps each in one fresh Chromium
-    (`legacy`: on the step path before issue 14, for a side-by-side figure;
-    `traced`: each session records a Playwright trace into its run directory)."""
+    (`legacy`: on the step path before issue 14, for a side-by-side figure)."""
     from surfer.agent.config import AgentConfig, BrowserSettings
     from surfer.agent.events import StepFinished, StepStarted
     from surfer.agent.loop import Agent
@@ -95,8 +94,7 @@ async def measure_level(
         try:
 
             async def session(i: int) -> None:
-                env = BrowserEnvironment(browser=browser.browser, viewport=VIEWPORT, legacy_step=legacy,
-                                         trace="on" if traced else "off")
+                env = BrowserEnvironment(browser=browser.browser, viewport=VIEWPORT, legacy_step=legacy, trace=trace)
                 agent = Agent(config, environment=env, backends=backends, listeners=[listen])
                 try:
                     result = await agent.run("Fill in the form.", url, out_dir=out_dir / f"s{i}" if out_dir else None)
@@ -124,11 +122,13 @@ async def measure_level(
         if records
         else {}
     )
-    traces = [p.stat().st_size for p in out_dir.glob("s*/trace.zip")] if traced and out_dir else []
+    traced = sum(p.stat().st_size for p in out_dir.rglob("trace.zip")) if out_dir is not None and trace != "off" else None
     return {
         "concurrency": concurrency,
-        "path": "legacy" if legacy else "traced" if traced else "new",
-        "trace_bytes_per_step": round(sum(traces) / len(records)) if traces and records else None,
+        "path": "legacy" if legacy else "new",
+        "trace": trace,
+        # with --trace on: the trace.zip bytes per agent step (screenshots, DOM snapshots, network)
+        "trace_bytes_per_step": round(traced / len(records)) if traced is not None and records else None,
         "steps": len(records),
         "seconds": round(window, 3),
         "steps_per_s": len(records) / window if window else 0.0,
@@ -154,7 +154,7 @@ async def measure_level(
 
 async def run_throughput(
     levels: list[int], steps: int, *, write_runs: bool = False, server_process: bool = True, model_latency: float = 0.0,
-    compare_legacy: bool = False, trace: str = "off",
+    compare_legacy: bool = False, trace: bool = False,
 ) -> dict[str, Any]:
     from surfer.apps.demo.oracle import DEMO_SITE
     from surfer.apps.demo.static_site import StaticSite
@@ -164,9 +164,6 @@ async def run_throughput(
         raise ConfigError(f"--concurrency must list positive integers, got {levels}")
     if steps < 1:
         raise ConfigError(f"--steps must be at least 1, got {steps}")
-    if trace not in ("on", "off"):
-        raise ConfigError(f"--trace must be on or off for the benchmark, got {trace!r}")
-    write_runs = write_runs or trace == "on"  # traced and untraced alike write run directories: tracing is the difference
     if model_latency < 0:
         raise ConfigError(f"--model-latency must be at least 0, got {model_latency:g}")
     results = []
@@ -180,54 +177,35 @@ async def run_throughput(
         )
         with server:
             for c in levels:
-                paths = [(True, False)] if compare_legacy else []
-                paths += [(False, False), (False, True)] if trace == "on" else [(False, False)]
-                for legacy, traced in paths:  # turn about: a busy machine slows both
-                    name = f"c{c}{'-legacy' if legacy else ''}{'-traced' if traced else ''}"
-                    out_dir = Path(tmp) / name if write_runs else None
+                # turn about (a busy machine slows both): the legacy step path, or tracing off and on
+                variants = [(True, "off"), (False, "off")] if compare_legacy else [(False, "off")]
+                if trace:
+                    variants.append((False, "on"))
+                for legacy, tracing in variants:
+                    name = f"c{c}{'-legacy' if legacy else ''}{'-trace' if tracing == 'on' else ''}"
+                    out_dir = Path(tmp) / name if write_runs or tracing == "on" else None
                     results.append(await measure_level(
                         c, steps, server.base_url, server.model, site.url("register.html"), out_dir, legacy=legacy,
-                        traced=traced,
+                        trace=tracing,
                     ))
     for r in results:
-        base = next((b["steps_per_s"] for b in results if b["concurrency"] == 1 and b["path"] == r["path"]), None)
+        base = next((b["steps_per_s"] for b in results
+                     if b["concurrency"] == 1 and b["path"] == r["path"] and b["trace"] == r["trace"]), None)
         r["speedup_vs_1"] = r["steps_per_s"] / base if base else None
         r["efficiency"] = r["steps_per_s"] / (base * r["concurrency"]) if base else None
         # The most any harness could reach on these cores at this level's CPU cost per step.
         r["speedup_ceiling"] = r["cpu_bound_steps_per_s"] / base if base and r["cpu_bound_steps_per_s"] else None
     return {
         "benchmark": "throughput",
-        "trace": trace,
-        "trace_cost": trace_cost(results) if trace == "on" else [],
         "steps_per_session": steps,
         "model_latency": model_latency,
         "cpus": os.cpu_count(),
         "write_runs": write_runs,
         "server_process": server_process,
         "compare_legacy": compare_legacy,
+        "trace": trace,
         "levels": results,
     }
-
-
-def trace_cost(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per concurrency: what tracing adds per step, traced beside untraced (both writing run directories)."""
-    costs = []
-    for traced in (r for r in levels if r["path"] == "traced"):
-        plain = next(r for r in levels if r["path"] == "new" and r["concurrency"] == traced["concurrency"])
-
-        def p50(r: dict[str, Any]) -> float:
-            return (r["seconds_per_step"].get("overhead") or {}).get("p50") or 0.0
-
-        costs.append({
-            "concurrency": traced["concurrency"],
-            "cpu_ms_per_step": {"untraced": plain["cpu_ms_per_step"], "traced": traced["cpu_ms_per_step"],
-                                "added": round((traced["cpu_ms_per_step"] or 0) - (plain["cpu_ms_per_step"] or 0), 2)},
-            "overhead_p50_ms": {"untraced": round(1000 * p50(plain), 1), "traced": round(1000 * p50(traced), 1),
-                                "added": round(1000 * (p50(traced) - p50(plain)), 1)},
-            "steps_per_s": {"untraced": round(plain["steps_per_s"], 2), "traced": round(traced["steps_per_s"], 2)},
-            "trace_bytes_per_step": traced["trace_bytes_per_step"],
-        })
-    return costs
 
 
 def throughput_page(report: dict[str, Any]) -> str:
@@ -276,9 +254,9 @@ def register(bench_app: typer.Typer) -> None:
         compare_legacy: bool = typer.Option(
             False, "--compare-legacy", help="Run each level also on the step path before issue 14 (Playwright screenshots, "
             "key-by-key typing, typed SDK requests), turn about, for a side-by-side figure."),
-        trace: str = typer.Option(
-            "off", "--trace", metavar="on|off", help="Also run each level with a Playwright trace per session, turn about, "
-            "and print what tracing costs per step (CPU ms, overhead, trace bytes) beside the untraced figure."),
+        trace: bool = typer.Option(
+            False, "--trace", help="Run each level also with Playwright tracing on (--trace on), turn about: what a "
+            "trace costs per step in CPU ms and bytes."),
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/throughput.json)."),
         ray: Optional[str] = typer.Option(
             None, "--ray", metavar="ADDRESS",
@@ -323,7 +301,7 @@ def register(bench_app: typer.Typer) -> None:
             s = r["seconds_per_step"]
             ms = {k: (s[k]["p50"] or 0) * 1000 for k in s}
             typer.echo(
-                f"{r['concurrency']:>8} {r['path']:>6} {r['steps_per_s']:>8.2f} {(r['speedup_vs_1'] or 0):>7.2f}x "
+                f"{r['concurrency']:>8} {r['path'] + ('+trace' if r['trace'] == 'on' else ''):>6} {r['steps_per_s']:>8.2f} {(r['speedup_vs_1'] or 0):>7.2f}x "
                 f"{(r['speedup_ceiling'] or 0):>7.2f}x {r['cores_busy']:>6.2f} {(r['cpu_ms_per_step'] or 0):>11.0f} "
                 f"{ms.get('overhead', 0):>9.0f} / {(s.get('overhead', {}).get('p95') or 0) * 1000:<8.0f} "
                 f"{ms.get('screenshot', 0):>6.0f} {ms.get('encode', 0):>6.0f} {ms.get('action', 0):>6.0f} "
@@ -334,16 +312,13 @@ def register(bench_app: typer.Typer) -> None:
         for r in report["levels"]:
             split = r["cpu_ms_per_step_by_process"]
             typer.echo(
-                f"{r['concurrency']:>8} {r['path']:>6} {split['surfer'] or 0:>20.1f} {split['driver'] or 0:>7.1f} "
+                f"{r['concurrency']:>8} {r['path'] + ('+trace' if r['trace'] == 'on' else ''):>6} {split['surfer'] or 0:>20.1f} {split['driver'] or 0:>7.1f} "
                 f"{split['chromium'] or 0:>9.1f} {split['other'] or 0:>6.1f} {r['driver_calls_per_step'] or 0:>18.1f}"
             )
-        for cost in report["trace_cost"]:
-            cpu, over = cost["cpu_ms_per_step"], cost["overhead_p50_ms"]
-            typer.echo(
-                f"trace cost at {cost['concurrency']} session(s): CPU {cpu['untraced']:.1f} → {cpu['traced']:.1f} ms/step "
-                f"(+{cpu['added']:.1f}), overhead p50 {over['untraced']:.1f} → {over['traced']:.1f} ms (+{over['added']:.1f}), "
-                f"{(cost['trace_bytes_per_step'] or 0) / 1024:.1f} KiB of trace per step"
-            )
+        for r in report["levels"]:
+            if r["trace_bytes_per_step"] is not None:
+                typer.echo(f"{r['concurrency']:>8} sessions, tracing on: {r['cpu_ms_per_step'] or 0:.0f} CPU ms/step, "
+                           f"{r['trace_bytes_per_step'] / 1024:.0f} KiB of trace per step")
         target = out or Path(".bench/throughput.json")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(report, indent=2))

@@ -176,29 +176,3 @@ def with_points(action: Action, points: list[CssPoint]) -> Action:
     if isinstance(action, Drag):
         update["to_point"] = points[1]
     return action.model_copy(update=update)
-
-
-# What a label shows of each action type: its main argument, then where (the target).
-_LABEL_FIELDS = {"type": "text", "press": "keys", "scroll": "direction", "goto": "url", "answer": "text", "fail": "reason",
-                 "upload": "path", "dialog": "response", "switch_tab": "index", "wait": "seconds"}
-
-
-def action_label(action: Any, limit: int = 60) -> str:
-    """A short human label of an action (an Action or its JSON dict): "click 'Submit'",
-    "type 'alice' into 'the name field'", "drag 'card' to 'done'" (trace groups, video captions)."""
-    data = action.model_dump(mode="json", exclude_none=True) if isinstance(action, BaseModel) else dict(action or {})
-    kind = str(data.get("type") or "?")
-
-    def quoted(value: Any) -> str:
-        text = " ".join(str(value).split())
-        return repr(text if len(text) <= limit else text[: limit - 1] + "…")
-
-    parts = [kind]
-    main = _LABEL_FIELDS.get(kind)
-    if main and data.get(main) is not None:
-        parts.append(quoted(data[main]) if isinstance(data[main], str) else str(data[main]))
-    if data.get("target"):
-        parts.append(("into " if kind == "type" else "in " if kind == "scroll" else "") + quoted(data["target"]))
-    if data.get("to_target"):
-        parts.append("to " + quoted(data["to_target"]))
-    return " ".join(parts)

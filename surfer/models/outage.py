@@ -138,6 +138,16 @@ def answered_before(base_url: str) -> bool:
     return watch is not None and watch.answered
 
 
+async def _not_yet(timeout: float) -> bool:
+    return False
+
+
+def vouch(base_url: str) -> None:
+    """Another process saw `base_url` answer (a batch's driver, for its Ray workers): a refusal in
+    this one is then an outage to hold, even before any call here has been answered."""
+    server_watch(base_url, _not_yet).answered = True  # the first caller to hold brings its own probe
+
+
 def outage_note() -> str | None:
     """'waiting for the model server at URL since HH:MM:SS' while a server of this loop is down
     (called off any loop, e.g. by a terminal display's refresh thread: of any open loop)."""

@@ -109,8 +109,20 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     return ChatRequest(body, _infer_role(body, text), text, image_urls)
 
 
-class _Server(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that says nothing when a client goes away mid-reply (a killed
+    browser, a stopped batch): that is the client's business, not a server error."""
+
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Server(QuietServer):
     request_queue_size = 1024  # hundreds of sessions connect at once; the default backlog of 5 resets them
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 from typing import Any, Optional
 
 from surfer.agent.secrets import Secrets
@@ -70,14 +71,18 @@ class QaEnvironment(Environment):
     async def close(self) -> None:
         await self.inner.close()
 
-    async def begin_trace(self, path: Any) -> Any:
-        return await self.inner.begin_trace(path)
+    def step_group(self, name: str) -> Any:
+        return self.inner.step_group(name)
 
-    async def end_trace(self, failed: bool) -> Any:
-        return await self.inner.end_trace(failed)
+    async def save_trace(self, folder: Path, status: str) -> Path | None:
+        """The attempt's Playwright trace (every step of the case, one chunk) as folder/trace.zip when kept."""
+        from surfer.tools.browser.tracing import scrub_archive
 
-    def trace_group(self, name: str) -> Any:
-        return self.inner.trace_group(name)
+        trace = getattr(self.inner, "trace", None)
+        saved = await trace.finish(folder, status) if trace is not None else None
+        if saved is not None and self.secrets:
+            await asyncio.to_thread(scrub_archive, saved, self.secrets.scrub)
+        return saved
 
     # -- what a user sees -------------------------------------------------------
 

@@ -12,8 +12,7 @@ written in Python, on the same action cache, run directories and reports as
 Options: --surfer-base-url / --surfer-model (the model server, else the
 SURFER_* environment or --surfer-config), --surfer-cache DIR (default
 surfer-cache; `none` turns it off), --surfer-out DIR (run directories,
-default surfer-runs/pytest), --surfer-tracing on|retain-on-failure|off (a
-Playwright trace of each test, attempt-1/trace.zip). Each test is one case: its `act` calls are its
+default surfer-runs/pytest). Each test is one case: its `act` calls are its
 steps, cached after the test passes. One Chromium serves the whole session,
 each test in its own browser context."""
 
@@ -41,7 +40,7 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--surfer-out", default="surfer-runs/pytest", help="Where each test's run directories and report go.")
     group.addoption("--surfer-headful", action="store_true", default=False, help="Show the browser.")
     group.addoption("--surfer-tracing", default=None, choices=("on", "retain-on-failure", "off"),
-                    help="Playwright trace of each test (trace.zip in its attempt directory); default off, or [browser] trace.")
+                    help="Playwright trace of each test as trace.zip in its directory (default off).")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -138,7 +137,6 @@ class SurferFixture:
         self.entry = runtime.cache.load(self.case_id) if runtime.cache is not None else None
         self._environ = os.environ
         self._env: Any = None
-        self._traced = False
         self._agent: Any = None
         self._goals: list[str] = []
         self._runs = 0
@@ -153,12 +151,10 @@ class SurferFixture:
         from surfer.core.errors import ConfigError
 
         from .executor import QaEnvironment
-        from .recordings import begin_recording, without_video
         from .suite import secrets_for
 
         if self._env is None:
             self._env = QaEnvironment(browser_environment(self.runtime.config, await self.runtime.browser_handle()), None, None)
-            self._traced = await begin_recording(self._env, self.attempt)  # the test's one trace
         if goal:
             self._goals.append(goal)
             try:
@@ -172,7 +168,7 @@ class SurferFixture:
                 if isinstance(event, ModelCalled):
                     self.attempt.model_calls += 1
 
-            self._agent = Agent(without_video(self.runtime.config), environment=self._env, backends=self.runtime.backends,
+            self._agent = Agent(self.runtime.config, environment=self._env, backends=self.runtime.backends,
                                 listeners=[count], secrets=self._env.secrets)
         return self._env, self._agent
 
@@ -265,13 +261,11 @@ class SurferFixture:
 
     def finish(self, passed: bool) -> None:
         from .cache import CachedStep, CaseEntry
-        from .recordings import finish_recording
         from .reports import write_case_report
 
         self.attempt.status = "passed" if passed else "failed"
         if self._env is not None:
-            video = self.runtime.config.video
-            self.runtime.loop.run(finish_recording(self._env, self._traced, self.attempt, video, not passed))
+            self.runtime.loop.run(self._env.save_trace(self.dir, self.attempt.status))
             self.runtime.loop.run(self._env.close())
         self.report.status = self.attempt.status
         self.report.seconds = self.attempt.seconds = time.monotonic() - (self.report.started or time.monotonic())

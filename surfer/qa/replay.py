@@ -20,7 +20,7 @@ from surfer.agent.events import ModelCall, RunStarted, StepFinished, StepRecord,
 from surfer.agent.result import RunResult
 from surfer.agent.roles import StepFailed
 from surfer.agent.trajectory import TrajectoryWriter
-from surfer.core.actions import CssPoint, action_label, targets_of, with_points
+from surfer.core.actions import CssPoint, targets_of, with_points
 from surfer.core.errors import ActionFailed, ActionNotSupported, EnvironmentFailure
 from surfer.models.imaging import prepare_image
 
@@ -106,8 +106,7 @@ class StepReplay:
                     action = healed
             record.action, record.points = action, [p for p in (getattr(action, "point", None), getattr(action, "to_point", None)) if p]
             try:
-                async with self.env.trace_group(f"step {index}: {action_label(action)} (from the cache)"):
-                    outcome = await self.env.perform(action)
+                outcome = await self.env.perform(action)
             except (ActionFailed, ActionNotSupported, ValueError) as exc:
                 return self._miss(record, f"action {index} failed: {exc}")
             record.outcome = outcome.to_dict()

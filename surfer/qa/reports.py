@@ -1,11 +1,6 @@
 """What a QA run leaves for people and CI: JUnit XML (one testcase per case),
 an HTML summary linking each case's report.html, and that case report
-(attempts, steps with their run directories, expectations).
-
-A JUnit case carries its files as `[[ATTACHMENT|path]]` lines in its
-system-out (the form Jenkins' JUnit attachments, GitLab and others read),
-paths relative to the JUnit file's directory: the last attempt's trace.zip
-and video when they were kept, and the case's report.html."""
+(attempts, steps with their run directories, expectations)."""
 
 from __future__ import annotations
 
@@ -18,7 +13,6 @@ from typing import Any
 from surfer.agent.rundir import write_atomic
 
 from .outcomes import AttemptReport, CaseReport, QaSummary
-from .recordings import attempt_recordings
 
 
 def _e(value: Any) -> str:
@@ -44,15 +38,21 @@ def _properties(case: CaseReport) -> dict[str, str]:
     return props
 
 
-def attachments(case: CaseReport, junit_dir: Path) -> list[str]:
-    """The case's files for CI, relative to `junit_dir`: trace, video (when kept), report."""
-    files = [*attempt_recordings(case.last).values(), case.dir / "report.html"]
-    return [_rel(path, junit_dir) for path in files]
+def failure_files(case: CaseReport) -> list[Path]:
+    """What a failed case leaves for reading it: its last attempt's trace and videos, and its report."""
+    last = case.last
+    files: list[Path] = []
+    if last is not None and Path(last.dir).is_dir():
+        attempt = Path(last.dir)
+        files += sorted(attempt.glob("trace.zip")) + sorted(attempt.rglob("video.mp4")) + sorted(attempt.rglob("video.webp"))
+    if (case.dir / "report.html").exists():
+        files.append(case.dir / "report.html")
+    return files
 
 
-def junit_xml(summary: QaSummary, junit_dir: Path | None = None) -> str:
-    """`junit_dir`: where the file goes (attachment paths are relative to it; default the output directory)."""
-    junit_dir = junit_dir or summary.out_dir
+def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
+    """The JUnit report; with `path` (where it is written), a failed case's files are attached as
+    `[[ATTACHMENT|path]]` lines in its system-out (Jenkins, GitLab), relative to the report."""
     root = ET.Element("testsuites", name="surfer qa", time=f"{summary.seconds:.3f}")
     by_suite: dict[str, list[CaseReport]] = {}
     for case in summary.cases:
@@ -76,8 +76,10 @@ def junit_xml(summary: QaSummary, junit_dir: Path | None = None) -> str:
                 ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
             elif not case.passed:
                 ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
-            lines = [str(case.dir), *(f"[[ATTACHMENT|{path}]]" for path in attachments(case, junit_dir))]
-            ET.SubElement(element, "system-out").text = "\n".join(lines)
+            out = str(case.dir)
+            if path is not None and case.status in ("failed", "needs_approval", "error"):
+                out += "".join(f"\n[[ATTACHMENT|{_rel(f, path.parent)}]]" for f in failure_files(case))
+            ET.SubElement(element, "system-out").text = out
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -100,7 +102,8 @@ header{padding:16px 24px;background:#1d1d1f;color:#fff}header h1{margin:0 0 4px;
 main{padding:16px 24px}table{border-collapse:collapse;background:#fff;width:100%}
 td,th{border-bottom:1px solid #e5e5ea;padding:6px 10px;text-align:left;vertical-align:top}
 .passed{color:#1e8e3e}.flaky{color:#c77700}.failed,.error{color:#d70015}.needs_approval{color:#8250df}.muted{color:#6e6e73}
-section{background:#fff;border-radius:10px;padding:12px 16px;margin:0 0 16px}.video{max-width:min(100%,800px);display:block}
+section{background:#fff;border-radius:10px;padding:12px 16px;margin:0 0 16px}
+section video,section img{max-width:100%;max-height:60vh}
 """
 
 
@@ -114,26 +117,33 @@ def summary_html(summary: QaSummary, path: Path) -> str:
     for case in summary.cases:
         last = case.last
         link = f'<a href="{_e(_rel(case.dir / "report.html", path.parent))}">report</a>' if last else ""
-        recordings = attempt_recordings(last)
-        link += "".join(f' <a href="{_e(_rel(file, path.parent))}">{kind}</a>' for kind, file in recordings.items())
         healed = ", ".join(f"step {s.index}" for s in last.healed_steps) if last else ""
         rows.append(
             f'<tr><td>{_e(case.suite)}</td><td>{_e(case.case.name)}</td><td class="{_e(case.status)}">{_e(case.status)}</td>'
             f"<td>{case.seconds:.1f} s</td><td>{len(case.attempts)}</td><td>{last.cached_steps if last else 0}</td>"
             f"<td>{_e(healed)}</td><td>{case.model_calls}</td><td>{_e(case.failure or '')}</td><td>{link}</td></tr>"
         )
-        if "video" in recordings and not case.passed:  # the failure, watched where it is reported
-            rows.append(f'<tr class="video"><td colspan="10">{_video(_rel(recordings["video"], path.parent), case.id)}</td></tr>')
     table = ("<table><tr><th>suite</th><th>case</th><th>status</th><th>time</th><th>attempts</th><th>steps from cache</th>"
              "<th>healed</th><th>model calls</th><th>failure</th><th></th></tr>" + "".join(rows) + "</table>")
     stopped = f'<p class="error">stopped: {_e(summary.stopped)}</p>' if summary.stopped else ""
-    return _page("surfer qa", f"<div>{_e(summary.line())}</div>", stopped + table)
+    return _page("surfer qa", f"<div>{_e(summary.line())}</div>", stopped + table + _failure_videos(summary, path))
 
 
-def _video(src: str, label: str) -> str:
-    if src.endswith(".webp"):
-        return f'<img class="video" alt="video of {_e(label)}" src="{_e(src)}">'
-    return f'<video class="video" controls muted preload="metadata" src="{_e(src)}" title="{_e(label)}"></video>'
+def _failure_videos(summary: QaSummary, path: Path) -> str:
+    """Each failed case's video and trace, embedded under the table."""
+    sections = []
+    for case in summary.cases:
+        if case.status not in ("failed", "needs_approval", "error"):
+            continue
+        files = failure_files(case)
+        media = "".join(
+            (f'<video controls muted src="{_e(_rel(f, path.parent))}"></video>' if f.suffix == ".mp4" else
+             f'<img alt="video" src="{_e(_rel(f, path.parent))}">') for f in files if f.stem == "video")
+        traces = " ".join(f'<a href="{_e(_rel(f, path.parent))}">trace</a>' for f in files if f.name == "trace.zip")
+        if media or traces:
+            sections.append(f'<section><h3 class="{_e(case.status)}">{_e(case.suite)} · {_e(case.case.name)}</h3>'
+                            f'{media}<p>{traces}</p></section>')
+    return "".join(sections)
 
 
 def _attempt_html(attempt: AttemptReport, case_dir: Path) -> str:
@@ -149,11 +159,6 @@ def _attempt_html(attempt: AttemptReport, case_dir: Path) -> str:
         for r in attempt.expectations
     )
     failure = f'<p class="failed">{_e(attempt.failure)}</p>' if attempt.failure else ""
-    recordings = attempt_recordings(attempt)
-    if recordings:
-        failure += "<p>" + " · ".join(f'<a href="{_e(_rel(f, case_dir))}">{kind}</a>' for kind, f in recordings.items()) + "</p>"
-        if "video" in recordings:
-            failure += _video(_rel(recordings["video"], case_dir), f"attempt {attempt.number}")
     return (f'<section><h2>Attempt {attempt.number} ({_e(attempt.kind)}): <span class="{_e(attempt.status)}">{_e(attempt.status)}</span></h2>'
             f'<p class="muted">{attempt.seconds:.1f} s · {attempt.model_calls} model call(s) · {attempt.cached_steps} step(s) from the cache</p>{failure}'
             f"<table><tr><th>#</th><th>step</th><th>source</th><th>status</th><th>answer</th><th>healed</th><th>run</th></tr>{steps}</table>"
@@ -170,5 +175,5 @@ def write_case_report(case: CaseReport) -> None:
 def write_reports(summary: QaSummary, junit: Path, html_path: Path) -> None:
     for path in (junit, html_path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(junit, junit_xml(summary, junit.parent))
+    write_atomic(junit, junit_xml(summary, junit))
     write_atomic(html_path, summary_html(summary, html_path))

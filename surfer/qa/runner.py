@@ -22,6 +22,8 @@ from typing import Any, Mapping, Optional
 from surfer.agent.config import AgentConfig
 from surfer.agent.environments import browser_environment
 from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
+from surfer.agent.video import make_video
+from surfer.core.retention import keeps
 from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
 from surfer.fleet.batch import BATCH_STOPPING_ERRORS, ResultsIndex, drain, shared_backends
 from surfer.fleet.browser_pool import SharedBrowser
@@ -32,7 +34,6 @@ from .cache import ActionCache, CachedStep, CaseEntry
 from .executor import QaEnvironment
 from .expectations import check_expectations
 from .outcomes import AttemptReport, CaseReport, QaSummary, StepReport
-from .recordings import attempt_recordings, begin_recording, finish_recording, without_video
 from .replay import StepReplay
 from .suite import AnswerExpectation, Suite, agent_goal, secrets_for
 
@@ -201,10 +202,7 @@ class QaRunner:
         report.seconds = time.monotonic() - report.started
         report.current_step = ""
         await asyncio.to_thread(write_case_report, report)
-        record = report.to_record(self.out_dir)
-        for kind, path in attempt_recordings(report.last).items():  # the last attempt's trace and video
-            record[kind] = path.relative_to(self.out_dir).as_posix()
-        await self.index.append(record)
+        await self.index.append(report.to_record(self.out_dir))
 
     def _entry(self, run: SuiteRun, report: CaseReport) -> CaseEntry:
         last = report.last
@@ -227,9 +225,7 @@ class QaRunner:
         for retry in (1, 2):
             browser = await self._browser.get() if run.suite.environment == "browser" else None
             env = QaEnvironment(self._environment(run, browser), self._secrets, run.suite.base_url)
-            traced = False
             try:
-                traced = await begin_recording(env, attempt)  # the case's one trace, from its start page on
                 await self._steps(run, report, attempt, env, entry)
             except asyncio.CancelledError:
                 attempt.status, attempt.failure = "error", "interrupted"
@@ -238,9 +234,12 @@ class QaRunner:
                 attempt.status, attempt.error_kind = "error", "internal"
                 attempt.failure = f"internal error: {exc!r}"
             finally:
-                failed = attempt.status != "passed"
-                await asyncio.shield(finish_recording(env, traced, attempt, run.config.video, failed))
+                if browser is None or self._browser.alive(browser):
+                    await asyncio.shield(env.save_trace(Path(attempt.dir), attempt.status))
                 await asyncio.shield(env.close())
+                if keeps(run.config.video, attempt.status):
+                    sources = [Path(d) for s in attempt.steps for d in s.run_dirs]
+                    await asyncio.shield(asyncio.to_thread(make_video, attempt.dir, sources))
             if attempt.status == "error" and browser is not None and not self._browser.alive(browser) and retry == 1:
                 # the shared browser died under this case: not the case's fault
                 await self._browser.relaunch(browser)
@@ -271,7 +270,8 @@ class QaRunner:
         confirm = run.suite.confirm_settings(case)
         if "approve_domains" in confirm:
             confirm["approve_domains"] = [*run.config.approve_domains, *confirm["approve_domains"]]
-        config = without_video(run.config).model_copy(update={"max_seconds": run.suite.timeouts.step, **confirm})
+        # the case's video is made from all its steps when the attempt ends (_attempt), not one per step
+        config = run.config.model_copy(update={"max_seconds": run.suite.timeouts.step, "video": "off", **confirm})
         agent = LazyAgent(lambda: Agent(config, environment=env, backends=run.backends, listeners=[count], secrets=self._secrets))
         start_url = run.suite.resolve_url(case.url)
         try:

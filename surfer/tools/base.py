@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import abc
-import asyncio
 import contextlib
+import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncContextManager, Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from surfer.core.actions import Action, Drag, targets_of
 from surfer.core.errors import ActionNotSupported
@@ -56,26 +56,21 @@ class Environment(abc.ABC):
     # Asked (file name, URL) before a download is kept; set by the agent for its confirmation rules.
     confirm_download: Callable[[str, str], Awaitable[bool]] | None = None
 
+    # The run's Playwright trace, once end_run saved one (browser sessions with --trace).
+    trace_file: Path | None = None
+
     def begin_run(self, run_dir: Path | None) -> None:
         """Called by the agent before each run."""
         self.run_dir = run_dir
+        self.trace_file = None
 
-    async def end_run(self) -> list[dict[str, Any]]:
-        """Called by the agent after each run: the files downloaded during it."""
+    async def end_run(self, status: str = "") -> list[dict[str, Any]]:
+        """Called by the agent after each run, with its status: the files downloaded during it."""
         return []
 
-    async def begin_trace(self, path: Path) -> bool:
-        """Record a trace of what follows, to be saved at `path` by `end_trace`.
-        False where nothing is recorded (the default: the desktop, replays) or
-        someone else already holds the trace (theirs to end)."""
-        return False
-
-    async def end_trace(self, failed: bool) -> Path | None:
-        """Stop the trace `begin_trace` started; its path when it was written."""
-        return None
-
-    def trace_group(self, name: str) -> AsyncContextManager[None]:
-        """What runs inside shows as one group `name` in the trace (a no-op by default)."""
+    def step_group(self, name: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """What the environment does during one step's action, named by it (a trace group in the
+        browser; nothing by default)."""
         return contextlib.nullcontext()
 
     @property

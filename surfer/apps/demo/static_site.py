@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from surfer.models.standin import QuietServer
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -25,8 +27,7 @@ class StaticSite:
 
     def __init__(self, folder: str | Path, host: str = "127.0.0.1", port: int = 0) -> None:
         handler = functools.partial(_QuietHandler, directory=str(folder))
-        self._httpd = ThreadingHTTPServer((host, port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = QuietServer((host, port), handler)
 
     @property
     def base_url(self) -> str:

@@ -140,7 +140,8 @@ def create_app(out_dir: str | Path, *, token: str | None = None) -> Any:
             response = FileResponse(target)
         if target.suffix in (".html", ".htm"):  # a report: its own scripts only, nothing from elsewhere
             response.headers["Content-Security-Policy"] = (
-                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; media-src 'self'"
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                "media-src 'self'"
             )
         response.headers["Cache-Control"] = "no-cache"
         return secured(response, request)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from surfer.agent.rundir import artifacts
 from surfer.fleet.sessions import BATCH_FILE, LIVE, METRICS_FILE
 
 FINAL = {"success", "failed", "limit", "stuck", "needs_approval", "error"}
@@ -112,7 +111,7 @@ class OutDir:
                 "steps": record.get("steps"), "seconds": record.get("seconds"), "error_kind": record.get("error_kind"),
                 "browser_crashes": record.get("browser_crashes") or 0, "finished_at": record.get("finished_at"),
                 "report": f"{run_dir}/report.html" if run_dir else None,
-                "trace": record.get("trace"), "video": record.get("video"),
+                "artifacts": record.get("artifacts") or {},  # trace / video, relative to the batch's directory
             })
         return rows
 
@@ -148,7 +147,7 @@ class OutDir:
                     "answer": result.get("answer"), "reason": result.get("reason"), "steps": result.get("steps"),
                     "seconds": (result.get("timings") or {}).get("seconds"), "error_kind": result.get("error_kind"),
                     "browser_crashes": 0, "finished_at": None, "report": f"{prefix}report.html",
-                    **{kind: f"{prefix}{name}" for kind, name in artifacts(run_dir).items()},
+                    "artifacts": {k: f"{prefix}{v}" for k, v in (result.get("artifacts") or {}).items()},
                 }
                 self._runs[key] = row
                 finished.append(row)

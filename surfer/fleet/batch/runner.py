@@ -17,7 +17,6 @@ from typing import Any, Iterable
 
 from surfer.agent.config import AgentConfig
 from surfer.agent.result import RunResult
-from surfer.agent.rundir import artifacts
 from surfer.core.deadline import run_deadline
 from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
@@ -400,7 +399,6 @@ class Batch:
                 self._stopped, self._stopped_kind = result.reason or result.error_kind, result.error_kind
         name = run_dir_name(task.id)
         await asyncio.to_thread(_publish, tmp, self.runs_dir / name, result)
-        recordings = await asyncio.to_thread(artifacts, self.runs_dir / name)  # trace.zip, video.mp4 when kept
         record = {
             "id": task.id,
             "group": task.group,
@@ -416,7 +414,7 @@ class Batch:
             "seconds": round(seconds, 3),
             "usage": result.usage.model_dump(),
             "run_dir": f"{RUNS}/{name}",
-            **{kind: f"{RUNS}/{name}/{file}" for kind, file in recordings.items()},
+            **({"artifacts": {k: f"{RUNS}/{name}/{v}" for k, v in result.artifacts.items()}} if result.artifacts else {}),
             "metadata": task.metadata,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             **extra,

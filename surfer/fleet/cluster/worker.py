@@ -65,6 +65,12 @@ class SessionWorker:
     async def start(self) -> dict[str, Any]:
         import ray
 
+        from surfer.models.outage import vouch
+
+        for role in ("policy", "localizer", "validator"):
+            # the driver checked the server before it started the workers: a worker (re)started during an
+            # outage holds its sessions like the others, instead of failing its first task at once
+            vouch(self.batch.config.endpoint(role).base_url)
         await self.batch._browser.start()
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "shared": self.shared}
 

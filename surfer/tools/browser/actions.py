@@ -163,10 +163,15 @@ class BrowserActions:
         super().begin_run(run_dir)
         self._downloads.reset()
 
-    async def end_run(self) -> list[dict[str, Any]]:
+    async def end_run(self, status: str = "") -> list[dict[str, Any]]:
         await self._downloads.wait(DOWNLOAD_WRAP_UP_S)
         await self._downloads.cancel()
+        if not self._browser_gone:
+            self.trace_file = await self.trace.finish(self.run_dir, status)
         return [record.to_dict() for record in self._downloads.records]
+
+    def step_group(self, name: str) -> Any:
+        return self.trace.group(name)
 
     async def perform(self, action: Action) -> ActionOutcome:
         self._check_alive()

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
 from surfer.core.errors import BrowserCrashed, ConfigError, EnvironmentFailure
+from surfer.tools.browser.tracing import ContextTrace
 from surfer.tools import dialogs
 from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
 from surfer.tools.browser.capture import BrowserCapture
-from surfer.tools.browser.tracing import Tracing
 from surfer.tools.chromium import start_chromium
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.settle import MUTATION_TRACKER, NetworkTracker, SettleConfig
@@ -61,6 +61,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             raise ConfigError("device scale factor must be positive")
         if screenshot_format not in ("jpeg", "png"):
             raise ConfigError("screenshot format must be 'jpeg' or 'png'")
+        try:
+            self.trace = ContextTrace(trace)  # `--trace`: Playwright's trace of each run (tracing.py)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self.headless = headless
         self.viewport = viewport
         self.device_scale_factor = device_scale_factor
@@ -71,8 +75,6 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         # `surfer bench throughput --compare-legacy` can measure both side by side in one run.
         self.legacy_step = legacy_step
         self.navigation_timeout = navigation_timeout
-        # Playwright traces of the context: off, on, retain-on-failure (surfer/tools/browser/tracing.py).
-        self.tracing = Tracing(trace)
         self._shared_browser = browser
         # An EarlyBrowser (surfer/tools/early_browser.py): a launch begun at process start, taken when it fits.
         self._early = early
@@ -108,6 +110,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         self._area_shared: Any = None
         self._settled_title: tuple[Any, int, str] | None = None  # (page, navigations, title) the last settle saw
         self._notices: list[str] = []
+        self._gone_listener: Any = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -120,7 +123,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 self._browser = self._shared_browser
             else:
                 self._playwright, self._browser = await self._launch()
-            self._browser.on("disconnected", lambda *_: self._on_browser_gone())
+            self._gone_listener = lambda *_: self._on_browser_gone()
+            self._browser.on("disconnected", self._gone_listener)
             if not self._browser.is_connected():
                 self._on_browser_gone()
             await self._guard(self._open_context())
@@ -172,14 +176,19 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
             )
         self._tracker.attach(self._context)
-        await self.tracing.attach(self._context)  # before the start page: its requests are in the trace
+        await self.trace.attach(self._context)
         self._context.on("page", self._on_new_page)
         self._use(page or await self._context.new_page())
 
     async def _guard(self, awaitable: Awaitable[Any]) -> Any:
         """Await a call into the browser; when Chromium or the page dies under it
         (a killed browser never answers), raise BrowserCrashed at once instead."""
-        self._check_alive()
+        try:
+            self._check_alive()
+        except BrowserCrashed:
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()  # never to run: say so, or Python warns that it was never awaited
+            raise
         if self._died is None:
             return await awaitable
         task = asyncio.ensure_future(awaitable)
@@ -206,19 +215,6 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 raise BrowserCrashed(f"the browser crashed ({first})") from None
             raise
 
-    async def begin_trace(self, path: Path) -> bool:
-        if not self.tracing.claim(path):
-            return False
-        if self._context is not None:
-            await self._guard(self.tracing.attach(self._context))
-        return True
-
-    async def end_trace(self, failed: bool) -> Path | None:
-        return await self.tracing.save(failed)
-
-    def trace_group(self, name: str) -> Any:
-        return self.tracing.group(name)
-
     async def close(self) -> None:
         await self._downloads.cancel()
         try:
@@ -228,6 +224,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             pass
         finally:
             self._context = self._page = None
+            if self._browser is not None and self._gone_listener is not None:
+                # a shared browser outlives its sessions: its listener must not keep this one alive
+                self._browser.remove_listener("disconnected", self._gone_listener)
+                self._gone_listener = None
             if self._shared_browser is None and self._browser is not None:
                 try:
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)

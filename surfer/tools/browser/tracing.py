@@ -1,98 +1,95 @@
-"""Playwright traces of a browser session, the one owner of tracing.
-
-A trace is Playwright's own (`context.tracing`): screenshots, DOM snapshots
-and network requests of the session's browser context, one group per agent
-step, saved as a zip that `python -m playwright show-trace trace.zip` opens.
-
-Whoever claims the trace first (`claim`) saves it (`save`): the agent loop
-claims it for its run directory; a QA case claims it for the whole case
-before its runs, whose own claims then come back False and leave it alone.
-Recording starts when the context opens (or at once, when it is open), so
-the start page's requests are in it. Modes: off, on, retain-on-failure
-(written only when the owner says the run failed)."""
+"""Playwright traces of a run (`--trace on | retain-on-failure | off`): the
+browser context is traced with screenshots and DOM snapshots from the moment
+it opens; each agent step is a group named by its action ("step 3: click
+'Submit'"), so `python -m playwright show-trace trace.zip` reads like the run;
+the run's end saves the chunk as `trace.zip` in the run directory, or drops
+it (retain-on-failure after a success, or no run directory). A secret's value
+typed during the run is replaced by its placeholder in the saved file."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import zipfile
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
-from surfer.core.errors import ConfigError
+log = logging.getLogger(__name__)
 
-TRACE_MODES = ("off", "on", "retain-on-failure")
-GROUP_TIMEOUT_S = 5.0  # a group call into a browser that stopped answering must not hold the step
-SAVE_TIMEOUT_S = 60.0
+from surfer.core.retention import MODES as TRACE_MODES, keeps
 
-
-def check_mode(value: str, what: str = "trace") -> str:
-    """`value` when it is a recording mode (off, on, retain-on-failure); else a ConfigError naming `what`."""
-    if value not in TRACE_MODES:
-        raise ConfigError(f"{what} must be one of on, retain-on-failure, off; got {value!r}")
-    return value
+TRACE_FILE = "trace.zip"
+SAVE_TIMEOUT_S = 30.0
 
 
-class Tracing:
-    """The trace of one browser session (see the module's docstring)."""
+class ContextTrace:
+    """The trace of one browser context, one chunk per run."""
 
     def __init__(self, mode: str = "off") -> None:
-        self.mode = check_mode(mode)
-        self._path: Path | None = None  # where the claimed trace goes
-        self._context: Any = None  # the context being recorded
+        if mode not in TRACE_MODES:
+            raise ValueError(f"trace must be one of {', '.join(TRACE_MODES)}, got {mode!r}")
+        self.mode = mode
+        self._context: Any = None
+        self._recording = False
+        self._group_open = False
 
     @property
     def recording(self) -> bool:
-        return self._context is not None
-
-    def claim(self, path: str | Path) -> bool:
-        """Ask for a trace saved at `path`; False when tracing is off or someone
-        else holds the trace (it is theirs to save)."""
-        if self.mode == "off" or self._path is not None:
-            return False
-        self._path = Path(path)
-        return True
+        return self._recording
 
     async def attach(self, context: Any) -> None:
-        """Start recording `context` when a trace is claimed and not yet recording."""
-        if self._path is None or self._context is not None:
+        """Start tracing a freshly opened context (nothing when off)."""
+        if self.mode == "off":
             return
-        await context.tracing.start(screenshots=True, snapshots=True, title=self._path.parent.name)
         self._context = context
+        await context.tracing.start(screenshots=True, snapshots=True, sources=False)
+        self._recording = True
 
     @contextlib.asynccontextmanager
     async def group(self, name: str) -> AsyncIterator[None]:
-        """Playwright's calls inside show under `name` in the trace (nothing when not recording)."""
-        context = self._context
-        opened = context is not None and await self._call(context.tracing.group(name))
+        """The Playwright calls inside are one group of the trace."""
+        opened = False
+        if self._recording and not self._group_open:
+            with contextlib.suppress(Exception):  # a trace must never fail the step it records
+                await self._context.tracing.group(name[:200])
+                opened = self._group_open = True
         try:
             yield
         finally:
-            if opened and context is self._context:
-                await self._call(context.tracing.group_end())
+            if opened:
+                self._group_open = False
+                with contextlib.suppress(Exception):
+                    await self._context.tracing.group_end()
 
-    async def save(self, failed: bool) -> Path | None:
-        """Stop recording and release the claim: the trace's path when it was written
-        (mode on, or retain-on-failure and `failed`), else None. A browser that
-        died under the run leaves no trace."""
-        path, context = self._path, self._context
-        self._path = self._context = None
-        if context is None or path is None:
+    async def finish(self, run_dir: Path | None, status: str) -> Path | None:
+        """End this run's chunk: saved as run_dir/trace.zip when kept, else dropped; then a new
+        chunk starts for the context's next run. The path, when saved."""
+        if not self._recording:
             return None
-        keep = self.mode == "on" or failed
+        target = run_dir / TRACE_FILE if run_dir is not None and keeps(self.mode, status) else None
         try:
-            if keep:
-                await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
-                await asyncio.wait_for(context.tracing.stop(path=str(path)), SAVE_TIMEOUT_S)
-            else:
-                await asyncio.wait_for(context.tracing.stop(), SAVE_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - a crashed or closed context has nothing to save
+            if target is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            await asyncio.wait_for(self._context.tracing.stop_chunk(path=str(target) if target else None), SAVE_TIMEOUT_S)
+            await self._context.tracing.start_chunk()
+        except Exception as exc:  # noqa: BLE001 - a crashed browser has no trace to give
+            log.warning("the trace could not be saved: %s", str(exc).splitlines()[0] if str(exc) else repr(exc))
+            self._recording = False
             return None
-        return path if keep and path.exists() else None
+        return target if target is not None and target.exists() else None
 
-    @staticmethod
-    async def _call(awaitable: Any) -> bool:
-        try:
-            await asyncio.wait_for(awaitable, GROUP_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - a trace is a record of the run, never a reason for it to fail
-            return False
-        return True
+
+def scrub_archive(path: Path, scrub: Callable[[str], str]) -> None:
+    """Rewrite a trace so that no secret's value is in it: every text member (the actions'
+    parameters, DOM snapshots, network bodies) through `scrub`; images as they are. Blocking."""
+    tmp = path.with_suffix(".tmp")
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            try:
+                data = scrub(data.decode("utf-8")).encode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            target.writestr(info, data)
+    tmp.replace(path)

@@ -1,0 +1,7 @@
+"""`surfer mcp`: surfer as a Model Context Protocol server (extra `mcp`).
+
+- `command.py` — the command and its options (imports no `mcp` until it runs);
+- `server.py` — the tools and resources on the SDK's `MCPServer`, stdio and HTTP;
+- `runs.py` — the runs the server holds: start, progress, status, cancel;
+- `suites.py` — `run_suite`, surfer's QA runner on a suite file;
+- `http_auth.py` — the bearer token of the HTTP transport."""

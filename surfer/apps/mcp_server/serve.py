@@ -1,0 +1,65 @@
+"""Running the MCP server: stdio (until the client closes it) or streamable
+HTTP (uvicorn, behind the bearer token when one is set). SIGTERM and Ctrl-C
+cancel the runs still going (each records `interrupted`) before the exit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from typing import Any, Optional
+
+from .runs import ServerSettings
+
+log = logging.getLogger("surfer.mcp")
+
+
+def _log_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger = logging.getLogger("surfer")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # the SDK's handler on the root logger would print each line twice
+
+
+def serve(settings: ServerSettings, *, http: Optional[int], host: str, token: Optional[str], console: Any) -> None:
+    """Serve until stdin closes (stdio) or a signal (both)."""
+    _log_to_stderr()
+    from .server import build_server
+
+    server, runs = build_server(settings)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        current = asyncio.current_task()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, current.cancel)  # type: ignore[union-attr]
+        try:
+            if http is None:
+                log.info("surfer mcp on stdio · runs in %s", settings.runs_root.resolve())
+                await server.run_stdio_async()
+            else:
+                await _serve_http(server, settings, http, host, token, console)
+        finally:
+            await asyncio.shield(runs.aclose())
+
+    with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
+        asyncio.run(main())
+
+
+async def _serve_http(server: Any, settings: ServerSettings, port: int, host: str, token: Optional[str], console: Any) -> None:
+    import uvicorn
+
+    from .http_auth import BearerToken
+
+    app: Any = server.streamable_http_app(host=host)
+    if token:
+        app = BearerToken(app, token)
+    console.print(f"surfer mcp: http://{host}:{port}/mcp" + (" · bearer token required" if token else "")
+                  + f" · runs in {settings.runs_root.resolve()}")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve()

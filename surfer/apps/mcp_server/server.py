@@ -1,0 +1,204 @@
+"""The MCP server: surfer's tools and run resources on the SDK's `MCPServer`.
+
+Tools: `run_task` (to the end, each step a progress notification),
+`start_task` / `task_status` / `cancel_task` (long runs as asyncio tasks of
+the server), `run_suite` (a QA suite file). Resources: what a run directory
+holds, as `surfer://runs/{run_id}/report.html`, `result.json`,
+`trajectory.jsonl` and `steps/{n}.jpg` (or `.png`). Bad input is a tool error
+(`is_error`, the reason in the text), never the server's end."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from pydantic import BaseModel, Field
+
+from .runs import SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, step_line
+
+if TYPE_CHECKING:
+    from surfer.agent.confirm import ConfirmationRequest, Confirmer
+    from surfer.agent.events import StepRecord
+
+log = logging.getLogger("surfer.mcp")
+
+INSTRUCTIONS = (
+    "surfer runs computer-use tasks in a real Chromium with a vision-language model. "
+    "run_task runs one task to its end (progress notifications per step); for long tasks use start_task, "
+    "then task_status / cancel_task. run_suite runs a QA suite file. Each run's report.html, result.json, "
+    "trajectory.jsonl and step screenshots are resources: surfer://runs/{run_id}/..."
+)
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+UNREACHABLE_OR_CONFIG = ("unreachable", "config")
+
+
+class Approval(BaseModel):
+    """What the client's user answers when surfer asks before a sensitive action."""
+
+    approve: bool = Field(description="Perform this action?")
+
+
+def elicit_confirmer(ctx: Context, settings: ServerSettings) -> "Confirmer | None":
+    """Sensitive actions asked of the client's user (MCP elicitation) when the
+    client can be asked; None (the configured default: deny unless approved
+    by flags) when it cannot, or when the flags approve them all."""
+    from surfer.agent.confirm import fixed_decision
+
+    if settings.config.sensitive_actions == "approve":
+        return None
+    try:
+        capabilities = ctx.client_capabilities
+    except Exception:  # noqa: BLE001 - no request context: nobody to ask
+        return None
+    if capabilities is None or capabilities.elicitation is None:
+        return None
+    fallback = fixed_decision(False)
+
+    async def confirm(request: "ConfirmationRequest") -> bool:
+        try:
+            answer = await ctx.elicit(f"surfer asks before a sensitive action — {request.describe()}. Allow it?", Approval)
+        except Exception as exc:  # noqa: BLE001 - the client could not ask: the default decides
+            log.warning("elicitation failed (%r); the configured default decides", exc)
+            return bool(fallback(request))
+        return answer.action == "accept" and bool(answer.data.approve)
+
+    return confirm
+
+
+def _tool_result(run: TaskRun) -> dict[str, Any]:
+    result = run.result
+    if result is not None and result.status == "error" and result.error_kind in UNREACHABLE_OR_CONFIG:
+        what = "model server unreachable" if result.error_kind == "unreachable" else "bad configuration"
+        raise ToolError(f"{what}: {result.reason} (run directory {run.run_dir})")
+    return run.summary()
+
+
+def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
+    from surfer import __version__
+
+    runs = RunManager(settings)
+    server: MCPServer = MCPServer("surfer", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def start(ctx: Optional[Context], task: str, url: Optional[str], max_steps: Optional[int],
+              max_seconds: Optional[float], answer_schema: Optional[dict[str, Any]]) -> TaskRun:
+        confirm = elicit_confirmer(ctx, settings) if ctx is not None else None
+        try:
+            return runs.start(task, url, max_steps=max_steps, max_seconds=max_seconds, answer_schema=answer_schema,
+                              confirm=confirm)
+        except RunRefused as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool()
+    async def run_task(
+        task: str, ctx: Context, url: Optional[str] = None, max_steps: Optional[int] = None,
+        max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
+    ) -> dict[str, Any]:
+        """Run one task in a real browser to its end: status (success, failed, limit, stuck,
+        needs_approval, error), answer, data (with answer_schema, a JSON Schema the answer's data
+        must follow), reason, steps, run_dir and the run's resources. Each finished step is a
+        progress notification when the request carries a progressToken."""
+        run = start(ctx, task, url, max_steps, max_seconds, answer_schema)
+
+        async def progress(record: "StepRecord") -> None:
+            await ctx.report_progress(record.index, run.max_steps, step_line(record))
+
+        run.listeners.append(progress)
+        await runs.wait(run)
+        return _tool_result(run)
+
+    @server.tool()
+    async def start_task(
+        task: str, url: Optional[str] = None, max_steps: Optional[int] = None,
+        max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
+    ) -> dict[str, Any]:
+        """Start a task in the background and return its task_id at once; follow it with
+        task_status, stop it with cancel_task. Sensitive actions follow the server's default
+        (refused unless it was started with --approve-all or --approve-domain)."""
+        run = start(None, task, url, max_steps, max_seconds, answer_schema)
+        return run.summary()
+
+    @server.tool()
+    async def task_status(task_id: str) -> dict[str, Any]:
+        """A task's status (running, or its final status), steps so far and the last step; when it
+        has ended, its answer, data, reason and resources."""
+        try:
+            run = runs.get(task_id)
+        except RunRefused as exc:
+            raise ToolError(str(exc)) from None
+        return run.summary()
+
+    @server.tool()
+    async def cancel_task(task_id: str) -> dict[str, Any]:
+        """Stop a running task: the step in progress is dropped, the browser closed, and the run
+        directory records it (status cancelled). A task that already ended is left as it is."""
+        try:
+            run = runs.get(task_id)
+        except RunRefused as exc:
+            raise ToolError(str(exc)) from None
+        await runs.cancel(run)
+        return run.summary()
+
+    @server.tool()
+    async def run_suite(
+        suite: str, tags: Optional[list[str]] = None, grep: Optional[str] = None,
+        variables: Optional[dict[str, str]] = None, concurrency: Optional[int] = None, no_cache: bool = False,
+    ) -> dict[str, Any]:
+        """Run a QA suite file (YAML, as `surfer qa` runs it): passed / failed per case, the
+        JUnit and HTML summary paths, and each case's report."""
+        from .suites import SuiteRefused, run_suite_file
+
+        try:
+            return await run_suite_file(settings, Path(suite), tags=tags or [], grep=grep, variables=variables or {},
+                                        concurrency=concurrency, no_cache=no_cache)
+        except SuiteRefused as exc:
+            raise ToolError(str(exc)) from None
+
+    def run_file(run_id: str, *parts: str) -> Path:
+        root = settings.runs_root.resolve()
+        if not RUN_ID.match(run_id):
+            raise ResourceNotFoundError(f"no run {run_id!r}")
+        path = root.joinpath(run_id, *parts)
+        if not path.resolve().is_relative_to(root / run_id):  # a link out of the run directory
+            raise ResourceNotFoundError(f"no run {run_id!r}")
+        if not path.is_file():
+            raise ResourceNotFoundError(f"run {run_id!r} has no {'/'.join(parts)} (yet)")
+        return path
+
+    async def read_text(run_id: str, name: str) -> str:  # off the event loop: a report can be megabytes
+        path = await asyncio.to_thread(run_file, run_id, name)
+        return await asyncio.to_thread(path.read_text, encoding="utf-8")
+
+    @server.resource("surfer://runs/{run_id}/report.html", mime_type="text/html",
+                     description="A run's report: each step's screenshot, thought, action and timings.")
+    async def report(run_id: str) -> str:
+        return await read_text(run_id, "report.html")
+
+    @server.resource("surfer://runs/{run_id}/result.json", mime_type="application/json",
+                     description="A run's result: status, answer, data, reason, steps, usage, timings.")
+    async def result_json(run_id: str) -> str:
+        return await read_text(run_id, "result.json")
+
+    @server.resource("surfer://runs/{run_id}/trajectory.jsonl", mime_type="application/jsonl",
+                     description="A run's steps, one JSON object a line.")
+    async def trajectory(run_id: str) -> str:
+        return await read_text(run_id, "trajectory.jsonl")
+
+    def screenshots(extension: str) -> Any:
+        async def screenshot(run_id: str, n: str) -> bytes:
+            if not n.isdigit():
+                raise ResourceNotFoundError(f"step {n!r} is no step number")
+            path = await asyncio.to_thread(run_file, run_id, "screenshots", f"step-{int(n):03d}.{extension}")
+            return await asyncio.to_thread(path.read_bytes)
+
+        return screenshot
+
+    for extension, mime in SCREENSHOT_TYPES.items():
+        if extension != "jpeg":  # one template per image type: a template's MIME type is fixed
+            server.resource(f"surfer://runs/{{run_id}}/steps/{{n}}.{extension}", mime_type=mime,
+                            description=f"The screenshot of step n of a run ({extension}).")(screenshots(extension))
+    return server, runs

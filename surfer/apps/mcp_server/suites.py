@@ -1,0 +1,65 @@
+"""`run_suite`: a QA suite file run as `surfer qa` runs it (the same
+configuration merge, start-URL checks, action cache and reports), its
+summary returned to the MCP client."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Optional
+
+from .runs import ServerSettings
+
+
+class SuiteRefused(Exception):
+    """A suite the server will not run (missing file, bad YAML, bad settings, server down): the tool's error."""
+
+
+def _prepare(settings: ServerSettings, path: Path, tags: list[str], grep: Optional[str], variables: dict[str, str],
+             concurrency: Optional[int], no_cache: bool) -> Any:
+    """Load the suite and build its runner (blocking: files, and `--profile auto` asks the server)."""
+    from surfer.apps import options
+    from surfer.apps.qa_command import DEFAULT_CACHE, check_start_urls, selector, suite_config
+    from surfer.core.errors import ConfigError, ModelServerUnreachable
+    from surfer.qa.cache import ActionCache
+    from surfer.qa.runner import QaRunner, SuiteRun
+    from surfer.qa.suite import load_suite
+
+    if not path.is_file():
+        raise SuiteRefused(f"suite file {path} does not exist (paths are relative to {Path.cwd()})")
+    if concurrency is not None and concurrency < 1:
+        raise SuiteRefused(f"concurrency must be at least 1, got {concurrency}")
+    try:
+        suite = load_suite(path, dict(variables))
+        config = suite_config(settings.config_file, suite, settings.flags, options.console(stderr=True))
+        run = SuiteRun(suite, config, cache=None if no_cache else ActionCache(path.parent / DEFAULT_CACHE))
+        check_start_urls([run])
+    except (ConfigError, ModelServerUnreachable) as exc:
+        raise SuiteRefused(str(exc)) from None
+    out_dir = settings.qa_root / f"{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}-{suite.slug}"
+    runner = QaRunner([run], out_dir, concurrency=concurrency, select=selector(tags, grep))
+    if not runner.cases:
+        raise SuiteRefused("no case matches tags/grep")
+    return runner
+
+
+async def run_suite_file(settings: ServerSettings, path: Path, *, tags: list[str], grep: Optional[str],
+                         variables: dict[str, str], concurrency: Optional[int], no_cache: bool) -> dict[str, Any]:
+    from surfer.qa.reports import write_reports
+
+    runner = await asyncio.to_thread(_prepare, settings, path, tags, grep, variables, concurrency, no_cache)
+    summary = await runner.run()
+    junit, html = runner.out_dir / "junit.xml", runner.out_dir / "index.html"
+    await asyncio.to_thread(write_reports, summary, junit, html)
+    if summary.stopped and summary.stopped_kind == "unreachable":
+        raise SuiteRefused(f"model server unreachable: {summary.stopped} (reports in {runner.out_dir})")
+    return {
+        "ok": summary.ok, "summary": summary.line(),
+        "passed": summary.count("passed", "flaky"), "failed": summary.count("failed"),
+        "needs_approval": summary.count("needs_approval"), "errors": summary.count("error"),
+        "stopped": summary.stopped,
+        "cases": [{"id": case.id, "case": case.case.name, "status": case.status, "failure": case.failure,
+                   "report": str(case.dir / "report.html")} for case in summary.cases],
+        "junit": str(junit), "html": str(html), "out_dir": str(runner.out_dir),
+    }

@@ -1,0 +1,261 @@
+"""`surfer mcp` as an MCP client meets it: a subprocess over stdio, driven
+with the `mcp` client library; the stand-in model server answering as the
+demo site's oracle over real HTTP, real Chromium on the demo site."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+
+from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets  # noqa: E402
+from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle  # noqa: E402
+from surfer.models.profiles import get_profile  # noqa: E402
+
+VIEWPORT = (1100, 700)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def normalized(point, sent):  # type: ignore[no-untyped-def]
+    return round(point.x / VIEWPORT[0] * 1000), round(point.y / VIEWPORT[1] * 1000)
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    for key in ("SURFER_BASE_URL", "SURFER_MODEL", "SURFER_API_KEY", "SURFER_PROFILE", "SURFER_MCP_TOKEN"):
+        env.pop(key, None)
+    return {**env, **extra}
+
+
+@asynccontextmanager
+async def mcp_session(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=env or server_env())
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60) as session:
+            await session.initialize()
+            yield session
+
+
+def endpoint(server, tmp_path: Path) -> list[str]:  # type: ignore[no-untyped-def]
+    return ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron",
+            "--viewport", f"{VIEWPORT[0]}x{VIEWPORT[1]}", "--runs-dir", str(tmp_path / "runs"), "--qa-dir", str(tmp_path / "qa")]
+
+
+def payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    return result.structured_content if "status" in (result.structured_content or {}) else json.loads(result.content[0].text)
+
+
+def error_text(result: Any) -> str:
+    assert result.is_error, result
+    return " ".join(getattr(part, "text", "") for part in result.content)
+
+
+@pytest.fixture(scope="module")
+async def centres(demo_site):
+    return await measure_targets(demo_site.base_url, VIEWPORT)
+
+
+async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin, demo_site, centres, tmp_path):
+    server = standin(DemoOracle(centres, normalized))
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async with mcp_session(*endpoint(server, tmp_path)) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert {"run_task", "start_task", "task_status", "cancel_task", "run_suite"} <= set(tools)
+        assert "task" in tools["run_task"].input_schema["properties"]
+
+        result = payload(await session.call_tool(
+            "run_task", {"task": DEMO_TASK, "url": demo_site.url("index.html"), "max_steps": 12},
+            progress_callback=on_progress))
+        assert result["status"] == "success" and result["answer"] == confirmation_code(NAME, EMAIL)
+        assert result["steps"] == 5
+        run_dir = Path(result["run_dir"])
+        assert run_dir.parent == tmp_path / "runs" and (run_dir / "result.json").exists()
+
+        # one notification per step, in order, saying what the step did
+        assert [p[0] for p in progress] == [1, 2, 3, 4, 5], progress
+        assert progress[0][1] == 12 and "click" in (progress[0][2] or "") and "answer accepted" in (progress[-1][2] or "")
+
+        report_uri = result["resources"]["report"]
+        assert report_uri == f"surfer://runs/{run_dir.name}/report.html"
+        read = await session.read_resource(report_uri)
+        html = read.contents[0].text
+        assert "Create account" in html and confirmation_code(NAME, EMAIL) in html
+        assert read.contents[0].mime_type == "text/html"
+        shots = result["resources"]["screenshots"]
+        assert len(shots) == 5
+        image = (await session.read_resource(shots[0])).contents[0]
+        assert image.mime_type in ("image/jpeg", "image/png") and len(image.blob) > 1000
+        templates = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
+        assert "surfer://runs/{run_id}/report.html" in templates
+
+
+async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(standin, demo_site, centres, tmp_path):
+    server = standin(DemoOracle(centres, normalized), delay=0.5)  # a slow model: the run lasts
+    async with mcp_session(*endpoint(server, tmp_path)) as session:
+        started = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "url": demo_site.url("index.html")}))
+        task_id = started["task_id"]
+        assert started["status"] == "running"
+        deadline = time.monotonic() + 20
+        status = started
+        while status["steps"] < 1 and time.monotonic() < deadline:  # at least one step done: a real browser run
+            status = payload(await session.call_tool("task_status", {"task_id": task_id}))
+        assert status["status"] == "running" and status["steps"] >= 1, status
+        assert status["last_step"].startswith("step 1: click")
+
+        cancelled = payload(await session.call_tool("cancel_task", {"task_id": task_id}))
+        assert cancelled["status"] == "cancelled", cancelled
+        assert cancelled["run_status"] == "interrupted" and cancelled["steps"] < 5
+        saved = json.loads((Path(cancelled["run_dir"]) / "result.json").read_text())
+        assert saved["status"] == "interrupted" and "cancel" in saved["reason"]
+        calls = len(server.requests)
+        await asyncio.sleep(0.8)  # the run really stopped: no more model requests
+        assert len(server.requests) == calls
+        assert payload(await session.call_tool("task_status", {"task_id": task_id}))["status"] == "cancelled"
+
+        unknown = await session.call_tool("task_status", {"task_id": "no-such-task"})
+        assert "unknown task id 'no-such-task'" in error_text(unknown)
+        assert "unknown task id" in error_text(await session.call_tool("cancel_task", {"task_id": "nope"}))
+        bad_schema = await session.call_tool("run_task", {"task": "t", "url": demo_site.url("index.html"),
+                                                          "answer_schema": {"type": "no-such-type"}})
+        assert "not a valid JSON Schema" in error_text(bad_schema)
+        refused = await session.call_tool("start_task", {"task": "t", "url": "file:///etc/passwd"})
+        assert "file" in error_text(refused)
+        assert len((await session.list_tools()).tools) >= 5  # the server is still there
+
+
+BUY = {"thought": "buy it", "notes": "", "action": {"type": "click", "target": "the Buy now button"}}
+AT_BUY = {"x": 156, "y": 162}  # the button's centre, 0..1000 of 1280x800
+DONE = {"thought": "done", "notes": "", "action": {"type": "answer", "text": "done"}}
+
+
+def shop(request):  # type: ignore[no-untyped-def]
+    if request.role == "localizer":
+        return AT_BUY
+    return DONE if "bought=1" in request.text else BUY
+
+
+async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, tmp_path):
+    from mcp_types import ElicitResult
+
+    server = standin(shop)
+    asked: list[str] = []
+    approve = [True]
+
+    async def person(context, params):  # type: ignore[no-untyped-def]
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": approve[0]})
+
+    args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--no-validator",
+            "--runs-dir", str(tmp_path / "runs")]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=server_env())
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=person) as session:
+            await session.initialize()
+            approved = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+            assert approved["status"] == "success" and len(asked) == 1
+            assert "Buy now" in asked[0] and "Allow it?" in asked[0]
+            first = json.loads((Path(approved["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+            assert first["confirmation"]["approved"] is True and first["confirmation"]["by"] == "confirm"
+
+            approve[0] = False
+            refused = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+            assert len(asked) >= 2 and refused["status"] == "needs_approval", refused
+            first = json.loads((Path(refused["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+            assert first["confirmation"]["approved"] is False
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_a_model_server_that_is_down_is_a_tool_error(demo_site, tmp_path):
+    down = f"http://127.0.0.1:{free_port()}/v1"
+    args = ["--base-url", down, "--model", "m", "--profile", "holotron", "--runs-dir", str(tmp_path / "runs")]
+    async with mcp_session(*args) as session:
+        result = await session.call_tool("run_task", {"task": "t", "url": demo_site.url("index.html")})
+        text = error_text(result)
+        assert "model server unreachable" in text and "127.0.0.1" in text
+        assert (await session.list_tools()).tools  # still serving
+        with pytest.raises(MCPError, match="no run 'nope'|has no report.html"):
+            await session.read_resource("surfer://runs/nope/report.html")
+
+
+async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, tmp_path):
+    centres = await measure_qa_targets(demo_site.base_url)
+    server = standin(qa_oracle(centres, get_profile("holotron").frame))
+    args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--qa-dir", str(tmp_path / "qa")]
+    async with mcp_session(*args, env=server_env(LIBRARY_PASSWORD="Tr0ub4dor-qa-7f3e9")) as session:
+        summary = payload(await session.call_tool("run_suite", {
+            "suite": str(SAMPLE_SUITE), "grep": "opening hours", "no_cache": True,
+            "variables": {"demo_url": demo_site.base_url}}))
+        assert summary["ok"] is True and summary["passed"] == 1 and summary["failed"] == 0
+        assert [c["case"] for c in summary["cases"]] == ["opening hours"] and summary["cases"][0]["status"] == "passed"
+        assert Path(summary["junit"]).exists() and Path(summary["html"]).exists()
+        assert Path(summary["cases"][0]["report"]).exists()
+        missing = await session.call_tool("run_suite", {"suite": str(tmp_path / "none.yaml")})
+        assert "does not exist" in error_text(missing)
+
+
+def test_http_off_loopback_needs_a_token_and_requests_without_it_get_401(tmp_path):
+    port = free_port()
+    refused = subprocess.run([sys.executable, "-m", "surfer", "mcp", "--http", str(port), "--host", "0.0.0.0"],
+                             capture_output=True, text=True, timeout=60, env=server_env())
+    assert refused.returncode == 2 and "without a bearer token" in refused.stderr, refused.stderr
+    assert refused.stdout == ""
+
+    proc = subprocess.Popen([sys.executable, "-m", "surfer", "mcp", "--http", str(port), "--runs-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=server_env(SURFER_MCP_TOKEN="s3cret-token"))
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+
+        def post(token: str | None) -> int:
+            headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+            if token:
+                headers["authorization"] = f"Bearer {token}"
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10) as response:
+                    return response.status
+            except urllib.error.HTTPError as exc:
+                return exc.code
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status = post(None)
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.2)
+        assert status == 401
+        assert post("wrong-token") == 401
+        assert post("s3cret-token") == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
