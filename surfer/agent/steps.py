@@ -235,6 +235,9 @@ class StepMachinery:
                 if decision.notes:
                     memory.add_note(decision.notes)
                 action = decision.action
+                if isinstance(action, (Answer, Fail)):  # no browser work, but the trace shows where the run ended
+                    async with env.step_group(f"step {index}: {action.describe()}"):
+                        pass
                 if isinstance(action, Answer):
                     verdict_outcome = await self._judge(run, memory, record, action, sink)
                 elif isinstance(action, Fail):
