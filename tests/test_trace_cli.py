@@ -44,7 +44,8 @@ async def test_surfer_run_traces_the_early_started_browser_and_links_both_files(
     assert result["status"] == "success" and result["artifacts"] == {"trace": "trace.zip", "video": "video.mp4"}
     groups = step_groups(out / "trace.zip")
     assert len(groups) == result["steps"] == 5, groups
-    assert groups[0].startswith("step 1: click") and "'" in groups[0], groups  # named by the action and its target
+    assert groups[0] == "step 1: click the 'Register as a member' link", groups  # named by the action and its target
+    assert groups[1].startswith("step 2: type 'Ada Lovelace' into the 'Full name' text field"), groups
     assert groups[-1].startswith("step 5: answer"), groups  # the answer, no browser work, still marks its step
     # the page the early browser opened before the CLI loaded is traced: its frames and its requests
     assert any(e.get("type") == "screencast-frame" for e in trace_lines(out / "trace.zip"))
@@ -81,3 +82,16 @@ def test_a_mode_that_does_not_exist_is_a_usage_error_on_every_command(command, f
     assert result.exit_code == 2, result.output
     assert f"{flag} must be one of off, on, retain-on-failure, got 'sometimes'" in " ".join(result.output.split())
     assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+def test_an_action_reads_as_a_person_would_say_it():
+    from surfer.core.actions import Answer, Click, Fail, PressKeys, TypeText, headline
+
+    assert headline(Click(target="the 'Submit' button")) == "click the 'Submit' button"
+    assert headline(Click(target="a row", double=True, modifiers=["Shift"])) == "Shift+double-click a row"
+    assert headline(TypeText(text="{{PASSWORD}}", target="the password field", submit=True)) == \
+        "type '{{PASSWORD}}' into the password field and press Enter"
+    assert headline(PressKeys(keys="Control+A")) == "press Control+A"
+    assert headline({"type": "answer", "text": "x" * 500}, limit=20) == "answer '" + "x" * 19 + "…'"
+    assert headline(Fail(reason="the form is gone")) == "give up: the form is gone" and headline({}) == "no action"
+    assert headline(Answer(text="42")) == "answer '42'"

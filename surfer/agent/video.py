@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from surfer.core.actions import headline
+
 from .rundir import read_trajectory
 
 log = logging.getLogger(__name__)
@@ -34,10 +36,7 @@ def _ffmpeg() -> str | None:
 
 
 def caption(step: dict[str, Any]) -> str:
-    action = step.get("action") or {}
-    kind = action.get("type", "no action")
-    target = action.get("target") or action.get("keys") or action.get("url") or action.get("text") or ""
-    text = f"step {step.get('index')}: {kind}" + (f" {target}" if target else "")
+    text = f"step {step.get('index')}: {headline(step.get('action') or {}, limit=60)}"
     if step.get("error"):
         text += f" (error: {step['error']})"
     return text[:160]
