@@ -95,3 +95,9 @@ def test_an_action_reads_as_a_person_would_say_it():
     assert headline({"type": "answer", "text": "x" * 500}, limit=20) == "answer '" + "x" * 19 + "…'"
     assert headline(Fail(reason="the form is gone")) == "give up: the form is gone" and headline({}) == "no action"
     assert headline(Answer(text="42")) == "answer '42'"
+
+
+def test_trace_outside_the_browser_is_a_usage_error_not_silence():
+    result = CliRunner().invoke(app, ["run", "a task", "--env", "desktop", "--trace", "on", "--base-url", "http://127.0.0.1:9/v1"])
+    assert result.exit_code == 2, result.output
+    assert "with --env desktop there is none" in " ".join(result.output.split())
