@@ -77,3 +77,15 @@ def test_levels_and_memory_helpers():
 def test_bad_levels_exit_2():
     result = CliRunner().invoke(app, ["bench", "throughput", "--concurrency", "0"])
     assert result.exit_code == 2 and "positive integers" in result.output
+
+
+def test_trace_on_measures_each_level_traced_beside_untraced(tmp_path):
+    out = tmp_path / "tp.json"
+    result = CliRunner().invoke(app, ["bench", "throughput", "-c", "1", "--steps", "2", "--trace", "on", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    plain, traced = json.loads(out.read_text())["levels"]
+    assert (plain["trace"], traced["trace"]) == ("off", "on")
+    assert plain["trace_bytes_per_step"] is None and traced["trace_bytes_per_step"] > 10_000  # screenshots, snapshots
+    assert traced["cpu_ms_per_step"] > 0 and traced["statuses"] == {"success": 1}
+    assert "KiB of trace per step" in result.output
+    assert CliRunner().invoke(app, ["bench", "throughput", "--trace", "sometimes"]).exit_code == 2

@@ -142,3 +142,63 @@ def test_the_ci_examples_run_the_documented_qa_command():
     gitlab = yaml.safe_load((root / "examples/ci/gitlab-ci.yml").read_text())["surfer-qa"]
     assert documented in [" ".join(c.split()) for c in gitlab["script"]]
     assert gitlab["artifacts"]["reports"]["junit"] == "qa-out/junit.xml" and gitlab["artifacts"]["when"] == "always"
+
+
+def _synthetic_run(run_dir, steps: int, size=(320, 200)):  # type: ignore[no-untyped-def]
+    """A run directory with `steps` screenshots and their trajectory lines."""
+    from PIL import Image
+
+    (run_dir / "screenshots").mkdir(parents=True)
+    lines = []
+    for i in range(1, steps + 1):
+        Image.new("RGB", size, (i * 30 % 255, 90, 120)).save(run_dir / f"screenshots/step-{i:03}.png")
+        lines.append(json.dumps({"index": i, "screenshot": f"screenshots/step-{i:03}.png",
+                                 "screen": {"width": size[0], "height": size[1], "scale": 1.0, "origin": [0, 0]},
+                                 "action": {"type": "click", "target": f"button {i}"}, "points": [{"x": 10, "y": 10}]}))
+    (run_dir / "trajectory.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_frames_are_piped_one_at_a_time_never_all_in_memory(tmp_path, monkeypatch):
+    import gc
+    import weakref
+
+    import imageio_ffmpeg
+
+    from surfer.agent import video
+
+    _synthetic_run(tmp_path, 8)
+    made_frames, freed = [0], [0]
+    original = video.frame
+
+    def counted(run_dir, step):  # type: ignore[no-untyped-def]
+        image = original(run_dir, step)
+        made_frames[0] += 1
+        weakref.finalize(image, lambda: freed.__setitem__(0, freed[0] + 1))
+        peak[0] = max(peak[0], made_frames[0] - freed[0])
+        return image
+
+    peak = [0]
+    monkeypatch.setattr(video, "frame", counted)
+    gc.disable()  # only reference counting frees a frame: what streaming gives back at once
+    try:
+        made = video.make_video(tmp_path)
+    finally:
+        gc.enable()
+    assert made == tmp_path / "video.mp4" and made_frames[0] == 8
+    assert peak[0] <= 3, peak  # the first frame (its size) and the one being written, not all eight
+    reader = imageio_ffmpeg.read_frames(str(made))
+    next(reader)
+    assert sum(1 for _ in reader) == 8
+
+
+def test_an_ffmpeg_that_fails_leaves_a_webp_and_no_broken_mp4(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from surfer.agent import video
+
+    _synthetic_run(tmp_path, 3)
+    monkeypatch.setattr(video, "_ffmpeg", lambda: "/bin/false")  # exits at once: a broken pipe or status 1
+    made = video.make_video(tmp_path)
+    assert made == tmp_path / "video.webp" and not (tmp_path / "video.mp4").exists()
+    with Image.open(made) as animation:
+        assert animation.n_frames == 3

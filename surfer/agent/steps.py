@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable
 
-from surfer.core.actions import Answer, Fail, targets_of, with_points
+from surfer.core.actions import Answer, Fail, headline, targets_of, with_points
 from surfer.core.deadline import RunClock
 from surfer.core.errors import (
     ActionFailed,
@@ -235,6 +235,9 @@ class StepMachinery:
                 if decision.notes:
                     memory.add_note(decision.notes)
                 action = decision.action
+                if isinstance(action, (Answer, Fail)):  # no browser work, but the trace shows where the run ended
+                    async with env.step_group(f"step {index}: {headline(action)}"):
+                        pass
                 if isinstance(action, Answer):
                     verdict_outcome = await self._judge(run, memory, record, action, sink)
                 elif isinstance(action, Fail):
@@ -329,7 +332,7 @@ class StepMachinery:
     async def _perform(self, run: RunState, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         scrub = self.secrets.scrub
         try:
-            async with env.step_group(f"step {record.index}: {action.describe()}"):
+            async with env.step_group(f"step {record.index}: {headline(action)}"):
                 outcome = await env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
         except (ActionFailed, ActionNotSupported, ValueError) as exc:
             error = scrub(str(exc))

@@ -7,11 +7,16 @@ screen recorder, nothing recorded while the run goes on."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import itertools
 import logging
 import subprocess
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+from surfer.core.actions import headline
 
 from .rundir import read_trajectory
 
@@ -19,6 +24,7 @@ log = logging.getLogger(__name__)
 
 SECONDS_PER_STEP = 1.0
 CAPTION_HEIGHT = 36
+ENCODE_TIMEOUT_S = 300
 MARK = (255, 64, 32)
 
 
@@ -34,10 +40,7 @@ def _ffmpeg() -> str | None:
 
 
 def caption(step: dict[str, Any]) -> str:
-    action = step.get("action") or {}
-    kind = action.get("type", "no action")
-    target = action.get("target") or action.get("keys") or action.get("url") or action.get("text") or ""
-    text = f"step {step.get('index')}: {kind}" + (f" {target}" if target else "")
+    text = f"step {step.get('index')}: {headline(step.get('action') or {}, limit=60)}"
     if step.get("error"):
         text += f" (error: {step['error']})"
     return text[:160]
@@ -67,36 +70,73 @@ def frame(run_dir: Path, step: dict[str, Any]) -> Any:
     return out
 
 
+def _frames(sources: list[Path]) -> Iterator[Any]:
+    """Each step's frame, in order, all at the first one's size (a resized window: one size
+    for the video). One at a time: a long run's frames are never all in memory."""
+    size = None
+    for source in sources:
+        for step in read_trajectory(source) if (source / "trajectory.jsonl").exists() else []:
+            if step.get("screenshot") and (source / step["screenshot"]).exists():
+                image = frame(source, step)
+                size = size or image.size
+                yield image if image.size == size else image.resize(size)
+
+
+def _encode_mp4(ffmpeg: str, frames: Iterator[Any], target: Path) -> tuple[int, str]:
+    """Frames piped to ffmpeg as raw RGB, one by one; (frames written, ffmpeg's error or "")."""
+    first = next(frames)
+    command = [
+        ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{first.width}x{first.height}",
+        "-r", f"{1 / SECONDS_PER_STEP:g}", "-i", "-", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+        "-movflags", "+faststart", str(target),
+    ]
+    written = 0
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: ffmpeg never blocks on what it says
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors)
+        try:
+            assert process.stdin is not None
+            for image in itertools.chain([first], frames):
+                process.stdin.write(image.tobytes())
+                written += 1
+            process.stdin.close()
+            process.wait(ENCODE_TIMEOUT_S)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            pass  # ffmpeg stopped (its error says why) or hung
+        finally:  # also when a frame could not be made: no ffmpeg left behind
+            with contextlib.suppress(OSError):
+                process.stdin.close()  # type: ignore[union-attr]
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+        errors.seek(0)
+        said = errors.read().decode(errors="replace")[-300:]
+    return written, "" if process.returncode == 0 else (said or f"exit status {process.returncode}")
+
+
 def make_video(run_dir: str | Path, sources: list[Path] | None = None) -> Path | None:
     """video.mp4 (or video.webp) in `run_dir` from the step screenshots of `sources` (run
     directories, in order; default `run_dir` itself); None without any. Blocking: run it off
     the event loop."""
     run_dir = Path(run_dir)
-    frames = []
-    for source in sources if sources is not None else [run_dir]:
-        for step in read_trajectory(source) if (source / "trajectory.jsonl").exists() else []:
-            if step.get("screenshot") and (source / step["screenshot"]).exists():
-                frames.append(frame(source, step))
-    if not frames:
+    sources = sources if sources is not None else [run_dir]
+    frames = _frames(sources)
+    first = next(frames, None)
+    if first is None:
         return None
     run_dir.mkdir(parents=True, exist_ok=True)
-    size = frames[0].size
-    frames = [f if f.size == size else f.resize(size) for f in frames]  # a resized window: one size for the video
     ffmpeg = _ffmpeg()
     if ffmpeg is not None:
         target = run_dir / "video.mp4"
-        command = [
-            ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{size[0]}x{size[1]}",
-            "-r", f"{1 / SECONDS_PER_STEP:g}", "-i", "-", "-c:v", "libx264", "-pix_fmt", "yuv420p",
-            "-movflags", "+faststart", str(target),
-        ]
-        done = subprocess.run(command, input=b"".join(f.tobytes() for f in frames), capture_output=True, timeout=300)
-        if done.returncode == 0:
+        _, error = _encode_mp4(ffmpeg, itertools.chain([first], frames), target)
+        if not error:
             return target
-        log.warning("ffmpeg could not encode the video (%s); writing WebP", done.stderr.decode(errors="replace")[-300:])
+        target.unlink(missing_ok=True)
+        log.warning("ffmpeg could not encode the video (%s); writing WebP", error)
+        frames = _frames(sources)  # again from the start
+        first = next(frames)
     target = run_dir / "video.webp"
     buffer = io.BytesIO()
-    frames[0].save(buffer, format="WEBP", save_all=True, append_images=frames[1:],
-                   duration=int(SECONDS_PER_STEP * 1000), loop=0, quality=80)
+    first.save(buffer, format="WEBP", save_all=True, append_images=list(frames),
+               duration=int(SECONDS_PER_STEP * 1000), loop=0, quality=80)
     target.write_bytes(buffer.getvalue())
     return target

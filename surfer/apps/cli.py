@@ -147,6 +147,8 @@ def run(
         cfg = options.load_cli_config(config, overrides, console)
         if env not in ("browser", "desktop", "replay"):
             raise ConfigError(f"--env must be 'browser', 'desktop' or 'replay', got {env!r}")
+        if env != "browser" and trace not in (None, "off"):
+            raise ConfigError(f"--trace is Playwright's trace of the browser; with --env {env} there is none (--video works everywhere)")
         if url:
             from surfer.agent.environments import check_start_url
 

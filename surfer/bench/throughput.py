@@ -254,9 +254,9 @@ def register(bench_app: typer.Typer) -> None:
         compare_legacy: bool = typer.Option(
             False, "--compare-legacy", help="Run each level also on the step path before issue 14 (Playwright screenshots, "
             "key-by-key typing, typed SDK requests), turn about, for a side-by-side figure."),
-        trace: bool = typer.Option(
-            False, "--trace", help="Run each level also with Playwright tracing on (--trace on), turn about: what a "
-            "trace costs per step in CPU ms and bytes."),
+        trace: str = typer.Option(
+            "off", "--trace", metavar="on|off", help="on: run each level also with Playwright tracing on, turn about "
+            "with it off: what a trace costs per step in CPU ms and bytes."),
         out: Optional[Path] = typer.Option(None, "--out", help="JSON file to write (default .bench/throughput.json)."),
         ray: Optional[str] = typer.Option(
             None, "--ray", metavar="ADDRESS",
@@ -283,11 +283,14 @@ def register(bench_app: typer.Typer) -> None:
             typer.echo(f"wrote {target}")
             return
 
+        if trace not in ("on", "off"):
+            typer.echo(f"error: --trace must be on or off, got {trace!r}", err=True)
+            raise typer.Exit(EXIT_USAGE)
         try:
             report = run_command(
                 run_throughput(
                     parse_levels(concurrency), steps, write_runs=write_runs, server_process=not in_process,
-                    model_latency=model_latency, compare_legacy=compare_legacy, trace=trace,
+                    model_latency=model_latency, compare_legacy=compare_legacy, trace=trace == "on",
                 )
             )
         except ConfigError as exc:

@@ -176,3 +176,47 @@ def with_points(action: Action, points: list[CssPoint]) -> Action:
     if isinstance(action, Drag):
         update["to_point"] = points[1]
     return action.model_copy(update=update)
+
+
+def headline(action: Any, limit: int = 120) -> str:
+    """An action as a person reads it, for trace groups and video captions: "click the 'Sign in'
+    button", "type 'Ada' into the 'Name' field", "answer '42'". `action`: an Action or its dict."""
+    a = action.model_dump(exclude_defaults=False) if isinstance(action, BaseModel) else dict(action or {})
+    kind = a.get("type") or "no action"
+
+    def quoted(text: Any) -> str:
+        text = str(text)
+        return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+    target = a.get("target")
+    if kind == "click":
+        head = ("double-click" if a.get("double") else "right-click" if a.get("button") == "right" else "click")
+        keys = "+".join(a.get("modifiers") or [])
+        text = f"{keys}+{head}" if keys else head
+        text += f" {target}"
+    elif kind == "type":
+        text = f"type {quoted(a.get('text', ''))}" + (f" into {target}" if target else "")
+        text += " and press Enter" if a.get("submit") else ""
+    elif kind == "press":
+        text = f"press {a.get('keys')}"
+    elif kind == "scroll":
+        text = f"scroll {a.get('direction', 'down')}" + (f" in {target}" if target else "")
+    elif kind == "drag":
+        text = f"drag {target} to {a.get('to_target')}"
+    elif kind == "upload":
+        text = f"upload {a.get('path')} through {target}"
+    elif kind == "dialog":
+        text = f"{a.get('response', 'accept')} the dialog" + (f" with {quoted(a['text'])}" if a.get("text") else "")
+    elif kind == "goto":
+        text = f"go to {a.get('url')}"
+    elif kind in ("switch_tab", "close_tab"):
+        text = f"{kind.replace('_', ' ')}" + (f" {a['index']}" if a.get("index") is not None else "")
+    elif kind == "wait":
+        text = f"wait {a.get('seconds', 1.0):g} s"
+    elif kind == "answer":
+        text = f"answer {quoted(a.get('text', ''))}"
+    elif kind == "fail":
+        text = f"give up: {a.get('reason', '')}"
+    else:
+        text = f"{kind}" + (f" {target}" if target else "")
+    return text if len(text) <= 2 * limit else text[: 2 * limit - 1] + "…"
