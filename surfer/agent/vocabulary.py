@@ -110,7 +110,9 @@ FORM_NON_COMMIT = frozenset({"back", "previous", "cancel", "apply", "apply coupo
 
 _PRICE = re.compile(
     r"(?:[$€£¥₹]|\b(?:us\$|usd|eur|gbp|cad|aud|inr|jpy|chf|sek|nok|dkk)\s?)\s?\d[\d,]*(?:\.\d+)?"
-    r"|\d[\d,]*(?:[.,]\d+)?\s?(?:[€£$]|\b(?:usd|eur|gbp|kr|zł|chf)\b)",
+    # a number only from the start of its run of digits, taken whole (possessive): linear in the text,
+    # where trying every digit as a start backtracks in quadratic time on a long run
+    r"|(?<![\d,])\d[\d,]*+(?:[.,]\d+)?\s?(?:[€£$]|\b(?:usd|eur|gbp|kr|zł|chf)\b)",
     re.I,
 )
 PAYMENT_FIELD = re.compile(

@@ -5,7 +5,6 @@ no discriminator keywords, union tags (`type` constants) required."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from surfer.core.errors import ModelOutputError
@@ -38,16 +37,25 @@ def portable_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return walk(schema)
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+
+
+def _unfenced(text: str) -> str:
+    """The inside of a ```json ... ``` fence around the whole text, else the text.
+    (String slicing, not a regex: a lazy pattern between two runs of whitespace
+    backtracks in cubic time on a long reply, and one such reply held the
+    event loop, every session with it, for minutes.)"""
+    if len(text) < 6 or not (text.startswith("```") and text.endswith("```")):
+        return text
+    inner = text[3:-3]
+    if inner.startswith("json"):
+        inner = inner[4:]
+    return inner.strip()
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
     """Parse a JSON object from model text, tolerating code fences and prose
     around one object. Raises ModelOutputError with a message for the model."""
-    stripped = text.strip()
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1)
+    stripped = _unfenced(text.strip())
     try:
         value = json.loads(stripped, strict=False)  # raw newlines/tabs inside strings are common: accept them
     except json.JSONDecodeError:

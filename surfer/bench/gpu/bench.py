@@ -45,7 +45,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import typer
 
@@ -222,11 +222,11 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             # one step more than the longest recording: a replay ends when its recording does, never with a final answer
             config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600,
                                  max_steps=max(30, *(len(r.frames) + 1 for r in recordings)))
-            asyncio.run(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
-                                     say=lambda t, s=shape: say(f"{s}: {t}"),
-                                     progress=lambda: progress and progress(results),
-                                     layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only,
-                                     variants=variants, min_steps=min_steps))
+            asyncio.run(_watched(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
+                                              say=lambda t, s=shape: say(f"{s}: {t}"),
+                                              progress=lambda: progress and progress(results),
+                                              layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only,
+                                              variants=variants, min_steps=min_steps)))
             entry["gpu_memory"] = gpu_memory()
         except (RuntimeError, OSError) as exc:
             entry["error"] = str(exc)
@@ -241,6 +241,15 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
     results["layout_gains"] = layout_gains(results) if not variants else {}
     results["variant_gains"] = variant_gains(results)
     return results
+
+
+async def _watched(work: Any) -> Any:
+    """`work` with a watchdog that prints every thread's stack when the event loop is held for 30 s
+    (a held loop stops every session and every time limit; on a GPU lease, the stacks say why)."""
+    from surfer.core.watchdog import LoopWatchdog
+
+    async with LoopWatchdog(after=30.0):
+        return await work
 
 
 def register(bench_app: typer.Typer) -> None:
