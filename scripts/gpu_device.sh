@@ -88,6 +88,7 @@ levers-run)
 collect)
   for _ in $(seq "${2:-60}"); do [ -e /tmp/out/levers.done ] && break; sleep 1; done
   tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"
+  for log in /tmp/vllm-*.log; do [ -e "$log" ] && grep -v "POST /v1/chat/completions" "$log" | tail -400 > "$OUT/$(basename "$log")"; done
   ;;
 *) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS"; exit 2 ;;
 esac
