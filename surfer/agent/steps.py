@@ -253,7 +253,7 @@ class StepMachinery:
                     run.start_origin = run.start_origin or origin_of(record.url)
                     if await self._confirmed(run, env, memory, record, action, observation.notices):
                         await self._perform(run, env, memory, record, action, points)
-                        self._watch_repetition(run, memory, record, action, points)
+                        await self._watch_repetition(run, memory, record, action, points)
                     elif run.needs_approval:
                         verdict_outcome = ("needs_approval", None, run.needs_approval)
             except StepFailed as exc:
@@ -318,10 +318,12 @@ class StepMachinery:
             )
         return False
 
-    def _watch_repetition(self, run: RunState, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+    async def _watch_repetition(self, run: RunState, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
         if not record.screenshot or action.type == "wait":  # waiting on a screen that does not change is what waiting is
             return
-        warning = run.repetition.seen(step_seen(screen_fingerprint(record.screenshot), action.describe(), points))
+        # decoding the screenshot (a PNG is decoded whole) is kept off the event loop that other sessions share
+        screen = await asyncio.to_thread(screen_fingerprint, record.screenshot)
+        warning = run.repetition.seen(step_seen(screen, action.describe(), points))
         if warning is None:
             return
         run.repeats += 1
