@@ -10,7 +10,8 @@
 #   bash scripts/gpu_device.sh stop SHAPE               # stop that server and wait until it has exited
 #   bash scripts/gpu_device.sh levers                   # in the background: serve each of SHAPES (holotron holo2) in
 #     turn and bench LEVERS (today's requests against blocks + role continuation) at 64 sessions; results in /tmp/out
-#     (LEVERS: variants, `#` between groups that run as separate benches; WINDOW, MIN_STEPS, MAX_CONCURRENCY, SERVE_ARGS)
+#     (LEVERS: variants, `#` between groups that run as separate benches; WINDOW, MIN_STEPS, MAX_CONCURRENCY, SERVE_ARGS;
+#      LEVERS_holo2=..., WINDOW_holo2=... for one model only)
 #   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; copy /tmp/out to $OUT
 #     (a call every few minutes keeps the lease warm while the background run goes on)
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
@@ -74,12 +75,14 @@ levers-run)
   for shape in ${SHAPES:-holotron holo2}; do
     MAX_CONCURRENCY=${MAX_CONCURRENCY:-128} bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
     # LEVERS: groups of variants separated by `#`, each group one bench run (its own JSON: levers, levers-2, ...)
-    IFS='#' read -ra groups <<< "${LEVERS:-layout=window,continuation=off;layout=blocks,continuation=on}"
+    # LEVERS_<shape> / WINDOW_<shape> (e.g. LEVERS_holo2) override LEVERS / WINDOW for that model
+    levers_of=LEVERS_$shape window_of=WINDOW_$shape
+    IFS='#' read -ra groups <<< "${!levers_of:-${LEVERS:-layout=window,continuation=off;layout=blocks,continuation=on}}"
     n=0
     for group in "${groups[@]}"; do
       n=$((n + 1))
       OUT=/tmp/out BENCH_ARGS="--variants $group --no-bare --min-steps ${MIN_STEPS:-2}" \
-        bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-300}" 64 8000 "levers$( [ $n -gt 1 ] && echo -$n)"
+        bash "$here/scripts/gpu_device.sh" bench "$shape" "${!window_of:-${WINDOW:-300}}" 64 8000 "levers$( [ $n -gt 1 ] && echo -$n)"
     done
     bash "$here/scripts/gpu_device.sh" stop "$shape"
   done
@@ -88,6 +91,7 @@ levers-run)
 collect)
   for _ in $(seq "${2:-60}"); do [ -e /tmp/out/levers.done ] && break; sleep 1; done
   tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"
+  [ -e /tmp/out/levers.done ] && echo "levers done" || echo "levers still running"; rm -f "$OUT/levers.done"
   for log in /tmp/vllm-*.log; do [ -e "$log" ] && grep -v "POST /v1/chat/completions" "$log" | tail -400 > "$OUT/$(basename "$log")"; done
   ;;
 *) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS"; exit 2 ;;
