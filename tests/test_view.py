@@ -219,3 +219,24 @@ async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monke
     gate.set()
     await asyncio.wait_for(removing, 5)
     assert not watch.state_path.exists() and len(written) == 7  # the last write landed, then the file went
+
+
+async def test_flush_returns_when_a_finished_write_is_still_listed(tmp_path):
+    """A write can have finished while its own "discard me" callback has not run yet (it runs on a later turn of
+    the loop); flush() must still return. On Python >= 3.12 gathering finished tasks does not yield to the loop,
+    so a flush that waited for the set to empty itself spun at 100 % CPU with the loop held (seen on a GPU bench)."""
+    from types import SimpleNamespace
+
+    from surfer.apps import sessions
+
+    async def written() -> None:
+        return None
+
+    watch = sessions.SessionWatch(tmp_path / "live", "t1", SimpleNamespace(id="t1", task="look", url="http://127.0.0.1/"))
+    finished = asyncio.ensure_future(written())
+    await finished
+    watch._pending.add(finished)  # finished, and nothing left that would take it off the set
+    await asyncio.wait_for(watch.flush(), 5)
+    assert not watch._pending
+    await asyncio.wait_for(watch.remove(), 5)
+    assert not watch.state_path.exists()

@@ -120,7 +120,11 @@ class SessionWatch:
     async def flush(self) -> None:
         """Wait until every event so far is on disk."""
         while self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+            # drop what was awaited here: a finished task's own discard callback may not have run yet, and on
+            # Python >= 3.12 gathering finished tasks completes without yielding, so waiting for it would spin
+            writes = list(self._pending)
+            await asyncio.gather(*writes, return_exceptions=True)
+            self._pending.difference_update(writes)
 
     def _write_files(self, text: bytes, image: bytes | None) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
