@@ -159,6 +159,21 @@ def test_steady_window_opens_after_every_first_step_and_closes_after_min_steps()
     assert summary["complete"] and summary["min_steps_per_session"] == 2 and summary["ramp_seconds"] == 3.0
 
 
+
+def test_no_steady_window_when_the_time_limit_ends_every_session_before_it_opens() -> None:
+    """Seen on the GPU: at 128 sessions no window opened within the time limit; the sessions cut at the limit
+    must not open an empty window that reads as complete."""
+    from surfer.bench.gpu.steady import SteadyWindow
+
+    window = SteadyWindow(cohort_size=2, min_steps=2, start=0.0)
+    for session in ("a", "b"):
+        window.session_started(session)
+    window.step_finished("a", 5.0, now=5.0)  # b never finishes its first step
+    for session in ("a", "b"):
+        window.session_ended(session, now=150.0)
+    assert window.t0 is None and not window.opened.is_set() and not window.closed.is_set()
+    assert window.summary(stopped=150.0) is None
+
 def test_variants_parse_inline_matrices_and_files(tmp_path) -> None:
     import pytest
 

@@ -65,8 +65,10 @@ class SteadyWindow:
             cohort = self.started_order[:self.cohort_size]
             if len(cohort) < self.cohort_size or not all(s in self.first_step or s in self.ended for s in cohort):
                 return
-            self.t0 = now
-            self._members = {s for s in self.started_order if s not in self.ended}
+            members = {s for s in self.started_order if s not in self.ended}
+            if not members:  # every session ended (the time limit cut them) before a steady window could open
+                return
+            self.t0, self._members = now, members
             self.opened.set()
         if self.t1 is None and self.min_steps > 0:
             counts: dict[str, int] = {}
