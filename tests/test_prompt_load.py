@@ -89,7 +89,7 @@ def test_prompt_layout_is_checked_in_config_and_profile() -> None:
 def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
     out = tmp_path / "prompts.json"
     result = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--profile", "holotron",
-                                      "--json", str(out)])
+                                      "--no-hybrid-align", "--json", str(out)])
     assert result.exit_code == 0, result.output
     rows = {(r["profile"], r["layout"], r["continuation"], r["role"]): r for r in json.loads(out.read_text())}
     pinned = {  # prompt, reusable, uncached tokens per step; screenshots per request (estimated text, exact images)
@@ -125,6 +125,30 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
     bad = CliRunner().invoke(app, ["bench", "prompts", str(tmp_path)])
     assert bad.exit_code == 2 and "no run directories" in bad.output
 
+
+
+def test_bench_prompts_counts_a_hybrid_reuse_only_up_to_a_mamba_align_state(tmp_path) -> None:
+    """vLLM's Mamba `align` mode keeps a state only where a prefill ends on a block boundary (1,312 tokens for
+    Holotron-12B), so a hybrid reuses less than a transformer would of the same prefix (the GPU's figure)."""
+    from surfer.bench.prompts import reusable_tokens
+
+    earlier = [[("system", 1000.0), ("shot 1", 500.0)]]  # 1,500 tokens: one state, at 1,312
+    assert reusable_tokens([("system", 1000.0), ("shot 1", 500.0), ("shot 2", 100.0)], earlier, 1312) == 1312
+    assert reusable_tokens([("system", 1000.0), ("other", 600.0)], earlier, 1312) == 0  # diverges before the state
+    assert reusable_tokens([("system", 1000.0), ("other", 600.0)], earlier, None) == 992  # a transformer: 16-token blocks
+    out = tmp_path / "prompts.json"
+    result = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holotron", "--profile", "holo2",
+                                      "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "prefix reuse counted as: holotron: mamba align 1312, holo2: 16-token blocks" in result.output
+    rows = {(r["profile"], r["layout"], r["continuation"], r["role"]): r for r in json.loads(out.read_text())}
+    figures = {key: (r["prompt_tokens_per_step"], r["reusable_tokens_per_step"], r["uncached_tokens_per_step"])
+               for key, r in rows.items()}
+    # the same requests as the pinned transformer-style counts above: the prompt is unchanged, the reuse is less
+    assert figures[("holotron", "blocks", True, "all")] == (12278.3, 8659.2, 3619.1)  # 16-token blocks: 2,140.7 uncached
+    assert figures[("holotron", "blocks", True, "localizer")] == (4225.5, 3673.6, 551.9)
+    assert figures[("holo2", "blocks", True, "all")] == (7526.3, 6176.0, 1350.3)  # a transformer: unchanged
+    assert rows[("holotron", "blocks", True, "all")]["prefix_reuse"] == "mamba align 1312"
 
 def test_image_tokens_follow_each_family_and_a_budget_caps_them() -> None:
     screen = Size(1280, 800)

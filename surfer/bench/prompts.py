@@ -169,6 +169,21 @@ def request_units(messages: list[Any], counter: TextCounter, image_tokens: Any) 
     return units, images, image_total
 
 
+def reusable_tokens(units: list[tuple[Any, float]], earlier: list[list[tuple[Any, float]]], align_block: int | None) -> float:
+    """What a prefix cache can reuse of a request after the session's `earlier` requests. A transformer: the
+    longest common prefix in whole 16-token blocks. A hybrid under vLLM's Mamba `align` mode: only up to a Mamba
+    state, one per earlier request at the end of its last whole block (one prefill chunk per request; more chunks
+    would leave more states, so this is the least it reuses)."""
+    if not align_block:
+        return (max((_common(units, e) for e in earlier), default=0.0) // BLOCK) * BLOCK
+    best = 0.0
+    for e in earlier:
+        state = (sum(w for _, w in e) // align_block) * align_block
+        if state > best and _common(units, e) >= state:
+            best = state
+    return best
+
+
 def _common(a: list[tuple[Any, float]], b: list[tuple[Any, float]]) -> float:
     total = 0.0
     for x, y in zip(a, b):
@@ -237,13 +252,15 @@ def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: i
 
 
 def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int | None,
-               counter: TextCounter, continuation: bool = False) -> tuple[int, dict[str, Tally]]:
-    """(agent steps, tallies per role) over `runs`, each run its own session."""
+               counter: TextCounter, continuation: bool = False, hybrid_align: bool = True) -> tuple[int, dict[str, Tally]]:
+    """(agent steps, tallies per role) over `runs`, each run its own session; `hybrid_align`: count a hybrid
+    profile's reuse as vLLM's Mamba `align` cache allows (its `serving.align_block`), else as a transformer's."""
     from surfer.agent.layouts import Layout
     from surfer.core.coordinates import Size
 
     per_image = budget // Layout(layout, profile.max_images).max_images if budget else None
     tallies = {role: Tally() for role in ROLES}
+    align_block = profile.serving.align_block if hybrid_align else None
     steps = 0
     for run in runs:
         steps += len(run.steps)
@@ -255,11 +272,10 @@ def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int |
         earlier: list[list[tuple[Any, float]]] = []
         for role, messages in session_requests(run, profile, layout, budget, continuation):
             units, shots, image_total = request_units(messages, counter, tokens)
-            shared = max((_common(units, e) for e in earlier), default=0.0)
             tally = tallies[role]
             tally.requests += 1
             tally.prompt += sum(w for _, w in units)
-            tally.reusable += (shared // BLOCK) * BLOCK
+            tally.reusable += reusable_tokens(units, earlier, align_block)
             tally.screenshots += shots
             tally.image_tokens += image_total
             earlier.append(units)
@@ -267,7 +283,8 @@ def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int |
 
 
 def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str], budgets: list[int | None],
-               tokenizers: dict[str, str], continuations: tuple[bool, ...] = (False, True)) -> list[dict[str, Any]]:
+               tokenizers: dict[str, str], continuations: tuple[bool, ...] = (False, True),
+               hybrid_align: bool = True) -> list[dict[str, Any]]:
     """One row per profile, layout, role-continuation mode, image budget and role (plus role "all")."""
     from surfer.models.profiles import get_profile
 
@@ -277,7 +294,9 @@ def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str],
         counter = TextCounter(tokenizers.get(name))
         for budget in budgets:
             for layout, continuation in [(lay, c) for lay in layouts for c in continuations]:
-                steps, tallies = count_runs(runs, profile, layout, budget, counter, continuation)
+                steps, tallies = count_runs(runs, profile, layout, budget, counter, continuation, hybrid_align)
+                align = profile.serving.align_block if hybrid_align else None
+                reuse = f"mamba align {align}" if align else f"{BLOCK}-token blocks"
                 total = Tally()
                 for role in ROLES:
                     t = tallies[role]
@@ -288,7 +307,7 @@ def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str],
                         continue
                     rows.append({
                         "profile": name, "layout": layout, "continuation": continuation, "image_budget": budget,
-                        "role": role, "steps": steps,
+                        "role": role, "steps": steps, "prefix_reuse": reuse,
                         "requests": t.requests, "text": counter.source,
                         "prompt_tokens_per_step": round(t.prompt / steps, 1),
                         "reusable_tokens_per_step": round(t.reusable / steps, 1),
@@ -361,6 +380,10 @@ def register(bench_app: typer.Typer) -> None:
             None, "--steps", help="Replay each run as a session of this many steps (its steps again from the first)."),
         continuation: Optional[list[str]] = typer.Option(
             None, "--continuation", help="Role continuation modes to count: on, off or on,off (default both)."),
+        hybrid_align: bool = typer.Option(
+            True, "--hybrid-align/--no-hybrid-align",
+            help="Count a hybrid profile's reuse as vLLM's Mamba `align` cache allows (Holotron: only up to a "
+                 "1,312-token block boundary); off: as a transformer's (16-token blocks)."),
     ) -> None:
         """Count prompt, reusable and uncached tokens per step for every profile and layout (CPU only)."""
         from surfer.agent.layouts import LAYOUTS, check_layout
@@ -383,13 +406,15 @@ def register(bench_app: typer.Typer) -> None:
                 raise ConfigError("--steps must be at least 1")
             recorded = [lengthened(load_run(d), steps) for d in find_run_dirs(runs or [DEMO_RECORDINGS])]
             modes = parse_switch(continuation, "--continuation")
-            rows = bench_rows(recorded, chosen_profiles, chosen_layouts, budgets, tokenizers, modes)
+            rows = bench_rows(recorded, chosen_profiles, chosen_layouts, budgets, tokenizers, modes, hybrid_align)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         shown = [r for r in rows if not role or r["role"] in role]
         typer.echo(f"{len(recorded)} recorded run(s), {sum(len(r.steps) for r in recorded)} steps; "
                    f"text: {', '.join(sorted({r['text'] for r in rows}))}")
+        reuse = dict.fromkeys(f"{r['profile']}: {r['prefix_reuse']}" for r in rows)
+        typer.echo(f"prefix reuse counted as: {', '.join(reuse)}")
         typer.echo(table(shown))
         for ratio in ratios(rows):
             if ratio["role"] in ("policy", "all"):

@@ -41,6 +41,10 @@ class Serving:
     max_model_len: int | None = None
     mm_processor_kwargs: Mapping[str, Any] = field(default_factory=dict)
     min_vllm: str | None = None
+    # vLLM's Mamba `align` cache block (tokens) for this model: a hybrid's prefix is reused only up to a Mamba
+    # state, and `align` keeps one only where a scheduler step ends on a block boundary (vLLM 0.25.1 derives the
+    # block from the Mamba page: 1,312 tokens for Holotron-12B). `surfer bench prompts` counts reuse with it.
+    align_block: int | None = None
 
 
 @dataclass(frozen=True)
