@@ -78,13 +78,15 @@ async def test_a_closed_session_is_not_kept_alive_by_the_shared_browser(demo_sit
 
     from surfer.tools.browser import BrowserEnvironment
 
-    refs = []
-    for _ in range(3):
+    async def one_session() -> weakref.ref:
+        # in a frame of its own that has ended by the check: Python 3.12 keeps a snapshot of a frame's locals
+        # once anything reads them, so a `del` in the test's own frame would not let go of the last session
         env = BrowserEnvironment(browser=shared_browser)
         await env.start(demo_site.url("register.html"))
         await env.observe()
         await env.close()
-        refs.append(weakref.ref(env))
-        del env
+        return weakref.ref(env)
+
+    refs = [await one_session() for _ in range(3)]
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
