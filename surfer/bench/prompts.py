@@ -252,15 +252,14 @@ def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: i
 
 
 def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int | None,
-               counter: TextCounter, continuation: bool = False, hybrid_align: bool = True) -> tuple[int, dict[str, Tally]]:
-    """(agent steps, tallies per role) over `runs`, each run its own session; `hybrid_align`: count a hybrid
-    profile's reuse as vLLM's Mamba `align` cache allows (its `serving.align_block`), else as a transformer's."""
+               counter: TextCounter, continuation: bool = False, align_block: int | None = None) -> tuple[int, dict[str, Tally]]:
+    """(agent steps, tallies per role) over `runs`, each run its own session; `align_block`: count the reuse as
+    vLLM's Mamba `align` cache allows with that block (a hybrid's `serving.align_block`), else as a transformer's."""
     from surfer.agent.layouts import Layout
     from surfer.core.coordinates import Size
 
     per_image = budget // Layout(layout, profile.max_images).max_images if budget else None
     tallies = {role: Tally() for role in ROLES}
-    align_block = profile.serving.align_block if hybrid_align else None
     steps = 0
     for run in runs:
         steps += len(run.steps)
@@ -292,11 +291,11 @@ def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str],
     for name in profiles:
         profile = get_profile(name)
         counter = TextCounter(tokenizers.get(name))
+        align = profile.serving.align_block if hybrid_align else None
+        reuse = f"mamba align {align}" if align else f"{BLOCK}-token blocks"
         for budget in budgets:
             for layout, continuation in [(lay, c) for lay in layouts for c in continuations]:
-                steps, tallies = count_runs(runs, profile, layout, budget, counter, continuation, hybrid_align)
-                align = profile.serving.align_block if hybrid_align else None
-                reuse = f"mamba align {align}" if align else f"{BLOCK}-token blocks"
+                steps, tallies = count_runs(runs, profile, layout, budget, counter, continuation, align)
                 total = Tally()
                 for role in ROLES:
                     t = tallies[role]
