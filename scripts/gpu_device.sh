@@ -10,7 +10,8 @@
 #   bash scripts/gpu_device.sh stop SHAPE               # stop that server and wait until it has exited
 #   bash scripts/gpu_device.sh levers                   # in the background: serve each of SHAPES (holotron holo2) in
 #     turn and bench LEVERS (today's requests against blocks + role continuation) at 64 sessions; results in /tmp/out
-#     (LEVERS: variants, `#` between groups that run as separate benches; WINDOW, MIN_STEPS, MAX_CONCURRENCY, SERVE_ARGS;
+#     (LEVERS: variants, `#` between groups that run as separate benches; WINDOW, MIN_STEPS, MAX_CONCURRENCY, SERVE_ARGS,
+#      LEVER_ARGS (more bench options, e.g. "--session-steps 48" for warm_steps variants);
 #      LEVERS_holo2=..., WINDOW_holo2=... for one model only)
 #   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; copy /tmp/out to $OUT
 #     (a call every few minutes keeps the lease warm while the background run goes on)
@@ -81,7 +82,7 @@ levers-run)
     n=0
     for group in "${groups[@]}"; do
       n=$((n + 1))
-      OUT=/tmp/out BENCH_ARGS="--variants $group --no-bare --min-steps ${MIN_STEPS:-2}" \
+      OUT=/tmp/out BENCH_ARGS="--variants $group --no-bare --min-steps ${MIN_STEPS:-2} $LEVER_ARGS" \
         bash "$here/scripts/gpu_device.sh" bench "$shape" "${!window_of:-${WINDOW:-300}}" 64 8000 "levers$( [ $n -gt 1 ] && echo -$n)"
     done
     bash "$here/scripts/gpu_device.sh" stop "$shape"

@@ -246,3 +246,36 @@ def test_lengthened_replays_play_long_sessions_without_repeating_an_image() -> N
     assert len({s.data for s in shots}) == 12  # every pass marked differently
     assert [s.data for s in shots[:5]] == [s.data for s in read_screenshots(recording, variant=3)]
     assert lengthened(recording, 3) is recording
+
+
+def test_warm_steps_start_sessions_deep_without_calling_the_server(standin, tmp_path) -> None:
+    lock = threading.Lock()
+    policy_images: list[int] = []
+
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        content = request.body["messages"][-1]["content"]
+        with lock:
+            policy_images.append(sum(1 for part in content if part.get("type") == "image_url"))
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    server = standin(model, kv_capacity=10**7, delay=0.005)
+    out = tmp_path / "gpu.json"
+    base = ["bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2",
+            "--min-steps", "2", "--window", "60", "--no-bare", "--out", str(out)]
+    variants = "layout=blocks,continuation=on,block_images=12,warm_steps=6"
+    result = CliRunner().invoke(app, [*base, "--variants", variants, "--session-steps", "12"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(out.read_text())["models"][0]["levels"]
+    assert row["name"] == "blocks+cont+block12+warm6" and row["variant"]["warm_steps"] == 6
+    surfer = row["surfer"]
+    # the server saw no warm-up step: its first policy requests already held 7 screenshots (6 warm + the current)
+    assert policy_images[0] == 7 and min(policy_images) == 7 and policy_images.count(7) == 2  # one first request each
+    # calls and steps counted are the server's only (the 2 x 6 warm-up steps and their 24 calls are not)
+    assert 2 <= surfer["steps"] <= len(policy_images) and surfer["model_calls"] <= 2 * len(policy_images)
+    steady = surfer["steady"]
+    assert steady["complete"] and steady["min_steps_per_session"] >= 2
+    # sessions too short for the warm-up and the measured steps: a clear error before anything is served
+    result = CliRunner().invoke(app, [*base, "--variants", variants, "--session-steps", "8"])
+    assert result.exit_code == 2 and "raise --session-steps to 9" in result.output

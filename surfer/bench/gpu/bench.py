@@ -196,6 +196,12 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
     from surfer.tools.replay import lengthened
 
     recordings = [lengthened(r, session_steps) for r in replay_recordings("replay", replay)]
+    shortest = min(len(r.frames) for r in recordings)
+    for variant in variants or []:
+        if variant.warm_steps and variant.warm_steps + 1 + min_steps > shortest:
+            raise ConfigError(f"--variants {variant.label()}: sessions of {shortest} steps cannot do {variant.warm_steps} "
+                              f"warm-up steps and {1 + min_steps} measured ones; raise --session-steps "
+                              f"to {variant.warm_steps + 1 + min_steps} or more")
     results: dict[str, Any] = {"levels": levels, "layouts": list(layouts), "auto": auto, "window_seconds": window, "replay": replay,
                                "min_steps": min_steps, "session_steps": session_steps, "variants": [v.label() for v in variants] if variants else None,
                                "recordings": [r.name for r in recordings], "models": []}

@@ -71,6 +71,53 @@ class RecordingBackend(ModelBackend):
         return await self.inner.complete(request)
 
 
+WARM = "warm-start"  # Completion.structured of the answers WarmStart gives itself
+
+
+class WarmStart(ModelBackend):
+    """Answers each session's first `steps` steps itself, without the server: the policy clicks a
+    described target (a different one each step), the localizer points at it. The agent builds those
+    steps' history as in any run (screenshots, step lines), so a session enters the measured run with
+    `steps` screenshots in its requests, as a session deep into a long task does; its first request
+    reaches the server cold. Later requests go to `inner`."""
+
+    def __init__(self, inner: ModelBackend, steps: int) -> None:
+        self.inner, self.steps = inner, steps
+        self._answered: dict[str, int] = {}  # session -> policy answers given here
+        self._last_local: dict[str, bool] = {}  # session -> the last policy answer was given here
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    async def check(self) -> None:
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        session, role = _session.get(), request.schema_name
+        if role == "policy":
+            step = self._answered.get(session, 0)
+            self._last_local[session] = local = step < self.steps
+            if local:
+                self._answered[session] = step + 1
+                return self._answer({"thought": f"Step {step + 1}: open the next part of the form.",
+                                     "notes": f"Form section {step + 1} visited.",
+                                     "action": {"type": "click", "target": f"the link of section {step + 1}"}})
+        elif role == "localizer" and self._last_local.get(session):
+            step = self._answered[session]
+            return self._answer({"x": 200 + (step * 37) % 600, "y": 200 + (step * 53) % 600})
+        return await self.inner.complete(request)
+
+    @staticmethod
+    def _answer(data: dict[str, Any]) -> Completion:
+        import json
+
+        return Completion(text=json.dumps(data), model=WARM, structured=WARM)
+
+
 async def reset_server_caches(root: str) -> bool:
     """Empty vLLM's prefix and multimodal caches (needs VLLM_SERVER_DEV_MODE=1); False where refused."""
     httpx = _httpx()
@@ -98,6 +145,8 @@ class LevelTally:
     completion_tokens: int = 0
     failed_calls: int = 0
     steady: SteadyWindow | None = None
+    warm_steps: int = 0  # each session's first steps, answered by WarmStart: not counted
+
 
     def __call__(self, event: Event) -> None:
         from surfer.agent.events import Finished, ModelCalled, RunStarted, StepFinished
@@ -110,10 +159,14 @@ class LevelTally:
             if self.steady is not None:
                 self.steady.session_ended(_session.get())
         elif isinstance(event, StepFinished):
+            if event.record.index <= self.warm_steps:
+                return
             self.steps.append(event.record.timings.total)
             if self.steady is not None:
                 self.steady.step_finished(_session.get(), event.record.timings.total)
         elif isinstance(event, ModelCalled):
+            if event.call.structured == WARM:
+                return
             self.calls.append(event.call.seconds)
             self.prompt_tokens += event.call.usage.prompt_tokens
             self.completion_tokens += event.call.usage.completion_tokens
@@ -201,22 +254,25 @@ def steady_figures(steady: SteadyWindow, stopped: float, readings: list[dict[str
 
 async def surfer_level(config: Any, recordings: list[Any], concurrency: int | str, window: float, work: Path,
                        sessions: int | None = None, auto: dict[str, Any] | None = None, min_steps: int = 0,
-                       sampler: MetricsSampler | None = None) -> tuple[dict[str, Any], list[SentRequest]]:
+                       sampler: MetricsSampler | None = None, warm_steps: int = 0,
+                       ) -> tuple[dict[str, Any], list[SentRequest]]:
     """Run `sessions` replay tasks (default 2 × concurrency; with `min_steps`, one per session) with
     `concurrency` sessions (or "auto", with AutoConcurrency options `auto`) for at most `window` s; with
     `min_steps`, stop once the steady window closed (every session running after the ramp did that many
-    more steps)."""
+    more steps). With `warm_steps`, each session's first steps are answered without the server
+    (WarmStart) and not counted: the run measures sessions that already hold that much history."""
     from surfer.fleet.batch import Batch, BatchTask
     from surfer.models.http import OpenAICompatibleBackend
 
-    backend = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
+    recording = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
+    backend = WarmStart(recording, warm_steps) if warm_steps else recording
     # a steady window ends long before sessions of --session-steps do: one task per session is enough
     # (and halves the screenshots read and marked before the window); else twice as many, to keep slots full
     count = sessions or (int(concurrency) if min_steps else max(4, 2 * int(concurrency)))
     tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
     cohort = int((auto or {}).get("start", 1)) if concurrency == "auto" else int(concurrency)
     steady = SteadyWindow(min(cohort, count), min_steps)
-    tally = LevelTally(steady=steady)
+    tally = LevelTally(steady=steady, warm_steps=warm_steps)
     batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings,
                   auto=auto if concurrency == "auto" else None)
     try:
@@ -244,7 +300,7 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     }
     if batch.auto is not None:
         result["concurrency_control"] = batch.concurrency_report
-    return result, backend.sent
+    return result, recording.sent
 
 
 async def bare_level(base_url: str, sent: list[SentRequest], concurrency: int, window: float,
@@ -315,7 +371,8 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
                 surfer, sent = await surfer_level(run_config, recordings, level, window, Path(tmp) / f"run{number}-c{level}",
                                                   sessions=2 * top if level == "auto" else None, auto=options,
                                                   # auto runs the whole window: its controller needs the time to settle
-                                                  min_steps=0 if level == "auto" else min_steps, sampler=sampler)
+                                                  min_steps=0 if level == "auto" else min_steps, sampler=sampler,
+                                                  warm_steps=variant.warm_steps or 0)
             row: dict[str, Any] = {"name": variant.label(), "variant": variant.resolved(profile), "layout": variant.layout,
                                    "concurrency": level, "caches_reset": reset, "surfer": surfer,
                                    "surfer_server": sampler.summary()}

@@ -12,7 +12,12 @@ profile's), `image_budget` (image tokens per request: Holotron's tile grids,
 Qwen-VL's pixel caps; none = full resolution), `memory_images` (screenshots
 per request; history depth), `block_images` (the blocks layout's append-only
 length), `concurrency` (alias `sessions`: concurrent sessions; unset: each of
-`--levels`), `name` (a label). `a|b|c` (or a list in a file) expands to one
+`--levels`), `warm_steps` (alias `warm`: each session's first N steps are
+answered by the bench itself, without the server, so the measured steps run
+with N screenshots of history already in the session: the long-history
+regime without the hours of steps that build it; pair it with a
+`block_images` above N + the steps measured, and `--session-steps` above
+that), `name` (a label). `a|b|c` (or a list in a file) expands to one
 variant per value; several such keys give their product. The first variant is
 the reference the others are compared with: put today's default first.
 """
@@ -28,8 +33,9 @@ from typing import Any
 
 from surfer.core.errors import ConfigError
 
-KEYS = ("name", "layout", "continuation", "image_budget", "memory_images", "block_images", "concurrency")
-ALIASES = {"sessions": "concurrency", "budget": "image_budget", "images": "memory_images", "block": "block_images"}
+KEYS = ("name", "layout", "continuation", "image_budget", "memory_images", "block_images", "concurrency", "warm_steps")
+ALIASES = {"sessions": "concurrency", "budget": "image_budget", "images": "memory_images", "block": "block_images",
+           "warm": "warm_steps"}
 _SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
@@ -42,6 +48,7 @@ class Variant:
     block_images: int | None = None
     concurrency: int | str | None = None  # None: every level of --levels
     name: str | None = None
+    warm_steps: int | None = None  # steps each session does before the run, without the server
 
     def config_update(self) -> dict[str, Any]:
         """AgentConfig fields this variant sets."""
@@ -63,6 +70,8 @@ class Variant:
             parts.append(f"block{self.block_images}")
         if self.image_budget:
             parts.append(f"budget{self.image_budget}")
+        if self.warm_steps:
+            parts.append(f"warm{self.warm_steps}")
         return "+".join(parts)
 
     def max_images(self, profile: Any) -> int:
@@ -81,7 +90,7 @@ class Variant:
             "block_images": self.block_images, "max_images": self.max_images(profile),
             # each screenshot's share of the budget, as the agent computes it (None: full resolution)
             "image_tokens_per_image": (budget // self.max_images(profile)) if (budget := self.image_budget or profile.image_budget) else None,
-            "concurrency": self.concurrency,
+            "concurrency": self.concurrency, "warm_steps": self.warm_steps or 0,
         }
 
 
@@ -129,6 +138,8 @@ def check(variant: Variant) -> Variant:
     validate_config({k: v for k, v in variant.config_update().items() if v is not None}, f"--variants {variant.label()}")
     if isinstance(variant.concurrency, int) and variant.concurrency < 1:
         raise ConfigError(f"--variants {variant.label()}: concurrency must be at least 1")
+    if variant.warm_steps is not None and variant.warm_steps < 0:
+        raise ConfigError(f"--variants {variant.label()}: warm_steps must be 0 or more")
     return variant
 
 
