@@ -41,7 +41,7 @@ def test_dry_run_holotron_12b() -> None:
         "vllm", "serve", "Hcompany/Holotron-12B", "--host", "127.0.0.1", "--port", "8000", "--trust-remote-code",
         "--limit-mm-per-prompt", MM3, "--max-model-len", "65536", "--max-num-seqs", "100",
         "--mamba-ssm-cache-dtype", "float32", "--enable-prefix-caching", "--structured-outputs-config", XGRAMMAR,
-        "--max-num-batched-tokens", "32768",
+        "--max-num-batched-tokens", "32768", "--gpu-memory-utilization", "0.85",
     ]
 
 
@@ -174,6 +174,7 @@ def test_max_images_and_the_measured_flags_of_a_profile(monkeypatch: pytest.Monk
     caps = VllmCapabilities.from_table("0.25.1")
     measured = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps).command
     assert measured[measured.index("--max-num-batched-tokens") + 1] == "32768"  # measured: see MEASURED_FLAGS
+    assert measured[measured.index("--gpu-memory-utilization") + 1] == "0.85"
     assert "--max-num-batched-tokens" not in build_command("Hcompany/Holo2-8B", get_profile("holo2"), caps).command
     monkeypatch.setitem(serve_mod.MEASURED_FLAGS, "holotron", {"--max-num-seqs": "64", "--enable-prefix-caching": None})
     caps = VllmCapabilities.from_table("0.25.1")

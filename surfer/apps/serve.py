@@ -44,6 +44,7 @@ FLAG_SINCE: dict[str, str] = {
     "--mamba-ssm-cache-dtype": "0.10",
     "--structured-outputs-config": "0.11",
     "--max-num-batched-tokens": "0.1",
+    "--gpu-memory-utilization": "0.1",
 }
 FLAG_UNTIL: dict[str, str] = {"--guided-decoding-backend": "0.11"}  # removed in this version
 LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
@@ -66,7 +67,11 @@ MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
     # steps/s). With 32,768: 1.63 (window) and 2.29 (blocks + continuation) steps/s, waiting < 1; the
     # KV cache 42.35 GiB instead of 46.42. With prefix caching off as well, vLLM ran out of memory in
     # Mamba's chunked scan (README, "The levers on one H100").
-    "holotron": {"--max-num-batched-tokens": "32768"},
+    # --gpu-memory-utilization 0.85 (vLLM's 0.92 leaves too little): with sessions 8 screenshots deep
+    # (64 sessions, ~22k-token requests, KV use up to 0.99) the engine died at 0.92 of a CUDA
+    # out-of-memory error in the same chunked scan (`_state_passing_fwd`, 1.21 GiB asked, 1.17 free),
+    # 3 minutes into the load; at 0.85 the same load ran its 200 s window (README, "The seeds' regime").
+    "holotron": {"--max-num-batched-tokens": "32768", "--gpu-memory-utilization": "0.85"},
     "holo2": {},
     "holo1.5": {},
     "openai": {},

@@ -277,6 +277,27 @@ def register(bench_app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         typer.echo(f"wrote {out} ({config['architectures'][0]})")
 
+    @gpu_app.command("flops")
+    def flops_command(
+        files: list[Path] = typer.Argument(..., help="JSON results of `surfer bench gpu run`."),
+        peak: float = typer.Option(989.4, "--peak", help="The GPU's dense BF16 TFLOP/s (H100 and H200 SXM: 989.4)."),
+        json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the rows as JSON here."),
+    ) -> None:
+        """FLOPs per agent step of every row (prefill of the tokens the engine computed, decode, the vision
+        encoder on the step's new screenshot) and the TFLOP/s the GPU achieved: why one model or setting
+        gives fewer steps/s than another."""
+        from surfer.bench.gpu.flops import flops_table
+
+        try:
+            rows, text = flops_table(files, peak)
+        except (OSError, ValueError, KeyError, ConfigError) as exc:
+            typer.echo(f"error: cannot read the results: {exc}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(text)
+        if json_out:
+            json_out.write_text(json.dumps(rows, indent=2))
+            typer.echo(f"rows: {json_out}")
+
     @gpu_app.command("run")
     def run_command(
         model: list[str] = typer.Option(..., "--model", help="SHAPE=DIR (holotron=… / holo2=…); with --base-url, SHAPE=served model name."),

@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 # Random weights: keep whitespace between JSON tokens from running on (see models.py).
 STRUCTURED = json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})
