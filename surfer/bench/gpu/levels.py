@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -48,13 +49,11 @@ def wire_body(body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class RecordingBackend(ModelBackend):
-    """The HTTP backend, remembering each request body by session (a context
-    variable set when the session's run starts)."""
+class _Wrapper(ModelBackend):
+    """A backend in front of `inner`: its label, check and close are the inner one's."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.sent: list[SentRequest] = []
 
     @property
     def label(self) -> str:
@@ -65,6 +64,15 @@ class RecordingBackend(ModelBackend):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class RecordingBackend(_Wrapper):
+    """The HTTP backend, remembering each request body by session (a context
+    variable set when the session's run starts)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.sent: list[SentRequest] = []
 
     async def complete(self, request: ModelRequest) -> Completion:
         self.sent.append(SentRequest(_session.get(), wire_body(self.inner._body(request, self.inner.structured_mode))))
@@ -74,7 +82,7 @@ class RecordingBackend(ModelBackend):
 WARM = "warm-start"  # Completion.structured of the answers WarmStart gives itself
 
 
-class WarmStart(ModelBackend):
+class WarmStart(_Wrapper):
     """Answers each session's first `steps` steps itself, without the server: the policy clicks a
     described target (a different one each step), the localizer points at it. The agent builds those
     steps' history as in any run (screenshots, step lines), so a session enters the measured run with
@@ -82,19 +90,10 @@ class WarmStart(ModelBackend):
     reaches the server cold. Later requests go to `inner`."""
 
     def __init__(self, inner: ModelBackend, steps: int) -> None:
-        self.inner, self.steps = inner, steps
+        super().__init__(inner)
+        self.steps = steps
         self._answered: dict[str, int] = {}  # session -> policy answers given here
         self._last_local: dict[str, bool] = {}  # session -> the last policy answer was given here
-
-    @property
-    def label(self) -> str:
-        return self.inner.label
-
-    async def check(self) -> None:
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
     async def complete(self, request: ModelRequest) -> Completion:
         session, role = _session.get(), request.schema_name
@@ -113,8 +112,6 @@ class WarmStart(ModelBackend):
 
     @staticmethod
     def _answer(data: dict[str, Any]) -> Completion:
-        import json
-
         return Completion(text=json.dumps(data), model=WARM, structured=WARM)
 
 
