@@ -28,9 +28,13 @@ def dry_run(*args: str) -> list[str]:
     return result.stdout.strip().splitlines()[-1]
 
 
+GIB = 1 << 30
+
+
 @pytest.fixture(autouse=True)
 def no_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(serve_mod, "installed_vllm_version", lambda: None)
+    monkeypatch.setattr(serve_mod, "host_memory_bytes", lambda: 128 * GIB)  # a GPU server's, whatever runs the tests
 
 
 def test_dry_run_holotron_12b() -> None:
@@ -41,7 +45,7 @@ def test_dry_run_holotron_12b() -> None:
         "vllm", "serve", "Hcompany/Holotron-12B", "--host", "127.0.0.1", "--port", "8000", "--trust-remote-code",
         "--limit-mm-per-prompt", MM3, "--max-model-len", "65536", "--max-num-seqs", "100",
         "--mamba-ssm-cache-dtype", "float32", "--enable-prefix-caching", "--structured-outputs-config", XGRAMMAR,
-        "--max-num-batched-tokens", "32768", "--gpu-memory-utilization", "0.85",
+        "--max-num-batched-tokens", "32768", "--gpu-memory-utilization", "0.85", "--mm-processor-cache-gb", "5",
     ]
 
 
@@ -182,3 +186,33 @@ def test_max_images_and_the_measured_flags_of_a_profile(monkeypatch: pytest.Monk
     assert plan.command[-3:] == ["--max-num-seqs", "64", "--enable-prefix-caching"]
     given = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps, extra_args=("--max-num-seqs=8",))
     assert "64" not in given.command and given.command[-1] == "--max-num-seqs=8"  # the command line wins
+
+
+def test_the_processor_cache_holds_every_sessions_screenshots() -> None:
+    """Sized as sessions × images × 12 bytes per pixel of a 1280x800 screenshot × 1.25 (README, "The seeds'
+    regime": vLLM's 4 GiB held less than a round of 48 sessions 8 deep and starved the engine)."""
+    holotron, holo2 = get_profile("holotron"), get_profile("holo2")
+    assert serve_mod.processor_cache_gib(holotron, 48, 12, 128 * GIB) == (9, "")  # 8.85e9 bytes, 8.24 GiB
+    assert serve_mod.processor_cache_gib(holo2, 16, 5, 128 * GIB) == (None, "")  # vLLM's 4 GiB holds them
+    gib, note = serve_mod.processor_cache_gib(holotron, 256, 24, 128 * GIB)
+    assert gib == 16 and "needs 88 GiB for 256 sessions × 24 screenshots; capped at 16 GiB" in note
+    gib, note = serve_mod.processor_cache_gib(holotron, 48, 12, 24 * GIB)
+    assert gib is None and "leaves it at vLLM's 4 GiB" in note
+    gib, note = serve_mod.processor_cache_gib(holo2, None, 5, 128 * GIB)
+    assert gib == 5 and "64 sessions × 5 screenshots" in note and "pass --max-concurrency" in note
+
+
+def test_serve_passes_the_processor_cache_unless_the_command_line_does() -> None:
+    caps = VllmCapabilities.from_table("0.25.1")
+    plan = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps, max_concurrency=48, images=12)
+    assert plan.command[plan.command.index("--mm-processor-cache-gb") + 1] == "9"
+    given = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps, max_concurrency=48, images=12,
+                          extra_args=("--mm-processor-cache-gb=2",))
+    assert "9" not in given.command and given.command[-1] == "--mm-processor-cache-gb=2"
+    small = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps, max_concurrency=48, images=12,
+                          host_memory=16 * GIB)
+    assert "--mm-processor-cache-gb" not in small.command and any("16 GiB" in n for n in small.notes)
+    old = build_command("Hcompany/Holotron-12B", get_profile("holotron"), VllmCapabilities.from_table("0.10.1"),
+                        max_concurrency=48, images=12)
+    assert "--mm-processor-cache-gb" not in old.command
+    assert any("no --mm-processor-cache-gb" in n for n in old.notes)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import os
 import re
 import shlex
 import shutil
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from surfer.core.coordinates import Size
 from surfer.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ FLAG_SINCE: dict[str, str] = {
     "--structured-outputs-config": "0.11",
     "--max-num-batched-tokens": "0.1",
     "--gpu-memory-utilization": "0.1",
+    "--mm-processor-cache-gb": "0.11",
 }
 FLAG_UNTIL: dict[str, str] = {"--guided-decoding-backend": "0.11"}  # removed in this version
 LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
@@ -78,6 +82,21 @@ MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
 }
 # ---------------------------------------------------------------------------------------------
 HYBRID_PREFIX_CACHING_SINCE = "0.15"  # 0.14.1 served Holotron without prefix caching
+
+# vLLM's multimodal processor cache (`--mm-processor-cache-gb`, default 4 GiB) keeps each image's processed
+# pixel values, so an image that a request repeats (every screenshot of the history the blocks layout
+# resends) is not decoded, tiled and normalised again in the API server. Measured (vLLM 0.25.1, one H100,
+# 48 sessions 8 screenshots deep, README "The seeds' regime"): at 4 GiB the cache held less than one round
+# of the sessions' screenshots, its hit rate stayed at 1-4 %, and the API server's preprocessing starved
+# the engine (Holotron 3.0 requests running on average, Holo2 5.2); at 32 GiB the hit rate reached 72 %
+# and 32.7 ran. So `surfer serve` sizes it to hold every session's screenshots: sessions × images per
+# request × PROCESSED_BYTES_PER_PIXEL × the pixels of a screenshot as sent, with CACHE_HEADROOM.
+PROCESSED_BYTES_PER_PIXEL = 12  # 16-bit values: Qwen-VL's 3 channels × 2 frames; Nemotron's tiles + thumbnail
+CACHE_HEADROOM = 1.25
+VLLM_PROCESSOR_CACHE_GIB = 4  # vLLM's default
+ASSUMED_SESSIONS = 64  # without --max-concurrency
+REFERENCE_SCREEN = Size(1280, 800)  # surfer's default viewport
+HOST_MEMORY_SHARE = 0.25  # the most of the host's memory the cache may take (vLLM keeps up to 2 copies)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -160,10 +179,11 @@ class ServePlan:
 def build_command(
     model: str, profile: Profile, caps: VllmCapabilities, *, host: str = "127.0.0.1", port: int = 8000,
     max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
-    images: int | None = None,
+    images: int | None = None, host_memory: int | None = None,
 ) -> ServePlan:
     """The `vllm serve` command for `model` of `profile`'s family on this vLLM; `images`: the most
-    images one request may hold (default the profile's window; the blocks layout needs more)."""
+    images one request may hold (default the profile's window; the blocks layout needs more);
+    `host_memory`: bytes of RAM on the serving machine (default this machine's)."""
     serving = profile.serving
     images = images or profile.max_images
     cmd = ["vllm", "serve", model, "--host", host, "--port", str(port)]
@@ -212,13 +232,51 @@ def build_command(
         else:
             notes.append(f"vLLM {caps.version} has no reasoning parser {serving.reasoning_parser!r}; left out")
     add_measured_flags(profile.name, extra_args, add)
+    if "--mm-processor-cache-gb" not in given_flags(extra_args):
+        gib, why = processor_cache_gib(profile, max_concurrency, images, host_memory or host_memory_bytes())
+        if why:
+            notes.append(why)
+        if gib is not None:
+            add("--mm-processor-cache-gb", str(gib), why=" (the processor cache stays at vLLM's 4 GiB)")
     cmd.extend(extra_args)
     return ServePlan(cmd, notes)
 
 
+def given_flags(extra_args: tuple[str, ...]) -> set[str]:
+    """The flags the command line after `--` names itself (`--flag value` or `--flag=value`)."""
+    return {arg.split("=", 1)[0] for arg in extra_args if arg.startswith("--")}
+
+
+def host_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX host: assume a small GPU server
+        return 64 << 30
+
+
+def processor_cache_gib(profile: Profile, sessions: int | None, images: int, host_memory: int) -> tuple[int | None, str]:
+    """`--mm-processor-cache-gb` for `sessions` agents whose requests hold up to `images` screenshots
+    (see PROCESSED_BYTES_PER_PIXEL): None where vLLM's default holds them, and a note where the host's
+    memory caps it or the session count is assumed."""
+    sent = profile.image.target_size(REFERENCE_SCREEN)
+    count = sessions or ASSUMED_SESSIONS
+    need = math.ceil(count * images * sent.width * sent.height * PROCESSED_BYTES_PER_PIXEL * CACHE_HEADROOM / (1 << 30))
+    if need <= VLLM_PROCESSOR_CACHE_GIB:
+        return None, ""
+    cap = int(host_memory * HOST_MEMORY_SHARE / 2) >> 30
+    wanted = f"the multimodal processor cache needs {need} GiB for {count} sessions × {images} screenshots"
+    if need > cap:
+        if cap <= VLLM_PROCESSOR_CACHE_GIB:
+            return None, f"{wanted}; this host's memory ({host_memory >> 30} GiB) leaves it at vLLM's {VLLM_PROCESSOR_CACHE_GIB} GiB"
+        return cap, f"{wanted}; capped at {cap} GiB by this host's memory ({host_memory >> 30} GiB)"
+    if sessions is None:
+        return need, f"{wanted} (sessions assumed: pass --max-concurrency for your load)"
+    return need, ""
+
+
 def add_measured_flags(profile: str, extra_args: tuple[str, ...], add: Any) -> None:
     """The profile's MEASURED_FLAGS, except those the caller passes itself (`-- --flag ...`)."""
-    given = {arg.split("=", 1)[0] for arg in extra_args if arg.startswith("--")}
+    given = given_flags(extra_args)
     for flag, value in MEASURED_FLAGS.get(profile, {}).items():
         if flag not in given:
             add(flag, *([] if value is None else [value]), why=" (a measured flag this vLLM lacks)")
@@ -320,7 +378,7 @@ def register(app: typer.Typer) -> None:
         profile: str | None = typer.Option(None, "--profile", help="Model family profile; default: suggested from the name (said so)."),
         host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
         port: int = typer.Option(8000, "--port", help="Port to listen on."),
-        max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help="Concurrent sequences (vLLM --max-num-seqs)."),
+        max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help="Concurrent sequences (vLLM --max-num-seqs); also sizes vLLM's image cache (default: 64 sessions assumed)."),
         max_model_len: int | None = typer.Option(None, "--max-model-len", min=256, help="Context length (default: the family's)."),
         timeout: float = typer.Option(1800.0, "--timeout", help="Seconds to wait for the server to answer."),
         prompt_layout: str = typer.Option("window", "--prompt-layout", help="The layout clients will use: blocks sends up to 2N-1 images per request."),
