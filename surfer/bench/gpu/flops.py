@@ -23,7 +23,6 @@ from typing import Any
 from surfer.core.errors import ConfigError
 
 H100_BF16_DENSE_TFLOPS = 989.4  # H100 SXM dense BF16; the H200 has the same compute
-SCREENSHOT_TOKENS = {"holotron": 1792, "holo2": 1000}  # a 1280×800 screenshot at full resolution
 VIT_SIZES = {"vit_huge_patch16_224": (32, 1280, 5120)}  # timm name: (layers, width, MLP width)
 
 
@@ -182,9 +181,16 @@ def decode_flops_per_token(costs: ModelCosts, context: float) -> float:
 
 
 def screenshot_tokens(shape: str, row: dict[str, Any]) -> int:
-    """LLM tokens per screenshot: the row's image budget, else the profile's full resolution."""
+    """Vision tokens per screenshot: the row's image budget, else a 1280×800 screenshot as the profile
+    sends it, less the 2 markers around an image (they do not go through the vision encoder)."""
     budget = (row.get("variant") or {}).get("image_tokens_per_image")
-    return int(budget) if budget else SCREENSHOT_TOKENS[shape]
+    if budget:
+        return int(budget)
+    from surfer.core.coordinates import Size
+    from surfer.models.profiles import get_profile
+
+    image = get_profile(shape).image
+    return image.image_tokens(image.target_size(Size(1280, 800))) - 2
 
 
 def step_flops(costs: ModelCosts, row: dict[str, Any], image_tokens: int,
