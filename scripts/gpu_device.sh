@@ -10,7 +10,8 @@
 #   bash scripts/gpu_device.sh stop SHAPE               # stop that server and wait until it has exited
 #   bash scripts/gpu_device.sh levers                   # in the background: serve each of SHAPES (holotron holo2) in
 #     turn and bench LEVERS (today's requests against blocks + role continuation) at 64 sessions; results in /tmp/out
-#     (LEVERS: variants, `#` between groups that run as separate benches; WINDOW, MIN_STEPS, MAX_CONCURRENCY, SERVE_ARGS,
+#     (vLLM's environment variables pass through, e.g. VLLM_PREFIX_CACHE_RETENTION_INTERVAL=0 bash ... levers;
+#      LEVERS: variants, `#` between groups that run as separate benches; WINDOW, MIN_STEPS, MAX_CONCURRENCY, SERVE_ARGS,
 #      LEVER_ARGS (more bench options, e.g. "--session-steps 48" for warm_steps variants);
 #      LEVERS_holo2=..., WINDOW_holo2=... for one model only)
 #   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; copy /tmp/out to $OUT
