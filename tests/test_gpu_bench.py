@@ -136,6 +136,24 @@ def test_metrics_keep_prompt_tokens_by_source() -> None:
     assert by_source["computed_prompt_tokens_per_step"] == 125.0 and by_source["computed_from"].startswith("prompt_tokens_by_source")
 
 
+def test_whole_window_server_summary_has_both_cache_hit_rates() -> None:
+    """The prefix cache and the multimodal processor cache (whose misses starved the engine 8 deep)."""
+    from surfer.models.metrics import MetricsSampler
+
+    sampler = MetricsSampler("http://127.0.0.1:1")
+    sampler.samples = [
+        parse_metrics('vllm:prefix_cache_queries_total 100.0\nvllm:prefix_cache_hits_total 50.0\n'
+                      'vllm:mm_cache_queries_total 10.0\nvllm:mm_cache_hits_total 1.0\nvllm:kv_cache_usage_perc 0.2\n'),
+        parse_metrics('vllm:prefix_cache_queries_total 1100.0\nvllm:prefix_cache_hits_total 850.0\n'
+                      'vllm:mm_cache_queries_total 50.0\nvllm:mm_cache_hits_total 37.0\nvllm:kv_cache_usage_perc 0.6\n'),
+    ]
+    summary = sampler.summary()
+    assert summary["prefix_cache_hit_rate"] == 0.8 and summary["mm_cache_hit_rate"] == 0.9
+    assert summary["kv_cache_usage"] == {"mean": 0.4, "max": 0.6}
+    sampler.samples = [parse_metrics('vllm:prefix_cache_queries_total 5.0\n')] * 2
+    assert sampler.summary()["mm_cache_hit_rate"] is None  # a server without the counter (or no queries)
+
+
 def test_steady_window_opens_after_every_first_step_and_closes_after_min_steps() -> None:
     from surfer.bench.gpu.steady import SteadyWindow
 

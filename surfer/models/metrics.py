@@ -88,8 +88,11 @@ class MetricsSampler:
         if len(self.samples) < 2:
             return None
         first, last = self.samples[0], self.samples[-1]
-        queries = last.get("vllm:prefix_cache_queries", 0) - first.get("vllm:prefix_cache_queries", 0)
-        hits = last.get("vllm:prefix_cache_hits", 0) - first.get("vllm:prefix_cache_hits", 0)
+
+        def hit_rate(cache: str) -> float | None:  # vLLM's prefix cache, or its multimodal processor cache ("mm")
+            queries = last.get(f"vllm:{cache}_cache_queries", 0) - first.get(f"vllm:{cache}_cache_queries", 0)
+            hits = last.get(f"vllm:{cache}_cache_hits", 0) - first.get(f"vllm:{cache}_cache_hits", 0)
+            return round(hits / queries, 4) if queries else None
 
         def series(name: str) -> list[float]:
             return [s[name] for s in self.samples if name in s]
@@ -99,7 +102,8 @@ class MetricsSampler:
             return {"mean": round(sum(values) / len(values), 4), "max": round(max(values), 4)} if values else None
 
         return {
-            "prefix_cache_hit_rate": round(hits / queries, 4) if queries else None,
+            "prefix_cache_hit_rate": hit_rate("prefix"),
+            "mm_cache_hit_rate": hit_rate("mm"),
             "kv_cache_usage": stats("vllm:kv_cache_usage_perc"),
             "running": stats("vllm:num_requests_running"),
             "waiting": stats("vllm:num_requests_waiting"),

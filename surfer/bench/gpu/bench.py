@@ -66,7 +66,7 @@ DEFAULT_LEVELS = "1,16,64,128"
 def table(results: dict[str, Any]) -> str:
     several = len(results.get("layouts") or ["window"]) > 1 or bool(results.get("variants"))
     head = ("| model | " + ("variant | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
-            "prefix hit | KV use mean / max | running / waiting (mean) | unusable replies | bare calls/s | surfer / bare |")
+            "prefix / image cache hit | KV use mean / max | running / waiting (mean) | unusable replies | bare calls/s | surfer / bare |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for model in results["models"]:
         for row in model.get("levels", []):
@@ -80,7 +80,7 @@ def table(results: dict[str, Any]) -> str:
                 f"| {model['name']} | " + (f"{row.get('name', row.get('layout', 'window'))} | " if several else "") +
                 f"{row['concurrency']} | {s['steps_per_s']:.2f} | {s['prompt_tokens_per_s']:.0f} | "
                 f"{s['completion_tokens_per_s']:.0f} | {fmt(s['step_p50'])} / {fmt(s['step_p95'])} | "
-                f"{fmt(s['call_p50'])} / {fmt(s['call_p95'])} | {fmt(hit)} | "
+                f"{fmt(s['call_p50'])} / {fmt(s['call_p95'])} | {fmt(hit)} / {fmt(srv.get('mm_cache_hit_rate'))} | "
                 f"{fmt(kv.get('mean'))} / {fmt(kv.get('max'))} | {fmt(running.get('mean'), 1)} / "
                 f"{fmt(waiting.get('mean'), 1)} | {s.get('unusable_outputs', '-')} | {fmt(bare.get('calls_per_s'))} | {fmt(ratio, 3)} |"
             )
@@ -158,7 +158,7 @@ def variant_gains(results: dict[str, Any]) -> dict[str, Any]:
 def steady_table(results: dict[str, Any]) -> str:
     """One line per run: the steady window's figures."""
     head = ("| model | variant | c | steady steps/s | step p50 / p95 s | steps/session | computed tok/step | "
-            "prompt tok/step | prefix hit | KV use mean / max | running / waiting (mean) | preemptions | complete |")
+            "prompt tok/step | prefix / image cache hit | KV use mean / max | running / waiting (mean) | preemptions | complete |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for model in results["models"]:
         for row in model.get("levels", []):
@@ -172,7 +172,7 @@ def steady_table(results: dict[str, Any]) -> str:
                 f"| {model['name']} | {row.get('name', row.get('layout'))} | {row['concurrency']} | {fmt(st['steps_per_s'])} | "
                 f"{fmt(st['step_p50'])} / {fmt(st['step_p95'])} | {st['min_steps_per_session']}+ | "
                 f"{fmt(st.get('computed_prompt_tokens_per_step'), 0)} | {fmt(st.get('prompt_tokens_per_step'), 0)} | "
-                f"{fmt(st.get('prefix_cache_hit_rate'))} | {fmt(kv.get('mean'))} / {fmt(kv.get('max'))} | "
+                f"{fmt(st.get('prefix_cache_hit_rate'))} / {fmt(st.get('mm_cache_hit_rate'))} | {fmt(kv.get('mean'))} / {fmt(kv.get('max'))} | "
                 f"{fmt(running.get('mean'), 1)} / {fmt(waiting.get('mean'), 1)} | {fmt(st.get('preemptions'), 0)} | "
                 f"{'yes' if st['complete'] else 'no'} |"
             )
