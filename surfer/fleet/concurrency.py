@@ -7,7 +7,9 @@ use, running / waiting requests, preemptions, prefix-cache hits) and the
 batch's agent steps/s, then moves the number of live sessions:
 
 - multiplicative decrease (× `decrease`) when the server is short of cache
-  (KV use at or above `kv_high`, or new preemptions), when requests queue at
+  (KV use at or above `kv_high`, new preemptions, or, after an increase, the
+  interval's prefix-cache hit rate fell below `hit_drop` of the last one's:
+  the cache stopped keeping the sessions' prefixes), when requests queue at
   the server (more than `waiting_high` waiting per running one: deferred
   prefills or a full batch, where more sessions add waiting, not steps), or
   when steps/s (averaged over intervals) fell by more than `tolerance` after
@@ -15,6 +17,13 @@ batch's agent steps/s, then moves the number of live sessions:
 - additive increase (+`increase`) while every session slot is in use and
   none of that happened;
 - otherwise it holds.
+
+The prefix-hit rule is there because KV use misses that overflow. vLLM
+counts only running requests' blocks in it, not the prefixes it keeps for
+the next request, nor (for a hybrid model) the Mamba states a kept prefix
+needs. With sessions 8 screenshots deep on one H100, Holo2 went from 32 to
+48 sessions and its hit fell from 0.84 to 0.05 at a mean KV use of 0.15;
+Holotron at 48 hit 0.00 at 0.63 (README, "The seeds' regime").
 
 A lower limit takes effect as sessions finish (none is cancelled). A server
 without vLLM's `/metrics` (another server, a hosted API) gets the fixed
@@ -81,6 +90,7 @@ class Decision:
     waiting: float | None
     preempted: float
     reason: str
+    prefix_hit: float | None = None  # over the interval
 
 
 @dataclass
@@ -97,6 +107,8 @@ class AutoConcurrency:
     kv_high: float = 0.9
     waiting_high: float = 0.1  # waiting requests per running one that count as a queue at the server
     tolerance: float = 0.15
+    hit_drop: float = 0.5  # after an increase, a prefix hit rate under this share of the last interval's is a short cache
+    hit_floor: float = 0.3  # ... when the last interval's was at least this (a layout that reuses little has nothing to lose)
     smoothing: float = 0.5  # weight of the newest interval in the steps/s average
     fallback: int = 8
     decisions: list[Decision] = field(default_factory=list)
@@ -116,10 +128,13 @@ class AutoConcurrency:
 
     async def control(self, slots: Slots, steps: Callable[[], int], client: Any) -> None:
         """Adjust `slots` every `interval` until cancelled."""
+        from surfer.models.metrics import cache_hit_rate
+
         started = last_time = time.monotonic()
         last_steps = steps()
         last = await self.read(client) or {}
         last_rate: float | None = None
+        last_hit: float | None = None
         last_change = "start"
         while True:
             await asyncio.sleep(self.interval)
@@ -134,9 +149,16 @@ class AutoConcurrency:
             preempted = now.get("vllm:num_preemptions", 0.0) - last.get("vllm:num_preemptions", 0.0)
             limit = slots.limit
             running = now.get("vllm:num_requests_running", 0.0)
+            hit = cache_hit_rate(last, now)
             if (kv is not None and kv >= self.kv_high) or preempted > 0:
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = f"cache short (KV {kv if kv is None else round(kv, 2)}, waiting {waiting:g}, preempted {preempted:g})"
+                change = "decrease"
+            elif (last_change == "increase" and hit is not None and last_hit is not None and last_hit >= self.hit_floor
+                  and hit < last_hit * self.hit_drop):
+                limit = max(self.minimum, math.floor(limit * self.decrease))
+                reason = (f"cache short (prefix hit {last_hit:.2f} -> {hit:.2f} after an increase, "
+                          f"KV {kv if kv is None else round(kv, 2)})")
                 change = "decrease"
             elif waiting > self.waiting_high * max(1.0, running):
                 # a queue (deferred prefills, or a full batch): more sessions add waiting, not steps
@@ -155,8 +177,9 @@ class AutoConcurrency:
                 reason, change = "slots to spare", "hold"
             await slots.resize(limit)
             self.decisions.append(Decision(round(clock - started, 2), limit, round(rate, 3), kv, running, waiting,
-                                           preempted, reason))
+                                           preempted, reason, hit))
             last, last_steps, last_time, last_rate, last_change = now, steps(), clock, rate, change
+            last_hit = hit if hit is not None else last_hit
 
     def summary(self) -> dict[str, Any]:
         limits = [d.limit for d in self.decisions]

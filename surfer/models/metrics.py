@@ -41,6 +41,14 @@ async def read_metrics(client: Any, url: str) -> dict[str, float] | None:
     return parse_metrics(response.text) if response.status_code == 200 else None
 
 
+def cache_hit_rate(before: dict[str, float], after: dict[str, float], cache: str = "prefix") -> float | None:
+    """The hit rate of vLLM's prefix cache (or "mm": its multimodal processor cache) between two
+    readings; None without queries in between."""
+    queries = after.get(f"vllm:{cache}_cache_queries", 0.0) - before.get(f"vllm:{cache}_cache_queries", 0.0)
+    hits = after.get(f"vllm:{cache}_cache_hits", 0.0) - before.get(f"vllm:{cache}_cache_hits", 0.0)
+    return round(hits / queries, 4) if queries > 0 else None
+
+
 class MetricsSampler:
     """Polls `<root>/metrics` about once a second while a run goes on."""
 
@@ -89,11 +97,6 @@ class MetricsSampler:
             return None
         first, last = self.samples[0], self.samples[-1]
 
-        def hit_rate(cache: str) -> float | None:  # vLLM's prefix cache, or its multimodal processor cache ("mm")
-            queries = last.get(f"vllm:{cache}_cache_queries", 0) - first.get(f"vllm:{cache}_cache_queries", 0)
-            hits = last.get(f"vllm:{cache}_cache_hits", 0) - first.get(f"vllm:{cache}_cache_hits", 0)
-            return round(hits / queries, 4) if queries else None
-
         def series(name: str) -> list[float]:
             return [s[name] for s in self.samples if name in s]
 
@@ -102,8 +105,8 @@ class MetricsSampler:
             return {"mean": round(sum(values) / len(values), 4), "max": round(max(values), 4)} if values else None
 
         return {
-            "prefix_cache_hit_rate": hit_rate("prefix"),
-            "mm_cache_hit_rate": hit_rate("mm"),
+            "prefix_cache_hit_rate": cache_hit_rate(first, last),
+            "mm_cache_hit_rate": cache_hit_rate(first, last, "mm"),
             "kv_cache_usage": stats("vllm:kv_cache_usage_perc"),
             "running": stats("vllm:num_requests_running"),
             "waiting": stats("vllm:num_requests_waiting"),

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surfer.bench.throughput import percentile
+from surfer.models.metrics import cache_hit_rate
 
 # vLLM counter names (parse_metrics drops "_total"); by-source series carry ":<source>".
 PROMPT = "vllm:prompt_tokens"
 COMPUTED = "vllm:prompt_tokens_by_source:local_compute"
-QUERIES, HITS = "vllm:prefix_cache_queries", "vllm:prefix_cache_hits"
+HITS = "vllm:prefix_cache_hits"
 GENERATED = "vllm:generation_tokens"
 PREEMPTIONS = "vllm:num_preemptions"
-MM_QUERIES, MM_HITS = "vllm:mm_cache_queries", "vllm:mm_cache_hits"  # the multimodal processor cache
 
 
 @dataclass
@@ -118,7 +118,7 @@ def counter_figures(first: dict[str, float] | None, last: dict[str, float] | Non
             return None
         return last[name] - first[name]
 
-    prompt, hits, queries = delta(PROMPT), delta(HITS), delta(QUERIES)
+    prompt, hits = delta(PROMPT), delta(HITS)
     computed = delta(COMPUTED)
     source = "prompt_tokens_by_source{source=local_compute}"
     if computed is None and prompt is not None and hits is not None:
@@ -132,14 +132,10 @@ def counter_figures(first: dict[str, float] | None, last: dict[str, float] | Non
         "computed_prompt_tokens_per_step": per_step(computed),
         "computed_from": source if computed is not None else None,
         "generation_tokens_per_step": per_step(delta(GENERATED)),
-        "prefix_cache_hit_rate": round(hits / queries, 4) if hits is not None and queries else None,
+        "prefix_cache_hit_rate": cache_hit_rate(first, last),
         "preemptions": delta(PREEMPTIONS),
-        "mm_cache_hit_rate": _rate(delta(MM_HITS), delta(MM_QUERIES)),
+        "mm_cache_hit_rate": cache_hit_rate(first, last, "mm"),
     }
-
-
-def _rate(part: float | None, whole: float | None) -> float | None:
-    return round(part / whole, 4) if part is not None and whole else None
 
 
 def gauge_figures(samples: list[tuple[float, dict[str, float]]], t0: float, t1: float) -> dict[str, Any]:
