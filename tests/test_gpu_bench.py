@@ -216,7 +216,7 @@ def test_variants_parse_inline_matrices_and_files(tmp_path) -> None:
     resolved = Variant(layout="blocks").resolved(get_profile("holotron"))
     assert resolved["continuation"] is True and resolved["max_images"] == 5
     for bad, message in (("layout=sideways", "prompt_layout"), ("colour=red", "unknown key"), ("memory_images=64", "memory_images"),
-                         ("continuation=maybe", "on/off"), ("layout=window; layout=window", "the same"), ("layout", "key=value")):
+                         ("continuation=maybe", "on/off"), ("image_refs=maybe", "image_refs takes on/off"), ("layout=window; layout=window", "the same"), ("layout", "key=value")):
         with pytest.raises(ConfigError, match=message):
             parse_variants(bad)
 
@@ -231,14 +231,15 @@ def test_variants_compare_client_settings_in_one_server_with_a_steady_window(sta
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "3",
-        "--variants", "layout=window,continuation=off; layout=blocks,continuation=on; layout=blocks,continuation=on,block_images=8,sessions=2",
+        "--variants", "layout=window,continuation=off; layout=blocks,continuation=on; layout=blocks,continuation=on,block_images=8,sessions=2;"
+        "layout=blocks,continuation=on,image_refs=on",
         "--min-steps", "3", "--window", "60", "--no-bare", "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     rows = data["models"][0]["levels"]
     assert [(r["name"], r["concurrency"]) for r in rows] == [
-        ("window+nocont", 3), ("blocks+cont", 3), ("blocks+cont+block8", 2)]
+        ("window+nocont", 3), ("blocks+cont", 3), ("blocks+cont+block8", 2), ("blocks+cont+refs", 3)]
     assert rows[2]["variant"]["max_images"] == 8 and rows[1]["variant"]["continuation"] is True
     for row in rows:
         steady = row["surfer"]["steady"]
@@ -246,10 +247,13 @@ def test_variants_compare_client_settings_in_one_server_with_a_steady_window(sta
         assert steady["seconds"] < 60 and row["surfer"]["seconds"] < 60  # the run stopped when the window closed
         assert steady["computed_prompt_tokens_per_step"] > 0 and steady["kv_cache_usage"] is not None
         assert steady["computed_from"] == "prompt_tokens - prefix_cache_hits" and steady["preemptions"] == 0
+    # image refs: most images named by uuid, taken from the (stand-in's) processor cache; none without them
+    assert rows[3]["variant"]["image_refs"] is True and rows[3]["surfer_server"]["mm_cache_hit_rate"] > 0.5
+    assert rows[1]["surfer_server"]["mm_cache_hit_rate"] is None
     computed = [r["surfer"]["steady"]["computed_prompt_tokens_per_step"] for r in rows]
     assert computed[1] < computed[0] / 2  # blocks + continuation: the server computes far less per agent step
     gains = data["variant_gains"]["holotron"]
-    assert list(gains) == ["blocks+cont/window+nocont c=3"] and gains["blocks+cont/window+nocont c=3"]["steady_steps_per_s"]
+    assert list(gains) == ["blocks+cont/window+nocont c=3", "blocks+cont+refs/window+nocont c=3"] and gains["blocks+cont/window+nocont c=3"]["steady_steps_per_s"]
     assert "| holotron | blocks+cont | 3 |" in result.output and "steady steps/s" in result.output
 
 

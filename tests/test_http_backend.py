@@ -133,3 +133,50 @@ async def test_plain_json_and_the_sdk_path_agree(standin, typed):
     with pytest.raises(ModelNotFound):
         await wrong.complete(request())
     await wrong.aclose()
+
+
+def images_request(*images: bytes) -> ModelRequest:
+    content = (*(ImagePart(data, "image/jpeg") for data in images), TextPart("What next?"))
+    return ModelRequest(messages=(Message.text("system", "sys"), Message("user", content)), schema_name="policy", schema=SCHEMA)
+
+
+def image_parts_of(body: dict) -> list[dict]:  # type: ignore[type-arg]
+    return [p for m in body["messages"] if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image_url"]
+
+
+async def test_image_refs_send_each_screenshot_once_then_name_it(standin):
+    """vLLM's uuid protocol: data and uuid the first time, the uuid alone after a request that succeeded."""
+    import hashlib
+
+    server = standin(lambda r: {"x": 1})
+    backend = backend_for(server, image_refs=True)
+    first, second, third = b"\xff\xd8one", b"\xff\xd8two", b"\xff\xd8three"
+    await backend.complete(images_request(first, second))
+    parts = image_parts_of(server.requests[0].body)
+    assert [p["uuid"] for p in parts] == [hashlib.sha256(d).hexdigest() for d in (first, second)]
+    assert all(p["image_url"]["url"].startswith("data:image/jpeg;base64,") for p in parts)
+    await backend.complete(images_request(first, second, third))
+    parts = image_parts_of(server.requests[1].body)
+    assert [p["image_url"] for p in parts[:2]] == [None, None] and parts[2]["image_url"]["url"].startswith("data:")
+    assert server.requests[1].images == [first, second, third]  # the server read the named ones from its cache
+    assert (server.mm_queries, server.mm_hits) == (5, 2)
+    plain = backend_for(server)  # off by default: no uuid, every image in full
+    await plain.complete(images_request(first))
+    assert "uuid" not in image_parts_of(server.requests[2].body)[0]
+    await backend.aclose()
+    await plain.aclose()
+
+
+async def test_a_server_that_no_longer_holds_an_image_gets_it_again(standin):
+    """Evicted (a cache of one image here) or restarted: vLLM answers 400 "Cache miss ...", and the call
+    sends that request's images again in full, once, and goes on."""
+    server = standin(lambda r: {"x": 2}, image_cache=1)
+    backend = backend_for(server, image_refs=True)
+    first, second = b"\xff\xd8one", b"\xff\xd8two"
+    await backend.complete(images_request(first, second))  # the server keeps only the second
+    completion = await backend.complete(images_request(first, second))
+    assert completion.text == '{"x": 2}'
+    assert len(server.requests) == 2  # the refused attempt is not answered
+    assert all(p["image_url"] is not None for p in image_parts_of(server.requests[1].body))
+    assert server.requests[1].images == [first, second]
+    await backend.aclose()

@@ -248,3 +248,27 @@ def test_bench_prompts_counts_text_with_a_tokenizer_when_given(tmp_path) -> None
     (tmp_path / "bad" / "tokenizer.json").write_text("[]")
     broken = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--tokenizer", f"holo2={tmp_path / 'bad'}"])
     assert broken.exit_code == 2 and "is not a tokenizer" in broken.output
+
+
+def test_image_refs_send_the_same_images_in_smaller_requests(standin, tmp_path) -> None:
+    """An agent with `image_refs` (blocks layout, role continuation): the server reads the same images in the
+    same requests as without, most of them named by uuid instead of sent again."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    shots = sorted((RUN / "screenshots").glob("*.jpg"))
+    for k in range(8):
+        shutil.copy(shots[k % len(shots)], frames / f"{k:03d}.jpg")
+    seen, sizes, named = {}, {}, {}
+    for refs in (False, True):
+        server = standin(_answer)
+        agent = Agent(base_url=server.base_url, model=server.model, profile="holotron", prompt_layout="blocks",
+                      environment=ReplayEnvironment(frames, variant=3), max_steps=8, image_refs=refs)
+        result = asyncio.run(agent.run("Register as a new member."))
+        assert result.status == "limit", result.reason
+        seen[refs] = [(r.role, r.images) for r in server.requests]
+        sizes[refs] = sum(len(json.dumps(r.body)) for r in server.requests)
+        named[refs] = sum(p.get("image_url", {}) is None for r in server.requests for m in r.body["messages"]
+                          if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image_url")
+    assert seen[True] == seen[False] and all(images and all(images) for _, images in seen[True])
+    assert named[False] == 0 and named[True] > len(seen[True])  # every request after the first names earlier screenshots
+    assert sizes[True] < sizes[False] / 2

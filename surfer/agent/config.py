@@ -129,6 +129,10 @@ class AgentConfig(_Strict):
     image_budget: int | None = Field(
         default=None, ge=64, description="Image tokens per request at most (unset: the profile's; none by default).",
     )
+    image_refs: bool = Field(
+        default=False, description="vLLM >= 0.11: send each screenshot's bytes once per server, then name it by its "
+        "content hash (`uuid`); repeated screenshots come from vLLM's processor cache (resent in full on a miss).",
+    )
     browser: BrowserSettings = BrowserSettings()
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
@@ -167,6 +171,7 @@ class AgentConfig(_Strict):
             api_key=settings.api_key or self.api_key,
             timeout=self.request_timeout,
             server_wait=self.server_wait,
+            image_refs=self.image_refs,
         )
 
 

@@ -45,7 +45,7 @@ def check_layout(name: str) -> str:
 
 
 def image_parts(images: list[PreparedImage]) -> list[ImagePart]:
-    return [ImagePart(image.data, image.mime, image.step) for image in images]
+    return [ImagePart(image.data, image.mime, image.step, image.digest) for image in images]
 
 
 def location(observation: Observation) -> str:

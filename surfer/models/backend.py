@@ -24,6 +24,7 @@ class ImagePart:
     data: bytes
     mime: str = "image/jpeg"
     step: int | None = None  # the agent step whose screenshot this is (for trajectories)
+    digest: str | None = None  # SHA-256 of `data` where the caller already has it (models/image_refs.py)
 
     def data_url(self) -> str:
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"

@@ -22,6 +22,11 @@ class Endpoint(BaseModel):
     )
     max_retries: int = Field(default=4, ge=0, description="Retries for transient errors (429, 5xx, timeouts).")
     connect_retries: int = Field(default=2, ge=0, description="Quick retries when the connection is refused.")
+    image_refs: bool = Field(
+        default=False,
+        description="vLLM >= 0.11: send each image's bytes once, then only its content hash (`uuid`); "
+        "vLLM takes it from its processor cache (see surfer/models/image_refs.py).",
+    )
     server_wait: float = Field(
         default=DEFAULT_SERVER_WAIT, ge=0,
         description="Seconds to hold the calls while the server is gone (refused, 502/503/504) before giving up; 0: fail at once.",

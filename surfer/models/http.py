@@ -20,6 +20,7 @@ from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, Mo
 
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
+from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut
 from .outage import answered_before, server_watch
 
@@ -40,7 +41,9 @@ def _server_gone(exc: HttpStatusError) -> bool:
     return exc.status_code in GONE_STATUSES or (exc.status_code == 500 and "enginedead" in str(exc).lower().replace(" ", ""))
 
 
-def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+def to_openai_messages(messages: tuple[Message, ...], refs: ImageRefs | None = None) -> list[dict[str, Any]]:
+    """Chat messages as JSON; with `refs` (image_refs.py), each image carries its uuid, and an image
+    the server already took is sent as the uuid alone."""
     out: list[dict[str, Any]] = []
     for message in messages:
         if message.image_count == 0:
@@ -48,12 +51,19 @@ def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
             continue
         parts: list[dict[str, Any]] = []
         for part in message.content:
-            if isinstance(part, ImagePart):
+            if not isinstance(part, ImagePart):
+                parts.append({"type": "text", "text": part.text})
+            elif refs is None:
                 parts.append({"type": "image_url", "image_url": {"url": part.data_url()}})
             else:
-                parts.append({"type": "text", "text": part.text})
+                uuid = image_uuid(part)
+                parts.append({"type": "image_url", "image_url": None if refs.held(uuid) else {"url": part.data_url()}, "uuid": uuid})
         out.append({"role": message.role, "content": parts})
     return out
+
+
+def _image_uuids(request: ModelRequest) -> list[str]:
+    return [image_uuid(p) for m in request.messages for p in m.content if isinstance(p, ImagePart)]
 
 
 def _schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -76,6 +86,7 @@ class OpenAICompatibleBackend(ModelBackend):
         self._sdk_client: Any = None
         self._checked = False
         self._answered = False  # this backend has had an answer (outage.py learnt of it)
+        self.image_refs: ImageRefs | None = refs_for(endpoint.base_url) if endpoint.image_refs else None
         # Requests go out as plain JSON (json_http.py): no openai SDK to import (~0.4 s at start-up) and
         # no typed params to walk (`chat.completions.create` checks every message part, ~1-2 ms of CPU per
         # request). True restores the SDK's `create` (the path before issue 14, `surfer bench throughput
@@ -182,7 +193,7 @@ class OpenAICompatibleBackend(ModelBackend):
         raise AssertionError("unreachable")
 
     def _body(self, request: ModelRequest, mode: str) -> dict[str, Any]:
-        messages = to_openai_messages(request.messages)
+        messages = to_openai_messages(request.messages, self.image_refs)
         body: dict[str, Any] = {"model": self.endpoint.model}
         extra = dict(request.extra_body)
         if request.schema is not None:
@@ -208,6 +219,7 @@ class OpenAICompatibleBackend(ModelBackend):
         started = time.perf_counter()
         transient = 0
         held = 0.0  # seconds this call has waited for the server: all its outages together stay within server_wait
+        resent = False  # the images were sent again in full after the server said it no longer held one
         while True:
             mode = self.structured_mode
             try:
@@ -235,6 +247,10 @@ class OpenAICompatibleBackend(ModelBackend):
                     ) from None
                 if exc.status_code in (401, 403):
                     raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
+                if self.image_refs is not None and exc.status_code == 400 and is_cache_miss(str(exc)) and not resent:
+                    self.image_refs.forget(_image_uuids(request))  # evicted, or a restarted server: send them again
+                    resent = True
+                    continue
                 if request.schema is not None and _rejects_structured_param(exc) and mode != "none":
                     next_mode = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
                     if self.structured_mode == mode:
@@ -248,6 +264,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
             self._mark_answered()
+            if self.image_refs is not None:
+                self.image_refs.took(_image_uuids(request))
             return self._completion(response, mode, started)
 
     def _mark_answered(self) -> None:

@@ -5,6 +5,8 @@ PIL resizes in a worker thread, off the event loop."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import io
 from dataclasses import dataclass
 import math
@@ -106,6 +108,11 @@ class PreparedImage:
     mime: str
     geometry: ImageGeometry
     step: int | None = None  # the agent step it was taken at
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the bytes sent, computed once: the image's uuid for vLLM (models/image_refs.py)."""
+        return hashlib.sha256(self.data).hexdigest()
 
 
 def _resize(data: bytes, size: Size, quality: int) -> bytes:

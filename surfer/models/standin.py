@@ -27,6 +27,7 @@ that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
 from __future__ import annotations
 
 import base64
+from collections import OrderedDict
 import hashlib
 import io
 import json
@@ -92,7 +93,14 @@ def _infer_role(body: dict[str, Any], text: str) -> str:
     return "policy"
 
 
-def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
+class ImageNotHeld(Exception):
+    """An image part sent as a uuid alone that the server does not hold (vLLM answers HTTP 400)."""
+
+
+def parse_chat_request(body: dict[str, Any], held: dict[str, str] | None = None) -> ChatRequest:
+    """The request's text and image URLs. With `held` (the server's images by uuid, as vLLM's
+    processor cache keeps them): a part with a uuid and its data is kept there, one with the
+    uuid alone is read from there, and ImageNotHeld names one that is not."""
     texts: list[str] = []
     image_urls: list[str] = []
     for message in body.get("messages", []):
@@ -104,7 +112,15 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
             if part.get("type") == "text":
                 texts.append(part["text"])
             elif part.get("type") == "image_url":
-                image_urls.append(part["image_url"]["url"])
+                url, uuid = (part.get("image_url") or {}).get("url"), part.get("uuid")
+                if held is not None and uuid is not None:
+                    if url is not None:
+                        held[uuid] = url
+                    elif uuid in held:
+                        url = held[uuid]
+                    else:
+                        raise ImageNotHeld(f"Cache miss for image at index {len(image_urls)} but data is not provided.")
+                image_urls.append(url or "")
     text = "\n".join(texts)
     return ChatRequest(body, _infer_role(body, text), text, image_urls)
 
@@ -165,6 +181,7 @@ class StandInServer:
         reject_response_format: bool = False,
         hang_after: int | None = None,
         kv_capacity: int | None = None,
+        image_cache: int | None = 4096,
     ) -> None:
         self.respond = respond
         self.model = model
@@ -179,6 +196,11 @@ class StandInServer:
         self.kv_used = self.running = self.waiting = self.preemptions = 0
         self.prompt_tokens = self.generation_tokens = self.cache_queries = self.cache_hits = 0
         self._cached_blocks: set[bytes] = set()
+        # vLLM's multimodal processor cache, as far as a client sees it: images by uuid (the most recent
+        # `image_cache`; None: no uuids taken, like a server that is not vLLM), and its /metrics counters
+        self.image_cache = image_cache
+        self.held_images: OrderedDict[str, str] = OrderedDict()
+        self.mm_queries = self.mm_hits = 0
         self._kv = threading.Condition()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -201,6 +223,23 @@ class StandInServer:
                 return False
             self.hung += 1
             return True
+
+    def _parse(self, body: dict[str, Any]) -> ChatRequest:
+        """parse_chat_request against the images this server holds (an LRU of `image_cache` uuids)."""
+        if self.image_cache is None:
+            return parse_chat_request(body)
+        with self._lock:
+            before = set(self.held_images)
+            request = parse_chat_request(body, self.held_images)
+            uuids = [part["uuid"] for m in body.get("messages", []) if isinstance(m.get("content"), list)
+                     for part in m["content"] if part.get("type") == "image_url" and part.get("uuid")]
+            self.mm_queries += len(uuids)
+            self.mm_hits += sum(uuid in before for uuid in uuids)
+            for uuid in uuids:
+                self.held_images.move_to_end(uuid)
+            while len(self.held_images) > self.image_cache:
+                self.held_images.popitem(last=False)
+            return request
 
     def start(self) -> "StandInServer":
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="standin", daemon=True)
@@ -249,7 +288,8 @@ class StandInServer:
             values = {"kv_cache_usage_perc": usage, "num_requests_running": self.running,
                       "num_requests_waiting": self.waiting, "num_preemptions_total": self.preemptions,
                       "prefix_cache_queries_total": self.cache_queries, "prefix_cache_hits_total": self.cache_hits,
-                      "prompt_tokens_total": self.prompt_tokens, "generation_tokens_total": self.generation_tokens}
+                      "prompt_tokens_total": self.prompt_tokens, "generation_tokens_total": self.generation_tokens,
+                      "mm_cache_queries_total": self.mm_queries, "mm_cache_hits_total": self.mm_hits}
         return "".join(f'vllm:{name}{{model_name="{self.model}"}} {float(value)}\n' for name, value in values.items())
 
     def _count_prompt(self, body: dict[str, Any], prompt_tokens: int) -> None:
@@ -313,6 +353,8 @@ class StandInServer:
                 if self.path.rstrip("/") in ("/reset_prefix_cache", "/reset_mm_cache") and server.kv_capacity is not None:
                     with server._kv:  # vLLM's dev-mode endpoints: the next run starts from an empty cache
                         server._cached_blocks.clear()
+                    with server._lock:
+                        server.held_images.clear()
                     self._send(200, {})
                     return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -331,7 +373,11 @@ class StandInServer:
                 if server._should_hang():
                     server._stopping.wait()  # accepted, never answered
                     return
-                request = parse_chat_request(body)
+                try:
+                    request = server._parse(body)
+                except ImageNotHeld as exc:
+                    self._send(400, {"error": {"message": str(exc), "type": "BadRequestError"}})
+                    return
                 with server._lock:
                     server.requests.append(request)
                 prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)
@@ -381,8 +427,8 @@ def _prompt_blocks(body: dict[str, Any]) -> list[tuple[bytes, int]]:
                 text += part.get("text", "")
             elif part.get("type") == "image_url":
                 flush(True)
-                url = part["image_url"]["url"]
-                blocks.append((b"image:" + hashlib.sha1(url.encode()).digest(), 256))
+                key = part.get("uuid") or (part.get("image_url") or {}).get("url") or ""  # vLLM hashes by uuid when given
+                blocks.append((b"image:" + hashlib.sha1(key.encode()).digest(), 256))
         flush(False)
     flush(True)  # a partial last block may hit here, where vLLM would compute it again: a small overcount
     return blocks

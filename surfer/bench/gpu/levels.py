@@ -117,6 +117,8 @@ class WarmStart(_Wrapper):
 
 async def reset_server_caches(root: str) -> bool:
     """Empty vLLM's prefix and multimodal caches (needs VLLM_SERVER_DEV_MODE=1); False where refused."""
+    from surfer.models.image_refs import server_emptied
+
     httpx = _httpx()
     ok = True
     async with httpx.AsyncClient(timeout=60) as client:
@@ -125,6 +127,7 @@ async def reset_server_caches(root: str) -> bool:
                 ok &= (await client.post(root.rstrip("/") + path)).status_code == 200
             except httpx.HTTPError:
                 ok = False
+    server_emptied(root)  # the images surfer sent as uuids alone must go in full again
     return ok
 
 

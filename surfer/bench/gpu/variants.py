@@ -17,7 +17,8 @@ answered by the bench itself, without the server, so the measured steps run
 with N screenshots of history already in the session: the long-history
 regime without the hours of steps that build it; pair it with a
 `block_images` above N + the steps measured, and `--session-steps` above
-that), `name` (a label). `a|b|c` (or a list in a file) expands to one
+that), `image_refs` (on / off: each screenshot's bytes sent once, then its
+uuid; vLLM >= 0.11, surfer/models/image_refs.py), `name` (a label). `a|b|c` (or a list in a file) expands to one
 variant per value; several such keys give their product. The first variant is
 the reference the others are compared with: put today's default first.
 """
@@ -33,7 +34,8 @@ from typing import Any
 
 from surfer.core.errors import ConfigError
 
-KEYS = ("name", "layout", "continuation", "image_budget", "memory_images", "block_images", "concurrency", "warm_steps")
+KEYS = ("name", "layout", "continuation", "image_budget", "memory_images", "block_images", "concurrency", "warm_steps",
+        "image_refs")
 ALIASES = {"sessions": "concurrency", "budget": "image_budget", "images": "memory_images", "block": "block_images",
            "warm": "warm_steps"}
 _SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
@@ -49,11 +51,12 @@ class Variant:
     concurrency: int | str | None = None  # None: every level of --levels
     name: str | None = None
     warm_steps: int | None = None  # steps each session does before the run, without the server
+    image_refs: bool = False  # send each screenshot once, then its uuid (vLLM's processor cache)
 
     def config_update(self) -> dict[str, Any]:
         """AgentConfig fields this variant sets."""
         return {"prompt_layout": self.layout, "role_continuation": self.continuation, "image_budget": self.image_budget,
-                "memory_images": self.memory_images, "block_images": self.block_images}
+                "memory_images": self.memory_images, "block_images": self.block_images, "image_refs": self.image_refs}
 
     def at(self, concurrency: int | str) -> Variant:
         return Variant(**{**asdict(self), "concurrency": concurrency})
@@ -72,6 +75,8 @@ class Variant:
             parts.append(f"budget{self.image_budget}")
         if self.warm_steps:
             parts.append(f"warm{self.warm_steps}")
+        if self.image_refs:
+            parts.append("refs")
         return "+".join(parts)
 
     def max_images(self, profile: Any) -> int:
@@ -90,7 +95,7 @@ class Variant:
             "block_images": self.block_images, "max_images": self.max_images(profile),
             # each screenshot's share of the budget, as the agent computes it (None: full resolution)
             "image_tokens_per_image": (budget // self.max_images(profile)) if (budget := self.image_budget or profile.image_budget) else None,
-            "concurrency": self.concurrency, "warm_steps": self.warm_steps or 0,
+            "concurrency": self.concurrency, "warm_steps": self.warm_steps or 0, "image_refs": self.image_refs,
         }
 
 
@@ -99,14 +104,14 @@ def _value(key: str, raw: Any) -> Any:
         raw = raw.strip()
     if key in ("name", "layout"):
         return str(raw)
-    if key == "continuation":
+    if key in ("continuation", "image_refs"):
         if isinstance(raw, bool) or raw is None:
-            return raw
+            return raw if key == "continuation" else bool(raw)
         word = str(raw).lower()
         if word in ("", "default", "profile"):
-            return None
+            return None if key == "continuation" else False
         if word not in _SWITCH:
-            raise ConfigError(f"--variants: continuation takes on/off, got {raw!r}")
+            raise ConfigError(f"--variants: {key} takes on/off, got {raw!r}")
         return _SWITCH[word]
     if key == "concurrency" and str(raw).lower() == "auto":
         return "auto"
