@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from surfer.core.coordinates import Size
 from surfer.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -95,7 +94,7 @@ PROCESSED_BYTES_PER_PIXEL = 12  # 16-bit values: Qwen-VL's 3 channels × 2 frame
 CACHE_HEADROOM = 1.25
 VLLM_PROCESSOR_CACHE_GIB = 4  # vLLM's default
 ASSUMED_SESSIONS = 64  # without --max-concurrency
-REFERENCE_SCREEN = Size(1280, 800)  # surfer's default viewport
+REFERENCE_SCREEN = (1280, 800)  # surfer's default viewport
 HOST_MEMORY_SHARE = 0.25  # the most of the host's memory the cache may take (vLLM keeps up to 2 copies)
 
 
@@ -258,7 +257,9 @@ def processor_cache_gib(profile: Profile, sessions: int | None, images: int, hos
     """`--mm-processor-cache-gb` for `sessions` agents whose requests hold up to `images` screenshots
     (see PROCESSED_BYTES_PER_PIXEL): None where vLLM's default holds them, and a note where the host's
     memory caps it or the session count is assumed."""
-    sent = profile.image.target_size(REFERENCE_SCREEN)
+    from surfer.core.coordinates import Size  # not at import: `surfer --help` stays light (tests/test_startup.py)
+
+    sent = profile.image.target_size(Size(*REFERENCE_SCREEN))
     count = sessions or ASSUMED_SESSIONS
     need = math.ceil(count * images * sent.width * sent.height * PROCESSED_BYTES_PER_PIXEL * CACHE_HEADROOM / (1 << 30))
     if need <= VLLM_PROCESSOR_CACHE_GIB:

@@ -192,8 +192,9 @@ class OpenAICompatibleBackend(ModelBackend):
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def _body(self, request: ModelRequest, mode: str) -> dict[str, Any]:
-        messages = to_openai_messages(request.messages, self.image_refs)
+    def _body(self, request: ModelRequest, mode: str, *, full_images: bool = False) -> dict[str, Any]:
+        """The JSON body; `full_images`: every image with its bytes, whatever `image_refs` says."""
+        messages = to_openai_messages(request.messages, None if full_images else self.image_refs)
         body: dict[str, Any] = {"model": self.endpoint.model}
         extra = dict(request.extra_body)
         if request.schema is not None:

@@ -75,7 +75,9 @@ class RecordingBackend(_Wrapper):
         self.sent: list[SentRequest] = []
 
     async def complete(self, request: ModelRequest) -> Completion:
-        self.sent.append(SentRequest(_session.get(), wire_body(self.inner._body(request, self.inner.structured_mode))))
+        # in full (no image refs): the bare generator replays these bodies after the server's caches were emptied
+        body = self.inner._body(request, self.inner.structured_mode, full_images=True)
+        self.sent.append(SentRequest(_session.get(), wire_body(body)))
         return await self.inner.complete(request)
 
 
