@@ -180,3 +180,18 @@ async def test_a_server_that_no_longer_holds_an_image_gets_it_again(standin):
     assert all(p["image_url"] is not None for p in image_parts_of(server.requests[1].body))
     assert server.requests[1].images == [first, second]
     await backend.aclose()
+
+
+def test_a_miss_halves_the_images_trusted_to_the_server_and_successes_grow_them_back() -> None:
+    from surfer.models.image_refs import LEAST_TRUSTED, ImageRefs
+
+    refs = ImageRefs(limit=1000)
+    refs.took([f"u{k}" for k in range(300)])  # limit 1001, all 300 held
+    assert refs.held("u0") and refs.held("u299")
+    refs.missed(["u299"])  # 299 left: trust half of them, the most recent
+    assert refs.limit == 149 and refs.held("u298") and not refs.held("u0") and not refs.held("u299")
+    refs.took(["new"])
+    assert refs.limit == 150 and refs.held("new")
+    for _ in range(10):
+        refs.missed([])
+    assert refs.limit == LEAST_TRUSTED

@@ -249,7 +249,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 if exc.status_code in (401, 403):
                     raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
                 if self.image_refs is not None and exc.status_code == 400 and is_cache_miss(str(exc)) and not resent:
-                    self.image_refs.forget(_image_uuids(request))  # evicted, or a restarted server: send them again
+                    self.image_refs.missed(_image_uuids(request))  # evicted, or a restarted server: send them again
                     resent = True
                     continue
                 if request.schema is not None and _rejects_structured_param(exc) and mode != "none":

@@ -14,7 +14,11 @@ body shrinks from megabytes to the new screenshot.
 
 A server that no longer holds an image (its cache evicted it, or it restarted)
 answers HTTP 400 "Cache miss for image ... data is not provided"; the call
-then forgets that request's images and sends them again in full, once.
+then forgets that request's images and sends them again in full, once. The
+record also halves the number of images it trusts the server to hold, and
+grows it back by one per request that succeeds, so that a server whose
+cache is smaller than its load (`surfer serve` sizes it) is not sent a
+request twice every time.
 
 Off by default: other OpenAI-compatible servers reject or ignore the field,
 and the gain is unmeasured on a GPU (README, "The seeds' regime").
@@ -28,6 +32,7 @@ from collections import OrderedDict
 from .backend import ImagePart
 
 KNOWN_LIMIT = 65_536  # images remembered per server (a few MB of hashes); the server's own cache is smaller
+LEAST_TRUSTED = 64  # a miss never lowers the limit below this many images
 
 
 def image_uuid(part: ImagePart) -> str:
@@ -52,15 +57,21 @@ class ImageRefs:
         return uuid in self._known
 
     def took(self, uuids: list[str]) -> None:
+        """A request holding these images succeeded: the server has them now."""
+        self.limit = min(KNOWN_LIMIT, self.limit + 1)
         for uuid in uuids:
             self._known[uuid] = None
             self._known.move_to_end(uuid)
         while len(self._known) > self.limit:
             self._known.popitem(last=False)
 
-    def forget(self, uuids: list[str]) -> None:
+    def missed(self, uuids: list[str]) -> None:
+        """The server did not hold one of these: forget them, and trust it with half as many images."""
         for uuid in uuids:
             self._known.pop(uuid, None)
+        self.limit = max(LEAST_TRUSTED, min(self.limit, len(self._known)) // 2)
+        while len(self._known) > self.limit:
+            self._known.popitem(last=False)
 
     def clear(self) -> None:
         self._known.clear()
