@@ -130,7 +130,7 @@ class AgentConfig(_Strict):
         default=None, ge=64, description="Image tokens per request at most (unset: the profile's; none by default).",
     )
     image_refs: bool = Field(
-        default=False, description="vLLM >= 0.11: send each screenshot's bytes once per server, then name it by its "
+        default=False, description="vLLM >= 0.13: send each screenshot's bytes once per server, then name it by its "
         "content hash (`uuid`); repeated screenshots come from vLLM's processor cache (resent in full on a miss).",
     )
     browser: BrowserSettings = BrowserSettings()

@@ -24,7 +24,7 @@ class Endpoint(BaseModel):
     connect_retries: int = Field(default=2, ge=0, description="Quick retries when the connection is refused.")
     image_refs: bool = Field(
         default=False,
-        description="vLLM >= 0.11: send each image's bytes once, then only its content hash (`uuid`); "
+        description="vLLM >= 0.13: send each image's bytes once, then only its content hash (`uuid`); "
         "vLLM takes it from its processor cache (see surfer/models/image_refs.py).",
     )
     server_wait: float = Field(

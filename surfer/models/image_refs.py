@@ -2,7 +2,7 @@
 
 An agent's requests repeat its screenshots: the `blocks` layout resends the
 whole history every step, and role continuation resends the policy's images in
-the localizer's request. vLLM (0.11 and later) accepts a `uuid` beside each
+the localizer's request. vLLM (documented from 0.13; read in 0.25.1) accepts a `uuid` beside each
 image part, keys its multimodal processor cache with it, and accepts a part
 with the image left out (`"image_url": null`) when the uuid is in that cache.
 So with `image_refs` on, surfer sends each image part with its content hash as
