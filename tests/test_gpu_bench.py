@@ -301,3 +301,26 @@ def test_warm_steps_start_sessions_deep_without_calling_the_server(standin, tmp_
     # sessions too short for the warm-up and the measured steps: a clear error before anything is served
     result = CliRunner().invoke(app, [*base, "--variants", variants, "--session-steps", "8"])
     assert result.exit_code == 2 and "raise --session-steps to 9" in result.output
+
+
+def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) -> None:
+    """The bare generator replays what surfer sent after the server's caches were emptied, without surfer's
+    resend on a cache miss: the recorded bodies carry every image in full (here the server holds 4 images, so
+    uuid-only parts would miss)."""
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    server = standin(model, kv_capacity=10**7, image_cache=4)
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
+        "--variants", "layout=blocks,continuation=on,image_refs=on", "--min-steps", "2", "--window", "30",
+        "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(out.read_text())["models"][0]["levels"]
+    assert row["surfer_server"]["mm_cache_hit_rate"] > 0  # surfer's own run named images by uuid
+    # every recorded body answered (calls still in flight when the window closed are recorded too)
+    assert row["bare"]["model_calls"] >= row["surfer"]["model_calls"] > 0

@@ -27,12 +27,12 @@ that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
 from __future__ import annotations
 
 import base64
-from collections import OrderedDict
 import hashlib
 import io
 import json
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
@@ -46,6 +46,7 @@ class ChatRequest:
     role: str
     text: str
     image_urls: list[str] = field(default_factory=list)
+    image_uuids: list[tuple[str, bool]] = field(default_factory=list)  # (uuid, the server held it before)
 
     @property
     def last_text(self) -> str:
@@ -103,6 +104,7 @@ def parse_chat_request(body: dict[str, Any], held: dict[str, str] | None = None)
     uuid alone is read from there, and ImageNotHeld names one that is not."""
     texts: list[str] = []
     image_urls: list[str] = []
+    uuids: list[tuple[str, bool]] = []
     for message in body.get("messages", []):
         content = message.get("content")
         if isinstance(content, str):
@@ -114,6 +116,7 @@ def parse_chat_request(body: dict[str, Any], held: dict[str, str] | None = None)
             elif part.get("type") == "image_url":
                 url, uuid = (part.get("image_url") or {}).get("url"), part.get("uuid")
                 if held is not None and uuid is not None:
+                    uuids.append((uuid, uuid in held))
                     if url is not None:
                         held[uuid] = url
                     elif uuid in held:
@@ -122,7 +125,7 @@ def parse_chat_request(body: dict[str, Any], held: dict[str, str] | None = None)
                         raise ImageNotHeld(f"Cache miss for image at index {len(image_urls)} but data is not provided.")
                 image_urls.append(url or "")
     text = "\n".join(texts)
-    return ChatRequest(body, _infer_role(body, text), text, image_urls)
+    return ChatRequest(body, _infer_role(body, text), text, image_urls, uuids)
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -229,13 +232,10 @@ class StandInServer:
         if self.image_cache is None:
             return parse_chat_request(body)
         with self._lock:
-            before = set(self.held_images)
             request = parse_chat_request(body, self.held_images)
-            uuids = [part["uuid"] for m in body.get("messages", []) if isinstance(m.get("content"), list)
-                     for part in m["content"] if part.get("type") == "image_url" and part.get("uuid")]
-            self.mm_queries += len(uuids)
-            self.mm_hits += sum(uuid in before for uuid in uuids)
-            for uuid in uuids:
+            self.mm_queries += len(request.image_uuids)
+            self.mm_hits += sum(was_held for _, was_held in request.image_uuids)
+            for uuid, _ in request.image_uuids:
                 self.held_images.move_to_end(uuid)
             while len(self.held_images) > self.image_cache:
                 self.held_images.popitem(last=False)

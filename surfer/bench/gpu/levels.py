@@ -149,7 +149,6 @@ class LevelTally:
     steady: SteadyWindow | None = None
     warm_steps: int = 0  # each session's first steps, answered by WarmStart: not counted
 
-
     def __call__(self, event: Event) -> None:
         from surfer.agent.events import Finished, ModelCalled, RunStarted, StepFinished
 

@@ -18,8 +18,8 @@ with N screenshots of history already in the session: the long-history
 regime without the hours of steps that build it; pair it with a
 `block_images` above N + the steps measured, and `--session-steps` above
 that), `image_refs` (on / off: each screenshot's bytes sent once, then its
-uuid; vLLM >= 0.13, surfer/models/image_refs.py), `name` (a label). `a|b|c` (or a list in a file) expands to one
-variant per value; several such keys give their product. The first variant is
+uuid; vLLM >= 0.13, surfer/models/image_refs.py), `name` (a label). `a|b|c`
+(or a list in a file) expands to one variant per value; several such keys give their product. The first variant is
 the reference the others are compared with: put today's default first.
 """
 
