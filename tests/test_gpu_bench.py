@@ -192,6 +192,65 @@ def test_no_steady_window_when_the_time_limit_ends_every_session_before_it_opens
     assert window.t0 is None and not window.opened.is_set() and not window.closed.is_set()
     assert window.summary(stopped=150.0) is None
 
+def test_the_steady_window_ends_when_a_session_ends_with_none_left_to_replace_it() -> None:
+    """Seen on the GPU: sessions of 12 steps, 7 answered before the run, ran out one by one inside the window;
+    counting on until every session had its steps measured the tail (3 requests running of 32), not the load."""
+    from surfer.bench.gpu.bench import steady_table
+    from surfer.bench.gpu.steady import SteadyWindow
+
+    window = SteadyWindow(cohort_size=3, min_steps=3, start=0.0, sessions_total=3)
+    for session in ("a", "b", "c"):
+        window.session_started(session)
+    for at, session in enumerate(("a", "b", "c"), start=1):
+        window.step_finished(session, 1.0, now=float(at))
+    assert window.t0 == 3.0
+    window.step_finished("a", 1.0, now=4.0)
+    window.step_finished("b", 1.0, now=5.0)
+    window.session_ended("a", now=6.0)  # a ran out of steps: two sessions run from now on
+    window.step_finished("c", 1.0, now=7.0)  # after the window: not counted
+    assert window.t1 == 6.0 and window.closed.is_set()
+    summary = window.summary(stopped=8.0)
+    assert summary["steps"] == 2 and summary["seconds"] == 3.0
+    assert not summary["complete"] and summary["closed_by"] == "a session ended"
+    result = {"models": [{"name": "m", "levels": [{"name": "v", "concurrency": 3, "surfer": {"steady": summary}}]}]}
+    assert "| no (a session ended) |" in steady_table(result)
+
+    # with sessions left to start, one that ends is replaced: the window goes on
+    replaced = SteadyWindow(cohort_size=2, min_steps=1, start=0.0, sessions_total=3)
+    for session in ("a", "b"):
+        replaced.session_started(session)
+        replaced.step_finished(session, 1.0, now=1.0)
+    replaced.session_ended("a", now=2.0)
+    replaced.session_started("c")
+    assert replaced.t1 is None
+    replaced.step_finished("b", 1.0, now=3.0)
+    assert replaced.t1 == 3.0 and replaced.summary(stopped=4.0)["complete"]
+
+
+def test_no_steady_window_opens_after_a_session_ran_out_of_steps_during_the_ramp() -> None:
+    from surfer.bench.gpu.bench import steady_table
+    from surfer.bench.gpu.steady import SteadyWindow
+
+    window = SteadyWindow(cohort_size=2, min_steps=1, start=0.0, sessions_total=2)
+    for session in ("a", "b"):
+        window.session_started(session)
+    window.step_finished("a", 1.0, now=1.0)
+    window.session_ended("a", now=2.0)  # a did all its steps while b's first step was still running
+    window.step_finished("b", 5.0, now=5.0)
+    assert window.t0 is None and not window.opened.is_set() and window.summary(stopped=9.0) is None
+    missing = window.missing(stopped=9.0)
+    assert "raise --session-steps" in missing
+    result = {"models": [{"name": "m", "levels": [{"name": "v", "concurrency": 2, "surfer": {"steady": None,
+                                                                                               "steady_missing": missing}}]}]}
+    assert f"no steady window ({missing})" in steady_table(result)
+    # sessions cut by the time limit end after it: that is not a session running out of steps
+    cut = SteadyWindow(cohort_size=2, min_steps=1, start=0.0, sessions_total=2)
+    for session in ("a", "b"):
+        cut.session_started(session)
+        cut.session_ended(session, now=150.2)
+    assert cut.missing(stopped=150.0) == "a session never finished its first step"
+
+
 def test_variants_parse_inline_matrices_and_files(tmp_path) -> None:
     import pytest
 
@@ -282,15 +341,15 @@ def test_warm_steps_start_sessions_deep_without_calling_the_server(standin, tmp_
             policy_images.append(sum(1 for part in content if part.get("type") == "image_url"))
         return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
 
-    server = standin(model, kv_capacity=10**7, delay=0.005)
+    server = standin(model, kv_capacity=10**7, delay=0.05)
     out = tmp_path / "gpu.json"
     base = ["bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2",
             "--min-steps", "2", "--window", "60", "--no-bare", "--out", str(out)]
-    variants = "layout=blocks,continuation=on,block_images=12,warm_steps=6"
-    result = CliRunner().invoke(app, [*base, "--variants", variants, "--session-steps", "12"])
+    variants = "layout=blocks,continuation=on,block_images=24,warm_steps=6"
+    result = CliRunner().invoke(app, [*base, "--variants", variants, "--session-steps", "20"])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(out.read_text())["models"][0]["levels"]
-    assert row["name"] == "blocks+cont+block12+warm6" and row["variant"]["warm_steps"] == 6
+    assert row["name"] == "blocks+cont+block24+warm6" and row["variant"]["warm_steps"] == 6
     surfer = row["surfer"]
     # the server saw no warm-up step: its first policy requests already held 7 screenshots (6 warm + the current)
     assert policy_images[0] == 7 and min(policy_images) == 7 and policy_images.count(7) == 2  # one first request each

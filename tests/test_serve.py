@@ -216,3 +216,16 @@ def test_serve_passes_the_processor_cache_unless_the_command_line_does() -> None
                         max_concurrency=48, images=12)
     assert "--mm-processor-cache-gb" not in old.command
     assert any("no --mm-processor-cache-gb" in n for n in old.notes)
+
+
+def test_the_command_line_chooses_the_ssm_state_dtype() -> None:
+    """float32 SSM state is the accuracy-safe default; float16 halves Holotron's Mamba page and its `align`
+    block (1,312 -> 672 tokens), which kept its prefix cache at 40 sessions 8 deep (README, "The seeds' regime"):
+    given after `--`, it is the only one on the command line."""
+    caps = VllmCapabilities.from_table("0.25.1")
+    default = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps)
+    assert default.command[default.command.index("--mamba-ssm-cache-dtype") + 1] == "float32"
+    given = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps,
+                          extra_args=("--mamba-ssm-cache-dtype", "float16"))
+    assert given.command.count("--mamba-ssm-cache-dtype") == 1 and given.command[-2:] == ["--mamba-ssm-cache-dtype", "float16"]
+    assert "float32" not in given.command

@@ -210,7 +210,8 @@ def build_command(
     if max_concurrency:
         add("--max-num-seqs", str(max_concurrency))
     if serving.hybrid:
-        add("--mamba-ssm-cache-dtype", "float32", why=" (SSM state stays in the model's dtype)")
+        if "--mamba-ssm-cache-dtype" not in given_flags(extra_args):  # float16 halves the align block (README)
+            add("--mamba-ssm-cache-dtype", "float32", why=" (SSM state stays in the model's dtype)")
         if at_least(caps.version, HYBRID_PREFIX_CACHING_SINCE):
             add("--enable-prefix-caching")
         else:

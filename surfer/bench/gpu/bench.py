@@ -165,7 +165,8 @@ def steady_table(results: dict[str, Any]) -> str:
             st = row["surfer"].get("steady")
             if not st:
                 lines.append(f"| {model['name']} | {row.get('name', row.get('layout'))} | {row['concurrency']} | "
-                             "no steady window (a session never finished its first step) |" + " |" * 9)
+                             f"no steady window ({row['surfer'].get('steady_missing') or 'a session never finished its first step'}) |"
+                             + " |" * 9)
                 continue
             kv, running, waiting = (st.get(k) or {} for k in ("kv_cache_usage", "running", "waiting"))
             lines.append(
@@ -174,7 +175,7 @@ def steady_table(results: dict[str, Any]) -> str:
                 f"{fmt(st.get('computed_prompt_tokens_per_step'), 0)} | {fmt(st.get('prompt_tokens_per_step'), 0)} | "
                 f"{fmt(st.get('prefix_cache_hit_rate'))} / {fmt(st.get('mm_cache_hit_rate'))} | {fmt(kv.get('mean'))} / {fmt(kv.get('max'))} | "
                 f"{fmt(running.get('mean'), 1)} / {fmt(waiting.get('mean'), 1)} | {fmt(st.get('preemptions'), 0)} | "
-                f"{'yes' if st['complete'] else 'no'} |"
+                f"{'yes' if st['complete'] else 'no (' + st.get('closed_by', 'time limit') + ')'} |"
             )
     return "\n".join(lines)
 

@@ -272,7 +272,7 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     count = sessions or (int(concurrency) if min_steps else max(4, 2 * int(concurrency)))
     tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
     cohort = int((auto or {}).get("start", 1)) if concurrency == "auto" else int(concurrency)
-    steady = SteadyWindow(min(cohort, count), min_steps)
+    steady = SteadyWindow(min(cohort, count), min_steps, sessions_total=count)
     tally = LevelTally(steady=steady, warm_steps=warm_steps)
     batch = Batch(config, tasks, work, concurrency=concurrency, backend=backend, listeners=[tally], replay=recordings,
                   auto=auto if concurrency == "auto" else None)
@@ -298,6 +298,7 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
         "unusable_outputs": tally.failed_calls,
         **tally.rates(seconds),
         "steady": steady_figures(steady, stopped, readings, sampler),
+        "steady_missing": None if steady.t0 is not None else steady.missing(stopped),
     }
     if batch.auto is not None:
         result["concurrency_control"] = batch.concurrency_report

@@ -1,7 +1,10 @@
 """Steady-state measurement for `surfer bench gpu`: count agent steps only after
 every session of the first cohort has finished its first step (the ramp-up is
 left out), and end the window once every session running then has done
-`min_steps` more steps (or ended), or at the time limit.
+`min_steps` more steps, or at the time limit. When the run has no session left
+to start, the first session that ends also ends a window of `min_steps`: from then on fewer
+sessions run, and the rate would mix the steady load with the run's tail. For
+the same reason a window never opens once such a session ended before it.
 
 Beside steps/s and step p50/p95 it reports what the engine did in that window,
 from vLLM's /metrics counters read at its start and end: the prompt tokens it
@@ -35,6 +38,7 @@ class SteadyWindow:
 
     cohort_size: int  # sessions that start together (the concurrency)
     min_steps: int = 5
+    sessions_total: int | None = None  # sessions in the run (None: one that ends is always replaced)
     start: float = field(default_factory=time.monotonic)
     started_order: list[str] = field(default_factory=list)
     first_step: dict[str, float] = field(default_factory=dict)
@@ -42,6 +46,8 @@ class SteadyWindow:
     steps: list[tuple[str, float, float]] = field(default_factory=list)  # (session, finished at, seconds)
     t0: float | None = None
     t1: float | None = None
+    closed_by: str | None = None  # "min_steps", or "a session ended"
+    shrank_at: float | None = None  # a session ended, none left to replace it, before the window opened
     opened: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     _members: set[str] = field(default_factory=set)  # sessions running when the window opened
@@ -58,10 +64,23 @@ class SteadyWindow:
     def session_ended(self, session: str, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
         self.ended[session] = now
+        if self.min_steps > 0 and session in self.started_order and self.sessions_total is not None \
+                and len(self.started_order) >= self.sessions_total:
+            if self.t0 is None:
+                self.shrank_at = self.shrank_at if self.shrank_at is not None else now
+            elif self.t1 is None:
+                self._close(now, "a session ended")
+                return
         self._check(now)
+
+    def _close(self, now: float, why: str) -> None:
+        self.t1, self.closed_by = now, why
+        self.closed.set()
 
     def _check(self, now: float) -> None:
         if self.t0 is None:
+            if self.shrank_at is not None:
+                return
             cohort = self.started_order[:self.cohort_size]
             if len(cohort) < self.cohort_size or not all(s in self.first_step or s in self.ended for s in cohort):
                 return
@@ -76,8 +95,7 @@ class SteadyWindow:
                 if at > self.t0:
                     counts[session] = counts.get(session, 0) + 1
             if all(counts.get(s, 0) >= self.min_steps or s in self.ended for s in self._members):
-                self.t1 = now
-                self.closed.set()
+                self._close(now, "min_steps")
 
     def summary(self, stopped: float) -> dict[str, Any] | None:
         """Figures of the window (it ends at `t1`, or at `stopped` when the time limit came first)."""
@@ -99,9 +117,17 @@ class SteadyWindow:
             "step_p95": _r(percentile(durations, 0.95)),
             "sessions": len(members),
             "min_steps_per_session": min((per_session.get(s, 0) for s in members), default=0),
-            "complete": self.t1 is not None,  # every session did min_steps (or ended) before the time limit
+            "complete": self.closed_by == "min_steps",  # every session did min_steps before the time limit
+            "closed_by": self.closed_by or "time limit",
             "ramp_seconds": round(self.t0 - self.start, 3),  # left out: until every first session's first step
         }
+
+
+    def missing(self, stopped: float) -> str:
+        """Why no window opened (for a run whose summary is None)."""
+        if self.shrank_at is not None and self.shrank_at < stopped:
+            return "a session ran out of steps before every session finished its first step: raise --session-steps"
+        return "a session never finished its first step"
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:
