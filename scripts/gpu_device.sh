@@ -12,7 +12,8 @@
 #     turn and bench LEVERS (today's requests against blocks + role continuation) at 64 sessions; results in /tmp/out
 #     (vLLM's environment variables pass through, e.g. VLLM_PREFIX_CACHE_RETENTION_INTERVAL=0 bash ... levers;
 #      LEVERS: variants, `#` between groups that run as separate benches; WINDOW, MIN_STEPS, MAX_CONCURRENCY, SERVE_ARGS,
-#      LEVER_ARGS (more bench options, e.g. "--session-steps 48" for warm_steps variants);
+#      LEVER_ARGS (more bench options, e.g. "--session-steps 48" for warm_steps variants, "--auto-only");
+#      LEVELS (default 64; with --auto-only, "16,64" starts auto at 16 and lets it reach 64);
 #      LEVERS_holo2=..., WINDOW_holo2=... for one model only; RUN_TAG=ret0 names a second run's files apart)
 #   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; copy /tmp/out to $OUT
 #     (a call every few minutes keeps the lease warm while the background run goes on)
@@ -84,7 +85,7 @@ levers-run)
     for group in "${groups[@]}"; do
       n=$((n + 1))
       OUT=/tmp/out BENCH_ARGS="--variants $group --no-bare --min-steps ${MIN_STEPS:-2} $LEVER_ARGS" \
-        bash "$here/scripts/gpu_device.sh" bench "$shape" "${!window_of:-${WINDOW:-300}}" 64 8000 "levers${RUN_TAG:+-$RUN_TAG}$( [ $n -gt 1 ] && echo -$n)"
+        bash "$here/scripts/gpu_device.sh" bench "$shape" "${!window_of:-${WINDOW:-300}}" "${LEVELS:-64}" 8000 "levers${RUN_TAG:+-$RUN_TAG}$( [ $n -gt 1 ] && echo -$n)"
     done
     bash "$here/scripts/gpu_device.sh" stop "$shape"
   done
