@@ -84,8 +84,12 @@ levers-run)
     n=0
     for group in "${groups[@]}"; do
       n=$((n + 1))
-      OUT=/tmp/out BENCH_ARGS="--variants $group --no-bare --min-steps ${MIN_STEPS:-2} $LEVER_ARGS" \
-        bash "$here/scripts/gpu_device.sh" bench "$shape" "${!window_of:-${WINDOW:-300}}" "${LEVELS:-64}" 8000 "levers${RUN_TAG:+-$RUN_TAG}$( [ $n -gt 1 ] && echo -$n)"
+      # LEVER_ARGS_<n> / LEVELS_<n> / WINDOW_<n> override LEVER_ARGS / LEVELS / the window for group n (e.g. an
+      # --auto-only group after fixed-concurrency ones, on the same server start)
+      args_of=LEVER_ARGS_$n levels_of=LEVELS_$n group_window_of=WINDOW_$n
+      OUT=/tmp/out BENCH_ARGS="--variants $group --no-bare --min-steps ${MIN_STEPS:-2} ${!args_of-$LEVER_ARGS}" \
+        bash "$here/scripts/gpu_device.sh" bench "$shape" "${!group_window_of:-${!window_of:-${WINDOW:-300}}}" \
+        "${!levels_of:-${LEVELS:-64}}" 8000 "levers${RUN_TAG:+-$RUN_TAG}$( [ $n -gt 1 ] && echo -$n)"
     done
     bash "$here/scripts/gpu_device.sh" stop "$shape"
   done
