@@ -192,6 +192,7 @@ def test_no_steady_window_when_the_time_limit_ends_every_session_before_it_opens
     assert window.t0 is None and not window.opened.is_set() and not window.closed.is_set()
     assert window.summary(stopped=150.0) is None
 
+
 def test_the_steady_window_ends_when_a_session_ends_with_none_left_to_replace_it() -> None:
     """Seen on the GPU: sessions of 12 steps, 7 answered before the run, ran out one by one inside the window;
     counting on until every session had its steps measured the tail (3 requests running of 32), not the load."""

@@ -2,9 +2,10 @@
 every session of the first cohort has finished its first step (the ramp-up is
 left out), and end the window once every session running then has done
 `min_steps` more steps, or at the time limit. When the run has no session left
-to start, the first session that ends also ends a window of `min_steps`: from then on fewer
-sessions run, and the rate would mix the steady load with the run's tail. For
-the same reason a window never opens once such a session ended before it.
+to start, the first session that ends also ends a window of `min_steps`: from
+then on fewer sessions run, and the rate would mix the steady load with the
+run's tail. For the same reason a window never opens once such a session ended
+before it.
 
 Beside steps/s and step p50/p95 it reports what the engine did in that window,
 from vLLM's /metrics counters read at its start and end: the prompt tokens it
@@ -121,7 +122,6 @@ class SteadyWindow:
             "closed_by": self.closed_by or "time limit",
             "ramp_seconds": round(self.t0 - self.start, 3),  # left out: until every first session's first step
         }
-
 
     def missing(self, stopped: float) -> str:
         """Why no window opened (for a run whose summary is None)."""
