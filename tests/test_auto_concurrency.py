@@ -24,11 +24,24 @@ def reading(queries: float, hits: float, kv: float = 0.3) -> dict[str, float]:
             "vllm:num_requests_running": 8.0, "vllm:num_requests_waiting": 0.0}
 
 
-def decide(readings: list[dict[str, float]], start: int = 8) -> list[Any]:
-    controller = Scripted("http://127.0.0.1:1/metrics", interval=0.01)
+class Full(Slots):
+    """Every slot in use, as in a batch with tasks waiting; `over` sessions above the limit (none by default)."""
+
+    extra = 0
+
+    @property  # type: ignore[override]
+    def busy(self) -> int:
+        return self.limit + self.extra
+
+    @busy.setter
+    def busy(self, value: int) -> None:
+        pass
+
+
+def decide(readings: list[dict[str, float]], start: int = 8, slots: Slots | None = None, **options: Any) -> list[Any]:
+    controller = Scripted("http://127.0.0.1:1/metrics", interval=0.01, **options)
     controller.readings = list(readings)
-    slots = Slots(start)
-    slots.busy = 10**6  # every slot in use, as in a batch with tasks waiting
+    slots = slots or Full(start)
     def steps() -> int:  # a constant 1,000 steps/s, whatever the timing: the steps/s rule stays out of it
         return int(time.monotonic() * 1000)
 
@@ -49,7 +62,7 @@ def test_a_prefix_hit_collapse_after_an_increase_lowers_the_limit_at_low_kv_use(
     decisions = decide([reading(0, 0), reading(1000, 840), reading(2000, 890)])
     assert [d.limit for d in decisions] == [10, 7]
     assert decisions[0].reason == "every slot in use, cache has room" and decisions[0].prefix_hit == 0.84
-    assert decisions[1].reason == "cache short (prefix hit 0.84 -> 0.05 after an increase, KV 0.3)"
+    assert decisions[1].reason == "cache short (prefix hit 0.05, 0.84 while it kept the sessions' prefixes; KV 0.3)"
     assert decisions[1].prefix_hit == 0.05
 
 
@@ -59,3 +72,73 @@ def test_a_layout_that_reuses_little_keeps_growing() -> None:
     assert [d.limit for d in low] == [10, 12]
     steady = decide([reading(0, 0), reading(1000, 800), reading(2000, 1550)])
     assert [d.limit for d in steady] == [10, 12] and steady[1].prefix_hit == 0.75
+
+
+def test_after_a_decrease_it_settles_and_increases_stay_below_the_level_that_overflowed() -> None:
+    hits = [0, 900, 1800, 1850, 1900, 2800, 3700, 4600, 5500, 6400, 7300]  # 0.9, 0.9, 0.05 twice, then 0.9
+    decisions = decide([reading(1000 * k, h) for k, h in enumerate(hits)])
+    assert [d.limit for d in decisions] == [10, 12, 8, 8, 8, 8, 10, 11, 11, 11]
+    assert decisions[2].reason.startswith("cache short (prefix hit 0.05")  # 12 overflowed the cache
+    assert decisions[3].reason.startswith("settling")  # the interval after a decrease: the cache refills
+    assert decisions[4].reason == "cache kept the prefixes 0 of 2 intervals since it fell short"  # then two calm ones
+    assert decisions[8].reason == "below 12 sessions, where the cache stopped keeping their prefixes"
+
+
+def test_one_short_interval_at_a_level_that_held_waits_for_a_second() -> None:
+    # 0.9 while growing to the maximum (10) and holding there, then a dip to 0.3 (sessions starting or
+    # resuming cold) and 0.9 again: no decrease; a dip that lasts two intervals lowers the limit
+    dip = decide([reading(1000 * k, h) for k, h in enumerate([0, 900, 1800, 2100, 3000])], maximum=10)
+    assert [d.limit for d in dip] == [10, 10, 10, 10]
+    assert [d.reason for d in dip[1:]] == ["at the maximum"] * 3
+    lasting = decide([reading(1000 * k, h) for k, h in enumerate([0, 900, 1800, 2100, 2400])], maximum=10)
+    assert [d.limit for d in lasting] == [10, 10, 10, 7]
+    assert lasting[3].reason.startswith("cache short (prefix hit 0.30, 0.90")
+
+
+def test_it_holds_while_sessions_above_a_lower_limit_have_not_parked() -> None:
+    slots = Full(8)
+    slots.extra = 3  # three sessions above the limit, still in their step
+    decisions = decide([reading(0, 0), reading(1000, 900), reading(2000, 1800)], slots=slots)
+    assert [d.limit for d in decisions] == [8, 8]
+    assert decisions[0].reason == "settling (3 sessions above the limit, 0 parked)"
+
+
+def test_slots_park_the_newest_sessions_above_a_lower_limit_and_resume_them_before_new_ones() -> None:
+    async def go() -> list[str]:
+        slots = Slots(3)
+        order: list[str] = []
+        release = {name: asyncio.Event() for name in "abcd"}
+
+        async def session(name: str) -> None:
+            async with slots:
+                order.append(f"{name} starts")
+                me = asyncio.current_task()
+                while not release[name].is_set():
+                    if slots.must_park(me):
+                        order.append(f"{name} parks")
+                        waited = await slots.park(me)
+                        order.append(f"{name} resumes")
+                        assert waited >= 0
+                    await asyncio.sleep(0.01)
+                order.append(f"{name} ends")
+
+        tasks = [asyncio.create_task(session(name)) for name in "abc"]
+        await asyncio.sleep(0.05)
+        await slots.resize(1)  # b and c, the newest, park at their next check
+        await asyncio.sleep(0.05)
+        assert slots.busy == 1 and slots.parked == 2 and slots.over == 0
+        tasks.append(asyncio.create_task(session("d")))  # a new session waits behind the parked ones
+        await asyncio.sleep(0.05)
+        release["a"].set()
+        await asyncio.sleep(0.05)
+        await slots.resize(4)
+        for name in "bcd":
+            release[name].set()
+        await asyncio.gather(*tasks)
+        return order
+
+    order = asyncio.run(go())
+    assert order[:5] == ["a starts", "b starts", "c starts", "b parks", "c parks"] or \
+        order[:5] == ["a starts", "b starts", "c starts", "c parks", "b parks"]
+    assert order.index("a ends") < order.index("b resumes") < order.index("d starts")
+    assert order.index("c resumes") < order.index("d starts")

@@ -5,6 +5,7 @@ the bare load generator, the table and JSON) against the stand-in server."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 from typer.testing import CliRunner
@@ -384,3 +385,32 @@ def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) 
     assert row["surfer_server"]["mm_cache_hit_rate"] > 0  # surfer's own run named images by uuid
     # every recorded body answered (calls still in flight when the window closed are recorded too)
     assert row["bare"]["model_calls"] >= row["surfer"]["model_calls"] > 0
+
+
+def test_auto_finds_the_level_the_prefix_cache_holds_in_deep_sessions(standin, tmp_path) -> None:
+    """The seeds' regime in small: sessions 7 screenshots deep, a prefix cache (LRU) that keeps about four
+    sessions' histories, prefills that take turns on one "GPU". Fixed at 8 sessions the cache keeps none of
+    them; auto must grow, see the hit rate collapse, park sessions between steps so that the lower limit
+    takes effect while they are long, and stay below the level that overflowed."""
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    server = standin(model, kv_capacity=10**7, prefix_capacity=20000, token_seconds=0.0001)
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2,12",
+        "--auto-only", "--auto-interval", "1", "--window", "30", "--no-bare", "--session-steps", "30", "--out", str(out),
+        "--variants", "layout=blocks,continuation=on,block_images=32,warm_steps=6",
+    ])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(out.read_text())["models"][0]["levels"]
+    decisions = row["surfer"]["concurrency_control"]["decisions"]
+    reasons = [d["reason"] for d in decisions]
+    collapse = next(k for k, reason in enumerate(reasons) if reason.startswith("cache short (prefix hit"))
+    overflowed = decisions[collapse - 1]["limit"]  # the level the increase before it reached
+    assert decisions[collapse]["limit"] < overflowed
+    parked = [int(m.group(1)) for reason in reasons[collapse:] if (m := re.search(r"(\d+) parked", reason))]
+    assert max(parked, default=0) > 0  # the sessions above the lower limit parked between steps
+    assert max(d["limit"] for d in decisions[collapse:]) < overflowed  # and it never went back there

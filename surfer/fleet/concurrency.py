@@ -7,16 +7,19 @@ use, running / waiting requests, preemptions, prefix-cache hits) and the
 batch's agent steps/s, then moves the number of live sessions:
 
 - multiplicative decrease (× `decrease`) when the server is short of cache
-  (KV use at or above `kv_high`, new preemptions, or, after an increase, the
-  interval's prefix-cache hit rate fell below `hit_drop` of the last one's:
-  the cache stopped keeping the sessions' prefixes), when requests queue at
+  (KV use at or above `kv_high`, new preemptions, or the interval's
+  prefix-cache hit rate below `hit_drop` of the best one so far, when that
+  was at least `hit_floor`: the cache stopped keeping the sessions'
+  prefixes; increases then stay below the level where that happened, and
+  wait until the cache kept them for `calm_intervals`), when requests queue at
   the server (more than `waiting_high` waiting per running one: deferred
   prefills or a full batch, where more sessions add waiting, not steps), or
   when steps/s (averaged over intervals) fell by more than `tolerance` after
   the last increase;
 - additive increase (+`increase`) while every session slot is in use and
   none of that happened;
-- otherwise it holds.
+- otherwise it holds, and always for one interval after a decrease (until
+  the sessions above the new limit have parked and the cache refilled).
 
 The prefix-hit rule is there because KV use misses that overflow. vLLM
 counts only running requests' blocks in it, not the prefixes it keeps for
@@ -25,7 +28,10 @@ needs. With sessions 8 screenshots deep on one H100, Holo2 went from 32 to
 48 sessions and its hit fell from 0.84 to 0.05 at a mean KV use of 0.15;
 Holotron at 48 hit 0.00 at 0.63 (README, "The seeds' regime").
 
-A lower limit takes effect as sessions finish (none is cancelled). A server
+A lower limit takes effect at each session's next step boundary: the
+newest sessions above it park there (none is cancelled; the time they wait
+is not counted against their time limit) and go on, ahead of new sessions,
+as slots free up. Until then the controller holds. A server
 without vLLM's `/metrics` (another server, a hosted API) gets the fixed
 `fallback` concurrency, and the batch says so.
 """
@@ -37,6 +43,9 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
+
+from surfer.agent.control import RunControl
+from surfer.core.deadline import pause_deadline
 
 AUTO = "auto"
 
@@ -56,28 +65,82 @@ def parse_concurrency(value: str | int) -> int | str:
 
 
 class Slots:
-    """A semaphore whose size can change while it is held."""
+    """A semaphore whose size can change while it is held. Its holders are the
+    tasks that entered it; when the limit falls below them, the newest ones
+    `park` at their next step boundary (SlotControl) and take a slot again,
+    before any new session, once one is free."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.busy = 0
+        self.parked = 0
+        self._holders: list[object] = []  # in the order they took their slot
         self._changed = asyncio.Condition()
 
     async def __aenter__(self) -> "Slots":
         async with self._changed:
-            await self._changed.wait_for(lambda: self.busy < self.limit)
-            self.busy += 1
+            await self._changed.wait_for(lambda: self.busy < self.limit and not self.parked)
+            self._take(asyncio.current_task())
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         async with self._changed:
-            self.busy -= 1
-            self._changed.notify_all()
+            self._give(asyncio.current_task())
+
+    def _take(self, key: object) -> None:
+        self.busy += 1
+        self._holders.append(key)
+
+    def _give(self, key: object) -> None:
+        self.busy -= 1
+        if key in self._holders:
+            self._holders.remove(key)
+        self._changed.notify_all()
+
+    @property
+    def over(self) -> int:
+        """Sessions running above the limit (they park at their next step boundary)."""
+        return max(0, self.busy - self.limit)
+
+    def must_park(self, key: object) -> bool:
+        over = self.over
+        return over > 0 and key in self._holders[-over:]
+
+    async def park(self, key: object) -> float:
+        """Give `key`'s slot back and wait for one (ahead of new sessions); the seconds it waited."""
+        started = time.monotonic()
+        async with self._changed:
+            self._give(key)
+            self.parked += 1
+            try:
+                await self._changed.wait_for(lambda: self.busy < self.limit)
+            finally:
+                self.parked -= 1
+            self._take(key)
+            self._changed.notify_all()  # new sessions may wait on `parked`
+        return time.monotonic() - started
 
     async def resize(self, limit: int) -> None:
         async with self._changed:
             self.limit = limit
             self._changed.notify_all()
+
+
+class ParkingControl(RunControl):
+    """A batch session's RunControl under `--concurrency auto`: between steps, a session above the
+    limit parks until a slot is free, and the time it waited is not its run's (its time limit moves
+    by it). A lower limit so takes effect within a step, not when sessions end: in long sessions that
+    is what lets the server's cache recover."""
+
+    def __init__(self, slots: Slots) -> None:
+        super().__init__()
+        self.slots = slots
+        self.key = asyncio.current_task()  # made in the drain worker that took the session's slot
+
+    async def checkpoint(self) -> list[str]:
+        if self.slots.must_park(self.key):
+            pause_deadline(await self.slots.park(self.key))
+        return await super().checkpoint()
 
 
 @dataclass
@@ -107,8 +170,9 @@ class AutoConcurrency:
     kv_high: float = 0.9
     waiting_high: float = 0.1  # waiting requests per running one that count as a queue at the server
     tolerance: float = 0.15
-    hit_drop: float = 0.5  # after an increase, a prefix hit rate under this share of the last interval's is a short cache
-    hit_floor: float = 0.3  # ... when the last interval's was at least this (a layout that reuses little has nothing to lose)
+    hit_drop: float = 0.5  # a prefix hit rate under this share of the best interval's is a short cache
+    hit_floor: float = 0.3  # ... when the best was at least this (a layout that reuses little has nothing to lose)
+    calm_intervals: int = 2  # after the cache fell short, intervals it must keep the prefixes before an increase
     smoothing: float = 0.5  # weight of the newest interval in the steps/s average
     fallback: int = 8
     decisions: list[Decision] = field(default_factory=list)
@@ -134,7 +198,10 @@ class AutoConcurrency:
         last_steps = steps()
         last = await self.read(client) or {}
         last_rate: float | None = None
-        last_hit: float | None = None
+        kept_hit: float | None = None  # the best interval hit rate: the cache keeping the sessions' prefixes
+        ceiling: int | None = None  # the level at which it stopped keeping them: increases stay below it
+        short_before = False
+        calm = self.calm_intervals  # intervals the cache kept the prefixes since it last fell short
         last_change = "start"
         while True:
             await asyncio.sleep(self.interval)
@@ -150,14 +217,25 @@ class AutoConcurrency:
             limit = slots.limit
             running = now.get("vllm:num_requests_running", 0.0)
             hit = cache_hit_rate(last, now)
+            kept_hit = max(kept_hit or 0.0, hit) if hit is not None and slots.over == 0 else kept_hit
+            short = (hit is not None and kept_hit is not None and kept_hit >= self.hit_floor
+                     and hit < kept_hit * self.hit_drop)
             if (kv is not None and kv >= self.kv_high) or preempted > 0:
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = f"cache short (KV {kv if kv is None else round(kv, 2)}, waiting {waiting:g}, preempted {preempted:g})"
                 change = "decrease"
-            elif (last_change == "increase" and hit is not None and last_hit is not None and last_hit >= self.hit_floor
-                  and hit < last_hit * self.hit_drop):
+            elif slots.over or last_change == "decrease":
+                # the last decrease has not taken effect yet (sessions park at their next step), or the
+                # cache is still refilling after it: judge the new level from the next interval
+                reason, change = f"settling ({slots.over} sessions above the limit, {slots.parked} parked)", "hold"
+            elif short and (last_change == "increase" or short_before):
+                # that level overflowed the cache: later increases stay below it. Right after an increase one
+                # short interval says so; at a level that held before, it may be sessions starting or resuming
+                # cold, so only a second one in a row lowers the limit
+                ceiling = min(ceiling or limit, limit)
+                calm = 0
                 limit = max(self.minimum, math.floor(limit * self.decrease))
-                reason = (f"cache short (prefix hit {last_hit:.2f} -> {hit:.2f} after an increase, "
+                reason = (f"cache short (prefix hit {hit:.2f}, {kept_hit:.2f} while it kept the sessions' prefixes; "
                           f"KV {kv if kv is None else round(kv, 2)})")
                 change = "decrease"
             elif waiting > self.waiting_high * max(1.0, running):
@@ -169,17 +247,25 @@ class AutoConcurrency:
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = f"steps/s fell from {last_rate:.2f} to {rate:.2f} after an increase"
                 change = "decrease"
+            elif slots.busy >= slots.limit and calm < self.calm_intervals:
+                reason, change = f"cache kept the prefixes {calm} of {self.calm_intervals} intervals since it fell short", "hold"
             elif slots.busy >= slots.limit:
-                limit = min(self.maximum, limit + self.increase)
-                reason = "every slot in use, cache has room"
-                change = "increase"
+                top = self.maximum if ceiling is None else min(self.maximum, ceiling - 1)
+                if limit < top:
+                    limit = min(top, limit + self.increase)
+                    reason, change = "every slot in use, cache has room", "increase"
+                else:
+                    reason = ("at the maximum" if ceiling is None or top == self.maximum
+                              else f"below {ceiling} sessions, where the cache stopped keeping their prefixes")
+                    change = "hold"
             else:
                 reason, change = "slots to spare", "hold"
             await slots.resize(limit)
             self.decisions.append(Decision(round(clock - started, 2), limit, round(rate, 3), kv, running, waiting,
                                            preempted, reason, hit))
+            calm = calm + 1 if change == "hold" and not short else calm
             last, last_steps, last_time, last_rate, last_change = now, steps(), clock, rate, change
-            last_hit = hit if hit is not None else last_hit
+            short_before = short and change == "hold"  # a short interval that did not move the limit yet
 
     def summary(self) -> dict[str, Any]:
         limits = [d.limit for d in self.decisions]

@@ -22,6 +22,11 @@ then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
 prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
 that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
+`prefix_capacity=N` bounds that cache to N tokens, least recently used blocks
+evicted first, and `token_seconds` makes each prompt token the cache did not
+hold cost that long on one shared "GPU" (prefills take turns): with more
+sessions than the cache keeps, every request recomputes its history and the
+answers per second fall, as on a real server in the long-history regime.
 """
 
 from __future__ import annotations
@@ -185,6 +190,8 @@ class StandInServer:
         hang_after: int | None = None,
         kv_capacity: int | None = None,
         image_cache: int | None = 4096,
+        prefix_capacity: int | None = None,
+        token_seconds: float = 0.0,
     ) -> None:
         self.respond = respond
         self.model = model
@@ -198,7 +205,12 @@ class StandInServer:
         self.kv_capacity = kv_capacity
         self.kv_used = self.running = self.waiting = self.preemptions = 0
         self.prompt_tokens = self.generation_tokens = self.cache_queries = self.cache_hits = 0
-        self._cached_blocks: set[bytes] = set()
+        # the prefix cache: block hash -> tokens, least recently used first (bounded by `prefix_capacity` tokens)
+        self._cached_blocks: OrderedDict[bytes, int] = OrderedDict()
+        self._cached_tokens = 0
+        self.prefix_capacity = prefix_capacity
+        self.token_seconds = token_seconds
+        self._gpu = threading.Lock()  # prefills take turns: `token_seconds` per computed token
         # vLLM's multimodal processor cache, as far as a client sees it: images by uuid (the most recent
         # `image_cache`; None: no uuids taken, like a server that is not vLLM), and its /metrics counters
         self.image_cache = image_cache
@@ -292,23 +304,37 @@ class StandInServer:
                       "mm_cache_queries_total": self.mm_queries, "mm_cache_hits_total": self.mm_hits}
         return "".join(f'vllm:{name}{{model_name="{self.model}"}} {float(value)}\n' for name, value in values.items())
 
-    def _count_prompt(self, body: dict[str, Any], prompt_tokens: int) -> None:
+    def _count_prompt(self, body: dict[str, Any], prompt_tokens: int) -> int:
         """Prefix-cache accounting of one request (only with a KV capacity): whole blocks found
-        under the chained hash of everything before them are hits; all its blocks are cached."""
+        under the chained hash of everything before them are hits; all its blocks are cached (the
+        least recently used evicted beyond `prefix_capacity`). The prompt tokens to compute."""
         if self.kv_capacity is None:
-            return
+            return prompt_tokens
         hits, found, chain = 0, True, b""
-        blocks: list[bytes] = []
-        for piece, tokens in _prompt_blocks(body):
-            chain = hashlib.sha1(chain + piece).digest()
-            blocks.append(chain)
-            found = found and chain in self._cached_blocks
-            hits += tokens if found else 0
+        blocks: list[tuple[bytes, int]] = []
         with self._kv:
-            self._cached_blocks.update(blocks)
+            for piece, tokens in _prompt_blocks(body):
+                chain = hashlib.sha1(chain + piece).digest()
+                blocks.append((chain, tokens))
+                found = found and chain in self._cached_blocks
+                hits += tokens if found else 0
+            for chain, tokens in blocks:
+                if chain in self._cached_blocks:
+                    self._cached_blocks.move_to_end(chain)
+                else:
+                    self._cached_blocks[chain] = tokens
+                    self._cached_tokens += tokens
+            while self.prefix_capacity is not None and self._cached_tokens > self.prefix_capacity and self._cached_blocks:
+                self._cached_tokens -= self._cached_blocks.popitem(last=False)[1]
             self.prompt_tokens += prompt_tokens
             self.cache_queries += prompt_tokens
             self.cache_hits += min(hits, prompt_tokens)
+        return max(0, prompt_tokens - hits)
+
+    def _prefill(self, computed: int) -> None:
+        if self.token_seconds and computed:
+            with self._gpu:
+                time.sleep(self.token_seconds * computed)
 
     def _next_failure(self) -> int | None:
         with self._lock:
@@ -353,6 +379,7 @@ class StandInServer:
                 if self.path.rstrip("/") in ("/reset_prefix_cache", "/reset_mm_cache") and server.kv_capacity is not None:
                     with server._kv:  # vLLM's dev-mode endpoints: the next run starts from an empty cache
                         server._cached_blocks.clear()
+                        server._cached_tokens = 0
                     with server._lock:
                         server.held_images.clear()
                     self._send(200, {})
@@ -381,9 +408,10 @@ class StandInServer:
                 with server._lock:
                     server.requests.append(request)
                 prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)
-                server._count_prompt(body, prompt_tokens)
+                computed = server._count_prompt(body, prompt_tokens)
                 extra = server._admit(prompt_tokens)
                 try:
+                    server._prefill(computed)
                     if server.delay or extra:
                         time.sleep(server.delay + extra)
                     answer = server.respond(request)

@@ -262,6 +262,9 @@ async def _watched(work: Any) -> Any:
 def register(bench_app: typer.Typer) -> None:
     gpu_app = typer.Typer(no_args_is_help=True, help="surfer driving vLLM on a GPU: dummy-weight models, session-shaped load.")
     bench_app.add_typer(gpu_app, name="gpu")
+    from surfer.bench.gpu.emulate import register as register_emulate
+
+    register_emulate(gpu_app)
 
     @gpu_app.command("make-model")
     def make_model_command(

@@ -173,6 +173,7 @@ class Batch:
 
         self.files = BatchFiles(self.out_dir)
         self.stats.waiting = self.files.waiting
+        self._slots: Any = None  # with --concurrency auto: the resizable slots sessions hold (and park from)
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
         self._statuses: dict[str, int] = {}
@@ -274,7 +275,7 @@ class Batch:
                 await drain(todo, auto.fallback, self._run_counted, keep_going)
                 return
             self.say(f"--concurrency auto: following {auto.metrics_url}, starting at {auto.start} sessions")
-            slots = Slots(auto.start)
+            slots = self._slots = Slots(auto.start)
             controller = asyncio.create_task(auto.control(slots, lambda: self.stats.steps, client))
             try:
                 await drain(todo, auto.maximum, self._run_counted, keep_going, slots=slots)
@@ -283,6 +284,15 @@ class Batch:
                 await asyncio.gather(controller, return_exceptions=True)
                 self.concurrency_report = auto.summary()
                 self.concurrency = slots.limit
+
+    def _control(self) -> Any:
+        """A session's RunControl: under --concurrency auto, one that parks the session between steps
+        while the limit is below the sessions running (in the drain worker that holds its slot)."""
+        if self._slots is None:
+            return None
+        from surfer.fleet.concurrency import ParkingControl
+
+        return ParkingControl(self._slots)
 
     async def _run_counted(self, task: BatchTask) -> None:
         self.stats.running += 1
@@ -320,7 +330,7 @@ class Batch:
             # a clock, not a bare timeout: time held for a model server that went away moves it (core/deadline.py)
             with run_deadline(asyncio.get_running_loop().time() + config.max_seconds + HARD_LIMIT_GRACE) as hard:
                 async with hard.limit():
-                    return await agent.run(task.task, task.url, out_dir=tmp)
+                    return await agent.run(task.task, task.url, out_dir=tmp, control=self._control())
         except TimeoutError:
             return RunResult(
                 status="limit",
