@@ -414,3 +414,21 @@ def test_auto_finds_the_level_the_prefix_cache_holds_in_deep_sessions(standin, t
     parked = [int(m.group(1)) for reason in reasons[collapse:] if (m := re.search(r"(\d+) parked", reason))]
     assert max(parked, default=0) > 0  # the sessions above the lower limit parked between steps
     assert max(d["limit"] for d in decisions[collapse:]) < overflowed  # and it never went back there
+
+
+def test_bench_gpu_emulate_runs_fixed_levels_and_auto_against_a_stand_in_in_a_child_process(tmp_path) -> None:
+    out = tmp_path / "emulated.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "emulate", "--levels", "1,2", "--window", "4", "--session-steps", "10", "--auto-interval", "0.5",
+        "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["stand_in"]["prefix_capacity"] == 20000
+    comparison = data["auto_vs_best_fixed"]
+    assert [row["concurrency"] for row in comparison["rows"]] == [1, 2, "auto"]
+    assert all(row["steps_per_s"] > 0 for row in comparison["rows"])
+    assert comparison["best_fixed"]["concurrency"] in (1, 2) and comparison["ratio"] > 0
+    assert "auto / best fixed:" in result.output
+    bad = CliRunner().invoke(app, ["bench", "gpu", "emulate", "--variant", "layout=nowhere", "--out", str(out)])
+    assert bad.exit_code == 2 and "error:" in bad.output
