@@ -142,3 +142,34 @@ def test_slots_park_the_newest_sessions_above_a_lower_limit_and_resume_them_befo
         order[:5] == ["a starts", "b starts", "c starts", "c parks", "b parks"]
     assert order.index("a ends") < order.index("b resumes") < order.index("d starts")
     assert order.index("c resumes") < order.index("d starts")
+
+
+def test_a_session_cancelled_while_parked_gives_back_no_slot_twice() -> None:
+    async def go() -> Slots:
+        slots = Slots(2)
+        parked = asyncio.Event()
+
+        async def session(park: bool) -> None:
+            async with slots:
+                if park:
+                    await slots.resize(1)
+                    assert slots.must_park(asyncio.current_task())
+                    parked.set()
+                    await slots.park(asyncio.current_task())
+                await asyncio.sleep(10)
+
+        first = asyncio.create_task(session(False))
+        await asyncio.sleep(0.01)
+        second = asyncio.create_task(session(True))
+        await parked.wait()
+        await asyncio.sleep(0.01)
+        assert slots.busy == 1 and slots.parked == 1
+        second.cancel()  # Ctrl-C while parked
+        await asyncio.gather(second, return_exceptions=True)
+        assert slots.busy == 1 and slots.parked == 0
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        return slots
+
+    slots = asyncio.run(go())
+    assert slots.busy == 0 and slots.parked == 0

@@ -67,7 +67,7 @@ def parse_concurrency(value: str | int) -> int | str:
 class Slots:
     """A semaphore whose size can change while it is held. Its holders are the
     tasks that entered it; when the limit falls below them, the newest ones
-    `park` at their next step boundary (SlotControl) and take a slot again,
+    `park` at their next step boundary (ParkingControl) and take a slot again,
     before any new session, once one is free."""
 
     def __init__(self, limit: int) -> None:
@@ -92,9 +92,9 @@ class Slots:
         self._holders.append(key)
 
     def _give(self, key: object) -> None:
-        self.busy -= 1
-        if key in self._holders:
+        if key in self._holders:  # a session cancelled while parked holds none
             self._holders.remove(key)
+            self.busy -= 1
         self._changed.notify_all()
 
     @property
