@@ -173,3 +173,24 @@ def test_a_session_cancelled_while_parked_gives_back_no_slot_twice() -> None:
 
     slots = asyncio.run(go())
     assert slots.busy == 0 and slots.parked == 0
+
+
+def test_the_stand_ins_prefix_cache_evicts_the_least_recently_used_blocks_beyond_its_capacity() -> None:
+    from surfer.models.prefix_cache import PrefixCache
+
+    def request(session: str, steps: int) -> dict[str, Any]:  # a session's history: one image per step
+        images = [{"type": "image_url", "image_url": {"url": f"data:{session}-{k}"}} for k in range(steps)]
+        return {"messages": [{"role": "user", "content": images}]}
+
+    cache = PrefixCache(capacity=4 * 256 + 16)  # four images and the role's block
+    assert cache.take(request("a", 2)) == 0
+    assert cache.take(request("a", 3)) == 1 + 2 * 256  # the role's block (1 token) and a's two images
+    assert cache.take(request("b", 2)) == 1  # only the shared role block: b's images push a's first out
+    assert cache.tokens <= cache.capacity
+    assert cache.take(request("a", 3)) == 1  # a's first image was evicted, so nothing after it counts
+    unbounded = PrefixCache()
+    for session in "abcdef":
+        unbounded.take(request(session, 3))
+    assert all(unbounded.take(request(session, 3)) == 1 + 3 * 256 for session in "abcdef")
+    cache.clear()
+    assert cache.tokens == 0 and cache.take(request("a", 1)) == 0

@@ -32,7 +32,6 @@ answers per second fall, as on a real server in the long-history regime.
 from __future__ import annotations
 
 import base64
-import hashlib
 import io
 import json
 import threading
@@ -41,6 +40,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
+
+from surfer.models.prefix_cache import PrefixCache
 
 Answer = Union[str, dict[str, Any]]
 
@@ -205,10 +206,7 @@ class StandInServer:
         self.kv_capacity = kv_capacity
         self.kv_used = self.running = self.waiting = self.preemptions = 0
         self.prompt_tokens = self.generation_tokens = self.cache_queries = self.cache_hits = 0
-        # the prefix cache: block hash -> tokens, least recently used first (bounded by `prefix_capacity` tokens)
-        self._cached_blocks: OrderedDict[bytes, int] = OrderedDict()
-        self._cached_tokens = 0
-        self.prefix_capacity = prefix_capacity
+        self.prefix_cache = PrefixCache(prefix_capacity)
         self.token_seconds = token_seconds
         self._gpu = threading.Lock()  # prefills take turns: `token_seconds` per computed token
         # vLLM's multimodal processor cache, as far as a client sees it: images by uuid (the most recent
@@ -305,31 +303,15 @@ class StandInServer:
         return "".join(f'vllm:{name}{{model_name="{self.model}"}} {float(value)}\n' for name, value in values.items())
 
     def _count_prompt(self, body: dict[str, Any], prompt_tokens: int) -> int:
-        """Prefix-cache accounting of one request (only with a KV capacity): whole blocks found
-        under the chained hash of everything before them are hits; all its blocks are cached (the
-        least recently used evicted beyond `prefix_capacity`). The prompt tokens to compute."""
+        """Prefix-cache accounting of one request (only with a KV capacity); the prompt tokens to compute."""
         if self.kv_capacity is None:
             return prompt_tokens
-        hits, found, chain = 0, True, b""
-        blocks: list[tuple[bytes, int]] = []
         with self._kv:
-            for piece, tokens in _prompt_blocks(body):
-                chain = hashlib.sha1(chain + piece).digest()
-                blocks.append((chain, tokens))
-                found = found and chain in self._cached_blocks
-                hits += tokens if found else 0
-            for chain, tokens in blocks:
-                if chain in self._cached_blocks:
-                    self._cached_blocks.move_to_end(chain)
-                else:
-                    self._cached_blocks[chain] = tokens
-                    self._cached_tokens += tokens
-            while self.prefix_capacity is not None and self._cached_tokens > self.prefix_capacity and self._cached_blocks:
-                self._cached_tokens -= self._cached_blocks.popitem(last=False)[1]
+            hits = min(self.prefix_cache.take(body), prompt_tokens)
             self.prompt_tokens += prompt_tokens
             self.cache_queries += prompt_tokens
-            self.cache_hits += min(hits, prompt_tokens)
-        return max(0, prompt_tokens - hits)
+            self.cache_hits += hits
+        return prompt_tokens - hits
 
     def _prefill(self, computed: int) -> None:
         if self.token_seconds and computed:
@@ -378,8 +360,7 @@ class StandInServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if self.path.rstrip("/") in ("/reset_prefix_cache", "/reset_mm_cache") and server.kv_capacity is not None:
                     with server._kv:  # vLLM's dev-mode endpoints: the next run starts from an empty cache
-                        server._cached_blocks.clear()
-                        server._cached_tokens = 0
+                        server.prefix_cache.clear()
                     with server._lock:
                         server.held_images.clear()
                     self._send(200, {})
@@ -433,33 +414,6 @@ class StandInServer:
                 })
 
         return Handler
-
-
-def _prompt_blocks(body: dict[str, Any]) -> list[tuple[bytes, int]]:
-    """A request's prompt as cache blocks (bytes, tokens): each message's role, its text in
-    64-character blocks (16 tokens), each image one block of 256 tokens."""
-    blocks: list[tuple[bytes, int]] = []
-    text = ""
-
-    def flush(final: bool) -> None:
-        nonlocal text
-        while len(text) >= 64 or (final and text):
-            blocks.append((text[:64].encode(), len(text[:64]) // 4))
-            text = text[64:]
-
-    for message in body.get("messages", []):
-        text += f"<{message.get('role')}>"
-        content = message.get("content")
-        for part in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
-            if part.get("type") == "text":
-                text += part.get("text", "")
-            elif part.get("type") == "image_url":
-                flush(True)
-                key = part.get("uuid") or (part.get("image_url") or {}).get("url") or ""  # vLLM hashes by uuid when given
-                blocks.append((b"image:" + hashlib.sha1(key.encode()).digest(), 256))
-        flush(False)
-    flush(True)  # a partial last block may hit here, where vLLM would compute it again: a small overcount
-    return blocks
 
 
 def _serve_in_child(

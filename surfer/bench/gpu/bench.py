@@ -49,6 +49,7 @@ from typing import Any, Optional
 
 import typer
 
+from surfer.bench.gpu.emulate import DEFAULT_VARIANT, auto_against_fixed, emulated_server
 from surfer.bench.gpu.levels import bench_levels, fmt
 from surfer.bench.gpu.serving import Served, gpu_memory, log_facts, serve_model, stop
 from surfer.bench.gpu.variants import Variant
@@ -262,9 +263,40 @@ async def _watched(work: Any) -> Any:
 def register(bench_app: typer.Typer) -> None:
     gpu_app = typer.Typer(no_args_is_help=True, help="surfer driving vLLM on a GPU: dummy-weight models, session-shaped load.")
     bench_app.add_typer(gpu_app, name="gpu")
-    from surfer.bench.gpu.emulate import register as register_emulate
 
-    register_emulate(gpu_app)
+    @gpu_app.command("emulate")
+    def emulate_command(
+        levels_text: str = typer.Option("2,4,8", "--levels", help="Fixed levels; auto starts at the lowest, up to the highest."),
+        prefix_capacity: int = typer.Option(20000, "--prefix-capacity", min=1, help="Tokens the stand-in's prefix cache keeps."),
+        token_seconds: float = typer.Option(0.0001, "--token-seconds", min=0.0, help="Seconds per prompt token not in that cache."),
+        window: float = typer.Option(30.0, "--window", help="Seconds each run may take."),
+        auto_interval: float = typer.Option(1.0, "--auto-interval", help="Seconds between auto's decisions."),
+        session_steps: int = typer.Option(30, "--session-steps", min=1, help="Steps per replayed session."),
+        variant: str = typer.Option(DEFAULT_VARIANT, "--variant", help="The client-side variant (see `surfer bench gpu run --variants`)."),
+        out: Path = typer.Option(Path("gpu-emulated.json"), "--out", help="JSON results."),
+    ) -> None:
+        """Fixed levels and --concurrency auto against a stand-in whose prefix cache keeps a few deep sessions (CPU)."""
+        from surfer.bench.gpu.variants import parse_variants
+
+        try:
+            levels, variants = parse_levels(levels_text), parse_variants(variant)
+            with emulated_server(prefix_capacity, token_seconds) as server:
+                results = run_gpu_bench([("holo2", server.model)], levels=levels, window=window, replay="demo",
+                                        base_url=server.base_url, port=0, serve_timeout=0, bare=False, log_dir=out.parent,
+                                        auto=True, auto_interval=auto_interval, variants=variants, min_steps=0,
+                                        session_steps=session_steps)
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        results["stand_in"] = {"prefix_capacity": prefix_capacity, "token_seconds": token_seconds}
+        results["auto_vs_best_fixed"] = auto_against_fixed(results)
+        out.write_text(json.dumps(results, indent=2))
+        typer.echo(table(results))
+        typer.echo(steady_table(results))
+        for row in results["auto_vs_best_fixed"]["rows"]:
+            typer.echo(f"c={row['concurrency']}: {row['steps_per_s']} steps/s, prefix hit {row['prefix_hit']}")
+        typer.echo(f"auto / best fixed: {results['auto_vs_best_fixed']['ratio']}")
+        typer.echo(f"results: {out}")
 
     @gpu_app.command("make-model")
     def make_model_command(

@@ -7,16 +7,12 @@ and makes each prompt token it misses cost `--token-seconds` on one shared
 continuation), so a few of them fill that cache; with more, every request
 recomputes its history and steps/s fall, as on one H100 8 screenshots deep
 (README, "The seeds' regime"). The fixed levels and auto run side by side in
-`surfer bench gpu run`'s tables and JSON.
+`surfer bench gpu run`'s tables and JSON (the command is in bench.py).
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
-
-import typer
 
 DEFAULT_VARIANT = "layout=blocks,continuation=on,block_images=32,warm_steps=6"
 
@@ -31,46 +27,12 @@ class ClickEverywhere:
         return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
 
 
-def register(gpu_app: typer.Typer) -> None:
-    @gpu_app.command("emulate")
-    def emulate_command(
-        levels_text: str = typer.Option("2,4,8", "--levels", help="Fixed levels; auto starts at the lowest, up to the highest."),
-        prefix_capacity: int = typer.Option(20000, "--prefix-capacity", min=1, help="Tokens the stand-in's prefix cache keeps."),
-        token_seconds: float = typer.Option(0.0001, "--token-seconds", min=0.0, help="Seconds per prompt token not in that cache."),
-        window: float = typer.Option(30.0, "--window", help="Seconds each run may take."),
-        auto_interval: float = typer.Option(1.0, "--auto-interval", help="Seconds between auto's decisions."),
-        session_steps: int = typer.Option(30, "--session-steps", min=1, help="Steps per replayed session."),
-        variant: str = typer.Option(DEFAULT_VARIANT, "--variant", help="The client-side variant (see `surfer bench gpu run --variants`)."),
-        out: Path = typer.Option(Path("gpu-emulated.json"), "--out", help="JSON results."),
-    ) -> None:
-        """Fixed levels and --concurrency auto against a stand-in whose prefix cache keeps a few deep sessions (CPU)."""
-        from surfer.bench.gpu.bench import run_gpu_bench, steady_table, table
-        from surfer.bench.gpu.variants import parse_variants
-        from surfer.bench.throughput import parse_levels
-        from surfer.core.errors import ConfigError
-        from surfer.models.standin import StandInProcess
+def emulated_server(prefix_capacity: int, token_seconds: float) -> Any:
+    """The stand-in, in a child process, with a bounded prefix cache and a per-token prefill cost."""
+    from surfer.models.standin import StandInProcess
 
-        try:
-            levels = parse_levels(levels_text)
-            variants = parse_variants(variant)
-            options = {"kv_capacity": 10**9, "prefix_capacity": prefix_capacity, "token_seconds": token_seconds}
-            with StandInProcess(ClickEverywhere, options=options) as server:
-                results = run_gpu_bench([("holo2", server.model)], levels=levels, window=window, replay="demo",
-                                        base_url=server.base_url, port=0, serve_timeout=0, bare=False, log_dir=out.parent,
-                                        auto=True, auto_interval=auto_interval, variants=variants, min_steps=0,
-                                        session_steps=session_steps)
-        except ConfigError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        results["stand_in"] = options
-        results["auto_vs_best_fixed"] = auto_against_fixed(results)
-        out.write_text(json.dumps(results, indent=2))
-        typer.echo(table(results))
-        typer.echo(steady_table(results))
-        for row in results["auto_vs_best_fixed"]["rows"]:
-            typer.echo(f"c={row['concurrency']}: {row['steps_per_s']} steps/s, prefix hit {row['prefix_hit']}")
-        typer.echo(f"auto / best fixed: {results['auto_vs_best_fixed']['ratio']}")
-        typer.echo(f"results: {out}")
+    options = {"kv_capacity": 10**9, "prefix_capacity": prefix_capacity, "token_seconds": token_seconds}
+    return StandInProcess(ClickEverywhere, options=options)
 
 
 def auto_against_fixed(results: dict[str, Any]) -> dict[str, Any]:
