@@ -11,6 +11,7 @@ import threading
 from typer.testing import CliRunner
 
 from surfer.apps.cli import app
+from surfer.bench.gpu.emulate import ClickEverywhere
 from surfer.bench.gpu.serving import log_facts
 from surfer.models.metrics import parse_metrics
 
@@ -283,12 +284,7 @@ def test_variants_parse_inline_matrices_and_files(tmp_path) -> None:
 
 
 def test_variants_compare_client_settings_in_one_server_with_a_steady_window(standin, tmp_path) -> None:
-    def model(request):  # type: ignore[no-untyped-def]
-        if request.role == "localizer":
-            return {"x": 500, "y": 500}
-        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
-
-    server = standin(model, kv_capacity=10**7, delay=0.005)
+    server = standin(ClickEverywhere(), kv_capacity=10**7, delay=0.005)
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "3",
@@ -368,12 +364,7 @@ def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) 
     """The bare generator replays what surfer sent after the server's caches were emptied, without surfer's
     resend on a cache miss: the recorded bodies carry every image in full (here the server holds 4 images, so
     uuid-only parts would miss)."""
-    def model(request):  # type: ignore[no-untyped-def]
-        if request.role == "localizer":
-            return {"x": 500, "y": 500}
-        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
-
-    server = standin(model, kv_capacity=10**7, image_cache=4)
+    server = standin(ClickEverywhere(), kv_capacity=10**7, image_cache=4)
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
@@ -392,12 +383,7 @@ def test_auto_finds_the_level_the_prefix_cache_holds_in_deep_sessions(standin, t
     sessions' histories, prefills that take turns on one "GPU". Fixed at 8 sessions the cache keeps none of
     them; auto must grow, see the hit rate collapse, park sessions between steps so that the lower limit
     takes effect while they are long, and stay below the level that overflowed."""
-    def model(request):  # type: ignore[no-untyped-def]
-        if request.role == "localizer":
-            return {"x": 500, "y": 500}
-        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
-
-    server = standin(model, kv_capacity=10**7, prefix_capacity=20000, token_seconds=0.0001)
+    server = standin(ClickEverywhere(), kv_capacity=10**7, prefix_capacity=20000, token_seconds=0.0001)
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2,12",
