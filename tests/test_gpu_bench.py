@@ -88,6 +88,7 @@ def test_gpu_bench_runs_levels_and_the_bare_replay_against_the_standin(standin, 
         surfer, bare = row["surfer"], row["bare"]
         sessions = max(4, 2 * row["concurrency"])
         assert surfer["sessions_finished"] == sessions and surfer["statuses"] == {"limit": sessions}
+        assert surfer["sessions_errored"] == 0 and surfer["session_error"] is None
         assert surfer["steps"] == surfer["steps_per_session"] * sessions and surfer["steps_per_s"] > 0
         assert surfer["model_calls"] == 2 * surfer["steps"]  # policy + localizer per step
         assert bare["model_calls"] == surfer["model_calls"] and bare["sessions"] == sessions
@@ -101,6 +102,30 @@ def test_gpu_bench_runs_levels_and_the_bare_replay_against_the_standin(standin, 
     assert sorted(bodies[:level1]) == sorted(bodies[level1:2 * level1])
     assert half == sum(2 * row["surfer"]["model_calls"] for row in entry["levels"]) // 2
     assert "| holotron | 1 |" in result.output and "| holotron | 3 |" in result.output
+
+
+def test_sessions_ended_by_server_errors_are_counted_and_their_run_flagged() -> None:
+    # With random weights and float16 SSM state, vLLM answered HTTP 500 (NaN logits the grammar rejected) to
+    # 28 % of requests; those sessions ended and the run's load fell unseen. The bench now says so.
+    from surfer.agent.events import Finished
+    from surfer.agent.result import RunResult
+    from surfer.bench.gpu.bench import error_warnings, table
+    from surfer.bench.gpu.levels import LevelTally
+
+    tally = LevelTally()
+    tally(Finished(RunResult(status="limit", task="t")))
+    tally(Finished(RunResult(status="error", task="t", reason="model server answered HTTP 500: grammar rejected")))
+    assert tally.session_errors == ["model server answered HTTP 500: grammar rejected"]
+    row = {"concurrency": 40, "name": "d8-c40", "surfer": {
+        "steps_per_s": 1.0, "prompt_tokens_per_s": 1, "completion_tokens_per_s": 1, "step_p50": 1, "step_p95": 1,
+        "call_p50": 1, "call_p95": 1, "unusable_outputs": 0, "sessions_finished": 2,
+        "sessions_errored": len(tally.session_errors), "session_error": tally.session_errors[0]}}
+    results = {"variants": ["d8-c40"], "models": [{"name": "holotron", "levels": [row]}]}
+    assert "| holotron | d8-c40 | 40 | 1.00 |" in table(results) and "| 0 | 1 | - | - |" in table(results)
+    (line,) = error_warnings(results)
+    assert line.startswith("warning: holotron d8-c40 c=40: 1 of 2 sessions ended in an error") and "HTTP 500" in line
+    row["surfer"]["sessions_errored"] = 0
+    assert error_warnings(results) == []
 
 
 def test_auto_only_runs_just_the_auto_controller(standin, tmp_path):

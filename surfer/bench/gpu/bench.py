@@ -67,7 +67,7 @@ DEFAULT_LEVELS = "1,16,64,128"
 def table(results: dict[str, Any]) -> str:
     several = len(results.get("layouts") or ["window"]) > 1 or bool(results.get("variants"))
     head = ("| model | " + ("variant | " if several else "") + "c | steps/s | prompt tok/s | gen tok/s | step p50 / p95 s | call p50 / p95 s | "
-            "prefix / image cache hit | KV use mean / max | running / waiting (mean) | unusable replies | bare calls/s | surfer / bare |")
+            "prefix / image cache hit | KV use mean / max | running / waiting (mean) | unusable replies | errored sessions | bare calls/s | surfer / bare |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for model in results["models"]:
         for row in model.get("levels", []):
@@ -83,9 +83,23 @@ def table(results: dict[str, Any]) -> str:
                 f"{s['completion_tokens_per_s']:.0f} | {fmt(s['step_p50'])} / {fmt(s['step_p95'])} | "
                 f"{fmt(s['call_p50'])} / {fmt(s['call_p95'])} | {fmt(hit)} / {fmt(srv.get('mm_cache_hit_rate'))} | "
                 f"{fmt(kv.get('mean'))} / {fmt(kv.get('max'))} | {fmt(running.get('mean'), 1)} / "
-                f"{fmt(waiting.get('mean'), 1)} | {s.get('unusable_outputs', '-')} | {fmt(bare.get('calls_per_s'))} | {fmt(ratio, 3)} |"
+                f"{fmt(waiting.get('mean'), 1)} | {s.get('unusable_outputs', '-')} | {s.get('sessions_errored', '-')} | {fmt(bare.get('calls_per_s'))} | {fmt(ratio, 3)} |"
             )
     return "\n".join(lines)
+
+
+def error_warnings(results: dict[str, Any]) -> list[str]:
+    """A line for each run in which errors ended sessions: its load fell as they did, so its steps/s
+    is not the level's (with random weights, e.g. NaN logits that the grammar rejects: HTTP 500)."""
+    lines = []
+    for model in results["models"]:
+        for row in model.get("levels", []):
+            s = row["surfer"]
+            if s.get("sessions_errored"):
+                lines.append(f"warning: {model['name']} {row.get('name', row.get('layout', 'window'))} c={row['concurrency']}: "
+                             f"{s['sessions_errored']} of {s.get('sessions_finished')} sessions ended in an error, so fewer "
+                             f"ran than the level; not a figure for it (first: {s.get('session_error')})")
+    return lines
 
 
 def ratios(results: dict[str, Any], levels: tuple[int, ...] = (64, 128)) -> dict[str, Any]:
@@ -293,6 +307,8 @@ def register(bench_app: typer.Typer) -> None:
         out.write_text(json.dumps(results, indent=2))
         typer.echo(table(results))
         typer.echo(steady_table(results))
+        for line in error_warnings(results):
+            typer.echo(line, err=True)
         for row in results["auto_vs_best_fixed"]["rows"]:
             typer.echo(f"c={row['concurrency']}: {row['steps_per_s']} steps/s, prefix hit {row['prefix_hit']}")
         typer.echo(f"auto / best fixed: {results['auto_vs_best_fixed']['ratio']}")
@@ -389,6 +405,8 @@ def register(bench_app: typer.Typer) -> None:
         out.write_text(json.dumps(results, indent=2))
         typer.echo(table(results))
         typer.echo(steady_table(results))
+        for line in error_warnings(results):
+            typer.echo(line, err=True)
         for level, values in results["hybrid_over_transformer"].items():
             typer.echo(f"holotron / holo2 at c={level}: {values}")
         for name, gains in [*results["layout_gains"].items(), *results["variant_gains"].items()]:

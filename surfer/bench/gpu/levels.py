@@ -146,6 +146,7 @@ class LevelTally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failed_calls: int = 0
+    session_errors: list[str] = field(default_factory=list)  # why each session that ended in an error did
     steady: SteadyWindow | None = None
     warm_steps: int = 0  # each session's first steps, answered by WarmStart: not counted
 
@@ -157,6 +158,8 @@ class LevelTally:
             if self.steady is not None:
                 self.steady.session_started(event.run_id)
         elif isinstance(event, Finished):
+            if getattr(event.result, "status", None) == "error":
+                self.session_errors.append(str(event.result.reason or "no reason given"))
             if self.steady is not None:
                 self.steady.session_ended(_session.get())
         elif isinstance(event, StepFinished):
@@ -296,6 +299,9 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
         "steps_per_session": round(sum(r["steps"] for r in finished) / len(finished), 2) if finished else None,
         "statuses": statuses,
         "unusable_outputs": tally.failed_calls,
+        # sessions the server's errors ended: from then on fewer ran than the level says
+        "sessions_errored": len(tally.session_errors),
+        "session_error": tally.session_errors[0][:300] if tally.session_errors else None,
         **tally.rates(seconds),
         "steady": steady_figures(steady, stopped, readings, sampler),
         "steady_missing": None if steady.t0 is not None else steady.missing(stopped),
