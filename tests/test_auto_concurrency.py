@@ -103,6 +103,34 @@ def test_it_holds_while_sessions_above_a_lower_limit_have_not_parked() -> None:
     assert decisions[0].reason == "settling (3 sessions above the limit, 0 parked)"
 
 
+class Growing(Full):
+    """Full slots whose sessions' contexts are scripted: each reading's footprint, `tokens` per session."""
+
+    tokens: list[int] = []
+
+    def footprint(self) -> tuple[int, int]:
+        per = self.tokens.pop(0) if len(self.tokens) > 1 else self.tokens[0]
+        return per * self.limit, self.limit
+
+
+def test_once_the_cache_fell_short_the_sessions_contexts_not_their_number_bound_the_limit() -> None:
+    # 10k-token sessions: 8 hold (0.9), 10 overflow right after the increase (100k tokens). Later the
+    # sessions restart shallow (5k): more of them fit under 75 % of 100k, so it grows past 10, which a
+    # ceiling counted in sessions forbade; as they deepen it parks some before they reach 100k again
+    slots = Growing(8)
+    slots.tokens = [10_000] * 4 + [5_000] * 6 + [9_000]
+    hits = [0, 900, 1000, 1900, 2800, 3700, 4600, 5500, 6400, 7300, 8200, 9100]
+    decisions = decide([reading(1000 * k, h) for k, h in enumerate(hits)], slots=slots)
+    limits = [d.limit for d in decisions]
+    assert limits == [10, 7, 7, 7, 9, 11, 13, 15, 15, 15, 8]
+    assert decisions[1].reason.startswith("cache short (prefix hit 0.10") and decisions[1].context_tokens == 100_000
+    assert decisions[2].reason.startswith("settling") and decisions[3].reason.startswith("cache kept the prefixes 1 of 2")
+    # a ceiling counted in sessions stopped at 9; counted in tokens, 5k sessions go on to 15 (75k)
+    assert decisions[9].reason == "16 sessions would hold about 80,000 tokens, over 75% of the 100,000 at which the cache fell short"
+    # as they deepen to 9k (past 85k) it parks some, down to 75k (15 -> 8), before the cache overflows again
+    assert decisions[10].reason == "the sessions' contexts reached 135,000 tokens, near the 100,000 at which the cache fell short"
+
+
 def test_slots_park_the_newest_sessions_above_a_lower_limit_and_resume_them_before_new_ones() -> None:
     async def go() -> list[str]:
         slots = Slots(3)
@@ -142,6 +170,42 @@ def test_slots_park_the_newest_sessions_above_a_lower_limit_and_resume_them_befo
         order[:5] == ["a starts", "b starts", "c starts", "c parks", "b parks"]
     assert order.index("a ends") < order.index("b resumes") < order.index("d starts")
     assert order.index("c resumes") < order.index("d starts")
+
+
+def test_parking_control_counts_each_running_sessions_largest_request_of_its_last_step() -> None:
+    from surfer.agent.events import ModelCall, ModelCalled
+    from surfer.models.backend import Usage
+    from surfer.fleet.concurrency import ParkingControl
+
+    def called(tokens: int) -> ModelCalled:
+        return ModelCalled(step=1, call=ModelCall(role="policy", request={}, completion="", seconds=0.1,
+                                                   usage=Usage(prompt_tokens=tokens, completion_tokens=5)))
+
+    async def go() -> list[tuple[int, int]]:
+        slots = Slots(2)
+        seen: list[tuple[int, int]] = []
+        step_two = asyncio.Event()
+
+        async def session(first: int, second: int, wait: bool) -> None:
+            async with slots:
+                control = ParkingControl(slots)
+                control.observe(called(first))
+                control.observe(called(first + 40))  # the localizer continues the policy's request
+                await control.checkpoint()
+                control.observe(called(second))  # the next step's policy request: that step's largest so far
+                if wait:
+                    await step_two.wait()
+                seen.append(slots.footprint())
+
+        a = asyncio.create_task(session(1000, 1200, wait=True))
+        b = asyncio.create_task(session(3000, 3100, wait=False))
+        await b
+        step_two.set()
+        await a
+        seen.append(slots.footprint())  # both ended: nothing left to keep
+        return seen
+
+    assert asyncio.run(go()) == [(4300, 2), (1200, 1), (0, 0)]
 
 
 def test_a_session_cancelled_while_parked_gives_back_no_slot_twice() -> None:

@@ -10,14 +10,19 @@ batch's agent steps/s, then moves the number of live sessions:
   (KV use at or above `kv_high`, new preemptions, or the interval's
   prefix-cache hit rate below `hit_drop` of the best one so far, when that
   was at least `hit_floor`: the cache stopped keeping the sessions'
-  prefixes; increases then stay below the level where that happened, and
-  wait until the cache kept them for `calm_intervals`), when requests queue at
+  prefixes; increases then stay below the size the running sessions'
+  contexts had when that happened, the token ceiling, and wait until the
+  cache kept them for `calm_intervals`), when requests queue at
   the server (more than `waiting_high` waiting per running one: deferred
   prefills or a full batch, where more sessions add waiting, not steps), or
   when steps/s (averaged over intervals) fell by more than `tolerance` after
   the last increase;
+- when the sessions' contexts grew past `park_at` of the token ceiling
+  (append-only histories deepen every step), down to as many sessions as
+  fit under `grow_below` of it;
 - additive increase (+`increase`) while every session slot is in use and
-  none of that happened;
+  none of that happened, as far as sessions of today's mean context fit
+  under `grow_below` of the token ceiling;
 - otherwise it holds, and always for one interval after a decrease (until
   the sessions above the new limit have parked and the cache refilled).
 
@@ -27,6 +32,13 @@ the next request, nor (for a hybrid model) the Mamba states a kept prefix
 needs. With sessions 8 screenshots deep on one H100, Holo2 went from 32 to
 48 sessions and its hit fell from 0.84 to 0.05 at a mean KV use of 0.15;
 Holotron at 48 hit 0.00 at 0.63 (README, "The seeds' regime").
+
+A session's context is the largest request (prompt tokens) of its last step,
+which a ParkingControl reads from its events. Where the sessions grow, a
+ceiling counted in sessions is wrong both ways: a level that held shallow
+sessions overflows deep ones, and sessions that start again shallow could be
+more. Before the cache has fallen short, or where no request says its size,
+a level that overflowed is the ceiling instead.
 
 A lower limit takes effect at each session's next step boundary: the
 newest sessions above it park there (none is cancelled; the time they wait
@@ -75,6 +87,7 @@ class Slots:
         self.busy = 0
         self.parked = 0
         self._holders: list[object] = []  # in the order they took their slot
+        self.contexts: dict[object, int] = {}  # each session's context in its last step (prompt tokens)
         self._changed = asyncio.Condition()
 
     async def __aenter__(self) -> "Slots":
@@ -85,6 +98,7 @@ class Slots:
 
     async def __aexit__(self, *exc: object) -> None:
         async with self._changed:
+            self.contexts.pop(asyncio.current_task(), None)
             self._give(asyncio.current_task())
 
     def _take(self, key: object) -> None:
@@ -101,6 +115,12 @@ class Slots:
     def over(self) -> int:
         """Sessions running above the limit (they park at their next step boundary)."""
         return max(0, self.busy - self.limit)
+
+    def footprint(self) -> tuple[int, int]:
+        """The running sessions' contexts in prompt tokens (what the server's cache must keep for their
+        next requests), and how many sessions that counts (those that made a model call)."""
+        known = [self.contexts[key] for key in self._holders if key in self.contexts]
+        return sum(known), len(known)
 
     def must_park(self, key: object) -> bool:
         over = self.over
@@ -136,8 +156,19 @@ class ParkingControl(RunControl):
         super().__init__()
         self.slots = slots
         self.key = asyncio.current_task()  # made in the drain worker that took the session's slot
+        self._step_context = 0
+
+    def observe(self, event: object) -> None:
+        """A listener of the session's events: its context is the largest request of its last step
+        (a continuing localizer's request holds the policy's whole conversation)."""
+        from surfer.agent.events import ModelCalled
+
+        if isinstance(event, ModelCalled) and event.call.usage.prompt_tokens:
+            self._step_context = max(self._step_context, event.call.usage.prompt_tokens)
+            self.slots.contexts[self.key] = self._step_context
 
     async def checkpoint(self) -> list[str]:
+        self._step_context = 0
         if self.slots.must_park(self.key):
             pause_deadline(await self.slots.park(self.key))
         return await super().checkpoint()
@@ -154,6 +185,7 @@ class Decision:
     preempted: float
     reason: str
     prefix_hit: float | None = None  # over the interval
+    context_tokens: int | None = None  # the running sessions' contexts (Slots.footprint)
 
 
 @dataclass
@@ -173,6 +205,10 @@ class AutoConcurrency:
     hit_drop: float = 0.5  # a prefix hit rate under this share of the best interval's is a short cache
     hit_floor: float = 0.3  # ... when the best was at least this (a layout that reuses little has nothing to lose)
     calm_intervals: int = 2  # after the cache fell short, intervals it must keep the prefixes before an increase
+    # shares of the contexts' size at which the cache fell short (the token ceiling): increases keep the
+    # sessions under `grow_below`; when they grow past `park_at`, some park until they are under it again
+    grow_below: float = 0.75
+    park_at: float = 0.85
     smoothing: float = 0.5  # weight of the newest interval in the steps/s average
     fallback: int = 8
     decisions: list[Decision] = field(default_factory=list)
@@ -200,6 +236,11 @@ class AutoConcurrency:
         last_rate: float | None = None
         kept_hit: float | None = None  # the best interval hit rate: the cache keeping the sessions' prefixes
         ceiling: int | None = None  # the level at which it stopped keeping them: increases stay below it
+        # the sessions' contexts (prompt tokens) at which it stopped keeping them: where sessions grow
+        # longer, a level that held shallow sessions overflows deep ones, so this, not a number of
+        # sessions, bounds them once the batch's requests say how large their contexts are
+        token_ceiling: int | None = None
+        last_footprint = 0
         short_before = False
         calm = self.calm_intervals  # intervals the cache kept the prefixes since it last fell short
         last_change = "start"
@@ -217,6 +258,10 @@ class AutoConcurrency:
             limit = slots.limit
             running = now.get("vllm:num_requests_running", 0.0)
             hit = cache_hit_rate(last, now)
+            footprint, known = slots.footprint()
+            per_session = footprint / known if known else 0.0
+            # the contexts when the cache was first seen short (the end of that interval)
+            short_from = last_footprint if short_before else footprint
             kept_hit = max(kept_hit or 0.0, hit) if hit is not None and slots.over == 0 else kept_hit
             short = (hit is not None and kept_hit is not None and kept_hit >= self.hit_floor
                      and hit < kept_hit * self.hit_drop)
@@ -232,7 +277,10 @@ class AutoConcurrency:
                 # that level overflowed the cache: later increases stay below it. Right after an increase one
                 # short interval says so; at a level that held before, it may be sessions starting or resuming
                 # cold, so only a second one in a row lowers the limit
-                ceiling = min(ceiling or limit, limit)
+                if short_from:
+                    token_ceiling = min(token_ceiling or short_from, short_from)
+                else:
+                    ceiling = min(ceiling or limit, limit)
                 calm = 0
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = (f"cache short (prefix hit {hit:.2f}, {kept_hit:.2f} while it kept the sessions' prefixes; "
@@ -247,11 +295,24 @@ class AutoConcurrency:
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = f"steps/s fell from {last_rate:.2f} to {rate:.2f} after an increase"
                 change = "decrease"
+            elif token_ceiling and per_session and footprint >= self.park_at * token_ceiling and limit > self.minimum:
+                # the sessions grew (append-only histories): park some before the cache overflows again
+                limit = max(self.minimum, min(limit - 1, math.floor(self.grow_below * token_ceiling / per_session)))
+                reason = (f"the sessions' contexts reached {footprint:,} tokens, near the {token_ceiling:,} "
+                          f"at which the cache fell short")
+                change = "decrease"
             elif slots.busy >= slots.limit and calm < self.calm_intervals:
                 reason, change = f"cache kept the prefixes {calm} of {self.calm_intervals} intervals since it fell short", "hold"
             elif slots.busy >= slots.limit:
                 top = self.maximum if ceiling is None else min(self.maximum, ceiling - 1)
-                if limit < top:
+                room = (math.floor(self.grow_below * token_ceiling / per_session) if token_ceiling and per_session
+                        else None)  # sessions of today's mean context that fit below the token ceiling
+                if room is not None and room <= limit < top:
+                    reason = (f"{limit + 1} sessions would hold about {per_session * (limit + 1):,.0f} tokens, over "
+                              f"{self.grow_below:.0%} of the {token_ceiling:,} at which the cache fell short")
+                    change = "hold"
+                elif limit < top:
+                    top = top if room is None else min(top, room)
                     limit = min(top, limit + self.increase)
                     reason, change = "every slot in use, cache has room", "increase"
                 else:
@@ -262,9 +323,10 @@ class AutoConcurrency:
                 reason, change = "slots to spare", "hold"
             await slots.resize(limit)
             self.decisions.append(Decision(round(clock - started, 2), limit, round(rate, 3), kv, running, waiting,
-                                           preempted, reason, hit))
+                                           preempted, reason, hit, footprint))
             calm = calm + 1 if change == "hold" and not short else calm
             last, last_steps, last_time, last_rate, last_change = now, steps(), clock, rate, change
+            last_footprint = footprint
             short_before = short and change == "hold"  # a short interval that did not move the limit yet
 
     def summary(self) -> dict[str, Any]:

@@ -324,13 +324,14 @@ class Batch:
         from surfer.agent.loop import Agent
 
         env = self._environment(task, browser)
-        listeners = [self.stats, watch, *self.listeners]
+        control = self._control()
+        listeners = [self.stats, watch, *self.listeners, *([control.observe] if control is not None else [])]
         agent = Agent(config, environment=env, backends=self.backends, listeners=listeners, secrets=self.secrets)
         try:
             # a clock, not a bare timeout: time held for a model server that went away moves it (core/deadline.py)
             with run_deadline(asyncio.get_running_loop().time() + config.max_seconds + HARD_LIMIT_GRACE) as hard:
                 async with hard.limit():
-                    return await agent.run(task.task, task.url, out_dir=tmp, control=self._control())
+                    return await agent.run(task.task, task.url, out_dir=tmp, control=control)
         except TimeoutError:
             return RunResult(
                 status="limit",
