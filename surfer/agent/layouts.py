@@ -78,11 +78,25 @@ class Layout:
 
     def shown(self, memory: Memory) -> list[PreparedImage]:
         images = list(memory.images)
+        cap = memory.image_cap or len(images)
         if self.name == "window":
-            return images[-self.window:]
-        block = self.memory_images
-        in_block = (memory.images_added - 1) % block + 1 if memory.images_added else 0
+            return images[-min(self.window, cap):]
+        block = min(self.memory_images, cap)
+        added = memory.images_added - memory.block_origin
+        in_block = (added - 1) % block + 1 if added > 0 else 0
         return images[-in_block:] if in_block else []
+
+    def shorten(self, memory: Memory) -> bool:
+        """The server said the request was longer than the model's context: from now on show at most
+        half the screenshots the last request held (the blocks layout starts a new block at the latest
+        one, so the requests after it stay append-only). False when it already held one."""
+        shown = len(self.shown(memory))
+        if shown <= 1:
+            return False
+        memory.image_cap = max(1, shown // 2)
+        if self.name == "blocks":
+            memory.block_origin = memory.images_added - 1
+        return True
 
     def policy_messages(self, system: Message, memory: Memory, observation: Observation, closing: str) -> list[Message]:
         images = self.shown(memory)

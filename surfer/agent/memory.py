@@ -47,6 +47,10 @@ class Memory:
         self._older_errors = 0
         self._older_first = 0
         self.images_added = 0  # every screenshot ever added (layouts that drop images in blocks count them)
+        # After the server said a request was longer than the model's context (Layout.shorten): at most
+        # this many screenshots a request, and the blocks layout's blocks count from `block_origin`.
+        self.image_cap: int | None = None
+        self.block_origin = 0
         # Every entry of the last steps, uncompacted, for layouts that place each step's line after its screenshot.
         self._log: deque[HistoryEntry] = deque(maxlen=max(log_entries, 2 * self.window))
         # The policy's request and reply of the current step, for the roles that continue it (role continuation).

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from surfer.core.actions import Action, Answer, CssPoint, Fail
 from surfer.core.coordinates import model_to_css
-from surfer.core.errors import ModelOutputError
+from surfer.core.errors import ContextTooLong, ModelOutputError
 from surfer.core.observation import Observation
 from surfer.models.backend import Message, ModelBackend, ModelRequest, TextPart
 from surfer.models.imaging import PreparedImage
@@ -168,8 +168,14 @@ class Policy:
         if answer is not None:
             schema = answer.policy_schema(schema)
             parse = _typed_answers(parse, answer)
-        decision, memory.policy_turn = await self.client.ask_turn(messages, schema, parse, sink)
-        return decision
+        while True:
+            try:
+                decision, memory.policy_turn = await self.client.ask_turn(messages, schema, parse, sink)
+                return decision
+            except ContextTooLong:
+                if not self.layout.shorten(memory):  # one screenshot is already too long: nothing to drop
+                    raise
+                messages = self.messages(memory, observation, final=final)
 
 
 def _typed_answers(parse: Callable[[str], Any], answer: AnswerSchema) -> Callable[[str], Any]:
@@ -202,13 +208,18 @@ class Localizer:
 
     async def locate(self, target: str, image: PreparedImage, sink: CallSink, after: Turn | None = None) -> CssPoint:
         profile = self.client.profile
-        messages = self.messages(target, image, after)
 
         def parse(text: str) -> CssPoint:
             x, y = profile.parse_point(parse_json_object(text))
             return model_to_css(x, y, profile.frame, image.geometry)
 
-        return await self.client.ask(messages, self.schema, parse, sink)
+        try:
+            return await self.client.ask(self.messages(target, image, after), self.schema, parse, sink)
+        except ContextTooLong:
+            if after is None:
+                raise
+            # the policy's turn and this instruction outgrew the context: ask on the screenshot alone
+            return await self.client.ask(self.messages(target, image), self.schema, parse, sink)
 
 
 class Validator:
@@ -227,6 +238,12 @@ class Validator:
 
     async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink,
                     after: Turn | None = None) -> Verdict:
-        messages = self.messages(task, answer, images, after)
-        parsed: ValidatorAnswer = await self.client.ask(messages, self.schema, _pydantic_parser(ValidatorAnswer), sink)
+        try:
+            parsed: ValidatorAnswer = await self.client.ask(
+                self.messages(task, answer, images, after), self.schema, _pydantic_parser(ValidatorAnswer), sink)
+        except ContextTooLong:
+            if after is None:
+                raise
+            parsed = await self.client.ask(self.messages(task, answer, images), self.schema,
+                                           _pydantic_parser(ValidatorAnswer), sink)
         return Verdict(accepted=parsed.verdict == "accept", reasons=parsed.reasons, answer=answer)

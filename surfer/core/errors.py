@@ -35,6 +35,11 @@ class ModelRequestError(RunError):
     """The server rejected a request or kept failing after retries."""
 
 
+class ContextTooLong(ModelRequestError):
+    """The request is longer than the model's context (vLLM: "exceeds model's maximum context
+    length"): the agent sends fewer screenshots (Layout.shorten) instead of ending the run."""
+
+
 class EnvironmentFailure(RunError):
     """The browser or desktop failed (crashed page, missing executable)."""
 

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from surfer.core.deadline import pause_deadline, time_left
-from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
+from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
@@ -69,6 +69,16 @@ def _image_uuids(request: ModelRequest) -> list[str]:
 def _schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
     note = "Reply with one JSON object that follows this JSON schema, and nothing else:\n" + json.dumps(schema)
     return [*messages, {"role": "user", "content": note}]
+
+
+def _context_too_long(exc: HttpStatusError) -> bool:
+    """The request is longer than the model's context: vLLM's "exceeds model's maximum context
+    length", OpenAI's `context_length_exceeded`, and the like."""
+    text = str(exc).lower()
+    return exc.status_code in (400, 413, 422) and any(
+        words in text for words in ("maximum context length", "context_length_exceeded", "context length exceeded",
+                                    "prompt is too long", "too many input tokens")
+    )
 
 
 def _rejects_structured_param(exc: HttpStatusError) -> bool:
@@ -261,7 +271,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     transient += 1
                     await asyncio.sleep(self._backoff(transient))
                     continue
-                raise ModelRequestError(
+                failure = ContextTooLong if _context_too_long(exc) else ModelRequestError
+                raise failure(
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
             self._mark_answered()

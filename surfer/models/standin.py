@@ -13,7 +13,8 @@ next N requests with a status code, delay answers, hang (accept requests and
 never answer them, like a wedged server), or reject `response_format` the way
 servers without structured outputs do.
 
-With `kv_capacity=N` it also behaves like a server with a KV cache of N
+With `max_model_len=N` it answers a longer prompt (256 tokens an image, 4
+characters a token) with vLLM's HTTP 400. With `kv_capacity=N` it also behaves like a server with a KV cache of N
 tokens and reports it at `GET /metrics` in vLLM's names: a request holds its
 prompt tokens while it is answered; one that does not fit waits, and when it
 gets in it is counted as preempted and takes twice `delay` (the recompute of
@@ -193,8 +194,10 @@ class StandInServer:
         image_cache: int | None = 4096,
         prefix_capacity: int | None = None,
         token_seconds: float = 0.0,
+        max_model_len: int | None = None,
     ) -> None:
         self.respond = respond
+        self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
         self.delay = delay
         self.reject_response_format = reject_response_format
@@ -389,6 +392,10 @@ class StandInServer:
                 with server._lock:
                     server.requests.append(request)
                 prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)
+                if server.max_model_len is not None and prompt_tokens > server.max_model_len:
+                    self._send(400, {"error": {"type": "BadRequestError", "message": (
+                        f"Input length ({prompt_tokens}) exceeds model's maximum context length ({server.max_model_len}).")}})
+                    return
                 computed = server._count_prompt(body, prompt_tokens)
                 extra = server._admit(prompt_tokens)
                 try:

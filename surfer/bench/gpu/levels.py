@@ -260,7 +260,7 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
                        sessions: int | None = None, auto: dict[str, Any] | None = None, min_steps: int = 0,
                        sampler: MetricsSampler | None = None, warm_steps: int = 0,
                        ) -> tuple[dict[str, Any], list[SentRequest]]:
-    """Run `sessions` replay tasks (default 2 × concurrency; with `min_steps`, one per session) with
+    """Run `sessions` replay tasks (default 2 × concurrency) with
     `concurrency` sessions (or "auto", with AutoConcurrency options `auto`) for at most `window` s; with
     `min_steps`, stop once the steady window closed (every session running after the ramp did that many
     more steps). With `warm_steps`, each session's first steps are answered without the server
@@ -270,9 +270,9 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
 
     recording = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
     backend = WarmStart(recording, warm_steps) if warm_steps else recording
-    # a steady window ends long before sessions of --session-steps do: one task per session is enough
-    # (and halves the screenshots read and marked before the window); else twice as many, to keep slots full
-    count = sessions or (int(concurrency) if min_steps else max(4, 2 * int(concurrency)))
+    # twice as many tasks as sessions keep the slots full: sessions also end before --session-steps (a
+    # random-weight model gives up or answers), and one not replaced shrinks the load and closes the window
+    count = sessions or max(4, 2 * int(concurrency))
     tasks = [BatchTask(id=f"s{k:04d}", task=_TASK, group=f"s{k:04d}") for k in range(count)]
     cohort = int((auto or {}).get("start", 1)) if concurrency == "auto" else int(concurrency)
     steady = SteadyWindow(min(cohort, count), min_steps, sessions_total=count)
