@@ -123,7 +123,8 @@ def test_sessions_ended_by_server_errors_are_counted_and_their_run_flagged() -> 
     results = {"variants": ["d8-c40"], "models": [{"name": "holotron", "levels": [row]}]}
     assert "| holotron | d8-c40 | 40 | 1.00 |" in table(results) and "| 0 | 1 | - | - |" in table(results)
     (line,) = error_warnings(results)
-    assert line.startswith("warning: holotron d8-c40 c=40: 1 of 2 sessions ended in an error") and "HTTP 500" in line
+    assert line.startswith("warning: holotron d8-c40 c=40: 1 of 2 sessions ended in an error, which changed the load")
+    assert "HTTP 500" in line
     row["surfer"]["sessions_errored"] = 0
     assert error_warnings(results) == []
 

@@ -89,16 +89,17 @@ def table(results: dict[str, Any]) -> str:
 
 
 def error_warnings(results: dict[str, Any]) -> list[str]:
-    """A line for each run in which errors ended sessions: its load fell as they did, so its steps/s
-    is not the level's (with random weights, e.g. NaN logits that the grammar rejects: HTTP 500)."""
+    """A line for each run in which errors ended sessions: sessions that end early change the load (fewer
+    run, or shallower ones replace them), so its steps/s is not the level's as such (with random
+    weights, e.g. NaN logits that the grammar rejects: HTTP 500)."""
     lines = []
     for model in results["models"]:
         for row in model.get("levels", []):
             s = row["surfer"]
             if s.get("sessions_errored"):
                 lines.append(f"warning: {model['name']} {row.get('name', row.get('layout', 'window'))} c={row['concurrency']}: "
-                             f"{s['sessions_errored']} of {s.get('sessions_finished')} sessions ended in an error, so fewer "
-                             f"ran than the level; not a figure for it (first: {s.get('session_error')})")
+                             f"{s['sessions_errored']} of {s.get('sessions_finished')} sessions ended in an error, which "
+                             f"changed the load; not a figure for the level as such (first: {s.get('session_error')})")
     return lines
 
 

@@ -299,7 +299,7 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
         "steps_per_session": round(sum(r["steps"] for r in finished) / len(finished), 2) if finished else None,
         "statuses": statuses,
         "unusable_outputs": tally.failed_calls,
-        # sessions the server's errors ended: from then on fewer ran than the level says
+        # sessions that errors ended (the load changed as they did: fewer ran, or shallower ones replaced them)
         "sessions_errored": len(tally.session_errors),
         "session_error": tally.session_errors[0][:300] if tally.session_errors else None,
         **tally.rates(seconds),
