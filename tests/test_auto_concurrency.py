@@ -131,6 +131,42 @@ def test_once_the_cache_fell_short_the_sessions_contexts_not_their_number_bound_
     assert decisions[10].reason == "the sessions' contexts reached 135,000 tokens, near the 100,000 at which the cache fell short"
 
 
+def test_a_fall_in_steps_per_s_counts_only_beyond_the_noise_of_the_steps_counted() -> None:
+    # steps finished per 1 s interval: the same 56 % fall (28 % once averaged) right after an increase is noise
+    # when the intervals count 9 and 4 steps (1/sqrt(4) = 0.5), and a real fall when they count 900 and 400
+    def run(counts: list[int]) -> list[Any]:
+        clock = [0.0]
+        controller = Scripted("http://127.0.0.1:1/metrics", interval=0.01, clock=lambda: clock[0])
+        controller.readings = [reading(1000 * k, 900 * k) for k in range(len(counts) + 1)]
+        done = [sum(counts[:k]) for k in range(len(counts) + 1)]
+        read, total = controller.read, len(controller.readings)
+
+        async def tick(client: Any) -> dict[str, float] | None:
+            if len(controller.readings) < total:  # the start's reading at 0 s, then one a second
+                clock[0] += 1.0
+            return await read(client)
+
+        controller.read = tick  # type: ignore[method-assign]
+        steps = lambda: done[min(len(done) - 1, max(0, total - len(controller.readings) - 1))]  # noqa: E731
+
+        async def go() -> None:
+            task = asyncio.create_task(controller.control(Full(8), steps, None))
+            while controller.readings:
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(0.05)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+        asyncio.run(go())
+        return controller.decisions
+
+    few = run([9, 4])
+    assert [d.limit for d in few] == [10, 12] and few[1].reason == "every slot in use, cache has room"
+    many = run([900, 400])
+    assert [d.limit for d in many] == [10, 7] and many[1].reason == "steps/s fell from 900.00 to 650.00 after an increase"
+    assert Scripted("x")._noise(4) == 0.5 and Scripted("x")._noise(400) == 0.15
+
+
 def test_slots_park_the_newest_sessions_above_a_lower_limit_and_resume_them_before_new_ones() -> None:
     async def go() -> list[str]:
         slots = Slots(3)

@@ -16,6 +16,8 @@ batch's agent steps/s, then moves the number of live sessions:
   the server (more than `waiting_high` waiting per running one: deferred
   prefills or a full batch, where more sessions add waiting, not steps), or
   when steps/s (averaged over intervals) fell by more than `tolerance` after
+  (or, when an interval counts few steps, by more than their counting noise,
+  1/sqrt(steps): long steps on a busy GPU finish a handful per interval)
   the last increase;
 - when the sessions' contexts grew past `park_at` of the token ceiling
   (append-only histories deepen every step), down to as many sessions as
@@ -211,6 +213,7 @@ class AutoConcurrency:
     park_at: float = 0.85
     smoothing: float = 0.5  # weight of the newest interval in the steps/s average
     fallback: int = 8
+    clock: Callable[[], float] = time.monotonic  # when each reading came (steps/s)
     decisions: list[Decision] = field(default_factory=list)
 
     @classmethod
@@ -230,7 +233,7 @@ class AutoConcurrency:
         """Adjust `slots` every `interval` until cancelled."""
         from surfer.models.metrics import cache_hit_rate
 
-        started = last_time = time.monotonic()
+        started = last_time = self.clock()
         last_steps = steps()
         last = await self.read(client) or {}
         last_rate: float | None = None
@@ -249,8 +252,9 @@ class AutoConcurrency:
             now = await self.read(client)
             if now is None:
                 continue  # a busy server missed one reading
-            clock = time.monotonic()
-            measured = (steps() - last_steps) / max(1e-9, clock - last_time)
+            clock = self.clock()
+            counted = steps() - last_steps
+            measured = counted / max(1e-9, clock - last_time)
             rate = measured if last_rate is None else self.smoothing * measured + (1 - self.smoothing) * last_rate
             kv = now.get("vllm:kv_cache_usage_perc")
             waiting = now.get("vllm:num_requests_waiting", 0.0)
@@ -291,7 +295,7 @@ class AutoConcurrency:
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = f"requests queue at the server (waiting {waiting:g}, running {running:g}, KV {kv if kv is None else round(kv, 2)})"
                 change = "decrease"
-            elif last_change == "increase" and last_rate and rate < last_rate * (1 - self.tolerance):
+            elif last_change == "increase" and last_rate and rate < last_rate * (1 - self._noise(counted)):
                 limit = max(self.minimum, math.floor(limit * self.decrease))
                 reason = f"steps/s fell from {last_rate:.2f} to {rate:.2f} after an increase"
                 change = "decrease"
@@ -328,6 +332,11 @@ class AutoConcurrency:
             last, last_steps, last_time, last_rate, last_change = now, steps(), clock, rate, change
             last_footprint = footprint
             short_before = short and change == "hold"  # a short interval that did not move the limit yet
+
+    def _noise(self, counted: int) -> float:
+        """The fall in steps/s that counts as one: `tolerance`, or a count's relative noise
+        (1/sqrt(n)) when the interval finished few steps."""
+        return max(self.tolerance, 1.0 / math.sqrt(max(1, counted)))
 
     def summary(self) -> dict[str, Any]:
         limits = [d.limit for d in self.decisions]
