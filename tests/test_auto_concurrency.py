@@ -38,12 +38,13 @@ class Full(Slots):
         pass
 
 
-def decide(readings: list[dict[str, float]], start: int = 8, slots: Slots | None = None, **options: Any) -> list[Any]:
-    controller = Scripted("http://127.0.0.1:1/metrics", interval=0.01, **options)
+def decide(readings: list[dict[str, float]], start: int = 8, slots: Slots | None = None,
+           steps: Any = None, controller: Scripted | None = None, **options: Any) -> list[Any]:
+    controller = controller or Scripted("http://127.0.0.1:1/metrics", interval=0.01, **options)
     controller.readings = list(readings)
     slots = slots or Full(start)
-    def steps() -> int:  # a constant 1,000 steps/s, whatever the timing: the steps/s rule stays out of it
-        return int(time.monotonic() * 1000)
+    # by default a constant 1,000 steps/s, whatever the timing: the steps/s rule stays out of it
+    steps = steps or (lambda: int(time.monotonic() * 1000))
 
     async def go() -> None:
         task = asyncio.create_task(controller.control(slots, steps, None))
@@ -137,9 +138,9 @@ def test_a_fall_in_steps_per_s_counts_only_beyond_the_noise_of_the_steps_counted
     def run(counts: list[int]) -> list[Any]:
         clock = [0.0]
         controller = Scripted("http://127.0.0.1:1/metrics", interval=0.01, clock=lambda: clock[0])
-        controller.readings = [reading(1000 * k, 900 * k) for k in range(len(counts) + 1)]
+        readings = [reading(1000 * k, 900 * k) for k in range(len(counts) + 1)]
         done = [sum(counts[:k]) for k in range(len(counts) + 1)]
-        read, total = controller.read, len(controller.readings)
+        read, total = controller.read, len(readings)
 
         async def tick(client: Any) -> dict[str, float] | None:
             if len(controller.readings) < total:  # the start's reading at 0 s, then one a second
@@ -148,17 +149,7 @@ def test_a_fall_in_steps_per_s_counts_only_beyond_the_noise_of_the_steps_counted
 
         controller.read = tick  # type: ignore[method-assign]
         steps = lambda: done[min(len(done) - 1, max(0, total - len(controller.readings) - 1))]  # noqa: E731
-
-        async def go() -> None:
-            task = asyncio.create_task(controller.control(Full(8), steps, None))
-            while controller.readings:
-                await asyncio.sleep(0.005)
-            await asyncio.sleep(0.05)
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-        asyncio.run(go())
-        return controller.decisions
+        return decide(readings, steps=steps, controller=controller)
 
     few = run([9, 4])
     assert [d.limit for d in few] == [10, 12] and few[1].reason == "every slot in use, cache has room"
