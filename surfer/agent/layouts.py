@@ -93,7 +93,7 @@ class Layout:
         shown = len(self.shown(memory))
         if shown <= 1:
             return False
-        memory.image_cap = max(1, shown // 2)
+        memory.image_cap = shown // 2
         if self.name == "blocks":
             memory.block_origin = memory.images_added - 1
         return True

@@ -108,6 +108,19 @@ class RoleClient:
         value, _ = await self.ask_turn(messages, schema, parse, sink)
         return value
 
+    async def ask_continuing(
+        self, continued: list[Message], alone: Callable[[], list[Message]] | None, schema: dict[str, Any],
+        parse: Callable[[str], T], sink: CallSink,
+    ) -> T:
+        """`ask` with `continued` (the policy's turn and this role's instruction); when that outgrew the
+        model's context, with the role's own request `alone()` instead (None: not a continuation)."""
+        try:
+            return await self.ask(continued, schema, parse, sink)
+        except ContextTooLong:
+            if alone is None:
+                raise
+            return await self.ask(alone(), schema, parse, sink)
+
     async def ask_turn(
         self, messages: list[Message], schema: dict[str, Any], parse: Callable[[str], T], sink: CallSink,
     ) -> tuple[T, Turn]:
@@ -213,13 +226,8 @@ class Localizer:
             x, y = profile.parse_point(parse_json_object(text))
             return model_to_css(x, y, profile.frame, image.geometry)
 
-        try:
-            return await self.client.ask(self.messages(target, image, after), self.schema, parse, sink)
-        except ContextTooLong:
-            if after is None:
-                raise
-            # the policy's turn and this instruction outgrew the context: ask on the screenshot alone
-            return await self.client.ask(self.messages(target, image), self.schema, parse, sink)
+        alone = (lambda: self.messages(target, image)) if after is not None else None
+        return await self.client.ask_continuing(self.messages(target, image, after), alone, self.schema, parse, sink)
 
 
 class Validator:
@@ -238,12 +246,7 @@ class Validator:
 
     async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink,
                     after: Turn | None = None) -> Verdict:
-        try:
-            parsed: ValidatorAnswer = await self.client.ask(
-                self.messages(task, answer, images, after), self.schema, _pydantic_parser(ValidatorAnswer), sink)
-        except ContextTooLong:
-            if after is None:
-                raise
-            parsed = await self.client.ask(self.messages(task, answer, images), self.schema,
-                                           _pydantic_parser(ValidatorAnswer), sink)
+        alone = (lambda: self.messages(task, answer, images)) if after is not None else None
+        parsed: ValidatorAnswer = await self.client.ask_continuing(
+            self.messages(task, answer, images, after), alone, self.schema, _pydantic_parser(ValidatorAnswer), sink)
         return Verdict(accepted=parsed.verdict == "accept", reasons=parsed.reasons, answer=answer)
