@@ -6,12 +6,23 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from surfer.models.backend import Message
 from surfer.models.imaging import PreparedImage
 
-if TYPE_CHECKING:
-    from .roles import Turn
+
+@dataclass(frozen=True)
+class Turn:
+    """A role's request as it was sent and the reply it accepted: what another role
+    on the same model continues (role continuation), so that the server's prefix
+    cache reuses the whole request, screenshots included."""
+
+    messages: tuple[Message, ...]
+    reply: str
+
+    def continued(self, instruction: str) -> list[Message]:
+        """This turn's messages byte for byte, its reply as the assistant's, then `instruction`."""
+        return [*self.messages, Message.text("assistant", self.reply), Message.text("user", instruction)]
 
 
 @dataclass(frozen=True)

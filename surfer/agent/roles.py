@@ -24,7 +24,7 @@ from surfer.prompts import render
 from .answers import AnswerSchema
 from .events import ModelCall, Verdict
 from .layouts import DEFAULT_LAYOUT, Layout, image_parts
-from .memory import Memory
+from .memory import Memory, Turn
 
 T = TypeVar("T")
 CallSink = Callable[[ModelCall], Awaitable[None]]
@@ -67,20 +67,6 @@ def _pydantic_parser(model: type[BaseModel]) -> Callable[[str], Any]:
         except ValidationError as exc:
             raise ModelOutputError(_validation_feedback(exc)) from None
     return parse
-
-
-@dataclass(frozen=True)
-class Turn:
-    """A role's request as it was sent and the reply it accepted: what another role
-    on the same model continues (role continuation), so that the server's prefix
-    cache reuses the whole request, screenshots included."""
-
-    messages: tuple[Message, ...]
-    reply: str
-
-    def continued(self, instruction: str) -> list[Message]:
-        """This turn's messages byte for byte, its reply as the assistant's, then `instruction`."""
-        return [*self.messages, Message.text("assistant", self.reply), Message.text("user", instruction)]
 
 
 class RoleClient:

@@ -212,8 +212,8 @@ def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: i
     """(role, messages) for every request one recorded run would make, in order; with
     `continuation`, the localizer's and validator's requests continue the policy's."""
     from surfer.agent.layouts import Layout
-    from surfer.agent.memory import Memory
-    from surfer.agent.roles import Localizer, Policy, RoleClient, Turn, Validator
+    from surfer.agent.memory import Memory, Turn
+    from surfer.agent.roles import Localizer, Policy, RoleClient, Validator
     from surfer.core.actions import ACTION_ADAPTER, Answer, targets_of
     from surfer.core.coordinates import ImageGeometry, Size
     from surfer.core.observation import Observation, Screenshot
