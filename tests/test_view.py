@@ -23,6 +23,21 @@ async def centres(demo_site):  # type: ignore[no-untyped-def]
     return await measure_targets(demo_site.base_url, VIEWPORT)
 
 
+@pytest.fixture(scope="module")
+async def user_browser():  # type: ignore[no-untyped-def]
+    """The full Chromium a person opens the view and the reports in (the headless shell the
+    sessions use asks for no icon, so it cannot see what a person's browser logs)."""
+    from playwright.async_api import async_playwright
+
+    from surfer.tools.chromium import find_chromium, launch_args
+
+    executable = find_chromium(headless=False)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=executable, headless=True, args=launch_args(executable))
+        yield browser
+        await browser.close()
+
+
 def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
     """A raw GET (the path goes out exactly as written: no client-side normalising)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -34,17 +49,18 @@ def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[in
         conn.close()
 
 
-async def test_view_page_follows_a_running_batch(demo_site, standin, centres, shared_browser, tmp_path):
+async def test_view_page_follows_a_running_batch(demo_site, standin, centres, user_browser, tmp_path):
     server = standin(DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)), delay=0.35)
     config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10,
                          browser=BrowserSettings(viewport=VIEWPORT))
     tasks = [BatchTask(id=f"task-{i}", group=f"task-{i}", task=DEMO_TASK, url=demo_site.url("index.html")) for i in range(5)]
     batch = Batch(config, tasks, tmp_path, concurrency=3)
     view = await ViewServer(tmp_path, port=0).start()
-    context = await shared_browser.new_context()
+    context = await user_browser.new_context()
     page = await context.new_page()
     problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    # every page of the context (the reports opened from the view too) keeps an empty console
+    context.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
     running = asyncio.create_task(batch.run())
     try:
@@ -240,3 +256,39 @@ async def test_flush_returns_when_a_finished_write_is_still_listed(tmp_path):
     assert not watch._pending
     await asyncio.wait_for(watch.remove(), 5)
     assert not watch.state_path.exists()
+
+
+async def test_pages_surfer_writes_keep_the_console_empty_on_any_server(user_browser, tmp_path):
+    """A run's report.html and the QA summary, opened from a plain static server (one
+    that answers /favicon.ico with 404, as most do): each declares its icon, so the
+    browser asks for nothing the server lacks and its console stays empty."""
+    import functools
+    import http.server
+    import threading
+
+    from surfer.agent.report import render_report
+    from surfer.qa.outcomes import QaSummary
+    from surfer.qa.reports import summary_html
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "result.json").write_text(json.dumps({"status": "success", "task": "t", "answer": "42", "steps": 0}))
+    (run_dir / "report.html").write_text(render_report(run_dir))
+    (tmp_path / "index.html").write_text(summary_html(QaSummary(tmp_path, [], 1.0), tmp_path / "index.html"))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    context = await user_browser.new_context()
+    problems: list[str] = []
+    context.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    try:
+        for path in ("run/report.html", "index.html"):
+            page = await context.new_page()
+            await page.goto(f"http://127.0.0.1:{server.server_address[1]}/{path}", wait_until="load")
+            await page.wait_for_timeout(300)  # the icon request, if any, goes out after load
+            assert await page.title()
+        assert problems == []
+    finally:
+        await context.close()
+        server.shutdown()

@@ -103,6 +103,6 @@ def render_report(run_dir: str | Path) -> str:
     if result.get("reason"):
         summary += f' · <span class="muted">{_e(result["reason"])}</span>'
     body = _artifacts(result.get("artifacts") or {}) + "\n".join(_step(run_dir, step) for step in steps)
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>surfer · {_e(task)}</title>
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>surfer · {_e(task)}</title>
 <style>{_STYLE}</style></head><body><header><h1>{_e(task)}</h1><div>{summary}</div>
 <div class="muted">{_e(meta.get('url') or '')}</div></header><main>{body}</main></body></html>"""

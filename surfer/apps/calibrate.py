@@ -42,7 +42,7 @@ def calibration_page(viewport: tuple[int, int]) -> str:
             f'height:{BUTTON[1]}px;background:{colour};color:#fff;font:600 18px sans-serif;border:0;'
             f'border-radius:6px">{label}</button>'
         )
-    return f"<html><body style='margin:0;overflow:hidden;background:#fafafa'>{''.join(buttons)}</body></html>"
+    return f"<html><head><link rel='icon' href='data:,'></head><body style='margin:0;overflow:hidden;background:#fafafa'>{''.join(buttons)}</body></html>"
 
 
 @dataclass

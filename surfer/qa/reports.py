@@ -108,7 +108,7 @@ section video,section img{max-width:100%;max-height:60vh}
 
 
 def _page(title: str, header: str, body: str) -> str:
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>{_e(title)}</title>'
             f"<style>{_STYLE}</style></head><body><header><h1>{_e(title)}</h1>{header}</header><main>{body}</main></body></html>\n")
 
 

@@ -158,7 +158,7 @@ async def _pipe_both(
 
 async def _answer(writer: asyncio.StreamWriter, status: int, phrase: str, text: str) -> None:
     body = (
-        "<!doctype html><meta charset=utf-8><title>Blocked</title>"
+        "<!doctype html><meta charset=utf-8><link rel=icon href='data:,'><title>Blocked</title>"
         f"<body style='font:16px sans-serif;margin:2em'><h1>{phrase}</h1><p>{html.escape(text)}</p>"
     ).encode()
     writer.write(

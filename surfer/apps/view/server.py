@@ -146,8 +146,13 @@ def create_app(out_dir: str | Path, *, token: str | None = None) -> Any:
         response.headers["Cache-Control"] = "no-cache"
         return secured(response, request)
 
+    async def favicon(request: Request) -> Response:
+        # every page surfer writes declares its icon; a page written by an older version asks the server
+        return Response(status_code=204)
+
     return Starlette(routes=[
         Route("/", index), Route("/api/state", state), Route("/files/{path:path}", files),
+        Route("/favicon.ico", favicon),
     ])
 
 
