@@ -162,7 +162,10 @@ async def test_resume_skips_finished_tasks_and_cleans_stale_temp_dirs(demo_site,
     assert [r for r in records if r["id"] == "a"] == [finished]
     assert sorted(r["id"] for r in records if r["status"] == "success") == ["a", "b", "c"]
     assert not stale.exists()
-    assert '"sta\n{' in (tmp_path / "results.jsonl").read_text()  # the torn line did not swallow the next record
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()  # one whole final line per task, nothing else
+    assert sorted(json.loads(line)["id"] for line in lines) == ["a", "b", "c"]
+    moved = [json.loads(line) for line in (tmp_path / "attempts.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["status"]) for r in moved] == [("b", "interrupted")]
     assert oracle_server.oracle.answers_given == 2  # a was not redone
 
 
@@ -193,10 +196,43 @@ async def test_unreachable_model_server_stops_the_batch_without_final_records(de
     config = AgentConfig(base_url="http://127.0.0.1:9/v1", model="m", max_steps=3)
     summary = await run_batch(config, demo_tasks(demo_site, ["x", "y", "z"]), tmp_path, concurrency=1)
     assert summary.stopped_kind == "unreachable"
-    records = read_results(tmp_path)
-    assert len(records) == 1 and records[0]["error_kind"] == "unreachable"
+    assert read_results(tmp_path) == [] and summary.statuses == {}  # an attempt is no result
+    attempts = [json.loads(line) for line in (tmp_path / "attempts.jsonl").read_text().splitlines()]
+    assert [(a["id"], a["status"], a["error_kind"]) for a in attempts] == [("x", "error", "unreachable")]
+    assert summary.unfinished == {"unreachable": 1} and summary.stats["errors"] == 0
+    assert not (tmp_path / "runs" / "x").exists()  # no run directory published for it
     batch = Batch(config, demo_tasks(demo_site, ["x", "y", "z"]), tmp_path)
     assert [t.id for t in batch.pending()] == ["x", "y", "z"]  # nothing counts as finished
+
+
+def test_results_written_by_an_older_version_resume_and_become_one_final_line_per_task(tmp_path):
+    """An older version wrote attempts into results.jsonl (an unreachable error, then the
+    success of the same task; a task interrupted): they resume as superseded, never
+    counted, and the next batch over the directory leaves one final line per task."""
+    from surfer.fleet.batch.results import read_results as final_lines
+
+    lines = [
+        {"id": "a", "status": "error", "error_kind": "unreachable", "reason": "server gone"},
+        {"id": "b", "status": "success", "run_dir": "runs/b"},
+        {"id": "a", "status": "success", "run_dir": "runs/a"},
+        {"id": "c", "status": "error", "error_kind": "config"},
+        {"id": "d", "status": "error", "error_kind": "internal"},
+    ]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"id": "e", "sta')
+    assert [r["id"] for r in final_lines(tmp_path / "results.jsonl")] == ["b", "a", "d"]
+    index = ResultsIndex(tmp_path / "results.jsonl")
+    assert index.compact() == 2
+    assert [(r["id"], r["status"]) for r in read_results(tmp_path)] == [("b", "success"), ("a", "success"), ("d", "error")]
+    moved = [json.loads(line) for line in (tmp_path / "attempts.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["error_kind"], r["superseded"]) for r in moved] == [("a", "unreachable", True), ("c", "config", True)]
+    assert index.compact() == 0  # nothing left to move: the file is not rewritten
+    assert index.compact(retry_errors=True) == 1  # an error about to run again leaves the results too
+    assert [r["id"] for r in read_results(tmp_path)] == ["b", "a"]
+    with (tmp_path / "results.jsonl").open("a") as handle:
+        handle.write('{"id": "f", "sta')  # torn by a crash, with nothing to move: the file is kept as it is
+    assert index.compact() == 0
+    asyncio.run(index.append({"id": "g", "status": "success"}))
+    assert '"sta\n{"id": "g"' in (tmp_path / "results.jsonl").read_text()  # the torn line did not swallow the next one
 
 
 def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):

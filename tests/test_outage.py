@@ -188,9 +188,13 @@ async def test_a_server_gone_past_server_wait_stops_the_batch_and_a_plain_rerun_
     await _outage_after_records(batch, running, 1, server, down_for=None)
     summary = await running
     assert summary.stopped_kind == "unreachable" and "--server-wait" in (summary.stopped or ""), summary
-    done = _final_by_id(tmp_path)
-    assert 1 <= len(done) < 5 and all(len(rs) == 1 for rs in done.values())
-    assert all(r["status"] == "success" for rs in done.values() for r in rs)  # the outage finished nothing
+    lines = batch.index.read()  # every line of results.jsonl, not only the final ones
+    assert 1 <= len(lines) < 5 and [r["status"] for r in lines] == ["success"] * len(lines), lines  # the outage finished nothing
+    done = {r["id"]: [r] for r in lines}
+    assert len(done) == len(lines)  # one line per task
+    assert summary.statuses == {"success": len(lines)} and summary.stats["errors"] == 0
+    held = summary.unfinished or {}
+    assert held.get("unreachable", 0) >= 1 and sum(held.values()) <= 5 - len(lines), held  # counted apart, as attempts
 
     back = StandInServer(oracle, model=server.model, port=port).start()
     rerun = Batch(_config(back, 1.5), tasks, tmp_path, concurrency=2)
@@ -200,3 +204,5 @@ async def test_a_server_gone_past_server_wait_stops_the_batch_and_a_plain_rerun_
     assert summary.stopped is None, summary
     final = _final_by_id(tmp_path)
     assert {i: [r["status"] for r in rs] for i, rs in final.items()} == {t.id: ["success"] for t in tasks}
+    assert len(rerun.index.read()) == len(tasks)  # 5 lines for 5 tasks
+    assert summary.statuses == {"success": len(tasks)} and not summary.unfinished

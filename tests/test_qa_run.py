@@ -190,6 +190,10 @@ def test_unreachable_model_server_exits_3(demo_site, tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "cannot reach the model server" in " ".join(proc.stderr.split())
     assert isinstance(junit_cases(tmp_path / "out" / "junit.xml")["c"].result[0], Error)
+    # the case has no outcome: results.jsonl holds none, attempts.jsonl says why
+    assert not (tmp_path / "out" / "results.jsonl").exists()
+    attempts = [json.loads(line) for line in (tmp_path / "out" / "attempts.jsonl").read_text().splitlines()]
+    assert [(a["case"], a["status"], a["error_kind"]) for a in attempts] == [("c", "unfinished", "unreachable")]
 
 
 async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, tmp_path):

@@ -220,7 +220,8 @@ async def main():
         await asyncio.sleep(3600)
     finally:
         print("cleaning up", flush=True)
-        await asyncio.shield(asyncio.sleep(30))  # a cleanup that takes too long
+        await asyncio.shield(asyncio.sleep(float(sys.argv[1])))  # a cleanup that takes a while
+        print("cleaned up", flush=True)
 
 try:
     run_interruptible(main())
@@ -230,15 +231,32 @@ except Interrupted as stop:
 
 
 def test_a_second_signal_exits_at_once():
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLEANUP], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from surfer.apps.signals import COPY_WINDOW_S
+
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLEANUP, "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGTERM)
     assert proc.stdout.readline().strip() == "cleaning up"  # the first signal cancelled main
+    time.sleep(COPY_WINDOW_S)  # a person's second Ctrl-C, not a copy of the first signal
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=10)
     assert proc.returncode == 143 and time.monotonic() - started < 5
     assert "exiting at once" in proc.stderr.read()
+
+
+def test_copies_of_one_signal_are_one_request():
+    """GNU `timeout` signals the command, then its whole process group: the same
+    SIGTERM twice within a millisecond is one stop, and the cleanup runs to its end."""
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLEANUP, "1.0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "ready"
+    os.kill(proc.pid, signal.SIGTERM)
+    time.sleep(0.05)  # delivered and handled before its copy comes (else the kernel merges the two)
+    os.killpg(proc.pid, signal.SIGTERM)  # the group's copy
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143, err
+    assert out.split() == ["cleaning", "up", "cleaned", "up"] and "exiting at once" not in err
 
 
 # -- refused URLs ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
+from surfer.core import stopping
 from surfer.core.deadline import run_deadline
 from surfer.core.errors import (
     ActionFailed, ActionNotSupported, BrowserCrashed, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
@@ -287,31 +288,39 @@ class Agent(StepMachinery):
                 else:
                     result = await self._steps(run, env, clock)
         except asyncio.CancelledError:
-            result = run.result("interrupted", reason="interrupted (Ctrl-C, SIGTERM or cancelled)")
+            result = run.result("interrupted", reason=stopping.interrupted_reason())
             raise
-        except SurferError as exc:
-            kind = _error_kind(exc)
-            result = run.result("error", reason=str(exc), error_kind=kind)
-            await emit(ErrorOccurred(len(run.records) or None, self.secrets.scrub(str(exc)), fatal=True))
         except Exception as exc:
-            result = run.result("error", reason=f"internal error: {exc!r}", error_kind="internal")
-            await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
-            raise
+            if stopping.requested() is not None:
+                # the process is stopping: what failed (a browser killed by the same group signal) is the stop
+                result = run.result("interrupted", reason=f"{stopping.interrupted_reason()} ({type(exc).__name__})")
+            elif isinstance(exc, SurferError):
+                result = run.result("error", reason=str(exc), error_kind=_error_kind(exc))
+                await emit(ErrorOccurred(len(run.records) or None, self.secrets.scrub(str(exc)), fatal=True))
+            else:
+                result = run.result("error", reason=f"internal error: {exc!r}", error_kind="internal")
+                await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
+                raise
         finally:
-            if result is not None:
-                result.downloads = await asyncio.shield(env.end_run(result.status))
-                if env.trace_file is not None:
-                    if self.secrets:
-                        from surfer.tools.browser.tracing import scrub_archive
+            try:
+                if result is not None:
+                    result.downloads = await asyncio.shield(env.end_run(result.status))
+                    if env.trace_file is not None:
+                        if self.secrets:
+                            from surfer.tools.browser.tracing import scrub_archive
 
-                        await asyncio.shield(asyncio.to_thread(scrub_archive, env.trace_file, self.secrets.scrub))
-                    result.artifacts["trace"] = env.trace_file.name
-            env.confirm_download = None
-            if owned and env is not None:
-                await asyncio.shield(env.close())
-            if result is not None:
-                control.result = result
-                await asyncio.shield(emit(Finished(result)))
+                            await asyncio.shield(asyncio.to_thread(scrub_archive, env.trace_file, self.secrets.scrub))
+                        result.artifacts["trace"] = env.trace_file.name
+                env.confirm_download = None
+                if owned and env is not None:
+                    await asyncio.shield(env.close())
+            except Exception:
+                if stopping.requested() is None:
+                    raise  # (a browser that died with a stop of the whole process group fails to close: that is the stop)
+            finally:  # the record is written even when closing a browser that died with the run fails
+                if result is not None:
+                    control.result = result
+                    await asyncio.shield(emit(Finished(result)))
         return result
 
     async def _prepare(self, env: Environment, url: str | None) -> None:

@@ -129,15 +129,25 @@ def register(app: typer.Typer) -> None:
         except Interrupted as stop:
             if live:
                 live.stop()
-            options.say(
-                console, "interrupted", "yellow",
-                f"by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; run the same command again to resume.",
-            )
+            from surfer.fleet.sessions import BATCH_FILE
+
+            if (out / BATCH_FILE).exists():
+                options.say(
+                    console, "interrupted", "yellow",
+                    f"by {stop}: {job.stats.done} task(s) finished in this run are kept in {out}; run the same command again to resume.",
+                )
+            else:  # stopped before the batch had written anything
+                options.say(console, "interrupted", "yellow", f"by {stop} before the batch started: nothing was recorded")
             raise typer.Exit(stop.exit_code) from None
         if live:
             live.stop()
         console.print(job.stats.line())
         options.say(console, "statuses:", "", f"{summary.statuses}  ·  results: {out / 'results.jsonl'}")
+        if summary.unfinished:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in summary.unfinished.items())
+            options.say(console, "not finished:", "yellow",
+                        f"{sum(summary.unfinished.values())} attempt(s) ({kinds}), in {out / 'attempts.jsonl'}; "
+                        "their tasks run again when the same command runs again")
         if summary.concurrency and summary.concurrency.get("decisions"):
             limits = [d["limit"] for d in summary.concurrency["decisions"]]
             console.print(f"concurrency auto: sessions {limits[0]} → {limits[-1]} (range {min(limits)}–{max(limits)})")

@@ -195,10 +195,13 @@ def run(
     try:
         result = run_interruptible(main())
     except Interrupted as stop:
-        options.say(console, "interrupted", "yellow", f"by {stop}; what was done is saved in {run_dir}")
+        saved = Path(run_dir) / "result.json"
+        if saved.exists():
+            options.say(console, "interrupted", "yellow", f"by {stop}; what was done is saved in {run_dir}")
+        else:  # stopped before the run had its directory
+            options.say(console, "interrupted", "yellow", f"by {stop} before the run started: nothing was recorded")
         if as_json:
-            saved = Path(run_dir) / "result.json"
-            print(saved.read_text() if saved.exists() else json.dumps({"status": "interrupted", "run_dir": str(run_dir)}))
+            print(saved.read_text() if saved.exists() else json.dumps({"status": "interrupted", "run_dir": None}))
         raise typer.Exit(stop.exit_code) from None
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]

@@ -44,18 +44,23 @@ def find_run_dirs(root: Path) -> list[Path]:
 
 def _batch_index(root: Path) -> dict[Path, dict[str, Any]]:
     """results.jsonl records by resolved run directory (batch output dirs)."""
+    from surfer.fleet.batch.results import read_results
+
     index: dict[Path, dict[str, Any]] = {}
-    for results in [root / "results.jsonl", root.parent / "results.jsonl"]:
-        if not results.exists():
-            continue
-        for line in results.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+    for results in {d / "results.jsonl" for d in (root, root.parent, root.parent.parent)}:
+        for record in read_results(results):  # final outcomes only, one per task
             if record.get("run_dir"):
                 index[(results.parent / record["run_dir"]).resolve()] = record
     return index
+
+
+def _unfinished_batch_run(run_dir: Path, index: dict[Path, dict[str, Any]]) -> bool:
+    """A batch's run directory with no final line in its results.jsonl (an attempt an older
+    version published: the server went away, the batch was stopped): not a sample."""
+    from surfer.fleet.batch.results import RUNS
+
+    batch = run_dir.parent.parent if run_dir.parent.name == RUNS else None
+    return batch is not None and (batch / "results.jsonl").exists() and run_dir.resolve() not in index
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -186,6 +191,8 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
     index = _batch_index(root)
     runs = []
     for run_dir in find_run_dirs(root):
+        if _unfinished_batch_run(run_dir, index):
+            continue
         fields = _run_fields(run_dir, index.get(run_dir.resolve(), {}))
         runs.append(
             (fields["group"], fields["sample"] if fields["sample"] is not None else -1, fields["id"], run_dir, fields)

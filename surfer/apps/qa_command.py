@@ -28,7 +28,7 @@ DEFAULT_CACHE = "surfer-cache"  # next to the (first) suite file
 class LiveTable:
     """A rich renderable: case, status, step, time."""
 
-    STYLE = {"passed": "green", "flaky": "yellow", "failed": "red", "needs_approval": "magenta", "error": "red", "running": "cyan", "queued": "dim"}
+    STYLE = {"passed": "green", "flaky": "yellow", "failed": "red", "needs_approval": "magenta", "error": "red", "running": "cyan", "queued": "dim", "unfinished": "yellow"}
 
     def __init__(self, runner: QaRunner) -> None:
         self.runner = runner

@@ -1,10 +1,30 @@
-"""Stop signals for the commands: SIGTERM is handled like Ctrl-C.
+"""Stop signals for the commands: SIGTERM is handled like Ctrl-C, from the moment
+the process starts.
 
-CI runners, `timeout`, systemd and Kubernetes stop processes with SIGTERM. The
-first SIGINT or SIGTERM cancels the command's main coroutine, so the step in
-progress is dropped and everything finished is written (`result.json` says
-`interrupted`); the command then exits 130 (SIGINT) or 143 (SIGTERM). A second
-signal exits at once.
+CI runners, `timeout`, systemd and Kubernetes stop processes with SIGTERM, at any
+moment. `arm()` (surfer/__main__.py calls it first thing for the commands that
+keep a record: run, batch, qa) installs the handlers; from then on a stop request
+
+- before the command's run has begun (imports, configuration, the browser
+  starting) ends the process at once, exit 130 (SIGINT) or 143 (SIGTERM), with
+  one line saying the run never started;
+- while it runs (`run_interruptible`) cancels the run's main coroutine once: the
+  step in progress is dropped, everything finished is written (`result.json`
+  says `interrupted`), and the command exits 130 / 143 (`Interrupted`);
+- after the run has ended, ends the process (its record is written;
+  `StoppedOutsideRun`).
+
+Python runs no handler before the interpreter reaches surfer's code (~20 ms
+after the process starts on a quiet machine): a stop earlier than that ends
+the process as the system's default does, silently.
+
+Copies of one request are that request: the same signal again within
+COPY_WINDOW_S, as GNU `timeout` sends it to the command and then to its process
+group, and as supervisors signal every process of a group or cgroup at once. A
+later signal — a person pressing Ctrl-C a second time — exits at once. The stop
+is also said to the layers below (surfer/core/stopping.py) before the
+cancellation reaches them, so that a browser killed by the same group signal
+ends the run as `interrupted`, not as a crash.
 
     try:
         result = run_interruptible(main())
@@ -15,24 +35,35 @@ signal exits at once.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
 import signal
 import sys
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+import time
 
-T = TypeVar("T")
+from surfer.core import stopping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Copies of one request arrive within a millisecond of each other (handled a few ms apart at
+# most, even on a loaded machine); a person's second Ctrl-C comes later than this.
+COPY_WINDOW_S = 0.5
+
+
+def _name(signum: int) -> str:
+    return signal.Signals(signum).name
 
 
 class Interrupted(KeyboardInterrupt):
     """The command was stopped by a signal after cleaning up."""
 
     def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
+        super().__init__(_name(signum))
         self.signum = signum
 
     @property
@@ -40,51 +71,121 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
 
 
-def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(main)`, with SIGINT and SIGTERM cancelling `main` once and
-    raising `Interrupted` when it has unwound; a second signal exits at once.
-    In a `surfer run` that started its browser early, `main` runs on that
-    browser's loop instead (surfer/apps/early_start.py)."""
-    received: list[int] = []
+class StoppedOutsideRun(BaseException):
+    """A stop signal after the command's run ended (its record is written). Raised
+    in the main thread wherever it was (a BaseException, so that no `except
+    Exception` takes it for an error); surfer/__main__.py says so and exits 130 / 143."""
 
-    def on_signal(task: asyncio.Task[Any], signum: int) -> None:
-        if received:
-            sys.stderr.write(f"\nsecond {signal.Signals(signum).name}: exiting at once\n")
+    def __init__(self, signum: int) -> None:
+        super().__init__(_name(signum))
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class StopRequests:
+    """The process's stop requests: the first one, and where it goes."""
+
+    def __init__(self) -> None:
+        self.first: tuple[int, float] | None = None  # (signal, when) of the request
+        self.deliver: Callable[[int], None] | None = None  # set while a run is going (run_interruptible)
+        self.began = False  # a run has begun (a stop outside one is then after it)
+        self.armed = False  # the handlers are this process's for good (arm)
+        self.what = "the command"  # what a stop before the run began says never started
+
+    def handle(self, signum: int, _frame: Any = None) -> None:
+        """The signal handler (in the main thread, between two bytecodes of whatever it runs)."""
+        now = time.monotonic()
+        if self.first is not None:
+            first, at = self.first
+            if signum == first and now - at < COPY_WINDOW_S:
+                return  # the same request, delivered again (to the process, then to its group)
+            sys.stderr.write(f"\nsecond {_name(signum)}: exiting at once\n")
             sys.stderr.flush()
             os._exit(128 + signum)
-        received.append(signum)
-        task.cancel()
+        self.first = (signum, now)
+        stopping.request(f"stopped by {_name(signum)}")
+        if self.deliver is not None:
+            self.deliver(signum)
+            return
+        if not self.began:  # nothing written yet, nothing to clean up: say so and go (an exception raised
+            # here could land in a weakref callback or a __del__, where Python ignores it, and the stop be lost)
+            sys.stderr.write(f"stopped by {_name(signum)} before {self.what} started: nothing was recorded\n")
+            sys.stderr.flush()
+            os._exit(128 + signum)  # Playwright's driver sees its pipe close and closes the browser
+        raise StoppedOutsideRun(signum)
 
-    tasks: list[asyncio.Task[Any]] = []
-    early_signals: list[int] = []
+    def install(self) -> dict[int, Any] | None:
+        """Install the handlers; the previous ones, or None where signals cannot be set (not the main thread)."""
+        previous = {}
+        try:
+            for signum in STOP_SIGNALS:
+                previous[signum] = signal.signal(signum, self.handle)
+        except ValueError:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            return None
+        return previous
+
+    def reset(self) -> None:
+        self.first, self.deliver, self.began = None, None, False
+        stopping.clear()
+
+
+_requests = StopRequests()
+
+
+def arm(what: str = "the command") -> None:
+    """Handle stop signals from now until the process ends (surfer/__main__.py);
+    `what` names what a stop before the run began says never started ("the run")."""
+    _requests.what = what
+    if not _requests.armed and _requests.install() is not None:
+        _requests.armed = True
+
+
+def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)`, with SIGINT and SIGTERM cancelling `main` once and
+    raising `Interrupted` when it has unwound (see the module docstring). In a
+    `surfer run` that started its browser early, `main` runs on that browser's
+    loop instead (surfer/apps/early_start.py). Called without `arm()` (in a
+    process of the caller's), the handlers are this call's only."""
+    import asyncio
+    import concurrent.futures
+
+    requests = _requests
+    received: list[int] = []
+    running: dict[str, Any] = {}
+
+    def deliver(signum: int) -> None:  # in the main thread: cancel main on its loop
+        received.append(signum)
+        loop, task = running.get("loop"), running.get("task")
+        if loop is not None and task is not None:
+            loop.call_soon_threadsafe(task.cancel)
 
     async def guarded() -> T:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        tasks.append(task)
-        if early_signals:  # a signal came (to the main thread) before this task started
-            on_signal(task, early_signals[0])
-        installed = []
-        for signum in STOP_SIGNALS:
-            try:
-                loop.add_signal_handler(signum, on_signal, task, signum)
-                installed.append(signum)
-            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no Unix signals
-                break
-        try:
-            return await main
-        finally:
-            for signum in installed:
-                loop.remove_signal_handler(signum)
+        running["loop"] = asyncio.get_running_loop()
+        running["task"] = task = asyncio.current_task()
+        if received and task is not None:  # the stop came before this task started
+            task.cancel()
+        return await main
 
+    requests.deliver, requests.began = deliver, True
+    previous = None if requests.armed else requests.install()
     try:
         early = _early_loop()
-        result = asyncio.run(guarded()) if early is None else _run_on(early, guarded(), tasks, early_signals, on_signal)
-    except (asyncio.CancelledError, concurrent.futures.CancelledError, KeyboardInterrupt):
-        if received:
+        result = asyncio.run(guarded()) if early is None else early.submit(guarded()).result()
+    except (asyncio.CancelledError, concurrent.futures.CancelledError, KeyboardInterrupt, Exception):
+        if received:  # (an error while stopping — a browser killed by the same group signal — is the stop)
             raise Interrupted(received[0]) from None
         raise
+    finally:
+        requests.deliver = None
+        if previous is not None:  # the caller's process: its own handlers back, and no stop left pending
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            requests.reset()
     if received:  # main caught the cancellation and returned: still a stop
         raise Interrupted(received[0])
     return result
@@ -106,29 +207,3 @@ def _early_loop() -> Any:
     from surfer.apps import early_start
 
     return early_start.current()
-
-
-def _run_on(
-    early: Any, main: Coroutine[Any, Any, T], tasks: list[asyncio.Task[Any]], pending: list[int], on_signal: Any,
-) -> T:
-    """Run `main` on the early start's loop (surfer/apps/early_start.py), which
-    runs in another thread: the signals arrive here, in the main thread, and
-    are passed on to `on_signal` on that loop (kept in `pending` until `main`'s
-    task exists)."""
-    loop = early.loop
-
-    def deliver(signum: int) -> None:
-        if tasks:
-            on_signal(tasks[0], signum)
-        else:
-            pending.append(signum)
-
-    def forward(signum: int, _frame: Any) -> None:
-        loop.call_soon_threadsafe(deliver, signum)
-
-    previous = {signum: signal.signal(signum, forward) for signum in STOP_SIGNALS}
-    try:
-        return early.submit(main).result()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)

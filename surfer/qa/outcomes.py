@@ -67,7 +67,7 @@ class CaseReport:
     case: Case
     id: str
     dir: Path
-    status: str = "queued"  # queued | running | passed | flaky | failed | needs_approval | error
+    status: str = "queued"  # queued | running | passed | flaky | failed | needs_approval | error | unfinished
     attempts: list[AttemptReport] = field(default_factory=list)
     current_step: str = ""
     started: Optional[float] = None
@@ -130,7 +130,9 @@ class QaSummary:
         return (
             f"{self.count('passed', 'flaky')} passed ({self.count('flaky')} flaky), {self.count('failed')} failed, "
             + (f"{self.count('needs_approval')} need approval, " if self.count('needs_approval') else "") +
-            f"{self.count('error')} error(s) of {len(self.cases)} in {self.seconds:.1f} s · "
+            f"{self.count('error')} error(s), "
+            + (f"{self.count('unfinished')} not finished (the run stopped), " if self.count('unfinished') else "")
+            + f"of {len(self.cases)} in {self.seconds:.1f} s · "
             f"{sum(c.model_calls for c in self.cases)} model call(s) · "
             f"{sum(c.last.cached_steps for c in self.cases if c.last)} step(s) from the cache"
         )

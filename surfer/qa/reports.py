@@ -60,7 +60,7 @@ def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
     for suite_name, cases in by_suite.items():
         suite = ET.SubElement(
             root, "testsuite", name=suite_name, tests=str(len(cases)),
-            failures=str(sum(c.status in ("failed", "needs_approval") for c in cases)), errors=str(sum(c.status == "error" for c in cases)),
+            failures=str(sum(c.status in ("failed", "needs_approval") for c in cases)), errors=str(sum(c.status in ("error", "unfinished") for c in cases)),
             skipped=str(sum(c.status in ("queued", "running") for c in cases)), time=f"{sum(c.seconds for c in cases):.3f}",
         )
         for case in cases:
@@ -68,10 +68,10 @@ def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
             props = ET.SubElement(element, "properties")
             for name, value in _properties(case).items():
                 ET.SubElement(props, "property", name=name, value=value)
-            if case.status in ("failed", "needs_approval", "error"):
+            if case.status in ("failed", "needs_approval", "error", "unfinished"):  # unfinished: it could not run (server gone)
                 last = case.last
                 message = (last.failure if last else None) or "not run"
-                tag = "error" if case.status == "error" else "failure"
+                tag = "error" if case.status in ("error", "unfinished") else "failure"
                 kind = "needs_approval" if case.status == "needs_approval" else (last.error_kind if last else None) or tag
                 ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
             elif not case.passed:

@@ -2,7 +2,8 @@
 Chromium, cases in parallel, steps in order (from the action cache when it
 holds them), then the expectations.
 
-    out/results.jsonl                          one line per case
+    out/results.jsonl                          one line per case that ran to an outcome
+    out/attempts.jsonl                         cases that got none (server unreachable, bad configuration, stopped)
     out/cases/<suite>/<case>/report.html       the case: attempts, steps, expectations
     out/cases/<suite>/<case>/attempt-1/step-01 the run directory of each step
 
@@ -141,7 +142,8 @@ class QaRunner:
     def _clear_previous(self) -> None:
         """An --out directory reused: the previous run's results give way to this one's."""
         shutil.rmtree(self.out_dir / "cases", ignore_errors=True)
-        (self.out_dir / "results.jsonl").unlink(missing_ok=True)
+        self.index.path.unlink(missing_ok=True)
+        self.index.attempts_path.unlink(missing_ok=True)
 
     async def run(self) -> QaSummary:
         started = time.monotonic()
@@ -179,7 +181,12 @@ class QaRunner:
                 entry = None  # the case starts somewhere else now: its recorded steps do not apply
         failed_before = False
         for number in range(1, retries + 2):
-            attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
+            try:
+                attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
+            except asyncio.CancelledError:  # stopped: the case has no outcome; its attempt is recorded
+                await asyncio.shield(self.index.append_attempt(
+                    {**report.to_record(self.out_dir), "status": "interrupted", "failure": "interrupted (Ctrl-C, SIGTERM or cancelled)"}))
+                raise
             if attempt.status != "passed" and attempt.used_cache and attempt.error_kind not in BATCH_STOPPING_ERRORS:
                 # a cache entry that replays into a failure is dropped; the case runs with the model once more
                 report.cache_dropped, entry = True, None
@@ -197,12 +204,17 @@ class QaRunner:
                 report.cache_written = await asyncio.to_thread(cache.store, self._entry(run, report))
         else:
             report.status = last.status if last.status in ("error", "needs_approval") else "failed"
-            if last.error_kind in BATCH_STOPPING_ERRORS and self._stopped is None:
-                self._stopped, self._stopped_kind = last.failure, last.error_kind
+            if last.error_kind in BATCH_STOPPING_ERRORS:  # not the case's outcome: the run stops, the case is not finished
+                report.status = "unfinished"
+                if self._stopped is None:
+                    self._stopped, self._stopped_kind = last.failure, last.error_kind
         report.seconds = time.monotonic() - report.started
         report.current_step = ""
         await asyncio.to_thread(write_case_report, report)
-        await self.index.append(report.to_record(self.out_dir))
+        if report.status == "unfinished":
+            await self.index.append_attempt(report.to_record(self.out_dir))
+        else:
+            await self.index.append(report.to_record(self.out_dir))
 
     def _entry(self, run: SuiteRun, report: CaseReport) -> CaseEntry:
         last = report.last

@@ -132,7 +132,11 @@ async def start_chromium(
     browser, then stop playwright)."""
     from playwright.async_api import async_playwright
 
+    import asyncio
+
     playwright = None
+    if driver is None:
+        driver = await asyncio.to_thread(spawn_driver)
     if driver is not None:
         try:
             playwright = await _connect_driver(driver)
@@ -166,7 +170,11 @@ def spawn_driver() -> subprocess.Popen[bytes] | None:
     env = {**os.environ, "PW_LANG_NAME": "python", "PW_CLI_DISPLAY_VERSION": version,
            "PW_LANG_NAME_VERSION": f"{sys.version_info.major}.{sys.version_info.minor}"}  # as playwright's _driver.py
     try:
-        return subprocess.Popen([node, str(cli), "run-driver"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        # Its own session: a signal to surfer's process group (Ctrl-C at a terminal, GNU `timeout`) is surfer's
+        # to handle, and the browser stays up while the run writes its record. When surfer's process ends,
+        # however it ends, the driver's stdin closes and the driver closes the browser and exits.
+        return subprocess.Popen([node, str(cli), "run-driver"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                start_new_session=True)
     except OSError:
         return None
 

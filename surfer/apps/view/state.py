@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from surfer.fleet.batch.results import FINAL_STATUSES as FINAL, final_results
 from surfer.fleet.sessions import BATCH_FILE, LIVE, METRICS_FILE
 
-FINAL = {"success", "failed", "limit", "stuck", "needs_approval", "error"}
 # The page's statuses: queued, running, success, failure, needs_approval (a person must allow an action), error.
 SHOWN = {"success": "success", "failed": "failure", "limit": "failure", "stuck": "failure", "needs_approval": "needs_approval", "error": "error"}
 
@@ -30,14 +30,15 @@ class JsonLines:
     rows: list[dict[str, Any]] = field(default_factory=list)
     _offset: int = 0
     _size_key: tuple[int, int] | None = None
+    _inode: int | None = None
 
     def read(self) -> list[dict[str, Any]]:
         try:
             stat = self.path.stat()
         except FileNotFoundError:
             return self.rows
-        if stat.st_size < self._offset:  # replaced or truncated: start over
-            self.rows, self._offset = [], 0
+        if stat.st_size < self._offset or stat.st_ino != self._inode:  # replaced or truncated: start over
+            self.rows, self._offset, self._inode = [], 0, stat.st_ino
         if stat.st_size == self._offset:
             return self.rows
         with self.path.open("rb") as handle:
@@ -98,12 +99,9 @@ class OutDir:
     # -- reading -----------------------------------------------------------------
 
     def _batch_finished(self) -> list[dict[str, Any]]:
-        latest: dict[str, dict[str, Any]] = {}
-        for record in self.results.read():
-            if record.get("status") in FINAL and record.get("id"):
-                latest[record["id"]] = record  # a rerun (--retry-errors) replaces the earlier line
         rows = []
-        for record in latest.values():
+        # one row per task, its final outcome (an older version's file may hold attempts that were not)
+        for record in final_results(self.results.read()).values():
             run_dir = record.get("run_dir") or ""
             rows.append({
                 "id": record["id"], "status": SHOWN[record["status"]], "result": record["status"],

@@ -1,5 +1,13 @@
-"""What a batch keeps: results.jsonl (appended as tasks finish, read back on resume)
-and the run directories, published atomically from their temporary names."""
+"""What a batch keeps: results.jsonl, one line per task holding its final outcome
+(appended as tasks finish, read back on resume); attempts.jsonl, the attempts
+that ended no task (the model server gone, a bad configuration, a stop signal);
+and the run directories, published atomically from their temporary names.
+
+An outcome that is never final is no result: a task whose server went away
+runs again on resume, so its line would be a failure that never happened and,
+once it succeeds, a second line for one task. Files written by older versions
+may hold such lines; they are superseded, never counted, and the next batch
+over the directory moves them to attempts.jsonl (`ResultsIndex.compact`)."""
 
 from __future__ import annotations
 
@@ -8,9 +16,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
-
-
+from typing import Any, Iterable
 
 from surfer.agent.result import RunResult
 
@@ -20,51 +26,12 @@ FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "needs_approv
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
 RUNS = "runs"
 TMP_PREFIX = ".tmp-"
-
-
-class ResultsIndex:
-    """results.jsonl: appended one whole line at a time; a torn last line
-    (crash mid-write) is ignored when read back."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = asyncio.Lock()
-
-    def read(self) -> list[dict[str, Any]]:
-        records = []
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
-        return records
-
-    def finished(self, retry_errors: bool = False) -> dict[str, dict[str, Any]]:
-        done: dict[str, dict[str, Any]] = {}
-        for record in self.read():
-            if is_final(record, retry_errors):
-                done[record["id"]] = record
-        return done
-
-    def _append(self, record: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a+b") as handle:
-            handle.seek(0, os.SEEK_END)
-            if handle.tell():  # a torn last line must not swallow this one
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")
-            handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    async def append(self, record: dict[str, Any]) -> None:
-        async with self._lock:
-            await asyncio.to_thread(self._append, record)
+RESULTS_FILE = "results.jsonl"
+ATTEMPTS_FILE = "attempts.jsonl"
 
 
 def is_final(record: dict[str, Any], retry_errors: bool = False) -> bool:
+    """Whether a results line is a task's final outcome (with `retry_errors`, errors are not)."""
     status = record.get("status")
     if status not in FINAL_STATUSES or not record.get("id"):
         return False
@@ -72,6 +39,101 @@ def is_final(record: dict[str, Any], retry_errors: bool = False) -> bool:
         return False
     return True
 
+
+def final_results(records: Iterable[dict[str, Any]], retry_errors: bool = False) -> dict[str, dict[str, Any]]:
+    """Each task's final outcome by id: the last final line of the task (an older
+    version's file may hold several, or lines that were never final)."""
+    done: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if is_final(record, retry_errors):
+            done.pop(record["id"], None)  # keep the order in which outcomes became final
+            done[record["id"]] = record
+    return done
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file; a torn last line (crash mid-write) is skipped."""
+    records = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """results.jsonl as its readers should count it: one final line per task."""
+    return list(final_results(read_lines(path)).values())
+
+
+def append_line(path: Path, record: dict[str, Any]) -> None:
+    """Append one whole line, durably; a torn last line left by a crash does not swallow it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+b") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell():
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
+        handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+class ResultsIndex:
+    """results.jsonl (one final line per task) and, beside it, attempts.jsonl
+    (attempts that ended no task). Lines are appended whole, one at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.attempts_path = path.with_name(ATTEMPTS_FILE)
+        self._lock = asyncio.Lock()
+
+    def read(self) -> list[dict[str, Any]]:
+        return read_lines(self.path)
+
+    def finished(self, retry_errors: bool = False) -> dict[str, dict[str, Any]]:
+        return final_results(self.read(), retry_errors)
+
+    def compact(self, retry_errors: bool = False) -> int:
+        """Make results.jsonl hold exactly one final line per task before a batch
+        runs over it: lines that are not final (an older version's), lines a later
+        line of the same task superseded and, with `retry_errors`, the errors about
+        to run again move to attempts.jsonl. The file is replaced atomically (only
+        when something moves); returns how many lines moved."""
+        records = self.read()
+        keep = final_results(records, retry_errors)
+        kept = {id(record) for record in keep.values()}
+        moved = [record for record in records if id(record) not in kept]
+        if not moved:
+            return 0
+        for record in moved:
+            append_line(self.attempts_path, {**record, "superseded": True})
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        with tmp.open("wb") as handle:
+            for record in keep.values():
+                handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
+        return len(moved)
+
+    async def append(self, record: dict[str, Any]) -> None:
+        """A task's final outcome."""
+        async with self._lock:
+            await asyncio.to_thread(append_line, self.path, record)
+
+    async def append_attempt(self, record: dict[str, Any]) -> None:
+        """An attempt that ended no task: the task runs again on resume."""
+        async with self._lock:
+            await asyncio.to_thread(append_line, self.attempts_path, record)
 
 
 def _publish(tmp: Path, final: Path, result: RunResult) -> None:

@@ -22,7 +22,7 @@ from surfer.core.errors import ConfigError
 from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
 
-from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RUNS, TMP_PREFIX, ResultsIndex, _publish
+from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final
 from .stats import BatchStats
 from .tasks import BatchTask, check_task_urls, run_dir_name
 
@@ -37,12 +37,13 @@ class BatchSummary:
     total: int
     skipped: int
     finished: int
-    statuses: dict[str, int]
+    statuses: dict[str, int]  # the tasks' final outcomes in results.jsonl (earlier runs' too), by status
     stopped: str | None  # why the batch stopped early (server unreachable, bad configuration)
     stats: dict[str, Any]
     stopped_kind: str | None = None  # "unreachable" or "config"
     relaunches: int = 0
     concurrency: dict[str, Any] | None = None  # with --concurrency auto: what the controller did
+    unfinished: dict[str, int] | None = None  # attempts that ended no task, by kind (attempts.jsonl); run again on resume
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class BatchSummary:
             "stopped": self.stopped,
             "stopped_kind": self.stopped_kind,
             "browser_relaunches": self.relaunches,
+            "unfinished": self.unfinished or {},
             **({"concurrency": self.concurrency} if self.concurrency else {}),
             **self.stats,
         }
@@ -159,7 +161,7 @@ class Batch:
             raise ConfigError(f"--crash-retries must be 0 or more, got {crash_retries}")
         self.crash_retries = crash_retries  # reruns of a task whose browser or page crashed under it
         self.crashes: dict[str, int] = {}  # browser crashes per task id, until its line is written
-        self.index = ResultsIndex(self.out_dir / "results.jsonl")
+        self.index = ResultsIndex(self.out_dir / RESULTS_FILE)
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
         self.secrets = secrets
@@ -176,7 +178,7 @@ class Batch:
         self._slots: Any = None  # with --concurrency auto: the resizable slots sessions hold (and park from)
         self._stopped: str | None = None
         self._stopped_kind: str | None = None
-        self._statuses: dict[str, int] = {}
+        self._unfinished: dict[str, int] = {}  # attempts of this run that ended no task, by kind
         self.on_record: Any = None  # called with each line appended to results.jsonl (surfer.rollouts)
 
     # -- preparation -------------------------------------------------------------
@@ -220,6 +222,7 @@ class Batch:
         and return the tasks not finished yet (resume)."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(self._clean_stale)
+        await asyncio.to_thread(self.index.compact, self.retry_errors)  # one final line per task, nothing else
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
         await asyncio.to_thread(self.files.start, self.tasks)
@@ -242,20 +245,26 @@ class Batch:
             if self._owns_backend:
                 for backend in {id(b): b for b in self.backends.values()}.values():
                     await asyncio.shield(backend.aclose())
-        return self.summary(self._browser.relaunches)
+        return await asyncio.to_thread(self.summary, self._browser.relaunches)
 
     def summary(self, relaunches: int) -> BatchSummary:
+        ids = {task.id for task in self.tasks}
+        statuses: dict[str, int] = {}  # every task's final outcome so far, earlier runs' included (resume)
+        for record in self.index.finished().values():
+            if record["id"] in ids:
+                statuses[record["status"]] = statuses.get(record["status"], 0) + 1
         return BatchSummary(
             self.out_dir,
             len(self.tasks),
             self.stats.skipped,
             self.stats.done,
-            dict(self._statuses),
+            statuses,
             self._stopped,
             self.stats.snapshot(),
             self._stopped_kind,
             relaunches,
             self.concurrency_report,
+            dict(self._unfinished),
         )
 
     async def _drain_auto(self, todo: list[BatchTask]) -> None:
@@ -365,9 +374,15 @@ class Batch:
         started = time.monotonic()
         watch = self.files.session(name, task, self.stats)
         try:
-            return await self._attempts(task, config, tmp, watch, started)
+            executed = await self._attempts(task, config, tmp, watch, started)
+        except asyncio.CancelledError:  # the batch was stopped: the attempt is recorded, the task runs on resume
+            stopped = RunResult(status="interrupted", task=task.task, url=task.url,
+                                reason="interrupted (Ctrl-C, SIGTERM or cancelled)")
+            await asyncio.shield(self._unfinished_attempt(self._line(task, stopped, time.monotonic() - started)))
+            raise
         finally:  # the session's live state file goes (its thumbnail stays for a page still loading it)
             await asyncio.shield(self.files.end(task.id))
+        return executed
 
     async def _attempts(
         self, task: BatchTask, config: AgentConfig, tmp: Path, watch: Any, started: float
@@ -399,18 +414,12 @@ class Batch:
             raise asyncio.CancelledError
         if result.status not in FINAL_STATUSES:
             await asyncio.to_thread(shutil.rmtree, tmp, True)
+            await self._unfinished_attempt(self._line(task, result, time.monotonic() - started))
             return None
         return result, tmp, time.monotonic() - started
 
-    async def record(self, task: BatchTask, result: RunResult, tmp: Path, seconds: float, **extra: Any) -> None:
-        """Publish a finished run directory and append its line to results.jsonl."""
-        assert task.id is not None
-        if result.status == "error" and result.error_kind in BATCH_STOPPING_ERRORS:
-            if self._stopped is None:
-                self._stopped, self._stopped_kind = result.reason or result.error_kind, result.error_kind
-        name = run_dir_name(task.id)
-        await asyncio.to_thread(_publish, tmp, self.runs_dir / name, result)
-        record = {
+    def _line(self, task: BatchTask, result: RunResult, seconds: float, **extra: Any) -> dict[str, Any]:
+        return {
             "id": task.id,
             "group": task.group,
             "sample": task.sample,
@@ -421,17 +430,39 @@ class Batch:
             "reason": result.reason,
             "error_kind": result.error_kind,
             "steps": result.steps,
-            "browser_crashes": self.crashes.pop(task.id, 0),
+            "browser_crashes": self.crashes.pop(task.id or "", 0),
             "seconds": round(seconds, 3),
             "usage": result.usage.model_dump(),
-            "run_dir": f"{RUNS}/{name}",
-            **({"artifacts": {k: f"{RUNS}/{name}/{v}" for k, v in result.artifacts.items()}} if result.artifacts else {}),
             "metadata": task.metadata,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             **extra,
         }
+
+    async def _unfinished_attempt(self, record: dict[str, Any]) -> None:
+        """An attempt that ended no task (a stop, a server gone): a line in attempts.jsonl, counted apart."""
+        key = record.get("error_kind") or record["status"]
+        self._unfinished[key] = self._unfinished.get(key, 0) + 1
+        self.stats.unfinished += 1
+        await self.index.append_attempt(record)
+
+    async def record(self, task: BatchTask, result: RunResult, tmp: Path, seconds: float, **extra: Any) -> None:
+        """Publish a finished run directory and append its line to results.jsonl. An
+        attempt that ended no task (model server unreachable, bad configuration)
+        stops the batch and goes to attempts.jsonl instead: the task runs on resume."""
+        assert task.id is not None
+        record = self._line(task, result, seconds, **extra)
+        if not is_final(record):
+            if result.error_kind in BATCH_STOPPING_ERRORS and self._stopped is None:
+                self._stopped, self._stopped_kind = result.reason or result.error_kind, result.error_kind
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
+            await self._unfinished_attempt(record)
+            return
+        name = run_dir_name(task.id)
+        await asyncio.to_thread(_publish, tmp, self.runs_dir / name, result)
+        record["run_dir"] = f"{RUNS}/{name}"
+        if result.artifacts:
+            record["artifacts"] = {k: f"{RUNS}/{name}/{v}" for k, v in result.artifacts.items()}
         await self.index.append(record)
-        self._statuses[result.status] = self._statuses.get(result.status, 0) + 1
         self.stats.task_done(result.status)
         if self.on_record is not None:
             self.on_record(record)

@@ -23,6 +23,7 @@ class BatchStats:
     done: int = 0
     succeeded: int = 0
     errors: int = 0
+    unfinished: int = 0  # attempts that ended no task (server gone, stopped): they run again on resume
     running: int = 0
     browser_crashes: int = 0  # attempts ended by a crashed browser or page (retried, or recorded as errors)
     steps: int = 0
@@ -43,7 +44,8 @@ class BatchStats:
         latencies, self.latencies = self.latencies, {}
         return {
             "t": round(time.time(), 3), "elapsed": round(time.monotonic() - self.started, 3), "steps": self.steps,
-            "done": self.done, "succeeded": self.succeeded, "errors": self.errors, "running": self.running,
+            "done": self.done, "succeeded": self.succeeded, "errors": self.errors, "unfinished": self.unfinished,
+            "running": self.running,
             "browser_crashes": self.browser_crashes,
             "latency": {role: percentiles(values) for role, values in latencies.items()},
             **({"server": note} if (note := outage_note()) else {}),  # "waiting for the model server at URL since HH:MM:SS"
@@ -70,6 +72,7 @@ class BatchStats:
             "done": self.done,
             "succeeded": self.succeeded,
             "errors": self.errors,
+            "unfinished": self.unfinished,
             "running": self.running,
             "browser_crashes": self.browser_crashes,
             "success_rate": self.succeeded / self.done if self.done else None,
@@ -88,7 +91,9 @@ class BatchStats:
         p95 = f"{s['step_p95']:.2f}s" if s["step_p95"] is not None else "-"
         return (
             f"done {s['done'] + s['skipped']}/{s['total']} (skipped {s['skipped']}) · running {s['running']} · "
-            f"success {rate} · errors {s['errors']} · browser crashes {s['browser_crashes']} · {s['steps_per_s']:.2f} steps/s · "
+            f"success {rate} · errors {s['errors']} · "
+            + (f"unfinished {s['unfinished']} · " if s["unfinished"] else "")
+            + f"browser crashes {s['browser_crashes']} · {s['steps_per_s']:.2f} steps/s · "
             f"{s['tokens_per_s']:.0f} tokens/s · step p50 {p50} p95 {p95}"
         )
 

@@ -145,7 +145,7 @@ class RayBatch(Batch):
             await asyncio.shield(self._stop_workers(owns_ray))
             for backend in {id(b): b for b in self.backends.values()}.values():
                 await asyncio.shield(backend.aclose())
-        return self.summary(self.relaunches)
+        return await asyncio.to_thread(self.summary, self.relaunches)
 
     # -- workers -------------------------------------------------------------------
 

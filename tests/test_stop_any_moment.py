@@ -1,0 +1,137 @@
+"""A run stopped at any moment leaves its record (or says in one line that it never
+started): `surfer run`, `surfer batch` and `surfer qa` against a model server that
+never answers, stopped by SIGTERM at 0.1 … 4 s after they start — by GNU `timeout`,
+which signals the command and then its whole process group, and by one `kill -TERM`
+to the process. Never a silent exit, never the "second signal" exit for one stop.
+
+The stops from 0.6 s on run at once, so the machine is loaded as a CI runner is
+(the moments fall in other phases than on a quiet one: that is the point); the two
+earliest run alone first, as no program handles a signal before the interpreter
+reaches its code (~20 ms on a quiet machine, several times that under load)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+MOMENTS = (0.1, 0.3, 0.6, 1.0, 1.5, 2.0, 4.0)
+EARLY = 0.5  # stops before this run one at a time
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    for key in ("SURFER_BASE_URL", "SURFER_MODEL", "SURFER_API_KEY", "SURFER_PROFILE"):
+        env.pop(key, None)
+    return env
+
+
+def _stop_at(args: list[str], moment: float, way: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "surfer", *args]
+    if way == "timeout":  # the signal to the command, then to its process group; the command's own status back
+        proc = subprocess.Popen(["timeout", "--preserve-status", "-s", "TERM", str(moment), *command],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    else:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                                start_new_session=True)
+        time.sleep(moment)
+        proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"still running 90 s after the stop at {moment} s ({way}):\n{err[-2000:]}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _each_moment(make_args, way: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Run the command once per moment, all at once; (moment, its output dir, the finished process)."""
+    outs = [tmp_path / f"{way}-{moment}" for moment in MOMENTS]
+    stop = lambda pair: _stop_at(make_args(pair[1]), pair[0], way)  # noqa: E731
+    alone = [pair for pair in zip(MOMENTS, outs) if pair[0] < EARLY]
+    together = [pair for pair in zip(MOMENTS, outs) if pair[0] >= EARLY]
+    procs = [stop(pair) for pair in alone]
+    with ThreadPoolExecutor(len(together)) as pool:
+        procs += list(pool.map(stop, together))
+    return list(zip(MOMENTS, outs, procs))
+
+
+def _no_silent_exit(moment: float, proc: subprocess.CompletedProcess[str]) -> str:
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 143, f"stop at {moment} s: exit {proc.returncode}\n{said[-3000:]}"
+    assert "exiting at once" not in said, f"stop at {moment} s: one stop taken for two\n{said[-2000:]}"
+    assert "Traceback" not in said, f"stop at {moment} s:\n{said[-3000:]}"
+    assert said.strip(), f"stop at {moment} s: nothing said"
+    return said
+
+
+@pytest.fixture
+def silent_server(standin):  # type: ignore[no-untyped-def]
+    return standin(lambda request: {}, hang_after=0)  # never answers a completion
+
+
+@pytest.mark.parametrize("way", ["timeout", "kill"])
+def test_surfer_run_stopped_at_any_moment(way, silent_server, pages, tmp_path):
+    args = lambda out: ["run", "probe", "--url", pages.url("actions.html"), "--base-url", silent_server.base_url,  # noqa: E731
+                        "--model", silent_server.model, "--profile", "holo2", "--out", str(out)]
+    recorded = 0
+    for moment, out, proc in _each_moment(args, way, tmp_path):
+        said = _no_silent_exit(moment, proc)
+        if (out / "result.json").exists():
+            result = json.loads((out / "result.json").read_text())
+            assert result["status"] == "interrupted" and "SIGTERM" in result["reason"], (moment, result)
+            assert "interrupted by SIGTERM" in said
+            recorded += 1
+        else:
+            assert "before the run started: nothing was recorded" in said, (moment, said[-2000:])
+            assert not out.exists(), f"stop at {moment} s: a run directory without its result.json"
+    assert recorded >= 1  # the later stops found a run to record
+
+
+@pytest.mark.parametrize("way", ["timeout", "kill"])
+def test_surfer_batch_stopped_at_any_moment(way, silent_server, pages, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": i, "task": "probe", "url": pages.url("actions.html")}) + "\n" for i in "ab"))
+    args = lambda out: ["batch", str(tasks), "--out", str(out), "--concurrency", "2", "--base-url",  # noqa: E731
+                        silent_server.base_url, "--model", silent_server.model, "--profile", "holo2", "--quiet"]
+    recorded = 0
+    for moment, out, proc in _each_moment(args, way, tmp_path):
+        said = _no_silent_exit(moment, proc)
+        if (out / "batch.json").exists():
+            assert "interrupted by SIGTERM" in said, (moment, said[-2000:])
+            assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip()
+            attempts = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()] \
+                if (out / "attempts.jsonl").exists() else []
+            assert all(a["status"] == "interrupted" and "SIGTERM" in a["reason"] for a in attempts), (moment, attempts)
+            recorded += bool(attempts)
+        else:
+            assert "before the batch started: nothing was recorded" in said, (moment, said[-2000:])
+    assert recorded >= 1  # the later stops found sessions running and recorded their attempts
+
+
+@pytest.mark.parametrize("way", ["timeout", "kill"])
+def test_surfer_qa_stopped_at_any_moment(way, silent_server, pages, tmp_path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"name: checks\nbase_url: {pages.base_url}\ncases:\n"
+                     "  - name: one\n    url: actions.html\n    task: probe\n"
+                     "  - name: two\n    url: actions.html\n    task: probe\n")
+    args = lambda out: ["qa", str(suite), "--out", str(out), "--no-cache", "--quiet", "--base-url",  # noqa: E731
+                        silent_server.base_url, "--model", silent_server.model, "--profile", "holo2"]
+    recorded = 0
+    for moment, out, proc in _each_moment(args, way, tmp_path):
+        said = _no_silent_exit(moment, proc)
+        if (out / "junit.xml").exists():
+            assert "interrupted by SIGTERM" in said, (moment, said[-2000:])
+            assert "interrupted by SIGTERM" in (out / "index.html").read_text()
+            recorded += 1
+        else:
+            assert "before the suite started: nothing was recorded" in said, (moment, said[-2000:])
+    assert recorded >= 1
