@@ -152,14 +152,16 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
     from PIL import Image
 
     attack = "<img src=x onerror=\"document.title='owned'\"><b id=injected>bold</b>"
-    finished, running = tmp_path / "20260101-a", tmp_path / "20260101-b"
-    for run_dir in (finished, running):
+    finished, running, stopped = tmp_path / "20260101-a", tmp_path / "20260101-b", tmp_path / "20260101-c"
+    for run_dir in (finished, running, stopped):
         (run_dir / "screenshots").mkdir(parents=True)
         (run_dir / "run.json").write_text(json.dumps({"task": f"task {attack}", "url": "https://example.com"}))
     (finished / "result.json").write_text(json.dumps(
         {"status": "success", "task": attack, "answer": attack, "steps": 2, "timings": {"seconds": 3.5},
          "artifacts": {"trace": "trace.zip", "video": "video.webp"}}))
     (finished / "report.html").write_text("<p>the report</p>")
+    (stopped / "result.json").write_text(json.dumps(
+        {"status": "interrupted", "task": "stopped", "reason": "interrupted: stopped by SIGTERM", "steps": 1}))
     (finished / "trace.zip").write_bytes(b"PK")
     Image.new("RGB", (640, 400), (200, 220, 240)).save(running / "screenshots" / "step-001.jpg")
     (running / "trajectory.jsonl").write_text(json.dumps({"index": 1, "thought": attack}) + "\n")
@@ -171,7 +173,8 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
     try:
         await page.goto(view.url)
         await page.wait_for_function("() => document.body.dataset.loaded === '1'")
-        assert "1/2" in await page.locator("[data-summary]").inner_text()
+        assert "2/3" in await page.locator("[data-summary]").inner_text()  # a stopped run has ended: it is not running
+        assert await page.locator('tr[data-task-id="20260101-c"][data-status=interrupted]').count() == 1
         row = page.locator('tr[data-task-id="20260101-a"][data-status=success]')
         assert attack in await row.inner_text()
         # the run's trace and video are linked beside its report

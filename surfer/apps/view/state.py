@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from surfer.fleet.batch.results import FINAL_STATUSES as FINAL, final_results
+from surfer.fleet.batch.results import final_results
 from surfer.fleet.sessions import BATCH_FILE, LIVE, METRICS_FILE
 
-# The page's statuses: queued, running, success, failure, needs_approval (a person must allow an action), error.
-SHOWN = {"success": "success", "failed": "failure", "limit": "failure", "stuck": "failure", "needs_approval": "needs_approval", "error": "error"}
+# The page's statuses: queued, running, success, failure, needs_approval (a person must allow an action), error,
+# and interrupted (a run directory of `surfer run` stopped by a signal; a batch's results hold no such line).
+SHOWN = {"success": "success", "failed": "failure", "limit": "failure", "stuck": "failure", "needs_approval": "needs_approval",
+         "error": "error", "interrupted": "interrupted"}
 
 
 @dataclass
@@ -139,7 +141,7 @@ class OutDir:
                 continue
             meta = _read_json(run_dir / "run.json") or {}
             result = _read_json(run_dir / "result.json")
-            if isinstance(result, dict) and result.get("status") in FINAL:
+            if isinstance(result, dict) and result.get("status") in SHOWN:  # ended (a stopped run too): not running
                 row = {
                     "id": key, "status": SHOWN[result["status"]], "result": result["status"], "task": result.get("task"),
                     "answer": result.get("answer"), "reason": result.get("reason"), "steps": result.get("steps"),
@@ -196,7 +198,7 @@ class OutDir:
 
     def _totals(self, batch: Any, finished: list[dict[str, Any]], running: list[Any], total: int, metrics: list[Any]) -> dict[str, Any]:
         count = self._cached("counts", len(finished), lambda: {
-            s: sum(1 for r in finished if r["status"] == s) for s in ("success", "failure", "needs_approval", "error")})
+            s: sum(1 for r in finished if r["status"] == s) for s in ("success", "failure", "needs_approval", "error", "interrupted")})
         done = len(finished)
         started = (batch or {}).get("started_at")
         elapsed = None
