@@ -119,7 +119,7 @@ class AgentConfig(_Strict):
     video: Literal["off", "on", "retain-on-failure"] = Field(
         default="off", description="A video of each run from its step screenshots (video.mp4, or video.webp without imageio-ffmpeg).",
     )
-    prompt_layout: Literal["window", "blocks"] | None = Field(
+    prompt_layout: Literal["window", "blocks", "conversation"] | None = Field(
         default=None, description="Policy prompt layout (unset: the profile's, 'window' for every shipped profile).",
     )
     role_continuation: bool | None = Field(
