@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 VIEWPORT = (1024, 700)  # the agents' browser
-PAGE = {"width": 1400, "height": 950}  # the reader's browser
+PAGE = {"width": 1200, "height": 900}  # the reader's browser
 TASKS = 8
 CONCURRENCY = 4
 PICTURES = ("view.png", "report.png")
