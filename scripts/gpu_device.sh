@@ -1,5 +1,5 @@
 #!/bin/bash
-# On a GPU machine without internet (README, "GPU rollouts"), with the vLLM wheel set's chunks in /tmp:
+# On a GPU machine without internet (docs/benchmarks/gpu.md), with the vLLM wheel set's chunks in /tmp:
 #   bash scripts/gpu_device.sh unpack                   # chunks -> /tmp/site; model dirs -> /tmp/models
 #   bash scripts/gpu_device.sh serve SHAPE [PORT]       # `surfer serve` in its own session; waits until it answers
 #     (`start SHAPE [PORT]` only starts it, `wait SHAPE [PORT]` waits; the log is /tmp/vllm-SHAPE.log)
