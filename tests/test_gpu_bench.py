@@ -468,3 +468,33 @@ def test_bench_gpu_emulate_runs_fixed_levels_and_auto_against_a_stand_in_in_a_ch
     assert "auto / best fixed:" in result.output
     bad = CliRunner().invoke(app, ["bench", "gpu", "emulate", "--variant", "layout=nowhere", "--out", str(out)])
     assert bad.exit_code == 2 and "error:" in bad.output
+
+
+def test_gpu_bench_reads_an_sglang_server_and_flushes_its_cache_between_runs(standin, tmp_path):
+    """Against a server that answers as SGLang does (its /metrics names, /flush_cache), the bench says which
+    engine it measured, empties the radix cache before each run and reads the engine's counters in the window."""
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    server = standin(model, engine="sglang", kv_capacity=10**7)
+    flushes: list[int] = []
+    clear = server.prefix_cache.clear
+    server.prefix_cache.clear = lambda: (flushes.append(len(server.requests)), clear())  # type: ignore[method-assign]
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
+        "--window", "30", "--min-steps", "1", "--no-bare", "--out", str(out), "--session-steps", "6",
+        "--variants", "layout=window,continuation=off;layout=conversation,continuation=on",
+    ])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(out.read_text())["models"]
+    assert entry["engine"] == "sglang"
+    assert len(flushes) == 2 and flushes[0] == 0 < flushes[1]  # before each run: the second after the first's requests
+    for row in entry["levels"]:
+        assert row["caches_reset"] is True
+        counters = row["surfer"]["steady"]
+        assert counters["computed_prompt_tokens_per_step"] > 0 and counters["prefix_cache_hit_rate"] is not None
+    window, conversation = (row["surfer"]["steady"]["prefix_cache_hit_rate"] for row in entry["levels"])
+    assert conversation > window  # each request extends the last: the stand-in's prefix cache reuses it
