@@ -83,6 +83,9 @@ bench)
 stop)
   pid=$(pgrep -f "surfer serve /tmp/models/$2 " | head -1)
   [ -n "$pid" ] && kill -TERM -- -"$pid"
+  for _ in $(seq 60); do curl -s -m 1 127.0.0.1:$port/v1/models > /dev/null || break; sleep 1; done
+  # an engine's workers that outlived it (SGLang's tokenizer workers answered /v1/models after its stop)
+  pkill -9 -f "sglang::|sglang.launch_server|EngineCore|vllm serve" 2> /dev/null
   for _ in $(seq 90); do  # until the GPU's memory is given back
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | awk '$1 < 2000 {ok = 1} END {exit !ok}' && break
     sleep 1
@@ -115,9 +118,31 @@ levers-run)
   done
   touch /tmp/out/levers.done
   ;;
+plan)
+  # PLAN="sglang/holotron sglang/holo2 vllm/holotron": each engine/model in turn, its variants LEVERS_<engine>_<shape>,
+  # its engine flags ARGS_<engine>; vLLM's chunk may arrive (in /tmp) while the first entries run
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done
+  setsid nohup bash "$here/scripts/gpu_device.sh" plan-run > /tmp/out/levers.log 2>&1 < /dev/null &
+  echo "plan running: /tmp/out/levers.log"
+  ;;
+plan-run)
+  for entry in $PLAN; do
+    engine=${entry%/*} shape=${entry#*/}
+    if [ "$engine" = vllm ] && [ ! -d /tmp/site/vllm ]; then
+      for _ in $(seq 900); do ls /tmp/vllm*-site.tar.xz.part* > /dev/null 2>&1 && break; sleep 1; done
+      ENGINE=vllm bash "$here/scripts/gpu_device.sh" unpack || continue
+    fi
+    args_of=ARGS_$engine levers_of=LEVERS_${engine}_$shape
+    ENGINE=$engine VLLM_ARGS="${!args_of}" bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
+    ENGINE=$engine OUT=/tmp/out BENCH_ARGS="--variants ${!levers_of} --no-bare --min-steps ${MIN_STEPS:-3}" \
+      bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-240}" "${LEVELS:-64}" 8000 "$engine"
+    ENGINE=$engine bash "$here/scripts/gpu_device.sh" stop "$shape"
+  done
+  touch /tmp/out/levers.done
+  ;;
 collect)
   for _ in $(seq "${2:-60}"); do [ -e /tmp/out/levers.done ] && break; sleep 1; done
-  tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"
+  tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"; rm -f "$OUT"/*-sglang.log "$OUT"/*-vllm.log  # (in levers.log too)
   [ -e /tmp/out/levers.done ] && echo "levers done" || echo "levers still running"; rm -f "$OUT/levers.done"
   for log in /tmp/vllm-*.log /tmp/sglang-*.log; do
     [ -e "$log" ] && grep -v "POST /v1/chat/completions\|GET /metrics\|Decode batch\|state was deleted" "$log" | tail -600 > "$OUT/$(basename "$log")"

@@ -61,7 +61,9 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
             if continuation:  # the policy's request byte for byte, its reply, then the localizer's instruction
                 assert loc.body["messages"][:2] == messages and loc.image_urls == p.image_urls
                 assert [m["role"] for m in loc.body["messages"][2:]] == ["assistant", "user"]
-                assert json.loads(_text(loc.body["messages"][2]))["action"]["target"] == "the middle"
+                repeated = _text(loc.body["messages"][2])  # the reply after what the generation prompt added
+                assert repeated.startswith(profile.reply_prefix)
+                assert json.loads(repeated.removeprefix(profile.reply_prefix))["action"]["target"] == "the middle"
                 assert _text(loc.body["messages"][3]).startswith("Now localize an element on the last screenshot")
             else:
                 assert p.image_urls[-1] == loc.image_urls[0]  # the newest screenshot is the one the localizer gets
@@ -116,7 +118,8 @@ def test_the_conversation_layout_extends_each_request_with_its_reply(standin, tm
             assert messages[:len(previous)] == previous, step  # the last request, byte for byte
             reply = json.dumps(answer(policy[step - 2]) if step != 4 else
                                {"thought": "done", "notes": "", "action": {"type": "answer", "text": "42"}})
-            assert messages[len(previous)] == {"role": "assistant", "content": reply}  # the reply the server gave
+            # the reply the server gave, after the empty thinking block its generation prompt ended with
+            assert messages[len(previous)] == {"role": "assistant", "content": "<think></think>" + reply}
             assert _text(messages[-1]).startswith(f"Step {step - 1}: " + ("answer" if step == 4 else "click"))
         else:
             assert "Task: Register as a new member." in _text(messages[1])
@@ -153,10 +156,10 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
         ("holotron", "window", False, "localizer"): (1492.6, 0.0, 1492.6, 1.0),
         # continuation: the policy's request is the localizer's prefix; its reply and instruction are what is left
         ("holotron", "window", True, "policy"): (4946.7, 457.6, 4489.1, 2.4),
-        ("holotron", "window", True, "localizer"): (3833.3, 3724.8, 108.5, 2.25),
-        ("holotron", "blocks", True, "all"): (12278.3, 10137.6, 2140.7, 3.0),
+        ("holotron", "window", True, "localizer"): (3836.3, 3724.8, 111.5, 2.25),  # the reply after its <think></think>
+        ("holotron", "blocks", True, "all"): (12282.0, 10137.6, 2144.4, 3.0),
         ("holotron", "window", False, "all"): (7547.9, 816.0, 6731.9, 1.9),
-        ("holo2", "blocks", True, "all"): (7526.3, 6176.0, 1350.3, 3.0),
+        ("holo2", "blocks", True, "all"): (7531.1, 6176.0, 1355.0, 3.0),
         ("holo2", "window", False, "all"): (4538.3, 656.0, 3882.3, 1.9),
     }
     for key, figures in pinned.items():
@@ -199,9 +202,9 @@ def test_bench_prompts_counts_a_hybrid_reuse_only_up_to_a_mamba_align_state(tmp_
     figures = {key: (r["prompt_tokens_per_step"], r["reusable_tokens_per_step"], r["uncached_tokens_per_step"])
                for key, r in rows.items()}
     # the same requests as the pinned transformer-style counts above: the prompt is unchanged, the reuse is less
-    assert figures[("holotron", "blocks", True, "all")] == (12278.3, 8659.2, 3619.1)  # 16-token blocks: 2,140.7 uncached
-    assert figures[("holotron", "blocks", True, "localizer")] == (4225.5, 3673.6, 551.9)
-    assert figures[("holo2", "blocks", True, "all")] == (7526.3, 6176.0, 1350.3)  # a transformer: unchanged
+    assert figures[("holotron", "blocks", True, "all")] == (12282.0, 8659.2, 3622.8)  # 16-token blocks: 2,144.4 uncached
+    assert figures[("holotron", "blocks", True, "localizer")] == (4228.5, 3673.6, 554.9)
+    assert figures[("holo2", "blocks", True, "all")] == (7531.1, 6176.0, 1355.0)  # a transformer: unchanged
     assert rows[("holotron", "blocks", True, "all")]["prefix_reuse"] == "mamba align 1312"
 
 def test_bench_prompts_counts_sglang_radix_reuse_to_the_token_and_a_hybrids_where_a_request_ended(tmp_path) -> None:

@@ -169,7 +169,8 @@ class Policy:
         while True:
             try:
                 decision, turn = await self.client.ask_turn(messages, schema, parse, sink)
-                memory.keep_turn(turn)
+                # as later requests repeat it: what the server computed, the generation prompt's tail included
+                memory.keep_turn(Turn(turn.messages, self.client.profile.reply_prefix + turn.reply))
                 return decision
             except ContextTooLong:
                 if not self.layout.shorten(memory):  # one screenshot is already too long: nothing to drop

@@ -267,7 +267,7 @@ def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: i
         observation = Observation(Screenshot(data, "image/jpeg", size, step.scale), url=step.url, title=step.title)
         messages = policy.messages(memory, observation)
         out.append(("policy", messages, policy_reply(step)))
-        memory.keep_turn(Turn(tuple(messages), policy_reply(step)))  # (the conversation layout shows the reply next)
+        memory.keep_turn(Turn(tuple(messages), profile.reply_prefix + policy_reply(step)))  # (shown again next)
         turn = memory.policy_turn if continuation else None
         if step.notes:
             memory.add_note(step.notes, own=True)
@@ -313,8 +313,9 @@ def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int |
             tally.reusable += reusable_tokens(units, earlier, align_block, engine, profile.serving.hybrid)
             tally.screenshots += shots
             tally.image_tokens += image_total
-            # what the engine holds after it: the prompt, then the reply it generated after the assistant's header
-            earlier.append((units, [(("header", "assistant"), float(HEADER_TOKENS)), *counter.units(reply)]))
+            # what the engine holds after it: the prompt, its generation prompt (the assistant's header and what
+            # the template adds after it, the profile's reply_prefix), then the reply generated
+            earlier.append((units, [(("header", "assistant"), float(HEADER_TOKENS)), *counter.units(profile.reply_prefix + reply)]))
     return steps, tallies
 
 

@@ -71,6 +71,12 @@ class Profile:
     # request of the step (its messages, its reply, then the role's instruction) so that the server reuses
     # the whole prefix; templates "localizer_continue" / "validator_continue". Off: separate requests.
     role_continuation: bool = True
+    # What the chat template's generation prompt adds after the assistant's header (an empty thinking block)
+    # and does not render for an assistant turn of the history: put before the policy's reply wherever a later
+    # request repeats it (role continuation, the conversation layout), so that the repeated turn is the tokens
+    # the server computed — an engine that resumes only where a request ended (SGLang's Mamba radix cache)
+    # finds that end. Unverified for the real weights' templates: `surfer bench gpu` shows the prefix hit.
+    reply_prefix: str = ""
 
     def sampling_for(self, role: str) -> Sampling:
         return self.sampling.get(role, Sampling())

@@ -20,5 +20,6 @@ PROFILE = Profile(
         "validator": Sampling(temperature=0.0, max_tokens=512),
     },
     max_images=3,
+    reply_prefix="<think>\n\n</think>\n\n",  # the Qwen3 template's generation prompt with thinking off
     serving=Serving(reasoning_parser="holo2", max_model_len=65_536, min_vllm="0.13"),
 )

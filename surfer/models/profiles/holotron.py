@@ -18,5 +18,6 @@ PROFILE = Profile(
         "validator": Sampling(temperature=0.0, max_tokens=512),
     },
     max_images=3,
+    reply_prefix="<think></think>",  # the template's generation prompt with reasoning off
     serving=Serving(trust_remote_code=True, hybrid=True, max_model_len=65_536, min_vllm="0.14.1", align_block=1312),
 )
