@@ -246,7 +246,7 @@ def test_dry_run_holotron_on_sglang_keeps_the_mamba_state_where_each_request_end
         "--port", "8000", "--trust-remote-code", "--limit-mm-data-per-request", json.dumps({"image": 5}),
         "--context-length", "65536", "--max-running-requests", "64", "--enable-metrics", "--enable-cache-report",
         "--grammar-backend", "xgrammar", "--mamba-radix-cache-strategy", "no_buffer", "--disable-overlap-schedule",
-        "--mamba-ssm-dtype", "float32",
+        "--mamba-ssm-dtype", "float32", "--tokenizer-worker-num", "6",  # (measured: the screenshots' preprocessing)
     ]
 
 
@@ -261,6 +261,8 @@ def test_sglang_flags_follow_the_version_and_the_command_line() -> None:
     assert mine.count("--mamba-radix-cache-strategy") == 1 and mine[-4:] == [
         "--mamba-radix-cache-strategy", "extra_buffer", "--load-format", "dummy"]
     assert "--disable-overlap-schedule" not in mine  # the caller chose the strategy: its scheduler is theirs too
+    older_without = shlex.split(dry_run("Hcompany/Holo2-8B", "--engine", "sglang", "--sglang-version", "0.5.12"))
+    assert "--tokenizer-worker-num" not in older_without  # a flag that version may lack is left out, said in a note
     holo2 = shlex.split(dry_run("Hcompany/Holo2-8B", "--engine", "sglang"))
     assert "--trust-remote-code" not in holo2 and not any("mamba" in a for a in holo2)
     assert holo2[holo2.index("--limit-mm-data-per-request") + 1] == json.dumps({"image": 3})

@@ -43,6 +43,7 @@ FLAG_SINCE: dict[str, str] = {
     "--mamba-radix-cache-strategy": "0.5.15",
     "--disable-overlap-schedule": "0.3",
     "--reasoning-parser": "0.4.6",
+    "--tokenizer-worker-num": "0.5.15",
 }
 # `no_buffer`: the Mamba state where each request ends (no extra state memory; the overlap scheduler off).
 MAMBA_STRATEGY = "no_buffer"
@@ -50,8 +51,11 @@ MAMBA_STRATEGY = "no_buffer"
 # MEASURED SERVING FLAGS for SGLang, as vLLM's (surfer/apps/serve/vllm.py): what `surfer bench gpu run`
 # showed to win for a profile, added after the family's flags unless the command line names them.
 MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
-    "holotron": {},
-    "holo2": {},
+    # SGLang 0.5.15 tiles and normalises each request's screenshots in its tokenizer process, on that process's
+    # event loop: with one (the default), 64 Holotron sessions kept at most 2 requests running (0.48 steps/s,
+    # one H200); with 6, 44 ran and 18 waited (1.22 steps/s, one H100). Docs: benchmarks, "Engines for the hybrid".
+    "holotron": {"--tokenizer-worker-num": "6"},
+    "holo2": {"--tokenizer-worker-num": "6"},
     "holo1.5": {},
     "openai": {},
 }
