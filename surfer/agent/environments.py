@@ -34,7 +34,9 @@ def browser_environment(config: AgentConfig, browser: Any = None, early: Any = N
         settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
         allow_file_urls=b.allow_file_urls, allowed_domains=config.allowed_domains, blocked_domains=config.blocked_domains,
         upload_files=b.upload_files, max_download_bytes=int(b.max_download_mb * 1024 * 1024), max_downloads=b.max_downloads,
-        early=early, trace=b.trace,
+        early=early, trace=b.trace, storage_state=b.storage_state, save_storage_state=b.save_storage_state,
+        save_state_on_failure=b.save_storage_state_on_failure, keep_storage_state=b.keep_storage_state,
+        user_data_dir=b.user_data_dir, cdp_url=b.cdp_url, browser_ws=b.browser_ws,
     )
 
 

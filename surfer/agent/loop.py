@@ -305,6 +305,7 @@ class Agent(StepMachinery):
             try:
                 if result is not None:
                     result.downloads = await asyncio.shield(env.end_run(result.status))
+                    result.storage_state = env.kept_state
                     if env.trace_file is not None:
                         if self.secrets:
                             from surfer.tools.browser.tracing import scrub_archive

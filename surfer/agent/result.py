@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 Status = Literal["success", "failed", "limit", "stuck", "needs_approval", "error", "interrupted"]
 # "browser_crash": Chromium or the page crashed under the run (an environment error of its own kind).
@@ -47,6 +47,10 @@ class RunResult(BaseModel):
     downloads: list[dict[str, Any]] = []
     # files made for reading the run, relative to its directory: "trace" (trace.zip), "video"
     artifacts: dict[str, str] = {}
+    # the browser context's storage state at the end (cookies, localStorage), when the run loaded or saved one
+    # (storage_state, save_storage_state, keep_storage_state): signs anyone in, so it is in memory only, never
+    # in result.json, --json or any file (excluded from every dump); pass it to the next Agent(storage_state=...)
+    storage_state: dict[str, Any] | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def ok(self) -> bool:

@@ -168,6 +168,7 @@ class BrowserActions:
         await self._downloads.cancel()
         if not self._browser_gone:
             self.trace_file = await self.trace.finish(self.run_dir, status)
+            await self._end_state(status)  # after the trace's chunk: reading the state may open a page
         return [record.to_dict() for record in self._downloads.records]
 
     def step_group(self, name: str) -> Any:
