@@ -129,8 +129,23 @@ class AcmeSite:
     def url(self, path: str) -> str:
         return self.base_url + path
 
-    def session_ids(self) -> list[str]:
-        return list(self.sessions)
+    def sign_in_state(self) -> dict[str, Any]:
+        """A Playwright storage state made from a real sign-in (the form's POST, by HTTP): the server's session cookie."""
+        import http.client
+        from urllib.parse import urlencode
+
+        connection = http.client.HTTPConnection("127.0.0.1", self._httpd.server_address[1], timeout=10)
+        connection.request("POST", "/login", urlencode({"username": USER, "password": PASSWORD, "next": "/account"}),
+                           {"Content-Type": "application/x-www-form-urlencoded"})
+        response = connection.getresponse()
+        response.read()
+        sid = re.search(r"sid=([0-9a-f]+)", response.getheader("Set-Cookie") or "")
+        assert sid is not None, response.status
+        import time
+
+        cookie = {"name": "sid", "value": sid.group(1), "domain": "127.0.0.1", "path": "/", "expires": time.time() + 3600,
+                  "httpOnly": True, "secure": False, "sameSite": "Lax"}
+        return {"cookies": [cookie], "origins": []}
 
     def __enter__(self) -> "AcmeSite":
         threading.Thread(target=self._httpd.serve_forever, name="acme-site", daemon=True).start()
@@ -173,6 +188,7 @@ class AcmeOracle:
 
     centres: dict[str, Any]
     to_frame: Any  # oracle.frame_mapper(...)
+    secret: str = "PASSWORD"  # the placeholder the password is typed as ({{PASSWORD}}): the model never knows it
     calls: dict[str, int] = field(default_factory=dict)
 
     def __call__(self, request: Any) -> Any:
@@ -189,7 +205,7 @@ class AcmeOracle:
             if f"text={USER!r}" not in history:
                 action = {"type": "type", "text": USER, "target": USERNAME_FIELD, "clear": True}
             else:
-                action = {"type": "type", "text": "{{PASSWORD}}", "target": PASSWORD_FIELD, "clear": True, "submit": True}
+                action = {"type": "type", "text": "{{" + self.secret + "}}", "target": PASSWORD_FIELD, "clear": True, "submit": True}
             return {"thought": "The site asks me to sign in.", "notes": "", "action": action}
         return {"thought": "Not where I expected.", "notes": "", "action": {"type": "fail", "reason": f"lost at {location}"}}
 

@@ -80,10 +80,10 @@ def said(proc: subprocess.CompletedProcess) -> str:
     return " ".join((proc.stdout + proc.stderr).split())
 
 
-def cli(*args: str, **popen) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
+def cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SURFER_")}
     return subprocess.run([sys.executable, "-m", "surfer", *args], capture_output=True, text=True, timeout=120,
-                          env={**env, "NO_COLOR": "1", "COLUMNS": "200", "ACME_PW": PASSWORD}, **popen)
+                          env={**env, "NO_COLOR": "1", "COLUMNS": "200", "ACME_PW": PASSWORD, **(env_extra or {})})
 
 
 def run_args(model, site, out: Path, *extra: str) -> list[str]:  # type: ignore[no-untyped-def]

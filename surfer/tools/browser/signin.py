@@ -4,8 +4,8 @@ is tried for real (`surfer auth check --load`).
 `record_sign_in` opens a visible browser on a URL and waits until the person
 is done: they close the window (every tab of it), press Enter in the
 terminal (`done` set), or the time runs out. The context's storage state is
-read every few seconds while they work, so a window closed with the browser
-still has its last state to save."""
+read every few seconds while they work, so a browser that quits with its
+last window still leaves its last state to save."""
 
 from __future__ import annotations
 
@@ -56,20 +56,20 @@ async def record_sign_in(
                 if finished:
                     how = waits[next(iter(finished))]
                     break
-                last = await _snapshot(context) or last
+                last = await _snapshot(browser, context) or last
         finally:
             for waiter in waits:
                 waiter.cancel()
-        return (await _snapshot(context) or last), how
+        return (await _snapshot(browser, context) or last), how
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(browser.close(), 10)
         await playwright.stop()
 
 
-async def _snapshot(context: Any) -> dict[str, Any] | None:
-    """The context's state now; None once its pages (or the browser) are gone."""
-    if not any(not p.is_closed() for p in context.pages):
+async def _snapshot(browser: Any, context: Any) -> dict[str, Any] | None:
+    """The context's state now (its windows may be closed: the context outlives them); None once the browser is gone."""
+    if not browser.is_connected():
         return None
     try:
         return await asyncio.wait_for(context.storage_state(), 10)
