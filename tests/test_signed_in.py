@@ -334,3 +334,24 @@ def test_a_batch_cannot_share_one_profile_between_concurrent_sessions(tmp_path):
     bad = cli("batch", str(tmp_path / "tasks2.jsonl"), "--out", str(tmp_path / "out2"), "--base-url", "http://127.0.0.1:9/v1",
               "--model", "m", "--profile", "holo2")
     assert bad.returncode == 2 and "task line-1: storage state file" in said(bad) and "missing.json does not exist" in said(bad)
+
+
+@pytest.mark.parametrize("where", ["cdp_url", "browser_ws"])
+async def test_downloads_land_in_the_run_directory_from_a_browser_surfer_did_not_launch(where, request, pages, tmp_path):
+    from surfer.core.actions import Click, CssPoint
+    from surfer.tools.browser import BrowserEnvironment
+
+    address = request.getfixturevalue("users_browser")[1] if where == "cdp_url" else request.getfixturevalue("browser_server")
+    env = BrowserEnvironment(**{where: address})
+    env.begin_run(tmp_path)
+    try:
+        await env.start(pages.url("widgets/files.html"))
+        shot = await env.observe()
+        assert shot.title  # screenshots and the page's facts come back as from a launched browser
+        box = await env.page.locator("#report").bounding_box()  # where the link is drawn
+        outcome = await env.perform(Click(target="the 'Download the report' link", point=CssPoint(x=box["x"] + 5, y=box["y"] + 5)))
+        assert "a file arrived: report.csv" in outcome.detail
+        downloads = await env.end_run("success")
+    finally:
+        await env.close()
+    assert [d["status"] for d in downloads] == ["saved"] and (tmp_path / "downloads" / "report.csv").stat().st_size > 0
