@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from surfer.models.standin import QuietServer
 
 USER, PASSWORD, ORDER = "alice", "correct horse 42", "AB-7741"
+VIEWPORT = (1100, 700)  # the signed-in tests' viewport
 TASK = "Open my account and report my latest order number."
 USERNAME_FIELD, PASSWORD_FIELD = "the 'Username' text field", "the 'Password' text field"
 FIELDS = {USERNAME_FIELD: "#username", PASSWORD_FIELD: "#password"}

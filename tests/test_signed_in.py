@@ -20,24 +20,22 @@ from pathlib import Path
 
 import pytest
 
-from login_site import ORDER, PASSWORD, TASK, AcmeOracle, AcmeSite, measure_login
+from login_site import ORDER, PASSWORD, TASK, VIEWPORT, AcmeOracle
 from surfer import Agent
 from surfer.apps.demo.oracle import frame_mapper
 from surfer.tools.chromium import LAUNCH_ARGS, find_headless_shell
 
-VIEWPORT = (1100, 700)
 SIGN_IN_STEPS = 3  # type the username, type the password and submit, answer
 
 
-@pytest.fixture(scope="module")
-def site():
-    with AcmeSite() as served:
-        yield served
+@pytest.fixture
+def site(acme_site):  # type: ignore[no-untyped-def]
+    return acme_site
 
 
-@pytest.fixture(scope="module")
-async def centres(site):  # type: ignore[no-untyped-def]
-    return await measure_login(site, VIEWPORT)
+@pytest.fixture
+def centres(acme_centres):  # type: ignore[no-untyped-def]
+    return acme_centres
 
 
 @pytest.fixture

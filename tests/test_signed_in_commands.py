@@ -16,22 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from login_site import ORDER, PASSWORD, TASK, AcmeOracle, AcmeSite, measure_login
+from login_site import ORDER, PASSWORD, TASK, VIEWPORT, AcmeOracle
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.apps.demo.oracle import frame_mapper
 from surfer.tools.browser.state import write_storage_state
-from test_signed_in import VIEWPORT, cli, files_holding, said, sid_of, typed_password
+from test_signed_in import cli, files_holding, said, sid_of, typed_password
 
 
-@pytest.fixture(scope="module")
-def site():
-    with AcmeSite() as served:
-        yield served
+@pytest.fixture
+def site(acme_site):  # type: ignore[no-untyped-def]
+    return acme_site
 
 
-@pytest.fixture(scope="module")
-async def centres(site):  # type: ignore[no-untyped-def]
-    return await measure_login(site, VIEWPORT)
+@pytest.fixture
+def centres(acme_centres):  # type: ignore[no-untyped-def]
+    return acme_centres
 
 
 @pytest.fixture

@@ -67,17 +67,14 @@ async def launch_profile(directory: str | Path, *, headless: bool, options: dict
     (viewport, scale factor, proxy). The context is the browser: closing it ends Chromium."""
     import asyncio
 
-    from playwright.async_api import async_playwright
-
-    from surfer.tools.chromium import _playwright_default, find_chromium, launch_args, use_node_compile_cache
+    from surfer.tools.chromium import _playwright_default, find_chromium, launch_args, with_playwright
 
     path = await asyncio.to_thread(check_profile_dir, directory)
-    use_node_compile_cache()
-    playwright = await async_playwright().start()
-    try:
+
+    async def launch(playwright: Any) -> Any:
         executable = find_chromium(_playwright_default(playwright), headless=headless)
         try:
-            context = await playwright.chromium.launch_persistent_context(
+            return await playwright.chromium.launch_persistent_context(
                 str(path), executable_path=executable, headless=headless, args=launch_args(executable),
                 timeout=LAUNCH_TIMEOUT_S * 1000, **options,
             )
@@ -88,8 +85,6 @@ async def launch_profile(directory: str | Path, *, headless: bool, options: dict
                 raise ConfigError(f"the profile {path} is in use by another Chromium ({holder or first}): close that browser, "
                                   "or give another --user-data-dir") from None
             raise EnvironmentFailure(f"could not open the profile {path} in {executable}: {first}") from None
-        return playwright, context
-    except BaseException:
-        await playwright.stop()
-        raise
+
+    return await with_playwright(launch)
 

@@ -35,17 +35,9 @@ def check_remote_url(flag: str, url: str) -> None:
 async def connect_remote(*, cdp_url: str | None = None, browser_ws: str | None = None) -> tuple[Any, Any]:
     """(playwright, browser) attached to a running browser. ConfigError when it cannot be
     reached (nothing listens there, or not a browser): a usage error, not a crash."""
-    from playwright.async_api import async_playwright
+    from surfer.tools.chromium import with_playwright
 
-    from surfer.tools.chromium import use_node_compile_cache
-
-    use_node_compile_cache()
-    playwright = await async_playwright().start()
-    try:
-        return playwright, await attach(playwright, cdp_url=cdp_url, browser_ws=browser_ws)
-    except BaseException:
-        await playwright.stop()
-        raise
+    return await with_playwright(lambda playwright: attach(playwright, cdp_url=cdp_url, browser_ws=browser_ws))
 
 
 async def attach(playwright: Any, *, cdp_url: str | None = None, browser_ws: str | None = None) -> Any:
