@@ -14,6 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from surfer.apps import serve as serve_mod
+from surfer.apps.serve import sglang as serve_sglang
+from surfer.apps.serve import vllm as serve_vllm
 from surfer.apps.cli import app
 from surfer.apps.serve import ServePlan, VllmCapabilities, build_command, serve
 from surfer.models.profiles import get_profile
@@ -33,8 +35,9 @@ GIB = 1 << 30
 
 @pytest.fixture(autouse=True)
 def no_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve_mod, "installed_vllm_version", lambda: None)
-    monkeypatch.setattr(serve_mod, "host_memory_bytes", lambda: 128 * GIB)  # a GPU server's, whatever runs the tests
+    monkeypatch.setattr(serve_vllm, "installed_vllm_version", lambda: None)
+    monkeypatch.setattr(serve_sglang, "installed_sglang_version", lambda: None)
+    monkeypatch.setattr(serve_vllm, "host_memory_bytes", lambda: 128 * GIB)  # a GPU server's, whatever runs the tests
 
 
 def test_dry_run_holotron_12b() -> None:
@@ -125,8 +128,8 @@ def test_missing_vllm_is_a_clear_error() -> None:
 
 
 def test_no_gpu_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve_mod, "installed_vllm_version", lambda: "0.25.1")
-    monkeypatch.setattr(serve_mod, "read_capabilities", lambda version: VllmCapabilities.from_table(version))
+    monkeypatch.setattr(serve_vllm, "installed_vllm_version", lambda: "0.25.1")
+    monkeypatch.setattr(serve_vllm, "read_capabilities", lambda version: VllmCapabilities.from_table(version))
     monkeypatch.setattr(serve_mod, "gpu_problem", lambda: "no NVIDIA GPU visible")
     result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B"])
     assert result.exit_code == 2
@@ -180,7 +183,7 @@ def test_max_images_and_the_measured_flags_of_a_profile(monkeypatch: pytest.Monk
     assert measured[measured.index("--max-num-batched-tokens") + 1] == "32768"  # measured: see MEASURED_FLAGS
     assert measured[measured.index("--gpu-memory-utilization") + 1] == "0.85"
     assert "--max-num-batched-tokens" not in build_command("Hcompany/Holo2-8B", get_profile("holo2"), caps).command
-    monkeypatch.setitem(serve_mod.MEASURED_FLAGS, "holotron", {"--max-num-seqs": "64", "--enable-prefix-caching": None})
+    monkeypatch.setitem(serve_vllm.MEASURED_FLAGS, "holotron", {"--max-num-seqs": "64", "--enable-prefix-caching": None})
     caps = VllmCapabilities.from_table("0.25.1")
     plan = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps)
     assert plan.command[-3:] == ["--max-num-seqs", "64", "--enable-prefix-caching"]
@@ -192,13 +195,13 @@ def test_the_processor_cache_holds_every_sessions_screenshots() -> None:
     """Sized as sessions × images × 12 bytes per pixel of a 1280x800 screenshot × 1.25 (README, "The seeds'
     regime": vLLM's 4 GiB held less than a round of 48 sessions 8 deep and starved the engine)."""
     holotron, holo2 = get_profile("holotron"), get_profile("holo2")
-    assert serve_mod.processor_cache_gib(holotron, 48, 12, 128 * GIB) == (9, "")  # 8.85e9 bytes, 8.24 GiB
-    assert serve_mod.processor_cache_gib(holo2, 16, 5, 128 * GIB) == (None, "")  # vLLM's 4 GiB holds them
-    gib, note = serve_mod.processor_cache_gib(holotron, 256, 24, 128 * GIB)
+    assert serve_vllm.processor_cache_gib(holotron, 48, 12, 128 * GIB) == (9, "")  # 8.85e9 bytes, 8.24 GiB
+    assert serve_vllm.processor_cache_gib(holo2, 16, 5, 128 * GIB) == (None, "")  # vLLM's 4 GiB holds them
+    gib, note = serve_vllm.processor_cache_gib(holotron, 256, 24, 128 * GIB)
     assert gib == 16 and "needs 88 GiB for 256 sessions × 24 screenshots; capped at 16 GiB" in note
-    gib, note = serve_mod.processor_cache_gib(holotron, 48, 12, 24 * GIB)
+    gib, note = serve_vllm.processor_cache_gib(holotron, 48, 12, 24 * GIB)
     assert gib is None and "leaves it at vLLM's 4 GiB" in note
-    gib, note = serve_mod.processor_cache_gib(holo2, None, 5, 128 * GIB)
+    gib, note = serve_vllm.processor_cache_gib(holo2, None, 5, 128 * GIB)
     assert gib == 5 and "64 sessions × 5 screenshots" in note and "pass --max-concurrency" in note
 
 
@@ -229,3 +232,42 @@ def test_the_command_line_chooses_the_ssm_state_dtype() -> None:
                           extra_args=("--mamba-ssm-cache-dtype", "float16"))
     assert given.command.count("--mamba-ssm-cache-dtype") == 1 and given.command[-2:] == ["--mamba-ssm-cache-dtype", "float16"]
     assert "float32" not in given.command
+
+
+# -- SGLang -----------------------------------------------------------------------------------
+
+
+def test_dry_run_holotron_on_sglang_keeps_the_mamba_state_where_each_request_ends() -> None:
+    import shlex
+
+    line = dry_run("Hcompany/Holotron-12B", "--engine", "sglang", "--max-concurrency", "64", "--prompt-layout", "blocks")
+    assert shlex.split(line) == [
+        "python", "-m", "sglang.launch_server", "--model-path", "Hcompany/Holotron-12B", "--host", "127.0.0.1",
+        "--port", "8000", "--trust-remote-code", "--limit-mm-data-per-request", json.dumps({"image": 5}),
+        "--context-length", "65536", "--max-running-requests", "64", "--enable-metrics", "--enable-cache-report",
+        "--grammar-backend", "xgrammar", "--mamba-radix-cache-strategy", "no_buffer", "--disable-overlap-schedule",
+        "--mamba-ssm-dtype", "float32",
+    ]
+
+
+def test_sglang_flags_follow_the_version_and_the_command_line() -> None:
+    import shlex
+
+    older = shlex.split(dry_run("Hcompany/Holotron-12B", "--engine", "sglang", "--sglang-version", "0.5.12"))
+    assert older[older.index("--mamba-scheduler-strategy") + 1] == "no_buffer"  # the flag's name before 0.5.15
+    assert "--mamba-radix-cache-strategy" not in older
+    mine = shlex.split(dry_run("Hcompany/Holotron-12B", "--engine", "sglang", "--",
+                               "--mamba-radix-cache-strategy", "extra_buffer", "--load-format", "dummy"))
+    assert mine.count("--mamba-radix-cache-strategy") == 1 and mine[-4:] == [
+        "--mamba-radix-cache-strategy", "extra_buffer", "--load-format", "dummy"]
+    assert "--disable-overlap-schedule" not in mine  # the caller chose the strategy: its scheduler is theirs too
+    holo2 = shlex.split(dry_run("Hcompany/Holo2-8B", "--engine", "sglang"))
+    assert "--trust-remote-code" not in holo2 and not any("mamba" in a for a in holo2)
+    assert holo2[holo2.index("--limit-mm-data-per-request") + 1] == json.dumps({"image": 3})
+
+
+def test_an_unknown_engine_or_a_missing_one_is_a_clear_error() -> None:
+    bad = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--engine", "tgi", "--dry-run"])
+    assert bad.exit_code == 2 and "--engine must be one of vllm, sglang" in bad.output
+    missing = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--engine", "sglang"])
+    assert missing.exit_code == 2 and "SGLang is not installed" in missing.output

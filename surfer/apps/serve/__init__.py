@@ -1,0 +1,138 @@
+"""`surfer serve MODEL`: start a model server (vLLM or SGLang) with the flags a
+model family needs, wait until it answers, and print the matching `surfer run`
+line.
+
+    surfer serve Hcompany/Holotron-12B                   # the profile's engine (DEFAULT_ENGINE)
+    surfer serve Hcompany/Holo2-8B --engine vllm --dry-run
+
+Each engine's flags come from the profile's `Serving` data (surfer/apps/serve/vllm.py,
+surfer/apps/serve/sglang.py) and are checked against the installed engine's help;
+a flag that version lacks is left out with a note. Arguments after `--` go to the
+engine unchanged (e.g. `-- --load-format dummy`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+
+from surfer.core.errors import ConfigError
+
+from . import sglang, vllm
+from .plan import Capabilities, ServePlan, given_flags
+from .process import gpu_problem, run_line, serve, wait_until_ready
+from .vllm import (
+    DEFAULT_VLLM, FLAG_SINCE, MEASURED_FLAGS, VllmCapabilities, build_command, host_memory_bytes,
+    installed_vllm_version, processor_cache_gib, read_capabilities,
+)
+
+ENGINES = ("vllm", "sglang")
+# The engine `surfer serve` starts for a profile when --engine is not given: the one that measured
+# faster through surfer on one H100 (docs: benchmarks, "Engines for the hybrid").
+DEFAULT_ENGINE: dict[str, str] = {"holotron": "vllm", "holo2": "vllm", "holo1.5": "vllm", "openai": "vllm"}
+
+__all__ = [
+    "DEFAULT_ENGINE", "DEFAULT_VLLM", "ENGINES", "FLAG_SINCE", "MEASURED_FLAGS", "Capabilities", "ServePlan",
+    "VllmCapabilities", "build_command", "engine_plan", "given_flags", "gpu_problem", "host_memory_bytes",
+    "installed_vllm_version", "processor_cache_gib", "read_capabilities", "register", "run_line", "serve",
+    "wait_until_ready",
+]
+
+
+def engine_capabilities(engine: str, dry_run: bool, version: str | None, say) -> Capabilities:  # type: ignore[no-untyped-def]
+    """The engine's flags: read from the installed engine, or (for --dry-run without it) assumed."""
+    if engine == "sglang":
+        installed = sglang.installed_sglang_version()
+        if installed is None:
+            if not dry_run:
+                raise ConfigError(sglang.INSTALL_SGLANG)
+            caps: Capabilities = sglang.SglangCapabilities.from_table(version or sglang.DEFAULT_SGLANG)
+            say(f"note: SGLang is not installed; flags assume SGLang {caps.version} (surfer/apps/serve/sglang.py)")
+            return caps
+        return sglang.read_capabilities(installed)
+    installed = vllm.installed_vllm_version()
+    if installed is None:
+        if not dry_run:
+            raise ConfigError(vllm.INSTALL_VLLM)
+        caps = VllmCapabilities.from_table(version or DEFAULT_VLLM)
+        say(f"note: vLLM is not installed; flags assume vLLM {caps.version} (default version table in surfer/apps/serve/vllm.py)")
+        return caps
+    return vllm.read_capabilities(installed)
+
+
+def engine_plan(engine: str, model: str, profile, caps: Capabilities, **options) -> ServePlan:  # type: ignore[no-untyped-def]
+    if engine == "sglang":
+        return sglang.build_command(model, profile, caps, **options)
+    return vllm.build_command(model, profile, caps, **options)  # type: ignore[arg-type]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(name="serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def serve_command(
+        ctx: typer.Context,
+        model: str = typer.Argument(..., help="Model id or local directory, e.g. Hcompany/Holotron-12B."),
+        profile: str | None = typer.Option(None, "--profile", help="Model family profile; default: suggested from the name (said so)."),
+        engine: str | None = typer.Option(
+            None, "--engine", help="vllm or sglang (default: the profile's faster engine, measured through surfer)."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+        port: int = typer.Option(8000, "--port", help="Port to listen on."),
+        max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help="Concurrent sequences (vLLM --max-num-seqs, SGLang --max-running-requests); also sizes vLLM's image cache (default: 64 sessions assumed)."),
+        max_model_len: int | None = typer.Option(None, "--max-model-len", min=256, help="Context length (default: the family's)."),
+        timeout: float = typer.Option(1800.0, "--timeout", help="Seconds to wait for the server to answer."),
+        prompt_layout: str = typer.Option("window", "--prompt-layout", help="The layout clients will use: blocks and conversation send more images per request."),
+        max_images: int | None = typer.Option(
+            None, "--max-images", min=1, max=128,
+            help="Images one request may hold (default: what --prompt-layout needs with the profile's history); "
+            "raise it for clients with a deeper history (memory_images, block_images)."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the engine's command and exit."),
+        vllm_version: str | None = typer.Option(None, "--vllm-version", help=f"With --dry-run and no vLLM installed: the version to plan for (default {DEFAULT_VLLM})."),
+        sglang_version: str | None = typer.Option(None, "--sglang-version", help=f"With --dry-run and no SGLang installed: the version to plan for (default {sglang.DEFAULT_SGLANG})."),
+    ) -> None:
+        """Start vLLM or SGLang for a model with its family's flags, wait until it answers, print the `surfer run` line.
+
+        Arguments after `--` go to the engine unchanged (e.g. `-- --load-format dummy`)."""
+        from rich.console import Console
+        from rich.markup import escape
+
+        from surfer.agent.layouts import Layout, check_layout
+        from surfer.models.profiles import get_profile
+        from surfer.models.profiles.auto import suggest_profile
+
+        console = Console(stderr=True, soft_wrap=True, highlight=False)
+        say = console.print
+        try:
+            if profile is None:
+                profile, reason = suggest_profile([model])
+                say(f"profile: {reason} (pass --profile to choose)", markup=False)
+            chosen = get_profile(profile)
+            if engine is not None and engine not in ENGINES:
+                raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+            engine = engine or DEFAULT_ENGINE.get(chosen.name, "vllm")
+            caps = engine_capabilities(engine, dry_run, sglang_version if engine == "sglang" else vllm_version, say)
+            plan = engine_plan(
+                engine, model, chosen, caps, host=host, port=port, max_concurrency=max_concurrency,
+                max_model_len=max_model_len, extra_args=tuple(ctx.args),
+                images=max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images,
+            )
+            if not dry_run:
+                problem = gpu_problem()
+                if problem:
+                    raise ConfigError(f"{problem}. Serve on a machine with an NVIDIA GPU, or point surfer at a remote server with --base-url.")
+        except ConfigError as exc:
+            say(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        for note in plan.notes:
+            say(f"note: {escape(note)}")
+        if dry_run:
+            print(plan.shell)
+            return
+        plan.command[0:3 if engine == "sglang" else 1] = (
+            sglang.sglang_executable() if engine == "sglang" else vllm.vllm_executable())
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        base_url = f"http://{shown}:{port}/v1"
+        say(f"starting: {escape(plan.shell)}")
+        try:
+            code = asyncio.run(serve(plan, base_url, model, chosen.name, timeout, lambda text: console.print(text, markup=False)))
+        except KeyboardInterrupt:
+            code = 130
+        raise typer.Exit(code)

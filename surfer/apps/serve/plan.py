@@ -1,0 +1,82 @@
+"""What `surfer serve` runs: a command line and the notes about it, for any engine."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from surfer.core.errors import ConfigError
+
+_FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9.-]*[a-z0-9])")
+
+
+@dataclass
+class ServePlan:
+    command: list[str]
+    notes: list[str] = field(default_factory=list)
+    engine: str = "vllm"
+
+    @property
+    def shell(self) -> str:
+        return shlex.join(self.command)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in re.split(r"[.+-]", version):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+def at_least(version: str, minimum: str) -> bool:
+    return version_tuple(version) >= version_tuple(minimum)
+
+
+def given_flags(extra_args: tuple[str, ...]) -> set[str]:
+    """The flags the command line after `--` names itself (`--flag value` or `--flag=value`)."""
+    return {arg.split("=", 1)[0] for arg in extra_args if arg.startswith("--")}
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the engine that will run supports: its version and flags, read from its
+    help text, or assumed from a table of the first version with each flag."""
+
+    version: str
+    flags: frozenset[str]
+    help_text: str = ""
+    source: str = "help"  # "help" (read from the engine's --help) or "table"
+
+    @classmethod
+    def from_help(cls, version: str, help_text: str) -> "Capabilities":
+        return cls(version, frozenset(_FLAG.findall(help_text)), help_text, "help")
+
+    @classmethod
+    def from_since(cls, version: str, since: Mapping[str, str], until: Mapping[str, str] | None = None) -> "Capabilities":
+        flags = {f for f, first in since.items() if at_least(version, first)}
+        flags -= {f for f, gone in (until or {}).items() if at_least(version, gone)}
+        return cls(version, frozenset(flags), "", "table")
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags
+
+    def knows(self, word: str) -> bool:
+        """Does the help text mention `word` (e.g. a reasoning parser name)? True without help text."""
+        return self.source != "help" or word in self.help_text
+
+
+def read_help(command: list[str], what: str, marker: str) -> str:
+    """The engine's help text (it imports the engine: seconds); `marker`: a flag it must show."""
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConfigError(f"could not run `{shlex.join(command)}` to read {what}'s flags: {exc}") from None
+    if proc.returncode != 0 or marker not in proc.stdout:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise ConfigError(f"`{shlex.join(command)}` failed (exit {proc.returncode}): {' | '.join(tail)}")
+    return proc.stdout

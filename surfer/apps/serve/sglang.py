@@ -1,0 +1,136 @@
+"""The `python -m sglang.launch_server` command for a model family: the same
+profile data as vLLM's, in SGLang's flags, checked against the installed SGLang
+(`--help`); without SGLang, `--dry-run` assumes the versions in `FLAG_SINCE`.
+
+What SGLang brings to a hybrid (Mamba-2 + attention) model is its Mamba radix
+cache: the state is kept where a request ends (`no_buffer`; `extra_buffer` also
+keeps states every `--mamba-track-interval` tokens of a prefill), so the next
+request of a session that extends the last one — the same conversation plus a
+screenshot and a few lines, or a role continuing the policy — resumes from it,
+to the token. SGLang 0.5.15 picks that strategy (and turns the overlap
+scheduler off, which `no_buffer` needs) only for the text architecture
+`NemotronHForCausalLM`; for Holotron's `NemotronH_Nano_VL_V2` both are passed
+here. `extra_buffer` is not the default: a public report saw a drop in accuracy
+with it on a Nemotron-H model (sglang issue 33450)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+from .plan import Capabilities, ServePlan, given_flags, read_help
+
+if TYPE_CHECKING:
+    from surfer.models.profiles import Profile
+
+INSTALL_SGLANG = ("SGLang is not installed: `pip install 'sglang[all]'` on a Linux machine with an NVIDIA GPU "
+                  "(SGLang pins its own torch and transformers: give it its own environment).")
+DEFAULT_SGLANG = "0.5.15"  # the version `surfer serve --engine sglang` was checked with on an H100
+# First SGLang version with each flag surfer may pass (used only when SGLang is not installed).
+FLAG_SINCE: dict[str, str] = {
+    "--model-path": "0.1",
+    "--trust-remote-code": "0.1",
+    "--context-length": "0.1",
+    "--max-running-requests": "0.1",
+    "--enable-metrics": "0.2",
+    "--enable-cache-report": "0.3",
+    "--grammar-backend": "0.3",
+    "--limit-mm-data-per-request": "0.5.3",
+    "--mamba-ssm-dtype": "0.5",
+    "--mamba-scheduler-strategy": "0.5.5",
+    "--mamba-radix-cache-strategy": "0.5.15",
+    "--disable-overlap-schedule": "0.3",
+    "--reasoning-parser": "0.4.6",
+}
+# `no_buffer`: the Mamba state where each request ends (no extra state memory; the overlap scheduler off).
+MAMBA_STRATEGY = "no_buffer"
+
+# MEASURED SERVING FLAGS for SGLang, as vLLM's (surfer/apps/serve/vllm.py): what `surfer bench gpu run`
+# showed to win for a profile, added after the family's flags unless the command line names them.
+MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
+    "holotron": {},
+    "holo2": {},
+    "holo1.5": {},
+    "openai": {},
+}
+
+
+class SglangCapabilities(Capabilities):
+    """What the SGLang that will run supports: its version and launch_server flags."""
+
+    @classmethod
+    def from_table(cls, version: str = DEFAULT_SGLANG) -> "SglangCapabilities":
+        table = Capabilities.from_since(version, FLAG_SINCE)
+        return cls(table.version, table.flags, "", "table")
+
+
+def installed_sglang_version() -> str | None:
+    try:
+        return metadata.version("sglang")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def sglang_executable() -> list[str]:
+    return [sys.executable, "-m", "sglang.launch_server"]
+
+
+def read_capabilities(version: str) -> SglangCapabilities:
+    """Run `python -m sglang.launch_server --help` (imports SGLang: seconds) and collect its flags."""
+    text = read_help([*sglang_executable(), "--help"], f"SGLang {version}", "--model-path")
+    return SglangCapabilities.from_help(version, text)  # type: ignore[return-value]
+
+
+def build_command(
+    model: str, profile: Profile, caps: Capabilities, *, host: str = "127.0.0.1", port: int = 8000,
+    max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
+    images: int | None = None,
+) -> ServePlan:
+    """The SGLang command for `model` of `profile`'s family: the OpenAI-compatible server with
+    JSON-schema outputs, metrics and cached-token reports on, the image limit surfer's layouts
+    need, and for a hybrid the Mamba radix cache at token granularity with float32 SSM state."""
+    serving = profile.serving
+    images = images or profile.max_images
+    given = given_flags(extra_args)
+    cmd = ["python", "-m", "sglang.launch_server", "--model-path", model, "--host", host, "--port", str(port)]
+    notes: list[str] = []
+
+    def add(flag: str, *values: str, why: str = "") -> None:
+        if flag in given:
+            return  # the command line after `--` sets it itself
+        if caps.has(flag):
+            cmd.extend([flag, *values])
+        else:
+            notes.append(f"SGLang {caps.version} has no {flag}; left out{why}")
+
+    if serving.trust_remote_code:
+        add("--trust-remote-code")
+    add("--limit-mm-data-per-request", json.dumps({"image": images}))
+    length = max_model_len or serving.max_model_len
+    if length:
+        add("--context-length", str(length))
+    if max_concurrency:
+        add("--max-running-requests", str(max_concurrency))
+    add("--enable-metrics", why=" (surfer bench gpu and --concurrency auto read /metrics)")
+    add("--enable-cache-report", why=" (responses will not say how many prompt tokens were cached)")
+    add("--grammar-backend", "xgrammar", why=" (JSON schemas may be ignored)")
+    if serving.hybrid:
+        strategy = next((f for f in ("--mamba-radix-cache-strategy", "--mamba-scheduler-strategy") if caps.has(f)), None)
+        if strategy is None:
+            notes.append(f"SGLang {caps.version} has no Mamba radix cache strategy flag: the hybrid's prefix is not "
+                         "reused to the token (SGLang >= 0.5.5 has it)")
+        elif not given & {"--mamba-radix-cache-strategy", "--mamba-scheduler-strategy"}:
+            cmd.extend([strategy, MAMBA_STRATEGY])
+            add("--disable-overlap-schedule", why=f" ({MAMBA_STRATEGY} needs the overlap scheduler off)")
+        add("--mamba-ssm-dtype", "float32", why=" (SSM state stays in the model's dtype)")
+    if serving.reasoning_parser:
+        notes.append(f"SGLang has no {serving.reasoning_parser!r} reasoning parser; surfer turns thinking off per request")
+    if serving.mm_processor_kwargs:
+        notes.append(f"{profile.name}'s processor settings {dict(serving.mm_processor_kwargs)} are vLLM's; "
+                     "surfer resizes the screenshots itself, so SGLang's defaults apply")
+    for flag, value in MEASURED_FLAGS.get(profile.name, {}).items():
+        add(flag, *([] if value is None else [value]), why=" (a measured flag this SGLang lacks)")
+    cmd.extend(extra_args)
+    return ServePlan(cmd, notes, "sglang")
