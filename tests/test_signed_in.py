@@ -353,3 +353,34 @@ async def test_downloads_land_in_the_run_directory_from_a_browser_surfer_did_not
     finally:
         await env.close()
     assert [d["status"] for d in downloads] == ["saved"] and (tmp_path / "downloads" / "report.csv").stat().st_size > 0
+
+
+def test_a_saved_trace_loses_credential_headers_and_the_states_values(tmp_path):
+    from surfer.tools.browser.tracing import HIDDEN, strip_credentials
+
+    trace = tmp_path / "trace.zip"
+    event = {"type": "resource-snapshot", "snapshot": {
+        "request": {"url": "https://app/x", "headers": [{"name": "Authorization", "value": "Bearer tok-123456"},
+                                                        {"name": "Cookie", "value": "sid=s3cr3t-value"},
+                                                        {"name": "Accept", "value": "*/*"}],
+                    "cookies": [{"name": "sid", "value": "s3cr3t-value"}]},
+        "response": {"headers": [{"name": "set-cookie", "value": "sid=s3cr3t-value"}], "cookies": [{"name": "sid"}]}}}
+    with zipfile.ZipFile(trace, "w") as archive:
+        archive.writestr("trace.network", json.dumps(event) + "\n")
+        archive.writestr("resources/page.html", "<p>echo s3cr3t-value</p>")
+    strip_credentials(trace, ["s3cr3t-value"])
+    with zipfile.ZipFile(trace) as archive:
+        network, page = archive.read("trace.network").decode(), archive.read("resources/page.html").decode()
+    snapshot = json.loads(network.splitlines()[0])["snapshot"]
+    assert snapshot["request"]["headers"] == [{"name": "Accept", "value": "*/*"}] and snapshot["request"]["cookies"] == []
+    assert snapshot["response"] == {"headers": [], "cookies": []}
+    assert "tok-123456" not in network and "s3cr3t-value" not in network + page and HIDDEN in page
+
+
+def test_a_run_in_a_profile_or_an_attached_browser_starts_no_chromium_of_its_own_early():
+    from surfer.apps.early_start import wants_early_browser
+
+    assert wants_early_browser(["run", "t", "--storage-state", "s.json"]) is True  # its own Chromium, with the state
+    for flag in ("--user-data-dir", "--cdp-url", "--browser-ws"):
+        assert wants_early_browser(["run", "t", flag, "x"]) is None
+        assert wants_early_browser(["run", "t", f"{flag}=x"]) is None
