@@ -219,6 +219,7 @@ async def test_attaching_over_cdp_uses_the_users_sign_in_and_leaves_the_browser_
     assert run.status == "success" and run.steps == 1 and site.logins == logins and not typed_password(tmp_path / "cdp")
     assert (tmp_path / "cdp" / "trace.zip").exists()  # traces work on a browser surfer did not launch
     assert proc.poll() is None and tabs(cdp_url) == [first_tab]  # still running, the user's tab intact, surfer's closed
+    assert not any("open tabs" in r.text for r in model.requests)  # the agent saw its own tab only, never the user's
     print(f"\nsteps attached over CDP to the user's signed-in browser: {run.steps}")
 
 

@@ -21,11 +21,11 @@ from surfer.tools import dialogs
 from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
 from surfer.tools.browser.capture import BrowserCapture
+from surfer.tools.browser.own_tabs import OwnTabs, page_script
 from surfer.tools.chromium import start_chromium
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.settle import MUTATION_TRACKER, NetworkTracker, SettleConfig
 from surfer.tools.transfers import DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_MAX_DOWNLOADS, Downloads, UploadFiles
-from surfer.tools.typing import KEY_LISTENERS, STILL_CARET
 from surfer.tools.url_policy import UrlPolicy, check_start_url
 from surfer.tools.widgets import widgets_script
 
@@ -36,7 +36,7 @@ STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origin
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
-class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
+class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
     kind = "browser"
 
     def __init__(
@@ -226,9 +226,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             page = self._context.pages[0] if self._context.pages else None
         elif self.borrows_context:  # the browser's own context (the user's logins): a tab of surfer's in it
             self._context = self._browser.contexts[0] if self._browser.contexts else await self._browser.new_context(**options)
-            page = await self._context.new_page()
-            self._own_pages.append(page)
-            await page.set_viewport_size(size)
+            page = await self._new_tab()
         else:
             early = self._early.take_page(viewport=self.viewport, scale=self.device_scale_factor, plain=not options) if self._early_taken else None
             if early is not None:
@@ -238,46 +236,21 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                     pass
             if page is None:
                 self._context = await self._browser.new_context(viewport=size, device_scale_factor=self.device_scale_factor, **options)
-        # On a context that is not surfer's, what surfer adds stays on its own tabs.
-        scope = page if self.borrows_context else self._context
-        scope.set_default_navigation_timeout(self.navigation_timeout * 1000)
-        if self.legacy_step:
-            await scope.add_init_script(MUTATION_TRACKER)
-            await scope.add_init_script(widgets_script())
-        else:  # one round trip; the key-listener tracker after widgets.js, whose key handling is ours
-            await scope.add_init_script(self._init_script())
-        if self.attached and self.url_policy.has_domain_rules:
-            from .remote import RouteGuard
-
-            await RouteGuard(self.url_policy.refusal, self.url_policy.on_refused_request).install(scope)
-        self._tracker.attach(self._context)
-        await self.trace.attach(self._context)
-        if self.borrows_context:
-            page.on("popup", self._on_popup)
-        else:
-            self._context.on("page", self._on_new_page)
-        self._use(page or await self._context.new_page())
-
-    @staticmethod
-    def _init_script() -> str:
-        return "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
-
-    def _on_popup(self, page: Any) -> None:
-        """A tab one of surfer's tabs opened, in a context that is not surfer's: it is surfer's too."""
-        self._own_pages.append(page)
-        page.on("popup", self._on_popup)
-        asyncio.ensure_future(self._prepare_popup(page))
-        self._use(page)
-
-    async def _prepare_popup(self, page: Any) -> None:
-        try:
-            await page.add_init_script(self._init_script())
-            if self.url_policy.has_domain_rules:
+        if not self.borrows_context:  # (a borrowed context's tabs get all this one by one: own_tabs.py)
+            self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
+            if self.legacy_step:
+                await self._context.add_init_script(MUTATION_TRACKER)
+                await self._context.add_init_script(widgets_script())
+            else:
+                await self._context.add_init_script(page_script())
+            if self.attached and self.url_policy.has_domain_rules:
                 from .remote import RouteGuard
 
-                await RouteGuard(self.url_policy.refusal, self.url_policy.on_refused_request).install(page)
-        except Exception:  # noqa: BLE001 - the popup closed already
-            pass
+                await RouteGuard(self.url_policy.refusal, self.url_policy.on_refused_request).install(self._context)
+            self._tracker.attach(self._context)
+            self._context.on("page", self._on_new_page)
+        await self.trace.attach(self._context, shared=self.borrows_context)
+        self._use(page or await self._context.new_page())
 
     async def capture_storage_state(self) -> dict[str, Any] | None:
         """The context's storage state now (cookies, localStorage per origin); None when the browser is gone."""

@@ -46,12 +46,20 @@ class ContextTrace:
     def recording(self) -> bool:
         return self._recording
 
-    async def attach(self, context: Any) -> None:
-        """Start tracing a freshly opened context (nothing when off)."""
+    async def attach(self, context: Any, *, shared: bool = False) -> None:
+        """Start tracing a freshly opened context (nothing when off). A `shared` context (a browser's own,
+        borrowed over CDP) may be traced already by another session: then this one goes untraced, said in the log."""
         if self.mode == "off":
             return
         self._context = context
-        await context.tracing.start(screenshots=True, snapshots=True, sources=False)
+        try:
+            await context.tracing.start(screenshots=True, snapshots=True, sources=False)
+        except Exception as exc:  # noqa: BLE001 - Playwright: "Tracing has been already started"
+            if not shared:
+                raise
+            log.warning("no trace for this session: the browser's own context is traced by another one (%s)",
+                        str(exc).splitlines()[0] if str(exc) else repr(exc))
+            return
         self._recording = True
 
     @contextlib.asynccontextmanager
