@@ -31,8 +31,8 @@ from surfer.tools.widgets import widgets_script
 
 log = logging.getLogger(__name__)
 
-CLOSE_TIMEOUT_S = 10.0
-STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origins no tab shows)  # closing a context or browser that stopped answering must not hang the caller
+CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
+STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origins no tab shows)
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
