@@ -1,5 +1,5 @@
 #!/bin/bash
-# On a GPU machine without internet (README, "GPU rollouts"), with the vLLM wheel set's chunks in /tmp:
+# On a GPU machine without internet (docs/benchmarks/gpu.md), with the vLLM wheel set's chunks in /tmp:
 #   bash scripts/gpu_device.sh unpack                   # chunks -> /tmp/site; model dirs -> /tmp/models
 #   bash scripts/gpu_device.sh serve SHAPE [PORT]       # `surfer serve` in its own session; waits until it answers
 #     (`start SHAPE [PORT]` only starts it, `wait SHAPE [PORT]` waits; the log is /tmp/vllm-SHAPE.log)
@@ -19,36 +19,56 @@
 #     (a call every few minutes keeps the lease warm while the background run goes on)
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
 # (engine start: 3 to 6 minutes). SURFER_SRC: the directory holding the surfer package (default: this checkout).
+# ENGINE=sglang (default vllm): serve with SGLang from /tmp/sgl-site (its own transformers and tokenizers: never
+# on one path with vLLM's /tmp/site); its JIT kernels need nvcc, ninja and CUDA_HOME.
 here=$(cd "$(dirname "$0")/.." && pwd)
+ENGINE=${ENGINE:-vllm}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_SERVER_DEV_MODE=1
-export PYTHONPATH=/tmp/site:${SURFER_SRC:-$here}
+if [ "$ENGINE" = sglang ]; then
+  export PYTHONPATH=/tmp/sgl-site:${SURFER_SRC:-$here}
+  nvcc_path=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1)
+  [ -n "$nvcc_path" ] && export CUDA_HOME=$(dirname "$(dirname "$nvcc_path")")
+  export PATH=/opt/torch/.venv/bin:${CUDA_HOME:-/usr/local/cuda}/bin:$PATH FLASHINFER_CUDA_ARCH_LIST=9.0a
+  ENGINE_DUMMY="--load-format dummy --constrained-json-disable-any-whitespace --sampling-backend pytorch"
+else
+  export PYTHONPATH=/tmp/site:${SURFER_SRC:-$here}
+  ENGINE_DUMMY="--load-format dummy --structured-outputs-config {\"backend\":\"xgrammar\",\"disable_any_whitespace\":true}"
+fi
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 cd /tmp  # python -m surfer must not find another checkout in the working directory
 port=${3:-8000}
 case $1 in
 unpack)
-  mkdir -p /tmp/site && cat /tmp/vllm-site.tar.xz.part* | xz -d -T0 | tar x -C /tmp/site && rm -f /tmp/vllm-site.tar.xz.part* || exit 1
-  python3 -c "import vllm, torch, transformers; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
+  # the chunks in /tmp: vllm-site (0.25.1) or vllm026-site (0.26.0) -> /tmp/site; sglang-site -> /tmp/sgl-site
+  for set in vllm-site vllm026-site sglang-site; do
+    ls /tmp/$set.tar.xz.part* > /dev/null 2>&1 || continue
+    dest=/tmp/site; [ $set = sglang-site ] && dest=/tmp/sgl-site
+    mkdir -p $dest && cat /tmp/$set.tar.xz.part* | xz -d -T0 | tar x --sparse -C $dest && rm -f /tmp/$set.tar.xz.part* || exit 1
+  done
+  if [ "$ENGINE" = sglang ]; then
+    python3 -c "import sglang, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
+  else
+    python3 -c "import vllm, torch, transformers; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
+  fi
   for shape in holotron holo2; do
     [ -d /tmp/models/$shape ] || python3 -m surfer bench gpu make-model $shape /tmp/models/$shape || exit 1
   done
   ;;
 serve|start|wait)
   if [ "$1" != wait ]; then
-    date +%s > /tmp/vllm-$2.started
-    # SERVE_ARGS: more `surfer serve` options (e.g. "--max-images 32" for deep histories); VLLM_ARGS: more vLLM flags
-    setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --port $port --max-concurrency ${MAX_CONCURRENCY:-128} \
-      --prompt-layout blocks $SERVE_ARGS -- \
-      --load-format dummy --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}' $VLLM_ARGS \
-      > /tmp/vllm-$2.log 2>&1 < /dev/null &
+    date +%s > /tmp/$ENGINE-$2.started
+    # SERVE_ARGS: more `surfer serve` options (e.g. "--max-images 32" for deep histories); VLLM_ARGS: more engine flags
+    setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --engine $ENGINE --port $port \
+      --max-concurrency ${MAX_CONCURRENCY:-128} --prompt-layout blocks $SERVE_ARGS -- $ENGINE_DUMMY $VLLM_ARGS \
+      > /tmp/$ENGINE-$2.log 2>&1 < /dev/null &
   fi
-  [ "$1" = start ] && { echo "$2 starting"; exit 0; }
+  [ "$1" = start ] && { echo "$2 starting ($ENGINE)"; exit 0; }
   until curl -s -m 2 127.0.0.1:$port/v1/models > /dev/null; do
-    pgrep -f "surfer serve /tmp/models/$2 " > /dev/null || { tail -30 /tmp/vllm-$2.log; exit 1; }
+    pgrep -f "surfer serve /tmp/models/$2 " > /dev/null || { tail -30 /tmp/$ENGINE-$2.log; exit 1; }
     sleep 1
   done
-  echo "$2 answers after $(( $(date +%s) - $(cat /tmp/vllm-$2.started) )) s"
+  echo "$2 answers after $(( $(date +%s) - $(cat /tmp/$ENGINE-$2.started) )) s ($ENGINE)"
   ;;
 bench)
   set -o pipefail
@@ -56,7 +76,7 @@ bench)
   python3 -m surfer bench gpu run --base-url http://127.0.0.1:${5:-8000}/v1 --model "$2=/tmp/models/$2" \
     --levels "${4:-1,16,64,128}" --window "$3" --out "$OUT/$tag.json" $BENCH_ARGS 2>&1 | tee "$OUT/$tag.log"
   status=$?
-  cp /tmp/vllm-$2.log "$OUT/" 2> /dev/null
+  cp /tmp/$ENGINE-$2.log "$OUT/" 2> /dev/null
   nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
   exit $status
   ;;
@@ -99,7 +119,9 @@ collect)
   for _ in $(seq "${2:-60}"); do [ -e /tmp/out/levers.done ] && break; sleep 1; done
   tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"
   [ -e /tmp/out/levers.done ] && echo "levers done" || echo "levers still running"; rm -f "$OUT/levers.done"
-  for log in /tmp/vllm-*.log; do [ -e "$log" ] && grep -v "POST /v1/chat/completions" "$log" | tail -400 > "$OUT/$(basename "$log")"; done
+  for log in /tmp/vllm-*.log /tmp/sglang-*.log; do
+    [ -e "$log" ] && grep -v "POST /v1/chat/completions\|Prefill batch\|Decode batch" "$log" | tail -400 > "$OUT/$(basename "$log")"
+  done
   ;;
 *) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS"; exit 2 ;;
 esac

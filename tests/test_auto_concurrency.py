@@ -1,5 +1,5 @@
 """`--concurrency auto`'s prefix-hit rule, driven by scripted /metrics readings: KV use misses the
-overflow of a cache that keeps sessions' prefixes (README, "The seeds' regime"), the hit rate does not."""
+overflow of a cache that keeps sessions' prefixes (docs/benchmarks/gpu-sessions.md), the hit rate does not."""
 
 from __future__ import annotations
 

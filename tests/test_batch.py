@@ -11,6 +11,7 @@ import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import Batch, BatchTask, ResultsIndex, load_tasks, run_batch
+from surfer.fleet.batch.results import ResultLine
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
 from surfer.core.errors import ConfigError
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
@@ -89,6 +90,8 @@ async def test_batch_runs_sessions_concurrently_and_survives_a_crashed_page(demo
     limit = batch.backends["policy"]
     assert isinstance(limit, InflightLimit) and 1 <= limit.peak_inflight <= 2
     assert summary.statuses == {"success": 4} and summary.stats["browser_crashes"] == 1
+    for record in read_results(tmp_path):  # what docs/reference/formats.md documents (extra keys refused)
+        ResultLine.model_validate(record)
 
 
 async def test_crashed_page_without_retries_is_a_browser_crash_error(demo_site, oracle_server, tmp_path):
@@ -199,6 +202,7 @@ async def test_unreachable_model_server_stops_the_batch_without_final_records(de
     assert read_results(tmp_path) == [] and summary.statuses == {}  # an attempt is no result
     attempts = [json.loads(line) for line in (tmp_path / "attempts.jsonl").read_text().splitlines()]
     assert [(a["id"], a["status"], a["error_kind"]) for a in attempts] == [("x", "error", "unreachable")]
+    ResultLine.model_validate(attempts[0])
     assert summary.unfinished == {"unreachable": 1} and summary.stats["errors"] == 0
     assert not (tmp_path / "runs" / "x").exists()  # no run directory published for it
     batch = Batch(config, demo_tasks(demo_site, ["x", "y", "z"]), tmp_path)

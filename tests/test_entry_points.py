@@ -1,7 +1,7 @@
 """What users import and run keeps working after the move into fleet/, qa/,
 bench/ and apps/: the console script, the pytest plugin, the `surfer.commands`
 entry point (`surfer bench`), the old import paths (aliases listed in
-`surfer.apps.MOVED`) and the SDK imports the README shows."""
+`surfer.apps.MOVED`) and the SDK imports the docs show."""
 
 from __future__ import annotations
 

@@ -58,9 +58,33 @@ def test_metrics_and_log_facts_are_read_from_vllm_text():
         'vllm:kv_cache_usage_perc{model_name="m",engine="0"} 0.5\nother_metric 3\n'
     )
     assert parse_metrics(page) == {"vllm:num_requests_running": 12.0, "vllm:prefix_cache_queries": 1000.0,
-                                   "vllm:prefix_cache_hits": 250.0, "vllm:kv_cache_usage_perc": 0.5}
+                                   "vllm:prefix_cache_hits": 250.0, "vllm:kv_cache_usage_perc": 0.5, "engine:vllm": 1.0}
     log = "INFO Model loading took 23.61 GiB memory\nINFO GPU KV cache size: 1,234,560 tokens\n"
     assert log_facts(log) == {"weights_gib": 23.61, "kv_cache_tokens": 1234560.0}
+
+
+def test_sglang_metrics_are_read_in_the_same_vocabulary():
+    """SGLang 0.5.15's series (scheduler gauges per rank, tokenizer counters per cache source) are read
+    into the names surfer reads from vLLM, and the engine is said; its last-batch hit-rate gauge is not used."""
+    from surfer.models.metrics import cache_hit_rate, engine_of
+
+    def page(prompt: float, cached: float) -> str:
+        labels = 'model_name="m",engine_type="unified",tp_rank="0",pp_rank="0"'
+        return (f"# HELP sglang:num_running_reqs x\nsglang:num_running_reqs{{{labels}}} 40.0\n"
+                f"sglang:num_queue_reqs{{{labels}}} 3.0\nsglang:token_usage{{{labels}}} 0.42\n"
+                f"sglang:cache_hit_rate{{{labels}}} 0.0\nsglang:mamba_usage{{{labels}}} 0.3\n"
+                f'sglang:prompt_tokens_total{{model_name="m",engine_type="unified"}} {prompt}\n'
+                f'sglang:cached_tokens_total{{model_name="m",engine_type="unified",cache_source="device"}} {cached}\n'
+                f'sglang:generation_tokens_total{{model_name="m",engine_type="unified"}} 500.0\n'
+                f'sglang:num_retracted_requests_total{{model_name="m"}} 2.0\n')
+
+    first, last = parse_metrics(page(1000.0, 200.0)), parse_metrics(page(5000.0, 3400.0))
+    assert engine_of(last) == "sglang" and engine_of(parse_metrics("vllm:num_requests_running 1\n")) == "vllm"
+    assert engine_of(parse_metrics("other 1\n")) is None
+    assert (last["vllm:num_requests_running"], last["vllm:num_requests_waiting"], last["vllm:kv_cache_usage_perc"]) == (40, 3, 0.42)
+    assert last["vllm:prompt_tokens"] == 5000 and last["vllm:prompt_tokens_by_source:local_compute"] == 1600
+    assert last["vllm:num_preemptions"] == 2 and last["sglang:mamba_usage"] == 0.3
+    assert cache_hit_rate(first, last) == 0.8  # (3400 - 200) / (5000 - 1000): the counters, not the gauge
 
 
 def test_gpu_bench_runs_levels_and_the_bare_replay_against_the_standin(standin, tmp_path):
@@ -444,3 +468,33 @@ def test_bench_gpu_emulate_runs_fixed_levels_and_auto_against_a_stand_in_in_a_ch
     assert "auto / best fixed:" in result.output
     bad = CliRunner().invoke(app, ["bench", "gpu", "emulate", "--variant", "layout=nowhere", "--out", str(out)])
     assert bad.exit_code == 2 and "error:" in bad.output
+
+
+def test_gpu_bench_reads_an_sglang_server_and_flushes_its_cache_between_runs(standin, tmp_path):
+    """Against a server that answers as SGLang does (its /metrics names, /flush_cache), the bench says which
+    engine it measured, empties the radix cache before each run and reads the engine's counters in the window."""
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    server = standin(model, engine="sglang", kv_capacity=10**7)
+    flushes: list[int] = []
+    clear = server.prefix_cache.clear
+    server.prefix_cache.clear = lambda: (flushes.append(len(server.requests)), clear())  # type: ignore[method-assign]
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
+        "--window", "30", "--min-steps", "1", "--no-bare", "--out", str(out), "--session-steps", "6",
+        "--variants", "layout=window,continuation=off;layout=conversation,continuation=on",
+    ])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(out.read_text())["models"]
+    assert entry["engine"] == "sglang"
+    assert len(flushes) == 2 and flushes[0] == 0 < flushes[1]  # before each run: the second after the first's requests
+    for row in entry["levels"]:
+        assert row["caches_reset"] is True
+        counters = row["surfer"]["steady"]
+        assert counters["computed_prompt_tokens_per_step"] > 0 and counters["prefix_cache_hit_rate"] is not None
+    window, conversation = (row["surfer"]["steady"]["prefix_cache_hit_rate"] for row in entry["levels"])
+    assert conversation > window  # each request extends the last: the stand-in's prefix cache reuses it

@@ -75,6 +75,59 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
         assert all(len(p.image_urls) <= (window if layout == "window" else 2 * window - 1) for p in policy)
 
 
+@pytest.mark.parametrize("continuation", [False, True])
+def test_the_conversation_layout_extends_each_request_with_its_reply(standin, tmp_path, continuation: bool) -> None:
+    """Each policy request of a block is the last one byte for byte, the reply the server gave as the
+    assistant's turn, and one user turn (what happened, the new screenshot, the page, the instruction);
+    a new block starts a new conversation. What the run said between steps is in the next turn only."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    shots = sorted((RUN / "screenshots").glob("*.jpg"))
+    for k in range(12):
+        shutil.copy(shots[k % len(shots)], frames / f"{k:03d}.jpg")
+    asked = []
+
+    def answer(request):  # type: ignore[no-untyped-def]  # step 3 answers, and the validator says no
+        if request.role == "policy":
+            asked.append(request)
+            if len(asked) == 3:
+                return {"thought": "done", "notes": "", "action": {"type": "answer", "text": "42"}}
+        if request.role == "validator":
+            return {"verdict": "reject", "reasons": "the form is not sent"}
+        return _answer(request)
+
+    server = standin(answer)
+    agent = Agent(base_url=server.base_url, model=server.model, profile="holotron", prompt_layout="conversation",
+                  environment=ReplayEnvironment(frames, variant=3), max_steps=20, role_continuation=continuation)
+    result = asyncio.run(agent.run("Register as a new member."))
+    assert result.status == "limit", result.reason
+    policy = [r for r in server.requests if r.role == "policy"]
+    localizer = [r for r in server.requests if r.role in ("localizer", "validator")]
+    assert len(policy) == 13  # 12 screens, the one the rejected answer was given on seen twice
+    block = 2 * PROFILES["holotron"].max_images - 1
+    previous = None
+    for step, request in enumerate(policy, 1):
+        messages = request.body["messages"]
+        in_block = (step - 1) % block + 1
+        assert len(request.image_urls) == in_block
+        assert [m["role"] for m in messages] == ["system", *["user", "assistant"] * (in_block - 1), "user"]
+        assert _text(messages[-1]).endswith("Decide the next action.") and f"Screenshot of step {step}:" in _text(messages[-1])
+        if in_block > 1:
+            assert messages[:len(previous)] == previous, step  # the last request, byte for byte
+            reply = json.dumps(answer(policy[step - 2]) if step != 4 else
+                               {"thought": "done", "notes": "", "action": {"type": "answer", "text": "42"}})
+            assert messages[len(previous)] == {"role": "assistant", "content": reply}  # the reply the server gave
+            assert _text(messages[-1]).startswith(f"Step {step - 1}: " + ("answer" if step == 4 else "click"))
+        else:
+            assert "Task: Register as a new member." in _text(messages[1])
+        previous = messages
+        if continuation:  # the localizer continues this very request
+            assert localizer[step - 1].body["messages"][:len(messages)] == messages
+    turns = [_text(m) for m in policy[4].body["messages"] if m["role"] == "user"]  # step 5's: the whole first block
+    told = [k for k, text in enumerate(turns) if "Note: The validator rejected the answer '42': the form is not sent" in text]
+    assert told == [3]  # said once, in the turn after the rejection (step 4's), never again
+
+
 def _text(message):  # type: ignore[no-untyped-def]
     content = message["content"]
     return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
@@ -115,8 +168,9 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
                row["screenshots_per_request"])
         assert got == figures, key
     assert rows[("holotron", "window", False, "localizer")]["image_tokens_per_request"] == 1794  # 3×2 tiles + thumbnail
-    assert "| holo2 | blocks | off | - | policy |" in result.output and "window / blocks uncached" in result.output
-    assert "holotron budget - all: window / blocks+continuation uncached = 3.14x" in result.output
+    assert "| vllm | holo2 | blocks | off | - | policy |" in result.output
+    assert "window on vllm / blocks on vllm uncached" in result.output
+    assert "holotron budget - all: window on vllm / blocks+continuation on vllm uncached = 3.14x" in result.output
     only = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--continuation", "on",
                                     "--layout", "window", "--json", str(out)])
     assert only.exit_code == 0 and {r["continuation"] for r in json.loads(out.read_text())} == {True}
@@ -132,7 +186,7 @@ def test_bench_prompts_counts_a_hybrid_reuse_only_up_to_a_mamba_align_state(tmp_
     Holotron-12B), so a hybrid reuses less than a transformer would of the same prefix (the GPU's figure)."""
     from surfer.bench.prompts import reusable_tokens
 
-    earlier = [[("system", 1000.0), ("shot 1", 500.0)]]  # 1,500 tokens: one state, at 1,312
+    earlier = [([("system", 1000.0), ("shot 1", 500.0)], [("reply", 40.0)])]  # 1,500 tokens: one state, at 1,312
     assert reusable_tokens([("system", 1000.0), ("shot 1", 500.0), ("shot 2", 100.0)], earlier, 1312) == 1312
     assert reusable_tokens([("system", 1000.0), ("other", 600.0)], earlier, 1312) == 0  # diverges before the state
     assert reusable_tokens([("system", 1000.0), ("other", 600.0)], earlier, None) == 992  # a transformer: 16-token blocks
@@ -140,7 +194,7 @@ def test_bench_prompts_counts_a_hybrid_reuse_only_up_to_a_mamba_align_state(tmp_
     result = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holotron", "--profile", "holo2",
                                       "--json", str(out)])
     assert result.exit_code == 0, result.output
-    assert "prefix reuse counted as: holotron: mamba align 1312, holo2: 16-token blocks" in result.output
+    assert "prefix reuse counted as: holotron on vllm: mamba align 1312, holo2 on vllm: 16-token blocks" in result.output
     rows = {(r["profile"], r["layout"], r["continuation"], r["role"]): r for r in json.loads(out.read_text())}
     figures = {key: (r["prompt_tokens_per_step"], r["reusable_tokens_per_step"], r["uncached_tokens_per_step"])
                for key, r in rows.items()}
@@ -149,6 +203,34 @@ def test_bench_prompts_counts_a_hybrid_reuse_only_up_to_a_mamba_align_state(tmp_
     assert figures[("holotron", "blocks", True, "localizer")] == (4225.5, 3673.6, 551.9)
     assert figures[("holo2", "blocks", True, "all")] == (7526.3, 6176.0, 1350.3)  # a transformer: unchanged
     assert rows[("holotron", "blocks", True, "all")]["prefix_reuse"] == "mamba align 1312"
+
+def test_bench_prompts_counts_sglang_radix_reuse_to_the_token_and_a_hybrids_where_a_request_ended(tmp_path) -> None:
+    """SGLang's radix cache matches to the token; for a hybrid its Mamba radix cache (no_buffer) resumes only
+    where an earlier request ended — its prompt and the reply it generated — or at a prefill chunk's end."""
+    from surfer.bench.prompts import SGLANG_CHUNK, reusable_tokens
+
+    prompt, reply = [("system", 1000.0), ("shot 1", 500.0)], [("header", 4.0), ("reply", 40.0)]
+    earlier = [(prompt, reply)]
+    extends = [*prompt, *reply, ("shot 2", 300.0)]  # the conversation layout: the last request, its reply, a new turn
+    rewrites = [*prompt[:1], ("shot 1", 500.0), ("tail", 20.0)]  # shares the prompt, not where it ended
+    assert reusable_tokens(extends, earlier, None, "sglang", hybrid=True) == 1544
+    assert reusable_tokens(rewrites, earlier, None, "sglang", hybrid=True) == 0  # no state inside the prompt
+    assert reusable_tokens(rewrites, earlier, None, "sglang", hybrid=False) == 1500  # a transformer: every token
+    long = [([("system", 10000.0)], [("reply", 10.0)])]
+    assert reusable_tokens([("system", 10000.0), ("x", 5.0)], long, None, "sglang", hybrid=True) == SGLANG_CHUNK
+    out = tmp_path / "prompts.json"
+    result = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holotron", "--engine", "vllm,sglang",
+                                      "--role", "all", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = {(r["engine"], r["layout"], r["continuation"]): r["uncached_tokens_per_step"]
+            for r in json.loads(out.read_text()) if r["role"] == "all"}
+    # requests that extend the last one where it ended are what the hybrid's radix cache reuses
+    assert rows[("sglang", "conversation", True)] < rows[("vllm", "conversation", True)] < rows[("vllm", "window", False)]
+    assert rows[("sglang", "blocks", True)] > rows[("vllm", "blocks", True)]  # a rewritten tail leaves no state to resume
+    assert rows[("vllm", "window", False)] / rows[("sglang", "conversation", True)] >= 2.5
+    bad = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--engine", "tgi"])
+    assert bad.exit_code == 2 and "--engine takes vllm or sglang" in bad.output
+
 
 def test_image_tokens_follow_each_family_and_a_budget_caps_them() -> None:
     screen = Size(1280, 800)

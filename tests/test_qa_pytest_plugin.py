@@ -17,7 +17,7 @@ from surfer.models.profiles import get_profile
 PLUGIN = "surfer.qa.pytest_plugin"
 SECRET = "plugin-Secret-93e1"
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+QA_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "qa.md"
 PLACEHOLDER = "http://127.0.0.1:8080/"
 FAILING = '''
 
@@ -28,9 +28,9 @@ def test_a_wrong_statement_fails_with_the_reasons(surfer):
 '''
 
 
-def readme_example(site_url: str) -> str:
-    """The README's plugin example, as written, with the demo site's address."""
-    match = re.search(r"<!-- example: pytest-plugin -->\s*```python\n(.*?)```", README.read_text(), re.S)
+def guide_example(site_url: str) -> str:
+    """The QA guide's plugin example, as written, with the demo site's address."""
+    match = re.search(r"<!-- example: pytest-plugin -->\s*```python\n(.*?)```", QA_GUIDE.read_text(), re.S)
     assert match and PLACEHOLDER in match.group(1)
     return match.group(1).replace(PLACEHOLDER, site_url)
 
@@ -48,7 +48,7 @@ async def centres(demo_site):
 def test_surfer_fixture_acts_expects_extracts_and_caches(pytester, standin, demo_site, centres, monkeypatch):
     server = standin(qa_oracle(centres, get_profile("holotron").frame))
     monkeypatch.setenv("LIBRARY_PASSWORD", SECRET)
-    pytester.makepyfile(test_shop=readme_example(demo_site.base_url) + FAILING)
+    pytester.makepyfile(test_shop=guide_example(demo_site.base_url) + FAILING)
     args = [*plugin_args(), "-p", "no:cacheprovider", "--surfer-base-url", server.base_url, "--surfer-model", server.model,
             "--surfer-profile", "holotron", "--surfer-cache", "qa-cache", "--surfer-out", "runs"]
 

@@ -1,8 +1,12 @@
-"""The README's examples run as written (STYLE.md #13), against the stand-in
-server and the demo site; only the example's placeholder URL is swapped."""
+"""The README stays short and points at what exists, its test command is the one
+CI runs, and the SDK guide's examples run as written (STYLE.md #13), against the
+stand-in server and the demo site; only the example's placeholder URL is
+swapped. The run they make is checked against the file-format models the
+reference documents (surfer/agent/formats.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,14 +14,48 @@ import pytest
 
 from surfer.apps.demo.oracle import DemoOracle, confirmation_code, EMAIL, NAME, frame_mapper, measure_targets
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+SDK_GUIDE = ROOT / "docs" / "guides" / "sdk.md"
 PLACEHOLDER = "http://127.0.0.1:8080/index.html"
+MAX_LINES = 250
 
 
 def example(name: str) -> str:
-    match = re.search(rf"<!-- example: {name} -->\s*```python\n(.*?)```", README.read_text(), re.S)
-    assert match, f"README has no example named {name}"
+    match = re.search(rf"<!-- example: {name} -->\s*```python\n(.*?)```", SDK_GUIDE.read_text(), re.S)
+    assert match, f"docs/guides/sdk.md has no example named {name}"
     return match.group(1)
+
+
+def test_the_readme_is_short():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= MAX_LINES, f"README.md has {len(lines)} lines; move the detail to docs/"
+
+
+def test_the_readme_shows_the_test_command_ci_runs():
+    ci = (ROOT / ".ci" / "run").read_text()
+    [command] = re.findall(r"^(bash scripts/test\.sh)\b.*$", ci, re.M)
+    assert f"```bash\n{command}\n```" in README.read_text()
+
+
+def test_the_readme_links_point_at_files_that_exist():
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text())
+    local = [link for link in links if "://" not in link]
+    assert len(local) > 10
+    assert [link for link in local if not (ROOT / link).exists()] == []
+
+
+def test_the_readme_shows_a_task_a_suite_the_sdk_a_batch_serving_and_mcp():
+    text = README.read_text()
+    for shown in ("surfer demo", "surfer run ", "surfer qa ", "from surfer import Agent", "surfer batch ",
+                  "surfer serve ", "surfer mcp "):
+        assert shown in text, shown
+
+
+def test_the_readme_sdk_example_is_valid_python():
+    [code] = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    compile(code, "README:sdk", "exec")
+    assert "from surfer import Agent" in code
 
 
 @pytest.fixture(scope="module")
@@ -25,20 +63,37 @@ async def oracle_centres(demo_site):
     return await measure_targets(demo_site.base_url, (1280, 800))
 
 
-def test_readme_examples_run(standin, demo_site, oracle_centres, monkeypatch, tmp_path, capsys):
+def test_sdk_guide_examples_run(standin, demo_site, oracle_centres, monkeypatch, tmp_path, capsys):
     server = standin(DemoOracle(oracle_centres, frame_mapper("normalized_1000", (1280, 800), 1.0)))
     monkeypatch.setenv("SURFER_BASE_URL", server.base_url)
     monkeypatch.setenv("SURFER_MODEL", server.model)
     monkeypatch.setenv("SURFER_PROFILE", "holotron")
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {"__name__": "readme_example"}
+    namespace: dict = {"__name__": "docs_example"}
     for name in ("sdk", "scripted"):
         code = example(name)
         if name == "sdk":
             assert PLACEHOLDER in code
             code = code.replace(PLACEHOLDER, demo_site.url("index.html"))
-        exec(compile(code, f"README:{name}", "exec"), namespace)
+        exec(compile(code, f"docs/guides/sdk.md:{name}", "exec"), namespace)
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1] == f"success {confirmation_code(NAME, EMAIL)}"
     assert printed[0].startswith("1 click(")
-    assert (tmp_path / "runs" / "sdk-example" / "report.html").exists()
+    run_dir = tmp_path / "runs" / "sdk-example"
+    assert (run_dir / "report.html").exists()
+    check_run_directory(run_dir)
+
+
+def check_run_directory(run_dir: Path) -> None:
+    """Every file of a run directory is what docs/reference/formats.md says (generated from these models)."""
+    from surfer.agent.formats import RunMeta, TrajectoryLine
+    from surfer.agent.result import RunResult
+
+    RunMeta.model_validate_json((run_dir / "run.json").read_text())
+    lines = (run_dir / "trajectory.jsonl").read_text().splitlines()
+    assert lines
+    for line in lines:
+        TrajectoryLine.model_validate_json(line)  # extra keys are refused: a new field needs its description
+    result = json.loads((run_dir / "result.json").read_text())
+    assert set(result) == set(RunResult.model_fields)
+    RunResult.model_validate(result)

@@ -192,8 +192,8 @@ def test_max_images_and_the_measured_flags_of_a_profile(monkeypatch: pytest.Monk
 
 
 def test_the_processor_cache_holds_every_sessions_screenshots() -> None:
-    """Sized as sessions × images × 12 bytes per pixel of a 1280x800 screenshot × 1.25 (README, "The seeds'
-    regime": vLLM's 4 GiB held less than a round of 48 sessions 8 deep and starved the engine)."""
+    """Sized as sessions × images × 12 bytes per pixel of a 1280x800 screenshot × 1.25 (docs/benchmarks/
+    gpu-sessions.md: vLLM's 4 GiB held less than a round of 48 sessions 8 deep and starved the engine)."""
     holotron, holo2 = get_profile("holotron"), get_profile("holo2")
     assert serve_vllm.processor_cache_gib(holotron, 48, 12, 128 * GIB) == (9, "")  # 8.85e9 bytes, 8.24 GiB
     assert serve_vllm.processor_cache_gib(holo2, 16, 5, 128 * GIB) == (None, "")  # vLLM's 4 GiB holds them
@@ -223,7 +223,7 @@ def test_serve_passes_the_processor_cache_unless_the_command_line_does() -> None
 
 def test_the_command_line_chooses_the_ssm_state_dtype() -> None:
     """float32 SSM state is the accuracy-safe default; float16 halves Holotron's Mamba page and its `align`
-    block (1,312 -> 672 tokens), which kept its prefix cache at 40 sessions 8 deep (README, "The seeds' regime"):
+    block (1,312 -> 672 tokens), which kept its prefix cache at 40 sessions 8 deep (docs/benchmarks/gpu-sessions.md):
     given after `--`, it is the only one on the command line."""
     caps = VllmCapabilities.from_table("0.25.1")
     default = build_command("Hcompany/Holotron-12B", get_profile("holotron"), caps)

@@ -20,17 +20,8 @@ from login_site import ORDER, PASSWORD, TASK, VIEWPORT, AcmeOracle
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.apps.demo.oracle import frame_mapper
 from surfer.tools.browser.state import write_storage_state
+from test_signed_in import centres, site  # noqa: F401  (the login site's fixtures)
 from test_signed_in import cli, files_holding, said, sid_of, typed_password
-
-
-@pytest.fixture
-def site(acme_site):  # type: ignore[no-untyped-def]
-    return acme_site
-
-
-@pytest.fixture
-def centres(acme_centres):  # type: ignore[no-untyped-def]
-    return acme_centres
 
 
 @pytest.fixture

@@ -130,10 +130,10 @@ def test_the_ci_examples_run_the_documented_qa_command():
     import yaml
 
     root = Path(__file__).resolve().parents[1]
-    readme = root / "README.md"
+    guide = root / "docs" / "guides" / "qa.md"
     documented = "surfer qa examples/qa/library.yaml --out qa-out --junit qa-out/junit.xml --html qa-out/index.html " \
                  "--trace retain-on-failure --video retain-on-failure --quiet"
-    assert documented in " ".join(readme.read_text().split())
+    assert documented in " ".join(guide.read_text().split())
     github = yaml.safe_load((root / "examples/ci/github-actions.yml").read_text())
     steps = github["jobs"]["qa"]["steps"]
     commands = [" ".join(str(s.get("run", "")).split()) for s in steps]

@@ -31,11 +31,13 @@ class _Strict(BaseModel):
 class RoleSettings(_Strict):
     """Per-role overrides; anything left unset falls back to the shared endpoint."""
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key: str | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
+    base_url: str | None = Field(default=None, description="This role's endpoint (unset: the shared `base_url`).")
+    model: str | None = Field(default=None, description="This role's model (unset: the shared `model`).")
+    api_key: str | None = Field(default=None, description="This role's API key (unset: the shared `api_key`).")
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="Sampling temperature (unset: the profile's).",
+    )
+    max_tokens: int | None = Field(default=None, ge=1, description="Completion token cap (unset: the profile's).")
 
 
 def parse_viewport(value: Any) -> tuple[int, int]:
@@ -51,12 +53,18 @@ def parse_viewport(value: Any) -> tuple[int, int]:
 
 
 class BrowserSettings(_Strict):
-    headless: bool = True
-    viewport: tuple[int, int] = (1280, 800)
-    device_scale_factor: float = Field(default=1.0, gt=0, le=4)
-    settle_timeout: float = Field(default=3.0, ge=0, le=60)
-    settle_quiet: float = Field(default=0.08, ge=0, le=5)
-    screenshot_format: Literal["jpeg", "png"] = "jpeg"
+    headless: bool = Field(default=True, description="Run Chromium without a window (`--headful` turns it off).")
+    viewport: tuple[int, int] = Field(default=(1280, 800), description='Viewport in CSS pixels, "WxH" or [W, H].')
+    device_scale_factor: float = Field(default=1.0, gt=0, le=4, description="Device pixels per CSS pixel.")
+    settle_timeout: float = Field(
+        default=3.0, ge=0, le=60, description="Upper bound on one settle wait after an action, seconds.",
+    )
+    settle_quiet: float = Field(
+        default=0.08, ge=0, le=5, description="How long the DOM must stay quiet to count as settled, seconds.",
+    )
+    screenshot_format: Literal["jpeg", "png"] = Field(
+        default="jpeg", description="Format of the screenshots taken and sent.",
+    )
     upload_files: list[str] = Field(default=[], description="Files the agent may upload (the upload action).")
     max_download_mb: float = Field(default=100.0, gt=0, description="Larger downloads are deleted and refused.")
     max_downloads: int = Field(default=20, ge=0, description="Downloads kept per run; later ones are cancelled.")
@@ -148,9 +156,12 @@ class BrowserSettings(_Strict):
 
 
 class AgentConfig(_Strict):
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str = "Hcompany/Holotron-12B"
-    api_key: str = "EMPTY"
+    base_url: str = Field(
+        default="http://127.0.0.1:8000/v1",
+        description="The OpenAI-compatible endpoint every role uses unless its own section says otherwise.",
+    )
+    model: str = Field(default="Hcompany/Holotron-12B", description="The model name served at the endpoint.")
+    api_key: str = Field(default="EMPTY", description="API key sent to the endpoint.")
     request_timeout: float | None = Field(
         default=None, gt=0, description="Seconds for one model request; unset: 120 s, or the time left in the run if less.",
     )
@@ -158,15 +169,23 @@ class AgentConfig(_Strict):
         default=DEFAULT_SERVER_WAIT, ge=0,
         description="Seconds to hold the sessions while the model server is gone mid-run, then give up (0: at once).",
     )
-    profile: str = DEFAULT_PROFILE
-    policy: RoleSettings = RoleSettings()
-    localizer: RoleSettings = RoleSettings()
-    validator: RoleSettings = RoleSettings()
-    validate_answers: bool = True
-    max_steps: int = Field(default=30, ge=1)
-    max_seconds: float = Field(default=600.0, gt=0)
-    max_rejections: int = Field(default=2, ge=0)
-    output_retries: int = Field(default=2, ge=0, le=10)
+    profile: str = Field(
+        default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, openai or auto.",
+    )
+    policy: RoleSettings = Field(default=RoleSettings(), description="The policy's own endpoint and sampling.")
+    localizer: RoleSettings = Field(default=RoleSettings(), description="The localizer's own endpoint and sampling.")
+    validator: RoleSettings = Field(default=RoleSettings(), description="The validator's own endpoint and sampling.")
+    validate_answers: bool = Field(default=True, description="Ask the validator before accepting an answer.")
+    max_steps: int = Field(
+        default=30, ge=1, description="Step limit; at the limit the policy is asked once for a final answer.",
+    )
+    max_seconds: float = Field(
+        default=600.0, gt=0, description="Wall-time limit of the run in seconds, model calls included.",
+    )
+    max_rejections: int = Field(default=2, ge=0, description="Validator rejections before the run fails.")
+    output_retries: int = Field(
+        default=2, ge=0, le=10, description="Retries of malformed model output, with the error as feedback.",
+    )
     max_failed_steps: int = Field(default=3, ge=1, description="Consecutive failed steps before the run ends in error.")
     max_repeats: int = Field(
         default=3, ge=1, description="Repetitions (the same action on an unchanged screen, a short cycle) before the run ends as stuck.",
@@ -174,18 +193,19 @@ class AgentConfig(_Strict):
     memory_images: int | None = Field(
         default=None, ge=1, le=32,
         description="Screenshots per policy request in the window layout, and the blocks layout's default block "
-        "(2N-1); unset: the profile's (3). The server must accept that many images per request (`surfer serve --memory-images`).",
+        "(2N-1); unset: the profile's (3). The server must accept that many images per request "
+        "(`surfer serve --max-images`).",
     )
     block_images: int | None = Field(
         default=None, ge=1, le=64,
         description="Blocks layout: the policy's requests grow append-only until they hold this many screenshots, "
         "then start a new block (unset: 2 x memory_images - 1).",
     )
-    history_window: int = Field(default=8, ge=1)
+    history_window: int = Field(default=8, ge=1, description="Past steps listed in the policy's compact history.")
     video: Literal["off", "on", "retain-on-failure"] = Field(
         default="off", description="A video of each run from its step screenshots (video.mp4, or video.webp without imageio-ffmpeg).",
     )
-    prompt_layout: Literal["window", "blocks"] | None = Field(
+    prompt_layout: Literal["window", "blocks", "conversation"] | None = Field(
         default=None, description="Policy prompt layout (unset: the profile's, 'window' for every shipped profile).",
     )
     role_continuation: bool | None = Field(
@@ -199,7 +219,7 @@ class AgentConfig(_Strict):
         default=False, description="vLLM >= 0.13: send each screenshot's bytes once per server, then name it by its "
         "content hash (`uuid`); repeated screenshots come from vLLM's processor cache (resent in full on a miss).",
     )
-    browser: BrowserSettings = BrowserSettings()
+    browser: BrowserSettings = Field(default=BrowserSettings(), description="The browser (section [browser]).")
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
     )

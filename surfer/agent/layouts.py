@@ -16,8 +16,18 @@ much of it a server's prefix cache can reuse from the session's last request.
   block of N screenshots a session's requests stay append-only (the whole
   history, screenshots and the step lines after each) until they hold N.
 
-Both give the same role (one system and one user message) the same schema;
-only the order and the number of parts differ. The localizer's request is
+- ``conversation`` (append-only, replies included): the policy's requests of a
+  block form one conversation — a head (task, earlier history, notes), then per
+  step a user turn (what happened since the last decision, the screenshot, the
+  page and the instruction) and the policy's accepted reply as the assistant's
+  turn. Each request is the last one plus its reply and a new turn, so an
+  engine that keeps a hybrid's state only where a request ended (SGLang's Mamba
+  radix cache) resumes from it, to the token; a transformer's cache reuses all
+  of it too. What was sent is frozen in memory (`Memory.turns`, `heads`,
+  `replies`), so later steps repeat it byte for byte; blocks as above.
+
+All give the same role the same schema; only the order and the number of
+messages and parts differ. The localizer's request is
 not a layout matter: it starts with the screenshot (roles.Localizer), or, with
 role continuation, continues the policy's request whatever its layout.
 """
@@ -34,7 +44,7 @@ from surfer.prompts import render
 
 from .memory import Memory
 
-LAYOUTS = ("window", "blocks")
+LAYOUTS = ("window", "blocks", "conversation")
 DEFAULT_LAYOUT = "window"
 
 
@@ -94,7 +104,7 @@ class Layout:
         if shown <= 1:
             return False
         memory.image_cap = shown // 2
-        if self.name == "blocks":
+        if self.name != "window":
             memory.block_origin = memory.images_added - 1
         return True
 
@@ -106,7 +116,48 @@ class Layout:
                 location=location(observation), image_count=len(images),
             )
             return [system, Message("user", (TextPart(step_text), *image_parts(images), TextPart(closing)))]
+        if self.name == "conversation" and images and None not in (image.step for image in images):
+            return self._conversation(system, memory, observation, images, closing)
         return [system, Message("user", tuple(self._blocks_content(memory, observation, images, closing)))]
+
+    def _conversation(self, system: Message, memory: Memory, observation: Observation, images: list[PreparedImage],
+                      closing: str) -> list[Message]:
+        steps = [image.step for image in images]
+        first = steps[0]
+        assert first is not None
+        if first not in memory.heads:
+            memory.heads[first] = render("policy_conversation_head", task=memory.task,
+                                         history=memory.render_history_before(first), notes=memory.render_notes())
+        messages = [system]
+        parts: list[Part] = [TextPart(memory.heads[first])]
+        for k, image in enumerate(images):
+            step = image.step
+            assert step is not None
+            current = k == len(images) - 1
+            if current or step not in memory.turns:  # a turn is built once, when its step is the current one
+                memory.turns[step] = (
+                    self._since(memory, steps[k - 1], step) if k else "",
+                    (location(observation) if current else "(page not recorded)") + "\n" + closing,
+                )
+            before, after = memory.turns[step]
+            if before:
+                parts.append(TextPart(before))
+            parts.append(TextPart(f"Screenshot of step {step}:"))
+            parts.extend(image_parts([image]))
+            parts.append(TextPart(after))
+            reply = memory.replies.get(step)
+            if not current and reply is not None:  # (a step with no usable reply: its turn runs on into the next)
+                messages += [Message("user", tuple(parts)), Message.text("assistant", reply)]
+                parts = []
+        messages.append(Message("user", tuple(parts)))
+        return messages
+
+    @staticmethod
+    def _since(memory: Memory, previous: int | None, step: int) -> str:
+        """What happened from step `previous` up to `step`: the actions and their outcomes, and what the run said."""
+        lines = [f"Step {e.step}: {e.action} -> {e.outcome}" for e in memory.entries(previous, step)]
+        lines += [f"Note: {text}" for at, text in memory.notices if (previous is None or at >= previous) and at < step]
+        return "\n".join(lines)
 
     def _blocks_content(self, memory: Memory, observation: Observation, images: list[PreparedImage],
                         closing: str) -> list[Part]:

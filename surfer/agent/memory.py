@@ -66,6 +66,15 @@ class Memory:
         self._log: deque[HistoryEntry] = deque(maxlen=max(log_entries, 2 * self.window))
         # The policy's request and reply of the current step, for the roles that continue it (role continuation).
         self.policy_turn: Turn | None = None
+        # The step of the last screenshot, and what the run told the model between steps (hints, rejections,
+        # warnings: not the policy's own notes), by the step it came at.
+        self.step = 0
+        self.notices: list[tuple[int, str]] = []
+        # The conversation layout's record of what it sent, frozen so each request extends the last one:
+        # each step's accepted reply, its user turn (the text before and after its screenshot), each block's head.
+        self.replies: dict[int, str] = {}
+        self.turns: dict[int, tuple[str, str]] = {}
+        self.heads: dict[int, str] = {}
 
     @property
     def window(self) -> int:
@@ -75,11 +84,25 @@ class Memory:
     def add_image(self, image: PreparedImage) -> None:
         self.images.append(image)
         self.images_added += 1
+        self.step = image.step if image.step is not None else self.images_added
+        kept = min((i.step for i in self.images if i.step is not None), default=self.step)
+        for record in (self.replies, self.turns, self.heads):  # what no request can show any more
+            for step in [s for s in record if s < kept]:
+                del record[step]
+        self.notices = [(step, text) for step, text in self.notices if step >= kept - 1]
 
-    def add_note(self, text: str) -> None:
+    def keep_turn(self, turn: Turn) -> None:
+        """The policy's accepted turn of the current step."""
+        self.policy_turn = turn
+        self.replies[self.step] = turn.reply
+
+    def add_note(self, text: str, *, own: bool = False) -> None:
+        """A note for the policy; `own`: one the policy wrote itself (it sees those in its replies)."""
         text = _clip(text, self.note_chars)
         if not text or (self._notes and self._notes[-1] == text):
             return
+        if not own:
+            self.notices.append((self.step, text))
         self._notes.append(text)
         while len(self._notes) > self.max_notes or (
             sum(len(n) + 3 for n in self._notes) > self.notes_chars and len(self._notes) > 1

@@ -7,20 +7,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 Status = Literal["success", "failed", "limit", "stuck", "needs_approval", "error", "interrupted"]
-# "browser_crash": Chromium or the page crashed under the run (an environment error of its own kind).
-ErrorKind = Literal["config", "unreachable", "model", "environment", "browser_crash", "internal"]
+# "browser_crash": Chromium or the page crashed under the run (an environment error of its own kind);
+# "worker_lost": `surfer batch --ray` lost the task's worker twice.
+ErrorKind = Literal["config", "unreachable", "model", "environment", "browser_crash", "worker_lost", "internal"]
 
 
 class TokenTotals(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int = Field(default=0, description="Prompt tokens, as the server counted them.")
+    completion_tokens: int = Field(default=0, description="Completion tokens.")
 
 
 class TimingTotals(BaseModel):
-    seconds: float = 0.0
-    model_seconds: float = 0.0
-    overhead_p50: float | None = None
-    overhead_p95: float | None = None
+    seconds: float = Field(default=0.0, description="Wall time of the run.")
+    model_seconds: float = Field(default=0.0, description="Time spent in model calls.")
+    overhead_p50: float | None = Field(default=None, description="Median per-step time outside model calls.")
+    overhead_p95: float | None = Field(default=None, description="95th percentile of the same.")
 
 
 class RunResult(BaseModel):
@@ -30,27 +31,34 @@ class RunResult(BaseModel):
     for again; the reason says how to allow it), error (server down, crash,
     bad configuration), interrupted (Ctrl-C / cancelled)."""
 
-    status: Status
-    answer: str | None = None
-    data: Any = None  # the answer's data, validated, when the run had an answer schema
-    reason: str | None = None
-    reward: float | None = None  # from environments with ground truth (benchmarks, RL tasks)
-    error_kind: ErrorKind | None = None
-    task: str = ""
-    url: str | None = None
-    steps: int = 0
-    run_id: str = ""
-    run_dir: str | None = None
-    usage: TokenTotals = TokenTotals()
-    timings: TimingTotals = TimingTotals()
-    # files the run downloaded: name, url, status (saved / too_large / over_count / failed / cancelled), path, bytes
-    downloads: list[dict[str, Any]] = []
-    # files made for reading the run, relative to its directory: "trace" (trace.zip), "video"
-    artifacts: dict[str, str] = {}
-    # the browser context's storage state at the end (cookies, localStorage), when the run loaded or saved one
-    # (storage_state, save_storage_state, keep_storage_state): signs anyone in, so it is in memory only, never
-    # in result.json, --json or any file (excluded from every dump); pass it to the next Agent(storage_state=...)
-    storage_state: dict[str, Any] | None = Field(default=None, exclude=True, repr=False)
+    status: Status = Field(description="How the run ended (see the class docstring).")
+    answer: str | None = Field(default=None, description="The final answer, when the agent gave one.")
+    data: Any = Field(default=None, description="The answer's data, validated, when the run had an answer schema.")
+    reason: str | None = Field(default=None, description="Why the run ended so, in words.")
+    reward: float | None = Field(
+        default=None, description="From environments with ground truth (benchmarks, RL tasks).",
+    )
+    error_kind: ErrorKind | None = Field(default=None, description="For status error (and some others): which kind.")
+    task: str = Field(default="", description="The task.")
+    url: str | None = Field(default=None, description="The start URL.")
+    steps: int = Field(default=0, description="Steps taken.")
+    run_id: str = Field(default="", description="The run's id.")
+    run_dir: str | None = Field(default=None, description="The run directory.")
+    usage: TokenTotals = Field(default=TokenTotals(), description="Tokens of every model call of the run.")
+    timings: TimingTotals = Field(default=TimingTotals(), description="Time totals.")
+    downloads: list[dict[str, Any]] = Field(
+        default=[], description="Files the run downloaded: name, url, status (saved / too_large / over_count / failed "
+        "/ cancelled / refused), path, bytes.",
+    )
+    artifacts: dict[str, str] = Field(
+        default={}, description='Files made for reading the run, relative to its directory: "trace" (trace.zip), "video".',
+    )
+    storage_state: dict[str, Any] | None = Field(
+        default=None, exclude=True, repr=False,
+        description="The browser context's storage state at the end (cookies, localStorage), when the run loaded or "
+        "saved one (storage_state, save_storage_state, keep_storage_state). It signs anyone in: in memory only, never in "
+        "result.json, --json or any file; pass it to the next Agent(storage_state=...).",
+    )
 
     @property
     def ok(self) -> bool:

@@ -6,7 +6,6 @@ error fed back to the model."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, TypeVar, Union
 
 from pydantic import BaseModel, Field, ValidationError
@@ -169,7 +168,8 @@ class Policy:
             parse = _typed_answers(parse, answer)
         while True:
             try:
-                decision, memory.policy_turn = await self.client.ask_turn(messages, schema, parse, sink)
+                decision, turn = await self.client.ask_turn(messages, schema, parse, sink)
+                memory.keep_turn(turn)
                 return decision
             except ContextTooLong:
                 if not self.layout.shorten(memory):  # one screenshot is already too long: nothing to drop

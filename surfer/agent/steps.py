@@ -233,7 +233,7 @@ class StepMachinery:
                 decision = await self.policy.decide(memory, observation, sink, answer=run.answer)
                 record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
                 if decision.notes:
-                    memory.add_note(decision.notes)
+                    memory.add_note(decision.notes, own=True)
                 action = decision.action
                 if isinstance(action, (Answer, Fail)):  # no browser work, but the trace shows where the run ended
                     async with env.step_group(f"step {index}: {headline(action)}"):

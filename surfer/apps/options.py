@@ -23,8 +23,9 @@ ServerWait = Annotated[Optional[float], typer.Option(
     "--server-wait", min=0, help="Seconds to hold the sessions while the model server is gone mid-run (refused, "
     "502/503/504), then go on; past it: exit 3 with nothing recorded as finished (default 300; 0: fail at once).")]
 PromptLayout = Annotated[Optional[str], typer.Option(
-    "--prompt-layout", help="Policy prompt layout: window (the default, the reference) or blocks (prefix-stable: "
-    "the server's prefix cache reuses most of each request).")]
+    "--prompt-layout", help="Policy prompt layout: window (the default, the reference), blocks (prefix-stable: "
+    "the server's prefix cache reuses most of each request) or conversation (each request extends the last one, "
+    "its reply included: what SGLang's radix cache resumes to the token, for a hybrid too).")]
 UploadFiles = Annotated[Optional[list[Path]], typer.Option(
     "--upload-file", help="A file the agent may upload (repeat for several); no other file is ever read.")]
 AllowFileUrls = Annotated[bool, typer.Option(

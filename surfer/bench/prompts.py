@@ -169,17 +169,45 @@ def request_units(messages: list[Any], counter: TextCounter, image_tokens: Any) 
     return units, images, image_total
 
 
-def reusable_tokens(units: list[tuple[Any, float]], earlier: list[list[tuple[Any, float]]], align_block: int | None) -> float:
-    """What a prefix cache can reuse of a request after the session's `earlier` requests. A transformer: the
-    longest common prefix in whole 16-token blocks. A hybrid under vLLM's Mamba `align` mode: only up to a Mamba
-    state, one per earlier request at the end of its last whole block (one prefill chunk per request; more chunks
-    would leave more states, so this is the least it reuses)."""
+Units = list[tuple[Any, float]]
+ENGINES = ("vllm", "sglang")
+SGLANG_CHUNK = 8192  # SGLang's chunked prefill (its default on an H100): a state is kept at each chunk's end
+
+
+def reusable_tokens(units: Units, earlier: list[tuple[Units, Units]], align_block: int | None, engine: str = "vllm",
+                    hybrid: bool = False) -> float:
+    """What a prefix cache can reuse of a request after the session's `earlier` requests ((prompt, reply) each).
+
+    vLLM: a transformer the longest common prefix in whole 16-token blocks; a hybrid under the Mamba `align`
+    mode only up to a Mamba state, one per earlier request at the end of its last whole block (one prefill chunk
+    per request; more chunks would leave more states, so this is the least it reuses). Replies never count: vLLM
+    keeps a request's generated tokens, but a chat template may render them differently when a later request
+    repeats them.
+
+    SGLang: its radix cache matches to the token. A transformer: the longest common prefix of any earlier
+    request, its reply included (the rendered reply assumed to be the tokens generated). A hybrid (the Mamba
+    radix cache, `no_buffer`): only up to a Mamba state, kept where an earlier request ended (its prompt and
+    reply) and at the end of each prefill chunk of its prompt."""
+    if engine == "sglang":
+        best = 0.0
+        for prompt, reply in earlier:
+            whole = prompt + reply
+            common = _common(units, whole)
+            if not hybrid:
+                best = max(best, common)
+                continue
+            length = sum(w for _, w in whole)
+            if common >= length:
+                best = max(best, length)
+            else:
+                best = max(best, (min(common, sum(w for _, w in prompt)) // SGLANG_CHUNK) * SGLANG_CHUNK)
+        return best
     if not align_block:
-        return (max((_common(units, e) for e in earlier), default=0.0) // BLOCK) * BLOCK
+        return (max((_common(units, prompt) for prompt, _ in earlier), default=0.0) // BLOCK) * BLOCK
     best = 0.0
-    for e in earlier:
-        state = (sum(w for _, w in e) // align_block) * align_block
-        if state > best and _common(units, e) >= state:
+    for prompt, _ in earlier:
+        state = (sum(w for _, w in prompt) // align_block) * align_block
+        if state > best and _common(units, prompt) >= state:
             best = state
     return best
 
@@ -207,9 +235,14 @@ def policy_reply(step: RecordedStep) -> str:
     return json.dumps({"thought": step.thought, "notes": step.notes, "action": step.action})
 
 
+# What the localizer and validator answer (a recorded step keeps only the policy's reply): their length is what counts.
+LOCALIZER_REPLY = json.dumps({"x": 500, "y": 500})
+VALIDATOR_REPLY = json.dumps({"verdict": "accept", "reasons": "the screen shows it"})
+
+
 def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: int | None,
-                     continuation: bool = False) -> list[tuple[str, list[Any]]]:
-    """(role, messages) for every request one recorded run would make, in order; with
+                     continuation: bool = False) -> list[tuple[str, list[Any], str]]:
+    """(role, messages, reply) for every request one recorded run would make, in order; with
     `continuation`, the localizer's and validator's requests continue the policy's."""
     from surfer.agent.layouts import Layout
     from surfer.agent.memory import Memory, Turn
@@ -224,7 +257,7 @@ def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: i
     clients = {role: RoleClient(role, None, profile) for role in ROLES}  # type: ignore[arg-type]  # never asked
     policy, localizer, validator = Policy(clients["policy"], layout), Localizer(clients["localizer"]), Validator(clients["validator"])
     memory = Memory(run.task, max_images=layout.memory_images)
-    out: list[tuple[str, list[Any]]] = []
+    out: list[tuple[str, list[Any], str]] = []
     for step in run.steps:
         size = Size(step.width, step.height)
         sent = profile.image.target_size(size, per_image)
@@ -233,28 +266,31 @@ def session_requests(run: RecordedRun, profile: Any, layout_name: str, budget: i
         memory.add_image(image)
         observation = Observation(Screenshot(data, "image/jpeg", size, step.scale), url=step.url, title=step.title)
         messages = policy.messages(memory, observation)
-        out.append(("policy", messages))
-        turn = Turn(tuple(messages), policy_reply(step)) if continuation else None
+        out.append(("policy", messages, policy_reply(step)))
+        memory.keep_turn(Turn(tuple(messages), policy_reply(step)))  # (the conversation layout shows the reply next)
+        turn = memory.policy_turn if continuation else None
         if step.notes:
-            memory.add_note(step.notes)
+            memory.add_note(step.notes, own=True)
         if step.action is None:
             memory.add_history(step.index, "(no action)", step.outcome)
             continue
         action = ACTION_ADAPTER.validate_python(step.action)
         if isinstance(action, Answer):
-            out.append(("validator", validator.messages(run.task, action.text, layout.validator_images(memory), turn)))
+            out.append(("validator", validator.messages(run.task, action.text, layout.validator_images(memory), turn),
+                        VALIDATOR_REPLY))
             memory.add_history(step.index, f"answer({action.text!r})", "accepted by the validator")
             continue
         for target in targets_of(action):
-            out.append(("localizer", localizer.messages(target, image, turn)))
+            out.append(("localizer", localizer.messages(target, image, turn), LOCALIZER_REPLY))
         memory.add_history(step.index, action.describe(), step.outcome)
     return out
 
 
 def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int | None,
-               counter: TextCounter, continuation: bool = False, align_block: int | None = None) -> tuple[int, dict[str, Tally]]:
-    """(agent steps, tallies per role) over `runs`, each run its own session; `align_block`: count the reuse as
-    vLLM's Mamba `align` cache allows with that block (a hybrid's `serving.align_block`), else as a transformer's."""
+               counter: TextCounter, continuation: bool = False, align_block: int | None = None,
+               engine: str = "vllm") -> tuple[int, dict[str, Tally]]:
+    """(agent steps, tallies per role) over `runs`, each run its own session, the reuse counted as `engine`
+    allows (reusable_tokens); `align_block`: on vLLM, a hybrid's Mamba `align` block (None: 16-token blocks)."""
     from surfer.agent.layouts import Layout
     from surfer.core.coordinates import Size
 
@@ -268,34 +304,43 @@ def count_runs(runs: list[RecordedRun], profile: Any, layout: str, budget: int |
         def tokens(part: Any) -> int:
             return int(profile.image.image_tokens(sent_of[part.data]))
 
-        earlier: list[list[tuple[Any, float]]] = []
-        for role, messages in session_requests(run, profile, layout, budget, continuation):
+        earlier: list[tuple[Units, Units]] = []
+        for role, messages, reply in session_requests(run, profile, layout, budget, continuation):
             units, shots, image_total = request_units(messages, counter, tokens)
             tally = tallies[role]
             tally.requests += 1
             tally.prompt += sum(w for _, w in units)
-            tally.reusable += reusable_tokens(units, earlier, align_block)
+            tally.reusable += reusable_tokens(units, earlier, align_block, engine, profile.serving.hybrid)
             tally.screenshots += shots
             tally.image_tokens += image_total
-            earlier.append(units)
+            # what the engine holds after it: the prompt, then the reply it generated after the assistant's header
+            earlier.append((units, [(("header", "assistant"), float(HEADER_TOKENS)), *counter.units(reply)]))
     return steps, tallies
+
+
+def reuse_rule(profile: Any, engine: str, align: int | None) -> str:
+    """How `engine` reuses `profile`'s prefix, in words (a row's `prefix_reuse`)."""
+    if engine == "sglang":
+        return ("mamba radix: where an earlier request ended, or a prefill chunk" if profile.serving.hybrid
+                else "radix: to the token")
+    return f"mamba align {align}" if align else f"{BLOCK}-token blocks"
 
 
 def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str], budgets: list[int | None],
                tokenizers: dict[str, str], continuations: tuple[bool, ...] = (False, True),
-               hybrid_align: bool = True) -> list[dict[str, Any]]:
-    """One row per profile, layout, role-continuation mode, image budget and role (plus role "all")."""
+               hybrid_align: bool = True, engines: tuple[str, ...] = ("vllm",)) -> list[dict[str, Any]]:
+    """One row per engine, profile, layout, role-continuation mode, image budget and role (plus role "all")."""
     from surfer.models.profiles import get_profile
 
     rows: list[dict[str, Any]] = []
-    for name in profiles:
+    for engine, name in [(e, n) for e in engines for n in profiles]:
         profile = get_profile(name)
         counter = TextCounter(tokenizers.get(name))
-        align = profile.serving.align_block if hybrid_align else None
-        reuse = f"mamba align {align}" if align else f"{BLOCK}-token blocks"
+        align = profile.serving.align_block if hybrid_align and engine == "vllm" else None
+        reuse = reuse_rule(profile, engine, align)
         for budget in budgets:
             for layout, continuation in [(lay, c) for lay in layouts for c in continuations]:
-                steps, tallies = count_runs(runs, profile, layout, budget, counter, continuation, align)
+                steps, tallies = count_runs(runs, profile, layout, budget, counter, continuation, align, engine)
                 total = Tally()
                 for role in ROLES:
                     t = tallies[role]
@@ -305,7 +350,7 @@ def bench_rows(runs: list[RecordedRun], profiles: list[str], layouts: list[str],
                     if not t.requests:
                         continue
                     rows.append({
-                        "profile": name, "layout": layout, "continuation": continuation, "image_budget": budget,
+                        "engine": engine, "profile": name, "layout": layout, "continuation": continuation, "image_budget": budget,
                         "role": role, "steps": steps, "prefix_reuse": reuse,
                         "requests": t.requests, "text": counter.source,
                         "prompt_tokens_per_step": round(t.prompt / steps, 1),
@@ -323,15 +368,17 @@ def mode(row: dict[str, Any]) -> str:
 
 
 def ratios(rows: list[dict[str, Any]], reference: str = "window") -> list[dict[str, Any]]:
-    """Uncached tokens per step of `reference` (that layout, separate role requests) over each other
-    mode's, per profile, budget and role."""
-    base = {(r["profile"], r["image_budget"], r["role"]): r for r in rows if mode(r) == reference}
+    """Uncached tokens per step of `reference` (that layout, separate role requests, on vLLM: today's
+    requests on today's engine) over each other mode's on each engine, per profile, budget and role."""
+    base = {(r["profile"], r["image_budget"], r["role"]): r for r in rows
+            if mode(r) == reference and r.get("engine", "vllm") == "vllm"}
     out = []
     for row in rows:
         ref = base.get((row["profile"], row["image_budget"], row["role"]))
-        if mode(row) == reference or ref is None or not row["uncached_tokens_per_step"]:
+        if ref is None or row is ref or not row["uncached_tokens_per_step"]:
             continue
-        out.append({"profile": row["profile"], "image_budget": row["image_budget"], "role": row["role"],
+        out.append({"engine": row.get("engine", "vllm"), "profile": row["profile"], "image_budget": row["image_budget"],
+                    "role": row["role"],
                     "layout": row["layout"], "continuation": row.get("continuation", False), "mode": mode(row),
                     "uncached_reduction": round(ref["uncached_tokens_per_step"] / row["uncached_tokens_per_step"], 2),
                     "screenshots_per_request": [ref["screenshots_per_request"], row["screenshots_per_request"]]})
@@ -339,12 +386,12 @@ def ratios(rows: list[dict[str, Any]], reference: str = "window") -> list[dict[s
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("| profile | layout | continuation | image budget | role | prompt tok/step | reusable tok/step | "
+    head = ("| engine | profile | layout | continuation | image budget | role | prompt tok/step | reusable tok/step | "
             "uncached tok/step | screenshots/request | image tok/request |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
-            f"| {r['profile']} | {r['layout']} | {'on' if r.get('continuation') else 'off'} | {r['image_budget'] or '-'} | "
+            f"| {r.get('engine', 'vllm')} | {r['profile']} | {r['layout']} | {'on' if r.get('continuation') else 'off'} | {r['image_budget'] or '-'} | "
             f"{r['role']} | {r['prompt_tokens_per_step']:.0f} | "
             f"{r['reusable_tokens_per_step']:.0f} | {r['uncached_tokens_per_step']:.0f} | "
             f"{r['screenshots_per_request']:.2f} | {r['image_tokens_per_request']:.0f} |"
@@ -381,8 +428,11 @@ def register(bench_app: typer.Typer) -> None:
             None, "--continuation", help="Role continuation modes to count: on, off or on,off (default both)."),
         hybrid_align: bool = typer.Option(
             True, "--hybrid-align/--no-hybrid-align",
-            help="Count a hybrid profile's reuse as vLLM's Mamba `align` cache allows (Holotron: only up to a "
+            help="On vLLM, count a hybrid profile's reuse as its Mamba `align` cache allows (Holotron: only up to a "
                  "1,312-token block boundary); off: as a transformer's (16-token blocks)."),
+        engine: str = typer.Option(
+            "vllm", "--engine", help="Count the reuse as these engines allow, comma-separated: vllm (block grids), "
+            "sglang (its radix cache: to the token; a hybrid's where an earlier request ended)."),
     ) -> None:
         """Count prompt, reusable and uncached tokens per step for every profile and layout (CPU only)."""
         from surfer.agent.layouts import LAYOUTS, check_layout
@@ -405,19 +455,23 @@ def register(bench_app: typer.Typer) -> None:
                 raise ConfigError("--steps must be at least 1")
             recorded = [lengthened(load_run(d), steps) for d in find_run_dirs(runs or [DEMO_RECORDINGS])]
             modes = parse_switch(continuation, "--continuation")
-            rows = bench_rows(recorded, chosen_profiles, chosen_layouts, budgets, tokenizers, modes, hybrid_align)
+            engines = tuple(dict.fromkeys(e.strip() for e in engine.split(",") if e.strip()))
+            if not engines or any(e not in ENGINES for e in engines):
+                raise ConfigError(f"--engine takes {' or '.join(ENGINES)} (comma-separated), got {engine!r}")
+            rows = bench_rows(recorded, chosen_profiles, chosen_layouts, budgets, tokenizers, modes, hybrid_align, engines)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         shown = [r for r in rows if not role or r["role"] in role]
         typer.echo(f"{len(recorded)} recorded run(s), {sum(len(r.steps) for r in recorded)} steps; "
                    f"text: {', '.join(sorted({r['text'] for r in rows}))}")
-        reuse = dict.fromkeys(f"{r['profile']}: {r['prefix_reuse']}" for r in rows)
+        reuse = dict.fromkeys(f"{r['profile']} on {r['engine']}: {r['prefix_reuse']}" for r in rows)
         typer.echo(f"prefix reuse counted as: {', '.join(reuse)}")
         typer.echo(table(shown))
         for ratio in ratios(rows):
             if ratio["role"] in ("policy", "all"):
-                typer.echo(f"{ratio['profile']} budget {ratio['image_budget'] or '-'} {ratio['role']}: window / {ratio['mode']} "
+                typer.echo(f"{ratio['profile']} budget {ratio['image_budget'] or '-'} {ratio['role']}: window on vllm / "
+                           f"{ratio['mode']} on {ratio['engine']} "
                            f"uncached = {ratio['uncached_reduction']}x (screenshots/request {ratio['screenshots_per_request'][0]} -> "
                            f"{ratio['screenshots_per_request'][1]})")
         if json_out:

@@ -33,7 +33,7 @@ counts only running requests' blocks in it, not the prefixes it keeps for
 the next request, nor (for a hybrid model) the Mamba states a kept prefix
 needs. With sessions 8 screenshots deep on one H100, Holo2 went from 32 to
 48 sessions and its hit fell from 0.84 to 0.05 at a mean KV use of 0.15;
-Holotron at 48 hit 0.00 at 0.63 (README, "The seeds' regime").
+Holotron at 48 hit 0.00 at 0.63 (docs/benchmarks/gpu-sessions.md).
 
 A session's context is the largest request (prompt tokens) of its last step,
 which a ParkingControl reads from its events. Where the sessions grow, a

@@ -21,7 +21,7 @@ cache is smaller than its load (`surfer serve` sizes it) is not sent a
 request twice every time.
 
 Off by default: other OpenAI-compatible servers reject or ignore the field,
-and the gain is unmeasured on a GPU (README, "The seeds' regime").
+and the gain is unmeasured on a GPU (docs/benchmarks/gpu-sessions.md).
 """
 
 from __future__ import annotations

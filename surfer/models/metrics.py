@@ -1,6 +1,16 @@
-"""What reads a vLLM server's /metrics (Prometheus text): the parser, one
-read, and a sampler polling it while a run goes on. Used by `--concurrency
-auto` (surfer/fleet/concurrency.py) and `surfer bench gpu`."""
+"""What reads a model server's /metrics (Prometheus text) — vLLM's `vllm:*` or
+SGLang's `sglang:*` series — the parser, one read, and a sampler polling it
+while a run goes on. Used by `--concurrency auto` (surfer/fleet/concurrency.py),
+`surfer bench gpu` and `surfer view`.
+
+One vocabulary for both engines: vLLM's names. SGLang's series are read into
+them (`SGLANG_AS_VLLM`): its running and queued requests, its token usage as
+the KV cache's, its prompt and cached-token counters as the prefix cache's
+queries and hits (and the computed prompt tokens as their difference), its
+retracted requests as preemptions. Which engine answered is said by an
+`engine:<name>` entry of 1.0. SGLang counts prompt and cached tokens when a
+request finishes, vLLM when it is scheduled: over a window of many requests
+the two agree."""
 
 from __future__ import annotations
 
@@ -9,13 +19,27 @@ import re
 import time
 from typing import Any
 
-_METRIC = re.compile(r"^(vllm:[a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$")
+_METRIC = re.compile(r"^((?:vllm|sglang):[a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$")
 _SOURCE = re.compile(r'source="([a-z_]+)"')
+ENGINES = ("vllm", "sglang")
+
+# SGLang series (with "_total" dropped) -> the vLLM names surfer reads.
+SGLANG_AS_VLLM = {
+    "sglang:num_running_reqs": ("vllm:num_requests_running",),
+    "sglang:num_queue_reqs": ("vllm:num_requests_waiting",),
+    "sglang:token_usage": ("vllm:kv_cache_usage_perc",),
+    "sglang:prompt_tokens": ("vllm:prompt_tokens", "vllm:prefix_cache_queries"),
+    "sglang:cached_tokens": ("vllm:prefix_cache_hits",),
+    "sglang:generation_tokens": ("vllm:generation_tokens",),
+    "sglang:num_retracted_requests": ("vllm:num_preemptions",),
+}
+COMPUTED = "vllm:prompt_tokens_by_source:local_compute"
 
 
 def parse_metrics(text: str) -> dict[str, float]:
-    """Sum of each vllm:* series (over labels) in a Prometheus text page; a series with a
-    `source` label (vLLM's prompt tokens by source) is also kept per source, as `name:source`."""
+    """Sum of each vllm:* or sglang:* series (over labels) in a Prometheus text page; a series with
+    a `source` label (vLLM's prompt tokens by source) is also kept per source, as `name:source`.
+    SGLang's series are also given under the vLLM names they stand for (see the module docstring)."""
     values: dict[str, float] = {}
     for line in text.splitlines():
         match = _METRIC.match(line.strip())
@@ -24,16 +48,33 @@ def parse_metrics(text: str) -> dict[str, float]:
             value = float(match.group(3))
             values[name] = values.get(name, 0.0) + value
             source = _SOURCE.search(match.group(2) or "")
-            if source:
+            if source and name.startswith("vllm:"):
                 key = f"{name}:{source.group(1)}"
                 values[key] = values.get(key, 0.0) + value
+    engines = {name.split(":", 1)[0] for name in values}
+    if "sglang" in engines:
+        for name, targets in SGLANG_AS_VLLM.items():
+            for target in targets:
+                if name in values:
+                    values[target] = values[name]
+        if "sglang:prompt_tokens" in values:
+            values[COMPUTED] = max(0.0, values["sglang:prompt_tokens"] - values.get("sglang:cached_tokens", 0.0))
+    for engine in ENGINES:
+        if engine in engines:
+            values[f"engine:{engine}"] = 1.0
     return values
 
 
+def engine_of(values: dict[str, float] | None) -> str | None:
+    """"vllm" or "sglang": the engine a reading came from (None: no reading)."""
+    if not values:
+        return None
+    return "sglang" if "engine:sglang" in values else "vllm" if "engine:vllm" in values else None
+
+
 async def read_metrics(client: Any, url: str) -> dict[str, float] | None:
-    """The vllm:* series at `url` (a server's /metrics) with an httpx-like
-    async client; None when there is no such page (the stand-in) or the server
-    does not answer."""
+    """The series at `url` (a server's /metrics) with an httpx-like async client;
+    None when there is no such page or the server does not answer."""
     try:
         response = await client.get(url)
     except Exception:  # noqa: BLE001 - no server, no route, a busy server: no metrics

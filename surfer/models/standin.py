@@ -23,6 +23,10 @@ then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
 prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
 that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
+`engine="sglang"` plays SGLang instead: its /metrics names, `POST /flush_cache`
+and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
+engine's own account of how it was started (SGLang's server arguments, vLLM's
+cache configuration labels).
 `prefix_capacity=N` bounds that cache to N tokens, least recently used blocks
 evicted first, and `token_seconds` makes each prompt token the cache did not
 hold cost that long on one shared "GPU" (prefills take turns): with more
@@ -43,6 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
 from surfer.models.prefix_cache import PrefixCache
+from surfer.models.standin_pages import ENGINES, metrics_page, server_info
 
 Answer = Union[str, dict[str, Any]]
 
@@ -195,7 +200,13 @@ class StandInServer:
         prefix_capacity: int | None = None,
         token_seconds: float = 0.0,
         max_model_len: int | None = None,
+        engine: str = "vllm",
+        settings: dict[str, Any] | None = None,
     ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        self.engine = engine  # whose /metrics names, cache-reset route and settings page it shows
+        self.settings = settings  # the engine's own account of its settings (standin_pages)
         self.respond = respond
         self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
@@ -297,13 +308,11 @@ class StandInServer:
 
     def metrics_text(self) -> str:
         with self._kv:
-            usage = min(1.0, self.kv_used / self.kv_capacity) if self.kv_capacity else 0.0
-            values = {"kv_cache_usage_perc": usage, "num_requests_running": self.running,
-                      "num_requests_waiting": self.waiting, "num_preemptions_total": self.preemptions,
-                      "prefix_cache_queries_total": self.cache_queries, "prefix_cache_hits_total": self.cache_hits,
-                      "prompt_tokens_total": self.prompt_tokens, "generation_tokens_total": self.generation_tokens,
-                      "mm_cache_queries_total": self.mm_queries, "mm_cache_hits_total": self.mm_hits}
-        return "".join(f'vllm:{name}{{model_name="{self.model}"}} {float(value)}\n' for name, value in values.items())
+            counts = {"kv_usage": min(1.0, self.kv_used / self.kv_capacity) if self.kv_capacity else 0.0,
+                      "running": self.running, "waiting": self.waiting, "preemptions": self.preemptions,
+                      "prompt": self.prompt_tokens, "cached": self.cache_hits, "generated": self.generation_tokens,
+                      "cache_queries": self.cache_queries, "mm_queries": self.mm_queries, "mm_hits": self.mm_hits}
+        return metrics_page(self.engine, self.model, counts, self.settings)
 
     def _count_prompt(self, body: dict[str, Any], prompt_tokens: int) -> int:
         """Prefix-cache accounting of one request (only with a KV capacity); the prompt tokens to compute."""
@@ -354,15 +363,24 @@ class StandInServer:
                     self.end_headers()
                     self.wfile.write(data)
                 elif self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "surfer"}]})
+                    self._send(200, {"object": "list", "data": [
+                        {"id": server.model, "object": "model", "owned_by": server.engine, "max_model_len": server.max_model_len}]})
+                elif self.path.rstrip("/") == "/server_info" and server.engine == "sglang":
+                    data = server_info(server.model, server.settings, server.max_model_len).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                if self.path.rstrip("/") in ("/reset_prefix_cache", "/reset_mm_cache") and server.kv_capacity is not None:
-                    with server._kv:  # vLLM's dev-mode endpoints: the next run starts from an empty cache
+                resets = ("/flush_cache",) if server.engine == "sglang" else ("/reset_prefix_cache", "/reset_mm_cache")
+                if self.path.split("?")[0].rstrip("/") in resets and server.kv_capacity is not None:
+                    with server._kv:  # vLLM's dev-mode endpoints, SGLang's flush: the next run starts from an empty cache
                         server.prefix_cache.clear()
                     with server._lock:
                         server.held_images.clear()

@@ -21,7 +21,7 @@ NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"
 # default for headless too): the same Blink without the browser UI. Measured
 # here: a new context + page costs ~0.1 s of CPU against ~1.1 s with the full
 # browser's headless mode, and a screenshot ~35 against ~50 ms — at many
-# sessions per machine that is the difference (README, "Running at scale").
+# sessions per machine that is the difference (docs/benchmarks/throughput.md).
 HEADLESS_SHELL_CANDIDATES = ("/usr/lib/chromium/chromium-headless-shell", "/usr/bin/chromium-headless-shell")
 HEADLESS_SHELL_NAMES = ("chromium-headless-shell", "chrome-headless-shell")
 
@@ -36,7 +36,7 @@ LAUNCH_ARGS = (
 # Playwright turns on CDPScreenshotNewSurface: every capture draws the page into a new surface. It
 # fixes captures that hang on focus-emulated pages in the full browser's headless mode (Playwright
 # issue 33330); the headless shell does not need it, and without it a capture costs ~3.5 ms less of
-# Chromium's CPU (~22 -> ~19 ms at 1280x800, 32 pages in parallel; README, "Running at scale").
+# Chromium's CPU (~22 -> ~19 ms at 1280x800, 32 pages in parallel; docs/benchmarks/throughput.md).
 HEADLESS_SHELL_ARGS = ("--disable-features=CDPScreenshotNewSurface",)
 
 INSTALL_HINT = (

@@ -46,7 +46,7 @@ LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
 # batched-token budget). Each entry is {flag: value, or None for a bare switch}; `surfer serve
 # --profile NAME` adds them after the family's own flags (checked against the installed vLLM like
 # the others), unless the command line after `--` names the flag itself. Left empty until a GPU
-# run decides them: put the measured figures and the reason in the README's model table.
+# run decides them: put the measured figures and the reason in the docs' model table (docs/guides/serving.md).
 # Candidates to measure (vLLM 0.25.1 CacheConfig): --mamba-cache-mode (none / align / all),
 # --mamba-block-size, --max-num-batched-tokens; a flag missing from FLAG_SINCE is left out of
 # `--dry-run` plans without vLLM installed, so add it there too.
@@ -57,11 +57,11 @@ MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
     # on each other: the engine stalled for 4+ minutes (2 running, 61 waiting, 0 tokens/s; 0.17
     # steps/s). With 32,768: 1.63 (window) and 2.29 (blocks + continuation) steps/s, waiting < 1; the
     # KV cache 42.35 GiB instead of 46.42. With prefix caching off as well, vLLM ran out of memory in
-    # Mamba's chunked scan (README, "The levers on one H100").
+    # Mamba's chunked scan (docs/benchmarks/gpu-levers.md).
     # --gpu-memory-utilization 0.85 (vLLM's 0.92 leaves too little): with sessions 8 screenshots deep
     # (64 sessions, ~22k-token requests, KV use up to 0.99) the engine died at 0.92 of a CUDA
     # out-of-memory error in the same chunked scan (`_state_passing_fwd`, 1.21 GiB asked, 1.17 free),
-    # 3 minutes into the load; at 0.85 the same load ran its 200 s window (README, "The seeds' regime").
+    # 3 minutes into the load; at 0.85 the same load ran its 200 s window (docs/benchmarks/gpu-sessions.md).
     "holotron": {"--max-num-batched-tokens": "32768", "--gpu-memory-utilization": "0.85"},
     "holo2": {},
     "holo1.5": {},
@@ -73,7 +73,7 @@ HYBRID_PREFIX_CACHING_SINCE = "0.15"  # 0.14.1 served Holotron without prefix ca
 # vLLM's multimodal processor cache (`--mm-processor-cache-gb`, default 4 GiB) keeps each image's processed
 # pixel values, so an image that a request repeats (every screenshot of the history the blocks layout
 # resends) is not decoded, tiled and normalised again in the API server. Measured (vLLM 0.25.1, one H100,
-# 48 sessions 8 screenshots deep, README "The seeds' regime"): at 4 GiB the cache held less than one round
+# 48 sessions 8 screenshots deep, docs/benchmarks/gpu-sessions.md): at 4 GiB the cache held less than one round
 # of the sessions' screenshots, its hit rate stayed at 1-4 %, and the API server's preprocessing starved
 # the engine (Holotron 3.0 requests running on average, Holo2 5.2); at 32 GiB the hit rate reached 72 %
 # and 32.7 ran. So `surfer serve` sizes it to hold every session's screenshots: sessions × images per
@@ -148,7 +148,7 @@ def build_command(
     if max_concurrency:
         add("--max-num-seqs", str(max_concurrency))
     if serving.hybrid:
-        if "--mamba-ssm-cache-dtype" not in given_flags(extra_args):  # float16 halves the align block (README)
+        if "--mamba-ssm-cache-dtype" not in given_flags(extra_args):  # float16 halves the align block (docs: serving)
             add("--mamba-ssm-cache-dtype", "float32", why=" (SSM state stays in the model's dtype)")
         if at_least(caps.version, HYBRID_PREFIX_CACHING_SINCE):
             add("--enable-prefix-caching")

@@ -204,7 +204,7 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                   extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
                   layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0,
                   auto_only: bool = False, variants: list[Variant] | None = None, min_steps: int = 0,
-                  session_steps: int = 0) -> dict[str, Any]:
+                  session_steps: int = 0, engine: str = "vllm") -> dict[str, Any]:
     """Serve and measure each model in turn (one server start per model, every variant inside it);
     `progress(results)` is called whenever a level or model is done."""
     from surfer.agent.config import AgentConfig
@@ -231,17 +231,19 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                 url, model = base_url, where
             else:
                 log_dir.mkdir(parents=True, exist_ok=True)
-                say(f"{shape}: starting vLLM for {where} …")
+                say(f"{shape}: starting {engine} for {where} …")
                 started = time.monotonic()
                 everything = variants or [Variant(layout=layout) for layout in layouts]
                 images = max(v.max_images(get_profile(shape)) for v in everything)
                 top = max([*levels, *(v.concurrency for v in everything if isinstance(v.concurrency, int))])
-                served = serve_model(shape, Path(where), port, top, log_dir / f"vllm-{shape}.log",
-                                     serve_timeout, extra, layout="blocks" if "blocks" in layouts else "window", images=images)
+                served = serve_model(shape, Path(where), port, top, log_dir / f"{engine}-{shape}.log",
+                                     serve_timeout, extra, layout="blocks" if "blocks" in layouts else "window", images=images,
+                                     engine=engine)
                 entry["engine_start_seconds"] = round(served.start_seconds, 1)
                 entry["serve_seconds"] = round(time.monotonic() - started, 1)
-                say(f"{shape}: vLLM answered after {served.start_seconds:.0f} s")
+                say(f"{shape}: {engine} answered after {served.start_seconds:.0f} s")
                 url, model = served.base_url, where
+            entry["engine"] = server_engine(url)  # what the server's /metrics say it is
             # one step more than the longest recording: a replay ends when its recording does, never with a final answer
             config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600,
                                  max_steps=max(30, *(len(r.frames) + 1 for r in recordings)))
@@ -264,6 +266,18 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
     results["layout_gains"] = layout_gains(results) if not variants else {}
     results["variant_gains"] = variant_gains(results)
     return results
+
+
+def server_engine(base_url: str) -> str | None:
+    """"vllm" or "sglang", as the server's /metrics page names its series (None: no such page)."""
+    from surfer.models.json_http import http_library
+    from surfer.models.metrics import engine_of, read_metrics
+
+    async def read() -> str | None:
+        async with http_library().AsyncClient(timeout=10) as client:
+            return engine_of(await read_metrics(client, base_url.rstrip("/").removesuffix("/v1") + "/metrics"))
+
+    return asyncio.run(read())
 
 
 async def _watched(work: Any) -> Any:
@@ -357,14 +371,15 @@ def register(bench_app: typer.Typer) -> None:
         levels_text: str = typer.Option(DEFAULT_LEVELS, "--levels", help="Concurrency levels, comma-separated."),
         window: float = typer.Option(60.0, "--window", help="Seconds each run (surfer, then bare) may take per level."),
         replay: str = typer.Option("demo", "--replay", help="Recorded runs to replay ('demo' = the shipped set)."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="Use this running server instead of starting vLLM."),
-        port: int = typer.Option(8000, "--port", help="Port for the vLLM servers started."),
-        serve_timeout: float = typer.Option(600.0, "--serve-timeout", help="Seconds to wait for vLLM to answer."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="Use this running server (vLLM or SGLang) instead of starting one."),
+        engine: str = typer.Option("vllm", "--engine", help="The engine to start (vllm or sglang), without --base-url."),
+        port: int = typer.Option(8000, "--port", help="Port for the servers started."),
+        serve_timeout: float = typer.Option(600.0, "--serve-timeout", help="Seconds to wait for the server to answer."),
         no_bare: bool = typer.Option(False, "--no-bare", help="Skip the bare load generator."),
         out: Path = typer.Option(Path("gpu-bench.json"), "--out", help="JSON results."),
-        log_dir: Path = typer.Option(Path("gpu-bench-logs"), "--log-dir", help="vLLM logs."),
-        vllm_args: Optional[str] = typer.Option(None, "--vllm-args", help="More `vllm serve` arguments, one string."),
-        layouts_text: str = typer.Option("window", "--layouts", help="Prompt layouts to compare, comma-separated (window,blocks)."),
+        log_dir: Path = typer.Option(Path("gpu-bench-logs"), "--log-dir", help="The servers' logs."),
+        vllm_args: Optional[str] = typer.Option(None, "--vllm-args", help="More engine arguments (`vllm serve` or SGLang's), one string."),
+        layouts_text: str = typer.Option("window", "--layouts", help="Prompt layouts to compare, comma-separated (window,blocks,conversation)."),
         auto: bool = typer.Option(False, "--auto", help="Also run --concurrency auto (up to the highest level) per layout."),
         auto_interval: float = typer.Option(5.0, "--auto-interval", help="Seconds between --concurrency auto's decisions."),
         auto_only: bool = typer.Option(False, "--auto-only", help="Run only --concurrency auto (starting at the lowest level, up to the highest)."),
@@ -389,6 +404,8 @@ def register(bench_app: typer.Typer) -> None:
             from surfer.bench.gpu.variants import parse_variants
 
             variants = parse_variants(variants_text) if variants_text else None
+            if engine not in ("vllm", "sglang"):
+                raise ConfigError(f"--engine must be vllm or sglang, got {engine!r}")
             pairs = []
             for item in model:
                 shape, _, where = item.partition("=")
@@ -399,7 +416,8 @@ def register(bench_app: typer.Typer) -> None:
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
                                     extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
                                     auto_interval=auto_interval, auto_only=auto_only, variants=variants, min_steps=min_steps,
-                                    session_steps=session_steps, progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
+                                    session_steps=session_steps, engine=engine,
+                                    progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

@@ -6,7 +6,7 @@ and makes each prompt token it misses cost `--token-seconds` on one shared
 "GPU". Sessions start `warm_steps` screenshots deep (append-only history, role
 continuation), so a few of them fill that cache; with more, every request
 recomputes its history and steps/s fall, as on one H100 8 screenshots deep
-(README, "The seeds' regime"). The fixed levels and auto run side by side in
+(docs/benchmarks/gpu-sessions.md). The fixed levels and auto run side by side in
 `surfer bench gpu run`'s tables and JSON (the command is in bench.py).
 """
 

@@ -118,13 +118,18 @@ class WarmStart(_Wrapper):
 
 
 async def reset_server_caches(root: str) -> bool:
-    """Empty vLLM's prefix and multimodal caches (needs VLLM_SERVER_DEV_MODE=1); False where refused."""
+    """Empty the server's caches between runs: vLLM's prefix and multimodal caches (needs
+    VLLM_SERVER_DEV_MODE=1), SGLang's radix cache (`/flush_cache`, which waits up to a minute for
+    the server to be idle); False where refused."""
     from surfer.models.image_refs import server_emptied
+    from surfer.models.metrics import engine_of, read_metrics
 
     httpx = _httpx()
     ok = True
-    async with httpx.AsyncClient(timeout=60) as client:
-        for path in ("/reset_prefix_cache", "/reset_mm_cache"):
+    async with httpx.AsyncClient(timeout=90) as client:
+        engine = engine_of(await read_metrics(client, root.rstrip("/") + "/metrics"))
+        paths = ("/flush_cache?timeout=60",) if engine == "sglang" else ("/reset_prefix_cache", "/reset_mm_cache")
+        for path in paths:
             try:
                 ok &= (await client.post(root.rstrip("/") + path)).status_code == 200
             except httpx.HTTPError:

@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Random weights: keep whitespace between JSON tokens from running on (see models.py).
+# Random weights: keep whitespace between JSON tokens from running on (see models.py): each engine's own way.
 STRUCTURED = json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})
+DUMMY_ARGS = {
+    "vllm": ("--load-format", "dummy", "--structured-outputs-config", STRUCTURED),
+    "sglang": ("--load-format", "dummy", "--constrained-json-disable-any-whitespace"),
+}
 
 
 def _httpx() -> Any:
@@ -37,15 +41,15 @@ class Served:
 
 
 def serve_model(shape: str, model_dir: Path, port: int, max_concurrency: int, log: Path, timeout: float,
-                extra: tuple[str, ...] = (), layout: str = "window", images: int | None = None) -> Served:
-    """Start `surfer serve` for a dummy-weight model directory and wait until it answers;
-    `images`: the most images one request may hold (default: what `layout` needs)."""
+                extra: tuple[str, ...] = (), layout: str = "window", images: int | None = None,
+                engine: str = "vllm") -> Served:
+    """Start `surfer serve --engine ENGINE` for a dummy-weight model directory and wait until it
+    answers; `images`: the most images one request may hold (default: what `layout` needs)."""
     httpx = _httpx()
     command = [
-        sys.executable, "-m", "surfer", "serve", str(model_dir), "--profile", shape, "--port", str(port),
+        sys.executable, "-m", "surfer", "serve", str(model_dir), "--profile", shape, "--engine", engine, "--port", str(port),
         "--max-concurrency", str(max_concurrency), "--timeout", str(timeout), "--prompt-layout", layout,
-        *(["--max-images", str(images)] if images else []), "--",
-        "--load-format", "dummy", "--structured-outputs-config", STRUCTURED, *extra,
+        *(["--max-images", str(images)] if images else []), "--", *DUMMY_ARGS[engine], *extra,
     ]
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
     handle = log.open("wb")
@@ -89,6 +93,11 @@ _LOG_FACTS = {
     "kv_cache_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
     "max_concurrency_at_max_len": re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
     "mamba_cache_mode": re.compile(r"mamba_cache_mode[=: ]+'?(\w+)"),
+    # SGLang's start-up log
+    "sglang_weights_gib": re.compile(r"Load weight end\..*?mem usage=([\d.]+) GB"),
+    "sglang_kv_cache_tokens": re.compile(r"max_total_num_tokens=(\d+)"),
+    "sglang_mamba_cache_slots": re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)"),
+    "sglang_max_running_requests": re.compile(r"max_running_requests=(\d+)"),
 }
 
 

@@ -3,11 +3,11 @@ change what surfer sends, never how the server runs, so that all of them are
 compared within one server start.
 
     --variants 'layout=window,continuation=off; layout=blocks,continuation=on'
-    --variants 'layout=window|blocks,continuation=off|on,concurrency=64|128|256'   # a matrix
+    --variants 'layout=window|blocks|conversation,continuation=off|on,concurrency=64|128|256'   # a matrix
     --variants variants.toml        # [[variants]] tables and/or a [matrix] table
     --variants variants.json        # a list of objects, or {"variants": [...], "matrix": {...}}
 
-Keys: `layout` (window / blocks), `continuation` (on / off; unset: the
+Keys: `layout` (window / blocks / conversation), `continuation` (on / off; unset: the
 profile's), `image_budget` (image tokens per request: Holotron's tile grids,
 Qwen-VL's pixel caps; none = full resolution), `memory_images` (screenshots
 per request; history depth), `block_images` (the blocks layout's append-only

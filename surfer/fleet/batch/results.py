@@ -16,9 +16,11 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
-from surfer.agent.result import RunResult
+from pydantic import BaseModel, ConfigDict, Field
+
+from surfer.agent.result import ErrorKind, RunResult, Status, TokenTotals
 
 
 FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "needs_approval", "error"})
@@ -28,6 +30,35 @@ RUNS = "runs"
 TMP_PREFIX = ".tmp-"
 RESULTS_FILE = "results.jsonl"
 ATTEMPTS_FILE = "attempts.jsonl"
+
+
+class ResultLine(BaseModel):
+    """One line of results.jsonl (a task's final outcome) or of attempts.jsonl (an
+    attempt that ended no task). The runner builds these lines as dicts (`Batch._line`);
+    the tests check the lines a real batch writes against this model."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="The task's id (`line-<n>` when the tasks file gave none; `<id>#<k>` for samples).")
+    group: Optional[str] = Field(description="The task's id before samples were expanded (`--samples`).")
+    sample: Optional[int] = Field(description="The sample number, 0..N-1, with `--samples N`.")
+    task: str = Field(description="The task.")
+    url: Optional[str] = Field(description="The start URL.")
+    status: Status = Field(description="The run's status (result.json's).")
+    answer: Optional[str] = Field(description="The final answer.")
+    reason: Optional[str] = Field(description="Why it ended so.")
+    error_kind: Optional[ErrorKind] = Field(description="For errors: which kind (see Troubleshooting).")
+    steps: int = Field(description="Steps taken.")
+    browser_crashes: int = Field(description="Times the browser died under this task (it then ran again).")
+    seconds: float = Field(description="Wall time of the task, all its attempts.")
+    usage: TokenTotals = Field(description="Tokens of the run's model calls.")
+    metadata: dict[str, Any] = Field(description="The task line's metadata, as given.")
+    finished_at: str = Field(description="When the line was written (UTC, ISO 8601).")
+    run_dir: Optional[str] = Field(default=None, description="The run directory, relative to the batch's --out "
+                                   "(results.jsonl only).")
+    artifacts: dict[str, str] = Field(default={}, description="trace / video files, relative to --out.")
+    retried: Optional[str] = Field(default=None, description="--ray: the worker that died under the task's first try.")
+    superseded: Optional[bool] = Field(default=None, description="attempts.jsonl: a line moved out of an older "
+                                       "results.jsonl that a later line replaced.")
 
 
 def is_final(record: dict[str, Any], retry_errors: bool = False) -> bool:

@@ -19,17 +19,26 @@ class BatchTask(BaseModel):
     """One line of a tasks file."""
 
     model_config = ConfigDict(extra="forbid")
-    task: str = Field(min_length=1)
-    url: Optional[str] = None
-    id: Optional[str] = Field(default=None, min_length=1)
-    max_steps: Optional[int] = Field(default=None, ge=1)
-    max_seconds: Optional[float] = Field(default=None, gt=0)
-    # a Playwright storage-state file this task starts signed in with (relative: to the tasks file's folder)
-    storage_state: Optional[str] = Field(default=None, min_length=1)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    task: str = Field(min_length=1, description="What the agent should do, in plain language (required).")
+    url: Optional[str] = Field(default=None, description="Page to open first.")
+    id: Optional[str] = Field(
+        default=None, min_length=1,
+        description="Unique id (default `line-<n>`; give ids if you edit the file between runs).",
+    )
+    max_steps: Optional[int] = Field(default=None, ge=1, description="This task's step limit (default: the batch's).")
+    max_seconds: Optional[float] = Field(
+        default=None, gt=0, description="This task's time limit in seconds (default: the batch's).",
+    )
+    storage_state: Optional[str] = Field(
+        default=None, min_length=1, description="A Playwright storage-state file this task starts signed in with "
+        "(relative to the tasks file's folder); overrides --storage-state.",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Anything; copied to the task's results line (`replay` names a recording).",
+    )
     # set when expanded into samples
-    group: Optional[str] = None
-    sample: Optional[int] = None
+    group: Optional[str] = Field(default=None, description="Set by `--samples`: the id the samples share.")
+    sample: Optional[int] = Field(default=None, description="Set by `--samples`: the sample number.")
 
 
 def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
