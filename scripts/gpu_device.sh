@@ -120,7 +120,7 @@ collect)
   tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"
   [ -e /tmp/out/levers.done ] && echo "levers done" || echo "levers still running"; rm -f "$OUT/levers.done"
   for log in /tmp/vllm-*.log /tmp/sglang-*.log; do
-    [ -e "$log" ] && grep -v "POST /v1/chat/completions\|Prefill batch\|Decode batch" "$log" | tail -400 > "$OUT/$(basename "$log")"
+    [ -e "$log" ] && grep -v "POST /v1/chat/completions\|GET /metrics\|Decode batch\|state was deleted" "$log" | tail -600 > "$OUT/$(basename "$log")"
   done
   ;;
 *) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS"; exit 2 ;;
