@@ -34,6 +34,23 @@ def pages() -> Iterator[StaticSite]:
         yield site
 
 
+@pytest.fixture(scope="session")
+def acme_site():
+    """The login site of tests/login_site.py: pages behind a server-side session."""
+    from login_site import AcmeSite
+
+    with AcmeSite() as site:
+        yield site
+
+
+@pytest.fixture(scope="session")
+async def acme_centres(acme_site):  # type: ignore[no-untyped-def]
+    """Where its login form's fields are drawn at the signed-in tests' viewport."""
+    from login_site import VIEWPORT, measure_login
+
+    return await measure_login(acme_site, VIEWPORT)
+
+
 @pytest.fixture
 def standin() -> Iterator[Callable[..., StandInServer]]:
     """Factory: standin(responder, **options) -> a started StandInServer."""

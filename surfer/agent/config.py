@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from surfer.core.errors import ConfigError
 from surfer.models.endpoint import DEFAULT_SERVER_WAIT, Endpoint
@@ -72,6 +72,35 @@ class BrowserSettings(_Strict):
     trace: Literal["off", "on", "retain-on-failure"] = Field(
         default="off", description="Playwright trace of each run (screenshots, DOM snapshots, network) as trace.zip.",
     )
+    storage_state: str | dict[str, Any] | None = Field(
+        default=None, description="Start signed in: a Playwright storage-state JSON file (cookies, localStorage per "
+        "origin; `surfer auth save`, --save-storage-state) loaded into each run's browser context. The SDK also takes "
+        "the state itself (a dict, e.g. a previous RunResult.storage_state).",
+    )
+    save_storage_state: str | None = Field(
+        default=None, description="Write the context's storage state to this file when a run ends (atomically, mode "
+        "0600); by default only after a successful run.",
+    )
+    save_storage_state_on_failure: bool = Field(
+        default=False, description="Write save_storage_state after a run that did not succeed too (failed, limit, error, interrupted).",
+    )
+    keep_storage_state: bool = Field(
+        default=False, description="Return the context's storage state at each run's end as RunResult.storage_state "
+        "(in memory only; also on whenever storage_state or save_storage_state is set).",
+    )
+    user_data_dir: str | None = Field(
+        default=None, description="Run in this persistent Chromium profile (logins, extensions' data and preferences "
+        "survive); one session at a time: a profile in use by another Chromium is an error.",
+    )
+    cdp_url: str | None = Field(
+        default=None, description="Attach to a running Chromium/Chrome over the DevTools protocol (started with "
+        "--remote-debugging-port), e.g. http://127.0.0.1:9222: the run is a new tab in its own context (the user's "
+        "logins), or a new context with storage_state; the browser and its tabs are left running.",
+    )
+    browser_ws: str | None = Field(
+        default=None, description="Connect to a Playwright browser server (chromium.launchServer(), `npx playwright "
+        "run-server`), e.g. ws://127.0.0.1:3000/: each run is a new context there.",
+    )
 
     @field_validator("viewport", mode="before")
     @classmethod
@@ -87,6 +116,43 @@ class BrowserSettings(_Strict):
             return [str(p) for p in check_upload_files(value)]
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+
+    @field_validator("storage_state")
+    @classmethod
+    def _storage_state(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            from surfer.tools.browser.state import state_problem
+
+            problem = state_problem(value)
+            if problem:
+                raise ValueError(f"not a Playwright storage state: {problem}")
+        return value
+
+    @field_validator("cdp_url", "browser_ws")
+    @classmethod
+    def _remote_url(cls, value: str | None, info: Any) -> str | None:
+        if value is not None:
+            from surfer.tools.browser.remote import check_remote_url
+
+            try:
+                check_remote_url("--cdp-url" if info.field_name == "cdp_url" else "--browser-ws", value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_browser(self) -> "BrowserSettings":
+        chosen = [name for name in ("user_data_dir", "cdp_url", "browser_ws") if getattr(self, name)]
+        if len(chosen) > 1:
+            raise ValueError(f"choose one browser: {' and '.join(chosen)} contradict each other")
+        if self.user_data_dir and self.storage_state is not None:
+            raise ValueError("a persistent profile (user_data_dir) keeps its own state; storage_state does not go with it")
+        return self
+
+    @property
+    def attached(self) -> bool:
+        """The browser is one surfer did not launch (cdp_url, browser_ws)."""
+        return bool(self.cdp_url or self.browser_ws)
 
 
 class AgentConfig(_Strict):

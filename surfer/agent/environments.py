@@ -34,7 +34,9 @@ def browser_environment(config: AgentConfig, browser: Any = None, early: Any = N
         settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
         allow_file_urls=b.allow_file_urls, allowed_domains=config.allowed_domains, blocked_domains=config.blocked_domains,
         upload_files=b.upload_files, max_download_bytes=int(b.max_download_mb * 1024 * 1024), max_downloads=b.max_downloads,
-        early=early, trace=b.trace,
+        early=early, trace=b.trace, storage_state=b.storage_state, save_storage_state=b.save_storage_state,
+        save_state_on_failure=b.save_storage_state_on_failure, keep_storage_state=b.keep_storage_state,
+        user_data_dir=b.user_data_dir, cdp_url=b.cdp_url, browser_ws=b.browser_ws,
     )
 
 
@@ -43,3 +45,29 @@ def check_start_url(url: str, config: AgentConfig) -> None:
     from surfer.tools.url_policy import check_start_url as check
 
     check(url, url_policy_of(config))
+
+
+def check_browser_start(config: AgentConfig) -> list[str]:
+    """Where the browser starts signed in, checked before a run: ConfigError for a storage-state file that is
+    missing or malformed, a profile that is a file or in use, a --save-storage-state path that is a directory;
+    the warnings to show (a state file others can read)."""
+    from pathlib import Path
+
+    from surfer.core.errors import ConfigError
+    from surfer.tools.browser.state import loose_permissions, read_storage_state
+
+    b = config.browser
+    warnings: list[str] = []
+    if isinstance(b.storage_state, str):
+        read_storage_state(b.storage_state)
+        warnings += filter(None, [loose_permissions(b.storage_state)])
+    if b.user_data_dir:
+        from surfer.tools.browser.profile import check_profile_dir
+
+        check_profile_dir(b.user_data_dir)
+    if b.save_storage_state:
+        target = Path(b.save_storage_state).expanduser()
+        if target.is_dir():
+            raise ConfigError(f"--save-storage-state {target} is a directory; name a file, e.g. {target / 'state.json'}")
+    return warnings
+

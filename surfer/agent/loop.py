@@ -38,6 +38,8 @@ from .roles import Localizer, Policy, RoleClient, Validator
 Listener = Callable[[Event], Awaitable[None] | None]
 
 FINAL_ANSWER_SHARE, FINAL_ANSWER_MAX_SECONDS = 0.2, 30.0
+# Browser settings the SDK also takes as Agent(...) arguments.
+SIGNIN_SETTINGS = ("storage_state", "save_storage_state", "keep_storage_state", "user_data_dir", "cdp_url", "browser_ws")
 
 
 def final_answer_reserve(max_seconds: float) -> float:
@@ -79,6 +81,13 @@ class Agent(StepMachinery):
     `backends={"localizer": ...}` overrides single roles. Without an
     `environment=`, each run opens its own `BrowserEnvironment` from the
     configuration and closes it afterwards.
+
+    Starting signed in: `storage_state=` (a Playwright storage-state file, or
+    the state itself, e.g. a previous `result.storage_state`),
+    `save_storage_state=`, `user_data_dir=` (a persistent profile), `cdp_url=`
+    or `browser_ws=` (a browser surfer did not launch); `result.storage_state`
+    holds the browser's state at the run's end when one was loaded or saved
+    (or `keep_storage_state=True`).
     """
 
     def __init__(
@@ -98,6 +107,9 @@ class Agent(StepMachinery):
     ) -> None:
         if files is not None:  # the files the agent may upload
             settings["browser"] = {**settings.get("browser", {}), "upload_files": [str(f) for f in files]}
+        signin = {key: settings.pop(key) for key in SIGNIN_SETTINGS if key in settings}
+        if signin:  # Agent(storage_state=...), Agent(cdp_url=...): where the browser starts signed in
+            settings["browser"] = {**settings.get("browser", {}), **{k: str(v) if isinstance(v, Path) else v for k, v in signin.items()}}
         if config is None:
             config = load_config(overrides=settings)
         elif settings:
@@ -305,6 +317,7 @@ class Agent(StepMachinery):
             try:
                 if result is not None:
                     result.downloads = await asyncio.shield(env.end_run(result.status))
+                    result.storage_state = env.kept_state
                     if env.trace_file is not None:
                         if self.secrets:
                             from surfer.tools.browser.tracing import scrub_archive

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 Status = Literal["success", "failed", "limit", "stuck", "needs_approval", "error", "interrupted"]
 # "browser_crash": Chromium or the page crashed under the run (an environment error of its own kind);
@@ -52,6 +53,12 @@ class RunResult(BaseModel):
     )
     artifacts: dict[str, str] = Field(
         default={}, description='Files made for reading the run, relative to its directory: "trace" (trace.zip), "video".',
+    )
+    storage_state: SkipJsonSchema[dict[str, Any] | None] = Field(  # (no file has it: not in the formats reference)
+        default=None, exclude=True, repr=False,
+        description="The browser context's storage state at the end (cookies, localStorage), when the run loaded or "
+        "saved one (storage_state, save_storage_state, keep_storage_state). It signs anyone in: in memory only, never in "
+        "result.json, --json or any file; pass it to the next Agent(storage_state=...).",
     )
 
     @property

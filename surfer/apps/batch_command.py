@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
     @app.command("batch")
     def batch(
         tasks_file: Path = typer.Argument(
-            ..., help="JSON lines: {task, url?, id?, max_steps?, max_seconds?, metadata?}."
+            ..., help="JSON lines: {task, url?, id?, max_steps?, max_seconds?, storage_state?, metadata?}."
         ),
         out: Path = typer.Option(..., "--out", help="Output directory (results.jsonl + runs/); rerun to resume."),
         concurrency: str = typer.Option(
@@ -50,6 +50,10 @@ def register(app: typer.Typer) -> None:
         secret: options.Secret = None,
         approve_all: options.ApproveAll = False,
         approve_domain: options.ApproveDomain = None,
+        storage_state: options.StorageState = None,
+        user_data_dir: options.UserDataDir = None,
+        cdp_url: options.CdpUrl = None,
+        browser_ws: options.BrowserWs = None,
         config: options.ConfigFile = None,
         crash_retries: int = typer.Option(
             1, "--crash-retries", help="Reruns of a task whose browser or page crashed under it."
@@ -92,10 +96,14 @@ def register(app: typer.Typer) -> None:
                         "allow_file_urls": True if allow_file_urls else None,
                         "upload_files": [str(f) for f in upload_file] if upload_file else None,
                         "trace": trace,
+                        **options.signin_overrides(storage_state, user_data_dir=user_data_dir, cdp_url=cdp_url,
+                                                   browser_ws=browser_ws),
                     },
                 },
                 console,
             )
+            if env == "browser":
+                options.check_signin(cfg, console)
             from surfer.fleet.batch import load_tasks, make_batch
 
             if env not in ("browser", "replay"):

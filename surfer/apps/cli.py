@@ -116,6 +116,12 @@ def run(
     upload_file: options.UploadFiles = None,
     trace: options.Trace = None,
     video: options.Video = None,
+    storage_state: options.StorageState = None,
+    save_storage_state: options.SaveStorageState = None,
+    save_storage_state_on_failure: options.SaveStorageStateOnFailure = False,
+    user_data_dir: options.UserDataDir = None,
+    cdp_url: options.CdpUrl = None,
+    browser_ws: options.BrowserWs = None,
     config: options.ConfigFile = None,
     as_json: bool = typer.Option(False, "--json", help="Print the final result as one JSON object on stdout."),
     env: str = typer.Option("browser", "--env", help="Where to act: 'browser' (Chromium), 'desktop' (the screen, via mss + pyautogui) or 'replay' (recorded screenshots, see --replay)."),
@@ -142,9 +148,15 @@ def run(
                 "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
                 "allow_file_urls": True if allow_file_urls else None,
                 "upload_files": [str(f) for f in upload_file] if upload_file else None, "trace": trace,
+                **options.signin_overrides(storage_state, save_storage_state, save_storage_state_on_failure,
+                                           user_data_dir, cdp_url, browser_ws),
             },
         }
         cfg = options.load_cli_config(config, overrides, console)
+        if env == "browser":
+            options.check_signin(cfg, console)
+        elif any((storage_state, save_storage_state, user_data_dir, cdp_url, browser_ws)):
+            raise ConfigError(f"--storage-state, --save-storage-state, --user-data-dir, --cdp-url and --browser-ws are for the browser, not --env {env}")
         if env not in ("browser", "desktop", "replay"):
             raise ConfigError(f"--env must be 'browser', 'desktop' or 'replay', got {env!r}")
         if env != "browser" and trace not in (None, "off"):
@@ -227,6 +239,7 @@ COMMAND_MODULES = [
     "surfer.apps.calibrate",
     "surfer.apps.qa_command",
     "surfer.apps.mcp_server.command",
+    "surfer.apps.auth_command",
 ]
 
 

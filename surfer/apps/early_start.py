@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 
 SHUTDOWN_TIMEOUT_S = 15.0
+# A run in a persistent profile or in a browser surfer did not launch starts no Chromium of its own.
+ELSEWHERE = ("--user-data-dir", "--cdp-url", "--browser-ws")
 
 _current: EarlyLoop | None = None
 
@@ -104,7 +106,7 @@ def wants_early_browser(args: list[str]) -> bool | None:
         value = arg.split("=", 1)[1] if "=" in arg else (args[index + 1] if index + 1 < len(args) else "")
         if arg.startswith("--env") and value != "browser":
             return None
-        if arg.startswith("--replay"):
+        if arg.startswith(("--replay", *ELSEWHERE)):
             return None
     return "--headful" not in args
 

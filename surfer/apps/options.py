@@ -50,6 +50,23 @@ Trace = Annotated[Optional[str], typer.Option(
 Video = Annotated[Optional[str], typer.Option(
     "--video", metavar="on|retain-on-failure|off", help="A video of each run made from its step screenshots "
     "(click points marked, a caption per step): video.mp4 with imageio-ffmpeg, else video.webp.")]
+StorageState = Annotated[Optional[Path], typer.Option(
+    "--storage-state", metavar="FILE", help="Start signed in: a Playwright storage-state JSON (cookies, localStorage "
+    "per origin; `surfer auth save`) loaded into each run's browser context.")]
+SaveStorageState = Annotated[Optional[Path], typer.Option(
+    "--save-storage-state", metavar="FILE", help="Write the browser's storage state to FILE when the run ends "
+    "(atomically, mode 0600); after a successful run unless --save-storage-state-on-failure.")]
+SaveStorageStateOnFailure = Annotated[bool, typer.Option(
+    "--save-storage-state-on-failure", help="With --save-storage-state: write it after a run that did not succeed too.")]
+UserDataDir = Annotated[Optional[Path], typer.Option(
+    "--user-data-dir", metavar="DIR", help="Run in a persistent Chromium profile (logins, extensions' data, "
+    "preferences survive); one Chromium at a time may use it.")]
+CdpUrl = Annotated[Optional[str], typer.Option(
+    "--cdp-url", metavar="URL", help="Attach to a running Chromium/Chrome over CDP (started with "
+    "--remote-debugging-port=9222: http://127.0.0.1:9222); the run is a new tab, the browser is left running.")]
+BrowserWs = Annotated[Optional[str], typer.Option(
+    "--browser-ws", metavar="URL", help="Connect to a Playwright browser server (`npx playwright run-server`, "
+    "chromium.launchServer()): ws://HOST:PORT/...; each run is a new context there.")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
 
@@ -63,6 +80,28 @@ def safety_overrides(
         "allowed_domains": allow_domain or None, "blocked_domains": block_domain or None,
         "sensitive_actions": "approve" if approve_all else None, "approve_domains": approve_domain or None,
     }
+
+
+def signin_overrides(
+    storage_state: Path | None = None, save_storage_state: Path | None = None, save_on_failure: bool = False,
+    user_data_dir: Path | None = None, cdp_url: str | None = None, browser_ws: str | None = None,
+) -> dict[str, Any]:
+    """The `browser` config overrides of the sign-in flags shared by run, batch, qa and mcp."""
+    return {
+        "storage_state": str(storage_state) if storage_state else None,
+        "save_storage_state": str(save_storage_state) if save_storage_state else None,
+        "save_storage_state_on_failure": True if save_on_failure else None,
+        "user_data_dir": str(user_data_dir) if user_data_dir else None, "cdp_url": cdp_url, "browser_ws": browser_ws,
+    }
+
+
+def check_signin(config: "AgentConfig", console: Any) -> None:
+    """Before anything runs: a state file that cannot be read, a profile in use and the like are usage
+    errors (ConfigError, exit 2); a state file others can read is a warning."""
+    from surfer.agent.environments import check_browser_start
+
+    for warning in check_browser_start(config):
+        say(console, "warning:", "yellow", warning)
 
 
 def check_artifact_modes(trace: str | None, video: str | None) -> None:

@@ -124,6 +124,23 @@ def check_start_urls(runs: list[SuiteRun]) -> None:
                     raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}") from None
 
 
+def check_state_files(runs: list[SuiteRun], console: Any) -> None:
+    """A storage-state file a case starts with must be readable now, unless a setup case of its suite writes it."""
+    from surfer.core.errors import ConfigError
+    from surfer.tools.browser.state import loose_permissions, read_storage_state
+
+    for run in runs:
+        written = {run.suite.setup_output(c) for c in run.suite.cases if c.setup}
+        for path in {run.suite.state_file(c) for c in run.suite.cases} - written - {None}:
+            try:
+                read_storage_state(path)  # type: ignore[arg-type]
+            except ConfigError as exc:
+                raise ConfigError(f"{run.suite.path}: {exc} (or add a setup case that signs in and writes it)") from None
+            warning = loose_permissions(path)  # type: ignore[arg-type]
+            if warning:
+                options.say(console, "warning:", "yellow", warning)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("qa")
     def qa(
@@ -153,6 +170,10 @@ def register(app: typer.Typer) -> None:
         block_domain: options.BlockDomain = None,
         approve_all: options.ApproveAll = False,
         approve_domain: options.ApproveDomain = None,
+        storage_state: options.StorageState = None,
+        user_data_dir: options.UserDataDir = None,
+        cdp_url: options.CdpUrl = None,
+        browser_ws: options.BrowserWs = None,
         config: options.ConfigFile = None,
         quiet: bool = typer.Option(False, "--quiet", help="No live table."),
     ) -> None:
@@ -194,13 +215,17 @@ def register(app: typer.Typer) -> None:
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "server_wait": server_wait,
                      "video": video, **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
-                                 "trace": trace}}
+                                 "trace": trace, **options.signin_overrides(
+                                     storage_state, user_data_dir=user_data_dir, cdp_url=cdp_url, browser_ws=browser_ws)}}
             runs = [
                 SuiteRun(s, suite_config(config, s, flags, console),
                          cache=None if no_cache or cache else ActionCache(path.parent / DEFAULT_CACHE))
                 for s, path in zip(suites, files)
             ]
             check_start_urls(runs)
+            check_state_files(runs, console)
+            for run in runs:
+                options.check_signin(run.config, console)
             runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
                               cache=ActionCache(cache) if cache and not no_cache else None,
                               update_cache=update_cache, select=selector(tag, grep))

@@ -1,38 +1,72 @@
-"""One Chromium shared by many sessions (each its own context), relaunched when it dies."""
+"""One Chromium shared by many sessions (each its own context), relaunched when it dies;
+or one browser surfer did not launch (CDP, a Playwright server), attached to once and
+reattached when the connection drops; or none at all for a persistent profile, which
+one session at a time opens itself."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from surfer.core.errors import ConfigError
 
-
+PROFILE_ALONE = (
+    "a persistent profile (--user-data-dir) holds one session at a time: run with --concurrency 1, or share one "
+    "sign-in between concurrent sessions with --storage-state"
+)
 
 
 class SharedBrowser:
     """One Chromium for every session; relaunched when it dies."""
 
-    def __init__(self, headless: bool = True, *, legacy: bool = False) -> None:
+    def __init__(
+        self, headless: bool = True, *, legacy: bool = False, cdp_url: str | None = None, browser_ws: str | None = None,
+        profile: bool = False,
+    ) -> None:
         self.headless = headless
         self.legacy = legacy  # Chromium's flags before issue 14 (chromium.launch_args)
+        self.cdp_url, self.browser_ws = cdp_url, browser_ws  # a browser surfer did not launch: attach, never close it
+        self.profile = profile  # each session opens the profile itself (get() gives None)
         self.browser: Any = None
         self.relaunches = 0
         self._playwright: Any = None
         self._lock = asyncio.Lock()
 
+    @classmethod
+    def of(cls, settings: Any, concurrency: int | str = 1) -> "SharedBrowser":
+        """The shared browser of a configuration's BrowserSettings; ConfigError for a persistent profile
+        asked to serve several sessions at once (said before anything starts)."""
+        if settings.user_data_dir and concurrency != 1:
+            raise ConfigError(PROFILE_ALONE)
+        return cls(headless=settings.headless, cdp_url=settings.cdp_url, browser_ws=settings.browser_ws,
+                   profile=bool(settings.user_data_dir))
+
+    @property
+    def attached(self) -> bool:
+        return bool(self.cdp_url or self.browser_ws)
+
     async def start(self) -> None:
+        if self.profile:
+            return
+        if self.attached:
+            from surfer.tools.browser.remote import connect_remote
+
+            self._playwright, self.browser = await connect_remote(cdp_url=self.cdp_url, browser_ws=self.browser_ws)
+            return
         from surfer.tools.chromium import start_chromium
 
         self._playwright, self.browser = await start_chromium(headless=self.headless, legacy=self.legacy)
 
     async def get(self) -> Any:
         browser = self.browser
+        if browser is None:
+            return None  # a profile: the session opens it
         if not browser.is_connected():
             await self.relaunch(browser)
         return self.browser
 
     def alive(self, browser: Any) -> bool:
-        return browser is self.browser and browser.is_connected()
+        return browser is None or (browser is self.browser and browser.is_connected())
 
     async def relaunch(self, dead: Any) -> None:
         from surfer.tools.chromium import launch_chromium
@@ -40,17 +74,22 @@ class SharedBrowser:
         async with self._lock:
             if self.browser is not dead:
                 return  # another session relaunched it already
-            if dead.is_connected():  # a killed Chromium's connection is gone: closing it would never answer
+            if dead.is_connected() and not self.attached:  # a killed Chromium's connection is gone: closing it would never answer
                 try:
                     await asyncio.wait_for(dead.close(), 10)
                 except Exception:  # noqa: BLE001 - it is dying already
                     pass
-            self.browser = await launch_chromium(self._playwright, headless=self.headless, legacy=self.legacy)
+            if self.attached:
+                from surfer.tools.browser.remote import attach
+
+                self.browser = await attach(self._playwright, cdp_url=self.cdp_url, browser_ws=self.browser_ws)
+            else:
+                self.browser = await launch_chromium(self._playwright, headless=self.headless, legacy=self.legacy)
             self.relaunches += 1
 
     async def close(self) -> None:
         try:
-            if self.browser is not None:
+            if self.browser is not None and not self.attached:  # a browser surfer did not launch goes on
                 await self.browser.close()
         except Exception:  # noqa: BLE001
             pass

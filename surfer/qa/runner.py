@@ -132,9 +132,10 @@ class QaRunner:
                 self.cases.append(CaseReport(run.suite.name, case, case_id, self.out_dir / "cases" / case_id))
                 self._runs[case_id] = run
         self._secrets = secrets_for([g for c in self.cases for g in c.case.goals], environ)
-        self._browser = SharedBrowser(headless=suites[0].config.browser.headless if suites else True)
+        self._browser = SharedBrowser.of(suites[0].config.browser, self.concurrency) if suites else SharedBrowser()
         self._stopped: Optional[str] = None
         self._stopped_kind: Optional[str] = None
+        self._failed_setup: dict[str, str] = {}  # suite name -> why its setup case did not pass
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
 
     # -- the run -------------------------------------------------------------------------
@@ -155,7 +156,10 @@ class QaRunner:
         try:
             if any(self._runs[c.id].suite.environment == "browser" for c in self.cases):
                 await self._browser.start()
-            await drain(self.cases, self.concurrency, self.run_case, lambda: self._stopped is None)
+            keep_going = lambda: self._stopped is None  # noqa: E731
+            # setup cases first, one at a time (Playwright's setup projects): the others start with what they saved
+            await drain([c for c in self.cases if c.case.setup], 1, self.run_case, keep_going)
+            await drain([c for c in self.cases if not c.case.setup], self.concurrency, self.run_case, keep_going)
         finally:
             await asyncio.shield(self._browser.close())
             if self._backend is None:
@@ -168,10 +172,11 @@ class QaRunner:
         return QaSummary(self.out_dir, self.cases, time.monotonic() - started, self._stopped, self._stopped_kind)
 
     async def run_case(self, report: CaseReport) -> None:
-        from .reports import write_case_report
-
         run = self._runs[report.id]
         report.status, report.started = "running", time.monotonic()
+        if run.suite.name in self._failed_setup and not report.case.setup:
+            await self._skip(report, self._failed_setup[run.suite.name])
+            return
         retries = self.retries if self.retries is not None else (report.case.retries if report.case.retries is not None else run.suite.retries)
         entry = None
         cache = run.cache or self.cache
@@ -208,7 +213,22 @@ class QaRunner:
                 report.status = "unfinished"
                 if self._stopped is None:
                     self._stopped, self._stopped_kind = last.failure, last.error_kind
-        report.seconds = time.monotonic() - report.started
+        if report.case.setup and not report.passed:
+            self._failed_setup.setdefault(run.suite.name, f"its setup case {report.case.name!r} did not pass ({report.failure})")
+        await self._finish(report)
+
+    async def _skip(self, report: CaseReport, why: str) -> None:
+        """A case whose suite's setup case did not pass: recorded as an error, never run signed out."""
+        attempt = AttemptReport(1, str(report.dir / "attempt-1"), "try")
+        attempt.status, attempt.error_kind, attempt.failure = "error", "environment", f"not run: {why}"
+        report.attempts.append(attempt)
+        report.status = "error"
+        await self._finish(report)
+
+    async def _finish(self, report: CaseReport) -> None:
+        from .reports import write_case_report
+
+        report.seconds = time.monotonic() - (report.started or time.monotonic())
         report.current_step = ""
         await asyncio.to_thread(write_case_report, report)
         if report.status == "unfinished":
@@ -236,9 +256,10 @@ class QaRunner:
         started = time.monotonic()
         for retry in (1, 2):
             browser = await self._browser.get() if run.suite.environment == "browser" else None
-            env = QaEnvironment(self._environment(run, browser), self._secrets, run.suite.base_url)
+            env = QaEnvironment(self._environment(run, browser, report.case), self._secrets, run.suite.base_url)
             try:
                 await self._steps(run, report, attempt, env, entry)
+                await self._save_setup_state(run, report, attempt, env)
             except asyncio.CancelledError:
                 attempt.status, attempt.failure = "error", "interrupted"
                 raise
@@ -261,12 +282,32 @@ class QaRunner:
         attempt.seconds = round(time.monotonic() - started, 3)
         return attempt
 
-    def _environment(self, run: SuiteRun, browser: Any) -> Any:
+    def _environment(self, run: SuiteRun, browser: Any, case: Any) -> Any:
         if run.suite.environment == "desktop":
             from surfer.tools.desktop import DesktopEnvironment
 
             return DesktopEnvironment()
-        return browser_environment(run.config, browser)
+        config = run.config
+        state = run.suite.state_file(case)
+        if state is not None or case.setup:  # a setup case starts signed out; the others with its state
+            browser_settings = config.browser.model_copy(update={"storage_state": str(state) if state else None})
+            config = config.model_copy(update={"browser": browser_settings})
+        return browser_environment(config, browser)
+
+    async def _save_setup_state(self, run: SuiteRun, report: CaseReport, attempt: AttemptReport, env: QaEnvironment) -> None:
+        """A setup case that passed writes its browser's storage state for the cases after it."""
+        target = run.suite.setup_output(report.case)
+        capture = getattr(env.inner, "capture_storage_state", None)
+        if target is None or attempt.status != "passed" or capture is None:
+            return
+        from surfer.tools.browser.state import write_storage_state
+
+        state = await capture()
+        if state is None:
+            attempt.status, attempt.error_kind = "error", "environment"
+            attempt.failure = "the browser's storage state could not be read after the setup case"
+            return
+        await asyncio.to_thread(write_storage_state, state, target)
 
     async def _steps(self, run: SuiteRun, report: CaseReport, attempt: AttemptReport, env: QaEnvironment, entry: Optional[CaseEntry]) -> None:
         from surfer.agent.loop import Agent

@@ -115,6 +115,15 @@ class Case(_Strict):
     tags: list[str] = Field(default_factory=list)
     retries: Optional[int] = Field(default=None, ge=0, le=10)
     confirm: Optional[Confirm] = Field(default=None, description="Sensitive actions in this case (unset: the suite's).")
+    setup: bool = Field(
+        default=False, description="A setup case (Playwright's setup project): it runs before the others, starts "
+        "signed out, and when it passes its browser's storage state is written to its storage_state file (else the "
+        "suite's), which the other cases start with. If it does not pass, they do not run.",
+    )
+    storage_state: Optional[str] = Field(
+        default=None, min_length=1, description="The Playwright storage-state file this case starts with (a setup "
+        "case: writes); relative to the suite file; unset: the suite's.",
+    )
 
     @field_validator("steps")
     @classmethod
@@ -153,6 +162,10 @@ class Suite(_Strict):
         "and keeps the default rules elsewhere; 'approve' performs them all; 'ask' applies the rules on base_url too "
         "(decided by --approve-all, else refused); 'deny' refuses them all.",
     )
+    storage_state: Optional[str] = Field(
+        default=None, min_length=1, description="The Playwright storage-state file every case starts with (signed "
+        "in), relative to the suite file: written by the suite's setup case, or made beforehand (`surfer auth save`).",
+    )
     vars: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
     cases: list[Case] = Field(min_length=1)
 
@@ -185,6 +198,29 @@ class Suite(_Strict):
                 raise ValueError(f"two cases are named {case.name!r} (case names must be unique)")
             seen.add(key)
         return self
+
+    @model_validator(mode="after")
+    def _setup_saves_somewhere(self) -> "Suite":
+        for case in self.cases:
+            if case.setup and not (case.storage_state or self.storage_state):
+                raise ValueError(f"setup case {case.name!r} has nowhere to save its sign-in: give it (or the suite) a storage_state file")
+        return self
+
+    def state_file(self, case: Case) -> Optional[Path]:
+        """The storage-state file `case` starts with (None: signed out; a setup case always is); relative
+        paths against the suite file's folder."""
+        return None if case.setup else self._state_path(case)
+
+    def _state_path(self, case: Case) -> Optional[Path]:
+        chosen = case.storage_state or self.storage_state
+        if chosen is None:
+            return None
+        path = Path(chosen).expanduser()
+        return path if path.is_absolute() or self.path is None else self.path.parent / path
+
+    def setup_output(self, case: Case) -> Optional[Path]:
+        """Where a setup case writes its storage state when it passes (None for other cases)."""
+        return self._state_path(case) if case.setup else None
 
     @property
     def slug(self) -> str:

@@ -58,11 +58,15 @@ class Environment(abc.ABC):
 
     # The run's Playwright trace, once end_run saved one (browser sessions with --trace).
     trace_file: Path | None = None
+    # The browser context's storage state at the run's end (cookies, localStorage), when the session was asked to
+    # keep it (storage_state / save_storage_state / keep_storage_state): in memory only, never in the run directory.
+    kept_state: dict[str, Any] | None = None
 
     def begin_run(self, run_dir: Path | None) -> None:
         """Called by the agent before each run."""
         self.run_dir = run_dir
         self.trace_file = None
+        self.kept_state = None
 
     async def end_run(self, status: str = "") -> list[dict[str, Any]]:
         """Called by the agent after each run, with its status: the files downloaded during it."""

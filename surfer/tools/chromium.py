@@ -152,6 +152,20 @@ async def start_chromium(
         raise
 
 
+async def with_playwright(open_with: Any) -> tuple[Any, Any]:
+    """(playwright, what `await open_with(playwright)` opens) on a Playwright started for it, stopped
+    again when opening fails: a profile's context, a browser attached to."""
+    from playwright.async_api import async_playwright
+
+    use_node_compile_cache()
+    playwright = await async_playwright().start()
+    try:
+        return playwright, await open_with(playwright)
+    except BaseException:
+        await playwright.stop()
+        raise
+
+
 def spawn_driver() -> subprocess.Popen[bytes] | None:
     """Playwright's driver (Node.js) started now, without importing Playwright
     (~0.1 s of Python): it boots (~0.2 s) while Python does other work, and

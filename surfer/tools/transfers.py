@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
@@ -137,10 +139,11 @@ class Downloads:
             if failure:
                 record.detail = failure
                 return
-            temp = Path(await download.path())
+            temp, copied = await _local_file(download)
             record.bytes = temp.stat().st_size
             if record.bytes > self.max_bytes:
                 await download.delete()
+                await asyncio.to_thread(_remove_copy, temp, copied)
                 record.status = "too_large"
                 record.detail = f"{_size(record.bytes)} is over the {_size(self.max_bytes)} cap; deleted"
                 return
@@ -149,8 +152,12 @@ class Downloads:
                 folder, shown = place
                 await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
                 target = _free_path(folder / name)
-                await download.save_as(target)
+                if copied:
+                    await asyncio.to_thread(shutil.move, temp, target)
+                else:
+                    await download.save_as(target)
                 record.name, record.path = target.name, f"{shown}/{target.name}"
+            await asyncio.to_thread(_remove_copy, temp, copied)
             record.status = "saved"
         except asyncio.CancelledError:
             record.status, record.detail = "cancelled", "the session ended before it finished"
@@ -179,6 +186,25 @@ class Downloads:
         new = self.records[self._reported:]
         self._reported = len(self.records)
         return new
+
+
+async def _local_file(download: Any) -> tuple[Path, bool]:
+    """The downloaded file on this machine: Playwright's own, or (a browser on another machine, reached
+    through a Playwright server, keeps it there) a copy fetched into a temporary folder. (path, copied)."""
+    try:
+        return Path(await download.path()), False
+    except Exception as exc:  # noqa: BLE001 - Playwright: "Path is not available when connecting remotely"
+        if "remote" not in str(exc).lower():
+            raise
+    folder = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="surfer-download-"))
+    copy = folder / "download"
+    await download.save_as(copy)
+    return copy, True
+
+
+def _remove_copy(path: Path, copied: bool) -> None:
+    if copied:
+        shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def _free_path(path: Path) -> Path:

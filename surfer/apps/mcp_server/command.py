@@ -51,6 +51,11 @@ def register(app: typer.Typer) -> None:
         approve_domain: options.ApproveDomain = None,
         trace: options.Trace = None,
         video: options.Video = None,
+        storage_state: options.StorageState = None,
+        save_storage_state: options.SaveStorageState = None,
+        user_data_dir: options.UserDataDir = None,
+        cdp_url: options.CdpUrl = None,
+        browser_ws: options.BrowserWs = None,
         config: options.ConfigFile = None,
     ) -> None:
         """Serve surfer as an MCP server: run_task, start_task / task_status / cancel_task, run_suite, run reports as resources."""
@@ -80,12 +85,15 @@ def register(app: typer.Typer) -> None:
                 "browser": {
                     "headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
                     "upload_files": [str(f) for f in upload_file] if upload_file else None, "trace": trace,
+                    **options.signin_overrides(storage_state, save_storage_state, user_data_dir=user_data_dir,
+                                               cdp_url=cdp_url, browser_ws=browser_ws),
                 },
             }
             run_flags = {**flags, "max_steps": max_steps, "max_seconds": max_seconds,
                          "validate_answers": False if no_validator else None,
                          "browser": {**flags["browser"], "viewport": viewport, "device_scale_factor": scale}}
             cfg = options.load_cli_config(config, run_flags, console)
+            options.check_signin(cfg, console)
             if profile == "auto":
                 flags["profile"] = cfg.profile  # resolved once, for the suites too
             from .runs import ServerSettings

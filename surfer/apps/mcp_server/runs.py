@@ -144,7 +144,7 @@ class RunManager:
     def start(
         self, task: str, url: Optional[str] = None, *, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
-        confirm: "Confirmer | None" = None,
+        confirm: "Confirmer | None" = None, storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
     ) -> TaskRun:
         """Check the input and start the run (inside the server's event loop).
         Bad input raises RunRefused with the reason; nothing is started then."""
@@ -165,7 +165,14 @@ class RunManager:
                 check_start_url(url, cfg)
             answer = AnswerSchema.of(answer_schema) if answer_schema else None
             limits = {k: v for k, v in (("max_steps", max_steps), ("max_seconds", max_seconds)) if v is not None}
+            signin = {k: v for k, v in (("storage_state", storage_state), ("save_storage_state", save_storage_state)) if v}
+            if signin:
+                limits["browser"] = signin
             agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, **limits)
+            if signin:
+                from surfer.agent.environments import check_browser_start
+
+                check_browser_start(agent.config)
         except ConfigError as exc:
             raise RunRefused(str(exc)) from None
         run_dir = default_run_dir(task, self.settings.runs_root)

@@ -86,11 +86,12 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
     server: MCPServer = MCPServer("surfer", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def start(ctx: Optional[Context], task: str, url: Optional[str], max_steps: Optional[int],
-              max_seconds: Optional[float], answer_schema: Optional[dict[str, Any]]) -> TaskRun:
+              max_seconds: Optional[float], answer_schema: Optional[dict[str, Any]],
+              storage_state: Optional[str] = None, save_storage_state: Optional[str] = None) -> TaskRun:
         confirm = elicit_confirmer(ctx, settings) if ctx is not None else None
         try:
             return runs.start(task, url, max_steps=max_steps, max_seconds=max_seconds, answer_schema=answer_schema,
-                              confirm=confirm)
+                              confirm=confirm, storage_state=storage_state, save_storage_state=save_storage_state)
         except RunRefused as exc:
             raise ToolError(str(exc)) from None
 
@@ -98,12 +99,15 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
     async def run_task(
         task: str, ctx: Context, url: Optional[str] = None, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
+        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
     ) -> dict[str, Any]:
         """Run one task in a real browser to its end: status (success, failed, limit, stuck,
         needs_approval, error), answer, data (with answer_schema, a JSON Schema the answer's data
         must follow), reason, steps, run_dir and the run's resources. Each finished step is a
-        progress notification when the request carries a progressToken."""
-        run = start(ctx, task, url, max_steps, max_seconds, answer_schema)
+        progress notification when the request carries a progressToken. storage_state: a Playwright
+        storage-state file on the server's machine to start signed in; save_storage_state: where to
+        write the browser's state when the run succeeds (mode 0600; never returned or served)."""
+        run = start(ctx, task, url, max_steps, max_seconds, answer_schema, storage_state, save_storage_state)
 
         async def progress(record: "StepRecord") -> None:
             await ctx.report_progress(record.index, run.max_steps, step_line(record))
@@ -116,11 +120,13 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
     async def start_task(
         task: str, url: Optional[str] = None, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
+        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
     ) -> dict[str, Any]:
         """Start a task in the background and return its task_id at once; follow it with
         task_status, stop it with cancel_task. Sensitive actions follow the server's default
-        (refused unless it was started with --approve-all or --approve-domain)."""
-        run = start(None, task, url, max_steps, max_seconds, answer_schema)
+        (refused unless it was started with --approve-all or --approve-domain). storage_state and
+        save_storage_state as in run_task."""
+        run = start(None, task, url, max_steps, max_seconds, answer_schema, storage_state, save_storage_state)
         return run.summary()
 
     @server.tool()

@@ -170,7 +170,7 @@ class Batch:
         self.replay = list(replay or [])
         self._replay_of = self._assign_recordings()
         self._replay_shots: dict[str, list[Any]] = {}
-        self._browser = SharedBrowser(headless=config.browser.headless)
+        self._browser = SharedBrowser.of(config.browser, "auto" if self.auto else concurrency)
         from surfer.fleet.sessions import BatchFiles
 
         self.files = BatchFiles(self.out_dir)
@@ -316,6 +316,8 @@ class Batch:
             update["max_steps"] = task.max_steps
         if task.max_seconds is not None:
             update["max_seconds"] = task.max_seconds
+        if task.storage_state is not None:  # this task starts signed in with its own state
+            update["browser"] = self.config.browser.model_copy(update={"storage_state": task.storage_state})
         return self.config.model_copy(update=update) if update else self.config
 
     def _environment(self, task: BatchTask, browser: Any) -> Any:
@@ -327,7 +329,7 @@ class Batch:
             return ReplayEnvironment(recording, variant=number, screenshots=shots)  # each task its own images
         from surfer.agent.environments import browser_environment
 
-        return browser_environment(self.config, browser)
+        return browser_environment(self._task_config(task), browser)
 
     async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path, watch: Any) -> RunResult:
         from surfer.agent.loop import Agent

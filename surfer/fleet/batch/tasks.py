@@ -29,6 +29,10 @@ class BatchTask(BaseModel):
     max_seconds: Optional[float] = Field(
         default=None, gt=0, description="This task's time limit in seconds (default: the batch's).",
     )
+    storage_state: Optional[str] = Field(
+        default=None, min_length=1, description="A Playwright storage-state file this task starts signed in with "
+        "(relative to the tasks file's folder); overrides --storage-state.",
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Anything; copied to the task's results line (`replay` names a recording).",
     )
@@ -63,6 +67,8 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
             raise ConfigError(f"{path}:{number}: {problems}") from None
         task.id = task.id or f"line-{number}"
+        if task.storage_state:
+            task.storage_state = str(path.parent / Path(task.storage_state).expanduser())  # (an absolute one stays)
         if task.id in seen:
             raise ConfigError(f"{path}:{number}: duplicate task id {task.id!r}")
         seen.add(task.id)
@@ -91,12 +97,20 @@ def run_dir_name(task_id: str) -> str:
 
 
 def check_task_urls(tasks: Iterable[BatchTask], config: AgentConfig) -> None:
-    """Refused start URLs (file:, chrome:, refused domains) are a usage error before anything runs."""
+    """Refused start URLs (file:, chrome:, refused domains) and unusable storage-state files are a usage
+    error before anything runs."""
     from surfer.agent.environments import check_start_url
+    from surfer.tools.browser.state import read_storage_state
 
+    states: set[str] = set()
     for task in tasks:
-        if task.url:
-            try:
+        try:
+            if task.url:
                 check_start_url(task.url, config)
-            except ConfigError as exc:
-                raise ConfigError(f"task {task.id}: {exc}") from None
+            if task.storage_state and config.browser.user_data_dir:
+                raise ConfigError("a task's storage_state does not go with --user-data-dir (the profile keeps its own state)")
+            if task.storage_state and task.storage_state not in states:
+                read_storage_state(task.storage_state)
+                states.add(task.storage_state)
+        except ConfigError as exc:
+            raise ConfigError(f"task {task.id}: {exc}") from None

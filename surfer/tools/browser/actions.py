@@ -168,6 +168,7 @@ class BrowserActions:
         await self._downloads.cancel()
         if not self._browser_gone:
             self.trace_file = await self.trace.finish(self.run_dir, status)
+            await self._end_state(status)  # after the trace's chunk: reading the state may open a page
         return [record.to_dict() for record in self._downloads.records]
 
     def step_group(self, name: str) -> Any:
@@ -336,7 +337,7 @@ class BrowserActions:
         return await self._history("reload")
 
     async def _act_switch_tab(self, action: SwitchTab) -> str:
-        pages = self._context.pages
+        pages = self._tabs
         if action.index >= len(pages):
             raise ActionFailed(f"there is no tab {action.index}; open tabs: 0..{len(pages) - 1}")
         self._use(pages[action.index])
@@ -344,15 +345,15 @@ class BrowserActions:
         return f"switched to tab {action.index} ({self._page.url})"
 
     async def _act_close_tab(self, action: CloseTab) -> str:
-        pages = self._context.pages
+        pages = self._tabs
         index = pages.index(self._page) if action.index is None else action.index
         if index >= len(pages):
             raise ActionFailed(f"there is no tab {index}; open tabs: 0..{len(pages) - 1}")
         closing = pages[index]
         await closing.close()
-        remaining = self._context.pages
+        remaining = self._tabs
         if not remaining:
-            self._use(await self._context.new_page())
+            self._use(await self._new_tab())
         elif closing is self._page:
             self._use(remaining[min(index, len(remaining) - 1)])
             await self._page.bring_to_front()

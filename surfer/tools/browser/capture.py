@@ -58,7 +58,7 @@ class BrowserCapture:
             data, title = self._draw_dialog()
         else:
             data, title = self._last_capture = captured
-        pages = self._context.pages
+        pages = self._tabs
         notices = []
         if self._dialog is not None:
             notices.append(f"Open dialog: {self._dialog.describe()} — {self._dialog.how_to_answer()}.")
@@ -124,7 +124,7 @@ class BrowserCapture:
         return data, title
 
     async def mark(self) -> Mark:
-        return Mark(time.time() * 1000, self._tracker.seq, self._navigations, self._page.url if self._page else "", len(self._context.pages))
+        return Mark(time.time() * 1000, self._tracker.seq, self._navigations, self._page.url if self._page else "", len(self._tabs))
 
     async def settle(self, mark: Mark) -> str:
         self._check_alive()

@@ -2,12 +2,16 @@
 
 One `BrowserEnvironment` is one isolated browser context (its own cookies and
 tabs). It launches its own browser, or shares one passed in (`browser=`) so
-many sessions run in one Chromium process.
+many sessions run in one Chromium process. It may also start signed in: a
+storage state loaded into its context (state.py), a persistent profile
+(`user_data_dir`, profile.py), or a browser surfer did not launch (`cdp_url`,
+`browser_ws`, remote.py), where it opens its own tab and leaves the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
@@ -17,19 +21,22 @@ from surfer.tools import dialogs
 from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
 from surfer.tools.browser.capture import BrowserCapture
+from surfer.tools.browser.own_tabs import OwnTabs, page_script
 from surfer.tools.chromium import start_chromium
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.settle import MUTATION_TRACKER, NetworkTracker, SettleConfig
 from surfer.tools.transfers import DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_MAX_DOWNLOADS, Downloads, UploadFiles
-from surfer.tools.typing import KEY_LISTENERS, STILL_CARET
 from surfer.tools.url_policy import UrlPolicy, check_start_url
 from surfer.tools.widgets import widgets_script
 
+log = logging.getLogger(__name__)
+
 CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
+STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origins no tab shows)
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
-class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
+class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
     kind = "browser"
 
     def __init__(
@@ -54,6 +61,13 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         legacy_step: bool = False,
         early: Any = None,
         trace: str = "off",
+        storage_state: str | Path | dict[str, Any] | None = None,
+        save_storage_state: str | Path | None = None,
+        save_state_on_failure: bool = False,
+        keep_storage_state: bool = False,
+        user_data_dir: str | Path | None = None,
+        cdp_url: str | None = None,
+        browser_ws: str | None = None,
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -65,6 +79,20 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             self.trace = ContextTrace(trace)  # `--trace`: Playwright's trace of each run (tracing.py)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        if sum(bool(x) for x in (user_data_dir, cdp_url, browser_ws)) > 1:
+            raise ConfigError("choose one of a persistent profile (user_data_dir), cdp_url and browser_ws")
+        if user_data_dir and storage_state is not None:
+            raise ConfigError("a persistent profile keeps its own state: give user_data_dir or storage_state, not both")
+        # Where the session starts signed in: a state loaded into its context, a profile, a browser elsewhere.
+        self.storage_state = storage_state
+        self.save_storage_state = Path(save_storage_state).expanduser() if save_storage_state else None
+        self.save_state_on_failure = save_state_on_failure
+        self.keep_storage_state = keep_storage_state or storage_state is not None or save_storage_state is not None
+        self.user_data_dir = user_data_dir
+        self.cdp_url, self.browser_ws = cdp_url, browser_ws
+        # Over CDP without a state of its own, the run is a tab in the browser's own context: the user's logins.
+        self.borrows_context = bool(cdp_url) and storage_state is None
+        self._own_pages: list[Any] = []  # the tabs this session opened in a context that is not its own
         self.headless = headless
         self.viewport = viewport
         self.device_scale_factor = device_scale_factor
@@ -119,14 +147,21 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
             self._dialog_opened = asyncio.Event()
             self._died = asyncio.Event()
         if self._context is None:
-            if self._shared_browser is not None:
+            self._gone_listener = lambda *_: self._on_browser_gone()
+            if self.user_data_dir:
+                pass  # the profile's context is the browser: launched with its options (_open_context)
+            elif self._shared_browser is not None:
                 self._browser = self._shared_browser
+            elif self.attached:
+                from .remote import connect_remote
+
+                self._playwright, self._browser = await connect_remote(cdp_url=self.cdp_url, browser_ws=self.browser_ws)
             else:
                 self._playwright, self._browser = await self._launch()
-            self._gone_listener = lambda *_: self._on_browser_gone()
-            self._browser.on("disconnected", self._gone_listener)
-            if not self._browser.is_connected():
-                self._on_browser_gone()
+            if self._browser is not None:
+                self._browser.on("disconnected", self._gone_listener)
+                if not self._browser.is_connected():
+                    self._on_browser_gone()
             await self._guard(self._open_context())
         if url:
             check_start_url(url, self.url_policy)
@@ -147,38 +182,106 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
                 return launched
         return await start_chromium(headless=self.headless)
 
-    async def _open_context(self) -> None:
+    @property
+    def attached(self) -> bool:
+        """Whether the browser is one surfer did not launch (over CDP, or a Playwright server)."""
+        return bool(self.cdp_url or self.browser_ws)
+
+    async def _context_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {}
-        if self.url_policy.has_domain_rules:
+        if self.url_policy.has_domain_rules and not self.attached:
             # Every request of the context, loopback included, passes the domain check.
             from surfer.tools.guard_proxy import GuardProxy
 
             self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
             options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
+        elif self.url_policy.has_domain_rules:
+            options = {"service_workers": "block"}  # (a worker's requests would pass no route)
+        if isinstance(self.storage_state, (str, Path)):
+            from .state import loose_permissions, read_storage_state
+
+            warning = await asyncio.to_thread(loose_permissions, self.storage_state)
+            if warning:
+                log.warning(warning)
+            options["storage_state"] = await asyncio.to_thread(read_storage_state, self.storage_state)
+        elif self.storage_state is not None:
+            options["storage_state"] = self.storage_state
+        if "storage_state" in options:
+            from .state import secret_values
+
+            self.trace.hidden = secret_values(options["storage_state"])
+        return options
+
+    async def _open_context(self) -> None:
+        options = await self._context_options()
+        size = {"width": self.viewport[0], "height": self.viewport[1]}
         page = None
-        early = self._early.take_page(viewport=self.viewport, scale=self.device_scale_factor, plain=not options) if self._early_taken else None
-        if early is not None:
-            try:
-                self._context, page = await early
-            except Exception:  # noqa: BLE001 - opened again below, which reports the error
-                pass
-        if page is None:
-            self._context = await self._browser.new_context(
-                viewport={"width": self.viewport[0], "height": self.viewport[1]},
-                device_scale_factor=self.device_scale_factor, **options,
+        if self.user_data_dir:
+            from .profile import launch_profile
+
+            self._playwright, self._context = await launch_profile(
+                self.user_data_dir, headless=self.headless, options={"viewport": size, "device_scale_factor": self.device_scale_factor, **options},
             )
-        self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
-        if self.legacy_step:
-            await self._context.add_init_script(MUTATION_TRACKER)
-            await self._context.add_init_script(widgets_script())
-        else:  # one round trip; the key-listener tracker after widgets.js, whose key handling is ours
-            await self._context.add_init_script(
-                "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
-            )
-        self._tracker.attach(self._context)
-        await self.trace.attach(self._context)
-        self._context.on("page", self._on_new_page)
+            self._context.on("close", self._gone_listener)
+            page = self._context.pages[0] if self._context.pages else None
+        elif self.borrows_context:  # the browser's own context (the user's logins): a tab of surfer's in it
+            self._context = self._browser.contexts[0] if self._browser.contexts else await self._browser.new_context(**options)
+            page = await self._new_tab()
+        else:
+            early = self._early.take_page(viewport=self.viewport, scale=self.device_scale_factor, plain=not options) if self._early_taken else None
+            if early is not None:
+                try:
+                    self._context, page = await early
+                except Exception:  # noqa: BLE001 - opened again below, which reports the error
+                    pass
+            if page is None:
+                self._context = await self._browser.new_context(viewport=size, device_scale_factor=self.device_scale_factor, **options)
+        if not self.borrows_context:  # (a borrowed context's tabs get all this one by one: own_tabs.py)
+            self._context.set_default_navigation_timeout(self.navigation_timeout * 1000)
+            if self.legacy_step:
+                await self._context.add_init_script(MUTATION_TRACKER)
+                await self._context.add_init_script(widgets_script())
+            else:
+                await self._context.add_init_script(page_script())
+            if self.attached and self.url_policy.has_domain_rules:
+                from .remote import RouteGuard
+
+                await RouteGuard(self.url_policy.refusal, self.url_policy.on_refused_request).install(self._context)
+            self._tracker.attach(self._context)
+            self._context.on("page", self._on_new_page)
+        await self.trace.attach(self._context, shared=self.borrows_context)
         self._use(page or await self._context.new_page())
+
+    async def capture_storage_state(self) -> dict[str, Any] | None:
+        """The context's storage state now (cookies, localStorage per origin); None when the browser is gone."""
+        if self._context is None or self._browser_gone:
+            return None
+        try:
+            return await asyncio.wait_for(self._context.storage_state(), STATE_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - a context closing under the call
+            log.warning("the browser's storage state could not be read: %s", str(exc).splitlines()[0] if str(exc) else repr(exc))
+            return None
+
+    async def _end_state(self, status: str) -> None:
+        """At a run's end: the state kept for the result, and written to `save_storage_state` when asked."""
+        self.kept_state = None
+        save = self.save_storage_state is not None and (status == "success" or self.save_state_on_failure)
+        if not (save or self.keep_storage_state):
+            return
+        state = await self.capture_storage_state()
+        if state is None:
+            return
+        self.kept_state = state
+        from .state import secret_values
+
+        self.trace.hidden = sorted({*self.trace.hidden, *secret_values(state)})  # the next run's trace hides these too
+        if save:
+            from .state import write_storage_state
+
+            try:
+                await asyncio.to_thread(write_storage_state, state, self.save_storage_state)
+            except OSError as exc:
+                log.warning("the storage state could not be saved to %s: %s", self.save_storage_state, exc)
 
     async def _guard(self, awaitable: Awaitable[Any]) -> Any:
         """Await a call into the browser; when Chromium or the page dies under it
@@ -219,16 +322,22 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, Environment):
         await self._downloads.cancel()
         try:
             if self._context is not None and not self._browser_gone:
-                await asyncio.wait_for(self._context.close(), CLOSE_TIMEOUT_S)
+                if self.borrows_context:  # the user's context: only surfer's own tabs close
+                    for page in self._own_pages:
+                        await asyncio.wait_for(page.close(), CLOSE_TIMEOUT_S)
+                else:
+                    await asyncio.wait_for(self._context.close(), CLOSE_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - closing a crashed context can fail (or hang); nothing to save
             pass
         finally:
             self._context = self._page = None
+            self._own_pages = []
             if self._browser is not None and self._gone_listener is not None:
                 # a shared browser outlives its sessions: its listener must not keep this one alive
                 self._browser.remove_listener("disconnected", self._gone_listener)
                 self._gone_listener = None
-            if self._shared_browser is None and self._browser is not None:
+            # a browser surfer did not launch goes on: stopping Playwright below only disconnects from it
+            if self._shared_browser is None and self._browser is not None and not self.attached:
                 try:
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT_S)
                 except Exception:  # noqa: BLE001

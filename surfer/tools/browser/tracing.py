@@ -4,16 +4,20 @@ it opens; each agent step is a group named by its action ("step 3: click
 'Submit'"), so `python -m playwright show-trace trace.zip` reads like the run;
 the run's end saves the chunk as `trace.zip` in the run directory, or drops
 it (retain-on-failure after a success, or no run directory). A secret's value
-typed during the run is replaced by its placeholder in the saved file."""
+typed during the run is replaced by its placeholder in the saved file. Sign-in
+credentials never stay in a saved trace: the network log loses its Cookie,
+Set-Cookie and Authorization headers (and HAR cookie lists), and the values of
+the storage state the session loaded are replaced wherever they appear."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import zipfile
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +25,9 @@ from surfer.core.retention import MODES as TRACE_MODES, keeps
 
 TRACE_FILE = "trace.zip"
 SAVE_TIMEOUT_S = 30.0
+CREDENTIAL_HEADERS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
+EVENT_MEMBERS = (".trace", ".network")  # the archive's JSON-lines logs (actions, network)
+HIDDEN = "[hidden: sign-in state]"
 
 
 class ContextTrace:
@@ -33,17 +40,26 @@ class ContextTrace:
         self._context: Any = None
         self._recording = False
         self._group_open = False
+        self.hidden: list[str] = []  # values (a loaded storage state's) replaced in every saved trace
 
     @property
     def recording(self) -> bool:
         return self._recording
 
-    async def attach(self, context: Any) -> None:
-        """Start tracing a freshly opened context (nothing when off)."""
+    async def attach(self, context: Any, *, shared: bool = False) -> None:
+        """Start tracing a freshly opened context (nothing when off). A `shared` context (a browser's own,
+        borrowed over CDP) may be traced already by another session: then this one goes untraced, said in the log."""
         if self.mode == "off":
             return
         self._context = context
-        await context.tracing.start(screenshots=True, snapshots=True, sources=False)
+        try:
+            await context.tracing.start(screenshots=True, snapshots=True, sources=False)
+        except Exception as exc:  # noqa: BLE001 - Playwright: "Tracing has been already started"
+            if not shared:
+                raise
+            log.warning("no trace for this session: the browser's own context is traced by another one (%s)",
+                        str(exc).splitlines()[0] if str(exc) else repr(exc))
+            return
         self._recording = True
 
     @contextlib.asynccontextmanager
@@ -77,18 +93,69 @@ class ContextTrace:
             log.warning("the trace could not be saved: %s", str(exc).splitlines()[0] if str(exc) else repr(exc))
             self._recording = False
             return None
-        return target if target is not None and target.exists() else None
+        if target is None or not target.exists():
+            return None
+        await asyncio.to_thread(strip_credentials, target, self.hidden)
+        return target
+
+
+def strip_credentials(path: Path, hidden: Iterable[str] = ()) -> None:
+    """Rewrite a saved trace without sign-in credentials: credential headers and cookie lists out of its
+    logs, `hidden` values (longest first) replaced everywhere. Blocking."""
+    values = sorted(set(v for v in hidden if v), key=len, reverse=True)
+
+    def clean(name: str, text: str) -> str:
+        if name.endswith(EVENT_MEMBERS):
+            text = "\n".join(_without_credentials(line) for line in text.split("\n"))
+        for value in values:
+            text = text.replace(value, HIDDEN)
+        return text
+
+    rewrite_archive(path, clean)
+
+
+def _without_credentials(line: str) -> str:
+    if not line.strip():
+        return line
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        return line
+    return json.dumps(_drop_credentials(event), separators=(",", ":"))
+
+
+def _drop_credentials(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_drop_credentials(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "cookies" and isinstance(item, list):
+            out[key] = []
+        elif key.lower() in CREDENTIAL_HEADERS:
+            continue  # headers as a mapping
+        elif key == "headers" and isinstance(item, list):
+            out[key] = [h for h in item if not (isinstance(h, dict) and str(h.get("name", "")).lower() in CREDENTIAL_HEADERS)]
+        else:
+            out[key] = _drop_credentials(item)
+    return out
 
 
 def scrub_archive(path: Path, scrub: Callable[[str], str]) -> None:
     """Rewrite a trace so that no secret's value is in it: every text member (the actions'
     parameters, DOM snapshots, network bodies) through `scrub`; images as they are. Blocking."""
+    rewrite_archive(path, lambda _name, text: scrub(text))
+
+
+def rewrite_archive(path: Path, change: Callable[[str, str], str]) -> None:
+    """Every text member of a zip through `change(name, text)`; images and other binary members as they are. Blocking."""
     tmp = path.with_suffix(".tmp")
     with zipfile.ZipFile(path) as source, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as target:
         for info in source.infolist():
             data = source.read(info)
             try:
-                data = scrub(data.decode("utf-8")).encode("utf-8")
+                data = change(info.filename, data.decode("utf-8")).encode("utf-8")
             except UnicodeDecodeError:
                 pass
             target.writestr(info, data)

@@ -1,0 +1,60 @@
+"""surfer's own tabs in a browser context that is not surfer's: the user's own
+browser reached over CDP (`--cdp-url` without a storage state), where the run
+is a tab among the user's. What surfer adds to a page (its scripts, the
+domain rules' routing, request counting for the settle wait) goes on its own
+tabs only; the agent sees, switches to and closes only those; a tab one of
+them opens is surfer's too; the user's tabs are left alone, before, during
+and after the run. A mixin of `BrowserEnvironment` (session.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from surfer.tools.settle import MUTATION_TRACKER
+from surfer.tools.typing import KEY_LISTENERS, STILL_CARET
+from surfer.tools.widgets import widgets_script
+
+
+def page_script() -> str:
+    """What every page of a session runs first: one round trip; the key-listener tracker after widgets.js, whose
+    key handling is ours."""
+    return "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
+
+
+class OwnTabs:
+    """The tabs of a session that borrows a context (see the module's docstring)."""
+
+    @property
+    def _tabs(self) -> list[Any]:
+        """The tabs the agent sees and may switch to or close: in a context that is not surfer's, only its own."""
+        if self.borrows_context:
+            return [page for page in self._own_pages if not page.is_closed()]
+        return self._context.pages
+
+    async def _new_tab(self) -> Any:
+        """A new tab for the agent: in a borrowed context, one of surfer's own, ready before it loads anything."""
+        page = await self._context.new_page()
+        if self.borrows_context:
+            await page.set_viewport_size({"width": self.viewport[0], "height": self.viewport[1]})
+            await self._adopt(page)
+        return page
+
+    async def _adopt(self, page: Any) -> None:
+        """Make a tab of a borrowed context surfer's: its scripts, the domain rules, request counting, its popups."""
+        self._own_pages.append(page)
+        page.set_default_navigation_timeout(self.navigation_timeout * 1000)
+        page.on("popup", self._on_popup)
+        self._tracker.attach(page)  # (other tabs' requests are not the run's)
+        await page.add_init_script(page_script())
+        if self.url_policy.has_domain_rules:
+            from .remote import RouteGuard
+
+            await RouteGuard(self.url_policy.refusal, self.url_policy.on_refused_request).install(page)
+
+    def _on_popup(self, page: Any) -> None:
+        """A tab one of surfer's tabs opened: the agent's current tab, and surfer's (already loading: its
+        scripts apply from its next page on)."""
+        task = asyncio.ensure_future(self._adopt(page))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a popup that closed at once
+        self._use(page)
