@@ -118,3 +118,44 @@ async def test_a_missing_headless_shell_is_a_warning_with_its_fix(monkeypatch):
     shell = checks["headless shell"]
     assert shell.status == "warn" and not shell.failed
     assert "apt-get install -y chromium-headless-shell" in shell.fix
+
+
+SGLANG_AS_SURFER_SERVES = {"enable_cache_report": True, "enable_metrics": True, "mamba_radix_cache_strategy": "no_buffer",
+                           "disable_overlap_schedule": True, "mamba_ssm_dtype": "float32", "tokenizer_worker_num": 6}
+
+
+async def test_doctor_says_which_engine_serves_and_the_serving_flags_a_profile_lacks(standin) -> None:
+    """An SGLang server (its /metrics names, its /server_info) started as `surfer serve` starts it passes; one
+    started bare is warned about, flag by flag; a vLLM server with prefix caching off too; a server without
+    /metrics cannot be told apart, and says so."""
+    from surfer.apps.doctor import check_serving
+
+    served = standin(honours_schema, engine="sglang", kv_capacity=10**6, max_model_len=65536,
+                     settings=SGLANG_AS_SURFER_SERVES)
+    checks = by_name(await check_serving(served.base_url, served.model, "holotron"))
+    assert checks["engine"].detail.startswith("SGLang") and checks["serving flags"].status == "ok"
+    bare = standin(honours_schema, engine="sglang", kv_capacity=10**6, max_model_len=8192,
+                   settings={"mamba_radix_cache_strategy": "auto", "mamba_ssm_dtype": "bfloat16"})
+    check = by_name(await check_serving(bare.base_url, bare.model, "holotron"))["serving flags"]
+    assert check.status == "warn" and "--engine sglang" in check.fix
+    for said in ("--enable-cache-report", "--mamba-radix-cache-strategy no_buffer", "bfloat16",
+                 "--tokenizer-worker-num", "the context is 8192 tokens"):
+        assert said in check.detail, said
+    assert by_name(await check_serving(bare.base_url, bare.model, "holo2"))["serving flags"].detail.count(";") == 2
+    vllm = standin(honours_schema, kv_capacity=10**6, max_model_len=65536,
+                   settings={"enable_prefix_caching": "False", "mamba_ssm_cache_dtype": "float16"})
+    check = by_name(await check_serving(vllm.base_url, vllm.model, "holotron"))["serving flags"]
+    assert check.status == "warn" and "--enable-prefix-caching" in check.detail and "float16" in check.detail
+    plain = standin(honours_schema)  # no /metrics: another server, a hosted API
+    assert by_name(await check_serving(plain.base_url, plain.model, None))["engine"].status == "skip"
+
+
+def test_doctor_cli_checks_the_serving_flags_of_the_profile_named(standin) -> None:
+    server = standin(honours_schema, engine="sglang", kv_capacity=10**6, max_model_len=65536, settings={})
+    result = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--model", server.model,
+                                      "--profile", "holotron", "--json"])
+    assert result.exit_code == 0, result.output  # a warning, not a failure: the server works
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["engine"]["detail"] == "SGLang (its /metrics)" and checks["serving flags"]["status"] == "warn"
+    wrong = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--profile", "nope"])
+    assert wrong.exit_code == 2 and "nope" in wrong.output

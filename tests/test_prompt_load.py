@@ -251,9 +251,10 @@ def _recordings():  # type: ignore[no-untyped-def]
     return load_recordings(DEMO_RECORDINGS)
 
 
-def test_auto_concurrency_converges_against_a_server_with_a_kv_capacity(standin, tmp_path) -> None:
-    # about three policy requests fit in the cache; more sessions only queue and thrash
-    server = standin(_answer, kv_capacity=5000, delay=0.06)
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_auto_concurrency_converges_against_a_server_with_a_kv_capacity(standin, tmp_path, engine: str) -> None:
+    # about three policy requests fit in the cache; more sessions only queue and thrash (each engine's /metrics names)
+    server = standin(_answer, kv_capacity=5000, delay=0.06, engine=engine)
     config = AgentConfig(base_url=server.base_url, model=server.model, profile="holo2", validate_answers=False)
     said: list[str] = []
     tasks = [BatchTask(id=f"t{k}", task="Register.") for k in range(16)]
@@ -279,7 +280,7 @@ def test_auto_concurrency_without_metrics_runs_a_fixed_concurrency_and_says_so(s
                 concurrency="auto", replay=_recordings(), say=said.append, auto={"fallback": 2})
     summary = asyncio.run(job.run())
     assert summary.statuses == {"limit": 3} and job.concurrency == 2
-    assert said == [f"--concurrency auto: no vLLM /metrics at {server.base_url.removesuffix('/v1')}/metrics; "
+    assert said == [f"--concurrency auto: no vLLM or SGLang /metrics at {server.base_url.removesuffix('/v1')}/metrics; "
                     "running a fixed concurrency of 2 sessions"]
     with pytest.raises(ConfigError, match="number of sessions or 'auto'"):
         Batch(config, [], tmp_path / "x", concurrency="lots")

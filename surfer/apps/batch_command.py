@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
         ),
         out: Path = typer.Option(..., "--out", help="Output directory (results.jsonl + runs/); rerun to resume."),
         concurrency: str = typer.Option(
-            "8", "--concurrency", "-c", help="Sessions running at once, or 'auto': follow vLLM's /metrics "
-            "(KV cache, waiting requests) and steps/s; a server without /metrics gets a fixed 8."),
+            "8", "--concurrency", "-c", help="Sessions running at once, or 'auto': follow the server's /metrics (vLLM or SGLang: "
+            "cache use, waiting requests) and steps/s; a server without /metrics gets a fixed 8."),
         max_inflight: Optional[int] = typer.Option(
             None, "--max-inflight", help="Cap on model requests in flight (default: no cap)."
         ),

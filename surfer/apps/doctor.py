@@ -3,7 +3,9 @@
 Local checks: Chromium found and launchable, a display for desktop use, the
 optional extras, a GPU. With `--base-url`/`--model`: the endpoint answers,
 serves the model, and honours structured outputs — a tiny request whose
-schema allows exactly one reply a model would not produce by chance. vLLM
+schema allows exactly one reply a model would not produce by chance — and
+which engine it is (vLLM or SGLang) and whether it runs with the serving
+flags the profile needs (a warning names each one missing). vLLM
 answers parameters it ignores with 200, so only the reply's content proves
 the schema was applied.
 """
@@ -119,6 +121,32 @@ def check_gpu() -> Check:
     return Check("gpu", "skip", problem + " (needed only to serve models locally)", "serve the model elsewhere and use --base-url")
 
 
+async def check_serving(base_url: str, model: str | None, profile_name: str | None) -> list[Check]:
+    """Which engine serves, and whether it was started with what the profile needs (surfer/apps/serve/checks.py)."""
+    from surfer.apps.serve.checks import ENGINE_NAMES, read_serving, sglang_findings, vllm_findings
+    from surfer.models.profiles import get_profile
+    from surfer.models.profiles.auto import suggest_profile
+
+    engine, settings, served_len = await read_serving(base_url, model)
+    if engine is None:
+        return [Check("engine", "skip", "no /metrics page: which engine serves, and how, is unknown",
+                      "vLLM serves /metrics; start SGLang with --enable-metrics (`surfer serve --engine sglang` does)")]
+    checks = [Check("engine", "ok", f"{ENGINE_NAMES[engine]} (its /metrics)")]
+    name = profile_name or suggest_profile([model or ""])[0]
+    profile = get_profile(name)
+    length = profile.serving.max_model_len
+    if engine == "sglang":
+        missing = sglang_findings(settings, profile, length) if settings else ["/server_info did not answer"]
+    else:
+        missing = vllm_findings(settings, profile, served_len, length)
+    fix = f"serve it with `surfer serve MODEL --profile {profile.name} --engine {engine}`, or pass these flags"
+    if missing:
+        checks.append(Check("serving flags", "warn", f"for {profile.name}: " + "; ".join(missing), fix))
+    else:
+        checks.append(Check("serving flags", "ok", f"what {profile.name} needs on {ENGINE_NAMES[engine]}"))
+    return checks
+
+
 async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY", timeout: float = 60.0) -> list[Check]:
     import openai
 
@@ -209,7 +237,8 @@ async def check_structured_outputs(client: Any, model: str) -> Check:
     )
 
 
-async def run_checks(base_url: str | None = None, model: str | None = None, api_key: str = "EMPTY", *, browser: bool = True) -> list[Check]:
+async def run_checks(base_url: str | None = None, model: str | None = None, api_key: str = "EMPTY", *, browser: bool = True,
+                     profile: str | None = None) -> list[Check]:
     checks: list[Check] = []
     if browser:
         checks.extend(await check_chromium())
@@ -218,6 +247,8 @@ async def run_checks(base_url: str | None = None, model: str | None = None, api_
     checks.append(await asyncio.to_thread(check_gpu))
     if base_url:
         checks.extend(await check_endpoint(base_url, model, api_key))
+        if not any(c.name == "endpoint" and c.status == "fail" for c in checks):
+            checks.extend(await check_serving(base_url, model, profile))
     return checks
 
 
@@ -226,6 +257,8 @@ def register(app: typer.Typer) -> None:
     def doctor(
         base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint to check, e.g. http://127.0.0.1:8000/v1."),
         model: str | None = typer.Option(None, "--model", help="Model that should be served there."),
+        profile: str | None = typer.Option(
+            None, "--profile", help="The model's family, for its serving flags (default: suggested from --model)."),
         api_key: str = typer.Option("EMPTY", "--api-key", help="API key, if the server wants one."),
         no_browser: bool = typer.Option(False, "--no-browser", help="Skip the Chromium check (e.g. on a GPU box that only serves the model)."),
         as_json: bool = typer.Option(False, "--json", help="Print the checks as one JSON object."),
@@ -234,7 +267,17 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.markup import escape
 
-        checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser))
+        from surfer.core.errors import ConfigError
+
+        try:
+            if profile is not None:
+                from surfer.models.profiles import get_profile
+
+                profile = get_profile(profile).name
+            checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile))
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
         ok = not any(c.failed for c in checks)
         if as_json:
             print(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))

@@ -277,9 +277,9 @@ class Batch:
         async with http_library().AsyncClient(timeout=5) as client:
             if await auto.read(client) is None:
                 self.concurrency = auto.fallback
-                self.concurrency_report = {"mode": "fixed (no vLLM /metrics)", "metrics": auto.metrics_url,
+                self.concurrency_report = {"mode": "fixed (no /metrics)", "metrics": auto.metrics_url,
                                            "concurrency": auto.fallback}
-                self.say(f"--concurrency auto: no vLLM /metrics at {auto.metrics_url}; "
+                self.say(f"--concurrency auto: no vLLM or SGLang /metrics at {auto.metrics_url}; "
                          f"running a fixed concurrency of {auto.fallback} sessions")
                 await drain(todo, auto.fallback, self._run_counted, keep_going)
                 return
