@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from surfer.core.errors import ConfigError
 from surfer.models.endpoint import DEFAULT_SERVER_WAIT, Endpoint
+from surfer.models.servers import ServerSpec
 from surfer.models.profiles import DEFAULT_PROFILE
 
 ENV_VARS = {
@@ -38,6 +39,44 @@ class RoleSettings(_Strict):
         default=None, ge=0, le=2, description="Sampling temperature (unset: the profile's).",
     )
     max_tokens: int | None = Field(default=None, ge=1, description="Completion token cap (unset: the profile's).")
+
+
+class ServerSettings(_Strict):
+    """One model server of several (`servers = [...]`); what it leaves unset comes from the shared settings."""
+
+    base_url: str = Field(description="The server's OpenAI-compatible endpoint, e.g. http://10.0.0.2:8000/v1.")
+    model: str | None = Field(default=None, description="The model name served there (unset: the shared `model`).")
+    api_key: str | None = Field(default=None, description="Its API key (unset: the shared `api_key`).")
+    profile: str | None = Field(
+        default=None, description="The family of the model it serves (unset: the shared `profile`); a session moves "
+        "only between servers of one profile.",
+    )
+    weight: float = Field(
+        default=1.0, gt=0, description="Its share of the sessions: a server of weight 2 takes twice the sessions of one of 1.",
+    )
+    node: str | None = Field(
+        default=None, description="With --ray: only the sessions of this Ray node use it (the node's IP address or "
+        "hostname), e.g. a server on that node's own GPU at http://127.0.0.1:8000/v1.",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_server_url(value)
+
+
+def check_server_url(url: str) -> str:
+    """`url` when it is an http(s) URL with a host (and a port that is a number), else ValueError naming it."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise ValueError(f"{url!r} is not a URL (e.g. http://127.0.0.1:8000/v1)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
+    return url.strip()
 
 
 def parse_viewport(value: Any) -> tuple[int, int]:
@@ -167,7 +206,19 @@ class AgentConfig(_Strict):
     )
     server_wait: float = Field(
         default=DEFAULT_SERVER_WAIT, ge=0,
-        description="Seconds to hold the sessions while the model server is gone mid-run, then give up (0: at once).",
+        description="Seconds to hold the sessions while the model server is gone mid-run, then give up (0: at once); "
+        "with several servers, a session then moves to another one.",
+    )
+    servers: list[ServerSettings] = Field(
+        default=[], description="Several model servers (`--base-url` given more than once): each session is placed "
+        "on the one with the most room (its sessions and waiting requests, by weight) and keeps it for its whole "
+        "run, its three roles included, so its prefix stays cached there. A string stands for {base_url = ...}. "
+        "Empty: `base_url` alone.",
+    )
+    server_placement: Literal["session", "round-robin-per-request"] = Field(
+        default="session", description="How several servers share the load: `session` (each session keeps one server), "
+        "or `round-robin-per-request`, each request to the next server as a load balancer without affinity would "
+        "(for benchmarks only: it loses every session's prefix cache).",
     )
     profile: str = Field(
         default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, openai or auto.",
@@ -238,6 +289,38 @@ class AgentConfig(_Strict):
     allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
     blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
 
+    @field_validator("servers", mode="before")
+    @classmethod
+    def _server_strings(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [{"base_url": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_servers(self) -> "AgentConfig":
+        seen: set[tuple[str, str | None]] = set()
+        for n, server in enumerate(self.servers, 1):
+            key = (server.base_url.rstrip("/"), server.model)
+            if key in seen:
+                raise ValueError(f"servers: {server.base_url} is listed twice (entry {n})")
+            seen.add(key)
+        return self
+
+    def server_specs(self) -> list[ServerSpec]:
+        """The configured servers, each complete (the shared settings fill what it leaves unset); at
+        least one: `base_url` when no `servers` are given."""
+        entries = self.servers or [ServerSettings(base_url=self.base_url)]
+        return [ServerSpec(
+            Endpoint(base_url=e.base_url, model=e.model or self.model, api_key=e.api_key or self.api_key,
+                     timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs),
+            e.profile or self.profile, e.weight, e.node,
+        ) for e in entries]
+
+    def placed(self, role: str) -> bool:
+        """Whether `role` uses the configured servers, placed per session (several servers, and no endpoint
+        of its own)."""
+        return len(self.servers) > 1 and not getattr(self, role).base_url
+
     @field_validator("allowed_domains", "blocked_domains", "confirm_domains", "approve_domains")
     @classmethod
     def _domain_patterns(cls, value: list[str]) -> list[str]:
@@ -250,11 +333,13 @@ class AgentConfig(_Strict):
         return value
 
     def endpoint(self, role: str) -> Endpoint:
+        """`role`'s endpoint: its own, else the shared one (with several servers: the first)."""
         settings: RoleSettings = getattr(self, role)
+        first = self.server_specs()[0].endpoint
         return Endpoint(
-            base_url=settings.base_url or self.base_url,
-            model=settings.model or self.model,
-            api_key=settings.api_key or self.api_key,
+            base_url=settings.base_url or first.base_url,
+            model=settings.model or first.model,
+            api_key=settings.api_key or first.api_key,
             timeout=self.request_timeout,
             server_wait=self.server_wait,
             image_refs=self.image_refs,

@@ -18,6 +18,7 @@ from surfer.core.deadline import run_deadline
 from surfer.core.errors import (
     ActionFailed, ActionNotSupported, BrowserCrashed, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
 )
+from surfer.models.affinity import model_session
 from surfer.models.backend import ModelBackend
 from surfer.models.profiles import Profile, get_profile
 from surfer.tools.base import Environment
@@ -153,25 +154,18 @@ class Agent(StepMachinery):
     # -- construction --------------------------------------------------------
 
     def _make_backends(self, shared: ModelBackend | None, per_role: dict[str, ModelBackend]) -> dict[str, ModelBackend]:
-        from surfer.models.http import OpenAICompatibleBackend
-
         unknown = set(per_role) - {"policy", "localizer", "validator"}
         if unknown:
             raise ConfigError(f"unknown role(s) in backends: {', '.join(sorted(unknown))}")
-        made: dict[str, ModelBackend] = {}
-        by_endpoint: dict[str, ModelBackend] = {}
-        for role in ("policy", "localizer", "validator"):
-            if role in per_role:
-                made[role] = per_role[role]
-            elif shared is not None:
-                made[role] = shared
-            else:
-                endpoint = self.config.endpoint(role)
-                key = endpoint.model_dump_json()
-                if key not in by_endpoint:  # roles on one endpoint share one connection pool
-                    by_endpoint[key] = OpenAICompatibleBackend(endpoint)
-                made[role] = by_endpoint[key]
-        return made
+        configured: dict[str, ModelBackend] = {}
+        if shared is None and len(per_role) < 3:
+            from .backends import role_backends
+
+            # several servers: this agent's sessions go to those of its profile
+            if self.config.servers and not any(s.profile == self.profile.name for s in self.config.server_specs()):
+                raise ConfigError(f"no configured server serves profile {self.profile.name!r}")
+            configured = role_backends(self.config, profile=self.profile.name)
+        return {role: per_role.get(role) or shared or configured[role] for role in ("policy", "localizer", "validator")}
 
     def _client(self, role: str) -> RoleClient:
         settings = getattr(self.config, role)
@@ -276,8 +270,14 @@ class Agent(StepMachinery):
         answer: AnswerSchema | None, control: RunControl,
     ) -> RunResult:
         run = RunState(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
+        with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
+            return await self._execute_in_session(run, url, run_dir, emit, control)
+
+    async def _execute_in_session(
+        self, run: RunState, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]], control: RunControl,
+    ) -> RunResult:
         run.start_origin = origin_of(url)
-        await emit(RunStarted(run.run_id, task, url, run.run_dir, self._describe()))
+        await emit(RunStarted(run.run_id, run.task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
         assert env is not None

@@ -17,7 +17,8 @@ import importlib.util
 import json
 import os
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Optional
 
 import typer
 
@@ -237,25 +238,40 @@ async def check_structured_outputs(client: Any, model: str) -> Check:
     )
 
 
-async def run_checks(base_url: str | None = None, model: str | None = None, api_key: str = "EMPTY", *, browser: bool = True,
-                     profile: str | None = None) -> list[Check]:
+async def run_checks(base_url: str | list[str] | None = None, model: str | None = None, api_key: str = "EMPTY", *,
+                     browser: bool = True, profile: str | None = None, servers: list[Any] | None = None) -> list[Check]:
+    """The local checks, then each server's: `base_url` (one or several, with `model` and `api_key`), or
+    `servers` (ServerSpec: each its own model, key and profile). With several, each check's name says
+    which server (`server 2: model`) and its detail names the URL."""
     checks: list[Check] = []
     if browser:
         checks.extend(await check_chromium())
     checks.append(check_display())
     checks.extend(await asyncio.to_thread(check_extras))
     checks.append(await asyncio.to_thread(check_gpu))
-    if base_url:
-        checks.extend(await check_endpoint(base_url, model, api_key))
-        if not any(c.name == "endpoint" and c.status == "fail" for c in checks):
-            checks.extend(await check_serving(base_url, model, profile))
+    urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+    targets = [(s.endpoint.base_url, s.endpoint.model, s.endpoint.api_key, s.profile) for s in servers or []] or \
+        [(url, model, api_key, profile) for url in urls]
+    for number, (url, served, key, family) in enumerate(targets, 1):
+        found = await check_endpoint(url, served, key)
+        if not any(c.name == "endpoint" and c.status == "fail" for c in found):
+            found.extend(await check_serving(url, served, family))
+        if len(targets) > 1:
+            for check in found:
+                check.name = f"server {number}: {check.name}"
+                if url.rstrip("/") not in check.detail:
+                    check.detail = f"{url}: {check.detail}"
+        checks.extend(found)
     return checks
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def doctor(
-        base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint to check, e.g. http://127.0.0.1:8000/v1."),
+        base_url: Optional[list[str]] = typer.Option(
+            None, "--base-url", help="OpenAI-compatible endpoint to check, e.g. http://127.0.0.1:8000/v1 (repeat for several servers)."),
+        config: Optional[Path] = typer.Option(
+            None, "--config", help="Check the servers of this configuration file (`servers = [...]`, or its base_url)."),
         model: str | None = typer.Option(None, "--model", help="Model that should be served there."),
         profile: str | None = typer.Option(
             None, "--profile", help="The model's family, for its serving flags (default: suggested from --model)."),
@@ -274,7 +290,23 @@ def register(app: typer.Typer) -> None:
                 from surfer.models.profiles import get_profile
 
                 profile = get_profile(profile).name
-            checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile))
+            servers = None
+            if config is not None:
+                from surfer.agent.config import load_config
+
+                if base_url:
+                    raise ConfigError("--config and --base-url both name servers: give one of them")
+                overrides = {"model": model, "profile": profile, "api_key": api_key if api_key != "EMPTY" else None}
+                servers = load_config(config, overrides).server_specs()
+            else:
+                from surfer.agent.config import check_server_url
+
+                for url in base_url or []:
+                    try:
+                        check_server_url(url)
+                    except ValueError as exc:
+                        raise ConfigError(f"--base-url {exc}") from None
+            checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile, servers=servers))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

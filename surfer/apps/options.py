@@ -13,8 +13,9 @@ import typer
 if TYPE_CHECKING:
     from surfer.agent.config import AgentConfig
 
-BaseUrl = Annotated[Optional[str], typer.Option(
-    "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL].")]
+BaseUrl = Annotated[Optional[list[str]], typer.Option(
+    "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL]; given more "
+    "than once, several servers: each session is placed on one (the one with the most room) and keeps it.")]
 Model = Annotated[Optional[str], typer.Option("--model", help="Model name served at the endpoint \\[env: SURFER_MODEL].")]
 ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY].")]
 Profile = Annotated[Optional[str], typer.Option(
@@ -69,6 +70,16 @@ BrowserWs = Annotated[Optional[str], typer.Option(
     "chromium.launchServer()): ws://HOST:PORT/...; each run is a new context there.")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
+
+
+def server_overrides(base_url: list[str] | None) -> dict[str, Any]:
+    """Config overrides of `--base-url` (run, batch, qa, mcp): one endpoint, or several servers
+    (`servers`; a list in the config file is then replaced)."""
+    if not base_url:
+        return {}
+    if len(base_url) == 1:
+        return {"base_url": base_url[0], "servers": []}
+    return {"servers": list(base_url)}
 
 
 def safety_overrides(
@@ -129,13 +140,25 @@ def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console
     Raises ConfigError (exit 2) or ModelServerUnreachable (exit 3)."""
     from surfer.agent.config import load_config
 
+    if isinstance(overrides.get("base_url"), list):  # the commands' repeatable --base-url
+        overrides = {**overrides, "base_url": None, **server_overrides(overrides["base_url"])}
     cfg = load_config(config_file, overrides)
-    if cfg.profile == "auto":
+    if cfg.profile == "auto" or any(s.profile == "auto" for s in cfg.servers):
         from surfer.models.profiles.auto import suggest_profile_for_endpoint
 
-        name, reason = asyncio.run(suggest_profile_for_endpoint(cfg.base_url, cfg.model, cfg.api_key))
-        say(console, "profile auto:", "", reason)
-        cfg = cfg.model_copy(update={"profile": name})
+        first = cfg.server_specs()[0].endpoint
+        if cfg.profile == "auto":
+            name, reason = asyncio.run(suggest_profile_for_endpoint(first.base_url, first.model, first.api_key))
+            say(console, "profile auto:", "", reason)
+            cfg = cfg.model_copy(update={"profile": name})
+        servers = []
+        for server, spec in zip(cfg.servers, cfg.server_specs()):
+            if server.profile == "auto":  # a server's own `profile = "auto"`: from what it serves
+                name, reason = asyncio.run(suggest_profile_for_endpoint(spec.endpoint.base_url, spec.endpoint.model, spec.endpoint.api_key))
+                say(console, f"profile auto ({spec.endpoint.base_url}):", "", reason)
+                server = server.model_copy(update={"profile": name})
+            servers.append(server)
+        cfg = cfg.model_copy(update={"servers": servers})
     return cfg
 
 

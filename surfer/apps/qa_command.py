@@ -202,7 +202,7 @@ def register(app: typer.Typer) -> None:
             if demo:
                 served = stack.enter_context(demo_servers(console))
                 variables.setdefault("demo_url", served["demo_url"])
-                base_url, model = base_url or served["base_url"], model or served["model"]
+                base_url, model = base_url or [served["base_url"]], model or served["model"]
                 profile = profile or "holotron"
             suites = [load_suite(f, variables) for f in files]
             named: dict[str, Path] = {}

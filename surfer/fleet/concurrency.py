@@ -216,15 +216,25 @@ class AutoConcurrency:
     clock: Callable[[], float] = time.monotonic  # when each reading came (steps/s)
     decisions: list[Decision] = field(default_factory=list)
 
+    more_urls: tuple[str, ...] = ()  # several model servers: the /metrics of the others, read with the first
+
     @classmethod
     def for_endpoint(cls, base_url: str, **options: Any) -> "AutoConcurrency":
         root = base_url.rstrip("/").removesuffix("/v1")
         return cls(root + "/metrics", **options)
 
-    async def read(self, client: Any) -> dict[str, float] | None:
-        from surfer.models.metrics import read_metrics
+    @classmethod
+    def for_servers(cls, config: Any, **options: Any) -> "AutoConcurrency":
+        """Following the configuration's servers (AgentConfig): with several, their readings together
+        (combine_readings: requests and tokens summed, the fullest cache's use)."""
+        urls = [spec.metrics_url for spec in config.server_specs() if spec.node is None] or [config.server_specs()[0].metrics_url]
+        return cls(urls[0], more_urls=tuple(urls[1:]), **options)
 
-        values = await read_metrics(client, self.metrics_url)
+    async def read(self, client: Any) -> dict[str, float] | None:
+        from surfer.models.metrics import combine_readings, read_metrics
+
+        readings = [await read_metrics(client, url) for url in (self.metrics_url, *self.more_urls)]
+        values = combine_readings([r for r in readings if r is not None])
         if values is None:
             return None
         return values if "vllm:kv_cache_usage_perc" in values or "vllm:num_requests_running" in values else None

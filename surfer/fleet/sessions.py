@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from surfer.agent.events import Event, Finished, ModelAsked, ModelCalled, Observed, StepFinished, Waiting
+from surfer.models.affinity import current_session
 
 LIVE = "live"
 BATCH_FILE = "batch.json"
@@ -102,6 +103,9 @@ class SessionWatch:
         else:
             return
         state["updated_at"] = time.time()
+        session = current_session()  # with several model servers: the one this session is on
+        if session is not None and session.server is not None:
+            state["server"] = session.server.base_url
         if image:
             state["thumb_version"] += 1
             state["thumb"] = f"{LIVE}/{self.thumb_path.name}"
@@ -175,11 +179,14 @@ class BatchFiles:
     def waiting(self) -> list[Waiting]:
         return [w.waiting for w in list(self.sessions.values()) if w.waiting is not None]
 
-    async def write_metrics(self, stats: Any) -> None:
-        """Every METRICS_EVERY_S until cancelled: one line of metrics.jsonl (and a last one when cancelled)."""
+    async def write_metrics(self, stats: Any, refresh: Any = None) -> None:
+        """Every METRICS_EVERY_S until cancelled: one line of metrics.jsonl (and a last one when cancelled);
+        `refresh()` first (several model servers: their /metrics read again)."""
         try:
             while True:
                 await asyncio.sleep(METRICS_EVERY_S)
+                if refresh is not None:
+                    await refresh()
                 await self.metrics_line(stats)
         finally:
             await asyncio.shield(self.metrics_line(stats))

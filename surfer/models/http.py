@@ -18,6 +18,7 @@ from typing import Any
 from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
+from .affinity import SESSION_HEADER, current_session
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
@@ -122,7 +123,8 @@ class OpenAICompatibleBackend(ModelBackend):
         if body is not None:
             body = dict(body)
             body.update(body.pop("extra_body", {}))
-        return await self._http.request(method, path, timeout, body)
+        session = current_session()  # the run's session, named to the server (affinity.py)
+        return await self._http.request(method, path, timeout, body, {SESSION_HEADER: session.id} if session else None)
 
     def _json_client(self) -> JsonClient:
         return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT)

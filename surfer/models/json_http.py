@@ -62,11 +62,12 @@ class JsonClient:
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
         )
 
-    async def request(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None) -> Any:
+    async def request(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None,
+                      headers: dict[str, str] | None = None) -> Any:
         """The decoded JSON answer; HttpStatusError, ConnectFailed or TimedOut."""
         httpx = self._httpx
         try:
-            response = await self._client.request(method, path.lstrip("/"), json=body, timeout=timeout)
+            response = await self._client.request(method, path.lstrip("/"), json=body, timeout=timeout, headers=headers)
         except httpx.TimeoutException as exc:
             raise TimedOut(str(exc) or type(exc).__name__) from None
         except httpx.TransportError as exc:

@@ -65,6 +65,23 @@ def parse_metrics(text: str) -> dict[str, float]:
     return values
 
 
+def combine_readings(readings: list[dict[str, float]]) -> dict[str, float] | None:
+    """Several servers' readings as one: counters and request counts summed, the KV cache's use
+    the fullest server's (the one that falls short first); None without any reading."""
+    if not readings:
+        return None
+    if len(readings) == 1:
+        return readings[0]
+    out: dict[str, float] = {}
+    for values in readings:
+        for name, value in values.items():
+            if name == "vllm:kv_cache_usage_perc" or name.startswith("engine:"):
+                out[name] = max(out.get(name, value), value)
+            else:
+                out[name] = out.get(name, 0.0) + value
+    return out
+
+
 def engine_of(values: dict[str, float] | None) -> str | None:
     """"vllm" or "sglang": the engine a reading came from (None: no reading)."""
     if not values:

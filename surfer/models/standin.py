@@ -59,6 +59,7 @@ class ChatRequest:
     text: str
     image_urls: list[str] = field(default_factory=list)
     image_uuids: list[tuple[str, bool]] = field(default_factory=list)  # (uuid, the server held it before)
+    session: str | None = None  # the X-Surfer-Session header: the run (or batch task) that sent it
 
     @property
     def last_text(self) -> str:
@@ -407,6 +408,7 @@ class StandInServer:
                 except ImageNotHeld as exc:
                     self._send(400, {"error": {"message": str(exc), "type": "BadRequestError"}})
                     return
+                request.session = self.headers.get("X-Surfer-Session")
                 with server._lock:
                     server.requests.append(request)
                 prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)

@@ -19,8 +19,8 @@ import typer
 from surfer.core.errors import ConfigError
 
 from . import sglang, vllm
-from .plan import Capabilities, ServePlan, given_flags
-from .process import gpu_problem, run_line, serve, wait_until_ready
+from .plan import Capabilities, GpuLayout, ServePlan, given_flags
+from .process import batch_line, gpu_problem, run_line, serve, serve_replicas, wait_until_ready
 from .vllm import (
     DEFAULT_VLLM, FLAG_SINCE, MEASURED_FLAGS, VllmCapabilities, build_command, host_memory_bytes,
     installed_vllm_version, processor_cache_gib, read_capabilities,
@@ -33,10 +33,10 @@ ENGINES = ("vllm", "sglang")
 DEFAULT_ENGINE: dict[str, str] = {"holotron": "vllm", "holo2": "vllm", "holo1.5": "vllm", "openai": "vllm"}
 
 __all__ = [
-    "DEFAULT_ENGINE", "DEFAULT_VLLM", "ENGINES", "FLAG_SINCE", "MEASURED_FLAGS", "Capabilities", "ServePlan",
+    "DEFAULT_ENGINE", "DEFAULT_VLLM", "ENGINES", "FLAG_SINCE", "MEASURED_FLAGS", "Capabilities", "GpuLayout", "ServePlan",
     "VllmCapabilities", "build_command", "engine_plan", "given_flags", "gpu_problem", "host_memory_bytes",
-    "installed_vllm_version", "processor_cache_gib", "read_capabilities", "register", "run_line", "serve",
-    "wait_until_ready",
+    "installed_vllm_version", "processor_cache_gib", "read_capabilities", "register", "replica_plans", "run_line", "serve",
+    "serve_replicas", "wait_until_ready",
 ]
 
 
@@ -85,7 +85,15 @@ def register(app: typer.Typer) -> None:
             None, "--max-images", min=1, max=128,
             help="Images one request may hold (default: what --prompt-layout needs with the profile's history); "
             "raise it for clients with a deeper history (memory_images, block_images)."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Print the engine's command and exit."),
+        gpus: int = typer.Option(
+            1, "--gpus", help="GPUs to serve on: one engine replica per GPU (per --tp GPUs), each on its own port from "
+            "--port, with CUDA_VISIBLE_DEVICES; surfer places each session on one (pass every --base-url printed)."),
+        tp: int = typer.Option(1, "--tp", help="Tensor parallelism: GPUs per model copy, for a model that does not fit one "
+                               "(vLLM --tensor-parallel-size, SGLang --tp-size)."),
+        data_parallel: bool = typer.Option(
+            False, "--data-parallel", help="With --gpus: one endpoint over the engine's own data parallelism (vLLM "
+            "--data-parallel-size, SGLang --dp-size) instead of replicas with surfer's placement."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the engine's command (every replica's) and exit."),
         vllm_version: str | None = typer.Option(None, "--vllm-version", help=f"With --dry-run and no vLLM installed: the version to plan for (default {DEFAULT_VLLM})."),
         sglang_version: str | None = typer.Option(None, "--sglang-version", help=f"With --dry-run and no SGLang installed: the version to plan for (default {sglang.DEFAULT_SGLANG})."),
     ) -> None:
@@ -110,30 +118,50 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
             engine = engine or DEFAULT_ENGINE.get(chosen.name, "vllm")
             caps = engine_capabilities(engine, dry_run, sglang_version if engine == "sglang" else vllm_version, say)
-            plan = engine_plan(
-                engine, model, chosen, caps, host=host, port=port, max_concurrency=max_concurrency,
+            layout = GpuLayout(gpus, tp, data_parallel)
+            plans = replica_plans(
+                engine, model, chosen, caps, layout, host=host, port=port, max_concurrency=max_concurrency,
                 max_model_len=max_model_len, extra_args=tuple(ctx.args),
                 images=max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images,
             )
             if not dry_run:
-                problem = gpu_problem()
+                problem = gpu_problem(gpus) if gpus > 1 else gpu_problem()
                 if problem:
                     raise ConfigError(f"{problem}. Serve on a machine with an NVIDIA GPU, or point surfer at a remote server with --base-url.")
         except ConfigError as exc:
             say(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(2) from None
-        for note in plan.notes:
+        for note in dict.fromkeys(note for plan in plans for note in plan.notes):
             say(f"note: {escape(note)}")
-        if dry_run:
-            print(plan.shell)
-            return
-        plan.command[0:3 if engine == "sglang" else 1] = (
-            sglang.sglang_executable() if engine == "sglang" else vllm.vllm_executable())
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-        base_url = f"http://{shown}:{port}/v1"
-        say(f"starting: {escape(plan.shell)}")
+        base_urls = [f"http://{shown}:{port + n}/v1" for n in range(len(plans))]
+        if dry_run:
+            for plan in plans:
+                print(plan.shell)
+            if len(plans) > 1:
+                say(f"then: {escape(batch_line(base_urls, model, chosen.name))}")
+            return
+        for plan in plans:
+            plan.command[0:3 if engine == "sglang" else 1] = (
+                sglang.sglang_executable() if engine == "sglang" else vllm.vllm_executable())
+            say(f"starting: {escape(plan.shell)}")
         try:
-            code = asyncio.run(serve(plan, base_url, model, chosen.name, timeout, lambda text: console.print(text, markup=False)))
+            code = asyncio.run(serve_replicas(plans, base_urls, model, chosen.name, timeout,
+                                              lambda text: console.print(text, markup=False)))
         except KeyboardInterrupt:
             code = 130
         raise typer.Exit(code)
+
+
+def replica_plans(engine: str, model: str, profile, caps: Capabilities, layout: GpuLayout, *, port: int,  # type: ignore[no-untyped-def]
+                  **options) -> list[ServePlan]:
+    """The engine commands for `layout`: one per replica (its port, its GPUs), or one over all the GPUs
+    with the engine's data parallelism. One GPU: the plain command, no CUDA_VISIBLE_DEVICES."""
+    plans = []
+    for replica in range(layout.replicas):
+        plan = engine_plan(engine, model, profile, caps, port=port + replica, tensor_parallel=layout.tp,
+                           data_parallel=layout.copies if layout.data_parallel else 1, **options)
+        if layout.gpus > 1:
+            plan.env["CUDA_VISIBLE_DEVICES"] = layout.devices(replica)
+        plans.append(plan)
+    return plans

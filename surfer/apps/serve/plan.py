@@ -18,10 +18,45 @@ class ServePlan:
     command: list[str]
     notes: list[str] = field(default_factory=list)
     engine: str = "vllm"
+    env: dict[str, str] = field(default_factory=dict)  # set for the engine's process (a replica's CUDA_VISIBLE_DEVICES)
 
     @property
     def shell(self) -> str:
-        return shlex.join(self.command)
+        prefix = "".join(f"{key}={shlex.quote(value)} " for key, value in self.env.items())
+        return prefix + shlex.join(self.command)
+
+
+@dataclass(frozen=True)
+class GpuLayout:
+    """How `surfer serve` spreads a model over GPUs: `gpus` in all, `tp` per model copy (tensor
+    parallelism), the copies as replicas (one server each, surfer places the sessions) or as the
+    engine's data parallelism behind one endpoint (`data_parallel`)."""
+
+    gpus: int = 1
+    tp: int = 1
+    data_parallel: bool = False
+
+    def __post_init__(self) -> None:
+        if self.gpus < 1 or self.tp < 1:
+            raise ConfigError(f"--gpus and --tp must be at least 1, got {self.gpus} and {self.tp}")
+        if self.gpus % self.tp:
+            raise ConfigError(f"--gpus {self.gpus} is not a whole number of model copies of --tp {self.tp} GPUs")
+        if self.data_parallel and self.copies < 2:
+            raise ConfigError(f"--data-parallel needs two model copies or more: --gpus {self.gpus} with --tp {self.tp} makes one")
+
+    @property
+    def copies(self) -> int:
+        return self.gpus // self.tp
+
+    @property
+    def replicas(self) -> int:
+        """Engine processes (servers) to start."""
+        return 1 if self.data_parallel else self.copies
+
+    def devices(self, replica: int) -> str:
+        """CUDA_VISIBLE_DEVICES of replica number `replica` (from 0)."""
+        per = self.gpus if self.data_parallel else self.tp
+        return ",".join(str(d) for d in range(replica * per, (replica + 1) * per))
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

@@ -4,6 +4,7 @@ wait until it answers, a clean stop on Ctrl-C / SIGTERM."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import shutil
 import signal
@@ -14,22 +15,26 @@ from .plan import ServePlan
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
-def gpu_problem() -> str | None:
-    """None when an NVIDIA GPU is visible, else what is wrong."""
+def gpu_problem(gpus: int = 1) -> str | None:
+    """None when `gpus` NVIDIA GPUs are visible, else what is wrong."""
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
             out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"nvidia-smi failed: {exc}"
-        if out.returncode == 0 and "GPU" in out.stdout:
+        found = out.stdout.count("GPU ") if out.returncode == 0 else 0
+        if found >= gpus:
             return None
+        if found:
+            return f"{gpus} GPUs asked for, nvidia-smi lists {found}"
         return f"nvidia-smi lists no GPU ({(out.stderr or out.stdout).strip()[:200]})"
     try:
         import torch
 
         if torch.cuda.is_available():
-            return None
+            count = torch.cuda.device_count()
+            return None if count >= gpus else f"{gpus} GPUs asked for, torch sees {count}"
     except ImportError:
         pass
     return "no NVIDIA GPU visible (no nvidia-smi, and torch sees no CUDA device); the engine needs one"
@@ -69,6 +74,12 @@ def run_line(base_url: str, model: str, profile: str) -> str:
     return f"surfer run \"TASK\" --url URL --base-url {base_url} --model {shlex.quote(model)} --profile {profile}"
 
 
+def batch_line(base_urls: list[str], model: str, profile: str) -> str:
+    """The `surfer batch` line for several servers: every --base-url, each session placed on one."""
+    urls = " ".join(f"--base-url {url}" for url in base_urls)
+    return f"surfer batch tasks.jsonl --out out {urls} --model {shlex.quote(model)} --profile {profile}"
+
+
 def _stop(process: asyncio.subprocess.Process, stopped: list[bool]) -> None:
     stopped.append(True)
     if process.returncode is None:
@@ -76,30 +87,48 @@ def _stop(process: asyncio.subprocess.Process, stopped: list[bool]) -> None:
 
 
 async def serve(plan: ServePlan, base_url: str, model: str, profile: str, timeout: float, say) -> int:  # type: ignore[no-untyped-def]
-    process = await asyncio.create_subprocess_exec(*plan.command)
+    return await serve_replicas([plan], [base_url], model, profile, timeout, say)
+
+
+async def serve_replicas(plans: list[ServePlan], base_urls: list[str], model: str, profile: str, timeout: float, say) -> int:  # type: ignore[no-untyped-def]
+    """Start every plan (a replica each, at its base URL), wait until all answer, say the line to use them, and
+    run until one exits or a signal stops them all."""
+    processes = [await asyncio.create_subprocess_exec(*plan.command, env={**os.environ, **plan.env} if plan.env else None)
+                 for plan in plans]
     loop, stopped = asyncio.get_running_loop(), []
-    engine = ENGINE_NAMES.get(plan.engine, plan.engine)
-    for sig in (signal.SIGINT, signal.SIGTERM):  # stop the engine cleanly, also when SIGINT is ignored (background jobs)
-        loop.add_signal_handler(sig, _stop, process, stopped)
+    engine = ENGINE_NAMES.get(plans[0].engine, plans[0].engine)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # stop the engines cleanly, also when SIGINT is ignored (background jobs)
+        loop.add_signal_handler(sig, _stop_all, processes, stopped)
     try:
         try:
-            seconds = await wait_until_ready(process, base_url, timeout, say, engine)
+            waits = [wait_until_ready(p, url, timeout, say, engine) for p, url in zip(processes, base_urls)]
+            seconds = max(await asyncio.gather(*waits))
         except (RuntimeError, TimeoutError) as exc:
             say(f"error: {exc}")
             return 1
-        say(f"{engine} is ready after {seconds:.1f} s at {base_url}")
-        say(run_line(base_url, model, profile))
-        code = await process.wait()
+        where = base_urls[0] if len(base_urls) == 1 else f"{len(base_urls)} replicas ({', '.join(base_urls)})"
+        say(f"{engine} is ready after {seconds:.1f} s at {where}")
+        say(run_line(base_urls[0], model, profile) if len(base_urls) == 1 else batch_line(base_urls, model, profile))
+        waiting = [asyncio.ensure_future(p.wait()) for p in processes]
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        code = next(iter(done)).result()
+        if len(processes) > 1 and not stopped:
+            say(f"a replica of {engine} exited with code {code}: stopping the others")
         say(f"{engine} stopped" if stopped else f"{engine} exited with code {code}")
         return 0 if stopped else code
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        if process.returncode is None:
-            process.terminate()
+        for process in processes:
+            if process.returncode is None:
+                process.terminate()
+        for process in processes:
             try:
                 await asyncio.wait_for(process.wait(), timeout=30)
             except TimeoutError:
                 process.kill()
 
 
+def _stop_all(processes: list[asyncio.subprocess.Process], stopped: list[bool]) -> None:
+    for process in processes:
+        _stop(process, stopped)

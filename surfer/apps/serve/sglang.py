@@ -44,6 +44,8 @@ FLAG_SINCE: dict[str, str] = {
     "--disable-overlap-schedule": "0.3",
     "--reasoning-parser": "0.4.6",
     "--tokenizer-worker-num": "0.5.15",
+    "--tp-size": "0.1",
+    "--dp-size": "0.1",
 }
 # `no_buffer`: the Mamba state where each request ends (no extra state memory; the overlap scheduler off).
 MAMBA_STRATEGY = "no_buffer"
@@ -90,7 +92,7 @@ def read_capabilities(version: str) -> SglangCapabilities:
 def build_command(
     model: str, profile: Profile, caps: Capabilities, *, host: str = "127.0.0.1", port: int = 8000,
     max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
-    images: int | None = None,
+    images: int | None = None, tensor_parallel: int = 1, data_parallel: int = 1,
 ) -> ServePlan:
     """The SGLang command for `model` of `profile`'s family: the OpenAI-compatible server with
     JSON-schema outputs, metrics and cached-token reports on, the image limit surfer's layouts
@@ -117,6 +119,10 @@ def build_command(
         add("--context-length", str(length))
     if max_concurrency:
         add("--max-running-requests", str(max_concurrency))
+    if tensor_parallel > 1:  # a model that does not fit one GPU
+        add("--tp-size", str(tensor_parallel))
+    if data_parallel > 1:  # the engine's own copies behind this one endpoint
+        add("--dp-size", str(data_parallel))
     add("--enable-metrics", why=" (surfer bench gpu and --concurrency auto read /metrics)")
     add("--enable-cache-report", why=" (responses will not say how many prompt tokens were cached)")
     add("--grammar-backend", "xgrammar", why=" (JSON schemas may be ignored)")

@@ -36,6 +36,8 @@ FLAG_SINCE: dict[str, str] = {
     "--max-num-batched-tokens": "0.1",
     "--gpu-memory-utilization": "0.1",
     "--mm-processor-cache-gb": "0.11",
+    "--tensor-parallel-size": "0.1",
+    "--data-parallel-size": "0.9",
 }
 FLAG_UNTIL: dict[str, str] = {"--guided-decoding-backend": "0.11"}  # removed in this version
 LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
@@ -116,7 +118,7 @@ def read_capabilities(version: str) -> VllmCapabilities:
 def build_command(
     model: str, profile: Profile, caps: VllmCapabilities, *, host: str = "127.0.0.1", port: int = 8000,
     max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
-    images: int | None = None, host_memory: int | None = None,
+    images: int | None = None, host_memory: int | None = None, tensor_parallel: int = 1, data_parallel: int = 1,
 ) -> ServePlan:
     """The `vllm serve` command for `model` of `profile`'s family on this vLLM; `images`: the most
     images one request may hold (default the profile's window; the blocks layout needs more);
@@ -147,6 +149,10 @@ def build_command(
         add("--max-model-len", str(length))
     if max_concurrency:
         add("--max-num-seqs", str(max_concurrency))
+    if tensor_parallel > 1:  # a model that does not fit one GPU
+        add("--tensor-parallel-size", str(tensor_parallel))
+    if data_parallel > 1:  # the engine's own copies behind this one endpoint
+        add("--data-parallel-size", str(data_parallel))
     if serving.hybrid:
         if "--mamba-ssm-cache-dtype" not in given_flags(extra_args):  # float16 halves the align block (docs: serving)
             add("--mamba-ssm-cache-dtype", "float32", why=" (SSM state stays in the model's dtype)")

@@ -57,6 +57,10 @@ class ResultLine(BaseModel):
                                    "(results.jsonl only).")
     artifacts: dict[str, str] = Field(default={}, description="trace / video files, relative to --out.")
     retried: Optional[str] = Field(default=None, description="--ray: the worker that died under the task's first try.")
+    server: Optional[str] = Field(default=None, description="Several model servers: the one the session ended on "
+                                  "(its base URL).")
+    server_moves: Optional[int] = Field(default=None, description="Several model servers: times the session moved to "
+                                        "another server (one that did not come back within --server-wait).")
     superseded: Optional[bool] = Field(default=None, description="attempts.jsonl: a line moved out of an older "
                                        "results.jsonl that a later line replaced.")
 

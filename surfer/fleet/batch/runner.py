@@ -18,13 +18,16 @@ from typing import Any, Iterable
 from surfer.agent.config import AgentConfig
 from surfer.agent.result import RunResult
 from surfer.core.deadline import run_deadline
-from surfer.core.errors import ConfigError
+from surfer.core.errors import ConfigError, ModelServerUnreachable
 from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
 
 from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final
+from .servers import BatchServers, shared_backends
 from .stats import BatchStats
 from .tasks import BatchTask, check_task_urls, run_dir_name
+
+__all__ = ["BROWSER_DIED", "HARD_LIMIT_GRACE", "Batch", "BatchSummary", "drain", "shared_backends"]
 
 
 BROWSER_DIED = "the browser crashed (the Chromium process died)"
@@ -59,25 +62,6 @@ class BatchSummary:
             **({"concurrency": self.concurrency} if self.concurrency else {}),
             **self.stats,
         }
-
-
-def shared_backends(
-    config: AgentConfig, max_inflight: int | None, backend: ModelBackend | None = None
-) -> dict[str, ModelBackend]:
-    """One backend per distinct endpoint (or the given one), each capped at
-    `max_inflight` requests in flight, mapped per role."""
-    from surfer.models.http import OpenAICompatibleBackend
-    from surfer.models.limits import InflightLimit
-
-    by_key: dict[str, ModelBackend] = {}
-    out: dict[str, ModelBackend] = {}
-    for role in ("policy", "localizer", "validator"):
-        key = "shared" if backend is not None else config.endpoint(role).model_dump_json()
-        if key not in by_key:
-            inner = backend if backend is not None else OpenAICompatibleBackend(config.endpoint(role))
-            by_key[key] = InflightLimit(inner, max_inflight) if max_inflight else inner
-        out[role] = by_key[key]
-    return out
 
 
 async def drain(items: Iterable[Any], concurrency: int, handle: Any, keep_going: Any, slots: Any = None) -> None:
@@ -143,7 +127,7 @@ class Batch:
         from surfer.fleet.concurrency import AUTO, AutoConcurrency, parse_concurrency
 
         concurrency = parse_concurrency(concurrency)
-        self.auto = AutoConcurrency.for_endpoint(config.base_url, **(auto or {})) if concurrency == AUTO else None
+        self.auto = AutoConcurrency.for_servers(config, **(auto or {})) if concurrency == AUTO else None
         self.say = say or (lambda text: None)
         self.concurrency_report: dict[str, Any] | None = None
         concurrency = self.auto.start if self.auto else int(concurrency)
@@ -166,6 +150,9 @@ class Batch:
         self.listeners = list(listeners or [])
         self.secrets = secrets
         self.backends = shared_backends(config, max_inflight, backend)
+        self.servers = BatchServers(self.backends)  # with several model servers: where each session goes
+        self.stats.servers = self.servers.snapshot
+        self._server_of: dict[str, tuple[str, int]] = {}  # task id -> (its server, moves), until its line is written
         self._owns_backend = backend is None
         self.replay = list(replay or [])
         self._replay_of = self._assign_recordings()
@@ -232,7 +219,7 @@ class Batch:
         todo = await self.prepare()
         if todo and not self.replay:
             await self._browser.start()
-        metrics = asyncio.create_task(self.files.write_metrics(self.stats))
+        metrics = asyncio.create_task(self.files.write_metrics(self.stats, self.servers.refresh))
         try:
             if self.auto is not None:
                 await self._drain_auto(todo)
@@ -331,13 +318,15 @@ class Batch:
 
         return browser_environment(self._task_config(task), browser)
 
-    async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path, watch: Any) -> RunResult:
+    async def _attempt(self, task: BatchTask, config: AgentConfig, browser: Any, tmp: Path, watch: Any,
+                       profile: str | None = None) -> RunResult:
         from surfer.agent.loop import Agent
 
         env = self._environment(task, browser)
         control = self._control()
         listeners = [self.stats, watch, *self.listeners, *([control.observe] if control is not None else [])]
-        agent = Agent(config, environment=env, backends=self.backends, listeners=listeners, secrets=self.secrets)
+        agent = Agent(config, environment=env, backends=self.backends, listeners=listeners, secrets=self.secrets,
+                      profile=profile)  # the profile of the server the session was placed on
         try:
             # a clock, not a bare timeout: time held for a model server that went away moves it (core/deadline.py)
             with run_deadline(asyncio.get_running_loop().time() + config.max_seconds + HARD_LIMIT_GRACE) as hard:
@@ -364,10 +353,12 @@ class Batch:
         if executed is not None:
             await self.record(task, *executed)
 
-    async def execute(self, task: BatchTask) -> tuple[RunResult, Path, float] | None:
+    async def execute(self, task: BatchTask, server: int | None = None) -> tuple[RunResult, Path, float] | None:
         """Run one task into a temporary run directory: (result, that directory,
         seconds), or None when the run did not end with a final status. A task
-        whose browser or page crashed under it runs again (`crash_retries`)."""
+        whose browser or page crashed under it runs again (`crash_retries`).
+        With several model servers, its session is placed first (on `server`, its
+        number, where a Ray driver chose it)."""
         assert task.id is not None
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         name = run_dir_name(task.id)
@@ -376,7 +367,14 @@ class Batch:
         started = time.monotonic()
         watch = self.files.session(name, task, self.stats)
         try:
-            executed = await self._attempts(task, config, tmp, watch, started)
+            try:
+                async with self.servers.session(task.id, server) as (session, profile):
+                    executed = await self._attempts(task, config, tmp, watch, started, profile)
+                    if session.server is not None and executed is not None:
+                        self._server_of[task.id] = (session.server.base_url, session.moves)
+            except ModelServerUnreachable as exc:  # no server left to place the session on: the batch stops
+                unplaced = RunResult(status="error", task=task.task, url=task.url, reason=str(exc), error_kind="unreachable")
+                executed = unplaced, tmp, time.monotonic() - started
         except asyncio.CancelledError:  # the batch was stopped: the attempt is recorded, the task runs on resume
             stopped = RunResult(status="interrupted", task=task.task, url=task.url,
                                 reason="interrupted (Ctrl-C, SIGTERM or cancelled)")
@@ -387,13 +385,13 @@ class Batch:
         return executed
 
     async def _attempts(
-        self, task: BatchTask, config: AgentConfig, tmp: Path, watch: Any, started: float
+        self, task: BatchTask, config: AgentConfig, tmp: Path, watch: Any, started: float, profile: str | None = None,
     ) -> tuple[RunResult, Path, float] | None:
         assert task.id is not None
         crashes = 0
         while True:
             browser = None if self.replay else await self._browser.get()
-            result = await self._attempt(task, config, browser, tmp, watch)
+            result = await self._attempt(task, config, browser, tmp, watch, profile)
             died = browser is not None and not self._browser.alive(browser)
             if result.status != "error" or (result.error_kind != "browser_crash" and not died):
                 break
@@ -437,8 +435,16 @@ class Batch:
             "usage": result.usage.model_dump(),
             "metadata": task.metadata,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            **self._server_line(task.id or ""),
             **extra,
         }
+
+    def _server_line(self, task_id: str) -> dict[str, Any]:
+        """With several servers: the one the session ended on, and how often it moved."""
+        if task_id not in self._server_of:
+            return {}
+        url, moves = self._server_of.pop(task_id)
+        return {"server": url, "server_moves": moves}
 
     async def _unfinished_attempt(self, record: dict[str, Any]) -> None:
         """An attempt that ended no task (a stop, a server gone): a line in attempts.jsonl, counted apart."""

@@ -11,6 +11,7 @@ from typing import Any
 
 
 from surfer.agent.events import Event, ModelCalled, StepFinished
+from surfer.models.affinity import current_session
 from surfer.models.outage import outage_note
 
 
@@ -32,6 +33,8 @@ class BatchStats:
     step_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
     waiting: Any = None  # () -> the sessions' model calls in flight (surfer.agent.events.Waiting)
     latencies: dict[str, list[float]] = field(default_factory=dict)  # model-call seconds per role, since the last metrics line
+    servers: Any = None  # () -> each model server's state, with several (BatchServers.snapshot)
+    server_steps: dict[int, int] = field(default_factory=dict)  # steps by the sessions on each server (its number)
     _spin: Any = None
 
     def model_latency(self, role: str, seconds: float) -> None:
@@ -49,12 +52,26 @@ class BatchStats:
             "browser_crashes": self.browser_crashes,
             "latency": {role: percentiles(values) for role, values in latencies.items()},
             **({"server": note} if (note := outage_note()) else {}),  # "waiting for the model server at URL since HH:MM:SS"
+            **({"servers": rows} if (rows := self.server_rows()) else {}),
         }
+
+    def server_rows(self) -> list[dict[str, Any]]:
+        """With several model servers: each one's state, sessions, waiting requests, steps and steps/s."""
+        rows = self.servers() if self.servers else []
+        elapsed = max(1e-9, time.monotonic() - self.started)
+        for row in rows:
+            row["steps"] = steps = self.server_steps.get(row["server"], 0)
+            row["steps_per_s"] = round(steps / elapsed, 4)
+        return rows
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, StepFinished):
             self.steps += 1
             self.step_seconds.append(event.record.timings.total)
+            session = current_session()  # the session whose step it was (listeners run in its context)
+            if session is not None and session.server is not None:
+                number = session.server.index
+                self.server_steps[number] = self.server_steps.get(number, 0) + 1
         elif isinstance(event, ModelCalled):
             self.tokens += event.call.usage.total_tokens
 
@@ -118,6 +135,8 @@ class BatchStats:
 
         grid = Table.grid(padding=(0, 1))
         grid.add_row(ProgressBar(total=max(1, self.total), completed=self.done + self.skipped, width=40), Text(self.line()))
+        for row in self.server_rows():
+            grid.add_row(Text(f"server {row['server']}", style="dim"), Text(server_line(row)))
         waiting = self.waiting_line()
         if waiting:
             grid.add_row(self._spinner, Text(waiting))
@@ -130,3 +149,11 @@ class BatchStats:
 
             self._spin = Spinner("dots")
         return self._spin
+
+
+def server_line(row: dict[str, Any]) -> str:
+    """One server's line of the live display."""
+    waiting = "-" if row.get("waiting") is None else f"{row['waiting']:g}"
+    state = "" if row["state"] == "up" else f" · {row['state']}"
+    return (f"{row['base_url']} · {row['sessions']} sessions · {row['steps_per_s']:.2f} steps/s · "
+            f"waiting {waiting}{state}")

@@ -32,7 +32,7 @@ from surfer.fleet.batch.results import TMP_PREFIX
 from surfer.fleet.batch.runner import Batch, BatchSummary
 from surfer.fleet.batch.tasks import BatchTask, run_dir_name
 from surfer.fleet.cluster.worker import MARKER, unpack
-from surfer.core.errors import ConfigError
+from surfer.core.errors import ConfigError, ModelServerUnreachable
 
 SHIP_MODES = ("auto", "bytes", "shared")
 SLOTS = "surfer_slots"
@@ -90,6 +90,7 @@ class Worker:
     slots: int
     busy: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)  # ref -> its future on this loop
     alive: bool = True
+    names: set[str] = field(default_factory=set)  # its node's IP address and hostname (servers' `node`)
 
     @property
     def free(self) -> int:
@@ -161,7 +162,9 @@ class RayBatch(Batch):
         if self.max_inflight:
             self.gate = ray.remote(InflightGate).options(num_cpus=0, max_concurrency=100_000).remote(self.max_inflight)
         remote_worker = ray.remote(SessionWorker)
-        for n, (node, slots, slotted) in enumerate(plan(ray.nodes(), self.concurrency)):
+        nodes = ray.nodes()
+        names = {n["NodeID"]: {n.get("NodeManagerAddress"), n.get("NodeManagerHostname")} - {None} for n in nodes}
+        for n, (node, slots, slotted) in enumerate(plan(nodes, self.concurrency)):
             name = f"w{n}-{uuid.uuid4().hex[:4]}"
             handle = remote_worker.options(
                 num_cpus=0,
@@ -170,7 +173,7 @@ class RayBatch(Batch):
                 max_restarts=0,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
             ).remote(self.config, str(self.out_dir.resolve()), token, self.ship, self.gate, name, self.secrets)
-            self.workers.append(Worker(name, handle, node, slots))
+            self.workers.append(Worker(name, handle, node, slots, names=names.get(node, set())))
         try:
             await asyncio.wait_for(asyncio.gather(*(w.handle.start.remote() for w in self.workers)), START_TIMEOUT)
         except TimeoutError:
@@ -213,24 +216,41 @@ class RayBatch(Batch):
         owner: dict[Any, tuple[BatchTask, Worker]] = {}
         futures: dict[asyncio.Future[Any], Any] = {}  # what dispatch waits on -> the ref
         retried: dict[str, str] = {}
+        leases: dict[Any, Any] = {}  # ref -> the server its session was placed on (several servers)
+        pool = self.servers.pool
         while (queue or owner) and self._stopped is None:
             for worker in self.workers:
-                while queue and worker.free > 0:
+                while queue and worker.free > 0 and self._stopped is None:
                     task = queue.popleft()
-                    ref = worker.handle.run.remote(task.model_dump(mode="json"))
+                    # several servers: the driver places the session (a worker may use any server, or its node's own)
+                    try:
+                        lease = await pool.place(None, task.id or "", node=worker.names) if pool is not None else None
+                    except ModelServerUnreachable as exc:
+                        queue.appendleft(task)
+                        self._stopped, self._stopped_kind = str(exc), "unreachable"
+                        break
+                    ref = worker.handle.run.remote(task.model_dump(mode="json"), lease.server.index if lease else None)
                     future = asyncio.wrap_future(ref.future())
                     worker.busy[ref] = future
                     owner[ref] = (task, worker)
                     futures[future] = ref
+                    if lease is not None:
+                        leases[ref] = lease
             self.stats.running = len(owner)
             if not owner:
-                self._stopped = "every Ray worker died; run the same command again to resume"
+                self._stopped = self._stopped or "every Ray worker died; run the same command again to resume"
                 break
             done, _ = await asyncio.wait(list(futures), return_when=asyncio.FIRST_COMPLETED)
             for future in done:
                 ref = futures.pop(future)
                 task, worker = owner.pop(ref)
                 worker.busy.pop(ref, None)
+                if ref in leases:
+                    lease = leases.pop(ref)
+                    pool.release(lease)  # type: ignore[union-attr]
+                    moved = future.exception() is None and (future.result() or {}).get("server")
+                    if moved and moved[1] and lease.server.spec.node is None:  # its session left the server
+                        pool.lose(lease.server, RuntimeError(f"a session of {task.id} moved away from it"))  # type: ignore[union-attr]
                 try:
                     finished = future.result()
                 except ray.exceptions.RayActorError as exc:
@@ -269,6 +289,8 @@ class RayBatch(Batch):
                 await asyncio.to_thread(unpack, finished["archive"], tmp)
         self.stats.steps += result.steps
         self.stats.tokens += result.usage.prompt_tokens + result.usage.completion_tokens
+        if finished.get("server"):  # the server the session ended on, and its moves (on the worker)
+            self._server_of[task.id] = tuple(finished["server"])  # type: ignore[assignment]
         await self.record(task, result, tmp, finished["seconds"], **({"retried": retried} if retried else {}))
 
     async def _record_lost(self, task: BatchTask, reason: str) -> None:

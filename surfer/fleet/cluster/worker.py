@@ -41,6 +41,20 @@ def unpack(data: bytes, target: Path) -> None:
         archive.extractall(target, filter="data")
 
 
+def node_names() -> set[str]:
+    """This node's names, as a server's `node` may give them: its IP address (Ray's) and hostname."""
+    import socket
+
+    names = {socket.gethostname()}
+    try:
+        import ray
+
+        names.add(ray.util.get_node_ip_address())
+    except Exception:  # noqa: BLE001 - outside Ray: the hostname alone
+        pass
+    return names
+
+
 class SessionWorker:
     """A Ray actor (async; `max_concurrency` = its sessions + a few): a Chromium
     on this node and the sessions the driver sends it."""
@@ -57,6 +71,11 @@ class SessionWorker:
             raise ConfigError(f"--out {out_dir} is not shared storage on worker {name} (no driver marker there)")
         staging = Path(out_dir) if self.shared else Path(tempfile.gettempdir()) / "surfer-ray" / f"{name}-{os.getpid()}"
         self.batch = Batch(config, [], staging, concurrency=1, secrets=secrets)
+        if len(config.servers) > 1:  # several servers: those of other nodes are left out here
+            from surfer.fleet.batch.servers import BatchServers, shared_backends
+
+            self.batch.backends = shared_backends(config, None, local_node=node_names())
+            self.batch.servers = BatchServers(self.batch.backends)
         if gate is not None:
             from surfer.fleet.cluster.gate import gated
 
@@ -67,22 +86,27 @@ class SessionWorker:
 
         from surfer.models.outage import vouch
 
-        for role in ("policy", "localizer", "validator"):
+        config = self.batch.config
+        for url in {*(config.endpoint(role).base_url for role in ("policy", "localizer", "validator")),
+                    *(spec.endpoint.base_url for spec in config.server_specs())}:
             # the driver checked the server before it started the workers: a worker (re)started during an
             # outage holds its sessions like the others, instead of failing its first task at once
-            vouch(self.batch.config.endpoint(role).base_url)
+            vouch(url)
         await self.batch._browser.start()
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "shared": self.shared}
 
-    async def run(self, task: dict[str, Any]) -> dict[str, Any] | None:
-        """Run one task; None when it did not end with a final status."""
+    async def run(self, task: dict[str, Any], server: int | None = None) -> dict[str, Any] | None:
+        """Run one task (on model server number `server`, where the driver placed it); None when it
+        did not end with a final status."""
         from surfer.fleet.batch.tasks import BatchTask
 
-        executed = await self.batch.execute(BatchTask.model_validate(task))
+        executed = await self.batch.execute(BatchTask.model_validate(task), server)
         if executed is None:
             return None
         result, tmp, seconds = executed
         finished: dict[str, Any] = {"result": result.model_dump(mode="json"), "seconds": seconds}
+        if task.get("id") in self.batch._server_of:
+            finished["server"] = self.batch._server_of.pop(task["id"])
         if self.shared:
             finished["tmp"] = tmp.name
         else:

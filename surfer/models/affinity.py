@@ -1,0 +1,163 @@
+"""A session's model server: every call of one run — policy, localizer and
+validator — goes to the server the session was placed on (servers.py), so
+the prefix its requests share stays cached there.
+
+A run opens a `ModelSession` (the agent does, or a batch before it builds the
+agent); the session lives in a context variable, so the backends that serve
+its roles find it without being told, and the HTTP backend names it to the
+server in the `X-Surfer-Session` header (a proxy may route on it; the
+stand-in server records it). A `PlacedBackend` is the backend of the roles
+that use the configured servers: on a session's first call it places the
+session (unless the batch did), then sends every call to that server's own
+backend. A server that fails the session past `--server-wait` is given up
+and the call goes on at another server (the session moves, its run kept).
+
+    with model_session("task-7"):
+        await placed.complete(request)      # placed on first use; every later call: the same server
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from surfer.core.errors import ModelServerUnreachable
+
+from .backend import Completion, ModelBackend, ModelRequest
+from .endpoint import Endpoint
+from .servers import Lease, Server, ServerPool, ServerSpec, server_pool
+
+SESSION_HEADER = "X-Surfer-Session"
+
+
+class ModelSession:
+    """One run's model session: its id and, per pool of servers, its lease."""
+
+    def __init__(self, session_id: str) -> None:
+        self.id = session_id
+        self.leases: dict[int, Lease] = {}
+
+    def lease(self, pool: ServerPool) -> Lease | None:
+        return self.leases.get(id(pool))
+
+    def hold(self, lease: Lease) -> None:
+        self.leases[id(lease.pool)] = lease
+
+    @property
+    def server(self) -> Server | None:
+        """The server of its (first) lease: what displays show."""
+        return next((lease.server for lease in self.leases.values()), None)
+
+    @property
+    def moves(self) -> int:
+        return sum(lease.moves for lease in self.leases.values())
+
+    def release(self) -> None:
+        for lease in self.leases.values():
+            lease.pool.release(lease)
+
+
+_SESSION: contextvars.ContextVar[ModelSession | None] = contextvars.ContextVar("surfer_model_session", default=None)
+
+
+def current_session() -> ModelSession | None:
+    """The model session of the run this code serves (None outside a run)."""
+    return _SESSION.get()
+
+
+@contextmanager
+def model_session(session_id: str) -> Iterator[ModelSession]:
+    """The run's model session: a new one, released at the end, unless one is open already (a batch
+    opened it, and placed it, before it built the agent)."""
+    current = _SESSION.get()
+    if current is not None:
+        yield current
+        return
+    session = ModelSession(session_id)
+    token = _SESSION.set(session)
+    try:
+        yield session
+    finally:
+        _SESSION.reset(token)
+        session.release()
+
+
+class PlacedBackend(ModelBackend):
+    """The backend of roles that use the configured servers (see the module docstring): `connect(endpoint)`
+    makes each server's own backend (http.py's). `model` / `api_key`: a role's own, instead of each
+    server's; `profile`: the sessions it places itself go to servers of that profile (None: any)."""
+
+    def __init__(self, specs: list[ServerSpec], connect: Callable[[Endpoint], ModelBackend], mode: str = "session", *,
+                 model: str | None = None, api_key: str | None = None, profile: str | None = None,
+                 local_node: set[str] | None = None) -> None:
+        self.specs = specs
+        self.connect = connect
+        self.mode = mode
+        self.profile = profile
+        self.local_node = local_node
+        self._override = {k: v for k, v in (("model", model), ("api_key", api_key)) if v}
+        self._backends: dict[str, ModelBackend] = {}
+
+    @property
+    def pool(self) -> ServerPool:
+        """The pool of this event loop (one per loop and server list: servers.py)."""
+        return server_pool(self.specs, self.mode, self.local_node)
+
+    @property
+    def label(self) -> str:
+        model = self._override.get("model") or self.specs[0].endpoint.model
+        how = "per session" if self.mode == "session" else self.mode
+        return f"{model} @ {len(self.specs)} servers ({how})"
+
+    def backend(self, server: Server) -> ModelBackend:
+        """The HTTP backend of `server` (with this role's model and key)."""
+        key = server.spec.key
+        if key not in self._backends:
+            self._backends[key] = self.connect(server.spec.endpoint.model_copy(update=self._override))
+        return self._backends[key]
+
+    async def lease(self) -> Lease | None:
+        """The running session's lease, placing the session on first use (None: a call outside any run,
+        which goes to the server with the most room)."""
+        session = current_session()
+        pool = self.pool
+        if session is None:
+            return None
+        lease = session.lease(pool)
+        if lease is None:
+            lease = await pool.place(self.profile, session.id)
+            session.hold(lease)
+        return lease
+
+    async def _on_server(self, call: Any) -> Any:
+        """`call(backend)` at the session's server; at another one when that server is lost."""
+        pool = self.pool
+        if self.mode != "session":
+            return await call(self.backend(pool.next_server(self.profile)))
+        lease = await self.lease()
+        if lease is None:
+            await pool.refresh()
+            server = pool.choose(self.profile)
+            if server is None:
+                raise ModelServerUnreachable(pool._none_left(self.profile))
+            return await call(self.backend(server))
+        while True:
+            try:
+                return await call(self.backend(lease.server))
+            except ModelServerUnreachable as exc:
+                if not pool.move(lease, exc):
+                    raise
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        return await self._on_server(lambda backend: backend.complete(request))  # type: ignore[no-any-return]
+
+    async def check(self) -> None:
+        await self._on_server(lambda backend: backend.check())
+
+    async def aclose(self) -> None:
+        backends, self._backends = list(self._backends.values()), {}
+        for backend in backends:
+            await backend.aclose()
+        await self.pool.aclose()
