@@ -273,3 +273,78 @@ def test_an_unknown_engine_or_a_missing_one_is_a_clear_error() -> None:
     assert bad.exit_code == 2 and "--engine must be one of vllm, sglang" in bad.output
     missing = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--engine", "sglang"])
     assert missing.exit_code == 2 and "SGLang is not installed" in missing.output
+
+
+def test_gpus_start_one_replica_per_gpu_each_on_its_port() -> None:
+    import shlex
+
+    result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--gpus", "2", "--port", "9000", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 2
+    for replica, line in enumerate(lines):
+        words = shlex.split(line)
+        assert words[0] == f"CUDA_VISIBLE_DEVICES={replica}" and words[1:3] == ["vllm", "serve"]
+        assert words[words.index("--port") + 1] == str(9000 + replica)
+        assert "--tensor-parallel-size" not in words and "--data-parallel-size" not in words
+    # what to pass surfer: every replica's --base-url
+    assert ("--base-url http://127.0.0.1:9000/v1 --base-url http://127.0.0.1:9001/v1" in
+            " ".join(result.stderr.split()))
+
+
+def test_tensor_and_data_parallelism_pass_through_to_each_engine() -> None:
+    import shlex
+
+    result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--gpus", "4", "--tp", "2", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    replicas = [shlex.split(line) for line in result.stdout.strip().splitlines()]
+    assert [w[0] for w in replicas] == ["CUDA_VISIBLE_DEVICES=0,1", "CUDA_VISIBLE_DEVICES=2,3"]
+    assert all(w[w.index("--tensor-parallel-size") + 1] == "2" for w in replicas)
+
+    vllm_dp = shlex.split(dry_run("Hcompany/Holo2-8B", "--gpus", "2", "--data-parallel"))
+    assert vllm_dp[0] == "CUDA_VISIBLE_DEVICES=0,1" and vllm_dp[vllm_dp.index("--data-parallel-size") + 1] == "2"
+    sglang = shlex.split(dry_run("Hcompany/Holo2-8B", "--engine", "sglang", "--gpus", "4", "--tp", "2", "--data-parallel"))
+    assert sglang[sglang.index("--tp-size") + 1] == "2" and sglang[sglang.index("--dp-size") + 1] == "2"
+    assert sglang[0] == "CUDA_VISIBLE_DEVICES=0,1,2,3"
+    single = dry_run("Hcompany/Holo2-8B", "--tp", "1")
+    assert not single.startswith("CUDA_VISIBLE_DEVICES")  # one GPU: the plain command
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gpus", "3", "--tp", "2"], "--gpus 3 is not a whole number of model copies of --tp 2"),
+    (["--gpus", "2", "--tp", "2", "--data-parallel"], "--data-parallel needs two model copies or more"),
+    (["--gpus", "0"], "--gpus and --tp must be at least 1"),
+])
+def test_gpu_layouts_that_do_not_add_up_are_clear_errors(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--dry-run", *args])
+    assert result.exit_code == 2 and message in " ".join(result.output.split())
+
+
+def test_fewer_gpus_than_asked_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil as shutil_module
+    import subprocess as subprocess_module
+
+    from surfer.apps.serve import process
+
+    monkeypatch.setattr(shutil_module, "which", lambda name: "/usr/bin/nvidia-smi")
+    listing = subprocess_module.CompletedProcess([], 0, "GPU 0: NVIDIA H100 (UUID: x)\n", "")
+    monkeypatch.setattr(subprocess_module, "run", lambda *a, **k: listing)
+    assert process.gpu_problem() is None
+    assert process.gpu_problem(2) == "2 GPUs asked for, nvidia-smi lists 1"
+
+
+async def test_replicas_start_together_and_stop_together(tmp_path: Path) -> None:
+    ports = [_free_port(), _free_port()]
+    said: list[str] = []
+    urls = [f"http://127.0.0.1:{port}/v1" for port in ports]
+    plans = [_static_server(tmp_path / str(n), port) for n, port in enumerate(ports)]
+    for n, plan in enumerate(plans):
+        plan.env["CUDA_VISIBLE_DEVICES"] = str(n)
+    task = asyncio.create_task(serve_mod.serve_replicas(plans, urls, "m", "holo2", 60, said.append))
+    while not any("ready" in s for s in said):
+        assert not task.done(), said
+        await asyncio.sleep(0.1)
+    assert f"--base-url {urls[0]} --base-url {urls[1]}" in said[-1]
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await asyncio.wait_for(task, 30) == 0
+    assert said[-1] == "vLLM stopped"

@@ -148,7 +148,7 @@ class PlacedBackend(ModelBackend):
                 return await call(self.backend(lease.server))
             except ModelServerUnreachable as exc:
                 if not pool.move(lease, exc):
-                    raise
+                    raise ModelServerUnreachable(f"{pool._none_left(lease.server.spec.profile)}. The last one: {exc}") from None
 
     async def complete(self, request: ModelRequest) -> Completion:
         return await self._on_server(lambda backend: backend.complete(request))  # type: ignore[no-any-return]

@@ -217,6 +217,8 @@ class OutDir:
             "steps": steps, "steps_per_s": steps_per_s, "elapsed": elapsed, "eta": eta,
             # "waiting for the model server at URL since HH:MM:SS" while the batch holds for it
             "server": last.get("server") if done < total else None,
+            # several model servers: each one's state, sessions, steps/s and waiting requests (metrics.jsonl)
+            "servers": last.get("servers") or [],
         }
 
     @staticmethod
