@@ -123,6 +123,28 @@ async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(c
     assert leftovers == [] and not [p for p in (tmp_path / "ray" / "runs").iterdir() if p.name.startswith(".tmp-")]
 
 
+async def test_the_driver_places_sessions_across_servers_and_a_node_keeps_its_own(cluster, demo_site, standin, oracle, tmp_path):
+    """Several servers on Ray: the driver places each session (by room), a worker's session keeps its
+    server for every role; a server named for a node is used only by that node's sessions."""
+    shared, local, elsewhere = (standin(oracle) for _ in range(3))
+    here = ray.util.get_node_ip_address()  # both nodes of the test cluster are this machine
+    config = type(config_for(shared)).model_validate({**config_for(shared).model_dump(), "servers": [
+        {"base_url": shared.base_url}, {"base_url": local.base_url, "node": here},
+        {"base_url": elsewhere.base_url, "node": "a-node-of-another-cluster"}]})
+    ids = [f"p{n}" for n in range(6)]
+    batch = RayBatch(config, demo_tasks(demo_site, ids), tmp_path / "out", concurrency=6, ship="bytes")
+    summary = await batch.run()
+    assert summary.statuses == {"success": 6}
+    sessions = {s.base_url: {r.session for r in s.requests} for s in (shared, local, elsewhere)}
+    assert not sessions[elsewhere.base_url]  # not this cluster's node: never placed
+    assert sessions[shared.base_url] and sessions[local.base_url]
+    assert sessions[shared.base_url].isdisjoint(sessions[local.base_url])  # each session at one server
+    assert sessions[shared.base_url] | sessions[local.base_url] == set(ids)
+    lines = {r["id"]: r for r in ResultsIndex(tmp_path / "out" / "results.jsonl").read()}
+    assert all(r["server"] in (shared.base_url, local.base_url) and r["server_moves"] == 0 for r in lines.values())
+    assert {r.role for r in shared.requests + local.requests} == {"policy", "localizer", "validator"}
+
+
 def test_cli_ctrl_c_keeps_finished_tasks_and_resume_runs_the_rest(cluster, demo_site, server, tmp_path):
     """`surfer batch --ray ADDRESS` as a second driver; --out is seen by the workers (shared storage)."""
     tasks = tmp_path / "tasks.jsonl"
