@@ -17,6 +17,15 @@
 #      LEVERS_holo2=..., WINDOW_holo2=... for one model only; RUN_TAG=ret0 names a second run's files apart)
 #   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; copy /tmp/out to $OUT
 #     (a call every few minutes keeps the lease warm while the background run goes on)
+#   bash scripts/gpu_device.sh replicas SHAPE GPUS [PORT]  # `surfer serve --gpus GPUS` in its own session: one replica
+#     per GPU on PORT, PORT+1, ...; waits until every one answers (DATA_PARALLEL=1: one endpoint, the engine's data
+#     parallelism; TP=2: two GPUs per copy; the log is /tmp/ENGINE-SHAPE-replicas.log)
+#   bash scripts/gpu_device.sh bench-replicas SHAPE WINDOW LEVELS GPUS [PORT] [TAG]  # the bench against every replica
+#     (PLACEMENT=round-robin-per-request: each request to the next replica, a load balancer without affinity)
+#   bash scripts/gpu_device.sh stop-replicas SHAPE      # stop them and wait until the GPUs' memory is given back
+#   bash scripts/gpu_device.sh servers                  # in the background (results in /tmp/out; `collect` as for levers):
+#     SHAPE (default holotron) on one GPU at SESSIONS (default 64), then on GPUS (default 2) replicas at GPUS x SESSIONS
+#     with surfer's placement and with round-robin per request, then the engine's data parallelism behind one endpoint
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
 # (engine start: 3 to 6 minutes). SURFER_SRC: the directory holding the surfer package (default: this checkout).
 # ENGINE=sglang (default vllm): serve with SGLang from /tmp/sgl-site (its own transformers and tokenizers: never
@@ -148,5 +157,62 @@ collect)
     [ -e "$log" ] && grep -v "POST /v1/chat/completions\|GET /metrics\|Decode batch\|state was deleted" "$log" | tail -600 > "$OUT/$(basename "$log")"
   done
   ;;
-*) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS"; exit 2 ;;
+replicas)
+  gpus=${3:-2} port=${4:-8000}
+  date +%s > /tmp/$ENGINE-$2.started
+  extra=""; [ -n "$DATA_PARALLEL" ] && extra="--data-parallel"
+  setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --engine $ENGINE --port $port --gpus $gpus \
+    --tp ${TP:-1} $extra --max-concurrency ${MAX_CONCURRENCY:-128} --prompt-layout blocks $SERVE_ARGS -- $ENGINE_DUMMY \
+    $VLLM_ARGS > /tmp/$ENGINE-$2-replicas.log 2>&1 < /dev/null &
+  count=$(( gpus / ${TP:-1} )); [ -n "$DATA_PARALLEL" ] && count=1
+  for n in $(seq 0 $(( count - 1 ))); do
+    until curl -s -m 2 127.0.0.1:$(( port + n ))/v1/models > /dev/null; do
+      pgrep -f "surfer serve /tmp/models/$2 " > /dev/null || { tail -30 /tmp/$ENGINE-$2-replicas.log; exit 1; }
+      sleep 1
+    done
+  done
+  echo "$2: $count endpoint(s) answer after $(( $(date +%s) - $(cat /tmp/$ENGINE-$2.started) )) s ($ENGINE, $gpus GPUs)"
+  ;;
+bench-replicas)
+  set -o pipefail
+  gpus=${5:-2} port=${6:-8000} urls=""
+  for n in $(seq 0 $(( gpus - 1 ))); do urls="$urls --base-url http://127.0.0.1:$(( port + n ))/v1"; done
+  tag=$2-${7:-replicas-${PLACEMENT:-session}}
+  python3 -m surfer bench gpu run $urls --placement ${PLACEMENT:-session} --model "$2=/tmp/models/$2" \
+    --levels "$4" --window "$3" --out "$OUT/$tag.json" $BENCH_ARGS 2>&1 | tee "$OUT/$tag.log"
+  status=$?
+  cp /tmp/$ENGINE-$2-replicas.log "$OUT/" 2> /dev/null
+  nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
+  exit $status
+  ;;
+stop-replicas)
+  bash "$here/scripts/gpu_device.sh" stop "$2"
+  ;;
+servers)
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done
+  setsid nohup bash "$here/scripts/gpu_device.sh" servers-run > /tmp/out/levers.log 2>&1 < /dev/null &
+  echo "servers running: /tmp/out/levers.log"
+  ;;
+servers-run)
+  shape=${SHAPE:-holotron} gpus=${GPUS:-2} sessions=${SESSIONS:-64} window=${WINDOW:-300}
+  args="--variants ${VARIANT:-layout=window,continuation=on} --no-bare --min-steps ${MIN_STEPS:-3}"
+  # one GPU: the baseline
+  bash "$here/scripts/gpu_device.sh" serve "$shape" && OUT=/tmp/out BENCH_ARGS="$args" \
+    bash "$here/scripts/gpu_device.sh" bench "$shape" "$window" "$sessions" 8000 one-gpu
+  bash "$here/scripts/gpu_device.sh" stop "$shape"
+  # replicas, one per GPU: surfer's per-session placement, then a load balancer's round robin per request
+  if bash "$here/scripts/gpu_device.sh" replicas "$shape" "$gpus"; then
+    for placement in session round-robin-per-request; do
+      PLACEMENT=$placement OUT=/tmp/out BENCH_ARGS="$args" bash "$here/scripts/gpu_device.sh" bench-replicas "$shape" \
+        "$window" "$(( gpus * sessions ))" "$gpus" 8000 "replicas-$placement"
+    done
+  fi
+  bash "$here/scripts/gpu_device.sh" stop-replicas "$shape"
+  # the engine's own data parallelism behind one endpoint
+  DATA_PARALLEL=1 bash "$here/scripts/gpu_device.sh" replicas "$shape" "$gpus" && OUT=/tmp/out BENCH_ARGS="$args" \
+    bash "$here/scripts/gpu_device.sh" bench "$shape" "$window" "$(( gpus * sessions ))" 8000 data-parallel
+  bash "$here/scripts/gpu_device.sh" stop-replicas "$shape"
+  touch /tmp/out/levers.done
+  ;;
+*) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS | replicas SHAPE GPUS [PORT] | bench-replicas SHAPE WINDOW LEVELS GPUS [PORT] [TAG] | stop-replicas SHAPE | servers"; exit 2 ;;
 esac

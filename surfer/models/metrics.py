@@ -108,17 +108,23 @@ def cache_hit_rate(before: dict[str, float], after: dict[str, float], cache: str
 
 
 class MetricsSampler:
-    """Polls `<root>/metrics` about once a second while a run goes on."""
+    """Polls `<root>/metrics` about once a second while a run goes on; `root` may be several servers'
+    roots, whose readings are taken together (combine_readings)."""
 
-    def __init__(self, root: str, interval: float = 1.0) -> None:
-        self.url = root.rstrip("/") + "/metrics"
+    def __init__(self, root: str | list[str], interval: float = 1.0) -> None:
+        roots = [root] if isinstance(root, str) else list(root)
+        self.urls = [r.rstrip("/") + "/metrics" for r in roots]
+        self.url = self.urls[0]
         self.interval = interval
         self.samples: list[dict[str, float]] = []
         self.times: list[float] = []  # time.monotonic() of each sample
         self._task: asyncio.Task[None] | None = None
 
     async def _read(self, client: Any) -> dict[str, float] | None:
-        return await read_metrics(client, self.url)
+        if len(self.urls) == 1:
+            return await read_metrics(client, self.url)
+        readings = await asyncio.gather(*(read_metrics(client, url) for url in self.urls))
+        return combine_readings([r for r in readings if r is not None])
 
     async def _loop(self, client: Any) -> None:
         while True:

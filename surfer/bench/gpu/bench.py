@@ -200,13 +200,15 @@ def steady_table(results: dict[str, Any]) -> str:
 
 
 def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: float, replay: str,
-                  base_url: str | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
+                  base_url: str | list[str] | None, port: int, serve_timeout: float, bare: bool, log_dir: Path,
                   extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
                   layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0,
                   auto_only: bool = False, variants: list[Variant] | None = None, min_steps: int = 0,
-                  session_steps: int = 0, engine: str = "vllm") -> dict[str, Any]:
+                  session_steps: int = 0, engine: str = "vllm", placement: str = "session") -> dict[str, Any]:
     """Serve and measure each model in turn (one server start per model, every variant inside it);
-    `progress(results)` is called whenever a level or model is done."""
+    `progress(results)` is called whenever a level or model is done. `base_url`: running servers instead
+    (several: each session placed on one, or with `placement="round-robin-per-request"` each request to
+    the next, as a load balancer without affinity would)."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.options import replay_recordings
     from surfer.models.profiles import get_profile
@@ -222,13 +224,16 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
     results: dict[str, Any] = {"levels": levels, "layouts": list(layouts), "auto": auto, "window_seconds": window, "replay": replay,
                                "min_steps": min_steps, "session_steps": session_steps, "variants": [v.label() for v in variants] if variants else None,
                                "recordings": [r.name for r in recordings], "models": []}
+    urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+    if len(urls) > 1:
+        results.update(servers=urls, placement=placement)
     for shape, where in models:
         entry: dict[str, Any] = {"name": shape, "model": where, "levels": []}
         results["models"].append(entry)
         served: Served | None = None
         try:
-            if base_url:
-                url, model = base_url, where
+            if urls:
+                url, model = urls[0], where
             else:
                 log_dir.mkdir(parents=True, exist_ok=True)
                 say(f"{shape}: starting {engine} for {where} …")
@@ -246,7 +251,8 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
             entry["engine"] = server_engine(url)  # what the server's /metrics say it is
             # one step more than the longest recording: a replay ends when its recording does, never with a final answer
             config = AgentConfig(base_url=url, model=model, profile=shape, request_timeout=600.0, max_seconds=3600,
-                                 max_steps=max(30, *(len(r.frames) + 1 for r in recordings)))
+                                 max_steps=max(30, *(len(r.frames) + 1 for r in recordings)),
+                                 servers=urls if len(urls) > 1 else [], server_placement=placement)
             asyncio.run(_watched(bench_levels(config, recordings, levels, window, bare=bare, out=entry["levels"],
                                               say=lambda t, s=shape: say(f"{s}: {t}"),
                                               progress=lambda: progress and progress(results),
@@ -292,6 +298,9 @@ async def _watched(work: Any) -> Any:
 def register(bench_app: typer.Typer) -> None:
     gpu_app = typer.Typer(no_args_is_help=True, help="surfer driving vLLM on a GPU: dummy-weight models, session-shaped load.")
     bench_app.add_typer(gpu_app, name="gpu")
+    from surfer.bench.gpu.placement import register as register_placement
+
+    register_placement(gpu_app, run_gpu_bench)  # emulate-servers
 
     @gpu_app.command("emulate")
     def emulate_command(
@@ -371,7 +380,13 @@ def register(bench_app: typer.Typer) -> None:
         levels_text: str = typer.Option(DEFAULT_LEVELS, "--levels", help="Concurrency levels, comma-separated."),
         window: float = typer.Option(60.0, "--window", help="Seconds each run (surfer, then bare) may take per level."),
         replay: str = typer.Option("demo", "--replay", help="Recorded runs to replay ('demo' = the shipped set)."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="Use this running server (vLLM or SGLang) instead of starting one."),
+        base_url: Optional[list[str]] = typer.Option(
+            None, "--base-url", help="Use this running server (vLLM or SGLang) instead of starting one; repeat for several "
+            "(e.g. `surfer serve --gpus N`'s replicas): each session is placed on one."),
+        placement: str = typer.Option(
+            "session", "--placement", help="With several --base-url: session (each session keeps one server, surfer's "
+            "placement) or round-robin-per-request (each request to the next server: a load balancer without affinity, "
+            "for comparison)."),
         engine: str = typer.Option("vllm", "--engine", help="The engine to start (vllm or sglang), without --base-url."),
         port: int = typer.Option(8000, "--port", help="Port for the servers started."),
         serve_timeout: float = typer.Option(600.0, "--serve-timeout", help="Seconds to wait for the server to answer."),
@@ -406,6 +421,10 @@ def register(bench_app: typer.Typer) -> None:
             variants = parse_variants(variants_text) if variants_text else None
             if engine not in ("vllm", "sglang"):
                 raise ConfigError(f"--engine must be vllm or sglang, got {engine!r}")
+            from surfer.models.servers import PLACEMENTS
+
+            if placement not in PLACEMENTS:
+                raise ConfigError(f"--placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
             pairs = []
             for item in model:
                 shape, _, where = item.partition("=")
@@ -416,7 +435,7 @@ def register(bench_app: typer.Typer) -> None:
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
                                     extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
                                     auto_interval=auto_interval, auto_only=auto_only, variants=variants, min_steps=min_steps,
-                                    session_steps=session_steps, engine=engine,
+                                    session_steps=session_steps, engine=engine, placement=placement,
                                     progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)

@@ -68,15 +68,17 @@ class _Wrapper(ModelBackend):
 
 class RecordingBackend(_Wrapper):
     """The HTTP backend, remembering each request body by session (a context
-    variable set when the session's run starts)."""
+    variable set when the session's run starts); `shaper`: the HTTP backend that
+    lays the bodies out (default `inner`; with several servers, the first one's)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, shaper: Any = None) -> None:
         super().__init__(inner)
+        self.shaper = shaper or inner
         self.sent: list[SentRequest] = []
 
     async def complete(self, request: ModelRequest) -> Completion:
         # in full (no image refs): the bare generator replays these bodies after the server's caches were emptied
-        body = self.inner._body(request, self.inner.structured_mode, full_images=True)
+        body = self.shaper._body(request, self.shaper.structured_mode, full_images=True)
         self.sent.append(SentRequest(_session.get(), wire_body(body)))
         return await self.inner.complete(request)
 
@@ -273,7 +275,13 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     from surfer.fleet.batch import Batch, BatchTask
     from surfer.models.http import OpenAICompatibleBackend
 
-    recording = RecordingBackend(OpenAICompatibleBackend(config.endpoint("policy")))
+    http = OpenAICompatibleBackend(config.endpoint("policy"))
+    if config.placed("policy"):  # several servers: sessions placed (or each request to the next, as configured)
+        from surfer.agent.backends import role_backends
+
+        recording = RecordingBackend(role_backends(config)["policy"], shaper=http)
+    else:
+        recording = RecordingBackend(http)
     backend = WarmStart(recording, warm_steps) if warm_steps else recording
     # twice as many tasks as sessions keep the slots full: sessions also end before --session-steps (a
     # random-weight model gives up or answers), and one not replaced shrinks the load and closes the window
@@ -316,24 +324,26 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     return result, recording.sent
 
 
-async def bare_level(base_url: str, sent: list[SentRequest], concurrency: int, window: float,
+async def bare_level(base_url: str | list[str], sent: list[SentRequest], concurrency: int, window: float,
                      timeout: float = 600.0) -> dict[str, Any]:
-    """Replay `sent` (each session's requests in order, `concurrency` sessions at once) for at most `window` s."""
+    """Replay `sent` (each session's requests in order, `concurrency` sessions at once) for at most `window` s;
+    with several servers, session k at server k mod n (each session's requests at one server)."""
     httpx = _httpx()
     by_session: dict[str, list[dict[str, Any]]] = {}
     for item in sent:
         by_session.setdefault(item.session, []).append(item.body)
-    queue: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue()
-    for bodies in by_session.values():
-        queue.put_nowait(bodies)
+    urls = [u.rstrip("/") + "/chat/completions" for u in ([base_url] if isinstance(base_url, str) else base_url)]
+    queue: asyncio.Queue[tuple[str, list[dict[str, Any]]]] = asyncio.Queue()
+    for number, bodies in enumerate(by_session.values()):
+        queue.put_nowait((urls[number % len(urls)], bodies))
     tally = LevelTally()
-    url = base_url.rstrip("/") + "/chat/completions"
     limits = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
 
     async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
         async def session() -> None:
             while not queue.empty():
-                for body in queue.get_nowait():
+                url, bodies = queue.get_nowait()
+                for body in bodies:
                     started = time.perf_counter()
                     response = await client.post(url, json=body)
                     seconds = time.perf_counter() - started
@@ -367,7 +377,8 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
     its own runs at that only. Rows are appended to `out` as they finish, and `progress()` called after each."""
     from surfer.models.profiles import get_profile
 
-    root = config.base_url.rstrip("/").removesuffix("/v1")
+    urls = [spec.endpoint.base_url for spec in config.server_specs()]
+    roots = [url.rstrip("/").removesuffix("/v1") for url in urls]
     out = [] if out is None else out
     profile = get_profile(config.profile)
     chosen = variant_runs(variants or [Variant(layout=layout) for layout in layouts], levels, auto, auto_only)
@@ -377,10 +388,10 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
         for number, variant in enumerate(chosen):
             level = variant.concurrency
             assert level is not None
-            reset = await reset_server_caches(root)
+            reset = all([await reset_server_caches(root) for root in roots])
             run_config = config.model_copy(update=variant.config_update())
             options = {"start": min(levels), "maximum": top, "interval": auto_interval, "fallback": top}
-            async with MetricsSampler(root) as sampler:
+            async with MetricsSampler(roots) as sampler:
                 surfer, sent = await surfer_level(run_config, recordings, level, window, Path(tmp) / f"run{number}-c{level}",
                                                   sessions=2 * top if level == "auto" else None, auto=options,
                                                   # auto runs the whole window: its controller needs the time to settle
@@ -390,9 +401,10 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
                                    "concurrency": level, "caches_reset": reset, "surfer": surfer,
                                    "surfer_server": sampler.summary()}
             if bare and sent and level != "auto":
-                await reset_server_caches(root)
-                async with MetricsSampler(root) as sampler:
-                    row["bare"] = await bare_level(config.base_url, sent, int(level), window, config.request_timeout)
+                for root in roots:
+                    await reset_server_caches(root)
+                async with MetricsSampler(roots) as sampler:
+                    row["bare"] = await bare_level(urls, sent, int(level), window, config.request_timeout)
                 row["bare_server"] = sampler.summary()
                 row["surfer_vs_bare"] = {
                     key: round(surfer[key] / row["bare"][key], 4) if row["bare"][key] else None
