@@ -288,3 +288,39 @@ def test_doctor_checks_each_server_and_names_the_one_that_fails(standin):
     assert checks["server 2: endpoint"]["status"] == "fail" and gone.base_url in checks["server 2: endpoint"]["detail"]
     bad = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", "nowhere"])
     assert bad.exit_code == 2 and "'nowhere' is not an http(s) URL" in bad.output
+
+
+def test_qa_places_each_case_on_one_server(standin, demo_site, tmp_path):
+    """`surfer qa` with two --base-url: each case's session keeps one server (real Chromium, the sample suite)."""
+    import os
+    import subprocess
+    import sys
+
+    from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
+    from surfer.models.profiles import get_profile
+
+    oracle = qa_oracle(asyncio.run(measure_qa_targets(demo_site.base_url)), get_profile("holotron").frame)
+    a, b = standin(oracle), standin(oracle)
+    env = {**os.environ, "NO_COLOR": "1", "LIBRARY_PASSWORD": "Tr0ub4dor-qa-7f3e9"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "surfer", "qa", str(SAMPLE_SUITE), "--var", f"demo_url={demo_site.base_url}", "--no-cache",
+         "--out", str(tmp_path / "qa"), "--base-url", a.base_url, "--base-url", b.base_url, "--model", a.model,
+         "--profile", "holotron", "--quiet"], capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr
+    where = sessions_by_server(a, b)
+    assert len(where) == 3 and all(len(numbers) == 1 for numbers in where.values())  # three cases, one server each
+    assert {next(iter(n)) for n in where.values()} == {1, 2}  # placed by room: both servers used
+
+
+def test_run_takes_several_base_urls_and_keeps_one(standin, tmp_path):
+    model = Answerer()
+    a, b = standin(model), standin(model)
+    result = CliRunner().invoke(app, [
+        "run", "Register Ada", "--env", "replay", "--replay", str(DEMO_RECORDINGS / "demo-1024x768"), "--json",
+        "--base-url", a.base_url, "--base-url", b.base_url, "--model", a.model, "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.strip().splitlines()[-1])["status"] == "success"
+    where = sessions_by_server(a, b)
+    assert len(where) == 1 and [len(n) for n in where.values()] == [1]
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert "2 servers" in run_json["config"]["backends"]["policy"]

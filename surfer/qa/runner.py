@@ -27,6 +27,7 @@ from surfer.agent.video import make_video
 from surfer.core.retention import keeps
 from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
 from surfer.fleet.batch import BATCH_STOPPING_ERRORS, ResultsIndex, drain, shared_backends
+from surfer.models.affinity import model_session
 from surfer.fleet.browser_pool import SharedBrowser
 from surfer.models.backend import ModelBackend
 
@@ -258,7 +259,8 @@ class QaRunner:
             browser = await self._browser.get() if run.suite.environment == "browser" else None
             env = QaEnvironment(self._environment(run, browser, report.case), self._secrets, run.suite.base_url)
             try:
-                await self._steps(run, report, attempt, env, entry)
+                with model_session(f"{run.suite.slug}/{report.id}"):  # the case's steps and checks: one model server
+                    await self._steps(run, report, attempt, env, entry)
                 await self._save_setup_state(run, report, attempt, env)
             except asyncio.CancelledError:
                 attempt.status, attempt.failure = "error", "interrupted"
