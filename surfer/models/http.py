@@ -22,7 +22,7 @@ from .affinity import SESSION_HEADER, current_session
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
-from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut
+from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers
 from .outage import answered_before, server_watch
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
@@ -315,15 +315,8 @@ class OpenAICompatibleBackend(ModelBackend):
         return waited
 
     async def _answers(self, timeout: float) -> bool:
-        """Whether the server is back: /models answers (any status but 5xx: a server without
-        /models, or one that wants a key, is there)."""
-        try:
-            await self._call("GET", "models", timeout)
-        except HttpStatusError as exc:
-            return exc.status_code < 500
-        except (ConnectFailed, TimedOut):
-            return False
-        return True
+        """Whether the server is back: /models answers (json_http.answers)."""
+        return await answers(lambda: self._call("GET", "models", timeout))
 
     def _may_retry(self, done: int) -> bool:
         """Another try of a transient failure: within max_retries, and only when the

@@ -81,3 +81,15 @@ class JsonClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+async def answers(request: Any) -> bool:
+    """Whether a server is there: `request()` (a GET of its /models) answered with any status but
+    5xx (a server without /models, or one that wants a key, is there)."""
+    try:
+        await request()
+    except HttpStatusError as exc:
+        return exc.status_code < 500
+    except (ConnectFailed, TimedOut):
+        return False
+    return True

@@ -110,19 +110,14 @@ class Lease:
 
 
 async def _answers(endpoint: Endpoint, timeout: float) -> bool:
-    """Whether the server at `endpoint` answers /models (any status but 5xx)."""
-    from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut
+    """Whether the server at `endpoint` answers /models (json_http.answers)."""
+    from .json_http import JsonClient, answers
 
     client = JsonClient(endpoint.base_url, endpoint.api_key, timeout)
     try:
-        await client.request("GET", "models", timeout)
-    except HttpStatusError as exc:
-        return exc.status_code < 500
-    except (ConnectFailed, TimedOut):
-        return False
+        return await answers(lambda: client.request("GET", "models", timeout))
     finally:
         await client.aclose()
-    return True
 
 
 class ServerPool:
