@@ -20,22 +20,23 @@ def _answer(request):  # type: ignore[no-untyped-def]
     return {"x": 500, "y": 500} if request.role == "localizer" else CLICK
 
 
-def _run(server, **options):  # type: ignore[no-untyped-def]
+def _run(server, layout: str = "blocks", **options):  # type: ignore[no-untyped-def]
     agent = Agent(base_url=server.base_url, model=server.model, profile="holotron", environment=ReplayEnvironment(RUN),
-                  prompt_layout="blocks", block_images=16, max_steps=5, **options)
+                  prompt_layout=layout, block_images=16, max_steps=5, **options)
     return asyncio.run(agent.run("Go through the pages."))
 
 
+@pytest.mark.parametrize("layout", ["blocks", "conversation"])
 @pytest.mark.parametrize("continuation", [True, False])
-def test_a_request_over_the_context_sends_fewer_screenshots_and_the_run_goes_on(standin, continuation) -> None:
+def test_a_request_over_the_context_sends_fewer_screenshots_and_the_run_goes_on(standin, continuation, layout) -> None:
     free = standin(_answer)
-    assert _run(free, role_continuation=continuation).status == "limit"
+    assert _run(free, layout, role_continuation=continuation).status == "limit"
     policy = [r for r in free.requests if r.role == "policy"]
     assert [len(r.image_urls) for r in policy] == [1, 2, 3, 4, 5]  # append-only: every screenshot so far
     tokens = [len(r.text) // 4 + 256 * len(r.image_urls) for r in policy]  # the stand-in's count
 
     tight = standin(_answer, max_model_len=tokens[2])  # the 4th policy request no longer fits
-    result = _run(tight, role_continuation=continuation)
+    result = _run(tight, layout, role_continuation=continuation)
     assert result.status == "limit" and result.steps == 5, result.reason
     answered = [r for r in tight.requests if r.role == "policy"]
     sent = [len(r.image_urls) for r in answered]

@@ -135,3 +135,30 @@ def test_surfer_qa_stopped_at_any_moment(way, silent_server, pages, tmp_path):
         else:
             assert "before the suite started: nothing was recorded" in said, (moment, said[-2000:])
     assert recorded >= 1
+
+
+def test_a_run_whose_every_process_is_stopped_at_once_records_the_stop(silent_server, pages, tmp_path):
+    """systemd, CI runners and Kubernetes stop a whole cgroup: surfer, Playwright's driver and Chromium get
+    SIGTERM together, so the browser dies under the run while it stops. That is the stop, not a crash:
+    result.json says interrupted, with the signal."""
+    import psutil
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "surfer", "run", "probe", "--url", pages.url("actions.html"),
+                             "--base-url", silent_server.base_url, "--model", silent_server.model, "--profile", "holo2",
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    deadline = time.monotonic() + 60
+    while silent_server.hung < 1:  # the run has its directory and waits on the model
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never asked the model"
+        time.sleep(0.05)
+    everyone = [proc.pid, *(child.pid for child in psutil.Process(proc.pid).children(recursive=True))]
+    assert len(everyone) > 2  # the driver and the browser too
+    for pid in everyone:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    said = _no_silent_exit(0.0, subprocess.CompletedProcess(proc.args, proc.wait(timeout=60), *proc.communicate()))
+    result = json.loads((out / "result.json").read_text())
+    assert result["status"] == "interrupted" and "SIGTERM" in result["reason"], result
+    assert "interrupted by SIGTERM" in said

@@ -72,6 +72,16 @@ def at_least(version: str, minimum: str) -> bool:
     return version_tuple(version) >= version_tuple(minimum)
 
 
+def installed_version(distribution: str) -> str | None:
+    """The installed version of an engine's package, or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def given_flags(extra_args: tuple[str, ...]) -> set[str]:
     """The flags the command line after `--` names itself (`--flag value` or `--flag=value`)."""
     return {arg.split("=", 1)[0] for arg in extra_args if arg.startswith("--")}

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import sys
-from importlib import metadata
 from typing import TYPE_CHECKING
 
-from .plan import Capabilities, ServePlan, given_flags, read_help
+from .plan import Capabilities, ServePlan, given_flags, installed_version, read_help
 
 if TYPE_CHECKING:
     from surfer.models.profiles import Profile
@@ -73,10 +72,7 @@ class SglangCapabilities(Capabilities):
 
 
 def installed_sglang_version() -> str | None:
-    try:
-        return metadata.version("sglang")
-    except metadata.PackageNotFoundError:
-        return None
+    return installed_version("sglang")
 
 
 def sglang_executable() -> list[str]:

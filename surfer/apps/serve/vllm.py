@@ -10,11 +10,10 @@ import math
 import os
 import shutil
 import sys
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 
-from .plan import Capabilities, ServePlan, at_least, given_flags, read_help
+from .plan import Capabilities, ServePlan, at_least, given_flags, installed_version, read_help
 
 if TYPE_CHECKING:
     from surfer.models.profiles import Profile
@@ -98,10 +97,7 @@ class VllmCapabilities(Capabilities):
 
 
 def installed_vllm_version() -> str | None:
-    try:
-        return metadata.version("vllm")
-    except metadata.PackageNotFoundError:
-        return None
+    return installed_version("vllm")
 
 
 def vllm_executable() -> list[str]:
