@@ -279,3 +279,15 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def test_runs_of_one_mcp_server_are_placed_on_several_model_servers(standin, demo_site, centres, tmp_path):
+    oracle = DemoOracle(centres, normalized)
+    a, b = standin(oracle), standin(oracle)
+    args = ["--base-url", a.base_url, "--base-url", b.base_url, *endpoint(a, tmp_path)[2:]]
+    async with mcp_session(*args) as session:
+        runs = await asyncio.gather(*(session.call_tool(
+            "run_task", {"task": DEMO_TASK, "url": demo_site.url("index.html"), "max_steps": 12}) for _ in range(2)))
+    assert [payload(run)["status"] for run in runs] == ["success", "success"]
+    sessions = [{r.session for r in server.requests} for server in (a, b)]
+    assert all(len(s) == 1 for s in sessions) and sessions[0].isdisjoint(sessions[1])  # one run each, all its calls

@@ -119,6 +119,15 @@ async def test_every_request_of_a_session_reaches_its_one_server(standin, shared
     assert sum(row["steps"] for row in rows) == summary.stats["steps"] and all(row["steps"] > 0 for row in rows)
     assert {"sessions", "waiting", "steps_per_s", "state"} <= set(rows[0])
 
+    # the live display, drawn from its refresh thread: a line per server
+    import io
+
+    from rich.console import Console
+
+    screen = io.StringIO()
+    await asyncio.to_thread(Console(file=screen, width=200).print, batch.stats)
+    assert all(f"server {n}" in screen.getvalue() and s.base_url in screen.getvalue() for n, s in enumerate(servers, 1))
+
     # `surfer view` shows them: a row per server
     from surfer.apps.view.server import ViewServer
 
@@ -324,3 +333,30 @@ def test_run_takes_several_base_urls_and_keeps_one(standin, tmp_path):
     assert len(where) == 1 and [len(n) for n in where.values()] == [1]
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
     assert "2 servers" in run_json["config"]["backends"]["policy"]
+
+
+async def test_rollouts_and_concurrency_auto_follow_every_server(standin, tmp_path):
+    import contextlib
+
+    import surfer
+    from surfer.fleet.concurrency import AutoConcurrency
+    from surfer.models.json_http import http_library
+
+    model = Answerer()
+    a, b = standin(model, kv_capacity=100_000), standin(model, kv_capacity=100_000)
+    config = config_of(a, b)
+    stream = surfer.rollouts(config, ["Register Ada"] * 4, out_dir=tmp_path, concurrency=4,
+                             replay=load_recordings(DEMO_RECORDINGS))
+    async with contextlib.aclosing(stream) as records:
+        finished = [record async for record in records]
+    assert sorted(r["status"] for r in finished) == ["success"] * 4
+    assert {r["server"] for r in finished} == {a.base_url, b.base_url}
+    assert all(len(n) == 1 for n in sessions_by_server(a, b).values())
+
+    auto = AutoConcurrency.for_servers(config)
+    assert auto.metrics_url == a.base_url.removesuffix("/v1") + "/metrics" and len(auto.more_urls) == 1
+    a.waiting, b.waiting = 2, 3
+    async with http_library().AsyncClient(timeout=5) as client:
+        reading = await auto.read(client)
+    a.waiting = b.waiting = 0
+    assert reading is not None and reading["vllm:num_requests_waiting"] == 5  # the servers' queues together

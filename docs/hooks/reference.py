@@ -156,6 +156,8 @@ def _type_name(annotation: Any) -> str:
 
 
 def _default(field: Any) -> str:
+    if field.is_required():
+        return "none (required)"
     if field.default_factory is not None:
         value = field.default_factory()
     else:
@@ -176,8 +178,9 @@ def _bounds(field: Any) -> str:
     return f" ({', '.join(words)})" if words else ""
 
 
-def config_table(model: Any, prefix: str = "") -> tuple[list[str], list[tuple[str, Any]]]:
-    """List items for the plain keys of `model`, and its nested sections."""
+def config_table(model: Any, prefix: str = "", environment: bool = True) -> tuple[list[str], list[tuple[str, Any]]]:
+    """List items for the plain keys of `model`, and its nested sections (`environment`: say the
+    SURFER_* variable of a top-level key)."""
     from surfer.agent.config import ENV_VARS
 
     env = {field: var for var, field in ENV_VARS.items()}
@@ -189,8 +192,11 @@ def config_table(model: Any, prefix: str = "") -> tuple[list[str], list[tuple[st
             continue
         if not field.description:
             raise ValueError(f"{model.__name__}.{name} has no description: add Field(description=...)")
+        items = typing.get_args(annotation) if typing.get_origin(annotation) is list else ()
+        if items and hasattr(items[0], "model_fields"):  # a list of tables (servers = [...]): its keys listed too
+            sections.append((name, items[0]))
         facts = [f"{_type_name(annotation)}{_bounds(field)}", f"default {_default(field)}"]
-        if not prefix and name in env:
+        if environment and not prefix and name in env:
             facts.append(f"environment `{env[name]}`")
         rows.append(f"- **`{prefix}{name}`** · {' · '.join(facts)}  \n  {_md(field.description)}")
     return rows, sections
@@ -206,6 +212,10 @@ def config_markdown() -> str:
     for name, model in sections:
         if name in ("policy", "localizer", "validator"):
             roles.append(name)
+            continue
+        if typing.get_origin(AgentConfig.model_fields[name].annotation) is list:  # the keys of each entry
+            sub_rows, _ = config_table(model, environment=False)
+            out += [f"## `{name} = [...]` entries {{ #{name} }}\n", _md(model.__doc__ or "") + "\n", *header, *sub_rows, ""]
             continue
         sub_rows, _ = config_table(model)
         out += [f"## `[{name}]` {{ #{name} }}\n", _md(AgentConfig.model_fields[name].description or "") + "\n",

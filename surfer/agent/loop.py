@@ -116,6 +116,8 @@ class Agent(StepMachinery):
         elif settings:
             config = validate_config(merge_settings(config.model_dump(), settings), "Agent arguments")
         self.config = config
+        if profile is None and config.servers and len({s.profile for s in config.server_specs()}) == 1:
+            profile = config.server_specs()[0].profile  # the profile every configured server says it serves
         if isinstance(profile, Profile):
             self.profile = profile
         else:

@@ -127,9 +127,9 @@ def server_watch(base_url: str, probe: Probe) -> ServerWatch:
     return watches[key]
 
 
-def watch_of(base_url: str) -> ServerWatch | None:
-    """The watch of `base_url` in this event loop, if a call made one."""
-    return _WATCHES.get(asyncio.get_running_loop(), {}).get(base_url.rstrip("/"))
+def watch_of(base_url: str, loop: asyncio.AbstractEventLoop | None = None) -> ServerWatch | None:
+    """The watch of `base_url` in this event loop (or `loop`, e.g. from a display's thread), if a call made one."""
+    return _WATCHES.get(loop or asyncio.get_running_loop(), {}).get(base_url.rstrip("/"))
 
 
 def answered_before(base_url: str) -> bool:

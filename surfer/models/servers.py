@@ -76,6 +76,7 @@ class Server:
     running: float | None = None
     lost_since: float | None = None  # event-loop time it was given up on (None: not lost)
     metrics: bool = True  # read its /metrics (False: a node-local server the driver cannot reach)
+    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)  # its pool's (displays read from threads)
     _probe: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
@@ -91,7 +92,7 @@ class Server:
         """up, holding (an outage its sessions wait through) or lost (given up on; probed)."""
         if self.lost_since is not None:
             return "lost"
-        watch = watch_of(self.base_url)
+        watch = watch_of(self.base_url, self.loop)
         return "holding" if watch is not None and watch.down else "up"
 
     def load(self) -> float:
@@ -121,7 +122,8 @@ async def _answers(endpoint: Endpoint, timeout: float) -> bool:
 
 
 class ServerPool:
-    """The servers of one batch (or agent) and their sessions; see the module docstring. `local_node`:
+    """The servers of one batch (or agent) and their sessions (made in the event loop that uses it); see
+    the module docstring. `local_node`:
     the names of this machine's Ray node (its IP address, its hostname): servers of another node are
     left out; None: a driver, which uses every server and reads no /metrics of a node-local one."""
 
@@ -131,8 +133,9 @@ class ServerPool:
 
             raise ConfigError(f"server placement must be one of {', '.join(PLACEMENTS)}, got {mode!r}")
         self.mode = mode
-        self.servers = [Server(n, spec, metrics=spec.node is None or local_node is not None) for n, spec in enumerate(specs, 1)
-                        if local_node is None or spec.node is None or spec.node in local_node]
+        loop = asyncio.get_running_loop()
+        self.servers = [Server(n, spec, metrics=spec.node is None or local_node is not None, loop=loop)
+                        for n, spec in enumerate(specs, 1) if local_node is None or spec.node is None or spec.node in local_node]
         self._read_at = float("-inf")
         self._refresh: tuple[asyncio.AbstractEventLoop, asyncio.Task[None]] | None = None
         self._client: Any = None

@@ -270,7 +270,8 @@ class Batch:
                          f"running a fixed concurrency of {auto.fallback} sessions")
                 await drain(todo, auto.fallback, self._run_counted, keep_going)
                 return
-            self.say(f"--concurrency auto: following {auto.metrics_url}, starting at {auto.start} sessions")
+            more = f" and {len(auto.more_urls)} more server(s)" if auto.more_urls else ""
+            self.say(f"--concurrency auto: following {auto.metrics_url}{more}, starting at {auto.start} sessions")
             slots = self._slots = Slots(auto.start)
             controller = asyncio.create_task(auto.control(slots, lambda: self.stats.steps, client))
             try:
