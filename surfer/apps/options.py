@@ -22,7 +22,8 @@ Profile = Annotated[Optional[str], typer.Option(
     "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
 ServerWait = Annotated[Optional[float], typer.Option(
     "--server-wait", min=0, help="Seconds to hold the sessions while the model server is gone mid-run (refused, "
-    "502/503/504), then go on; past it: exit 3 with nothing recorded as finished (default 300; 0: fail at once).")]
+    "502/503/504), then go on; past it: exit 3 with nothing recorded as finished (default 300; 0: fail at once). "
+    "With several --base-url, a held session moves to another server instead; exit 3 only when none is left.")]
 PromptLayout = Annotated[Optional[str], typer.Option(
     "--prompt-layout", help="Policy prompt layout: window (the default, the reference), blocks (prefix-stable: "
     "the server's prefix cache reuses most of each request) or conversation (each request extends the last one, "
