@@ -141,14 +141,16 @@ class PlacedBackend(ModelBackend):
             await pool.refresh()
             server = pool.choose(self.profile)
             if server is None:
-                raise ModelServerUnreachable(pool._none_left(self.profile))
+                raise ModelServerUnreachable(pool.none_left(self.profile))
             return await call(self.backend(server))
         while True:
+            if lease.server.lost_since is not None:  # given up while this session was busy elsewhere: no second wait
+                pool.move(lease, ModelServerUnreachable(f"{lease.server.label} was given up"))
             try:
                 return await call(self.backend(lease.server))
             except ModelServerUnreachable as exc:
                 if not pool.move(lease, exc):
-                    raise ModelServerUnreachable(f"{pool._none_left(lease.server.spec.profile)}. The last one: {exc}") from None
+                    raise ModelServerUnreachable(f"{pool.none_left(lease.server.spec.profile)}. The last one: {exc}") from None
 
     async def complete(self, request: ModelRequest) -> Completion:
         return await self._on_server(lambda backend: backend.complete(request))  # type: ignore[no-any-return]

@@ -174,7 +174,7 @@ class ServerPool:
             await self.refresh()
             server = self.choose(profile, node)
             if server is None:
-                raise ModelServerUnreachable(self._none_left(profile))
+                raise ModelServerUnreachable(self.none_left(profile))
         server.sessions += 1
         server.placed += 1
         return Lease(self, server, session)
@@ -188,7 +188,7 @@ class ServerPool:
         """round-robin-per-request: the next server in turn that takes requests."""
         chosen = self.candidates(profile) or [s for s in self.servers if profile is None or s.spec.profile == profile]
         if not chosen:
-            raise ModelServerUnreachable(self._none_left(profile))
+            raise ModelServerUnreachable(self.none_left(profile))
         self._turn += 1
         return chosen[self._turn % len(chosen)]
 
@@ -234,7 +234,7 @@ class ServerPool:
         server._probe = None
         log.warning("%s answers again: it takes new sessions", server.label)
 
-    def _none_left(self, profile: str | None) -> str:
+    def none_left(self, profile: str | None) -> str:
         which = f" of profile {profile}" if profile else ""
         states = ", ".join(f"{s.label}: {s.state}" for s in self.servers) or "none usable on this node"
         return (f"no model server{which} takes sessions ({states}); nothing was recorded as finished because of it: "

@@ -291,6 +291,9 @@ class RayBatch(Batch):
         self.stats.tokens += result.usage.prompt_tokens + result.usage.completion_tokens
         if finished.get("server"):  # the server the session ended on, and its moves (on the worker)
             self._server_of[task.id] = tuple(finished["server"])  # type: ignore[assignment]
+            number = next((s.index for s in self.servers.pool.servers if s.base_url == finished["server"][0]), 0) \
+                if self.servers.pool is not None else 0
+            self.stats.server_steps[number] = self.stats.server_steps.get(number, 0) + result.steps
         await self.record(task, result, tmp, finished["seconds"], **({"retried": retried} if retried else {}))
 
     async def _record_lost(self, task: BatchTask, reason: str) -> None:
