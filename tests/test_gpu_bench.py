@@ -8,6 +8,7 @@ import json
 import re
 import threading
 
+import pytest
 from typer.testing import CliRunner
 
 from surfer.apps.cli import app
@@ -498,3 +499,33 @@ def test_gpu_bench_reads_an_sglang_server_and_flushes_its_cache_between_runs(sta
         assert counters["computed_prompt_tokens_per_step"] > 0 and counters["prefix_cache_hit_rate"] is not None
     window, conversation = (row["surfer"]["steady"]["prefix_cache_hit_rate"] for row in entry["levels"])
     assert conversation > window  # each request extends the last: the stand-in's prefix cache reuses it
+
+
+@pytest.mark.parametrize("placement, spread", [("session", False), ("round-robin-per-request", True)])
+def test_gpu_bench_over_several_servers_places_sessions_or_spreads_requests(standin, tmp_path, placement, spread):
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    a, b = standin(model, kv_capacity=100_000), standin(model, kv_capacity=100_000)
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", a.base_url, "--base-url", b.base_url, "--placement", placement,
+        "--model", f"holotron={a.model}", "--levels", "2", "--window", "20", "--min-steps", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["servers"] == [a.base_url, b.base_url] and data["placement"] == placement
+    row = data["models"][0]["levels"][0]
+    assert row["surfer"]["sessions_errored"] == 0 and row["bare"]["model_calls"] == row["surfer"]["model_calls"]
+    assert row["surfer_server"]["samples"] >= 2  # both servers' /metrics, read together
+    sessions: dict[str, set[int]] = {}
+    for number, server in enumerate((a, b)):
+        for request in server.requests:
+            sessions.setdefault(request.session or "", set()).add(number)
+    surfer_sessions = {k: v for k, v in sessions.items() if k}  # the bare generator names none
+    assert len(surfer_sessions) == 4 and any(len(v) == 2 for v in surfer_sessions.values()) == spread
+    assert {n for v in surfer_sessions.values() for n in v} == {0, 1}
+    bad = CliRunner().invoke(app, ["bench", "gpu", "run", "--base-url", a.base_url, "--placement", "random",
+                                   "--model", f"holotron={a.model}"])
+    assert bad.exit_code == 2 and "--placement must be one of session, round-robin-per-request" in bad.output
