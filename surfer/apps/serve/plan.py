@@ -6,7 +6,7 @@ import re
 import shlex
 import subprocess
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 from surfer.core.errors import ConfigError
 
@@ -70,6 +70,29 @@ def version_tuple(version: str) -> tuple[int, ...]:
 
 def at_least(version: str, minimum: str) -> bool:
     return version_tuple(version) >= version_tuple(minimum)
+
+
+@dataclass(frozen=True)
+class SizeFlags:
+    """An engine's names for the flags that size a server alike on every engine."""
+
+    context: str
+    concurrency: str
+    tensor_parallel: str
+    data_parallel: str
+
+
+def add_sizes(add: Callable[..., None], names: SizeFlags, *, context: int | None, concurrency: int | None,
+              tensor_parallel: int, data_parallel: int) -> None:
+    """The context length, concurrent sequences, and parallelism (`add(flag, value)` checks each flag)."""
+    if context:
+        add(names.context, str(context))
+    if concurrency:
+        add(names.concurrency, str(concurrency))
+    if tensor_parallel > 1:  # a model that does not fit one GPU
+        add(names.tensor_parallel, str(tensor_parallel))
+    if data_parallel > 1:  # the engine's own copies behind this one endpoint
+        add(names.data_parallel, str(data_parallel))
 
 
 def installed_version(distribution: str) -> str | None:

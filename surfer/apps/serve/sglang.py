@@ -19,7 +19,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from .plan import Capabilities, ServePlan, given_flags, installed_version, read_help
+from .plan import Capabilities, ServePlan, SizeFlags, add_sizes, given_flags, installed_version, read_help
 
 if TYPE_CHECKING:
     from surfer.models.profiles import Profile
@@ -46,6 +46,7 @@ FLAG_SINCE: dict[str, str] = {
     "--tp-size": "0.1",
     "--dp-size": "0.1",
 }
+SIZE_FLAGS = SizeFlags("--context-length", "--max-running-requests", "--tp-size", "--dp-size")
 # `no_buffer`: the Mamba state where each request ends (no extra state memory; the overlap scheduler off).
 MAMBA_STRATEGY = "no_buffer"
 
@@ -110,15 +111,8 @@ def build_command(
     if serving.trust_remote_code:
         add("--trust-remote-code")
     add("--limit-mm-data-per-request", json.dumps({"image": images}))
-    length = max_model_len or serving.max_model_len
-    if length:
-        add("--context-length", str(length))
-    if max_concurrency:
-        add("--max-running-requests", str(max_concurrency))
-    if tensor_parallel > 1:  # a model that does not fit one GPU
-        add("--tp-size", str(tensor_parallel))
-    if data_parallel > 1:  # the engine's own copies behind this one endpoint
-        add("--dp-size", str(data_parallel))
+    add_sizes(add, SIZE_FLAGS, context=max_model_len or serving.max_model_len, concurrency=max_concurrency,
+              tensor_parallel=tensor_parallel, data_parallel=data_parallel)
     add("--enable-metrics", why=" (surfer bench gpu and --concurrency auto read /metrics)")
     add("--enable-cache-report", why=" (responses will not say how many prompt tokens were cached)")
     add("--grammar-backend", "xgrammar", why=" (JSON schemas may be ignored)")

@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 
-from .plan import Capabilities, ServePlan, at_least, given_flags, installed_version, read_help
+from .plan import Capabilities, ServePlan, SizeFlags, add_sizes, at_least, given_flags, installed_version, read_help
 
 if TYPE_CHECKING:
     from surfer.models.profiles import Profile
@@ -39,6 +39,7 @@ FLAG_SINCE: dict[str, str] = {
     "--data-parallel-size": "0.9",
 }
 FLAG_UNTIL: dict[str, str] = {"--guided-decoding-backend": "0.11"}  # removed in this version
+SIZE_FLAGS = SizeFlags("--max-model-len", "--max-num-seqs", "--tensor-parallel-size", "--data-parallel-size")
 LIMIT_MM_JSON_SINCE = "0.9"  # older versions take 'image=3,video=0'
 
 # ---------------------------------------------------------------------------------------------
@@ -140,15 +141,8 @@ def build_command(
         add("--limit-mm-per-prompt", f"image={images},video=0")
     if serving.mm_processor_kwargs:
         add("--mm-processor-kwargs", json.dumps(dict(serving.mm_processor_kwargs)))
-    length = max_model_len or serving.max_model_len
-    if length:
-        add("--max-model-len", str(length))
-    if max_concurrency:
-        add("--max-num-seqs", str(max_concurrency))
-    if tensor_parallel > 1:  # a model that does not fit one GPU
-        add("--tensor-parallel-size", str(tensor_parallel))
-    if data_parallel > 1:  # the engine's own copies behind this one endpoint
-        add("--data-parallel-size", str(data_parallel))
+    add_sizes(add, SIZE_FLAGS, context=max_model_len or serving.max_model_len, concurrency=max_concurrency,
+              tensor_parallel=tensor_parallel, data_parallel=data_parallel)
     if serving.hybrid:
         if "--mamba-ssm-cache-dtype" not in given_flags(extra_args):  # float16 halves the align block (docs: serving)
             add("--mamba-ssm-cache-dtype", "float32", why=" (SSM state stays in the model's dtype)")
