@@ -96,6 +96,23 @@ class Usage:
         self.completion_tokens += other.completion_tokens
 
 
+@dataclass(frozen=True)
+class Tokens:
+    """One call token for token, as the server computed and sampled it: what a trainer learns from
+    and what a continuation sends back (never the chat text re-tokenised).
+
+    `prompt_ids` are the ids the server saw (images expanded to their placeholder ids);
+    `logprobs[i]` is the sampling log-probability of `completion_ids[i]`."""
+
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    logprobs: tuple[float, ...] = ()
+    finish_reason: str | None = None
+    cached_tokens: int | None = None  # prompt tokens the server found in its cache, where it says
+    policy: str = ""  # the model or adapter name the server answered with
+    policy_version: str | None = None  # the version string the caller set for this policy
+
+
 @dataclass
 class Completion:
     text: str
@@ -103,6 +120,7 @@ class Completion:
     seconds: float = 0.0
     model: str = ""
     structured: str = "none"  # how the schema was enforced: response_format | structured_outputs | none
+    tokens: Tokens | None = None  # the call's token ids and logprobs, where they were asked for and given
 
 
 class ModelBackend(abc.ABC):
