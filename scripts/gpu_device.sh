@@ -49,10 +49,13 @@ cd /tmp  # python -m surfer must not find another checkout in the working direct
 port=${3:-8000}
 case $1 in
 unpack)
-  # the chunks in /tmp: vllm-site (0.25.1) or vllm026-site (0.26.0) -> /tmp/site; sglang-site -> /tmp/sgl-site
-  for set in vllm-site vllm026-site sglang-site; do
-    ls /tmp/$set.tar.xz.part* > /dev/null 2>&1 || continue
-    dest=/tmp/site; [ $set = sglang-site ] && dest=/tmp/sgl-site
+  # the chunks in /tmp (scripts/gpu_sets.py builds them; a call carries .gpu/ and copies its chunks there):
+  # vllm-* -> /tmp/site; sglang-* -> /tmp/sgl-site
+  cp "$here"/.gpu/*.tar.xz.part* /tmp/ 2> /dev/null
+  for part in /tmp/*.tar.xz.part0; do
+    [ -e "$part" ] || continue
+    set=$(basename "$part" .tar.xz.part0)
+    dest=/tmp/site; case $set in sglang*) dest=/tmp/sgl-site ;; esac
     mkdir -p $dest && cat /tmp/$set.tar.xz.part* | xz -d -T0 | tar x --sparse -C $dest && rm -f /tmp/$set.tar.xz.part* || exit 1
   done
   if [ "$ENGINE" = sglang ]; then
@@ -214,5 +217,31 @@ servers-run)
   bash "$here/scripts/gpu_device.sh" stop-replicas "$shape"
   touch /tmp/out/levers.done
   ;;
-*) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS | replicas SHAPE GPUS [PORT] | bench-replicas SHAPE WINDOW LEVELS GPUS [PORT] [TAG] | stop-replicas SHAPE | servers"; exit 2 ;;
+seeds)
+  # the seeds' headline without surfer (vLLM's own serving benchmark), in the background (`collect` as for levers):
+  # SEEDS="holotron:off holo2:on holotron:on" (model:prefix caching), each served alone, then `vllm bench serve` with
+  # random multimodal requests: 1-4 screenshots of 1280x800, 1,000 text tokens, 128-512 output tokens, 100 at once
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done
+  setsid nohup bash "$here/scripts/gpu_device.sh" seeds-run > /tmp/out/levers.log 2>&1 < /dev/null &
+  echo "seeds running: /tmp/out/levers.log"
+  ;;
+seeds-run)
+  for entry in ${SEEDS:-holotron:off holo2:on holotron:on}; do
+    shape=${entry%:*} caching=${entry#*:} off=""
+    [ "$caching" = off ] && off="--no-enable-prefix-caching"
+    SERVE_ARGS="--max-images 4" VLLM_ARGS="$off" bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
+    python3 -m vllm.entrypoints.cli.main bench serve --backend openai-chat --endpoint /v1/chat/completions \
+      --base-url http://127.0.0.1:8000 --model /tmp/models/$shape --tokenizer /tmp/models/$shape --trust-remote-code \
+      --dataset-name random-mm --num-prompts ${PROMPTS:-300} --max-concurrency ${CONCURRENCY:-100} --seed 0 \
+      --random-input-len 1000 --random-output-len 320 --random-range-ratio '{"input": 0.0, "output": 0.6}' \
+      --random-mm-base-items-per-request 3 --random-mm-num-mm-items-range-ratio 0.5 \
+      --random-mm-limit-mm-per-prompt '{"image": 4, "video": 0}' --random-mm-bucket-config '{(800, 1280, 1): 1.0}' \
+      --ignore-eos --save-result --result-dir /tmp/out --result-filename "seeds-$shape-caching-$caching.json" \
+      2>&1 | tail -40
+    cp /tmp/vllm-$shape.log "/tmp/out/seeds-$shape-caching-$caching.server.log"
+    bash "$here/scripts/gpu_device.sh" stop "$shape"
+  done
+  touch /tmp/out/levers.done
+  ;;
+*) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS | replicas SHAPE GPUS [PORT] | bench-replicas SHAPE WINDOW LEVELS GPUS [PORT] [TAG] | stop-replicas SHAPE | servers | seeds"; exit 2 ;;
 esac
