@@ -51,12 +51,13 @@ case $1 in
 unpack)
   # the chunks in /tmp (scripts/gpu_sets.py builds them; a call carries .gpu/ and copies its chunks there):
   # vllm-* -> /tmp/site; sglang-* -> /tmp/sgl-site
-  cp "$here"/.gpu/*.tar.xz.part* /tmp/ 2> /dev/null
-  for part in /tmp/*.tar.xz.part0; do
+  cp "$here"/.gpu/*.tar.*.part* /tmp/ 2> /dev/null
+  for part in /tmp/*.tar.xz.part0 /tmp/*.tar.gz.part0; do
     [ -e "$part" ] || continue
-    set=$(basename "$part" .tar.xz.part0)
+    set=$(basename "$part" .part0)  # NAME.tar.xz or NAME.tar.gz
+    unzip="xz -d -T0"; case $set in *.gz) unzip="gzip -dc" ;; esac
     dest=/tmp/site; case $set in sglang*) dest=/tmp/sgl-site ;; esac
-    mkdir -p $dest && cat /tmp/$set.tar.xz.part* | xz -d -T0 | tar x --sparse -C $dest && rm -f /tmp/$set.tar.xz.part* || exit 1
+    mkdir -p $dest && cat /tmp/$set.part* | $unzip | tar x --sparse -C $dest && rm -f /tmp/$set.part* || exit 1
   done
   if [ "$ENGINE" = sglang ]; then
     python3 -c "import sglang, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
