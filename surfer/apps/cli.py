@@ -30,9 +30,12 @@ from surfer.core.errors import ConfigError
 
 
 class _PluginGroup(typer.core.TyperGroup):
-    """Looks a command that is not built in up among the `surfer.commands`
-    entry points, and only then: reading them costs start-up time `surfer
-    --help` and `surfer run` need not pay."""
+    """`surfer`'s command group. It looks a command that is not built in up among
+    the `surfer.commands` entry points, and only then: reading them costs start-up
+    time `surfer --help` and `surfer run` need not pay. Every command's misuse
+    reaches the user through it as one line (`error: ...`, exit 2; a model server
+    that cannot be reached, exit 3), wherever in the command it was raised; and
+    its help shows no value label for a flag, which takes none."""
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
@@ -40,7 +43,38 @@ class _PluginGroup(typer.core.TyperGroup):
             command = typer.main.get_command(app).commands.get(cmd_name)  # type: ignore[attr-defined]
             if command is not None:
                 self.add_command(command, cmd_name)
+        if command is not None:
+            unlabel_flags_below(command, ctx)
         return command
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        unlabel_flags(params)
+        return params
+
+    def invoke(self, ctx: Any) -> Any:
+        from surfer.core.errors import ModelServerUnreachable
+
+        try:
+            return super().invoke(ctx)
+        except (ConfigError, ModelServerUnreachable) as exc:
+            options.say(options.console(stderr=True), "error:", "red", exc)
+            raise typer.Exit(EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_UNREACHABLE) from None
+
+
+def unlabel_flags(params: list[Any]) -> None:
+    """Typer's help labels every option with its type, flags too (`-V, --version <bool>` reads as if
+    it took a value): a flag (`--headful`, `--help`) gets an empty label."""
+    for param in params:
+        if getattr(param, "is_flag", False) and not getattr(param, "count", False) and param.metavar is None:
+            param.metavar = ""
+
+
+def unlabel_flags_below(command: Any, ctx: Any) -> None:
+    """`unlabel_flags` for `command` and every command below it (`surfer auth save`, `surfer bench ...`)."""
+    unlabel_flags(command.get_params(ctx))
+    for sub in getattr(command, "commands", {}).values():
+        unlabel_flags_below(sub, ctx)
 
 
 def load_plugin(name: str) -> bool:
@@ -154,7 +188,7 @@ def run(
         }
         cfg = options.load_cli_config(config, overrides, console)
         if env == "browser":
-            options.check_signin(cfg, console)
+            options.check_browser(cfg, console)
         elif any((storage_state, save_storage_state, user_data_dir, cdp_url, browser_ws)):
             raise ConfigError(f"--storage-state, --save-storage-state, --user-data-dir, --cdp-url and --browser-ws are for the browser, not --env {env}")
         if env not in ("browser", "desktop", "replay"):
