@@ -350,7 +350,8 @@ def format_validation_error(
     problems = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        problems.append((origin(err["loc"]) if origin else source, f"{where}: {err['msg'].removeprefix('Value error, ')}"))
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append((origin(err["loc"]) if origin else source, f"{where}: {message}"))
     if len(problems) == 1:
         return f"invalid configuration ({problems[0][0]}): {problems[0][1]}"
     sources = ", ".join(dict.fromkeys(label for label, _ in problems))
@@ -392,7 +393,8 @@ def load_config(
     env = os.environ if environ is None else environ
     from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var)}
     flags = _drop_none(overrides or {})
-    layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data)]  # the first that holds a value gave it
+    # where a value came from: the first of these layers that holds it
+    layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data)]
     data = file_data
     for part in from_env.values():
         data = merge_settings(data, part)
