@@ -21,6 +21,7 @@ import typer.core
 import typer.main
 
 from surfer.apps import early_start, options
+from surfer.apps.command_group import CommandGroup, unlabel_flags_below
 from surfer.apps.exit_codes import (  # noqa: F401  (EXIT_* and exit_code: also imported from here)
     EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_UNREACHABLE, EXIT_USAGE, exit_code,
 )
@@ -29,13 +30,11 @@ from surfer.apps.signals import Interrupted, run_interruptible
 from surfer.core.errors import ConfigError
 
 
-class _PluginGroup(typer.core.TyperGroup):
-    """`surfer`'s command group. It looks a command that is not built in up among
-    the `surfer.commands` entry points, and only then: reading them costs start-up
-    time `surfer --help` and `surfer run` need not pay. Every command's misuse
-    reaches the user through it as one line (`error: ...`, exit 2; a model server
-    that cannot be reached, exit 3), wherever in the command it was raised; and
-    its help shows no value label for a flag, which takes none."""
+class _PluginGroup(CommandGroup):
+    """Looks a command that is not built in up among the `surfer.commands`
+    entry points, and only then: reading them costs start-up time `surfer
+    --help` and `surfer run` need not pay. (What every command shares on its
+    way to the user: CommandGroup, surfer/apps/command_group.py.)"""
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
@@ -43,38 +42,8 @@ class _PluginGroup(typer.core.TyperGroup):
             command = typer.main.get_command(app).commands.get(cmd_name)  # type: ignore[attr-defined]
             if command is not None:
                 self.add_command(command, cmd_name)
-        if command is not None:
-            unlabel_flags_below(command, ctx)
+                unlabel_flags_below(command, ctx)
         return command
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)
-        unlabel_flags(params)
-        return params
-
-    def invoke(self, ctx: Any) -> Any:
-        from surfer.core.errors import ModelServerUnreachable
-
-        try:
-            return super().invoke(ctx)
-        except (ConfigError, ModelServerUnreachable) as exc:
-            options.say(options.console(stderr=True), "error:", "red", exc)
-            raise typer.Exit(EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_UNREACHABLE) from None
-
-
-def unlabel_flags(params: list[Any]) -> None:
-    """Typer's help labels every option with its type, flags too (`-V, --version <bool>` reads as if
-    it took a value): a flag (`--headful`, `--help`) gets an empty label."""
-    for param in params:
-        if getattr(param, "is_flag", False) and not getattr(param, "count", False) and param.metavar is None:
-            param.metavar = ""
-
-
-def unlabel_flags_below(command: Any, ctx: Any) -> None:
-    """`unlabel_flags` for `command` and every command below it (`surfer auth save`, `surfer bench ...`)."""
-    unlabel_flags(command.get_params(ctx))
-    for sub in getattr(command, "commands", {}).values():
-        unlabel_flags_below(sub, ctx)
 
 
 def load_plugin(name: str) -> bool:
