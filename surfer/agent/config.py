@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from surfer.core.errors import ConfigError
-from surfer.models.endpoint import DEFAULT_SERVER_WAIT, Endpoint
+from surfer.models.endpoint import DEFAULT_SERVER_WAIT, Endpoint, check_server_url
 from surfer.models.servers import ServerSpec
 from surfer.models.profiles import DEFAULT_PROFILE
 
@@ -40,6 +40,11 @@ class RoleSettings(_Strict):
     )
     max_tokens: int | None = Field(default=None, ge=1, description="Completion token cap (unset: the profile's).")
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else check_server_url(value)
+
 
 class ServerSettings(_Strict):
     """One model server of several (`servers = [...]`); what it leaves unset comes from the shared settings."""
@@ -63,20 +68,6 @@ class ServerSettings(_Strict):
     @classmethod
     def _url(cls, value: str) -> str:
         return check_server_url(value)
-
-
-def check_server_url(url: str) -> str:
-    """`url` when it is an http(s) URL with a host (and a port that is a number), else ValueError naming it."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        raise ValueError(f"{url!r} is not a URL (e.g. http://127.0.0.1:8000/v1)") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
-    return url.strip()
 
 
 def parse_viewport(value: Any) -> tuple[int, int]:
@@ -289,6 +280,11 @@ class AgentConfig(_Strict):
     allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
     blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_server_url(value)
+
     @field_validator("servers", mode="before")
     @classmethod
     def _server_strings(cls, value: Any) -> Any:
@@ -346,12 +342,20 @@ class AgentConfig(_Strict):
         )
 
 
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    lines = [f"invalid configuration ({source}):"]
+def format_validation_error(
+    exc: ValidationError, source: str, origin: Callable[[tuple[Any, ...]], str] | None = None,
+) -> str:
+    """The problems pydantic found, each with its field and where its value came from (`origin` of
+    its location, else `source`): one line for one problem."""
+    problems = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        lines.append(f"  {where}: {err['msg']}")
-    return "\n".join(lines)
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append((origin(err["loc"]) if origin else source, f"{where}: {message}"))
+    if len(problems) == 1:
+        return f"invalid configuration ({problems[0][0]}): {problems[0][1]}"
+    sources = ", ".join(dict.fromkeys(label for label, _ in problems))
+    return "\n".join([f"invalid configuration ({sources}):", *(f"  {text}" for _, text in problems)])
 
 
 def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -380,15 +384,41 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 def load_config(
     path: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None, overrides_source: str = "arguments",
 ) -> AgentConfig:
     """Build the configuration from a TOML file, SURFER_* variables and overrides
-    (None values in overrides are ignored)."""
-    data: dict[str, Any] = read_config_file(path) if path else {}
+    (None values in overrides are ignored). A bad value raises ConfigError naming the
+    field and where it came from (the file, the SURFER_* variable, `overrides_source`)."""
+    file_data: dict[str, Any] = read_config_file(path) if path else {}
     env = os.environ if environ is None else environ
-    data = merge_settings(data, {field: env[var] for var, field in ENV_VARS.items() if env.get(var)})
-    data = merge_settings(data, _drop_none(overrides or {}))
-    return validate_config(data, str(path) if path else "arguments and environment")
+    from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var)}
+    flags = _drop_none(overrides or {})
+    # where a value came from: the first of these layers that holds it
+    layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data)]
+    data = file_data
+    for part in from_env.values():
+        data = merge_settings(data, part)
+    data = merge_settings(data, flags)
+
+    def origin(loc: tuple[Any, ...]) -> str:
+        return next((label for label, layer in layers if _holds(layer, loc)), str(path) if path else overrides_source)
+
+    try:
+        return AgentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, "", origin)) from None
+
+
+def _holds(layer: Mapping[str, Any], loc: tuple[Any, ...]) -> bool:
+    """Whether `layer` sets the value at `loc` (or a list or value above it)."""
+    value: Any = layer
+    for key in loc:
+        if not isinstance(value, Mapping):
+            return True
+        if key not in value:
+            return False
+        value = value[key]
+    return bool(loc)
 
 
 def validate_config(data: Mapping[str, Any], source: str) -> AgentConfig:

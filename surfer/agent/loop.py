@@ -112,7 +112,7 @@ class Agent(StepMachinery):
         if signin:  # Agent(storage_state=...), Agent(cdp_url=...): where the browser starts signed in
             settings["browser"] = {**settings.get("browser", {}), **{k: str(v) if isinstance(v, Path) else v for k, v in signin.items()}}
         if config is None:
-            config = load_config(overrides=settings)
+            config = load_config(overrides=settings, overrides_source="Agent arguments")
         elif settings:
             config = validate_config(merge_settings(config.model_dump(), settings), "Agent arguments")
         self.config = config

@@ -103,7 +103,7 @@ def register(app: typer.Typer) -> None:
                 console,
             )
             if env == "browser":
-                options.check_signin(cfg, console)
+                options.check_browser(cfg, console)
             from surfer.fleet.batch import load_tasks, make_batch
 
             if env not in ("browser", "replay"):

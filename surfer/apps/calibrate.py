@@ -155,18 +155,20 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from surfer.agent.config import parse_viewport
+        from surfer.apps.options import check_base_urls
         from surfer.core.errors import ConfigError, RunError
         from surfer.models.profiles.auto import suggest_profile
 
         console = Console(stderr=True, soft_wrap=True, highlight=False)
         try:
             size = parse_viewport(viewport)
-        except ValueError as exc:
+            check_base_urls(base_url)
+        except (ValueError, ConfigError) as exc:
             console.print(f"error: {exc}", markup=False)
             raise typer.Exit(2) from None
         if profile is None:
-            profile, reason = suggest_profile([model])
-            console.print(f"profile: {reason} (pass --profile to choose)", markup=False)
+            profile, reason = suggest_profile([model], advice="this calibration checks whether that frame fits")
+            console.print(f"profile: {reason} (pass --profile NAME to check another profile's frame)", markup=False)
         try:
             report = asyncio.run(calibrate(base_url, model, profile, api_key=api_key, viewport=size, scale=scale))
         except ConfigError as exc:

@@ -21,6 +21,7 @@ import typer.core
 import typer.main
 
 from surfer.apps import early_start, options
+from surfer.apps.command_group import CommandGroup, unlabel_flags_below
 from surfer.apps.exit_codes import (  # noqa: F401  (EXIT_* and exit_code: also imported from here)
     EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_UNREACHABLE, EXIT_USAGE, exit_code,
 )
@@ -29,10 +30,11 @@ from surfer.apps.signals import Interrupted, run_interruptible
 from surfer.core.errors import ConfigError
 
 
-class _PluginGroup(typer.core.TyperGroup):
+class _PluginGroup(CommandGroup):
     """Looks a command that is not built in up among the `surfer.commands`
     entry points, and only then: reading them costs start-up time `surfer
-    --help` and `surfer run` need not pay."""
+    --help` and `surfer run` need not pay. (What every command shares on its
+    way to the user: CommandGroup, surfer/apps/command_group.py.)"""
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
@@ -40,6 +42,7 @@ class _PluginGroup(typer.core.TyperGroup):
             command = typer.main.get_command(app).commands.get(cmd_name)  # type: ignore[attr-defined]
             if command is not None:
                 self.add_command(command, cmd_name)
+                unlabel_flags_below(command, ctx)
         return command
 
 
@@ -154,7 +157,7 @@ def run(
         }
         cfg = options.load_cli_config(config, overrides, console)
         if env == "browser":
-            options.check_signin(cfg, console)
+            options.check_browser(cfg, console)
         elif any((storage_state, save_storage_state, user_data_dir, cdp_url, browser_ws)):
             raise ConfigError(f"--storage-state, --save-storage-state, --user-data-dir, --cdp-url and --browser-ws are for the browser, not --env {env}")
         if env not in ("browser", "desktop", "replay"):

@@ -299,13 +299,9 @@ def register(app: typer.Typer) -> None:
                 overrides = {"model": model, "profile": profile, "api_key": api_key if api_key != "EMPTY" else None}
                 servers = load_config(config, overrides).server_specs()
             else:
-                from surfer.agent.config import check_server_url
+                from surfer.apps.options import check_base_urls
 
-                for url in base_url or []:
-                    try:
-                        check_server_url(url)
-                    except ValueError as exc:
-                        raise ConfigError(f"--base-url {exc}") from None
+                check_base_urls(base_url)
             checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile, servers=servers))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from surfer.agent.config import AgentConfig
 
 BaseUrl = Annotated[Optional[list[str]], typer.Option(
-    "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL]; given more "
+    "--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL]; given more "
     "than once, several servers: each session is placed on one (the one with the most room) and keeps it.")]
 Model = Annotated[Optional[str], typer.Option("--model", help="Model name served at the endpoint \\[env: SURFER_MODEL].")]
 ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY].")]
@@ -83,6 +83,19 @@ def server_overrides(base_url: list[str] | None) -> dict[str, Any]:
     return {"servers": list(base_url)}
 
 
+def check_base_urls(urls: list[str] | str | None) -> None:
+    """`--base-url` for the commands that take it outside a configuration (doctor, calibrate): ConfigError
+    (exit 2) naming a value that is not an http(s) URL, as a configuration says it (check_server_url)."""
+    from surfer.core.errors import ConfigError
+    from surfer.models.endpoint import check_server_url
+
+    for url in [urls] if isinstance(urls, str) else urls or []:
+        try:
+            check_server_url(url)
+        except ValueError as exc:
+            raise ConfigError(f"--base-url {exc}") from None
+
+
 def safety_overrides(
     allow_domain: list[str] | None, block_domain: list[str] | None, approve_all: bool = False,
     approve_domain: list[str] | None = None,
@@ -107,9 +120,10 @@ def signin_overrides(
     }
 
 
-def check_signin(config: "AgentConfig", console: Any) -> None:
-    """Before anything runs: a state file that cannot be read, a profile in use and the like are usage
-    errors (ConfigError, exit 2); a state file others can read is a warning."""
+def check_browser(config: "AgentConfig", console: Any) -> None:
+    """Before anything runs: a browser window without a display, a state file that cannot be read, a
+    profile in use and the like are usage errors (ConfigError, exit 2); a state file others can read is
+    a warning."""
     from surfer.agent.environments import check_browser_start
 
     for warning in check_browser_start(config):
@@ -143,7 +157,7 @@ def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console
 
     if isinstance(overrides.get("base_url"), list):  # the commands' repeatable --base-url
         overrides = {**overrides, "base_url": None, **server_overrides(overrides["base_url"])}
-    cfg = load_config(config_file, overrides)
+    cfg = load_config(config_file, overrides, overrides_source="flags")
     if cfg.profile == "auto" or any(s.profile == "auto" for s in cfg.servers):
         from surfer.models.profiles.auto import suggest_profile_for_endpoint
 
@@ -166,10 +180,11 @@ def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console
 def say(console: Any, label: str, style: str, message: object) -> None:
     """Print `label` in `style`, then `message` as plain text: messages (errors,
     install hints like `pip install 'surfer-agent[miniwob]'`, model text) are
-    never read as rich markup."""
+    never read as rich markup. Not wrapped: a message stays one line for whoever reads or greps it
+    (a terminal wraps it for the eye)."""
     from rich.text import Text
 
-    console.print(Text.assemble((label, style), " ", str(message)))
+    console.print(Text.assemble((label, style), " ", str(message)), soft_wrap=True)
 
 
 def console(stderr: bool = False) -> Any:

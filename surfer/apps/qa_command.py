@@ -225,7 +225,7 @@ def register(app: typer.Typer) -> None:
             check_start_urls(runs)
             check_state_files(runs, console)
             for run in runs:
-                options.check_signin(run.config, console)
+                options.check_browser(run.config, console)
             runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
                               cache=ActionCache(cache) if cache and not no_cache else None,
                               update_cache=update_cache, select=selector(tag, grep))

@@ -24,7 +24,9 @@ BENCH_MODULES = [
 
 def bench_app() -> typer.Typer:
     """The `bench` group with every benchmark's command."""
-    group = typer.Typer(no_args_is_help=True, help="Benchmarks: print figures and write JSON (not tests).")
+    from surfer.apps.command_group import CommandGroup
+
+    group = typer.Typer(no_args_is_help=True, cls=CommandGroup, help="Benchmarks: print figures and write JSON (not tests).")
     for name in BENCH_MODULES:
         importlib.import_module(name).register(group)
 

@@ -4,16 +4,41 @@ reading a configuration stays cheap."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+import re
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field, field_validator
 
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_SERVER_WAIT = 300.0
+EXAMPLE_URL = "http://127.0.0.1:8000/v1"
+# host or host:port (a name, an IPv4 address or a bracketed IPv6 one), then an optional path
+_SCHEMELESS = re.compile(r"^(?:[\w.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:/\S*)?$")
+
+
+def check_server_url(url: str) -> str:
+    """`url` stripped when it is an http(s) URL with a host (and a port that is a number), else
+    ValueError naming it, with the likely URL when only the scheme is missing
+    ("localhost:8000/v1": did you mean http://localhost:8000/v1?). Every way a model server's
+    address comes in (flags, SURFER_BASE_URL, config files, the SDK, MCP) is checked here."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise ValueError(f"{url!r} is not a URL (e.g. {EXAMPLE_URL})") from None
+    if parts.scheme in ("http", "https") and parts.hostname:
+        return text
+    if "://" not in text and _SCHEMELESS.match(text):
+        guess = "http://" + text.rstrip("/") + ("" if "/" in text.rstrip("/") else "/v1")
+        raise ValueError(f"{url!r} is not an http(s) URL: did you mean {guess}?")
+    raise ValueError(f"{url!r} is not an http(s) URL with a host (e.g. {EXAMPLE_URL})")
 
 
 class Endpoint(BaseModel):
     """Where and how to reach an OpenAI-compatible model server."""
 
-    base_url: str = "http://127.0.0.1:8000/v1"
+    base_url: str = EXAMPLE_URL
     model: str = "Hcompany/Holotron-12B"
     api_key: str = "EMPTY"
     timeout: float | None = Field(
@@ -31,3 +56,8 @@ class Endpoint(BaseModel):
         default=DEFAULT_SERVER_WAIT, ge=0,
         description="Seconds to hold the calls while the server is gone (refused, 502/503/504) before giving up; 0: fail at once.",
     )
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_server_url(value)

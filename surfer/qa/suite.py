@@ -186,7 +186,7 @@ class Suite(_Strict):
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"{where}: {first['msg']}") from None
+            raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
         return value
 
     @model_validator(mode="after")

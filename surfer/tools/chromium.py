@@ -45,6 +45,22 @@ INSTALL_HINT = (
 )
 
 
+NO_DISPLAY = (
+    "no display for a browser window: DISPLAY is not set. Start a virtual one with "
+    "`Xvfb :99 -screen 0 1280x800x24 & export DISPLAY=:99` (or run surfer under `xvfb-run -a`), or run headless"
+)
+
+
+def check_display(headless: bool) -> None:
+    """A browser window (not `headless`) needs a display: on Linux without DISPLAY or WAYLAND_DISPLAY,
+    ConfigError (exit 2) saying how to get one. Every headful launch, and the commands' checks before
+    a run, ask here."""
+    if headless or not sys.platform.startswith("linux"):
+        return
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        raise ConfigError(NO_DISPLAY)
+
+
 def _first_executable(paths: tuple[str, ...], names: tuple[str, ...]) -> str | None:
     for candidate in paths:
         if os.access(candidate, os.X_OK):
@@ -92,6 +108,7 @@ def launch_args(executable: str, *, legacy: bool = False) -> list[str]:
 
 async def launch_chromium(playwright: Any, *, headless: bool = True, legacy: bool = False) -> Any:
     """Launch the Chromium surfer finds, with closed-network-safe flags."""
+    check_display(headless)
     executable = find_chromium(_playwright_default(playwright), headless=headless)
     try:
         return await playwright.chromium.launch(

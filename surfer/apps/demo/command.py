@@ -36,15 +36,18 @@ def register(app: Any) -> None:
             viewport = parse_viewport(viewport_text)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--viewport") from None
+        console = options.console()
+        # Checked as `surfer run` checks them, before anything starts (a bad name, a window without a display).
         frame = get_profile(profile).frame
+        config = AgentConfig(profile=profile, browser=BrowserSettings(headless=not headful, viewport=viewport))
+        options.check_browser(config, console)
 
         async def main() -> Any:
             with StaticSite(DEMO_SITE) as site:
                 centres = await measure_targets(site.base_url, viewport)
                 with StandInServer(DemoOracle(centres, frame_mapper(frame, viewport, 1.0))) as server:
-                    config = AgentConfig(base_url=server.base_url, model=server.model, profile=profile,
-                                         browser=BrowserSettings(headless=not headful, viewport=viewport))
-                    agent = Agent(config, listeners=[LiveView(options.console())])
+                    served = config.model_copy(update={"base_url": server.base_url, "model": server.model})
+                    agent = Agent(served, listeners=[LiveView(console)])
                     try:
                         return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=out or default_run_dir(DEMO_TASK))
                     finally:

@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
                          "validate_answers": False if no_validator else None,
                          "browser": {**flags["browser"], "viewport": viewport, "device_scale_factor": scale}}
             cfg = options.load_cli_config(config, run_flags, console)
-            options.check_signin(cfg, console)
+            options.check_browser(cfg, console)
             if profile == "auto":
                 flags["profile"] = cfg.profile  # resolved once, for the suites too
             from .runs import ServerSettings

@@ -20,13 +20,16 @@ FAMILY_PATTERNS: tuple[tuple[str, str, str], ...] = (
     (r"holo-?1(?![0-9._-]5)", "holo1.5", "Holo1 (JSON output in Holo1.5's frame)"),
 )
 FALLBACK = "openai"
+# What to do about a guessed frame; `surfer calibrate` passes its own (it is the check).
+CHECK_FRAME = "run `surfer calibrate` to check the coordinate frame"
 
 
-def suggest_profile(model_ids: list[str], model: str | None = None) -> tuple[str, str]:
-    """(profile name, reason) for the served `model_ids` (or just `model`, when given)."""
+def suggest_profile(model_ids: list[str], model: str | None = None, *, advice: str = CHECK_FRAME) -> tuple[str, str]:
+    """(profile name, reason) for the served `model_ids` (or just `model`, when given); a reason for the
+    generic fallback ends with `advice`."""
     names = [model] if model else list(model_ids)
     if not names:
-        return FALLBACK, "the endpoint lists no models; using the generic 'openai' profile (run `surfer calibrate` to check)"
+        return FALLBACK, f"the endpoint lists no models; using the generic 'openai' profile — {advice}"
     for name in names:
         lowered = name.lower()
         for pattern, profile, family in FAMILY_PATTERNS:
@@ -35,7 +38,7 @@ def suggest_profile(model_ids: list[str], model: str | None = None) -> tuple[str
     listed = ", ".join(repr(n) for n in names)
     return FALLBACK, (
         f"no known family in {listed}; using the generic 'openai' profile "
-        "(absolute pixels, longest side 1280) — run `surfer calibrate` to check the coordinate frame"
+        f"(absolute pixels, longest side 1280) — {advice}"
     )
 
 

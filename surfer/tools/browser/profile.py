@@ -67,8 +67,9 @@ async def launch_profile(directory: str | Path, *, headless: bool, options: dict
     (viewport, scale factor, proxy). The context is the browser: closing it ends Chromium."""
     import asyncio
 
-    from surfer.tools.chromium import _playwright_default, find_chromium, launch_args, with_playwright
+    from surfer.tools.chromium import _playwright_default, check_display, find_chromium, launch_args, with_playwright
 
+    check_display(headless)
     path = await asyncio.to_thread(check_profile_dir, directory)
 
     async def launch(playwright: Any) -> Any:
