@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
 
         console = options.console(stderr=True)
         with options.setup_errors(console):
-            request = request_switch(out, policy_name)
+            request = request_switch(out, policy_name, wait)
         deadline = time.monotonic() + wait
         while (answer := read_answer(out, request)) is None:
             if time.monotonic() > deadline:

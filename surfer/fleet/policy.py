@@ -134,9 +134,10 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def request_switch(out_dir: str | Path, policy: str | PolicyRef) -> str:
-    """Ask the batch running in `out_dir` to switch to `policy` (REQUEST_FILE); the request's id, which
-    its answer in POLICY_FILE carries."""
+def request_switch(out_dir: str | Path, policy: str | PolicyRef, wait: float = 30.0) -> str:
+    """Ask the batch running in `out_dir` to switch to `policy` (REQUEST_FILE) within `wait` seconds (a
+    batch that sees it later, e.g. one started after, ignores it); the request's id, which its answer
+    in POLICY_FILE carries."""
     from surfer.fleet.sessions import write_atomic
 
     ref = PolicyRef.parse(policy)
@@ -144,7 +145,8 @@ def request_switch(out_dir: str | Path, policy: str | PolicyRef) -> str:
     if not out.is_dir():
         raise ConfigError(f"{out} is no batch output directory (it does not exist)")
     request = uuid.uuid4().hex[:12]
-    write_atomic(out / REQUEST_FILE, json.dumps({"policy": str(ref), "request": request, "at": _now()}).encode())
+    write_atomic(out / REQUEST_FILE, json.dumps({"policy": str(ref), "request": request, "at": _now(),
+                                                 "expires": time.time() + wait}).encode())
     return request
 
 
@@ -184,10 +186,9 @@ class BatchPolicy:
 
     async def start(self) -> None:
         """Before the first session: the policy is served everywhere (AdapterError, nothing run); later
-        switches are logged; requests already in REQUEST_FILE are old (ignored)."""
+        switches are logged."""
         if self.current is not None and self.switch.endpoints:
             await check_policy(self.switch.endpoints, self.current)
-        self._seen = await asyncio.to_thread(self._stamp)
         if self.current is not None:
             await asyncio.to_thread(self._log, {"policy": str(self.current), "accepted": True, "reason": "start"})
         if not self._log_switches:
@@ -223,14 +224,15 @@ class BatchPolicy:
             handle.write(json.dumps({"at": _now(), **record}) + "\n")
 
     async def watch(self) -> None:
-        """Answer switch requests (REQUEST_FILE) until cancelled: each accepted or refused, in POLICY_FILE."""
+        """Answer switch requests (REQUEST_FILE) until cancelled: each accepted or refused, in POLICY_FILE;
+        one whose asker stopped waiting, or answered already (a batch resumed in the same directory), is
+        left alone."""
         while True:
-            await asyncio.sleep(WATCH_EVERY_S)
             stamp = await asyncio.to_thread(self._stamp)
-            if stamp is None or stamp == self._seen:
-                continue
-            self._seen = stamp
-            await self.answer()
+            if stamp is not None and stamp != self._seen:
+                self._seen = stamp
+                await self.answer()
+            await asyncio.sleep(WATCH_EVERY_S)
 
     async def answer(self) -> None:
         """Read REQUEST_FILE and switch (or refuse, keeping the policy in force)."""
@@ -240,6 +242,8 @@ class BatchPolicy:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             self.say(f"policy switch request unreadable ({exc}); the policy stays {self.current}")
             return
+        if time.time() > float(request.get("expires") or 0) or await asyncio.to_thread(read_answer, self.out_dir, request_id):
+            return  # stale: its asker was told nothing was switched, or it was answered before
         try:
             ref = PolicyRef.parse(wanted)
             if self.switch.endpoints:

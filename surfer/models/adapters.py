@@ -102,11 +102,13 @@ def label(n: int, base_url: str) -> str:
     return f"server {n} ({base_url})"
 
 
-async def _request(client: Any, method: str, url: str, body: dict[str, Any] | None, timeout: float) -> tuple[int, Any]:
+async def _request(client: Any, endpoint: Endpoint, method: str, url: str, body: dict[str, Any] | None,
+                   timeout: float) -> tuple[int, Any]:
     """(status, decoded JSON or text); status 0 with the reason when the server did not answer."""
     httpx = _httpx()
     try:
-        response = await client.request(method, url, json=body, timeout=timeout)
+        response = await client.request(method, url, json=body, timeout=timeout,
+                                        headers={"Authorization": f"Bearer {endpoint.api_key or 'EMPTY'}"})
     except httpx.TimeoutException as exc:
         return 0, f"no answer within {timeout:g} s ({type(exc).__name__})"
     except httpx.TransportError as exc:
@@ -140,14 +142,14 @@ def _no_route(status: int, payload: Any) -> bool:
     return status in (404, 405) and isinstance(payload, dict) and payload.get("detail") in ("Not Found", "Method Not Allowed")
 
 
-def _client(endpoint: Endpoint) -> Any:
-    return _httpx().AsyncClient(headers={"Authorization": f"Bearer {endpoint.api_key or 'EMPTY'}"})
+def _client() -> Any:
+    """One HTTP client for one operation over the servers (making one costs a TLS context: ~0.1-0.5 s)."""
+    return _httpx().AsyncClient()
 
 
-async def read_served(endpoint: Endpoint, timeout: float = 10.0) -> Served:
+async def read_served(client: Any, endpoint: Endpoint, timeout: float = 10.0) -> Served:
     """What the server at `endpoint` serves (its /v1/models); `error` set when it cannot be read."""
-    async with _client(endpoint) as client:
-        status, payload = await _request(client, "GET", endpoint.base_url.rstrip("/") + "/models", None, timeout)
+    status, payload = await _request(client, endpoint, "GET", endpoint.base_url.rstrip("/") + "/models", None, timeout)
     served = Served(endpoint)
     if status != 200 or not isinstance(payload, dict):
         served.error = payload if status == 0 else f"/models answered HTTP {status}: {_message(payload)}"
@@ -163,9 +165,12 @@ async def read_served(endpoint: Endpoint, timeout: float = 10.0) -> Served:
     return served
 
 
-async def served(endpoints: Sequence[Endpoint], timeout: float = 10.0) -> list[Served]:
+async def served(endpoints: Sequence[Endpoint], timeout: float = 10.0, client: Any = None) -> list[Served]:
     """Every server's models and adapters, read at once."""
-    return list(await asyncio.gather(*(read_served(e, timeout) for e in endpoints)))
+    if client is None:
+        async with _client() as own:
+            return await served(endpoints, timeout, own)
+    return list(await asyncio.gather(*(read_served(client, e, timeout) for e in endpoints)))
 
 
 def _admin_url(server: Served, verb: str) -> str:
@@ -189,7 +194,7 @@ def _failure(status: int, payload: Any, name: str, path: str | None) -> tuple[st
     return f"HTTP {status}: {text}", False
 
 
-async def _load_one(server: Served, name: str, path: str, timeout: float) -> Outcome:
+async def _load_one(client: Any, server: Served, name: str, path: str, timeout: float) -> Outcome:
     url = server.endpoint.base_url
     if server.error is not None:
         return Outcome(url, False, server.error, unreachable=True)
@@ -200,23 +205,21 @@ async def _load_one(server: Served, name: str, path: str, timeout: float) -> Out
                                    "unload it first, or load this one under a new name")
     if name in server.models:
         return Outcome(url, False, f"{name!r} is the name of a model it serves: give the adapter another name")
-    async with _client(server.endpoint) as client:
-        status, payload = await _request(client, "POST", _admin_url(server, "load"),
-                                         {"lora_name": name, "lora_path": path}, timeout)
+    status, payload = await _request(client, server.endpoint, "POST", _admin_url(server, "load"),
+                                     {"lora_name": name, "lora_path": path}, timeout)
     if status == 200 and not (isinstance(payload, dict) and payload.get("success") is False):
         return Outcome(url, True, "loaded")
     detail, unreachable = _failure(status, payload, name, path)
     return Outcome(url, False, detail, unreachable)
 
 
-async def _unload_one(server: Served, name: str, timeout: float) -> Outcome:
+async def _unload_one(client: Any, server: Served, name: str, timeout: float) -> Outcome:
     url = server.endpoint.base_url
     if server.error is not None:
         return Outcome(url, False, server.error, unreachable=True)
     if name not in server.adapters:
         return Outcome(url, True, "not loaded there")
-    async with _client(server.endpoint) as client:
-        status, payload = await _request(client, "POST", _admin_url(server, "unload"), {"lora_name": name}, timeout)
+    status, payload = await _request(client, server.endpoint, "POST", _admin_url(server, "unload"), {"lora_name": name}, timeout)
     if status == 200 and not (isinstance(payload, dict) and payload.get("success") is False):
         return Outcome(url, True, "unloaded")
     detail, unreachable = _failure(status, payload, name, None)
@@ -238,12 +241,13 @@ async def load_adapter(endpoints: Sequence[Endpoint], name: str, path: str, *, t
         raise ConfigError("an adapter needs a name and a path")
     if "@" in name:
         raise ConfigError(f"an adapter name holds no '@' (policies are written NAME@VERSION), got {name!r}")
-    listed = await served(endpoints)
-    outcomes = list(await asyncio.gather(*(_load_one(s, name, path, timeout) for s in listed)))
-    if all(o.ok for o in outcomes):
-        return outcomes
-    undo = [s for s, o in zip(listed, outcomes) if o.ok and o.detail == "loaded"]
-    undone = await asyncio.gather(*(_unload_one(_with(s, name, path), name, timeout) for s in undo))
+    async with _client() as client:
+        listed = await served(endpoints, client=client)
+        outcomes = list(await asyncio.gather(*(_load_one(client, s, name, path, timeout) for s in listed)))
+        if all(o.ok for o in outcomes):
+            return outcomes
+        undo = [s for s, o in zip(listed, outcomes) if o.ok and o.detail == "loaded"]
+        undone = await asyncio.gather(*(_unload_one(client, _with(s, name, path), name, timeout) for s in undo))
     rolled = [f"{label(listed.index(s) + 1, s.endpoint.base_url)} " + ("unloaded it again" if u.ok else f"could not unload it: {u.detail}")
               for s, u in zip(undo, undone)]
     failed = [o for o in outcomes if not o.ok]
@@ -261,8 +265,9 @@ def _with(server: Served, name: str, path: str) -> Served:
 async def unload_adapter(endpoints: Sequence[Endpoint], name: str, *, timeout: float = 60.0) -> list[Outcome]:
     """Unload adapter `name` from every server that has it. AdapterError when no server has it, or
     when a server failed to unload it (each server's outcome named)."""
-    listed = await served(endpoints)
-    outcomes = list(await asyncio.gather(*(_unload_one(s, name, timeout) for s in listed)))
+    async with _client() as client:
+        listed = await served(endpoints, client=client)
+        outcomes = list(await asyncio.gather(*(_unload_one(client, s, name, timeout) for s in listed)))
     if not any(name in s.adapters for s in listed) and all(o.ok for o in outcomes):
         held = sorted({a for s in listed for a in s.adapters})
         raise AdapterError(f"no server has an adapter named {name!r} (loaded: {', '.join(held) or 'none'})", outcomes)
