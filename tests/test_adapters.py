@@ -262,3 +262,28 @@ def test_policies_are_name_at_version():
     for bad in ("", "@3", "name@"):
         with pytest.raises(surfer.ConfigError, match="NAME@VERSION"):
             PolicyRef.parse(bad)
+
+
+async def test_an_adapter_unloaded_under_running_sessions_stops_the_batch_with_nothing_lost(standin, adapter_dirs, tmp_path):
+    gate, arrived = threading.Event(), threading.Event()
+
+    class Waits(Answerer):
+        def __call__(self, request):  # type: ignore[no-untyped-def]
+            if not arrived.is_set():
+                arrived.set()
+                gate.wait(30)  # the first call of t0 is answered only after the adapter is gone
+            return super().__call__(request)
+
+    server = standin(Waits(), lora="on")
+    await policy.load(server.base_url, "step-1", adapter_dirs["step-1"])
+    batch = Batch(config_of(server), tasks(2), tmp_path, concurrency=1, replay=load_recordings(DEMO_RECORDINGS),
+                  policy="step-1@1")
+    running = asyncio.ensure_future(batch.run())
+    assert await asyncio.to_thread(arrived.wait, 30)
+    await policy.unload(server.base_url, "step-1")
+    gate.set()
+    summary = await asyncio.wait_for(running, 60)
+    assert summary.stopped_kind == "config" and "does not serve policy 'step-1' (its adapter unloaded?)" in summary.stopped
+    assert ResultsIndex(tmp_path / "results.jsonl").read() == []  # nothing recorded as finished: it runs again on resume
+    attempts = [json.loads(x) for x in (tmp_path / "attempts.jsonl").read_text().splitlines()]
+    assert [(a["id"], a["policy"]) for a in attempts] == [("t0", "step-1@1")]
