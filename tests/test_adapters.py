@@ -19,7 +19,9 @@ import surfer
 from surfer import policy
 from surfer.apps.cli import app
 from surfer.apps.options import DEMO_RECORDINGS
+from surfer.agent.formats import TrajectoryLine
 from surfer.fleet.batch import Batch, ResultsIndex
+from surfer.fleet.batch.results import ResultLine
 from surfer.models.adapters import AdapterError, PolicyRef
 from surfer.models.json_http import http_library
 from surfer.models.standin import StandInServer
@@ -45,6 +47,7 @@ def calls_of(run_dir: Path) -> list[dict]:
     """Every model call of a run directory's trajectory, all roles."""
     calls = []
     for line in (run_dir / "trajectory.jsonl").read_text().splitlines():
+        TrajectoryLine.model_validate_json(line)  # the documented format holds the new fields
         for role_calls in json.loads(line)["calls"].values():
             calls.extend(role_calls)
     return calls
@@ -156,6 +159,7 @@ async def test_a_switch_reaches_the_sessions_started_after_it_and_no_session_mix
         sent.setdefault(request.session, set()).add(request.body["model"])
     assert sent == {"t0": {"step-1"}, "t1": {"step-1"}, "t2": {"step-2"}, "t3": {"step-2"}}  # one adapter a session
     for task_id, line in lines.items():
+        ResultLine.model_validate(line)
         name, version = line["policy"].split("@")
         calls = calls_of(tmp_path / "out" / line["run_dir"])
         assert {c["role"] for c in calls} == {"policy", "localizer", "validator"}  # every role on the shared model
