@@ -184,7 +184,7 @@ async def test_a_batch_refuses_to_start_on_a_policy_a_server_lacks(standin, adap
     assert a.requests == [] == b.requests and ResultsIndex(tmp_path / "results.jsonl").read() == []
 
 
-def test_the_policy_commands_load_list_unload_and_say_what_failed(standin, adapter_dirs):
+def test_the_policy_commands_load_list_unload_and_say_what_failed(standin, adapter_dirs, tmp_path):
     a, b = standin(Answerer(), lora="on"), standin(Answerer(), lora="on")
     urls = ["--base-url", a.base_url, "--base-url", b.base_url]
     runner = CliRunner()
@@ -201,6 +201,15 @@ def test_the_policy_commands_load_list_unload_and_say_what_failed(standin, adapt
     off = standin(Answerer())
     refused = runner.invoke(app, ["policy", "load", "step-1", adapter_dirs["step-1"], "--base-url", off.base_url])
     assert refused.exit_code == 2 and "surfer serve --lora" in flat(refused.output) and "Traceback" not in flat(refused.output)
+
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text(json.dumps({"id": "t0", "task": "Register Ada"}) + "\n")
+    batch = ["batch", str(tasks_file), "--quiet", "--env", "replay", "--replay", "demo", *urls, "--model", a.model]
+    missing = runner.invoke(app, [*batch, "--out", str(tmp_path / "out"), "--policy", "step-1@1"])  # unloaded above
+    assert missing.exit_code == 2 and "'step-1' is not served by every server" in flat(missing.output)
+    assert "Traceback" not in missing.output and a.requests == [] == b.requests
+    malformed = runner.invoke(app, [*batch, "--out", str(tmp_path / "out"), "--policy", "step-1@"])
+    assert malformed.exit_code == 2 and "NAME@VERSION" in flat(malformed.output)
 
 
 async def test_surfer_policy_switch_reaches_a_running_batch_through_its_output_directory(standin, adapter_dirs, tmp_path):
