@@ -300,3 +300,16 @@ async def test_an_adapter_unloaded_under_running_sessions_stops_the_batch_with_n
     assert ResultsIndex(tmp_path / "results.jsonl").read() == []  # nothing recorded as finished: it runs again on resume
     attempts = [json.loads(x) for x in (tmp_path / "attempts.jsonl").read_text().splitlines()]
     assert [(a["id"], a["policy"]) for a in attempts] == [("t0", "step-1@1")]
+
+
+async def test_sglang_takes_adapters_outside_v1_and_picks_them_by_lora_path(standin, adapter_dirs, tmp_path):
+    server = standin(Answerer(), lora="on", engine="sglang")
+    assert [o.detail for o in await policy.load(server.base_url, "step-1", adapter_dirs["step-1"])] == ["loaded"]
+    assert [s.engine for s in await policy.adapters(server.base_url)] == ["sglang"]
+    with pytest.raises(AdapterError, match="no adapter at /nowhere/x"):
+        await policy.load(server.base_url, "lost", "/nowhere/x")
+    summary = await Batch(config_of(server), tasks(1), tmp_path, replay=load_recordings(DEMO_RECORDINGS),
+                          policy="step-1@1").run()
+    assert summary.statuses == {"success": 1}
+    assert {(r.body["model"], r.body.get("lora_path")) for r in server.requests} == {("step-1", "step-1")}
+    assert server.adapters.events == [("load", "step-1")]
