@@ -21,7 +21,7 @@ language model, `NemotronHForCausalLM` (nemotron_h.py), does — so vLLM stops a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from surfer.core.errors import ConfigError
 
