@@ -72,19 +72,22 @@ if TYPE_CHECKING:
 _lazy = lazy_exports(globals(), _EXPORTS)
 
 
+_MODULES = {"actions": "surfer.core.actions", "policy": "surfer.fleet.policy"}  # `from surfer import policy`
+
+
 def __getattr__(name: str) -> Any:
-    if name == "actions":
-        return importlib.import_module("surfer.core.actions")
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
     return _lazy(name)
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS, "actions"])
+    return sorted([*globals(), *_EXPORTS, *_MODULES])
 
 
 __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
     "ConfigError", "ConfirmationRequest", "RunHandle", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
-    "StepStarted", "SurferError", "Validated", "actions", "load_config", "rollouts", "__version__",
+    "StepStarted", "SurferError", "Validated", "actions", "load_config", "policy", "rollouts", "__version__",
 ]

@@ -235,7 +235,7 @@ def api_markdown() -> str:
 
     out = []
     for name in sorted(n for n in surfer.__all__ if n not in SKIP_API):
-        target = "surfer.core.actions" if name == "actions" else f"surfer.{name}"
+        target = {"actions": "surfer.core.actions", "policy": "surfer.fleet.policy"}.get(name, f"surfer.{name}")
         out.append(f"## `surfer.{name}` {{ #{name} }}\n\n::: {target}\n    options:\n      show_root_heading: false\n"
                    "      show_root_toc_entry: false\n")
     return "\n".join(out)

@@ -22,12 +22,15 @@ class ModelCall:
     usage: Usage
     structured: str = ""
     error: str | None = None  # why the completion was rejected, when it was
+    model: str = ""  # the model (or adapter) the server answered with
+    policy_version: str | None = None  # the version of the session's policy that served it, where it had one
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "role": self.role, "request": self.request, "completion": self.completion,
             "seconds": round(self.seconds, 4), "structured": self.structured, "error": self.error,
             "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
+            "model": self.model, **({"policy_version": self.policy_version} if self.policy_version is not None else {}),
         }
 
 

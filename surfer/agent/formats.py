@@ -49,6 +49,10 @@ class ModelCallLine(_Closed):
         description="Why the completion was rejected (then retried with this as feedback), else null.",
     )
     usage: Tokens = Field(description="Tokens of this call.")
+    model: str = Field(default="", description="The model the server answered with: with a batch's policy, the "
+                       "adapter's name (docs: Adapters).")
+    policy_version: str | None = Field(default=None, description="The version of the session's policy (`NAME@VERSION`) "
+                                       "that served the call; absent without a policy.")
 
 
 class VerdictLine(_Closed):

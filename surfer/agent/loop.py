@@ -18,7 +18,7 @@ from surfer.core.deadline import run_deadline
 from surfer.core.errors import (
     ActionFailed, ActionNotSupported, BrowserCrashed, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
 )
-from surfer.models.affinity import model_session
+from surfer.models.affinity import model_session, session_policy
 from surfer.models.backend import ModelBackend
 from surfer.models.profiles import Profile, get_profile
 from surfer.tools.base import Environment
@@ -365,4 +365,5 @@ class Agent(StepMachinery):
             **({"image_tokens_per_image": self.image_tokens} if self.image_tokens else {}),
             **({"memory_images": self.layout.memory_images} if self.layout.memory_images != 3 else {}),
             "role_continuation": self.continuation,
+            **({"policy": str(policy)} if (policy := session_policy()) is not None else {}),  # a batch's adapter@version
         }

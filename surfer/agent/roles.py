@@ -119,7 +119,8 @@ class RoleClient:
             )
             completion = await self.backend.complete(request)
             text = self.redact(completion.text) if self.redact else completion.text
-            call = ModelCall(self.name, request.summary(), text, completion.seconds, completion.usage, completion.structured)
+            call = ModelCall(self.name, request.summary(), text, completion.seconds, completion.usage, completion.structured,
+                             model=completion.model, policy_version=completion.policy_version)
             try:
                 value = parse(text)
             except ModelOutputError as exc:

@@ -63,6 +63,11 @@ def register(app: typer.Typer) -> None:
         dashboard_port: int = typer.Option(8765, "--dashboard-port", help="Port of --dashboard (on 127.0.0.1)."),
         env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
         replay: options.Replay = None,
+        policy: Optional[str] = typer.Option(
+            None, "--policy", metavar="NAME@VERSION",
+            help="The adapter (loaded on every server: `surfer policy load`) the sessions' calls go to, and its version, "
+            "recorded with each call; `surfer policy switch` changes it for the sessions started after.",
+        ),
         ray: Optional[str] = typer.Option(
             None, "--ray", metavar="ADDRESS",
             help="Run the sessions on a Ray cluster: auto (this machine's), an address, or local (start one here).",
@@ -112,7 +117,7 @@ def register(app: typer.Typer) -> None:
             items = load_tasks(tasks_file, samples)
             job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
                              retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
-                             ray_address=ray, crash_retries=crash_retries, say=console.print)
+                             ray_address=ray, crash_retries=crash_retries, say=console.print, policy=policy)
         live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
 
         async def main() -> Any:

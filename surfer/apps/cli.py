@@ -243,6 +243,7 @@ COMMAND_MODULES = [
     "surfer.apps.qa_command",
     "surfer.apps.mcp_server.command",
     "surfer.apps.auth_command",
+    "surfer.apps.policy_command",
 ]
 
 

@@ -3,6 +3,11 @@
     async for record in surfer.rollouts(config, tasks, samples=8, ray_address="auto", out_dir="rollouts/"):
         reward = record["status"] == "success"      # record["run_dir"] holds the trajectory
 
+With `policy="name@version"` (an adapter loaded on the servers, surfer.policy) every
+session's calls go to that adapter, and each line and call records it; pass a
+`surfer.policy.PolicySwitch` instead to switch while the stream runs
+(`await switch.to("name@next")`: sessions started after it use the new one).
+
 Each item is the task's results.jsonl line, yielded as soon as the task
 finishes (in finishing order); the run directories are under `out_dir` (a new
 temporary directory when not given). Running the same call with the same
@@ -45,13 +50,15 @@ async def rollouts(
     ray_address: str | None = None,
     concurrency: int = 8,
     max_inflight: int | None = None,
+    policy: Any = None,
     **options: Any,
 ) -> AsyncIterator[dict[str, Any]]:
-    """Run `tasks` (`samples` rollouts each) and yield each result as it finishes."""
+    """Run `tasks` (`samples` rollouts each) and yield each result as it finishes; `policy`: the adapter
+    (`name@version`, or a surfer.policy.PolicySwitch) the sessions use."""
     out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="surfer-rollouts-"))
     batch = make_batch(
         config, _tasks(tasks, samples), out, concurrency=concurrency, max_inflight=max_inflight,
-        ray_address=ray_address, **options,
+        ray_address=ray_address, policy=policy, **options,
     )
     finished: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     batch.on_record = finished.put_nowait

@@ -6,7 +6,9 @@ A run opens a `ModelSession` (the agent does, or a batch before it builds the
 agent); the session lives in a context variable, so the backends that serve
 its roles find it without being told, and the HTTP backend names it to the
 server in the `X-Surfer-Session` header (a proxy may route on it; the
-stand-in server records it). A `PlacedBackend` is the backend of the roles
+stand-in server records it). The session also carries the policy its calls go to
+(`policy`: an adapter's name and version, adapters.py), fixed for its whole
+run. A `PlacedBackend` is the backend of the roles
 that use the configured servers: on a session's first call it places the
 session (unless the batch did), then sends every call to that server's own
 backend. A server that fails the session past `--server-wait` is given up
@@ -25,6 +27,7 @@ from typing import Any
 
 from surfer.core.errors import ModelServerUnreachable
 
+from .adapters import PolicyRef
 from .backend import Completion, ModelBackend, ModelRequest
 from .endpoint import Endpoint
 from .servers import Lease, Server, ServerPool, ServerSpec, server_pool
@@ -33,11 +36,13 @@ SESSION_HEADER = "X-Surfer-Session"
 
 
 class ModelSession:
-    """One run's model session: its id and, per pool of servers, its lease."""
+    """One run's model session: its id, per pool of servers its lease, and the policy its calls go to
+    (None: each role's configured model)."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, policy: PolicyRef | None = None) -> None:
         self.id = session_id
         self.leases: dict[int, Lease] = {}
+        self.policy = policy
 
     def lease(self, pool: ServerPool) -> Lease | None:
         return self.leases.get(id(pool))
@@ -67,15 +72,21 @@ def current_session() -> ModelSession | None:
     return _SESSION.get()
 
 
+def session_policy() -> PolicyRef | None:
+    """The policy of the run this code serves (None: outside a run, or no policy chosen)."""
+    session = _SESSION.get()
+    return session.policy if session is not None else None
+
+
 @contextmanager
-def model_session(session_id: str) -> Iterator[ModelSession]:
-    """The run's model session: a new one, released at the end, unless one is open already (a batch
-    opened it, and placed it, before it built the agent)."""
+def model_session(session_id: str, policy: PolicyRef | None = None) -> Iterator[ModelSession]:
+    """The run's model session: a new one (its calls going to `policy`), released at the end, unless one
+    is open already (a batch opened it, placed it and chose its policy, before it built the agent)."""
     current = _SESSION.get()
     if current is not None:
         yield current
         return
-    session = ModelSession(session_id)
+    session = ModelSession(session_id, policy)
     token = _SESSION.set(session)
     try:
         yield session

@@ -121,6 +121,7 @@ class Completion:
     model: str = ""
     structured: str = "none"  # how the schema was enforced: response_format | structured_outputs | none
     tokens: Tokens | None = None  # the call's token ids and logprobs, where they were asked for and given
+    policy_version: str | None = None  # the version of the session's policy (an adapter) that served it, where it had one
 
 
 class ModelBackend(abc.ABC):

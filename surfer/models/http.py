@@ -5,6 +5,11 @@ Structured outputs: `response_format` of type `json_schema`, named after the
 role. A server that rejects that parameter (HTTP 400 naming it) is retried
 with vLLM's `structured_outputs` extra body, then with the schema in the
 prompt only; the working mode is remembered per backend.
+
+Policy: a backend made with `follows_policy` (the roles on the shared model) sends each call to
+the policy of the run's session, when it has one (affinity.py, adapters.py): the request's `model`
+is the adapter's name (SGLang: also its `lora_path`, which is what picks the adapter there), and
+the completion records the policy's version.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from typing import Any
 from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
-from .affinity import SESSION_HEADER, current_session
+from .adapters import PolicyRef
+from .affinity import SESSION_HEADER, current_session, session_policy
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
@@ -90,8 +96,10 @@ def _rejects_structured_param(exc: HttpStatusError) -> bool:
 
 
 class OpenAICompatibleBackend(ModelBackend):
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, *, follows_policy: bool = False) -> None:
         self.endpoint = endpoint
+        self.follows_policy = follows_policy  # calls go to the session's policy (an adapter), where it has one
+        self.engine: str | None = None  # what the server's /models says it is (`owned_by`: vllm, sglang), once checked
         self.structured_mode = STRUCTURED_MODES[0]
         self._http: JsonClient | None = None
         self._sdk_client: Any = None
@@ -170,7 +178,15 @@ class OpenAICompatibleBackend(ModelBackend):
                 raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
         self._mark_answered()
-        served = [m.get("id") for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
+        cards = [m for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
+        served = [m.get("id") for m in cards]
+        self.engine = next((str(m["owned_by"]) for m in cards if m.get("owned_by")), None)
+        policy = self.policy()
+        if served and policy is not None and policy.name not in served:
+            raise ModelNotFound(
+                f"model server at {self.endpoint.base_url} does not serve policy {policy.name!r} (load the adapter "
+                f"first: `surfer policy load`); it serves: {', '.join(map(str, served))}"
+            )
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
                 f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
@@ -204,11 +220,18 @@ class OpenAICompatibleBackend(ModelBackend):
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")
 
+    def policy(self) -> PolicyRef | None:
+        """The policy this backend's calls go to now: the run's session's, where it follows one."""
+        return session_policy() if self.follows_policy else None
+
     def _body(self, request: ModelRequest, mode: str, *, full_images: bool = False) -> dict[str, Any]:
         """The JSON body; `full_images`: every image with its bytes, whatever `image_refs` says."""
         messages = to_openai_messages(request.messages, None if full_images else self.image_refs)
-        body: dict[str, Any] = {"model": self.endpoint.model}
+        policy = self.policy()
+        body: dict[str, Any] = {"model": policy.name if policy is not None else self.endpoint.model}
         extra = dict(request.extra_body)
+        if policy is not None and self.engine == "sglang" and policy.name != self.endpoint.model:
+            extra["lora_path"] = policy.name  # SGLang picks the adapter by this field, not by `model`
         if request.schema is not None:
             if mode == "response_format":
                 body["response_format"] = {
@@ -255,9 +278,9 @@ class OpenAICompatibleBackend(ModelBackend):
                     held += await self._hold(held)
                     continue
                 if exc.status_code == 404:
-                    raise ModelNotFound(
-                        f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}: {exc.message}"
-                    ) from None
+                    policy = self.policy()
+                    what = f"policy {policy.name!r} (its adapter unloaded?)" if policy else f"model {self.endpoint.model!r}"
+                    raise ModelNotFound(f"model server at {self.endpoint.base_url} does not serve {what}: {exc.message}") from None
                 if exc.status_code in (401, 403):
                     raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
                 if self.image_refs is not None and exc.status_code == 400 and is_cache_miss(str(exc)) and not resent:
@@ -337,7 +360,9 @@ class OpenAICompatibleBackend(ModelBackend):
         if response.get("usage"):
             counts = response["usage"]
             usage = Usage(counts.get("prompt_tokens") or 0, counts.get("completion_tokens") or 0)
+        policy = self.policy()
         return Completion(
             text=text, usage=usage, seconds=time.perf_counter() - started,
-            model=response.get("model") or self.endpoint.model, structured=mode if mode != "none" else "prompt",
+            model=response.get("model") or (policy.name if policy else self.endpoint.model),
+            structured=mode if mode != "none" else "prompt", policy_version=policy.version if policy else None,
         )

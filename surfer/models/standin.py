@@ -26,7 +26,7 @@ that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
 `engine="sglang"` plays SGLang instead: its /metrics names, `POST /flush_cache`
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
-cache configuration labels).
+cache configuration labels). `lora="on"`: runtime LoRA adapters like vLLM's (standin_adapters.py).
 `prefix_capacity=N` bounds that cache to N tokens, least recently used blocks
 evicted first, and `token_seconds` makes each prompt token the cache did not
 hold cost that long on one shared "GPU" (prefills take turns): with more
@@ -47,6 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
 from surfer.models.prefix_cache import PrefixCache
+from surfer.models.standin_adapters import StandInAdapters
 from surfer.models.standin_pages import ENGINES, metrics_page, server_info
 
 Answer = Union[str, dict[str, Any]]
@@ -203,6 +204,7 @@ class StandInServer:
         max_model_len: int | None = None,
         engine: str = "vllm",
         settings: dict[str, Any] | None = None,
+        lora: str = "off",
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -211,6 +213,7 @@ class StandInServer:
         self.respond = respond
         self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
+        self.adapters = StandInAdapters(lora, engine, model)  # runtime LoRA adapters (`lora`: off, on, not-enabled)
         self.delay = delay
         self.reject_response_format = reject_response_format
         self.requests: list[ChatRequest] = []
@@ -347,32 +350,24 @@ class StandInServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | str, kind: str = "") -> None:
+                """JSON; a str as is (`kind`: its content type; plain text by default, as vLLM answers a load)."""
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind or ("text/plain; charset=utf-8" if isinstance(payload, str) else "application/json"))
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
 
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.rstrip("/") == "/metrics" and server.kv_capacity is not None:
-                    data = server.metrics_text().encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/plain; version=0.0.4")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    self._send(200, server.metrics_text(), "text/plain; version=0.0.4")
                 elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [
-                        {"id": server.model, "object": "model", "owned_by": server.engine, "max_model_len": server.max_model_len}]})
+                        {"id": server.model, "object": "model", "owned_by": server.engine, "max_model_len": server.max_model_len},
+                        *server.adapters.cards()]})
                 elif self.path.rstrip("/") == "/server_info" and server.engine == "sglang":
-                    data = server_info(server.model, server.settings, server.max_model_len).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    self._send(200, server_info(server.model, server.settings, server.max_model_len), "application/json")
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -387,12 +382,15 @@ class StandInServer:
                         server.held_images.clear()
                     self._send(200, {})
                     return
+                verb = server.adapters.route(self.path)
+                if verb is not None:
+                    return self._send(*server.adapters.handle(verb, body))
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                if body.get("model") != server.model:
-                    self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError"}})
-                    return
+                served, refused = server.adapters.served_model(body)  # the base model, or a loaded adapter
+                if refused is not None:
+                    return self._send(*refused)
                 if server.reject_response_format and "response_format" in body:
                     self._send(400, {"error": {"message": "response_format is not supported by this server"}})
                     return
@@ -434,7 +432,7 @@ class StandInServer:
                         server.generation_tokens += max(1, len(content) // 4)
                 self._send(200, {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": server.model,
+                    "model": served,
                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(content) // 4),
                               "total_tokens": prompt_tokens + max(1, len(content) // 4)},

@@ -4,6 +4,7 @@ line.
 
     surfer serve Hcompany/Holotron-12B                   # the profile's engine (DEFAULT_ENGINE)
     surfer serve Hcompany/Holo2-8B --engine vllm --dry-run
+    surfer serve Hcompany/Holo2-8B --lora                # adapters loaded while it runs (surfer policy load)
 
 Each engine's flags come from the profile's `Serving` data (surfer/apps/serve/vllm.py,
 surfer/apps/serve/sglang.py) and are checked against the installed engine's help;
@@ -13,12 +14,14 @@ engine unchanged (e.g. `-- --load-format dummy`)."""
 from __future__ import annotations
 
 import asyncio
+from typing import Optional
 
 import typer
 
 from surfer.core.errors import ConfigError
 
 from . import sglang, vllm
+from .lora import DEFAULT_MAX_LORAS, DEFAULT_RANK, LoraOptions
 from .plan import Capabilities, GpuLayout, ServePlan, given_flags
 from .process import batch_line, gpu_problem, run_line, serve, serve_replicas, wait_until_ready
 from .vllm import (
@@ -96,6 +99,15 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the engine's command (every replica's) and exit."),
         vllm_version: str | None = typer.Option(None, "--vllm-version", help=f"With --dry-run and no vLLM installed: the version to plan for (default {DEFAULT_VLLM})."),
         sglang_version: str | None = typer.Option(None, "--sglang-version", help=f"With --dry-run and no SGLang installed: the version to plan for (default {sglang.DEFAULT_SGLANG})."),
+        lora: bool = typer.Option(
+            False, "--lora", help="Load and unload adapters (LoRA) while the server runs (`surfer policy load`): vLLM "
+            "with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, SGLang with --enable-lora."),
+        adapter: Optional[list[str]] = typer.Option(
+            None, "--adapter", metavar="NAME=PATH", help="An adapter to load at the start (implies --lora; repeatable)."),
+        max_lora_rank: int = typer.Option(DEFAULT_RANK, "--max-lora-rank", help="With --lora: the largest adapter rank "
+                                          "the server takes (vLLM: 1, 8, 16, 32, 64, 128, 256, 320 or 512)."),
+        max_loras: int = typer.Option(DEFAULT_MAX_LORAS, "--max-loras", help="With --lora: adapters one batch of the "
+                                      "engine may mix (2: the old and the new policy side by side during a switch)."),
     ) -> None:
         """Start vLLM or SGLang for a model with its family's flags, wait until it answers, print the `surfer run` line.
 
@@ -119,10 +131,11 @@ def register(app: typer.Typer) -> None:
             engine = engine or DEFAULT_ENGINE.get(chosen.name, "vllm")
             caps = engine_capabilities(engine, dry_run, sglang_version if engine == "sglang" else vllm_version, say)
             layout = GpuLayout(gpus, tp, data_parallel)
+            adapters = LoraOptions.parse(adapter, max_lora_rank, max_loras) if lora or adapter else None
             plans = replica_plans(
                 engine, model, chosen, caps, layout, host=host, port=port, max_concurrency=max_concurrency,
                 max_model_len=max_model_len, extra_args=tuple(ctx.args),
-                images=max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images,
+                images=max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images, lora=adapters,
             )
             if not dry_run:
                 problem = gpu_problem(gpus) if gpus > 1 else gpu_problem()

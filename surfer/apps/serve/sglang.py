@@ -19,6 +19,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from .lora import LoraOptions, sglang_lora
 from .plan import Capabilities, ServePlan, SizeFlags, add_sizes, given_flags, installed_version, read_help
 
 if TYPE_CHECKING:
@@ -45,6 +46,11 @@ FLAG_SINCE: dict[str, str] = {
     "--tokenizer-worker-num": "0.5.15",
     "--tp-size": "0.1",
     "--dp-size": "0.1",
+    "--enable-lora": "0.4.9",
+    "--max-lora-rank": "0.4.9",
+    "--lora-target-modules": "0.4.9",
+    "--lora-paths": "0.3",
+    "--max-loras-per-batch": "0.3",
 }
 SIZE_FLAGS = SizeFlags("--context-length", "--max-running-requests", "--tp-size", "--dp-size")
 # `no_buffer`: the Mamba state where each request ends (no extra state memory; the overlap scheduler off).
@@ -89,7 +95,7 @@ def read_capabilities(version: str) -> SglangCapabilities:
 def build_command(
     model: str, profile: Profile, caps: Capabilities, *, host: str = "127.0.0.1", port: int = 8000,
     max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
-    images: int | None = None, tensor_parallel: int = 1, data_parallel: int = 1,
+    images: int | None = None, tensor_parallel: int = 1, data_parallel: int = 1, lora: LoraOptions | None = None,
 ) -> ServePlan:
     """The SGLang command for `model` of `profile`'s family: the OpenAI-compatible server with
     JSON-schema outputs, metrics and cached-token reports on, the image limit surfer's layouts
@@ -132,5 +138,8 @@ def build_command(
                      "surfer resizes the screenshots itself, so SGLang's defaults apply")
     for flag, value in MEASURED_FLAGS.get(profile.name, {}).items():
         add(flag, *([] if value is None else [value]), why=" (a measured flag this SGLang lacks)")
+    plan = ServePlan(cmd, notes, "sglang")
+    if lora is not None:  # adapters loaded at run time (surfer/apps/serve/lora.py)
+        sglang_lora(lora, profile.name, plan, add)
     cmd.extend(extra_args)
-    return ServePlan(cmd, notes, "sglang")
+    return plan

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 
+from .lora import LoraOptions, vllm_lora
 from .plan import Capabilities, ServePlan, SizeFlags, add_sizes, at_least, given_flags, installed_version, read_help
 
 if TYPE_CHECKING:
@@ -37,6 +38,11 @@ FLAG_SINCE: dict[str, str] = {
     "--mm-processor-cache-gb": "0.11",
     "--tensor-parallel-size": "0.1",
     "--data-parallel-size": "0.9",
+    "--enable-lora": "0.3",
+    "--max-lora-rank": "0.3",
+    "--max-loras": "0.3",
+    "--lora-modules": "0.3",
+    "--api-server-count": "0.9",
 }
 FLAG_UNTIL: dict[str, str] = {"--guided-decoding-backend": "0.11"}  # removed in this version
 SIZE_FLAGS = SizeFlags("--max-model-len", "--max-num-seqs", "--tensor-parallel-size", "--data-parallel-size")
@@ -116,10 +122,12 @@ def build_command(
     model: str, profile: Profile, caps: VllmCapabilities, *, host: str = "127.0.0.1", port: int = 8000,
     max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
     images: int | None = None, host_memory: int | None = None, tensor_parallel: int = 1, data_parallel: int = 1,
+    lora: LoraOptions | None = None,
 ) -> ServePlan:
     """The `vllm serve` command for `model` of `profile`'s family on this vLLM; `images`: the most
     images one request may hold (default the profile's window; the blocks layout needs more);
-    `host_memory`: bytes of RAM on the serving machine (default this machine's)."""
+    `host_memory`: bytes of RAM on the serving machine (default this machine's); `lora`: adapters
+    loaded at run time (surfer/apps/serve/lora.py)."""
     serving = profile.serving
     images = images or profile.max_images
     cmd = ["vllm", "serve", model, "--host", host, "--port", str(port)]
@@ -172,8 +180,11 @@ def build_command(
             notes.append(why)
         if gib is not None:
             add("--mm-processor-cache-gb", str(gib), why=" (the processor cache stays at vLLM's 4 GiB)")
+    plan = ServePlan(cmd, notes, "vllm")
+    if lora is not None:
+        vllm_lora(lora, profile.name, caps, plan, add, data_parallel)
     cmd.extend(extra_args)
-    return ServePlan(cmd, notes, "vllm")
+    return plan
 
 
 def host_memory_bytes() -> int:

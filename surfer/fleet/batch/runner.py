@@ -118,12 +118,14 @@ class Batch:
         crash_retries: int = 1,
         auto: dict[str, Any] | None = None,
         say: Any = None,
+        policy: Any = None,
     ) -> None:
         """`replay`: recordings (surfer.tools.replay.Recording) to play back instead of a
         browser; task k gets the one its metadata names (`"replay": name`), else number k mod n,
         its screenshots marked with k so that no two tasks send the same images.
         `concurrency="auto"`: sessions follow the server's cache (surfer/apps/concurrency.py;
-        `auto` holds AutoConcurrency's options); `say(text)` tells what it does."""
+        `auto` holds AutoConcurrency's options); `say(text)` tells what it does. `policy`: the adapter
+        (`name@version`, or a surfer.policy.PolicySwitch) new sessions use (surfer/fleet/policy.py)."""
         from surfer.fleet.concurrency import AUTO, AutoConcurrency, parse_concurrency
 
         concurrency = parse_concurrency(concurrency)
@@ -167,6 +169,10 @@ class Batch:
         self._stopped_kind: str | None = None
         self._unfinished: dict[str, int] = {}  # attempts of this run that ended no task, by kind
         self.on_record: Any = None  # called with each line appended to results.jsonl (surfer.rollouts)
+        from surfer.fleet.policy import BatchPolicy
+
+        self.policy = BatchPolicy(policy, [s.endpoint for s in config.server_specs()] if backend is None else [],
+                                  self.out_dir, self.say)
 
     # -- preparation -------------------------------------------------------------
 
@@ -217,9 +223,11 @@ class Batch:
 
     async def run(self) -> BatchSummary:
         todo = await self.prepare()
+        await self.policy.start()  # its adapter is on every server, or nothing runs
         if todo and not self.replay:
             await self._browser.start()
         metrics = asyncio.create_task(self.files.write_metrics(self.stats, self.servers.refresh))
+        switches = asyncio.create_task(self.policy.watch())  # `surfer policy switch` from outside
         try:
             if self.auto is not None:
                 await self._drain_auto(todo)
@@ -227,7 +235,8 @@ class Batch:
                 await drain(todo, self.concurrency, self._run_counted, lambda: self._stopped is None)
         finally:
             metrics.cancel()
-            await asyncio.gather(metrics, return_exceptions=True)
+            switches.cancel()
+            await asyncio.gather(metrics, switches, return_exceptions=True)
             await asyncio.shield(self._browser.close())
             if self._owns_backend:
                 for backend in {id(b): b for b in self.backends.values()}.values():
@@ -354,12 +363,12 @@ class Batch:
         if executed is not None:
             await self.record(task, *executed)
 
-    async def execute(self, task: BatchTask, server: int | None = None) -> tuple[RunResult, Path, float] | None:
+    async def execute(self, task: BatchTask, server: int | None = None, policy: Any = None) -> tuple[RunResult, Path, float] | None:
         """Run one task into a temporary run directory: (result, that directory,
         seconds), or None when the run did not end with a final status. A task
         whose browser or page crashed under it runs again (`crash_retries`).
         With several model servers, its session is placed first (on `server`, its
-        number, where a Ray driver chose it)."""
+        number, where a Ray driver chose it), and its policy taken (`policy`, where a Ray driver chose it)."""
         assert task.id is not None
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         name = run_dir_name(task.id)
@@ -367,9 +376,10 @@ class Batch:
         config = self._task_config(task)
         started = time.monotonic()
         watch = self.files.session(name, task, self.stats)
+        chosen = self.policy.begin(task.id, policy)  # fixed for the session: it never mixes two
         try:
             try:
-                async with self.servers.session(task.id, server) as (session, profile):
+                async with self.servers.session(task.id, server, chosen) as (session, profile):
                     executed = await self._attempts(task, config, tmp, watch, started, profile)
                     if session.server is not None and executed is not None:
                         self._server_of[task.id] = (session.server.base_url, session.moves)
@@ -382,6 +392,7 @@ class Batch:
             await asyncio.shield(self._unfinished_attempt(self._line(task, stopped, time.monotonic() - started)))
             raise
         finally:  # the session's live state file goes (its thumbnail stays for a page still loading it)
+            await self.policy.end(chosen)
             await asyncio.shield(self.files.end(task.id))
         return executed
 
@@ -437,6 +448,7 @@ class Batch:
             "metadata": task.metadata,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             **self._server_line(task.id or ""),
+            **self.policy.line(task.id or ""),
             **extra,
         }
 

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from surfer.agent.config import AgentConfig
+from surfer.models.adapters import PolicyRef
 from surfer.models.affinity import ModelSession, PlacedBackend, model_session
 from surfer.models.backend import ModelBackend
 from surfer.models.limits import WrappedBackend
@@ -60,10 +61,12 @@ class BatchServers:
         return self._pool
 
     @asynccontextmanager
-    async def session(self, task_id: str, server: int | None = None) -> AsyncIterator[tuple[ModelSession, str | None]]:
-        """The task's model session, placed now (on `server`, its number, when given): (the session,
-        the profile of its server; None with one server)."""
-        with model_session(task_id) as opened:
+    async def session(self, task_id: str, server: int | None = None,
+                      policy: PolicyRef | None = None) -> AsyncIterator[tuple[ModelSession, str | None]]:
+        """The task's model session, placed now (on `server`, its number, when given), its calls going to
+        `policy` (an adapter; None: the configured model): (the session, the profile of its server; None
+        with one server)."""
+        with model_session(task_id, policy) as opened:
             pool = self.pool
             profile = None
             if pool is not None:

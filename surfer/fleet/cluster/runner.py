@@ -115,9 +115,10 @@ class RayBatch(Batch):
         secrets: Any = None,
         ship: str = "auto",
         crash_retries: int = 1,
+        policy: Any = None,
     ) -> None:
         super().__init__(config, tasks, out_dir, concurrency=concurrency, retry_errors=retry_errors, secrets=secrets,
-                         crash_retries=crash_retries)
+                         crash_retries=crash_retries, policy=policy)
         if max_inflight is not None and max_inflight < 1:
             raise ConfigError(f"--max-inflight must be at least 1, got {max_inflight}")
         if ship not in SHIP_MODES:
@@ -135,7 +136,9 @@ class RayBatch(Batch):
 
     async def run(self) -> BatchSummary:
         todo = await self.prepare()
+        await self.policy.start()  # its adapter is on every server, or nothing runs
         owns_ray = False
+        switches = asyncio.create_task(self.policy.watch())  # `surfer policy switch`: the driver chooses each session's
         try:
             if todo:
                 owns_ray = connect(self.address)
@@ -143,6 +146,8 @@ class RayBatch(Batch):
                 self.dispatch_started = time.monotonic()
                 await self._dispatch(deque(todo))
         finally:
+            switches.cancel()
+            await asyncio.gather(switches, return_exceptions=True)
             await asyncio.shield(self._stop_workers(owns_ray))
             for backend in {id(b): b for b in self.backends.values()}.values():
                 await asyncio.shield(backend.aclose())
@@ -217,6 +222,7 @@ class RayBatch(Batch):
         futures: dict[asyncio.Future[Any], Any] = {}  # what dispatch waits on -> the ref
         retried: dict[str, str] = {}
         leases: dict[Any, Any] = {}  # ref -> the server its session was placed on (several servers)
+        policies: dict[Any, Any] = {}  # ref -> the policy its session uses
         pool = self.servers.pool
         while (queue or owner) and self._stopped is None:
             for worker in self.workers:
@@ -229,7 +235,10 @@ class RayBatch(Batch):
                         queue.appendleft(task)
                         self._stopped, self._stopped_kind = str(exc), "unreachable"
                         break
-                    ref = worker.handle.run.remote(task.model_dump(mode="json"), lease.server.index if lease else None)
+                    chosen = self.policy.begin(task.id or "")  # the driver's policy now: the session keeps it
+                    ref = worker.handle.run.remote(task.model_dump(mode="json"), lease.server.index if lease else None,
+                                                   str(chosen) if chosen else None)
+                    policies[ref] = chosen
                     future = asyncio.wrap_future(ref.future())
                     worker.busy[ref] = future
                     owner[ref] = (task, worker)
@@ -244,6 +253,7 @@ class RayBatch(Batch):
             for future in done:
                 ref = futures.pop(future)
                 task, worker = owner.pop(ref)
+                await self.policy.end(policies.pop(ref, None))
                 worker.busy.pop(ref, None)
                 if ref in leases:
                     lease = leases.pop(ref)

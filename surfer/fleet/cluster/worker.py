@@ -95,12 +95,13 @@ class SessionWorker:
         await self.batch._browser.start()
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "shared": self.shared}
 
-    async def run(self, task: dict[str, Any], server: int | None = None) -> dict[str, Any] | None:
-        """Run one task (on model server number `server`, where the driver placed it); None when it
-        did not end with a final status."""
+    async def run(self, task: dict[str, Any], server: int | None = None, policy: str | None = None) -> dict[str, Any] | None:
+        """Run one task (on model server number `server`, where the driver placed it, with the driver's
+        `policy`); None when it did not end with a final status."""
         from surfer.fleet.batch.tasks import BatchTask
 
-        executed = await self.batch.execute(BatchTask.model_validate(task), server)
+        executed = await self.batch.execute(BatchTask.model_validate(task), server, policy)
+        self.batch.policy.used.pop(task.get("id") or "", None)  # the driver writes the line
         if executed is None:
             return None
         result, tmp, seconds = executed
