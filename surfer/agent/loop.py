@@ -279,7 +279,6 @@ class Agent(StepMachinery):
         self, run: RunState, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]], control: RunControl,
     ) -> RunResult:
         run.start_origin = origin_of(url)
-        await emit(RunStarted(run.run_id, run.task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
         assert env is not None
@@ -291,6 +290,8 @@ class Agent(StepMachinery):
         # The clock's limits move later while the model server is away (core/deadline.py).
         deadline = asyncio.get_running_loop().time() + self.config.max_seconds
         try:
+            # Opens the run directory: from here on, a stop at any moment still ends in Finished (below).
+            await emit(RunStarted(run.run_id, run.task, url, run.run_dir, self._describe()))
             with run_deadline(deadline, final_answer_reserve(self.config.max_seconds)) as clock:
                 try:
                     async with clock.limit() as preparing:
