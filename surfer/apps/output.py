@@ -85,19 +85,17 @@ class ReaderWatch:
         for fd in self.streams:
             poller.register(fd, 0)
         poller.register(self._wake_r, select.POLLIN)
-        try:
-            for fd, flags in poller.poll():
-                if fd in self.streams and flags & select.POLLERR:
-                    self.gone(self.streams[fd])
-                    return
-        finally:
-            os.close(self._wake_r)
+        for fd, flags in poller.poll():
+            if fd in self.streams and flags & select.POLLERR:
+                self.gone(self.streams[fd])
+                return
 
     def stop(self) -> None:
         if self.streams:
-            os.write(self._wake_w, b"x")
-            os.close(self._wake_w)
+            os.write(self._wake_w, b"x")  # (the thread may have ended: a pipe holds the byte all the same)
             self._thread.join()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
 
 
 def _is_pipe(stream: Any) -> bool:
