@@ -5,12 +5,18 @@ event loop, not the command."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console as RichConsole
 
-from surfer.apps import signals
+from surfer.apps import output, signals
 
 
 class Console(RichConsole):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        output.consoles.add(self)
+
     def on_broken_pipe(self) -> None:
         self.quiet = True
         signals.reader_gone(self.file)

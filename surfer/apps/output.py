@@ -16,11 +16,21 @@ import os
 import stat
 import sys
 import threading
+import weakref
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+
+consoles: weakref.WeakSet[Any] = weakref.WeakSet()  # the commands' consoles (console.py), hushed together
+
+
+def hush() -> None:
+    """Quiet every console of the command: a stop for a closed output says nothing, on any stream."""
+    for console in list(consoles):
+        console.quiet = True
 
 
 def reader_left(stream: Any) -> bool:

@@ -188,9 +188,10 @@ def reader_gone(stream: Any) -> None:
     output.ReaderWatch saw it leave): silence the stream, and stop."""
     import threading
 
-    from surfer.apps.output import silence
+    from surfer.apps.output import hush, silence
 
     silence(stream)
+    hush()
     _requests.output_closed(threading.current_thread() is threading.main_thread())
 
 
