@@ -219,10 +219,7 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
         running["task"] = task = asyncio.current_task()
         if received and task is not None:  # the stop came before this task started
             task.cancel()
-        try:
-            return await main
-        except (SystemExit, KeyboardInterrupt) as exc:  # raised out of the task, it would end the event loop, not
-            raise _Carried(exc) from None  # the command (on the early loop's thread: a main thread waiting forever)
+        return await main
 
     requests.deliver, requests.began = deliver, True
     previous = None if requests.armed else requests.install()
@@ -232,11 +229,9 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
     try:
         early = _early_loop()
         result = asyncio.run(guarded()) if early is None else early.submit(guarded()).result()
-    except (asyncio.CancelledError, concurrent.futures.CancelledError, KeyboardInterrupt, Exception) as exc:
+    except (asyncio.CancelledError, concurrent.futures.CancelledError, KeyboardInterrupt, Exception):
         if received:  # (an error while stopping — a browser killed by the same group signal — is the stop)
             raise Interrupted(received[0]) from None
-        if isinstance(exc, _Carried):
-            raise exc.carried from None
         raise
     finally:
         watch.stop()
@@ -261,14 +256,6 @@ def run_command(main: Coroutine[Any, Any, T], what: str = "stopped") -> T:
         if stop.signum != SIGPIPE:  # (no one reads what a closed output would say)
             say(f"{what} by {stop}\n")
         raise typer.Exit(stop.exit_code) from None
-
-
-class _Carried(Exception):
-    """A SystemExit or KeyboardInterrupt raised in the run's main coroutine, carried out of its task."""
-
-    def __init__(self, carried: BaseException) -> None:
-        super().__init__(repr(carried))
-        self.carried = carried
 
 
 def _early_loop() -> Any:
