@@ -212,7 +212,10 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
         received.append(signum)
         loop, task = running.get("loop"), running.get("task")
         if loop is not None and task is not None:
-            loop.call_soon_threadsafe(task.cancel)
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop has closed: main has ended (the stop is still raised, below)
+                pass
 
     async def guarded() -> T:
         running["loop"] = asyncio.get_running_loop()
