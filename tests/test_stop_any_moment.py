@@ -121,8 +121,8 @@ def test_surfer_demo_stopped_at_any_moment(signum, tmp_path):
     a stop that comes after it finished finds it finished."""
     name = signal.Signals(signum).name
     timed = _each_moment(lambda out: ["demo", "--out", str(out)], "group", tmp_path, signum,
-                         moments=(0.3, 0.6, 1.0, 1.5, 2.0, 3.0))
-    opening = [(moment, tmp_path / f"opening-{moment}") for moment in (0.0, 0.0, 0.02, 0.1)]
+                         moments=(0.3, 0.6, 1.0, 1.5, 2.5))
+    opening = [(moment, tmp_path / f"opening-{moment}") for moment in (0.0, 0.0, 0.05)]
     opening = [(moment, out.with_name(f"{out.name}-{i}")) for i, (moment, out) in enumerate(opening)]
     with ThreadPoolExecutor(len(opening)) as pool:
         stopped = list(pool.map(lambda pair: _stop_at(["demo", "--out", str(pair[1])], pair[0], "group", signum,
