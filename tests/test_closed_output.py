@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,9 @@ def _surfer(*args: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[str]:
                             text=True, env=_env())
 
 
-def _head_1(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """Read one line and close the pipe, as `head -1` does; (that line, stderr) once the command ended."""
-    first = proc.stdout.readline()  # type: ignore[union-attr]
+def _head_1(proc: subprocess.Popen[str], lines: int = 1) -> tuple[str, str]:
+    """Read one line (or `lines`) and close the pipe, as `head -1` does; (that line, stderr) once the command ended."""
+    first = proc.stdout.readline() if lines else ""  # type: ignore[union-attr]
     proc.stdout.close()  # type: ignore[union-attr]
     try:
         proc.wait(LIMIT_S)
@@ -94,3 +95,22 @@ def test_a_command_whose_reader_left_before_it_wrote_exits_141_quietly(command, 
         os.close(write)
     assert proc.returncode == 141, proc.stderr
     assert proc.stderr == "", proc.stderr
+
+
+def test_a_batch_whose_output_is_closed_stops_and_records_why(standin, pages, tmp_path):
+    """A batch writes its progress to stderr; its stdout's reader going away stops it all the same, quietly,
+    each session in progress recorded in attempts.jsonl with the reason."""
+    server = standin(lambda request: {}, hang_after=0)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": i, "task": "probe", "url": pages.url("actions.html")}) + "\n" for i in "ab"))
+    out = tmp_path / "batch"
+    proc = _surfer("batch", str(tasks), "--out", str(out), "--concurrency", "2", "--base-url", server.base_url,
+                   "--model", server.model, "--profile", "holo2")
+    deadline = time.monotonic() + LIMIT_S
+    while server.hung < 2:  # both sessions wait on the model
+        assert time.monotonic() < deadline and proc.poll() is None, "the batch never asked the model"
+        time.sleep(0.05)
+    _, err = _head_1(proc, lines=0)
+    assert proc.returncode == 141 and err == "", (proc.returncode, err)
+    attempts = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
+    assert len(attempts) == 2 and all(a["status"] == "interrupted" and "output was closed" in a["reason"] for a in attempts), attempts
