@@ -5,7 +5,7 @@ starts its browser here, before the CLI loads (surfer/apps/early_start.py)."""
 import sys
 
 # The commands that keep a record, and what a stop before it began says never started.
-RECORDING_COMMANDS = {"run": "the run", "batch": "the batch", "qa": "the suite"}
+RECORDING_COMMANDS = {"run": "the run", "demo": "the run", "batch": "the batch", "qa": "the suite"}
 
 
 def main() -> None:
@@ -26,8 +26,9 @@ def main() -> None:
         finally:  # also when stopped while the CLI loads
             early_start.end()
     except signals.StoppedOutsideRun as stop:  # (one before the run began exits in the handler)
-        sys.stderr.write(f"stopped by {stop} after {RECORDING_COMMANDS.get(command, 'the command')} ended; its record is kept\n")
-        sys.stderr.flush()
+        signals.say(f"stopped by {stop} after {RECORDING_COMMANDS.get(command, 'the command')} ended; its record is kept\n")
+        raise SystemExit(stop.exit_code) from None
+    except signals.OutputClosed as stop:  # (the CLI's commands exit from it themselves)
         raise SystemExit(stop.exit_code) from None
 
 

@@ -2,7 +2,8 @@
 started): `surfer run`, `surfer batch` and `surfer qa` against a model server that
 never answers, stopped by SIGTERM at 0.1 … 4 s after they start — by GNU `timeout`,
 which signals the command and then its whole process group, and by one `kill -TERM`
-to the process. Never a silent exit, never the "second signal" exit for one stop.
+to the process — and `surfer demo` by Ctrl-C's SIGINT and by SIGTERM, to its whole
+group. Never a silent exit, never the "second signal" exit for one stop.
 
 The stops from 0.6 s on run at once, so the machine is loaded as a CI runner is
 (the moments fall in other phases than on a quiet one: that is the point); the two
@@ -33,16 +34,24 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _stop_at(args: list[str], moment: float, way: str) -> subprocess.CompletedProcess[str]:
+def _stop_at(args: list[str], moment: float, way: str, signum: int = signal.SIGTERM,
+             after: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Stop the command `moment` s after it starts — with way "group", `moment` s after `after` appears."""
     command = [sys.executable, "-m", "surfer", *args]
     if way == "timeout":  # the signal to the command, then to its process group; the command's own status back
-        proc = subprocess.Popen(["timeout", "--preserve-status", "-s", "TERM", str(moment), *command],
+        proc = subprocess.Popen(["timeout", "--preserve-status", "-s", signal.Signals(signum).name[3:], str(moment), *command],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     else:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
                                 start_new_session=True)
+        deadline = time.monotonic() + 60
+        while after is not None and not after.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
         time.sleep(moment)
-        proc.send_signal(signal.SIGTERM)
+        if way == "group":  # as a terminal's Ctrl-C and `timeout` do: every process of the group
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
     try:
         out, err = proc.communicate(timeout=90)
     except subprocess.TimeoutExpired:
@@ -52,23 +61,23 @@ def _stop_at(args: list[str], moment: float, way: str) -> subprocess.CompletedPr
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def _each_moment(make_args, way: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+def _each_moment(make_args, way: str, tmp_path: Path, signum: int = signal.SIGTERM, moments=MOMENTS):  # type: ignore[no-untyped-def]
     """Run the command once per moment, all at once; (moment, its output dir, the finished process)."""
-    outs = [tmp_path / f"{way}-{moment}" for moment in MOMENTS]
-    stop = lambda pair: _stop_at(make_args(pair[1]), pair[0], way)  # noqa: E731
-    alone = [pair for pair in zip(MOMENTS, outs) if pair[0] < EARLY]
-    together = [pair for pair in zip(MOMENTS, outs) if pair[0] >= EARLY]
+    outs = [tmp_path / f"{way}-{moment}" for moment in moments]
+    stop = lambda pair: _stop_at(make_args(pair[1]), pair[0], way, signum)  # noqa: E731
+    alone = [pair for pair in zip(moments, outs) if pair[0] < EARLY]
+    together = [pair for pair in zip(moments, outs) if pair[0] >= EARLY]
     procs = [stop(pair) for pair in alone]
     with ThreadPoolExecutor(len(together)) as pool:
         procs += list(pool.map(stop, together))
-    return list(zip(MOMENTS, outs, procs))
+    return list(zip(moments, outs, procs))
 
 
-def _no_silent_exit(moment: float, proc: subprocess.CompletedProcess[str]) -> str:
+def _no_silent_exit(moment: float, proc: subprocess.CompletedProcess[str], signum: int = signal.SIGTERM) -> str:
     said = proc.stdout + proc.stderr
-    assert proc.returncode == 143, f"stop at {moment} s: exit {proc.returncode}\n{said[-3000:]}"
+    assert proc.returncode == 128 + signum, f"stop at {moment} s: exit {proc.returncode}\n{said[-3000:]}"
     assert "exiting at once" not in said, f"stop at {moment} s: one stop taken for two\n{said[-2000:]}"
-    assert "Traceback" not in said, f"stop at {moment} s:\n{said[-3000:]}"
+    assert "Traceback" not in said and "never retrieved" not in said, f"stop at {moment} s:\n{said[-3000:]}"
     assert said.strip(), f"stop at {moment} s: nothing said"
     return said
 
@@ -94,6 +103,50 @@ def test_surfer_run_stopped_at_any_moment(way, silent_server, pages, tmp_path):
             assert "before the run started: nothing was recorded" in said, (moment, said[-2000:])
             assert not out.exists(), f"stop at {moment} s: a run directory without its result.json"
     assert recorded >= 1  # the later stops found a run to record
+
+
+def _before_surfer(proc: subprocess.CompletedProcess[str], signum: int) -> bool:
+    """Stopped while the interpreter was still starting, before surfer's code ran (on a loaded machine, a few
+    tenths of a second): as for any program, the system's default (killed by the signal) or Python's own
+    KeyboardInterrupt."""
+    interrupt = "KeyboardInterrupt" in proc.stderr and "surfer" not in proc.stderr.replace("-m surfer", "")
+    return proc.returncode == -signum or (signum == signal.SIGINT and interrupt)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_surfer_demo_stopped_at_any_moment(signum, tmp_path):
+    """The demo starts its site, measures it in a browser of its own and starts its stand-in model before the
+    run: a stop in any of these keeps `surfer run`'s promise — and so does one as the run opens its directory
+    (every process of the group signalled as the directory appears, and a little later). The demo is short:
+    a stop that comes after it finished finds it finished."""
+    name = signal.Signals(signum).name
+    timed = _each_moment(lambda out: ["demo", "--out", str(out)], "group", tmp_path, signum,
+                         moments=(0.3, 0.6, 1.0, 1.5, 2.5))
+    opening = [(moment, tmp_path / f"opening-{moment}") for moment in (0.0, 0.0, 0.05)]
+    opening = [(moment, out.with_name(f"{out.name}-{i}")) for i, (moment, out) in enumerate(opening)]
+    with ThreadPoolExecutor(len(opening)) as pool:
+        stopped = list(pool.map(lambda pair: _stop_at(["demo", "--out", str(pair[1])], pair[0], "group", signum,
+                                                      after=pair[1]), opening))
+    for (moment, out), proc in zip(opening, stopped):
+        assert (out / "result.json").exists(), f"stopped {moment} s after its directory opened: no result.json"
+    recorded = 0
+    for moment, out, proc in [*timed, *((m, o, p) for (m, o), p in zip(opening, stopped))]:
+        if proc.returncode == 0 and moment >= 2.0:  # done before the stop came
+            assert json.loads((out / "result.json").read_text())["status"] == "success"
+            continue
+        if _before_surfer(proc, signum) and not out.exists():
+            continue
+        said = _no_silent_exit(moment, proc, signum)
+        if (out / "result.json").exists():
+            result = json.loads((out / "result.json").read_text())
+            assert result["status"] == "interrupted" and name in result["reason"], (moment, result)
+            assert (out / "report.html").exists(), moment
+            assert f"interrupted by {name}" in said
+            recorded += 1
+        else:
+            assert "before the run started: nothing was recorded" in said, (moment, said[-2000:])
+            assert not out.exists(), f"stop at {moment} s: a run directory without its result.json"
+    assert recorded >= len(opening)
 
 
 @pytest.mark.parametrize("way", ["timeout", "kill"])

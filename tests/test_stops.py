@@ -259,6 +259,64 @@ def test_copies_of_one_signal_are_one_request():
     assert out.split() == ["cleaning", "up", "cleaned", "up"] and "exiting at once" not in err
 
 
+async def test_a_run_stopped_as_it_opens_its_directory_finishes_its_record(tmp_path):
+    """The run directory opens with the run's first event: a stop while it is handled (a listener still busy
+    with it) ends, like any later stop, in result.json (interrupted) and the report — never a directory
+    with run.json alone, which `surfer view` would show as running forever."""
+    from surfer.agent.events import RunStarted
+
+    handling = asyncio.Event()
+
+    async def busy_with_the_start(event):  # type: ignore[no-untyped-def]
+        if isinstance(event, RunStarted):
+            handling.set()
+            await asyncio.Event().wait()
+
+    agent = Agent(base_url="http://127.0.0.1:9/v1", model="m", profile="holo2", listeners=[busy_with_the_start])
+    running = asyncio.ensure_future(agent.run("probe", out_dir=tmp_path / "run"))
+    await handling.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await agent.aclose()
+    result, steps = run_files(tmp_path / "run")
+    assert result["status"] == "interrupted" and steps == [], result
+
+
+async def test_the_record_of_a_directory_stopped_while_opening_waits_for_it(tmp_path):
+    """The writer opens the directory in a thread; a stop then does not leave it half made, and the
+    result is written only once it is whole (run.json first)."""
+    from surfer.agent.events import Finished, RunStarted
+    from surfer.agent.result import RunResult
+    from surfer.agent.trajectory import TrajectoryWriter
+
+    held, release, scrubbed = threading.Event(), threading.Event(), []
+
+    def scrub(value):  # type: ignore[no-untyped-def]
+        scrubbed.append(value)
+        if len(scrubbed) == 1:  # run.json's record: held while the stop comes
+            held.set()
+            release.wait(30)
+        return value
+
+    run_dir = tmp_path / "run"
+    writer = TrajectoryWriter(run_dir, scrub=scrub)
+    opening = asyncio.ensure_future(writer.handle(RunStarted("r1", "probe", None, str(run_dir), {})))
+    await asyncio.to_thread(held.wait, 30)
+    opening.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await opening
+    finishing = asyncio.ensure_future(writer.handle(Finished(RunResult(status="interrupted", task="probe"))))
+    try:
+        done, _ = await asyncio.wait([finishing], timeout=0.3)
+        assert not done and len(scrubbed) == 1  # the result waits for the directory
+    finally:
+        release.set()
+    await finishing
+    result, steps = run_files(run_dir)
+    assert result["status"] == "interrupted" and steps == []
+
+
 # -- refused URLs ---------------------------------------------------------------------
 
 

@@ -279,7 +279,6 @@ class Agent(StepMachinery):
         self, run: RunState, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]], control: RunControl,
     ) -> RunResult:
         run.start_origin = origin_of(url)
-        await emit(RunStarted(run.run_id, run.task, url, run.run_dir, self._describe()))
         owned = self.environment is None
         env = self._new_environment() if owned else self.environment
         assert env is not None
@@ -287,10 +286,12 @@ class Agent(StepMachinery):
         env.confirm_download = self._download_confirmer(run) if self.sensitive.downloads else None
         result: RunResult | None = None
         limit = time_limit_reason(self.config.max_seconds)
-        # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
-        # The clock's limits move later while the model server is away (core/deadline.py).
-        deadline = asyncio.get_running_loop().time() + self.config.max_seconds
         try:
+            # Opens the run directory: from here on, a stop at any moment still ends in Finished (below).
+            await emit(RunStarted(run.run_id, run.task, url, run.run_dir, self._describe()))
+            # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
+            # The clock's limits move later while the model server is away (core/deadline.py).
+            deadline = asyncio.get_running_loop().time() + self.config.max_seconds
             with run_deadline(deadline, final_answer_reserve(self.config.max_seconds)) as clock:
                 try:
                     async with clock.limit() as preparing:

@@ -33,13 +33,20 @@ class TrajectoryWriter:
         self.run_dir = Path(run_dir)
         self.scrub = scrub or (lambda value: value)
         self.video = video  # `--video`: video.mp4 / video.webp from the step screenshots (video.py)
+        self._opening: asyncio.Future[None] | None = None
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            await asyncio.to_thread(self._start, event)
+            # The directory opens whole even when the run is stopped meanwhile: Finished then completes it.
+            self._opening = asyncio.ensure_future(asyncio.to_thread(self._start, event))
+            await asyncio.shield(self._opening)
         elif isinstance(event, StepFinished):
             await asyncio.to_thread(self._step, event)
         elif isinstance(event, Finished):
+            if self._opening is not None:
+                await asyncio.wait([self._opening])
+                if self._opening.cancelled() or self._opening.exception() is not None:
+                    return  # the directory could not be opened: its error is the run's (raised where it happened)
             await asyncio.to_thread(self._finish, event)
 
     def _start(self, event: RunStarted) -> None:

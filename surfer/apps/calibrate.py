@@ -152,14 +152,13 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     ) -> None:
         """Find the coordinate frame a model answers in; warn when the profile's frame is not the best fit."""
-        from rich.console import Console
-
+        from surfer.apps import options
         from surfer.agent.config import parse_viewport
         from surfer.apps.options import check_base_urls
         from surfer.core.errors import ConfigError, RunError
         from surfer.models.profiles.auto import suggest_profile
 
-        console = Console(stderr=True, soft_wrap=True, highlight=False)
+        console = options.console(stderr=True, soft_wrap=True)
         try:
             size = parse_viewport(viewport)
             check_base_urls(base_url)
@@ -181,7 +180,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print(json.dumps(report, indent=2))
         else:
-            out = Console(highlight=False, soft_wrap=True)
+            out = options.console(soft_wrap=True)
             out.print(f"{model} with profile {report['profile']} — {report['targets']} targets, viewport "
                       f"{size[0]}x{size[1]} @{scale:g}, image sent {report['sent'][0]}x{report['sent'][1]}", markup=False)
             for frame, hits in report["hits"].items():

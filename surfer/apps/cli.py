@@ -2,7 +2,8 @@
 
 Exit codes (surfer/apps/exit_codes.py): 0 success, 1 task failed or gave up
 (or hit a limit), 2 bad usage or configuration, 3 model server unreachable,
-130 interrupted by Ctrl-C (SIGINT), 143 stopped by SIGTERM.
+130 interrupted by Ctrl-C (SIGINT), 141 its output closed (`| head`), 143
+stopped by SIGTERM.
 
 The built-in commands live in surfer/apps/; more come from the entry-point
 group `surfer.commands` (surfer's own: `bench`, surfer/bench/commands.py),
@@ -23,7 +24,7 @@ import typer.main
 from surfer.apps import early_start, options
 from surfer.apps.command_group import CommandGroup, unlabel_flags_below
 from surfer.apps.exit_codes import (  # noqa: F401  (EXIT_* and exit_code: also imported from here)
-    EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_UNREACHABLE, EXIT_USAGE, exit_code,
+    EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT_CLOSED, EXIT_TERMINATED, EXIT_UNREACHABLE, EXIT_USAGE, exit_code,
 )
 from surfer.apps.signals import Interrupted, run_interruptible
 
@@ -210,13 +211,9 @@ def run(
     try:
         result = run_interruptible(main())
     except Interrupted as stop:
-        saved = Path(run_dir) / "result.json"
-        if saved.exists():
-            options.say(console, "interrupted", "yellow", f"by {stop}; what was done is saved in {run_dir}")
-        else:  # stopped before the run had its directory
-            options.say(console, "interrupted", "yellow", f"by {stop} before the run started: nothing was recorded")
+        saved = options.say_stopped_run(console, stop, run_dir)
         if as_json:
-            print(saved.read_text() if saved.exists() else json.dumps({"status": "interrupted", "run_dir": None}))
+            print(saved.read_text() if saved is not None else json.dumps({"status": "interrupted", "run_dir": None}))
         raise typer.Exit(stop.exit_code) from None
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]

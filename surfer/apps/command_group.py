@@ -5,6 +5,9 @@ surfer.bench` on its own): what all commands share on their way to the user.
   (a profile name read late, Chromium not found while a demo measures its
   page, a window without a display): `error: ...` and exit 2; a model server
   that cannot be reached, exit 3 (surfer/apps/exit_codes.py).
+- A reader of its output that went away (`surfer ... | head -1`) stops it
+  quietly, exit 141 (surfer/apps/signals.py), where click would exit 1 and a
+  traceback could follow.
 - The help shows no value label on a flag: Typer labels every option with its
   type, flags too, and `-V, --version <bool>` reads as if it took a value."""
 
@@ -15,7 +18,8 @@ from typing import Any
 import typer
 import typer.core
 
-from surfer.apps.exit_codes import EXIT_UNREACHABLE, EXIT_USAGE
+from surfer.apps.exit_codes import EXIT_OUTPUT_CLOSED, EXIT_UNREACHABLE, EXIT_USAGE
+from surfer.apps.signals import OutputClosed
 
 
 class CommandGroup(typer.core.TyperGroup):
@@ -40,6 +44,14 @@ class CommandGroup(typer.core.TyperGroup):
 
             say(console(stderr=True), "error:", "red", exc)
             raise typer.Exit(EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_UNREACHABLE) from None
+        except OutputClosed:  # (its stream already silenced)
+            raise typer.Exit(EXIT_OUTPUT_CLOSED) from None
+        except BrokenPipeError:  # a plain print's
+            from surfer.apps.output import silence_closed
+
+            if not silence_closed():
+                raise
+            raise typer.Exit(EXIT_OUTPUT_CLOSED) from None
 
 
 def unlabel_flags(params: list[Any]) -> None:

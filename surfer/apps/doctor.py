@@ -280,8 +280,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the checks as one JSON object."),
     ) -> None:
         """Check this machine and a model endpoint: one line per check, with a fix. Exit 1 if a required check fails."""
-        from rich.console import Console
         from rich.markup import escape
+
+        from surfer.apps import options
 
         from surfer.core.errors import ConfigError
 
@@ -310,7 +311,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))
         else:
-            console = Console(highlight=False, soft_wrap=True)
+            console = options.console(soft_wrap=True)
             for c in checks:
                 fix = f"  [dim]fix: {escape(c.fix)}[/dim]" if c.fix and c.status != "ok" else ""
                 console.print(f"{MARKS[c.status]} {c.name:<20} {escape(c.detail)}{fix}")

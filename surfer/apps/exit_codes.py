@@ -4,11 +4,13 @@ controls import it without importing each other.
 
 0 success, 1 task failed or gave up (or hit a limit), 2 bad usage or
 configuration, 3 model server unreachable, 130 interrupted by Ctrl-C
-(SIGINT), 143 stopped by SIGTERM."""
+(SIGINT), 141 its output closed (a reader such as `head` went away;
+surfer/apps/output.py), 143 stopped by SIGTERM."""
 
 from __future__ import annotations
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
+EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE, as a shell reports a process the signal ended
 
 
 def exit_code(result: object) -> int:

@@ -187,11 +187,23 @@ def say(console: Any, label: str, style: str, message: object) -> None:
     console.print(Text.assemble((label, style), " ", str(message)), soft_wrap=True)
 
 
-def console(stderr: bool = False) -> Any:
-    """The CLI's console: no automatic highlighting (numbers, paths and URLs keep one colour)."""
-    from rich.console import Console
+def say_stopped_run(console: Any, stop: object, run_dir: Path) -> Path | None:
+    """What a run stopped by a signal (or by its output closing) kept, said in one line:
+    its result.json, or None when it was stopped before it had its directory."""
+    saved = Path(run_dir) / "result.json"
+    if saved.exists():
+        say(console, "interrupted", "yellow", f"by {stop}; what was done is saved in {run_dir}")
+        return saved
+    say(console, "interrupted", "yellow", f"by {stop} before the run started: nothing was recorded")
+    return None
 
-    return Console(stderr=stderr, highlight=False)
+
+def console(stderr: bool = False, soft_wrap: bool = False) -> Any:
+    """The CLI's console: no automatic highlighting (numbers, paths and URLs keep one colour);
+    a reader that goes away stops the command (surfer/apps/console.py)."""
+    from surfer.apps.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=soft_wrap)
 
 
 @contextmanager

@@ -14,6 +14,14 @@ keep a record: run, batch, qa) installs the handlers; from then on a stop reques
 - after the run has ended, ends the process (its record is written;
   `StoppedOutsideRun`).
 
+A reader that goes away — `surfer run ... | head -1` — is a stop too, with no
+signal: a write to the closed pipe fails (Python ignores SIGPIPE) and the
+console says so, or a watch sees the reader leave while a run waits on its
+model (`reader_gone`, from surfer/apps/console.py and output.py). The command
+stops as on a signal, quietly (no one is left to read it), with the exit code
+of a process that SIGPIPE ended: 141, what `git log | head` does. Its record
+is written.
+
 Python runs no handler before the interpreter reaches surfer's code (~20 ms
 after the process starts on a quiet machine): a stop earlier than that ends
 the process as the system's default does, silently.
@@ -50,13 +58,23 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGPIPE = 13  # (signal.SIGPIPE where the platform has it) the stop of a closed output: exit 141
 # Copies of one request arrive within a millisecond of each other (handled a few ms apart at
 # most, even on a loaded machine); a person's second Ctrl-C comes later than this.
 COPY_WINDOW_S = 0.5
 
 
 def _name(signum: int) -> str:
-    return signal.Signals(signum).name
+    return "SIGPIPE" if signum == SIGPIPE else signal.Signals(signum).name
+
+
+def say(line: str) -> None:
+    """A line on stderr, dropped when no one reads it any more."""
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe, a closed stream
+        pass
 
 
 class Interrupted(KeyboardInterrupt):
@@ -85,6 +103,14 @@ class StoppedOutsideRun(BaseException):
         return 128 + self.signum
 
 
+class OutputClosed(BaseException):
+    """The reader of the command's output went away while no run was going: the
+    command stops where it was (a BaseException: no `except Exception` takes it
+    for an error), and the CLI exits 141 quietly (surfer/apps/cli.py)."""
+
+    exit_code = 128 + SIGPIPE
+
+
 class StopRequests:
     """The process's stop requests: the first one, and where it goes."""
 
@@ -102,8 +128,7 @@ class StopRequests:
             first, at = self.first
             if signum == first and now - at < COPY_WINDOW_S:
                 return  # the same request, delivered again (to the process, then to its group)
-            sys.stderr.write(f"\nsecond {_name(signum)}: exiting at once\n")
-            sys.stderr.flush()
+            say(f"\nsecond {_name(signum)}: exiting at once\n")
             os._exit(128 + signum)
         self.first = (signum, now)
         stopping.request(f"stopped by {_name(signum)}")
@@ -112,10 +137,23 @@ class StopRequests:
             return
         if not self.began:  # nothing written yet, nothing to clean up: say so and go (an exception raised
             # here could land in a weakref callback or a __del__, where Python ignores it, and the stop be lost)
-            sys.stderr.write(f"stopped by {_name(signum)} before {self.what} started: nothing was recorded\n")
-            sys.stderr.flush()
+            say(f"stopped by {_name(signum)} before {self.what} started: nothing was recorded\n")
             os._exit(128 + signum)  # Playwright's driver sees its pipe close and closes the browser
         raise StoppedOutsideRun(signum)
+
+    def output_closed(self, in_main_thread: bool) -> None:
+        """The reader of the output went away (see the module docstring): a running run
+        is stopped as by a signal (SIGPIPE's); outside one, the main thread stops where
+        it is (`OutputClosed`). A stop already under way goes on as it was."""
+        if self.first is not None:
+            return
+        self.first = (SIGPIPE, time.monotonic())
+        stopping.request("its output was closed (SIGPIPE)")
+        if self.deliver is not None:
+            self.deliver(SIGPIPE)
+        elif in_main_thread:
+            raise OutputClosed()
+        # (another thread, no run: what it wrote is dropped; the main thread stops at its next write)
 
     def install(self) -> dict[int, Any] | None:
         """Install the handlers; the previous ones, or None where signals cannot be set (not the main thread)."""
@@ -145,6 +183,18 @@ def arm(what: str = "the command") -> None:
         _requests.armed = True
 
 
+def reader_gone(stream: Any) -> None:
+    """The reader of `stream` (stdout or stderr) went away (a write to it failed, or
+    output.ReaderWatch saw it leave): silence the stream, and stop."""
+    import threading
+
+    from surfer.apps.output import hush, silence
+
+    silence(stream)
+    hush()
+    _requests.output_closed(threading.current_thread() is threading.main_thread())
+
+
 def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)`, with SIGINT and SIGTERM cancelling `main` once and
     raising `Interrupted` when it has unwound (see the module docstring). In a
@@ -158,11 +208,14 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
     received: list[int] = []
     running: dict[str, Any] = {}
 
-    def deliver(signum: int) -> None:  # in the main thread: cancel main on its loop
+    def deliver(signum: int) -> None:  # (from the handler, or a console that lost its reader): cancel main
         received.append(signum)
         loop, task = running.get("loop"), running.get("task")
         if loop is not None and task is not None:
-            loop.call_soon_threadsafe(task.cancel)
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop has closed: main has ended (the stop is still raised, below)
+                pass
 
     async def guarded() -> T:
         running["loop"] = asyncio.get_running_loop()
@@ -173,6 +226,9 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
 
     requests.deliver, requests.began = deliver, True
     previous = None if requests.armed else requests.install()
+    from surfer.apps.output import ReaderWatch
+
+    watch = ReaderWatch(reader_gone).start()
     try:
         early = _early_loop()
         result = asyncio.run(guarded()) if early is None else early.submit(guarded()).result()
@@ -181,6 +237,7 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
             raise Interrupted(received[0]) from None
         raise
     finally:
+        watch.stop()
         requests.deliver = None
         if previous is not None:  # the caller's process: its own handlers back, and no stop left pending
             for signum, handler in previous.items():
@@ -199,7 +256,8 @@ def run_command(main: Coroutine[Any, Any, T], what: str = "stopped") -> T:
     try:
         return run_interruptible(main)
     except Interrupted as stop:
-        sys.stderr.write(f"{what} by {stop}\n")
+        if stop.signum != SIGPIPE:  # (no one reads what a closed output would say)
+            say(f"{what} by {stop}\n")
         raise typer.Exit(stop.exit_code) from None
 
 

@@ -26,6 +26,7 @@ from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
 from surfer.agent.video import make_video
 from surfer.core.retention import keeps
 from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
+from surfer.core import stopping
 from surfer.fleet.batch import BATCH_STOPPING_ERRORS, ResultsIndex, drain, shared_backends
 from surfer.models.affinity import model_session
 from surfer.fleet.browser_pool import SharedBrowser
@@ -191,7 +192,7 @@ class QaRunner:
                 attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
             except asyncio.CancelledError:  # stopped: the case has no outcome; its attempt is recorded
                 await asyncio.shield(self.index.append_attempt(
-                    {**report.to_record(self.out_dir), "status": "interrupted", "failure": "interrupted (Ctrl-C, SIGTERM or cancelled)"}))
+                    {**report.to_record(self.out_dir), "status": "interrupted", "failure": stopping.interrupted_reason()}))
                 raise
             if attempt.status != "passed" and attempt.used_cache and attempt.error_kind not in BATCH_STOPPING_ERRORS:
                 # a cache entry that replays into a failure is dropped; the case runs with the model once more

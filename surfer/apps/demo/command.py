@@ -28,7 +28,7 @@ def register(app: Any) -> None:
         from surfer.apps.demo.static_site import StaticSite
         from surfer.apps.exit_codes import exit_code
         from surfer.apps.live import LiveView
-        from surfer.apps.signals import run_command
+        from surfer.apps.signals import Interrupted, run_interruptible
         from surfer.models.profiles import get_profile
         from surfer.models.standin import StandInServer
 
@@ -41,6 +41,7 @@ def register(app: Any) -> None:
         frame = get_profile(profile).frame
         config = AgentConfig(profile=profile, browser=BrowserSettings(headless=not headful, viewport=viewport))
         options.check_browser(config, console)
+        run_dir = out or default_run_dir(DEMO_TASK)
 
         async def main() -> Any:
             with StaticSite(DEMO_SITE) as site:
@@ -49,8 +50,13 @@ def register(app: Any) -> None:
                     served = config.model_copy(update={"base_url": server.base_url, "model": server.model})
                     agent = Agent(served, listeners=[LiveView(console)])
                     try:
-                        return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=out or default_run_dir(DEMO_TASK))
+                        return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=run_dir)
                     finally:
                         await agent.aclose()
 
-        raise typer.Exit(exit_code(run_command(main())))
+        try:
+            result = run_interruptible(main())
+        except Interrupted as stop:
+            options.say_stopped_run(console, stop, run_dir)
+            raise typer.Exit(stop.exit_code) from None
+        raise typer.Exit(exit_code(result))

@@ -46,26 +46,28 @@ def confirmation_code(name: str, email: str) -> str:
 async def measure_targets(
     site_url: str, viewport: tuple[int, int], scale: float = 1.0, targets: dict[str, tuple[str, str]] | None = None,
 ) -> dict[str, CssPoint]:
-    """Centres (CSS px) of every target (default: TARGETS), measured in a real Chromium."""
-    from playwright.async_api import async_playwright
-
+    """Centres (CSS px) of every target (default: TARGETS), measured in a real Chromium
+    (Playwright's driver in its own session, as a run's: a Ctrl-C to the command's
+    process group is the command's to handle, not the driver's)."""
     from surfer.core.actions import CssPoint
-    from surfer.tools.browser import launch_chromium
+    from surfer.tools.chromium import start_chromium
 
     centres: dict[str, CssPoint] = {}
-    async with async_playwright() as playwright:
-        browser = await launch_chromium(playwright)
+    playwright, browser = await start_chromium(headless=True)
+    try:
+        page = await browser.new_page(viewport={"width": viewport[0], "height": viewport[1]}, device_scale_factor=scale)
+        for target, (path, selector) in (targets or TARGETS).items():
+            if not page.url.endswith(path):
+                await page.goto(site_url.rstrip("/") + "/" + path)
+            box = await page.locator(selector).bounding_box()
+            if box is None:
+                raise RuntimeError(f"{selector} on {path} has no box")
+            centres[target] = CssPoint(x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] / 2)
+    finally:
         try:
-            page = await browser.new_page(viewport={"width": viewport[0], "height": viewport[1]}, device_scale_factor=scale)
-            for target, (path, selector) in (targets or TARGETS).items():
-                if not page.url.endswith(path):
-                    await page.goto(site_url.rstrip("/") + "/" + path)
-                box = await page.locator(selector).bounding_box()
-                if box is None:
-                    raise RuntimeError(f"{selector} on {path} has no box")
-                centres[target] = CssPoint(x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] / 2)
-        finally:
             await browser.close()
+        finally:
+            await playwright.stop()
     return centres
 
 

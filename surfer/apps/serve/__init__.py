@@ -112,14 +112,15 @@ def register(app: typer.Typer) -> None:
         """Start vLLM or SGLang for a model with its family's flags, wait until it answers, print the `surfer run` line.
 
         Arguments after `--` go to the engine unchanged (e.g. `-- --load-format dummy`)."""
-        from rich.console import Console
         from rich.markup import escape
+
+        from surfer.apps import options
 
         from surfer.agent.layouts import Layout, check_layout
         from surfer.models.profiles import get_profile
         from surfer.models.profiles.auto import suggest_profile
 
-        console = Console(stderr=True, soft_wrap=True, highlight=False)
+        console = options.console(stderr=True, soft_wrap=True)
         say = console.print
         try:
             if profile is None:

@@ -19,6 +19,7 @@ from surfer.agent.config import AgentConfig
 from surfer.agent.result import RunResult
 from surfer.core.deadline import run_deadline
 from surfer.core.errors import ConfigError, ModelServerUnreachable
+from surfer.core import stopping
 from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
 
@@ -388,7 +389,7 @@ class Batch:
                 executed = unplaced, tmp, time.monotonic() - started
         except asyncio.CancelledError:  # the batch was stopped: the attempt is recorded, the task runs on resume
             stopped = RunResult(status="interrupted", task=task.task, url=task.url,
-                                reason="interrupted (Ctrl-C, SIGTERM or cancelled)")
+                                reason=stopping.interrupted_reason())
             await asyncio.shield(self._unfinished_attempt(self._line(task, stopped, time.monotonic() - started)))
             raise
         finally:  # the session's live state file goes (its thumbnail stays for a page still loading it)
