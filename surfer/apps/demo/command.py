@@ -23,7 +23,8 @@ def register(app: Any) -> None:
         standing in for the model (over real HTTP): no GPU or model server needed."""
 
         from surfer.agent.config import AgentConfig, BrowserSettings, parse_viewport
-        from surfer.agent.loop import Agent, default_run_dir
+        from surfer.agent.loop import Agent
+        from surfer.agent.rundir import claim_run_dir, default_run_dir
         from surfer.apps.demo.oracle import DEMO_SITE, DEMO_TASK, DemoOracle, frame_mapper, measure_targets
         from surfer.apps.demo.static_site import StaticSite
         from surfer.apps.exit_codes import exit_code
@@ -37,6 +38,8 @@ def register(app: Any) -> None:
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--viewport") from None
         frame = get_profile(profile).frame
+        with options.setup_errors(options.console()):
+            run_dir = claim_run_dir(out) if out else default_run_dir(DEMO_TASK)  # a reused --out is refused: runs never mix
 
         async def main() -> Any:
             with StaticSite(DEMO_SITE) as site:
@@ -46,7 +49,7 @@ def register(app: Any) -> None:
                                          browser=BrowserSettings(headless=not headful, viewport=viewport))
                     agent = Agent(config, listeners=[LiveView(options.console())])
                     try:
-                        return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=out or default_run_dir(DEMO_TASK))
+                        return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=run_dir)
                     finally:
                         await agent.aclose()
 
