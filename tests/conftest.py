@@ -21,6 +21,18 @@ PAGES = Path(__file__).with_name("pages")
 XVFB_SCREEN = (1024, 768)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def default_runs_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Runs given no directory of their own (the SDK's default, `surfer run` and
+    `surfer demo` without --out, in this process) are recorded in a temporary
+    folder, not in runs/ of the checkout. tests/test_readme.py checks the real default."""
+    from surfer.agent import rundir
+
+    saved, rundir.RUNS_ROOT = rundir.RUNS_ROOT, tmp_path_factory.mktemp("runs")
+    yield rundir.RUNS_ROOT
+    rundir.RUNS_ROOT = saved
+
+
 @pytest.fixture(scope="session")
 def demo_site() -> Iterator[StaticSite]:
     with StaticSite(DEMO_SITE) as site:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -81,6 +82,14 @@ async def test_run_completes_the_demo_task_and_writes_the_run_directory(standin,
     assert "Create account" in report and code in report
     assert "step  1" in proc.stderr and "→ click" in proc.stderr  # the live view went to stderr
 
+    # the same --out again: refused before anything starts, naming the directory; the first run stays whole
+    kept, asked = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}, dict(oracle.calls)
+    again = cli(*run_args(server, demo_site, run_dir))
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert " ".join(again.stdout.split()).startswith(f"error: run directory {run_dir} is not empty (it holds a run)")
+    assert "Traceback" not in again.stdout + again.stderr and oracle.calls == asked  # no model call
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == kept
+
 
 async def test_validator_rejection_then_acceptance(standin, demo_site, centres, tmp_path):
     server = standin(DemoOracle(centres, normalized, wrong_first_answer=True))
@@ -113,7 +122,9 @@ def test_server_down_exits_3_with_a_clear_message(demo_site, tmp_path):
     result = json.loads(proc.stdout)
     assert result["status"] == "error" and result["error_kind"] == "unreachable"
     assert "cannot reach the model server" in result["reason"]
-    assert json.loads((tmp_path / "run" / "result.json").read_text())["status"] == "error"
+    # the run never reached its server: no run directory, and the live view says so
+    assert result["run_dir"] is None and not (tmp_path / "run").exists()
+    assert f"nothing recorded: the run never reached its model server ({tmp_path / 'run'} was not written)" in proc.stderr
 
 
 async def test_unknown_model_exits_2(standin, demo_site, tmp_path):
@@ -193,3 +204,18 @@ async def test_profile_auto_says_what_it_chose(standin, demo_site, centres, tmp_
 def test_profile_auto_with_the_server_down_exits_3(tmp_path):
     proc = cli("run", "task", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--profile", "auto")
     assert proc.returncode == 3 and "cannot reach" in proc.stdout
+
+
+def test_demo_refuses_a_reused_out_and_keeps_the_run_there(tmp_path):
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+    from surfer.apps.options import DEMO_RECORDINGS
+
+    earlier = tmp_path / "x"
+    shutil.copytree(DEMO_RECORDINGS / "demo-1280x800", earlier)  # a recorded demo run, as `surfer demo --out x` left it
+    kept = {p: p.read_bytes() for p in earlier.rglob("*") if p.is_file()}
+    result = CliRunner().invoke(app, ["demo", "--out", str(earlier)])
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.output.split()).startswith(f"error: run directory {earlier} is not empty (it holds a run)")
+    assert {p: p.read_bytes() for p in earlier.rglob("*") if p.is_file()} == kept

@@ -160,3 +160,37 @@ def test_user_docs_hold_no_development_history_or_machine_paths(pattern):
             for path in user_docs() for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
             if re.search(pattern, line, re.I)]
     assert hits == []
+
+
+NEEDS_PROBE = """
+import asyncio, json, sys
+sys.path.insert(0, sys.argv[1])
+import needs  # notes every import from here on, as in the docs build (surfer_docs.py imports it first)
+from surfer.apps.extras import from_pyproject
+from surfer.apps.view.server import ViewServer
+
+async def view_once() -> None:  # what the build's screenshots do: a batch watched by `surfer view`
+    view = await ViewServer(sys.argv[2], port=0).start()
+    await view.stop()
+
+asyncio.run(view_once())
+without_view = [r for r in from_pyproject(needs.ROOT / "pyproject.toml") if r.name not in ("starlette", "uvicorn") or "docs" not in r.marker]
+print(json.dumps({"imported": needs.imported(), "outside": needs.outside_extra(), "without": needs.outside_extra(without_view)}))
+"""
+
+
+def test_the_docs_extra_installs_what_the_docs_build_imports(tmp_path):
+    """docs/hooks/needs.py fails the build when it imported a distribution that
+    `pip install -e '.[docs]'` does not bring; here the part of the build that
+    once lacked its packages (the screenshots' `surfer view`), in a fresh process."""
+    import json
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", NEEDS_PROBE, str(DOCS / "hooks"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["imported"]["starlette"] == found["imported"]["uvicorn"] == "surfer.apps.view.server"
+    assert "httptools" not in found["imported"]  # uvicorn's own optional choice: not counted as the build's
+    assert found["outside"] == []
+    assert found["without"] == ["starlette (imported by surfer.apps.view.server)", "uvicorn (imported by surfer.apps.view.server)"]

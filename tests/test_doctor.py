@@ -159,3 +159,35 @@ def test_doctor_cli_checks_the_serving_flags_of_the_profile_named(standin) -> No
     assert checks["engine"]["detail"] == "SGLang (its /metrics)" and checks["serving flags"]["status"] == "warn"
     wrong = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--profile", "nope"])
     assert wrong.exit_code == 2 and "nope" in wrong.output
+
+
+def test_doctor_checks_every_extra_that_pyproject_declares() -> None:
+    import tomllib
+    from pathlib import Path
+
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    result = CliRunner().invoke(app, ["doctor", "--json", "--no-browser"])
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert {f"extra:{name}" for name in declared} <= set(checks), sorted(checks)
+    for extra in ("view", "mcp", "export", "video", "ray", "hub", "miniwob", "bench", "docs"):  # (the test extra installs them)
+        assert checks[f"extra:{extra}"]["status"] == "ok", checks[f"extra:{extra}"]
+    assert "starlette" in checks["extra:view"]["detail"] and "uvicorn" in checks["extra:view"]["detail"]
+
+
+def test_an_extra_is_unmet_when_a_requirement_is_missing_or_too_old() -> None:
+    from importlib.metadata import version
+
+    from surfer.apps.extras import parse
+
+    assert parse("pytest>=8").unmet() is None
+    assert parse("pytest>=999").unmet() == f"pytest>=999 needed, {version('pytest')} installed"
+    assert parse("no-such-package-here>=1; extra == 'x'").unmet() == "no-such-package-here missing"
+    assert parse("python-xlib>=0.33; (sys_platform == 'linux') and extra == 'desktop'").applies("desktop") is (
+        __import__("sys").platform == "linux")
+    assert not parse("pyarrow>=14; extra == 'export'").applies("") and parse("rich>=13").applies("")
+    # without `packaging` (not one of surfer's requirements), surfer's own markers read the same
+    from surfer.apps.extras import _applies_without_packaging, extras, requirements
+
+    for requirement in (r for r in requirements() if r.marker):
+        for extra in ("", *extras()):
+            assert _applies_without_packaging(requirement.marker, extra) == requirement.applies(extra), (requirement, extra)

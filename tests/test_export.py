@@ -134,3 +134,29 @@ def test_embedded_images_load_as_pictures_without_the_run_directories(batch_dir:
     assert first["images"] and all(image.size == VIEWPORT for image in first["images"])
     bad = CliRunner().invoke(app, ["export", str(batch_dir), "--format", "jsonl", "--embed-images"])
     assert bad.exit_code == 2 and "--embed-images is for --format parquet" in bad.output
+
+
+def test_nothing_to_export_says_why_writes_nothing_and_fails(demo_site, tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(app, ["export", str(empty)])
+    assert result.exit_code == 1, result.output
+    assert f"error: nothing to export from {empty}: no run directory" in " ".join(result.output.split())
+    assert list(empty.iterdir()) == []
+
+    # a batch whose model server was closed from the start: it names no results file it did not write
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "a", "task": "t", "url": demo_site.url("index.html")}) + "\n")
+    out = tmp_path / "out"
+    batch = CliRunner().invoke(app, ["batch", str(tasks), "--out", str(out), "--quiet",
+                                     "--base-url", "http://127.0.0.1:9/v1", "--model", "m"])
+    said = " ".join(batch.output.split())
+    assert batch.exit_code == 3, batch.output
+    assert "finished: no task, so no results.jsonl was written" in said and "statuses:" not in said
+    assert "results.jsonl" not in said.replace("no results.jsonl was written", "") and not (out / "results.jsonl").exists()
+    before = sorted(out.rglob("*"))
+    result = CliRunner().invoke(app, ["export", str(out), "--per", "call"])
+    assert result.exit_code == 1, result.output
+    assert (f"error: nothing to export from {out}: a batch that finished no task (1 unfinished attempt(s) in "
+            f"{out / 'attempts.jsonl'}: run the batch again to finish them); nothing was written") in " ".join(result.output.split())
+    assert sorted(out.rglob("*")) == before

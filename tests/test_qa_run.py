@@ -65,7 +65,7 @@ async def centres(demo_site):
 def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standin, demo_site, centres, tmp_path):
     server = standin(qa_oracle(centres, FRAME))
     cache = tmp_path / "cache"
-    first, second = tmp_path / "first", tmp_path / "second"
+    first = tmp_path / "first"
     common = [str(SAMPLE_SUITE), "--var", f"demo_url={demo_site.base_url}", "--cache", str(cache), *endpoint(server)]
 
     proc = qa(*common, "--out", str(first), "--junit", str(tmp_path / "ci" / "junit.xml"), "--html", str(tmp_path / "ci" / "qa.html"))
@@ -89,8 +89,10 @@ def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standi
     assert (cache / "library-smoke" / "register-a-member" / click["crop"]).exists()
 
     before = len(server.requests)
+    second = first  # the same --out again: the earlier results give way, and the command says so
     proc = qa(*common, "--out", str(second))
     assert proc.returncode == 0, proc.stderr
+    assert f"note: {first} holds an earlier run's results: this run replaces them" in " ".join(proc.stderr.split())
     rerun = results(second)
     # the two cases with deterministic expectations made no model call at all; the third only its
     # plain-language expectation, judged by the validator on the final screen

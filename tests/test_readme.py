@@ -58,6 +58,35 @@ def test_the_readme_sdk_example_is_valid_python():
     assert "from surfer import Agent" in code
 
 
+def test_the_readme_sdk_example_records_its_run(standin, demo_site, monkeypatch, tmp_path, capsys):
+    """The README's SDK example, run as written (its endpoint, model and URL swapped for the
+    stand-in and the demo site) in a fresh working directory, with the real default folder:
+    the run directory it prints exists, under runs/, like `surfer run`'s."""
+    from surfer.agent import rundir
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "The heading reads Acme Library."}
+        return {"thought": "The page's main heading reads 'Acme Library'.", "notes": "",
+                "action": {"type": "answer", "text": "Acme Library"}}
+
+    server = standin(respond)
+    [code] = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    for shown, actual in (("http://127.0.0.1:8000/v1", server.base_url), ("Hcompany/Holotron-12B", server.model),
+                          ("https://example.org", demo_site.url("index.html"))):
+        assert shown in code, shown
+        code = code.replace(shown, actual)
+    monkeypatch.setattr(rundir, "RUNS_ROOT", Path("runs"), raising=False)  # the real default (conftest moves it for other tests)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README:sdk", "exec"), {"__name__": "readme_example"})
+    printed = capsys.readouterr().out.splitlines()[-1]  # print(result.status, result.answer, result.run_dir)
+    assert printed.startswith("success Acme Library "), printed
+    run_dir = tmp_path / printed.rsplit(" ", 1)[1]
+    assert run_dir.parent == tmp_path / "runs", printed
+    assert (run_dir / "report.html").exists()
+    check_run_directory(run_dir)
+
+
 @pytest.fixture(scope="module")
 async def oracle_centres(demo_site):
     return await measure_targets(demo_site.base_url, (1280, 800))
@@ -82,6 +111,8 @@ def test_sdk_guide_examples_run(standin, demo_site, oracle_centres, monkeypatch,
     run_dir = tmp_path / "runs" / "sdk-example"
     assert (run_dir / "report.html").exists()
     check_run_directory(run_dir)
+    scripted = Path(namespace["result"].run_dir)  # the scripted example's run, recorded by default
+    assert (scripted / "report.html").exists() and scripted.name.endswith("-open-the-registration-form")
 
 
 def check_run_directory(run_dir: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +73,58 @@ async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
     assert second[0].task == "second" and second[-1].result.answer == "B"
     assert len(first) == len(second)
     await agent.aclose()
+
+
+@pytest.fixture
+def runs_root(tmp_path, monkeypatch) -> Path:
+    """This test's own folder for the runs given no directory (runs/ by default)."""
+    from surfer.agent import rundir
+
+    monkeypatch.setattr(rundir, "RUNS_ROOT", tmp_path / "runs", raising=False)
+    return tmp_path / "runs"
+
+
+def test_runs_are_recorded_by_default_each_in_a_new_directory_and_a_used_one_is_refused(pages, tmp_path, runs_root):
+    url = pages.url("actions.html")
+    first = Agent(backend=ScriptedModel(**REPLIES)).run_sync("Count the rows", url=url)
+    run_dir = Path(first.run_dir)  # like `surfer run`: runs/<timestamp>-<slug>/ (conftest moves runs/ to a temporary folder)
+    assert run_dir.parent == runs_root and run_dir.name.endswith("-count-the-rows")
+    assert (run_dir / "result.json").exists() and len((run_dir / "trajectory.jsonl").read_text().splitlines()) == 2
+    kept = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+
+    # a directory that holds a run (or anything) is refused before anything starts: the first run stays whole
+    with pytest.raises(ConfigError, match=f"run directory {re.escape(str(run_dir))} is not empty \\(it holds a run\\)"):
+        Agent(backend=ScriptedModel(**REPLIES)).run_sync("Count the rows again", url=url, out_dir=run_dir)
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == kept
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="is a file"):
+        Agent(backend=ScriptedModel(**REPLIES)).run_sync("task", url=url, out_dir=tmp_path / "notes.txt")
+
+    # a new or empty directory is taken as it is
+    from surfer.agent.rundir import claim_run_dir
+
+    (tmp_path / "empty").mkdir()
+    assert claim_run_dir(tmp_path / "empty") == tmp_path / "empty" and claim_run_dir(tmp_path / "new") == tmp_path / "new"
+
+    # a folder of the agent's own for its runs; out_dir=False on a call records that run nowhere
+    answers = {"policy": REPLIES["policy"][1], "validator": REPLIES["validator"][0]}
+    agent = Agent(backend=ScriptedModel(default=answers), out_dir=tmp_path / "mine")
+
+    async def two_runs() -> tuple[RunResult, RunResult]:
+        try:
+            return await agent.run("Count the rows", url=url), await agent.run("Count the rows", url=url, out_dir=False)
+        finally:
+            await agent.aclose()
+
+    recorded, unrecorded = asyncio.run(two_runs())
+    assert Path(recorded.run_dir).parent == tmp_path / "mine" and (Path(recorded.run_dir) / "report.html").exists()
+    assert unrecorded.status == "success" and unrecorded.run_dir is None
+    assert len(list((tmp_path / "mine").iterdir())) == 1 and sorted(runs_root.iterdir()) == [run_dir]
+
+
+def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tmp_path, runs_root):
+    for out_dir in (tmp_path / "run", None):  # its own directory, or one under runs/
+        agent = Agent(base_url="http://127.0.0.1:9/v1", model="m", server_wait=0)
+        result = agent.run_sync("task", url=pages.url("actions.html"), out_dir=out_dir)
+        assert (result.status, result.error_kind, result.run_dir) == ("error", "unreachable", None), result
+    assert not (tmp_path / "run").exists() and not runs_root.exists()

@@ -7,7 +7,10 @@
   `assets/screenshots/*.png`; the build fails when they cannot be made;
 - the benchmark data in the repository's `benchmarks/` folder is published as
   `benchmarks/data/...`, so the benchmark pages link the JSON their tables
-  came from."""
+  came from;
+- at the end, every distribution the build imported must come with
+  `pip install -e '.[docs]'` (needs.py): the build fails naming what the
+  `docs` extra lacks."""
 
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ import logging
 import time
 from pathlib import Path
 
-import reference  # this folder: mkdocs puts it on sys.path while it imports the hook
+import needs  # this folder: mkdocs puts it on sys.path while it imports the hook; first, to note every import
+import reference
 import screenshots
 
 from mkdocs.exceptions import PluginError
@@ -49,3 +53,9 @@ def on_page_markdown(markdown, page, config, files):  # type: ignore[no-untyped-
         return reference.expand(markdown)
     except Exception as exc:  # noqa: BLE001
         raise PluginError(f"surfer docs: generating {page.file.src_uri} failed: {exc!r}") from exc
+
+
+def on_post_build(config):  # type: ignore[no-untyped-def]
+    lacking = needs.problem()
+    if lacking:
+        raise PluginError(f"surfer docs: {lacking}")

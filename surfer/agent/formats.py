@@ -108,7 +108,7 @@ class TrajectoryLine(_Closed):
 
 
 class RunMeta(_Closed):
-    """`run.json`: what was asked, written when the run starts."""
+    """`run.json`: what was asked, written when the run's first step starts (or with its result)."""
 
     run_id: str = Field(description="The run's id (its directory name for batch runs and MCP).")
     task: str = Field(description="The task, in plain language.")

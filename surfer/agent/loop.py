@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import traceback
 import uuid
-from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping
 
 from surfer.core import stopping
 from surfer.core.deadline import run_deadline
@@ -32,6 +30,7 @@ from .events import (
 )
 from .layouts import Layout, check_layout
 from .result import RunResult
+from .rundir import claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
 from .secrets import Secrets
 from .steps import RunState, StepMachinery, time_limit_reason
 from .roles import Localizer, Policy, RoleClient, Validator
@@ -48,16 +47,6 @@ def final_answer_reserve(max_seconds: float) -> float:
     request: steps stop this much before the limit, so the whole run, final
     answer included, ends within `max_seconds`."""
     return min(FINAL_ANSWER_MAX_SECONDS, FINAL_ANSWER_SHARE * max_seconds)
-
-
-def slugify(text: str, limit: int = 40) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:limit].strip("-") or "run"
-
-
-def default_run_dir(task: str, root: str | Path = "runs") -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(root) / f"{stamp}-{uuid.uuid4().hex[:4]}-{slugify(task)}"
 
 
 def _error_kind(exc: SurferError) -> str:
@@ -83,6 +72,14 @@ class Agent(StepMachinery):
     `environment=`, each run opens its own `BrowserEnvironment` from the
     configuration and closes it afterwards.
 
+    Every run is recorded in a run directory, as `surfer run` records it:
+    `runs/<timestamp>-<slug>/` under the working directory (`result.run_dir`).
+    `out_dir=` moves that folder (`Agent(out_dir="my-runs")`); `out_dir=False`
+    records nothing. `run(..., out_dir=DIR)` records that run in `DIR` itself
+    — a new or empty directory: a directory that holds anything is refused
+    (ConfigError), so two runs never mix — and `run(..., out_dir=False)` does
+    not record that run.
+
     Starting signed in: `storage_state=` (a Playwright storage-state file, or
     the state itself, e.g. a previous `result.storage_state`),
     `save_storage_state=`, `user_data_dir=` (a persistent profile), `cdp_url=`
@@ -99,7 +96,7 @@ class Agent(StepMachinery):
         backend: ModelBackend | None = None,
         backends: dict[str, ModelBackend] | None = None,
         profile: str | Profile | None = None,
-        out_dir: str | Path | None = None,
+        out_dir: str | Path | Literal[False] | None = None,
         listeners: list[Listener] | None = None,
         files: list[str | Path] | None = None,
         secrets: "Secrets | Mapping[str, str] | None" = None,
@@ -129,7 +126,8 @@ class Agent(StepMachinery):
         )
         # Who says yes to a sensitive action: the caller's confirmer, else the configured default.
         self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
-        self.out_dir = Path(out_dir) if out_dir else None
+        # where runs given no directory of their own are recorded (None: RUNS_ROOT, read at each run)
+        self.out_dir: Path | Literal[False] | None = False if out_dir is False else (Path(out_dir) if out_dir is not None else None)
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
         self.layout = Layout(
@@ -189,7 +187,7 @@ class Agent(StepMachinery):
     # -- public API ----------------------------------------------------------
 
     async def run(
-        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
+        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         listeners: list[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
     ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
@@ -216,7 +214,7 @@ class Agent(StepMachinery):
         return await self._execute(task, url, writer.run_dir if writer else None, emit, answer, control or RunControl())
 
     def start(
-        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
+        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         listeners: list[Listener] | None = None, answer_schema: Any = None,
     ) -> RunHandle:
         """Start a run in the background (inside a running event loop) and return
@@ -228,19 +226,19 @@ class Agent(StepMachinery):
         return RunHandle(running, control)
 
     def run_sync(
-        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, answer_schema: Any = None,
     ) -> RunResult:
         """`run` for scripts without an event loop."""
         return asyncio.run(self._run_and_close(task, url, out_dir, answer_schema))
 
-    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | None, answer_schema: Any) -> RunResult:
+    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, answer_schema: Any) -> RunResult:
         try:
             return await self.run(task, url, out_dir=out_dir, answer_schema=answer_schema)
         finally:
             await self.aclose()
 
     async def stream(
-        self, task: str, url: str | None = None, *, out_dir: str | Path | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, answer_schema: Any = None,
     ) -> AsyncIterator[Event]:
         """Run the task, yielding typed events as they happen; the last is `Finished`."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -257,10 +255,12 @@ class Agent(StepMachinery):
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
 
-    def _writer(self, task: str, out_dir: str | Path | None) -> Any:
-        target = Path(out_dir) if out_dir else (default_run_dir(task, self.out_dir) if self.out_dir else None)
-        if target is None:
+    def _writer(self, task: str, out_dir: str | Path | Literal[False] | None) -> Any:
+        """The run's directory writer: in `out_dir` (a new or empty directory), else under
+        the agent's folder for runs; None when the run, or the agent, records nothing."""
+        if out_dir is False or (out_dir is None and self.out_dir is False):
             return None
+        target = claim_run_dir(out_dir) if out_dir is not None else default_run_dir(task, self.out_dir or None)
         from .trajectory import TrajectoryWriter
 
         return TrajectoryWriter(target, scrub=self.secrets.scrub_obj if self.secrets else None, video=self.config.video)
@@ -286,8 +286,9 @@ class Agent(StepMachinery):
         env.confirm_download = self._download_confirmer(run) if self.sensitive.downloads else None
         result: RunResult | None = None
         limit = time_limit_reason(self.config.max_seconds)
+        reached_server = False  # the model servers answered the start's check
         try:
-            # Opens the run directory: from here on, a stop at any moment still ends in Finished (below).
+            # From here on, a stop at any moment still ends in Finished (below), which completes the record.
             await emit(RunStarted(run.run_id, run.task, url, run.run_dir, self._describe()))
             # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
             # The clock's limits move later while the model server is away (core/deadline.py).
@@ -296,6 +297,7 @@ class Agent(StepMachinery):
                 try:
                     async with clock.limit() as preparing:
                         await self._prepare(env, url)
+                    reached_server = True
                 except TimeoutError:
                     if not preparing.expired():
                         raise
@@ -317,6 +319,8 @@ class Agent(StepMachinery):
                 await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
                 raise
         finally:
+            if result is not None and not leaves_record(result.status, result.error_kind, reached_server):
+                result.run_dir = env.run_dir = None  # no directory: the writer writes nothing (rundir.py)
             try:
                 if result is not None:
                     result.downloads = await asyncio.shield(env.end_run(result.status))

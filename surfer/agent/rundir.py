@@ -1,13 +1,65 @@
-"""Reading and writing a run directory's files: an atomic write (a reader
-never sees half a file) and the steps of trajectory.jsonl. Shared by the
-writer (trajectory.py), the report (report.py), QA and export."""
+"""A run directory: where it is (`runs/<timestamp>-<slug>/` unless the caller
+names one), whether a new run may write into it, whether a run leaves one at
+all, and reading and writing its files (an atomic write, the steps of
+trajectory.jsonl). Shared by the SDK and the CLI (`surfer run`, `surfer
+demo`), the writer (trajectory.py), the report (report.py), QA and export."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from surfer.core.errors import ConfigError
+
+# Where a run that is given no directory of its own is recorded: `surfer run`,
+# `surfer demo` and the SDK alike (relative to the working directory).
+RUNS_ROOT = Path("runs")
+RUN_FILES = ("run.json", "trajectory.jsonl", "result.json")
+
+
+def slugify(text: str, limit: int = 40) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:limit].strip("-") or "run"
+
+
+def default_run_dir(task: str, root: str | Path | None = None) -> Path:
+    """`<root>/<timestamp>-<4 hex>-<slug of the task>`, under `RUNS_ROOT` by default."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(RUNS_ROOT if root is None else root) / f"{stamp}-{uuid.uuid4().hex[:4]}-{slugify(task)}"
+
+
+def claim_run_dir(path: str | Path) -> Path:
+    """`path` if a new run may write into it: a directory that does not exist
+    yet, or an empty one. Anything else is refused (ConfigError naming it):
+    a second run written over a first would mix their steps, screenshots and
+    results."""
+    path = Path(path)
+    if not path.exists():
+        if path.is_symlink():
+            raise ConfigError(f"run directory {path} is a broken symbolic link: give a new directory")
+        return path
+    if not path.is_dir():
+        raise ConfigError(f"run directory {path} is a file: give a new or empty directory")
+    held = sorted(p.name for p in path.iterdir())
+    if held:
+        what = "it holds a run" if any(name in held for name in RUN_FILES) else f"it holds {held[0]!r}"
+        raise ConfigError(
+            f"run directory {path} is not empty ({what}): a run is written into a new or empty directory, "
+            "so that two runs never mix — give another directory, or remove this one"
+        )
+    return path
+
+
+def leaves_record(status: str, error_kind: str | None, reached_server: bool) -> bool:
+    """Whether a run leaves its directory behind: every run does, except one
+    that ended for want of its model server before that server was ever
+    reached (no step, nothing seen: the one-line error says it all)."""
+    return reached_server or not (status == "error" and error_kind == "unreachable")
 
 
 def write_atomic(path: Path, text: str) -> None:

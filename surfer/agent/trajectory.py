@@ -6,7 +6,10 @@
     result.json        the final RunResult (also after errors and Ctrl-C)
     report.html        a self-contained page to read the run
 
-A crash or Ctrl-C loses at most the step in progress."""
+A crash or Ctrl-C loses at most the step in progress. The directory appears
+when the first step starts (or when the run ends before it, with its result);
+a run that never reached its model server leaves none (rundir.leaves_record):
+its `Finished` result carries no `run_dir`."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Any, Callable
 
 from surfer.core.retention import keeps
 
-from .events import Event, Finished, RunStarted, StepFinished
+from .events import Event, Finished, RunStarted, StepFinished, StepStarted
 from .report import render_report
 from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
 from .video import make_video
@@ -33,29 +36,30 @@ class TrajectoryWriter:
         self.run_dir = Path(run_dir)
         self.scrub = scrub or (lambda value: value)
         self.video = video  # `--video`: video.mp4 / video.webp from the step screenshots (video.py)
-        self._opening: asyncio.Future[None] | None = None
+        self._meta: dict[str, Any] | None = None  # run.json, written with the directory
+        self._made = False
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            # The directory opens whole even when the run is stopped meanwhile: Finished then completes it.
-            self._opening = asyncio.ensure_future(asyncio.to_thread(self._start, event))
-            await asyncio.shield(self._opening)
+            self._meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
+        elif isinstance(event, StepStarted) and not self._made:
+            await asyncio.to_thread(self._start)
         elif isinstance(event, StepFinished):
             await asyncio.to_thread(self._step, event)
         elif isinstance(event, Finished):
-            if self._opening is not None:
-                await asyncio.wait([self._opening])
-                if self._opening.cancelled() or self._opening.exception() is not None:
-                    return  # the directory could not be opened: its error is the run's (raised where it happened)
             await asyncio.to_thread(self._finish, event)
 
-    def _start(self, event: RunStarted) -> None:
+    def _start(self) -> None:
+        """The directory, with run.json and an empty trajectory.jsonl (present even if no step finishes)."""
+        if self._made:
+            return
         (self.run_dir / "screenshots").mkdir(parents=True, exist_ok=True)
-        meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
-        write_atomic(self.run_dir / "run.json", json.dumps(self.scrub(meta), indent=2))
-        (self.run_dir / "trajectory.jsonl").touch()  # present from the start, even if no step finishes
+        write_atomic(self.run_dir / "run.json", json.dumps(self.scrub(self._meta or {}), indent=2))
+        (self.run_dir / "trajectory.jsonl").touch()
+        self._made = True
 
     def _step(self, event: StepFinished) -> None:
+        self._start()
         record = event.record
         if record.screenshot:
             name = f"screenshots/step-{record.index:03d}.{record.screenshot_ext}"
@@ -66,6 +70,9 @@ class TrajectoryWriter:
             handle.flush()
 
     def _finish(self, event: Finished) -> None:
+        if event.result.run_dir is None:  # a run that leaves no record
+            return
+        self._start()
         if keeps(self.video, event.result.status):
             try:
                 made = make_video(self.run_dir)

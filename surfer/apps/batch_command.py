@@ -155,7 +155,12 @@ def register(app: typer.Typer) -> None:
         if live:
             live.stop()
         console.print(job.stats.line())
-        options.say(console, "statuses:", "", f"{summary.statuses}  ·  results: {out / 'results.jsonl'}")
+        if summary.statuses:
+            options.say(console, "statuses:", "", f"{summary.statuses}  ·  results: {out / 'results.jsonl'}")
+        else:  # no task of this batch has a final line: name no file that is not there
+            written = (out / "results.jsonl").exists()
+            options.say(console, "finished:", "yellow", "no task" + (
+                f" of these ({out / 'results.jsonl'} holds other tasks' lines)" if written else ", so no results.jsonl was written"))
         if summary.unfinished:
             kinds = ", ".join(f"{n} {kind}" for kind, n in summary.unfinished.items())
             options.say(console, "not finished:", "yellow",

@@ -136,7 +136,8 @@ def run(
 ) -> None:
     """Run one task in a real browser (or on the desktop) and watch it step by step."""
     from surfer.agent.answers import AnswerSchema
-    from surfer.agent.loop import Agent, default_run_dir
+    from surfer.agent.loop import Agent
+    from surfer.agent.rundir import claim_run_dir, default_run_dir
     from surfer.apps.controls import TerminalControls
     from surfer.apps.live import LiveView
 
@@ -187,7 +188,7 @@ def run(
             from surfer.agent.environments import browser_environment
 
             environment = browser_environment(cfg, early=early_start.current().early_browser())  # type: ignore[union-attr]
-        run_dir = out or default_run_dir(task)
+        run_dir = claim_run_dir(out) if out else default_run_dir(task)  # a reused --out is refused: runs never mix
         # At a terminal the person steers the run and confirms sensitive actions.
         controls = TerminalControls(console, run_dir) if sys.stdin.isatty() else None
         confirm = controls.confirm if controls is not None and cfg.sensitive_actions != "approve" else None

@@ -13,7 +13,6 @@ the schema was applied.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -39,14 +38,6 @@ PROBE_SCHEMA = {
 }
 PROBE_PROMPT = "Reply with a JSON object."
 PROBE_TOKENS = 200  # room for whitespace a grammar allows between the fields
-
-EXTRAS = {
-    "desktop": ("pyautogui", "mss"),
-    "transformers": ("torch", "transformers"),
-    "vllm": ("vllm",),
-    "kernels": ("mamba_ssm", "causal_conv1d"),
-}
-
 
 @dataclass
 class Check:
@@ -102,14 +93,27 @@ def check_display() -> Check:
 
 
 def check_extras() -> list[Check]:
+    """One line per optional extra that surfer-agent's installed metadata declares (surfer/apps/extras.py)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from surfer.apps import extras
+
+    try:
+        declared = extras.extras()
+    except PackageNotFoundError:
+        return [Check("extras", "warn", f"{extras.DIST} is not installed as a package here (run from a source tree?), so its extras are unknown",
+                      "pip install -e . (or the wheel)")]
     checks = []
-    for extra, modules in EXTRAS.items():
-        missing = [m for m in modules if importlib.util.find_spec(m) is None]
-        if missing:
-            checks.append(Check(f"extra:{extra}", "skip", f"not installed ({', '.join(missing)} missing)",
+    for extra, needs in declared.items():
+        if not needs:
+            continue  # nothing to install on this platform
+        lacking = extras.unmet(extra)
+        if lacking:
+            checks.append(Check(f"extra:{extra}", "skip", f"not installed ({', '.join(lacking)})",
                                 f"pip install 'surfer-agent[{extra}]' if you need it"))
         else:
-            checks.append(Check(f"extra:{extra}", "ok", "importable (" + ", ".join(modules) + ")"))
+            shown = [f"{r.name} {version(r.name)}" for r in needs[:4]] + ([f"{len(needs) - 4} more"] if len(needs) > 4 else [])
+            checks.append(Check(f"extra:{extra}", "ok", f"installed ({', '.join(shown)})"))
     return checks
 
 

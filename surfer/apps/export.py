@@ -211,6 +211,27 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
     return records
 
 
+def nothing_to_export(root: str | Path, per: Per = "step") -> str:
+    """Why `root` gave no record, in one line: no run directory at all, only a
+    batch's unfinished attempts, or runs that recorded no step."""
+    from surfer.fleet.batch.results import ATTEMPTS_FILE, RESULTS_FILE
+
+    root = Path(root)
+    runs = find_run_dirs(root)
+    attempts = root / ATTEMPTS_FILE
+    unfinished = len(attempts.read_text(encoding="utf-8").splitlines()) if attempts.is_file() else 0
+    if runs:
+        what = f"its {len(runs)} run(s) recorded no step" if per == "step" else f"its {len(runs)} run(s) made no model call"
+    elif unfinished:
+        what = (f"a batch that finished no task ({unfinished} unfinished attempt(s) in {attempts}: "
+                "run the batch again to finish them)")
+    elif (root / RESULTS_FILE).exists():
+        what = "a batch whose finished runs are missing from runs/"
+    else:
+        what = "no run directory (trajectory.jsonl, result.json) under it"
+    return f"nothing to export from {root}: {what}; nothing was written"
+
+
 IMAGE_COLUMNS = ("screenshot", "images")
 HUB_INSTALL = "--embed-images needs pyarrow and datasets: pip install 'surfer-agent[hub]'"
 
@@ -293,8 +314,13 @@ def register(app: typer.Typer) -> None:
         """Export run directories as a dataset (jsonl or parquet), loadable with `datasets`."""
         from surfer.apps.exit_codes import EXIT_USAGE
 
+        from surfer.apps.exit_codes import EXIT_FAILED
+
         try:
             records = export_records(runs_dir, per)  # type: ignore[arg-type]
+            if not records:  # an empty dataset is not an export: say why, write nothing
+                typer.echo(f"error: {nothing_to_export(runs_dir, per)}", err=True)  # type: ignore[arg-type]
+                raise typer.Exit(EXIT_FAILED)
             target = write_records(records, out or runs_dir / f"export-{per}.{fmt}", fmt, embed)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)

@@ -26,6 +26,7 @@ class LiveView:
         self.spinner = spinner and console.is_terminal
         self._status: Any = None
         self._verdicts: list[Text] = []  # printed under the step they judge
+        self._run_dir: str | None = None  # where the run said it would be recorded
 
     def _spin(self, waiting: Waiting) -> None:
         if not self.spinner:
@@ -50,6 +51,7 @@ class LiveView:
             backends = event.config.get("backends", {})
             where = f"  {event.url}" if event.url else ""
             self._line(f"{where}  profile={event.config.get('profile')}  policy={backends.get('policy', '?')}", style="dim")
+            self._run_dir = event.run_dir
             if event.run_dir:
                 self._line(f"  run directory: {event.run_dir}", style="dim")
         elif isinstance(event, StepStarted):
@@ -105,3 +107,5 @@ class LiveView:
             self._line(f"reason: {res.reason}", style="dim" if res.ok else "red")
         if res.run_dir:
             self._line(f"report: {res.run_dir}/report.html", style="dim")
+        elif self._run_dir:
+            self._line(f"nothing recorded: the run never reached its model server ({self._run_dir} was not written)", style="dim")

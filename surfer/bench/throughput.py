@@ -97,7 +97,7 @@ async def measure_level(
                 env = BrowserEnvironment(browser=browser.browser, viewport=VIEWPORT, legacy_step=legacy, trace=trace)
                 agent = Agent(config, environment=env, backends=backends, listeners=[listen])
                 try:
-                    result = await agent.run("Fill in the form.", url, out_dir=out_dir / f"s{i}" if out_dir else None)
+                    result = await agent.run("Fill in the form.", url, out_dir=out_dir / f"s{i}" if out_dir else False)
                     statuses[result.status] = statuses.get(result.status, 0) + 1
                 finally:
                     await env.close()

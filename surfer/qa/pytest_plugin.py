@@ -121,6 +121,7 @@ class SurferFixture:
 
     def __init__(self, runtime: SurferRuntime, node_id: str) -> None:
         import os
+        import shutil
 
         from surfer.agent.loop import slugify
 
@@ -130,6 +131,7 @@ class SurferFixture:
         self.runtime = runtime
         self.case_id = "pytest/" + slugify(node_id.replace("::", "-"), 120)
         self.dir = runtime.out / slugify(node_id.replace("::", "-"), 120)
+        shutil.rmtree(self.dir, ignore_errors=True)  # this test's record from an earlier session is replaced
         self.report = CaseReport("pytest", Case(name=node_id, task=node_id), self.case_id, self.dir, status="running")
         self.attempt = AttemptReport(1, str(self.dir / "attempt-1"))
         self.report.attempts.append(self.attempt)

@@ -92,7 +92,8 @@ async def run_goal(
     if step.status != "success":
         model_dir = step_dir / "model" if cached is not None else step_dir
         result = await agent.run(agent_goal(step.goal), None, out_dir=model_dir)
-        step.run_dirs.append(str(model_dir))
+        if result.run_dir:  # (none when the model server was never reached)
+            step.run_dirs.append(str(model_dir))
         step.status, step.answer, step.reason, step.error_kind = result.status, result.answer, result.reason, result.error_kind
     step.actions, step.end_url = env.take_log(), env.page_pattern()
     return calls

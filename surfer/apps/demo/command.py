@@ -23,7 +23,8 @@ def register(app: Any) -> None:
         standing in for the model (over real HTTP): no GPU or model server needed."""
 
         from surfer.agent.config import AgentConfig, BrowserSettings, parse_viewport
-        from surfer.agent.loop import Agent, default_run_dir
+        from surfer.agent.loop import Agent
+        from surfer.agent.rundir import claim_run_dir, default_run_dir
         from surfer.apps.demo.oracle import DEMO_SITE, DEMO_TASK, DemoOracle, frame_mapper, measure_targets
         from surfer.apps.demo.static_site import StaticSite
         from surfer.apps.exit_codes import exit_code
@@ -41,7 +42,7 @@ def register(app: Any) -> None:
         frame = get_profile(profile).frame
         config = AgentConfig(profile=profile, browser=BrowserSettings(headless=not headful, viewport=viewport))
         options.check_browser(config, console)
-        run_dir = out or default_run_dir(DEMO_TASK)
+        run_dir = claim_run_dir(out) if out else default_run_dir(DEMO_TASK)  # a reused --out is refused: runs never mix
 
         async def main() -> Any:
             with StaticSite(DEMO_SITE) as site:

@@ -75,7 +75,8 @@ def _tool_result(run: TaskRun) -> dict[str, Any]:
     result = run.result
     if result is not None and result.status == "error" and result.error_kind in UNREACHABLE_OR_CONFIG:
         what = "model server unreachable" if result.error_kind == "unreachable" else "bad configuration"
-        raise ToolError(f"{what}: {result.reason} (run directory {run.run_dir})")
+        where = f" (run directory {run.run_dir})" if result.run_dir else ""  # none: the server was never reached
+        raise ToolError(f"{what}: {result.reason}{where}")
     return run.summary()
 
 

@@ -140,7 +140,7 @@ class MiniWobBench:
             await env.start(site.url(f"miniwob/{task}.html?surfer_session={session}"))
             episode.utterance = await env.begin_episode(seed)
             agent = Agent(config, environment=env, backends=backends)
-            result = await agent.run(episode.utterance)
+            result = await agent.run(episode.utterance, out_dir=False)  # the report holds the episodes
             episode.agent_status = result.status
             if result.status == "error":
                 episode.error = result.reason
