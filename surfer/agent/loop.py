@@ -32,6 +32,7 @@ from .events import (
 )
 from .layouts import Layout, check_layout
 from .result import RunResult
+from .rewards import Rewarder
 from .secrets import Secrets
 from .steps import RunState, StepMachinery, time_limit_reason
 from .roles import Localizer, Policy, RoleClient, Validator
@@ -143,6 +144,7 @@ class Agent(StepMachinery):
         self.localizer = Localizer(self._client("localizer"))
         self.validator = Validator(self._client("validator"))
         self.continuation = self._continuation()
+        self.rewarder = Rewarder.of(config.reward, config.reward_timeout)  # ConfigError for a function not found
 
     def _continuation(self) -> dict[str, bool]:
         """Per role (localizer, validator): does it continue the policy's request of the step?
@@ -191,6 +193,7 @@ class Agent(StepMachinery):
     async def run(
         self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
         listeners: list[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
+        rewarder: Rewarder | None = None,
     ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
         (server down, crash, bad configuration) come back as `status="error"`.
@@ -199,7 +202,8 @@ class Agent(StepMachinery):
         Agent may run several tasks concurrently when it owns its environments
         (no `environment=` given): each run opens its own browser session.
         `answer_schema` (a pydantic model class or a JSON Schema dict) makes
-        the answer carry data of that shape, validated into `result.data`."""
+        the answer carry data of that shape, validated into `result.data`.
+        `rewarder` rewards this run instead of the configured `reward` (agent/rewards.py)."""
         task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
         answer = AnswerSchema.of(answer_schema)
         listeners = [*self.listeners, *(listeners or [])]
@@ -213,7 +217,8 @@ class Agent(StepMachinery):
                 if asyncio.iscoroutine(outcome):
                     await outcome
 
-        return await self._execute(task, url, writer.run_dir if writer else None, emit, answer, control or RunControl())
+        return await self._execute(task, url, writer.run_dir if writer else None, emit, answer, control or RunControl(),
+                                   rewarder or self.rewarder)
 
     def start(
         self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
@@ -269,14 +274,15 @@ class Agent(StepMachinery):
 
     async def _execute(
         self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]],
-        answer: AnswerSchema | None, control: RunControl,
+        answer: AnswerSchema | None, control: RunControl, rewarder: Rewarder,
     ) -> RunResult:
         run = RunState(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
         with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
-            return await self._execute_in_session(run, url, run_dir, emit, control)
+            return await self._execute_in_session(run, url, run_dir, emit, control, rewarder)
 
     async def _execute_in_session(
         self, run: RunState, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]], control: RunControl,
+        rewarder: Rewarder,
     ) -> RunResult:
         run.start_origin = origin_of(url)
         await emit(RunStarted(run.run_id, run.task, url, run.run_dir, self._describe()))
@@ -318,6 +324,7 @@ class Agent(StepMachinery):
         finally:
             try:
                 if result is not None:
+                    await rewarder.score(result, run.records, run_dir, env)  # on the final page, before it closes
                     result.downloads = await asyncio.shield(env.end_run(result.status))
                     result.storage_state = env.kept_state
                     if env.trace_file is not None:

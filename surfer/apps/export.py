@@ -79,12 +79,14 @@ def reward_of(result: dict[str, Any], batch: dict[str, Any]) -> float:
 
 
 def _run_fields(run_dir: Path, batch: dict[str, Any]) -> dict[str, Any]:
+    from surfer.fleet.batch.groups import group_of
+
     result = _read_json(run_dir / "result.json")
     meta = _read_json(run_dir / "run.json")
     return {
         "run_id": result.get("run_id") or meta.get("run_id") or run_dir.name,
         "id": batch.get("id") or run_dir.name,
-        "group": batch.get("group") or batch.get("id") or run_dir.name,
+        "group": group_of(batch)["id"] or run_dir.name,  # results.jsonl's group: {id, index, size, ...}
         "sample": batch.get("sample"),
         "task": result.get("task") or meta.get("task") or batch.get("task") or "",
         "start_url": result.get("url") or meta.get("url"),
