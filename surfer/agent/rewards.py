@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import math
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
@@ -68,6 +69,30 @@ def validator_signals(records: Iterable[Any]) -> list[Signal]:
         Signal(step=record.index, source="validator", value=1.0 if verdict.accepted else 0.0, detail=verdict.reasons)
         for record in records for verdict in record.verdicts
     ]
+
+
+def _in_daemon_thread(function: Callable[..., Any], *args: Any) -> "asyncio.Future[Any]":
+    """`function(*args)` in a thread of its own: one that hangs past its time-out is left behind without
+    holding up the process's exit (the default executor's threads are waited for)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if not future.done():  # (given up on at its time-out)
+            future.set_exception(error) if error is not None else future.set_result(value)
+
+    def work() -> None:
+        try:
+            value, error = function(*args), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            value, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop is gone
+            pass
+
+    threading.Thread(target=work, name="surfer-reward", daemon=True).start()
+    return future
 
 
 def _number(value: Any) -> float:
@@ -121,8 +146,8 @@ class Rewarder:
         assert self.function is not None
         if inspect.iscoroutinefunction(self.function):
             value = await self.function(result, run_dir)
-        else:  # a blocking function stays off the loop other sessions share (one that hangs is left behind)
-            value = await asyncio.to_thread(self.function, result, run_dir)
+        else:  # a blocking function stays off the loop other sessions share
+            value = await _in_daemon_thread(self.function, result, run_dir)
             if inspect.isawaitable(value):
                 value = await value
         return _number(value)
