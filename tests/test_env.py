@@ -62,8 +62,37 @@ def test_the_environment_passes_gymnasiums_checker_and_refuses_misuse(demo_site,
         env.close()
         other.close()
     env.close()  # closing twice is allowed
+    made = gymnasium.make("surfer.env.gym:surfer/Browser-v0", config=config, task="t", url=demo_site.url("index.html"))
+    assert isinstance(made.unwrapped, SurferEnv) and made.unwrapped._loop is env_loop
+    made.close()
     with pytest.raises(EpisodeOver, match="closed"):
         env.reset()
+
+
+def test_the_sync_and_async_environments_agree(demo_site, env_loop):
+    from gymnasium.utils.env_checker import data_equivalence
+
+    from surfer.env import SurferEnv
+
+    config = AgentConfig(browser=BrowserSettings(viewport=(640, 400)), max_steps=5)
+    url = demo_site.url("index.html")
+    actions = [{"type": "scroll", "direction": "down"}, "not an action", decision({"type": "fail", "reason": "done"})]
+    env = SurferEnv(config, task="Scroll.", url=url)
+    try:
+        sync = [env.reset()] + [env.step(action) for action in actions]
+    finally:
+        env.close()
+
+    async def episode() -> list:
+        env = AsyncSurferEnv(config, browser=await env_loop.browser(config), task="Scroll.", url=url)
+        try:
+            return [await env.reset()] + [await env.step(action) for action in actions]
+        finally:
+            await env.close()
+
+    asynchronous = env_loop.run(episode())
+    assert data_equivalence(sync, asynchronous, exact=True)
+    assert [step[2] for step in sync[1:]] == [False, False, True] and "error" in sync[2][4]
 
 
 async def test_an_episode_steps_on_the_policys_text_with_points_given_or_localized(demo_site, centres, shared_browser):

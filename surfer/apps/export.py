@@ -70,11 +70,14 @@ def _read_json(path: Path) -> dict[str, Any]:
         return {}
 
 
-def reward_of(result: dict[str, Any], batch: dict[str, Any]) -> float:
-    """The task's reward: a recorded `reward` when there is one, else 1 for success and 0 otherwise."""
+def reward_of(result: dict[str, Any], batch: dict[str, Any]) -> float | None:
+    """The task's reward: a recorded `reward` when there is one, None when the run was rewarded but got none
+    (its reward function failed: `reward_error`), else (older runs) 1 for success and 0 otherwise."""
     for source in (batch, result):
         if isinstance(source.get("reward"), (int, float)):
             return float(source["reward"])
+        if source.get("reward_source"):
+            return None
     return 1.0 if (batch.get("status") or result.get("status")) == "success" else 0.0
 
 

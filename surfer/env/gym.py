@@ -11,7 +11,8 @@ The browser starts with the first environment and closes with the last.
 
 Spaces: the observation is a `Dict` of `screenshot` (uint8, height x width x 3: the
 viewport times the device scale factor), `url` and `task` (`Text`); the action space
-is `Text` (the policy's completion; a dict is taken too)."""
+is `Text` (the policy's completion; a dict is taken too). Registered as
+`gymnasium.make("surfer/Browser-v0", config=..., task=..., url=...)`."""
 
 from __future__ import annotations
 
@@ -157,4 +158,8 @@ class SurferEnv(gym.Env):  # type: ignore[misc]
             raise EpisodeOver("the environment is closed")
 
 
-__all__ = ["BrowserLoop", "EpisodeOver", "SurferEnv"]
+ENV_ID = "surfer/Browser-v0"
+if ENV_ID not in gym.registry:  # gymnasium.make("surfer/Browser-v0", config=..., task=..., url=...)
+    gym.register(ENV_ID, entry_point="surfer.env.gym:SurferEnv")
+
+__all__ = ["ENV_ID", "BrowserLoop", "EpisodeOver", "SurferEnv"]
