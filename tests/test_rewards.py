@@ -177,3 +177,16 @@ def test_bad_reward_settings_are_usage_errors_before_anything_runs(tmp_path, mon
             Batch(AgentConfig(reward=spec), [BatchTask(id="t", task="t")], tmp_path / "out")
         with pytest.raises(ConfigError, match=re.escape(message)):
             Agent(AgentConfig(reward=spec))
+
+
+def test_the_batch_command_refuses_a_reward_function_it_cannot_import_in_one_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({"task": "t", "url": "http://127.0.0.1:9/", "reward": "nowhere:f"}))
+    result = CliRunner().invoke(app, ["batch", "tasks.jsonl", "--out", "out", "--quiet"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "reward 'nowhere:f': cannot import nowhere: ModuleNotFoundError" in " ".join(result.output.split())
+    assert not (tmp_path / "out" / "results.jsonl").exists()
