@@ -16,6 +16,7 @@ from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, confirmation_code
 from surfer.env import AsyncSurferEnv, EpisodeOver
 from surfer.models.scripted import ScriptedModel
 from test_batch import VIEWPORT, centres, oracle_server  # noqa: F401 - fixtures
+from test_desktop import tk_form  # noqa: F401 - fixture
 
 gymnasium = pytest.importorskip("gymnasium")
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,3 +154,29 @@ def test_the_guides_example_runs_an_episode(demo_site, env_loop, capsys):
     example = runpy.run_path(str(ROOT / "examples" / "gym" / "episode.py"))
     example["main"]([demo_site.url("index.html")])
     assert capsys.readouterr().out.strip() == "reward 0.0 (failed: not found) after 3 steps"
+
+
+def test_the_desktop_is_an_environment_too(xvfb, tk_form, env_loop):
+    from test_desktop import is_event
+
+    from surfer.core.errors import ConfigError
+    from surfer.env import SurferEnv
+    from surfer.tools.desktop import DesktopEnvironment
+
+    env = SurferEnv(AgentConfig(max_steps=3), task="Tick Multiply.", environment=lambda: DesktopEnvironment(display=xvfb))
+    try:
+        observation, _ = env.reset()
+        assert observation["screenshot"].shape == (tk_form.screen[1], tk_form.screen[0], 3)
+        assert observation in env.observation_space
+        box = tk_form.centre("multiply")
+        _, reward, terminated, _, info = env.step({"type": "click", "target": "the Multiply checkbox",
+                                                   "point": {"x": box.x, "y": box.y}})
+        assert "error" not in info and (reward, terminated) == (0.0, False)
+        assert tk_form.wait_for(is_event("checkbox"))["multiply"] is True
+        with pytest.raises(ConfigError, match="does not open URLs"):
+            env.reset(options={"url": "https://example.com"})
+        with pytest.raises(EpisodeOver):  # no episode after a reset that failed
+            env.step({"type": "wait"})
+        assert env.reset()[0]["task"] == "Tick Multiply."  # the failed reset's URL is not kept
+    finally:
+        env.close()

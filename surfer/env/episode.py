@@ -27,7 +27,7 @@ import asyncio
 import io
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -93,17 +93,23 @@ class _StepMark:  # what validator_signals reads of a step
 class AsyncSurferEnv:
     """See the module docstring. `browser`: a started `surfer.fleet.browser_pool.SharedBrowser` (or a
     Playwright Browser) the session opens its context on; without one, the environment launches its own
-    Chromium. `backend` / `backends` as for `Agent` (e.g. a ScriptedModel, or {"localizer": ...})."""
+    Chromium. `backend` / `backends` as for `Agent` (e.g. a ScriptedModel, or {"localizer": ...}).
+    `environment`: a function making another surfer environment for each episode instead of a browser
+    session, e.g. `lambda: DesktopEnvironment(display=":99")` (then `measure()` once before the first
+    `reset`, for the screen's shape)."""
 
     def __init__(
         self, config: AgentConfig | None = None, *, browser: Any = None, backend: Any = None,
         backends: dict[str, Any] | None = None, profile: str | None = None, task: str = "", url: str | None = None,
+        environment: Callable[[], Any] | None = None,
     ) -> None:
         from surfer.agent.config import load_config
 
         self.config = config or load_config()
         self.agent = Agent(self.config, backend=backend, backends=backends, profile=profile)
         self.browser = browser
+        self.environment = environment
+        self._shape: tuple[int, int, int] | None = None  # an environment's screen, measured
         self.task, self.url = task, url  # what `reset` runs when its options name none
         self.session: Any = None
         self.steps = 0
@@ -117,6 +123,10 @@ class AsyncSurferEnv:
     @property
     def screen_shape(self) -> tuple[int, int, int]:
         """(height, width, 3) of the observation's screenshot."""
+        if self._shape is not None:
+            return self._shape
+        if self.environment is not None:
+            raise RuntimeError("measure() the environment's screen first")
         b = self.config.browser
         return round(b.viewport[1] * b.device_scale_factor), round(b.viewport[0] * b.device_scale_factor), 3
 
@@ -124,15 +134,24 @@ class AsyncSurferEnv:
         """A new episode: a fresh browser context at `url`, the task `task`."""
         from surfer.agent.environments import browser_environment, check_start_url
 
-        self.task = task if task is not None else self.task
-        self.url = url if url is not None else self.url
-        if self.url:
-            check_start_url(self.url, self.config)  # ConfigError: a refused start URL is misuse
+        task = task if task is not None else self.task
+        url = url if url is not None else self.url
+        if url and self.environment is None:
+            check_start_url(url, self.config)  # ConfigError: a refused start URL is misuse
+        self.over = True  # until the new episode has started
         await self._close_session()
-        browser = await self.browser.get() if isinstance(self.browser, SharedBrowser) else self.browser
-        self.session = browser_environment(self.config, browser)
+        if self.environment is not None:
+            self.session = self.environment()
+        else:
+            browser = await self.browser.get() if isinstance(self.browser, SharedBrowser) else self.browser
+            self.session = browser_environment(self.config, browser)
         self.session.begin_run(None)
-        await self.session.start(self.url)
+        try:
+            await self.session.start(url)
+        except BaseException:
+            await self._close_session()
+            raise
+        self.task, self.url = task, url  # the next reset's, when its options name none
         self.steps, self.over, self._marks, self._images, self._rejections = 0, False, [], [], 0
         self._origin = ""  # where the episode started (a card number typed elsewhere is sensitive)
         return await self._observe(), {"url": self._last.url, "title": self._last.title}
@@ -168,6 +187,19 @@ class AsyncSurferEnv:
             info["result"] = result.model_dump(mode="json", exclude={"run_id", "run_dir", "usage", "timings"})
             reward = result.reward if result.reward is not None else 0.0
         return observation, float(reward), result is not None and not truncated, truncated, info
+
+    async def measure(self) -> tuple[int, int, int]:
+        """The shape of the screen an `environment` shows, from one screenshot."""
+        if self.environment is None:
+            return self.screen_shape
+        session = self.environment()
+        try:
+            await session.start(None)
+            shot = (await session.observe()).screenshot
+        finally:
+            await session.close()
+        self._shape = shot.size.height, shot.size.width, 3
+        return self._shape
 
     async def close(self) -> None:
         await self._close_session()

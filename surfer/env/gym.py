@@ -96,6 +96,7 @@ class SurferEnv(gym.Env):  # type: ignore[misc]
     def __init__(
         self, config: AgentConfig | None = None, *, task: str = "", url: str | None = None, backend: Any = None,
         backends: dict[str, Any] | None = None, profile: str | None = None, render_mode: str | None = None,
+        environment: Any = None,
     ) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
@@ -103,7 +104,7 @@ class SurferEnv(gym.Env):  # type: ignore[misc]
         self._loop = BrowserLoop.acquire()
         self._closed = False
         try:
-            self._env = self._loop.run(self._make(config, task, url, backend, backends, profile))
+            self._env = self._loop.run(self._make(config, task, url, backend, backends, profile, environment))
         except BaseException:
             self._loop.release()
             self._closed = True
@@ -118,9 +119,13 @@ class SurferEnv(gym.Env):  # type: ignore[misc]
         self._screen: Any = None
 
     async def _make(self, config: AgentConfig | None, task: str, url: str | None, backend: Any,
-                    backends: dict[str, Any] | None, profile: str | None) -> AsyncSurferEnv:
-        env = AsyncSurferEnv(config, backend=backend, backends=backends, profile=profile, task=task, url=url)
-        env.browser = await self._loop.browser(env.config)
+                    backends: dict[str, Any] | None, profile: str | None, environment: Any) -> AsyncSurferEnv:
+        env = AsyncSurferEnv(config, backend=backend, backends=backends, profile=profile, task=task, url=url,
+                             environment=environment)
+        if environment is not None:  # (no browser: e.g. the desktop)
+            await env.measure()
+        else:
+            env.browser = await self._loop.browser(env.config)
         return env
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
