@@ -15,7 +15,7 @@ from surfer.agent.confirm import SensitiveRules
 from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, confirmation_code
 from surfer.env import AsyncSurferEnv, EpisodeOver
 from surfer.models.scripted import ScriptedModel
-from test_batch import VIEWPORT, centres, oracle_server  # noqa: F401 - fixtures
+from test_batch import VIEWPORT, centres  # noqa: F401 - fixture
 from test_desktop import tk_form  # noqa: F401 - fixture
 
 gymnasium = pytest.importorskip("gymnasium")
