@@ -212,6 +212,7 @@ async def test_an_environment_can_end_the_episode_with_a_reward(shared_browser, 
     result = await make_agent(model, env).run("click the button")
     await env.close()
     assert result.status == "success" and result.reward == 1.0 and result.reason == "button clicked"
+    assert result.reward_source == "environment" and result.signals == []
     assert result.steps == 2  # ended right after the rewarding action, no third policy call
     assert len([r for r in model.requests if r.schema_name == "policy"]) == 2
 

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 500
 LOWER = ("core", "models", "tools", "prompts", "agent")
-UPPER = ("fleet", "qa", "bench", "apps")
+UPPER = ("fleet", "qa", "bench", "apps", "env")
 
 
 @dataclass

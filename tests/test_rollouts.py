@@ -21,7 +21,8 @@ async def test_rollouts_yield_each_sample_as_it_finishes_and_resume(demo_site, o
         assert (tmp_path / record["run_dir"] / "result.json").exists()  # published before it is yielded
         seen.append(record)
     assert sorted(r["id"] for r in seen) == ["reg#0", "reg#1"]
-    assert {r["group"] for r in seen} == {"reg"} and {r["status"] for r in seen} == {"success"}
+    assert sorted((r["group"]["id"], r["group"]["index"], r["group"]["size"]) for r in seen) == [("reg", 0, 2), ("reg", 1, 2)]
+    assert {r["status"] for r in seen} == {"success"} and {(r["reward"], r["reward_source"]) for r in seen} == {(1.0, "outcome")}
     assert ResultsIndex(tmp_path / "results.jsonl").read() == seen
     again = [r async for r in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path)]
     assert again == [] and oracle_server.oracle.answers_given == 2  # resumed: nothing ran twice

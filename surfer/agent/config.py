@@ -229,6 +229,14 @@ class AgentConfig(_Strict):
         default=2, ge=0, le=10, description="Retries of malformed model output, with the error as feedback.",
     )
     max_failed_steps: int = Field(default=3, ge=1, description="Consecutive failed steps before the run ends in error.")
+    reward: str | None = Field(
+        default=None, description='A reward function, "module:function" or "file.py:function", called with the '
+        "run's result and its run directory when a run ends (default: 1 for success, else 0).",
+    )
+    reward_timeout: float = Field(
+        default=60.0, gt=0, description="Seconds a reward function (or a task's expectations) may take; past them "
+        "the run has no reward and reward_error says so.",
+    )
     max_repeats: int = Field(
         default=3, ge=1, description="Repetitions (the same action on an unchanged screen, a short cycle) before the run ends as stuck.",
     )

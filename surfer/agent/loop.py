@@ -30,6 +30,7 @@ from .events import (
 )
 from .layouts import Layout, check_layout
 from .result import RunResult
+from .rewards import Rewarder
 from .rundir import claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
 from .secrets import Secrets
 from .steps import RunState, StepMachinery, time_limit_reason
@@ -141,6 +142,7 @@ class Agent(StepMachinery):
         self.localizer = Localizer(self._client("localizer"))
         self.validator = Validator(self._client("validator"))
         self.continuation = self._continuation()
+        self.rewarder = Rewarder.of(config.reward, config.reward_timeout)  # ConfigError for a function not found
 
     def _continuation(self) -> dict[str, bool]:
         """Per role (localizer, validator): does it continue the policy's request of the step?
@@ -189,6 +191,7 @@ class Agent(StepMachinery):
     async def run(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         listeners: list[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
+        rewarder: Rewarder | None = None,
     ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
         (server down, crash, bad configuration) come back as `status="error"`.
@@ -197,7 +200,8 @@ class Agent(StepMachinery):
         Agent may run several tasks concurrently when it owns its environments
         (no `environment=` given): each run opens its own browser session.
         `answer_schema` (a pydantic model class or a JSON Schema dict) makes
-        the answer carry data of that shape, validated into `result.data`."""
+        the answer carry data of that shape, validated into `result.data`.
+        `rewarder` rewards this run instead of the configured `reward` (agent/rewards.py)."""
         task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
         answer = AnswerSchema.of(answer_schema)
         listeners = [*self.listeners, *(listeners or [])]
@@ -211,7 +215,8 @@ class Agent(StepMachinery):
                 if asyncio.iscoroutine(outcome):
                     await outcome
 
-        return await self._execute(task, url, writer.run_dir if writer else None, emit, answer, control or RunControl())
+        return await self._execute(task, url, writer.run_dir if writer else None, emit, answer, control or RunControl(),
+                                   rewarder or self.rewarder)
 
     def start(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
@@ -269,14 +274,15 @@ class Agent(StepMachinery):
 
     async def _execute(
         self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]],
-        answer: AnswerSchema | None, control: RunControl,
+        answer: AnswerSchema | None, control: RunControl, rewarder: Rewarder,
     ) -> RunResult:
         run = RunState(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
         with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
-            return await self._execute_in_session(run, url, run_dir, emit, control)
+            return await self._execute_in_session(run, url, run_dir, emit, control, rewarder)
 
     async def _execute_in_session(
         self, run: RunState, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]], control: RunControl,
+        rewarder: Rewarder,
     ) -> RunResult:
         run.start_origin = origin_of(url)
         owned = self.environment is None
@@ -323,6 +329,7 @@ class Agent(StepMachinery):
                 result.run_dir = env.run_dir = None  # no directory: the writer writes nothing (rundir.py)
             try:
                 if result is not None:
+                    await rewarder.score(result, run.records, run_dir, env)  # on the final page, before it closes
                     result.downloads = await asyncio.shield(env.end_run(result.status))
                     result.storage_state = env.kept_state
                     if env.trace_file is not None:

@@ -25,6 +25,33 @@ class TimingTotals(BaseModel):
     overhead_p95: float | None = Field(default=None, description="95th percentile of the same.")
 
 
+RewardSource = Literal["outcome", "environment", "function", "expectations"]
+
+
+class Signal(BaseModel):
+    """A reward signal of one step (the validator's verdict on an answer) or of the final page (an expectation)."""
+
+    step: int | None = Field(description="The step it belongs to; null for a check on the final page.")
+    source: Literal["validator", "expectation"] = Field(description="Who gave it.")
+    value: float = Field(description="1.0 for an accepted answer or a met expectation, else 0.0.")
+    detail: str = Field(default="", description="The validator's reasons, or the expectation and what was seen.")
+
+
+class GroupInfo(BaseModel):
+    """The run's place among the samples of one task (`--samples`). The files hold id, index and size; the
+    statistics are filled in by the readers (`read_results`, `surfer.rollouts(groups=True)`) once every
+    sample of the group has its final line with a reward, and are null until then."""
+
+    id: str = Field(description="The task's id before samples were expanded: what the samples share.")
+    index: int = Field(description="This sample's number, 0..size-1.")
+    size: int = Field(description="How many samples the group has.")
+    mean: float | None = Field(default=None, description="The group's mean reward (readers).")
+    std: float | None = Field(default=None, description="The population standard deviation of the group's rewards "
+                              "(readers).")
+    advantage: float | None = Field(default=None, description="With advantages asked for (`grpo`): (reward - mean) "
+                                    "/ std, 0 where std is 0 (readers).")
+
+
 class RunResult(BaseModel):
     """status: success (answer accepted), failed (gave up / answer rejected),
     limit (step or time limit without an answer), stuck (kept repeating itself
@@ -37,8 +64,19 @@ class RunResult(BaseModel):
     data: Any = Field(default=None, description="The answer's data, validated, when the run had an answer schema.")
     reason: str | None = Field(default=None, description="Why the run ended so, in words.")
     reward: float | None = Field(
-        default=None, description="From environments with ground truth (benchmarks, RL tasks).",
+        default=None, description="The run's reward (see reward_source); null when it could not be computed "
+        "(reward_error says why) or the run was interrupted.",
     )
+    reward_source: RewardSource | None = Field(
+        default=None, description="Where the reward came from: outcome (1 for success, else 0), environment (an "
+        "environment with ground truth), function (the `reward` function named), expectations (the task's `expect`, "
+        "checked on the final page: 1 when all are met).",
+    )
+    reward_error: str | None = Field(default=None, description="Why the reward function or the expectations gave "
+                                     "no reward (an exception, a time-out).")
+    signals: list[Signal] = Field(default=[], description="Per-step reward signals: the validator's verdicts, and "
+                                  "each expectation checked on the final page.")
+    group: GroupInfo | None = Field(default=None, description="Batch samples: the run's group (see GroupInfo).")
     error_kind: ErrorKind | None = Field(default=None, description="For status error (and some others): which kind.")
     task: str = Field(default="", description="The task.")
     url: str | None = Field(default=None, description="The start URL.")

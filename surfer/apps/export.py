@@ -70,21 +70,26 @@ def _read_json(path: Path) -> dict[str, Any]:
         return {}
 
 
-def reward_of(result: dict[str, Any], batch: dict[str, Any]) -> float:
-    """The task's reward: a recorded `reward` when there is one, else 1 for success and 0 otherwise."""
+def reward_of(result: dict[str, Any], batch: dict[str, Any]) -> float | None:
+    """The task's reward: a recorded `reward` when there is one, None when the run was rewarded but got none
+    (its reward function failed: `reward_error`), else (older runs) 1 for success and 0 otherwise."""
     for source in (batch, result):
         if isinstance(source.get("reward"), (int, float)):
             return float(source["reward"])
+        if source.get("reward_source"):
+            return None
     return 1.0 if (batch.get("status") or result.get("status")) == "success" else 0.0
 
 
 def _run_fields(run_dir: Path, batch: dict[str, Any]) -> dict[str, Any]:
+    from surfer.fleet.batch.groups import group_of
+
     result = _read_json(run_dir / "result.json")
     meta = _read_json(run_dir / "run.json")
     return {
         "run_id": result.get("run_id") or meta.get("run_id") or run_dir.name,
         "id": batch.get("id") or run_dir.name,
-        "group": batch.get("group") or batch.get("id") or run_dir.name,
+        "group": group_of(batch)["id"] or run_dir.name,  # results.jsonl's group: {id, index, size, ...}
         "sample": batch.get("sample"),
         "task": result.get("task") or meta.get("task") or batch.get("task") or "",
         "start_url": result.get("url") or meta.get("url"),

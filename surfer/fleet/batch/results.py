@@ -20,7 +20,7 @@ from typing import Any, Iterable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from surfer.agent.result import ErrorKind, RunResult, Status, TokenTotals
+from surfer.agent.result import ErrorKind, GroupInfo, RewardSource, RunResult, Signal, Status, TokenTotals
 
 
 FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "needs_approval", "error"})
@@ -39,8 +39,9 @@ class ResultLine(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="The task's id (`line-<n>` when the tasks file gave none; `<id>#<k>` for samples).")
-    group: Optional[str] = Field(description="The task's id before samples were expanded (`--samples`).")
-    sample: Optional[int] = Field(description="The sample number, 0..N-1, with `--samples N`.")
+    group: GroupInfo = Field(description="The task's samples (`--samples`; a task alone is a group of one): id, "
+                             "index and size; the readers add the group's statistics (see Rewards and groups).")
+    sample: Optional[int] = Field(description="The sample number, 0..N-1, with `--samples N` (group.index).")
     task: str = Field(description="The task.")
     url: Optional[str] = Field(description="The start URL.")
     status: Status = Field(description="The run's status (result.json's).")
@@ -51,6 +52,13 @@ class ResultLine(BaseModel):
     browser_crashes: int = Field(description="Times the browser died under this task (it then ran again).")
     seconds: float = Field(description="Wall time of the task, all its attempts.")
     usage: TokenTotals = Field(description="Tokens of the run's model calls.")
+    reward: Optional[float] = Field(default=None, description="The run's reward (result.json's); null when it has "
+                                    "none (reward_error says why).")
+    reward_source: Optional[RewardSource] = Field(default=None, description="Where the reward came from: outcome, "
+                                                  "environment, function or expectations.")
+    reward_error: Optional[str] = Field(default=None, description="Why the reward function or the expectations gave "
+                                        "no reward.")
+    signals: list[Signal] = Field(default=[], description="Per-step reward signals: validator verdicts, expectations.")
     metadata: dict[str, Any] = Field(description="The task line's metadata, as given.")
     finished_at: str = Field(description="When the line was written (UTC, ISO 8601).")
     run_dir: Optional[str] = Field(default=None, description="The run directory, relative to the batch's --out "
@@ -105,9 +113,12 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """results.jsonl as its readers should count it: one final line per task."""
-    return list(final_results(read_lines(path)).values())
+def read_results(path: Path, advantages: str | None = None) -> list[dict[str, Any]]:
+    """results.jsonl as its readers should count it: one final line per task, each `group` with its
+    statistics once the group is complete (and its GRPO advantage with `advantages="grpo"`, groups.py)."""
+    from .groups import fill_groups
+
+    return fill_groups(final_results(read_lines(path)).values(), advantages)
 
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
@@ -181,7 +192,12 @@ def _publish(tmp: Path, final: Path, result: RunResult) -> None:
         or json.loads((tmp / "result.json").read_text()).get("status") != result.status
     ):
         tmp.mkdir(parents=True, exist_ok=True)
-        (tmp / "result.json").write_text(result.model_copy(update={"run_dir": str(final)}).model_dump_json(indent=2))
+        (tmp / "result.json").write_text(
+            result.model_copy(update={"run_dir": str(final), "group": None}).model_dump_json(indent=2))
+    if result.group is not None:  # the run wrote it (scrubbed): its group is added, as the results line holds it
+        written = json.loads((tmp / "result.json").read_text())
+        written["group"] = result.group.model_dump(mode="json", exclude_none=True)
+        (tmp / "result.json").write_text(json.dumps(written, indent=2))
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)

@@ -23,6 +23,7 @@ from surfer.core import stopping
 from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
 
+from .rewards import TaskRewards, group_info
 from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final
 from .servers import BatchServers, shared_backends
 from .stats import BatchStats
@@ -139,6 +140,7 @@ class Batch:
         self.config = config
         self.tasks = list(tasks)
         check_task_urls(self.tasks, config)
+        self.rewards = TaskRewards(config, self.tasks)  # every reward function imported, or a ConfigError now
         self.out_dir = Path(out_dir)
         self.runs_dir = self.out_dir / RUNS
         self.concurrency = concurrency
@@ -340,15 +342,17 @@ class Batch:
                       profile=profile)  # the profile of the server the session was placed on
         try:
             # a clock, not a bare timeout: time held for a model server that went away moves it (core/deadline.py)
-            with run_deadline(asyncio.get_running_loop().time() + config.max_seconds + HARD_LIMIT_GRACE) as hard:
+            cutoff = config.max_seconds + HARD_LIMIT_GRACE + config.reward_timeout  # the reward is given in the run
+            with run_deadline(asyncio.get_running_loop().time() + cutoff) as hard:
                 async with hard.limit():
-                    return await agent.run(task.task, task.url, out_dir=tmp, control=control)
+                    return await agent.run(task.task, task.url, out_dir=tmp, control=control,
+                                           rewarder=self.rewards.rewarder(task, agent))
         except TimeoutError:
             return RunResult(
                 status="limit",
                 task=task.task,
                 url=task.url,
-                reason=f"cut off {HARD_LIMIT_GRACE:g} s past the time limit of {config.max_seconds:g} s",
+                reason=f"cut off {cutoff - config.max_seconds:g} s past the time limit of {config.max_seconds:g} s",
             )
         except Exception as exc:  # noqa: BLE001 - recorded for this task; the batch goes on
             if browser is not None and not self._browser.alive(browser):
@@ -434,7 +438,7 @@ class Batch:
     def _line(self, task: BatchTask, result: RunResult, seconds: float, **extra: Any) -> dict[str, Any]:
         return {
             "id": task.id,
-            "group": task.group,
+            "group": group_info(task).model_dump(exclude_none=True),
             "sample": task.sample,
             "task": task.task,
             "url": task.url,
@@ -446,6 +450,10 @@ class Batch:
             "browser_crashes": self.crashes.pop(task.id or "", 0),
             "seconds": round(seconds, 3),
             "usage": result.usage.model_dump(),
+            "reward": result.reward,
+            "reward_source": result.reward_source,
+            **({"reward_error": result.reward_error} if result.reward_error else {}),
+            "signals": [signal.model_dump() for signal in result.signals],
             "metadata": task.metadata,
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             **self._server_line(task.id or ""),
@@ -480,6 +488,7 @@ class Batch:
             await self._unfinished_attempt(record)
             return
         name = run_dir_name(task.id)
+        result.group = group_info(task)
         await asyncio.to_thread(_publish, tmp, self.runs_dir / name, result)
         record["run_dir"] = f"{RUNS}/{name}"
         if result.artifacts:

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from surfer.agent.config import AgentConfig
 from surfer.core.errors import ConfigError
+from surfer.qa.suite import Expectation
 
 
 class BatchTask(BaseModel):
@@ -36,9 +37,24 @@ class BatchTask(BaseModel):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Anything; copied to the task's results line (`replay` names a recording).",
     )
+    reward: Optional[str] = Field(
+        default=None, min_length=1, description='This task\'s reward function, "module:function" or "file.py:function" '
+        "(overrides the configuration's `reward`).",
+    )
+    expect: list[Expectation] = Field(
+        default_factory=list, description="Expectations checked on the final page, as in QA suites (a sentence for "
+        "the validator, {text: ...}, {url: ...}, {answer: ...}): the reward is 1 when all are met, else 0.",
+    )
     # set when expanded into samples
     group: Optional[str] = Field(default=None, description="Set by `--samples`: the id the samples share.")
     sample: Optional[int] = Field(default=None, description="Set by `--samples`: the sample number.")
+    samples: Optional[int] = Field(default=None, description="Set by `--samples`: how many samples the group has.")
+
+    @model_validator(mode="after")
+    def _one_reward(self) -> "BatchTask":
+        if self.reward and self.expect:
+            raise ValueError("a task takes a reward function or expectations, not both")
+        return self
 
 
 def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
@@ -83,8 +99,9 @@ def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:
     if samples < 1:
         raise ConfigError(f"--samples must be at least 1, got {samples}")
     if samples == 1:
-        return [task.model_copy(update={"group": task.id})]
-    return [task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k}) for k in range(samples)]
+        return [task.model_copy(update={"group": task.id, "samples": 1})]
+    return [task.model_copy(update={"id": f"{task.id}#{k}", "group": task.id, "sample": k, "samples": samples})
+            for k in range(samples)]
 
 
 def run_dir_name(task_id: str) -> str:

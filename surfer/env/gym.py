@@ -1,0 +1,170 @@
+"""`SurferEnv`: the Gymnasium `Env` over `AsyncSurferEnv`, for trainers that own the loop.
+
+Gymnasium's API is synchronous and surfer is async: every `SurferEnv` of a process
+runs on one event loop in a background thread, and the environments of that loop
+share one Chromium (each episode its own browser context), as a batch's sessions do.
+The browser starts with the first environment and closes with the last.
+
+    env = SurferEnv(config, task="Find the price of ...", url="https://shop.example")
+    obs, info = env.reset(options={"task": ..., "url": ...})
+    obs, reward, terminated, truncated, info = env.step(policy_text)
+
+Spaces: the observation is a `Dict` of `screenshot` (uint8, height x width x 3: the
+viewport times the device scale factor), `url` and `task` (`Text`); the action space
+is `Text` (the policy's completion; a dict is taken too). Registered as
+`gymnasium.make("surfer/Browser-v0", config=..., task=..., url=...)`."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+try:
+    import gymnasium as gym
+    from gymnasium import spaces
+except ImportError as exc:  # pragma: no cover - the message names the extra
+    raise ImportError("surfer.env.SurferEnv needs Gymnasium: pip install 'surfer-agent[gym]'") from exc
+
+from surfer.agent.config import AgentConfig
+
+from .episode import TEXT_LIMIT, AsyncSurferEnv, EpisodeOver
+
+# Every printable character of the Basic Multilingual Plane: what a URL or a task may hold.
+CHARSET = "".join(chr(c) for c in range(0x20, 0x10000) if not 0xD800 <= c < 0xE000 and chr(c).isprintable()) + "\n\t"
+ACTION_LIMIT = 16384
+
+
+class BrowserLoop:
+    """The background event loop of a process's `SurferEnv`s and their shared Chromium."""
+
+    _lock = threading.Lock()
+    _current: "BrowserLoop | None" = None
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="surfer-env-loop", daemon=True)
+        self.thread.start()
+        self.browsers: dict[tuple[Any, ...], Any] = {}  # one SharedBrowser per kind of browser settings
+        self.users = 0
+
+    @classmethod
+    def acquire(cls) -> "BrowserLoop":
+        with cls._lock:
+            if cls._current is None:
+                cls._current = cls()
+            cls._current.users += 1
+            return cls._current
+
+    def release(self) -> None:
+        with BrowserLoop._lock:
+            self.users -= 1
+            if self.users > 0:
+                return
+            BrowserLoop._current = None
+        self.run(self._close_browsers())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+    def run(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    async def browser(self, config: AgentConfig) -> Any:
+        """The started SharedBrowser these settings share (launched on first use)."""
+        from surfer.fleet.browser_pool import SharedBrowser
+
+        b = config.browser
+        key = (b.headless, b.cdp_url, b.browser_ws)
+        if key not in self.browsers:
+            shared = SharedBrowser(headless=b.headless, cdp_url=b.cdp_url, browser_ws=b.browser_ws)
+            await shared.start()
+            self.browsers[key] = shared
+        return self.browsers[key]
+
+    async def _close_browsers(self) -> None:
+        for shared in self.browsers.values():
+            await shared.close()
+        self.browsers.clear()
+
+
+class SurferEnv(gym.Env):  # type: ignore[misc]
+    """See the module docstring. Arguments as for `AsyncSurferEnv`; `render_mode="rgb_array"` makes
+    `render()` return the last screenshot."""
+
+    metadata = {"render_modes": ["rgb_array"]}
+
+    def __init__(
+        self, config: AgentConfig | None = None, *, task: str = "", url: str | None = None, backend: Any = None,
+        backends: dict[str, Any] | None = None, profile: str | None = None, render_mode: str | None = None,
+        environment: Any = None,
+    ) -> None:
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.render_mode = render_mode
+        self._loop = BrowserLoop.acquire()
+        self._closed = False
+        try:
+            self._env = self._loop.run(self._make(config, task, url, backend, backends, profile, environment))
+        except BaseException:
+            self._loop.release()
+            self._closed = True
+            raise
+        height, width, _ = self._env.screen_shape
+        self.observation_space = spaces.Dict({
+            "screenshot": spaces.Box(0, 255, (height, width, 3), dtype="uint8"),
+            "url": spaces.Text(TEXT_LIMIT, min_length=0, charset=CHARSET),
+            "task": spaces.Text(TEXT_LIMIT, min_length=0, charset=CHARSET),
+        })
+        self.action_space = spaces.Text(ACTION_LIMIT, min_length=0, charset=CHARSET)
+        self._screen: Any = None
+
+    async def _make(self, config: AgentConfig | None, task: str, url: str | None, backend: Any,
+                    backends: dict[str, Any] | None, profile: str | None, environment: Any) -> AsyncSurferEnv:
+        env = AsyncSurferEnv(config, backend=backend, backends=backends, profile=profile, task=task, url=url,
+                             environment=environment)
+        if environment is not None:  # (no browser: e.g. the desktop)
+            await env.measure()
+        else:
+            env.browser = await self._loop.browser(env.config)
+        return env
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A new episode; `options` may name its `task` and `url` (else the last ones, or the constructor's)."""
+        super().reset(seed=seed)
+        self._check_open()
+        options = options or {}
+        unknown = set(options) - {"task", "url"}
+        if unknown:
+            raise ValueError(f"reset options are task and url, not {', '.join(sorted(unknown))}")
+        observation, info = self._loop.run(self._env.reset(options.get("task"), options.get("url")))
+        self._screen = observation["screenshot"]
+        return observation, info
+
+    def step(self, action: str | dict[str, Any]) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        self._check_open()
+        observation, reward, terminated, truncated, info = self._loop.run(self._env.step(action))
+        self._screen = observation["screenshot"]
+        return observation, reward, terminated, truncated, info
+
+    def render(self) -> Any:
+        return None if self.render_mode is None or self._screen is None else self._screen.copy()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._loop.run(self._env.close())
+        finally:
+            self._loop.release()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EpisodeOver("the environment is closed")
+
+
+ENV_ID = "surfer/Browser-v0"
+if ENV_ID not in gym.registry:  # gymnasium.make("surfer/Browser-v0", config=..., task=..., url=...)
+    gym.register(ENV_ID, entry_point="surfer.env.gym:SurferEnv")
+
+__all__ = ["ENV_ID", "BrowserLoop", "EpisodeOver", "SurferEnv"]
