@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from surfer.core.actions import Action, CssPoint
-from surfer.models.backend import Usage
+from surfer.models.backend import Tokens, Usage
 
 
 @dataclass
@@ -22,12 +22,15 @@ class ModelCall:
     usage: Usage
     structured: str = ""
     error: str | None = None  # why the completion was rejected, when it was
+    tokens: Tokens | None = None  # token for token, when recorded (record_tokens): kept in tokens.jsonl
+    seq: int | None = None  # the call's number in the run (its line in tokens.jsonl)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "role": self.role, "request": self.request, "completion": self.completion,
             "seconds": round(self.seconds, 4), "structured": self.structured, "error": self.error,
             "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
+            **({"call": self.seq} if self.tokens is not None else {}),
         }
 
 

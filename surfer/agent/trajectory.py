@@ -2,6 +2,7 @@
 
     run.json           task, URL, configuration summary
     trajectory.jsonl   one JSON line per finished step
+    tokens.jsonl       with record_tokens: one line per model call, token for token (tokens_record.py)
     screenshots/       the screenshot each step looked at
     result.json        the final RunResult (also after errors and Ctrl-C)
     report.html        a self-contained page to read the run
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 from surfer.core.retention import keeps
 
-from .events import Event, Finished, RunStarted, StepFinished
+from .events import Event, Finished, ModelCalled, RunStarted, StepFinished
 from .report import render_report
 from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
 from .video import make_video
@@ -33,10 +34,13 @@ class TrajectoryWriter:
         self.run_dir = Path(run_dir)
         self.scrub = scrub or (lambda value: value)
         self.video = video  # `--video`: video.mp4 / video.webp from the step screenshots (video.py)
+        self._tokens: Any = None  # the run's TokenLog, from its first call with token ids
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             await asyncio.to_thread(self._start, event)
+        elif isinstance(event, ModelCalled) and event.call.tokens is not None:
+            await asyncio.to_thread(self._call_tokens, event)
         elif isinstance(event, StepFinished):
             await asyncio.to_thread(self._step, event)
         elif isinstance(event, Finished):
@@ -47,6 +51,14 @@ class TrajectoryWriter:
         meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
         write_atomic(self.run_dir / "run.json", json.dumps(self.scrub(meta), indent=2))
         (self.run_dir / "trajectory.jsonl").touch()  # present from the start, even if no step finishes
+
+    def _call_tokens(self, event: ModelCalled) -> None:
+        from .tokens_record import TokenLog
+
+        if self._tokens is None:
+            self._tokens = TokenLog(self.run_dir)
+        call = event.call
+        self._tokens.add(call.seq if call.seq is not None else -1, event.step, call.role, call.error is None, call.tokens)
 
     def _step(self, event: StepFinished) -> None:
         record = event.record

@@ -31,3 +31,8 @@ class Endpoint(BaseModel):
         default=DEFAULT_SERVER_WAIT, ge=0,
         description="Seconds to hold the calls while the server is gone (refused, 502/503/504) before giving up; 0: fail at once.",
     )
+    record_tokens: bool = Field(
+        default=False, description="Ask for each call's token ids and logprobs (`return_token_ids`, `logprobs`) "
+        "and keep them in `Completion.tokens` (surfer/models/capture.py).",
+    )
+    policy_version: str | None = Field(default=None, description="The version recorded with each captured call's policy.")

@@ -27,6 +27,11 @@ that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
 cache configuration labels).
+A request that asks for `return_token_ids` and `logprobs` (as vLLM >= 0.10.2 takes them on chat
+completions) gets vLLM's fields: `prompt_token_ids` at the top level, `choices[0].token_ids`, and
+`choices[0].logprobs.content[].logprob`, from `tokenizer` (a `ChatTokenizer`; by default the
+deterministic `StandInTokenizer` with the `template` named, standin_tokenizer.py); the usage then
+counts those ids. `token_fields=False` plays a server that ignores both parameters.
 `prefix_capacity=N` bounds that cache to N tokens, least recently used blocks
 evicted first, and `token_seconds` makes each prompt token the cache did not
 hold cost that long on one shared "GPU" (prefills take turns): with more
@@ -48,6 +53,8 @@ from typing import Any, Callable, Union
 
 from surfer.models.prefix_cache import PrefixCache
 from surfer.models.standin_pages import ENGINES, metrics_page, server_info
+from surfer.models.standin_tokenizer import ChatTokenizer, StandInTokenizer
+from surfer.models.standin_tokens import add_token_fields
 
 Answer = Union[str, dict[str, Any]]
 
@@ -203,12 +210,17 @@ class StandInServer:
         max_model_len: int | None = None,
         engine: str = "vllm",
         settings: dict[str, Any] | None = None,
+        token_fields: bool = True,
+        tokenizer: ChatTokenizer | None = None,
+        template: str = "chatml",
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         self.engine = engine  # whose /metrics names, cache-reset route and settings page it shows
         self.settings = settings  # the engine's own account of its settings (standin_pages)
         self.respond = respond
+        self.token_fields = token_fields  # answers return_token_ids / logprobs as vLLM does
+        self.tokenizer: ChatTokenizer = tokenizer or StandInTokenizer(template)
         self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
         self.delay = delay
@@ -335,6 +347,22 @@ class StandInServer:
         with self._lock:
             return self._failures.pop(0) if self._failures else None
 
+    def completion_body(self, request: ChatRequest, content: str, prompt_tokens: int, cached: int) -> dict[str, Any]:
+        """The chat completion's JSON, with vLLM's token fields where the request asks for them (standin_tokens.py)."""
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+        body: dict[str, Any] = {
+            "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+            "model": self.model, "choices": [choice],
+        }
+        generated = max(1, len(content) // 4)
+        counted = add_token_fields(body, request.body, request.image_urls, content, self.tokenizer) if self.token_fields else None
+        if counted is not None:
+            prompt_tokens, generated = counted
+        body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": generated, "total_tokens": prompt_tokens + generated}
+        if self.kv_capacity is not None:
+            body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+        return body
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -432,13 +460,7 @@ class StandInServer:
                 if server.kv_capacity is not None:
                     with server._kv:
                         server.generation_tokens += max(1, len(content) // 4)
-                self._send(200, {
-                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": server.model,
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(content) // 4),
-                              "total_tokens": prompt_tokens + max(1, len(content) // 4)},
-                })
+                self._send(200, server.completion_body(request, content, prompt_tokens, prompt_tokens - computed))
 
         return Handler
 
