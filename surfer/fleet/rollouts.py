@@ -3,6 +3,9 @@
     async for record in surfer.rollouts(config, tasks, samples=8, ray_address="auto", out_dir="rollouts/"):
         reward = record["status"] == "success"      # record["run_dir"] holds the trajectory
 
+Every model call is recorded token for token (`record_tokens`, on by default here:
+the run directory's tokens.jsonl, read back with `surfer.agent.tokens_record`).
+
 Each item is the task's results.jsonl line, yielded as soon as the task
 finishes (in finishing order); the run directories are under `out_dir` (a new
 temporary directory when not given). Running the same call with the same
@@ -45,10 +48,14 @@ async def rollouts(
     ray_address: str | None = None,
     concurrency: int = 8,
     max_inflight: int | None = None,
+    record_tokens: bool = True,
     **options: Any,
 ) -> AsyncIterator[dict[str, Any]]:
-    """Run `tasks` (`samples` rollouts each) and yield each result as it finishes."""
+    """Run `tasks` (`samples` rollouts each) and yield each result as it finishes. `record_tokens`
+    (on unless turned off here): every model call token for token in its run's tokens.jsonl."""
     out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="surfer-rollouts-"))
+    if record_tokens != config.record_tokens:
+        config = config.model_copy(update={"record_tokens": record_tokens})
     batch = make_batch(
         config, _tasks(tasks, samples), out, concurrency=concurrency, max_inflight=max_inflight,
         ray_address=ray_address, **options,

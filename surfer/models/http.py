@@ -190,6 +190,8 @@ class OpenAICompatibleBackend(ModelBackend):
         the first call's answer is checked the same way."""
         if self._tokens_checked:
             return
+        if not self.endpoint.record_tokens:  # (a backend made by the caller: capture from now on)
+            self.endpoint = self.endpoint.model_copy(update={"record_tokens": True})
         await self.check()
         try:
             answer = await self._with_connect_retries(

@@ -8,9 +8,10 @@ take its place.
     reply = tokenizer.encode('{"x": 1}') + tokenizer.end_ids
 
 `StandInTokenizer` is deterministic and needs nothing: text is cut into pieces
-as Qwen2's pre-tokenizer cuts them (words cut at six letters: about four characters a piece), each piece's id a hash of it; an image becomes a start id, one
-placeholder id per 28×28 patch pair (the Qwen2-VL rule, `image_ids`) and an end
-id; a chat template (`ChatTemplate`) frames each turn with special ids and
+as Qwen2's pre-tokenizer cuts them (words cut at six letters: about four
+characters a piece), each piece's id a hash of it; an image becomes a start id,
+one placeholder id per 28×28 pixels (Qwen2-VL's 14-pixel patches merged 2×2,
+`image_ids`) and an end id; a chat template (`ChatTemplate`) frames each turn with special ids and
 adds the generation prompt, whose tail (an empty thinking block, say) a history
 turn does not repeat — as real templates do.
 """
@@ -133,7 +134,7 @@ class StandInTokenizer:
 
         with Image.open(io.BytesIO(image)) as opened:  # reads the header only
             width, height = opened.size
-        count = min(self.max_image_ids, max(1, math.ceil(width / self.patch) * math.ceil(height / self.patch) // 4))
+        count = min(self.max_image_ids, max(1, math.ceil(width / self.patch) * math.ceil(height / self.patch)))
         return [self.special["<|vision_start|>"], *[self.special["<|image_pad|>"]] * count, self.special["<|vision_end|>"]]
 
     def _content_ids(self, content: Any) -> list[int]:
