@@ -22,8 +22,11 @@ sequences.
 sequence, token for token — what an engine that resumes a hybrid model's state
 only where a request ended needs, and what lets a trainer join a role's calls
 into one sequence (`trajectory_views`). Where it does not, `break` says where:
-the index in the previous sequence (`at`) and a few ids on either side of it
-(`expected` there, `found` in this prompt).
+the index in the previous sequence (`at`), whether that is past its prompt
+(`in_completion`: this prompt repeats the previous prompt whole, not its reply
+— a layout that does not show replies, or a template that renders them
+otherwise), and a few ids on either side of it (`before`, then `expected` in
+the previous sequence and `found` in this prompt).
 """
 
 from __future__ import annotations
@@ -79,9 +82,9 @@ class TokenLog:
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir) / TOKENS_FILE
-        self._last: dict[str, tuple[int, array]] = {}  # role -> (call, its whole sequence)
+        self._last: dict[str, tuple[int, array, int]] = {}  # role -> (call, its whole sequence, its prompt's length)
 
-    def _previous(self, role: str, prompt: array) -> tuple[int, array] | None:
+    def _previous(self, role: str, prompt: array) -> tuple[int, array, int] | None:
         """The call this one follows: the role's last; for another role than the policy, the policy's
         last call instead when the prompt shares more with it (role continuation)."""
         own = self._last.get(role)
@@ -102,9 +105,9 @@ class TokenLog:
         broken = None
         if previous is not None and not extends:
             lo = max(0, shared - BREAK_CONTEXT)
-            broken = {"at": shared, "before": list(prompt[lo:shared]), "expected": list(previous[1][shared:shared + BREAK_CONTEXT]),
-                      "found": list(prompt[shared:shared + BREAK_CONTEXT])}
-        self._last[role] = (call, prompt + array("q", tokens.completion_ids))
+            broken = {"at": shared, "in_completion": shared >= previous[2], "before": list(prompt[lo:shared]),
+                      "expected": list(previous[1][shared:shared + BREAK_CONTEXT]), "found": list(prompt[shared:shared + BREAK_CONTEXT])}
+        self._last[role] = (call, prompt + array("q", tokens.completion_ids), len(prompt))
         return {
             "call": call, "step": step, "role": role, "accepted": accepted,
             "prompt": {"base": previous[0] if previous else None, "shared": shared, "ids": pack(prompt[shared:])},
@@ -219,15 +222,18 @@ def _aligned(call: CallTokens) -> list[float]:
 
 def chain_report(calls: Sequence[CallTokens]) -> dict[str, Any]:
     """Per role: how many calls followed an earlier one, how many of those extended it token for
-    token, and where the others broke."""
+    token (`extends`), how many at least repeated its whole prompt (`extends_prompt`: what a prefix
+    cache reuses), and where the others broke."""
     report: dict[str, Any] = {}
     for call in calls:
         if call.previous is None:
             continue
-        entry = report.setdefault(call.role, {"calls": 0, "extends": 0, "breaks": []})
+        entry = report.setdefault(call.role, {"calls": 0, "extends": 0, "extends_prompt": 0, "breaks": []})
         entry["calls"] += 1
         if call.extends_previous:
             entry["extends"] += 1
+        if call.extends_previous or (call.broken or {}).get("in_completion"):
+            entry["extends_prompt"] += 1
         elif call.broken is not None:
             entry["breaks"].append({"call": call.call, "step": call.step, **call.broken})
     for entry in report.values():
