@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
+from surfer.agent.formats import TokensLine, TrajectoryLine
 from surfer.agent.loop import Agent
 from surfer.agent.tokens_record import (
     TOKENS_FILE, TokenLog, chain_report, pack, read_calls, shared_prefix, trajectory_views, unpack,
@@ -130,6 +131,10 @@ async def test_a_conversation_run_is_recorded_exactly_chains_and_joins(oracle, d
     steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
     numbers = sorted(c["call"] for s in steps for cs in s["calls"].values() for c in cs)
     assert numbers == [c.call for c in calls]  # each trajectory call names its tokens line
+    for line in (tmp_path / "run" / TOKENS_FILE).read_text().splitlines():  # the documented format, no field more
+        TokensLine.model_validate_json(line)
+    for step in steps:
+        TrajectoryLine.model_validate(step)
     # conversation + role continuation + the profile's reply_prefix: every call extends the one it follows
     report = chain_report(calls)
     assert set(report) == {"policy", "localizer", "validator"}
@@ -225,3 +230,91 @@ def test_the_standin_tokenizer_is_deterministic_and_expands_images() -> None:
     assert StandInTokenizer("chatml").encode(text) == tokenizer.encode(text)
     prose = "Open the registration page, fill in the form with the name and the email, then report the code."
     assert 3.5 <= len(prose) / len(tokenizer.encode(prose)) <= 5  # about four characters a token
+
+
+async def test_a_retry_after_malformed_output_extends_the_rejected_call(oracle, demo_site, tmp_path: Path) -> None:
+    server = oracle(template="nemotron")
+    original, spoiled = server.respond, []
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        if request.role == "policy" and not spoiled and "Say OK." not in request.text:
+            spoiled.append(request)
+            return '{"thought": "oops"'  # cut short: the policy is asked again with the error
+        return original(request)
+
+    server.respond = respond
+    result = await _run(_config(server, prompt_layout="conversation"), demo_site, tmp_path / "run")
+    assert result.status == "success", result.reason
+    calls = read_calls(tmp_path / "run")
+    rejected, retry = calls[0], calls[1]
+    assert (rejected.accepted, retry.accepted, retry.role) == (False, True, "policy")
+    assert retry.previous == rejected.call and retry.extends_previous  # the reply repeated as the server computed it
+    (view, *_) = trajectory_views(calls, "policy")
+    assert view["calls"][:2] == [rejected.call, retry.call]
+
+
+async def test_cli_run_with_record_tokens_refuses_a_server_without_them(oracle, demo_site, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    server = oracle(token_fields=False)
+    proc = await asyncio.to_thread(subprocess.run, [
+        sys.executable, "-m", "surfer", "run", DEMO_TASK, "--url", demo_site.url("index.html"), "--base-url", server.base_url,
+        "--model", server.model, "--record-tokens", "--out", str(tmp_path / "run"), "--json"],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert json.loads(proc.stdout)["error_kind"] == "config"
+    assert "Traceback" not in proc.stderr and "does not return prompt_token_ids" in proc.stderr + proc.stdout
+
+
+async def test_transformers_backend_fills_tokens_with_the_logprobs_it_sampled_from(tmp_path: Path) -> None:
+    import torch
+
+    from surfer.models.transformers_backend import TransformersBackend
+    from test_inprocess_backends import REQUEST, write_tiny_nemotron_h
+
+    backend = TransformersBackend(str(write_tiny_nemotron_h(tmp_path / "tiny")), max_new_tokens=6)
+    assert (await backend.complete(REQUEST)).tokens is None  # only when asked
+    await backend.check_tokens()
+    completion = await backend.complete(REQUEST)
+    tokens = completion.tokens
+    assert tokens is not None and len(tokens.completion_ids) == len(tokens.logprobs) == completion.usage.completion_tokens
+    assert len(tokens.prompt_ids) == completion.usage.prompt_tokens and tokens.policy == backend.model_id
+    # the logprob of each generated id is the model's own, position by position (greedy: temperature 0)
+    ids = torch.tensor([list(tokens.prompt_ids) + list(tokens.completion_ids)])
+    with torch.inference_mode():
+        logits = backend._model(ids).logits[0].float()
+    start = len(tokens.prompt_ids)
+    expected = torch.log_softmax(logits[start - 1:-1], dim=-1).gather(1, ids[0, start:, None])[:, 0]
+    assert torch.allclose(torch.tensor(tokens.logprobs), expected, atol=1e-3)
+
+
+def test_vllm_outputs_become_tokens() -> None:
+    from types import SimpleNamespace as Obj
+
+    from surfer.models.vllm_backend import tokens_of
+
+    generated = Obj(token_ids=[7, 9], logprobs=[{7: Obj(logprob=-0.5)}, {9: Obj(logprob=-1.25), 3: Obj(logprob=-0.1)}],
+                    finish_reason="stop", text="hi")
+    tokens = tokens_of(Obj(prompt_token_ids=[1, 2, 3], outputs=[generated], num_cached_tokens=2), {"temperature": 0.7}, "m")
+    assert (tokens.prompt_ids, tokens.completion_ids, tokens.logprobs) == ((1, 2, 3), (7, 9), (-0.5, -1.25))
+    assert (tokens.cached_tokens, tokens.finish_reason, tokens.sampling) == (2, "stop", {"temperature": 0.7})
+
+
+async def test_backends_that_cannot_capture_say_so_at_the_start() -> None:
+    from surfer.models.scripted import ScriptedModel
+
+    agent = Agent(backend=ScriptedModel(), record_tokens=True)
+    result = await agent.run("anything")
+    assert result.status == "error" and result.error_kind == "config"
+    assert "does not return token ids and logprobs" in result.reason
+
+
+async def test_doctor_says_whether_token_ids_come_back(standin) -> None:
+    from surfer.apps.doctor import check_endpoint
+
+    for fields, status in ((True, "ok"), (False, "warn")):
+        server = standin(lambda request: {"ok": True, "n": 7, "word": "zebra-41"}, token_fields=fields)
+        checks = {c.name: c for c in await check_endpoint(server.base_url, server.model)}
+        assert checks["token ids"].status == status
+        assert ("--record-tokens cannot be used" in checks["token ids"].detail) == (not fields)

@@ -26,6 +26,7 @@ from .layouts import DEFAULT_LAYOUT, Layout, image_parts
 from .memory import Memory, Turn
 
 T = TypeVar("T")
+MAX_REPEATED_REPLY = 2000  # characters of a rejected reply repeated to the model with the error
 CallSink = Callable[[ModelCall], Awaitable[None]]
 
 
@@ -130,7 +131,10 @@ class RoleClient:
                 last_error = str(exc)
                 call.error = last_error
                 await sink(call)
-                conversation += [Message.text("assistant", text[:2000]), Message.text("user", f"{last_error} Answer again.")]
+                # the rejected reply as the server computed it (the generation prompt's tail first), so that the
+                # retry extends the rejected call token for token; a long one is cut short
+                shown = self.profile.reply_prefix + text if len(text) <= MAX_REPEATED_REPLY else text[:MAX_REPEATED_REPLY]
+                conversation += [Message.text("assistant", shown), Message.text("user", f"{last_error} Answer again.")]
                 continue
             await sink(call)
             return value, Turn(request.messages, text)
