@@ -318,3 +318,32 @@ async def test_doctor_says_whether_token_ids_come_back(standin) -> None:
         checks = {c.name: c for c in await check_endpoint(server.base_url, server.model)}
         assert checks["token ids"].status == status
         assert ("--record-tokens cannot be used" in checks["token ids"].detail) == (not fields)
+
+
+async def test_ids_stay_in_memory_only_where_no_run_directory_keeps_them(standin, tmp_path: Path) -> None:
+    from surfer.agent.events import StepFinished
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import ReplayEnvironment
+
+    answers = iter([{"thought": "", "notes": "", "action": {"type": "click", "target": "the 'Register' link"}}])
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 250, "y": 500}
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "ok"}
+        return next(answers, {"thought": "", "notes": "", "action": {"type": "answer", "text": "ABC"}})
+
+    for out_dir in (None, tmp_path / "run"):
+        server = standin(respond)
+        finished: list = []
+        agent = Agent(base_url=server.base_url, model=server.model, environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1280x800"),
+                      record_tokens=True, max_steps=4)
+        result = await agent.run("Register.", out_dir=out_dir, listeners=[finished.append])
+        await agent.aclose()
+        assert result.status == "success", result.reason
+        calls = [c for e in finished if isinstance(e, StepFinished) for c in e.record.calls]
+        assert calls and all(c.tokens is not None and c.tokens.policy == server.model for c in calls)
+        assert all(bool(c.tokens.prompt_ids) == (out_dir is None) for c in calls)
+        answers = iter([{"thought": "", "notes": "", "action": {"type": "click", "target": "the 'Register' link"}}])
+    assert len(read_calls(tmp_path / "run")) == len(calls)  # (there, in the file)

@@ -22,7 +22,9 @@ class ModelCall:
     usage: Usage
     structured: str = ""
     error: str | None = None  # why the completion was rejected, when it was
-    tokens: Tokens | None = None  # token for token, when recorded (record_tokens): kept in tokens.jsonl
+    # token for token, when recorded (record_tokens); with a run directory the ids are in its tokens.jsonl and
+    # dropped here once the step is finished (Tokens.without_ids), so a long run does not hold them all
+    tokens: Tokens | None = None
     seq: int | None = None  # the call's number in the run (its line in tokens.jsonl)
 
     def to_dict(self) -> dict[str, Any]:

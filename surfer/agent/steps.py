@@ -222,6 +222,9 @@ class StepMachinery:
         record.timings.total = time.perf_counter() - started
         run.records.append(record)
         await run.emit(StepFinished(record))
+        if run.run_dir is not None:  # written to tokens.jsonl: a long run does not hold every call's ids in memory
+            for call in record.calls:
+                call.tokens = None if call.tokens is None else call.tokens.without_ids()
 
     async def _step(self, run: RunState, env: Environment, memory: Memory, index: int) -> tuple[StepRecord, tuple[str, str | None, str | None] | None]:
         """One step. Returns the record and, when the run should end or an answer

@@ -4,7 +4,8 @@ stand-in server answering in a child process with vLLM's token fields (its
 deterministic tokenizer, each profile's turn shape).
 
 - capture's cost: the same task run with capture on and off, turn about;
-  steps per second of each (medians of the runs) and their ratio;
+  steps per second of each (medians of the runs) and their ratio, and the
+  client's CPU time to store one call (the run's calls replayed);
 - bytes per step: tokens.jsonl as stored (each call against the one it follows)
   against the same ids stored in full, and beside the run's screenshots
   (the record with and without images);
@@ -58,6 +59,25 @@ def _full_bytes(calls: list[Any]) -> int:
                               separators=(",", ":"))) + 1 for c in calls)
 
 
+def _log_ms_per_call(calls: list[Any], tmp: Path, repeats: int = 5) -> float:
+    """The client's CPU time to store one call (TokenLog: the shared prefix found, the line written), replaying
+    the run's calls; the best of `repeats` passes."""
+    from surfer.agent.tokens_record import TokenLog
+    from surfer.models.backend import Tokens
+
+    tokens = [Tokens(tuple(c.prompt_ids), tuple(c.completion_ids), tuple(c.logprobs), c.finish_reason, c.cached_tokens,
+                     c.policy, c.policy_version, c.sampling) for c in calls]
+    best = float("inf")
+    for n in range(repeats):
+        log = TokenLog(tmp / f"replay-{n}")
+        log.path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.process_time()
+        for call, token in zip(calls, tokens):
+            log.add(call.call, call.step, call.role, call.accepted, token)
+        best = min(best, time.process_time() - started)
+    return 1000 * best / max(1, len(calls))
+
+
 def _run_figures(run_dir: Path, steps: int) -> dict[str, Any]:
     from surfer.agent.tokens_record import TOKENS_FILE, read_calls
 
@@ -71,6 +91,7 @@ def _run_figures(run_dir: Path, steps: int) -> dict[str, Any]:
         "tokens_bytes_per_step": round(stored / per), "full_bytes_per_step": round(_full_bytes(calls) / per),
         "screenshot_bytes_per_step": round(shots / per),
         "trajectory_bytes_per_step": round((run_dir / "trajectory.jsonl").stat().st_size / per),
+        "store_ms_per_call": round(_log_ms_per_call(calls, run_dir), 3),
     }
 
 
@@ -120,7 +141,7 @@ async def measure_tokens(runs: int = 3, viewport: tuple[int, int] = (1280, 800),
             on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
             cost[layout] = {
                 "steps_per_second": {"on": round(on, 3), "off": round(off, 3), "ratio": round(on / off, 3)},
-                **{key: round(statistics.median(f[key] for f in figures)) for key in figures[0]},
+                **{key: round(statistics.median(f[key] for f in figures), 3) for key in figures[0]},
             }
         report["capture"] = cost
         if chains:
@@ -180,7 +201,8 @@ def register(bench_app: typer.Typer) -> None:
             rate = figures["steps_per_second"]
             print(f"{layout:<13} steps/s on {rate['on']:.2f}  off {rate['off']:.2f}  ratio {rate['ratio']:.3f}   "
                   f"bytes/step: tokens.jsonl {figures['tokens_bytes_per_step']:,}  in full {figures['full_bytes_per_step']:,}  "
-                  f"screenshots {figures['screenshot_bytes_per_step']:,}  ({figures['ids_per_step']:,} ids/step)")
+                  f"screenshots {figures['screenshot_bytes_per_step']:,}  ({figures['ids_per_step']:,} ids/step, "
+                  f"{figures['store_ms_per_call']:.2f} ms CPU to store a call)")
         for row in report.get("chains", []):
             shares = "  ".join(f"{role} {entry['extend']}/{entry['calls']} (prompt {entry['extend_prompt']})"
                                for role, entry in row["roles"].items())

@@ -117,6 +117,10 @@ class Tokens:
         if self.logprobs and len(self.logprobs) != len(self.completion_ids):
             raise ValueError(f"{len(self.logprobs)} logprobs for {len(self.completion_ids)} completion ids")
 
+    def without_ids(self) -> "Tokens":
+        """The same record without its ids and logprobs (kept elsewhere, e.g. a run's tokens.jsonl)."""
+        return Tokens((), (), (), self.finish_reason, self.cached_tokens, self.policy, self.policy_version, self.sampling)
+
 
 @dataclass
 class Completion:

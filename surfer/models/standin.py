@@ -27,11 +27,8 @@ that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
 cache configuration labels).
-A request that asks for `return_token_ids` and `logprobs` (as vLLM >= 0.10.2 takes them on chat
-completions) gets vLLM's fields: `prompt_token_ids` at the top level, `choices[0].token_ids`, and
-`choices[0].logprobs.content[].logprob`, from `tokenizer` (a `ChatTokenizer`; by default the
-deterministic `StandInTokenizer` with the `template` named, standin_tokenizer.py); the usage then
-counts those ids. `token_fields=False` plays a server that ignores both parameters.
+A request for `return_token_ids` / `logprobs` gets vLLM's token fields from `tokenizer` (default: a
+`StandInTokenizer` of `template`; standin_tokens.py); `token_fields=False`: a server without them.
 `prefix_capacity=N` bounds that cache to N tokens, least recently used blocks
 evicted first, and `token_seconds` makes each prompt token the cache did not
 hold cost that long on one shared "GPU" (prefills take turns): with more
@@ -54,7 +51,7 @@ from typing import Any, Callable, Union
 from surfer.models.prefix_cache import PrefixCache
 from surfer.models.standin_pages import ENGINES, metrics_page, server_info
 from surfer.models.standin_tokenizer import ChatTokenizer, StandInTokenizer
-from surfer.models.standin_tokens import add_token_fields
+from surfer.models.standin_tokens import chat_completion
 
 Answer = Union[str, dict[str, Any]]
 
@@ -349,19 +346,9 @@ class StandInServer:
 
     def completion_body(self, request: ChatRequest, content: str, prompt_tokens: int, cached: int) -> dict[str, Any]:
         """The chat completion's JSON, with vLLM's token fields where the request asks for them (standin_tokens.py)."""
-        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
-        body: dict[str, Any] = {
-            "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
-            "model": self.model, "choices": [choice],
-        }
-        generated = max(1, len(content) // 4)
-        counted = add_token_fields(body, request.body, request.image_urls, content, self.tokenizer) if self.token_fields else None
-        if counted is not None:
-            prompt_tokens, generated = counted
-        body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": generated, "total_tokens": prompt_tokens + generated}
-        if self.kv_capacity is not None:
-            body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
-        return body
+        return chat_completion(request.body, request.image_urls, content, f"chatcmpl-{len(self.requests)}", self.model,
+                               prompt_tokens, cached if self.kv_capacity is not None else None,
+                               self.tokenizer if self.token_fields else None)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

@@ -5,6 +5,7 @@ included) and `choices[0].logprobs.content[].logprob`."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .standin_tokenizer import ChatTokenizer
@@ -50,3 +51,24 @@ def add_token_fields(
             {"token": tokenizer.decode([token]), "logprob": sampled_logprob(n, token), "bytes": None, "top_logprobs": []}
             for n, token in enumerate(completion_ids)]}
     return len(prompt_ids), len(completion_ids)
+
+
+def chat_completion(
+    request: dict[str, Any], image_urls: list[str], content: str, answer_id: str, model: str, prompt_tokens: int,
+    cached: int | None, tokenizer: ChatTokenizer | None,
+) -> dict[str, Any]:
+    """A chat completion answering `content`; with a `tokenizer`, the token fields `request` asks for
+    (the usage then counts those ids); `cached`: the prompt tokens to report as cached (None: no details)."""
+    answer: dict[str, Any] = {
+        "id": answer_id, "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+    }
+    generated = max(1, len(content) // 4)
+    counted = add_token_fields(answer, request, image_urls, content, tokenizer) if tokenizer is not None else None
+    if counted is not None:
+        prompt_tokens, generated = counted
+    answer["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": generated, "total_tokens": prompt_tokens + generated}
+    if cached is not None:
+        answer["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+    return answer
+
