@@ -141,7 +141,8 @@ async def measure_tokens(runs: int = 3, viewport: tuple[int, int] = (1280, 800),
             on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
             cost[layout] = {
                 "steps_per_second": {"on": round(on, 3), "off": round(off, 3), "ratio": round(on / off, 3)},
-                **{key: round(statistics.median(f[key] for f in figures), 3) for key in figures[0]},
+                **{key: round(statistics.median(f[key] for f in figures), 3 if key.endswith("_ms_per_call") else None)
+                   for key in figures[0]},
             }
         report["capture"] = cost
         if chains:
