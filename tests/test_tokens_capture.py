@@ -51,12 +51,20 @@ def oracle(standin, centres):  # type: ignore[no-untyped-def]
     return make
 
 
-async def _run(config: AgentConfig, site, run_dir: Path, profile=None):  # type: ignore[no-untyped-def]
-    agent = Agent(config, profile=profile)
-    try:
-        return await agent.run(DEMO_TASK, site.url("index.html"), out_dir=run_dir)
-    finally:
-        await agent.aclose()
+@pytest.fixture
+def run(shared_browser, demo_site):  # type: ignore[no-untyped-def]
+    """run(config, run_dir, profile=None): the demo task in a context of the shared Chromium."""
+    from surfer.tools.browser import BrowserEnvironment
+
+    async def go(config: AgentConfig, run_dir: Path, profile=None):  # type: ignore[no-untyped-def]
+        env = BrowserEnvironment(browser=shared_browser, viewport=config.browser.viewport)
+        agent = Agent(config, profile=profile, environment=env)
+        try:
+            return await agent.run(DEMO_TASK, demo_site.url("index.html"), out_dir=run_dir)
+        finally:
+            await agent.aclose()
+            await env.close()
+    return go
 
 
 async def test_http_backend_reads_vllm_token_fields_from_the_standin(standin) -> None:
@@ -85,9 +93,9 @@ async def test_http_backend_reads_vllm_token_fields_from_the_standin(standin) ->
         await backend.aclose()
 
 
-async def test_a_server_without_token_fields_is_refused_before_the_run(oracle, demo_site, tmp_path: Path) -> None:
+async def test_a_server_without_token_fields_is_refused_before_the_run(oracle, run, tmp_path: Path) -> None:
     server = oracle(token_fields=False)
-    result = await _run(_config(server), demo_site, tmp_path / "run")
+    result = await run(_config(server), tmp_path / "run")
     assert result.status == "error" and result.error_kind == "config" and result.steps == 0
     assert "does not return prompt_token_ids" in result.reason and "vLLM >= 0.10.2" in result.reason
     assert not (tmp_path / "run" / TOKENS_FILE).exists()
@@ -99,7 +107,7 @@ async def test_a_server_without_token_fields_is_refused_before_the_run(oracle, d
             await backend.aclose()
 
 
-async def test_an_answer_without_token_fields_mid_run_ends_it_never_a_silent_null(oracle, demo_site, tmp_path: Path) -> None:
+async def test_an_answer_without_token_fields_mid_run_ends_it_never_a_silent_null(oracle, run, tmp_path: Path) -> None:
     server = oracle()
     original = server.respond
 
@@ -109,16 +117,16 @@ async def test_an_answer_without_token_fields_mid_run_ends_it_never_a_silent_nul
         return original(request)
 
     server.respond = respond
-    result = await _run(_config(server), demo_site, tmp_path / "run")
+    result = await run(_config(server), tmp_path / "run")
     assert result.status == "error" and "answered without prompt_token_ids" in result.reason
     calls = read_calls(tmp_path / "run")
     assert [c.role for c in calls] == ["policy"]  # what was recorded is whole; nothing after it
 
 
 
-async def test_a_conversation_run_is_recorded_exactly_chains_and_joins(oracle, demo_site, tmp_path: Path) -> None:
+async def test_a_conversation_run_is_recorded_exactly_chains_and_joins(oracle, run, tmp_path: Path) -> None:
     server = oracle(template="nemotron")  # Holotron's turn shape: the generation prompt ends with <think></think>
-    result = await _run(_config(server, prompt_layout="conversation", policy_version="v3"), demo_site, tmp_path / "run")
+    result = await run(_config(server, prompt_layout="conversation", policy_version="v3"), tmp_path / "run")
     assert result.status == "success", result.reason
     calls = read_calls(tmp_path / "run")
     sent = server.requests[1:]  # (the first request is the preflight probe)
@@ -165,10 +173,10 @@ def call_text(run_dir: Path, number: int) -> str:
     raise AssertionError(f"call {number} is not in the trajectory")
 
 
-async def test_a_template_that_drops_the_reply_prefix_breaks_the_chain_where_it_does(oracle, demo_site, tmp_path: Path) -> None:
+async def test_a_template_that_drops_the_reply_prefix_breaks_the_chain_where_it_does(oracle, run, tmp_path: Path) -> None:
     server = oracle(template="nemotron")
     bare = dataclasses.replace(get_profile("holotron"), reply_prefix="")  # history turns without the thinking block
-    result = await _run(_config(server, prompt_layout="conversation"), demo_site, tmp_path / "run", profile=bare)
+    result = await run(_config(server, prompt_layout="conversation"), tmp_path / "run", profile=bare)
     assert result.status == "success", result.reason
     calls = read_calls(tmp_path / "run")
     report = chain_report(calls)
@@ -232,7 +240,7 @@ def test_the_standin_tokenizer_is_deterministic_and_expands_images() -> None:
     assert 3.5 <= len(prose) / len(tokenizer.encode(prose)) <= 5  # about four characters a token
 
 
-async def test_a_retry_after_malformed_output_extends_the_rejected_call(oracle, demo_site, tmp_path: Path) -> None:
+async def test_a_retry_after_malformed_output_extends_the_rejected_call(oracle, run, tmp_path: Path) -> None:
     server = oracle(template="nemotron")
     original, spoiled = server.respond, []
 
@@ -243,7 +251,7 @@ async def test_a_retry_after_malformed_output_extends_the_rejected_call(oracle, 
         return original(request)
 
     server.respond = respond
-    result = await _run(_config(server, prompt_layout="conversation"), demo_site, tmp_path / "run")
+    result = await run(_config(server, prompt_layout="conversation"), tmp_path / "run")
     assert result.status == "success", result.reason
     calls = read_calls(tmp_path / "run")
     rejected, retry = calls[0], calls[1]
@@ -265,28 +273,6 @@ async def test_cli_run_with_record_tokens_refuses_a_server_without_them(oracle, 
     assert proc.returncode == 2, proc.stderr
     assert json.loads(proc.stdout)["error_kind"] == "config"
     assert "Traceback" not in proc.stderr and "does not return prompt_token_ids" in proc.stderr + proc.stdout
-
-
-async def test_transformers_backend_fills_tokens_with_the_logprobs_it_sampled_from(tmp_path: Path) -> None:
-    import torch
-
-    from surfer.models.transformers_backend import TransformersBackend
-    from test_inprocess_backends import REQUEST, write_tiny_nemotron_h
-
-    backend = TransformersBackend(str(write_tiny_nemotron_h(tmp_path / "tiny")), max_new_tokens=6)
-    assert (await backend.complete(REQUEST)).tokens is None  # only when asked
-    await backend.check_tokens()
-    completion = await backend.complete(REQUEST)
-    tokens = completion.tokens
-    assert tokens is not None and len(tokens.completion_ids) == len(tokens.logprobs) == completion.usage.completion_tokens
-    assert len(tokens.prompt_ids) == completion.usage.prompt_tokens and tokens.policy == backend.model_id
-    # the logprob of each generated id is the model's own, position by position (greedy: temperature 0)
-    ids = torch.tensor([list(tokens.prompt_ids) + list(tokens.completion_ids)])
-    with torch.inference_mode():
-        logits = backend._model(ids).logits[0].float()
-    start = len(tokens.prompt_ids)
-    expected = torch.log_softmax(logits[start - 1:-1], dim=-1).gather(1, ids[0, start:, None])[:, 0]
-    assert torch.allclose(torch.tensor(tokens.logprobs), expected, atol=1e-3)
 
 
 def test_vllm_outputs_become_tokens() -> None:
