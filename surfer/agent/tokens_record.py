@@ -36,7 +36,7 @@ import json
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 TOKENS_FILE = "tokens.jsonl"
 RUN_MIN = 4  # runs of at least this many equal ids are stored as [id, n]
