@@ -299,8 +299,8 @@ async def test_backends_that_cannot_capture_say_so_at_the_start() -> None:
 async def test_doctor_says_whether_token_ids_come_back(standin) -> None:
     from surfer.apps.doctor import check_endpoint
 
-    for fields, status in ((True, "ok"), (False, "warn")):
-        server = standin(lambda request: {"ok": True, "n": 7, "word": "zebra-41"}, token_fields=fields)
+    for engine, fields, status in (("vllm", True, "ok"), ("sglang", False, "warn")):  # SGLang's chat path has none
+        server = standin(lambda request: {"ok": True, "n": 7, "word": "zebra-41"}, engine=engine)
         checks = {c.name: c for c in await check_endpoint(server.base_url, server.model)}
         assert checks["token ids"].status == status
         assert ("--record-tokens cannot be used" in checks["token ids"].detail) == (not fields)

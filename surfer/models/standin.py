@@ -28,7 +28,7 @@ and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
 cache configuration labels).
 A request for `return_token_ids` / `logprobs` gets vLLM's token fields from `tokenizer` (default: a
-`StandInTokenizer` of `template`; standin_tokens.py); `token_fields=False`: a server without them.
+`StandInTokenizer` of `template`; standin_tokens.py); `token_fields=False` (SGLang's default): without them.
 `prefix_capacity=N` bounds that cache to N tokens, least recently used blocks
 evicted first, and `token_seconds` makes each prompt token the cache did not
 hold cost that long on one shared "GPU" (prefills take turns): with more
@@ -207,7 +207,7 @@ class StandInServer:
         max_model_len: int | None = None,
         engine: str = "vllm",
         settings: dict[str, Any] | None = None,
-        token_fields: bool = True,
+        token_fields: bool | None = None,
         tokenizer: ChatTokenizer | None = None,
         template: str = "chatml",
     ) -> None:
@@ -216,7 +216,7 @@ class StandInServer:
         self.engine = engine  # whose /metrics names, cache-reset route and settings page it shows
         self.settings = settings  # the engine's own account of its settings (standin_pages)
         self.respond = respond
-        self.token_fields = token_fields  # answers return_token_ids / logprobs as vLLM does
+        self.token_fields = engine == "vllm" if token_fields is None else token_fields  # (SGLang's chat path: none)
         self.tokenizer: ChatTokenizer = tokenizer or StandInTokenizer(template)
         self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
