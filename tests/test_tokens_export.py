@@ -92,6 +92,18 @@ def test_trajectory_rows_join_the_policy_calls_and_read_recorded_groups(rollouts
     assert table.num_rows == len(rows)
 
 
+def test_trajectory_rows_of_runs_without_tokens_are_refused_clearly(rollouts_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    plain = tmp_path / "plain"
+    shutil.copytree(rollouts_dir, plain)
+    for path in plain.rglob("tokens.jsonl"):
+        path.unlink()
+    assert all(r["prompt_ids"] is None for r in export_records(plain, "call"))  # per call: null token columns
+    out = CliRunner().invoke(app, ["export", str(plain), "--per", "trajectory"])
+    assert out.exit_code == 2 and "--record-tokens" in out.output and "Traceback" not in out.output
+
+
 def test_the_trl_example_builds_a_rollout_funcs_return(rollouts_dir: Path) -> None:
     trl = _example("trl_rollout_func")
     batch = trl.rows_for_trl(export_records(rollouts_dir, "trajectory"))

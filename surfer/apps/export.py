@@ -277,6 +277,8 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
                 records.append(_step_record(fields, step, shots))
             else:
                 records.extend(_call_records(fields, step, shots, tokens))
+    if per == "trajectory" and runs and not records:
+        raise ConfigError(f"no run under {root} recorded its tokens: --per trajectory needs runs made with --record-tokens")
     return records
 
 
