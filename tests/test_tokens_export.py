@@ -113,6 +113,9 @@ def test_the_trl_example_builds_a_rollout_funcs_return(rollouts_dir: Path) -> No
         assert len(ids) == len(logprobs) == len(mask) and set(mask) == {0, 1}
     rewards = trl.surfer_reward(["p", "p"], ["c", "c"], surfer_reward=batch["surfer_reward"], group=batch["group"])
     assert len(rewards) == 2 and set(rewards) <= {0.25, 1.0}  # (one sample's result.json carries a recorded reward)
+    policy = [r for r in export_records(rollouts_dir, "trajectory") if r["role"] == "policy"]
+    with pytest.raises(ValueError, match="several sequences"):  # calls that did not chain are not one sample
+        trl.rows_for_trl(policy + [{**policy[0], "calls": [99]}])
 
 
 def test_the_verl_example_builds_an_agent_loop_output(rollouts_dir: Path) -> None:
@@ -125,3 +128,16 @@ def test_the_verl_example_builds_an_agent_loop_output(rollouts_dir: Path) -> Non
     assert output["reward_score"] in (0.25, 1.0) and output["num_turns"] >= 4
     with pytest.raises(ValueError, match="not one"):
         verl.agent_loop_output(rows)  # two episodes' chains: not one AgentLoopOutput
+
+
+def test_the_trl_rollout_func_runs_the_prompts_in_order(demo_site, centres) -> None:  # noqa: F811
+    trl = _example("trl_rollout_func")
+    oracle = ConversationOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
+    with StandInServer(oracle, template="nemotron") as server:
+        config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10,
+                             prompt_layout="conversation", browser=BrowserSettings(viewport=VIEWPORT))
+        batch = trl.make_rollout_func(config, demo_site.url("index.html"))([DEMO_TASK, "Report the code shown (a second prompt)."])
+    assert len(batch["prompt_ids"]) == 2 and len(batch["completion_ids"][0]) == len(batch["env_mask"][0])
+    prompts = [server.tokenizer.decode(ids) for ids in batch["prompt_ids"]]
+    assert "Register as a new library member" in prompts[0] and "a second prompt" in prompts[1]  # the prompts' order
+

@@ -9,7 +9,7 @@ reader: one per chain of policy calls, the screenshots and observations between
 two replies masked out (`env_mask`, 0 where the environment wrote the ids).
 
     trainer = GRPOTrainer(model=..., reward_funcs=[surfer_reward], args=GRPOConfig(...),
-                          train_dataset=dataset, rollout_func=make_rollout_func(config))
+                          train_dataset=dataset, rollout_func=make_rollout_func(config, "https://example.com"))
 
 This file needs neither TRL nor a GPU to build those dicts: `rows_for_trl`
 turns export records into them, and its test runs it on recorded runs.
@@ -23,8 +23,13 @@ from typing import Any, Callable
 
 
 def rows_for_trl(records: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """`surfer export --per trajectory` records (the policy's) as the dict a rollout_func returns."""
+    """`surfer export --per trajectory` records (the policy's) as the dict a rollout_func returns: one
+    sample per episode, in the records' order. An episode whose policy calls did not chain into one
+    sequence (a window layout, a template that re-renders history) cannot be one sample: an error."""
     policy = [r for r in records if r["role"] == "policy"]
+    episodes = [r["run_dir"] for r in policy]
+    if len(set(episodes)) != len(episodes):
+        raise ValueError("an episode's policy calls form several sequences: run with --prompt-layout conversation")
     return {
         "prompt_ids": [r["prompt_ids"] for r in policy],
         "completion_ids": [r["completion_ids"] for r in policy],
@@ -42,17 +47,18 @@ def surfer_reward(prompts: list[Any], completions: list[Any], surfer_reward: lis
     return list(surfer_reward)
 
 
-def make_rollout_func(config: Any, samples: int = 1) -> Callable[..., dict[str, list[Any]]]:
-    """A rollout_func running each prompt as a surfer task (`config`: a surfer AgentConfig)."""
+def make_rollout_func(config: Any, url: str | None = None, samples: int = 1) -> Callable[..., dict[str, list[Any]]]:
+    """A rollout_func running each prompt as a surfer task from `url` (`config`: a surfer AgentConfig)."""
 
     def rollout_func(prompts: list[str], trainer: Any = None) -> dict[str, list[Any]]:
         import surfer
         from surfer.apps.export import export_records
 
         out = tempfile.mkdtemp(prefix="surfer-grpo-")
+        tasks = [{"id": f"prompt-{n:06d}", "task": prompt, "url": url} for n, prompt in enumerate(prompts)]  # (in this order)
 
         async def run() -> None:
-            async for _ in surfer.rollouts(config, prompts, samples=samples, out_dir=out):
+            async for _ in surfer.rollouts(config, tasks, samples=samples, out_dir=out):
                 pass
 
         asyncio.run(run())
