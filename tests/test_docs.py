@@ -140,7 +140,7 @@ def test_the_generated_config_reference_has_every_key_with_a_description():
 
 def test_the_format_schemas_generate():
     reference = _reference()
-    for spec in ("surfer.agent.formats:TrajectoryLine", "surfer.agent.formats:RunMeta",
+    for spec in ("surfer.agent.formats:TrajectoryLine", "surfer.agent.formats:RunMeta", "surfer.agent.formats:TokensLine",
                  "surfer.agent.result:RunResult", "surfer.fleet.batch.results:ResultLine",
                  "surfer.fleet.batch.tasks:BatchTask"):
         text = reference.schema_markdown(spec)

@@ -143,3 +143,24 @@ async def test_nonsense_from_a_real_model_is_a_model_error_not_a_crash(tiny_mode
         assert isinstance(call["completion"], str)  # the model's raw output is kept
         assert call["error"]  # with the reason it was rejected
     assert "output unusable" in steps[0]["error"]
+
+
+async def test_transformers_backend_fills_tokens_with_the_logprobs_it_sampled_from(tiny_model: Path) -> None:
+    import torch
+
+    from surfer.models.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend(str(tiny_model), max_new_tokens=6)
+    assert (await backend.complete(REQUEST)).tokens is None  # only when asked
+    await backend.check_tokens()
+    completion = await backend.complete(REQUEST)
+    tokens = completion.tokens
+    assert tokens is not None and len(tokens.completion_ids) == len(tokens.logprobs) == completion.usage.completion_tokens
+    assert len(tokens.prompt_ids) == completion.usage.prompt_tokens and tokens.policy == backend.model_id
+    # the logprob of each generated id is the model's own, position by position (greedy: temperature 0)
+    ids = torch.tensor([list(tokens.prompt_ids) + list(tokens.completion_ids)])
+    with torch.inference_mode():
+        logits = backend._model(ids).logits[0].float()
+    start = len(tokens.prompt_ids)
+    expected = torch.log_softmax(logits[start - 1:-1], dim=-1).gather(1, ids[0, start:, None])[:, 0]
+    assert torch.allclose(torch.tensor(tokens.logprobs), expected, atol=1e-3)

@@ -269,6 +269,15 @@ class AgentConfig(_Strict):
         default=False, description="vLLM >= 0.13: send each screenshot's bytes once per server, then name it by its "
         "content hash (`uuid`); repeated screenshots come from vLLM's processor cache (resent in full on a miss).",
     )
+    record_tokens: bool = Field(
+        default=False, description="Record every model call token for token (prompt ids as the server computed them, "
+        "generated ids, their logprobs, the policy that served it) in each run's tokens.jsonl; needs a server that "
+        "returns them (vLLM >= 0.10.2), checked before the run starts.",
+    )
+    policy_version: str | None = Field(
+        default=None, description="A version string recorded with every captured call's policy (e.g. the training "
+        "step of the weights or adapter served).",
+    )
     browser: BrowserSettings = Field(default=BrowserSettings(), description="The browser (section [browser]).")
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
@@ -316,7 +325,8 @@ class AgentConfig(_Strict):
         entries = self.servers or [ServerSettings(base_url=self.base_url)]
         return [ServerSpec(
             Endpoint(base_url=e.base_url, model=e.model or self.model, api_key=e.api_key or self.api_key,
-                     timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs),
+                     timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs,
+                     record_tokens=self.record_tokens, policy_version=self.policy_version),
             e.profile or self.profile, e.weight, e.node,
         ) for e in entries]
 
@@ -347,6 +357,8 @@ class AgentConfig(_Strict):
             timeout=self.request_timeout,
             server_wait=self.server_wait,
             image_refs=self.image_refs,
+            record_tokens=self.record_tokens,
+            policy_version=self.policy_version,
         )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from surfer.core.actions import Action, CssPoint
-from surfer.models.backend import Usage
+from surfer.models.backend import Tokens, Usage
 
 
 @dataclass
@@ -24,6 +24,10 @@ class ModelCall:
     error: str | None = None  # why the completion was rejected, when it was
     model: str = ""  # the model (or adapter) the server answered with
     policy_version: str | None = None  # the version of the session's policy that served it, where it had one
+    # token for token, when recorded (record_tokens); with a run directory the ids are in its tokens.jsonl and
+    # dropped here once the step is finished (Tokens.without_ids), so a long run does not hold them all
+    tokens: Tokens | None = None
+    seq: int | None = None  # the call's number in the run (its line in tokens.jsonl)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -31,6 +35,7 @@ class ModelCall:
             "seconds": round(self.seconds, 4), "structured": self.structured, "error": self.error,
             "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
             "model": self.model, **({"policy_version": self.policy_version} if self.policy_version is not None else {}),
+            **({"call": self.seq} if self.tokens is not None else {}),
         }
 
 

@@ -53,6 +53,9 @@ class ModelCallLine(_Closed):
                        "adapter's name (docs: Adapters).")
     policy_version: str | None = Field(default=None, description="The version of the session's policy (`NAME@VERSION`) "
                                        "that served the call; absent without a policy.")
+    call: int | None = Field(
+        default=None, description="With record_tokens: the call's number in the run, its line in tokens.jsonl.",
+    )
 
 
 class VerdictLine(_Closed):
@@ -114,3 +117,43 @@ class RunMeta(_Closed):
     task: str = Field(description="The task, in plain language.")
     url: str | None = Field(description="The start URL, if any.")
     config: dict[str, Any] = Field(description="A summary of the configuration the run used (secrets scrubbed).")
+
+
+class StoredPrompt(_Closed):
+    """A prompt's ids, stored against the call it follows."""
+
+    base: int | None = Field(description="The call whose sequence (prompt and completion) the prompt starts from; null: stored in full.")
+    shared: int = Field(description="How many ids of that call's sequence the prompt starts with.")
+    ids: list[Any] = Field(description="The ids after them; `[id, n]` stands for n repeats of id (an image's placeholders).")
+
+
+class ChainBreak(_Closed):
+    """Where a prompt stops repeating the call it follows."""
+
+    at: int = Field(description="The index in the previous call's sequence where they differ.")
+    in_completion: bool = Field(description="The break is past the previous prompt: this prompt repeats that prompt whole, not its reply.")
+    before: list[int] = Field(description="Up to 8 ids the two share, just before the break.")
+    expected: list[int] = Field(description="Up to 8 ids of the previous sequence from the break.")
+    found: list[int] = Field(description="Up to 8 ids of this prompt from the break.")
+
+
+class TokensLine(_Closed):
+    """One line of `tokens.jsonl` (record_tokens): one model call token for token."""
+
+    call: int = Field(description="The call's number in the run (`call` in its trajectory.jsonl entry).")
+    step: int = Field(description="The step it belongs to.")
+    role: Role = Field(description="The role asked.")
+    accepted: bool = Field(description="Whether its completion was used (false: rejected and asked again).")
+    prompt: StoredPrompt = Field(description="The prompt's ids as the server computed them, images expanded.")
+    prompt_len: int = Field(description="The prompt's length in ids.")
+    completion_ids: list[int] = Field(description="The ids the model generated (its end-of-turn id included).")
+    logprobs: list[float] = Field(description="The sampling log-probability of each generated id.")
+    finish_reason: str | None = Field(description="Why generation stopped: stop, length.")
+    cached_tokens: int | None = Field(description="Prompt ids the server found cached, where it says.")
+    policy: str = Field(description="The model or adapter name the server answered with.")
+    policy_version: str | None = Field(description="The version set by the caller (--policy-version), else null.")
+    sampling: dict[str, Any] = Field(description="The sampling parameters the request set (temperature, max_tokens, ...).")
+    previous: int | None = Field(description="The call it follows: the role's last, or the policy's for a continuation.")
+    extends_previous: bool = Field(description="The prompt starts with that call's whole sequence, token for token.")
+    break_: ChainBreak | None = Field(alias="break", description="Where it stops doing so, else null.")
+

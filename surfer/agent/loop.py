@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import re
 import traceback
 import uuid
 from pathlib import Path
@@ -174,7 +176,7 @@ class Agent(StepMachinery):
         return RoleClient(
             role, self._backends[role], self.profile, temperature=settings.temperature,
             max_tokens=settings.max_tokens, output_retries=self.config.output_retries,
-            redact=self.secrets.scrub if self.secrets else None,
+            redact=self.secrets.scrub if self.secrets else None, record_tokens=self.config.record_tokens,
         )
 
     def _new_environment(self) -> Environment:
@@ -359,6 +361,8 @@ class Agent(StepMachinery):
         try:
             for backend in {id(b): b for b in self._backends.values()}.values():
                 await backend.check()
+                if self.config.record_tokens:
+                    await backend.check_tokens()
         except BaseException:
             starting.cancel()
             with contextlib.suppress(BaseException):  # its own error, if any, comes second to the server's
@@ -378,4 +382,12 @@ class Agent(StepMachinery):
             **({"memory_images": self.layout.memory_images} if self.layout.memory_images != 3 else {}),
             "role_continuation": self.continuation,
             **({"policy": str(policy)} if (policy := session_policy()) is not None else {}),  # a batch's adapter@version
+            **({"record_tokens": True, "processor": self.processor()} if self.config.record_tokens else {}),
         }
+
+    def processor(self) -> dict[str, Any]:
+        """What produced the image tokens of the recorded calls: the profile's image rule (what surfer did to
+        each screenshot before sending it) and the server's processor arguments as `surfer serve` sets them."""
+        image = dataclasses.asdict(self.profile.image) if dataclasses.is_dataclass(self.profile.image) else vars(self.profile.image)
+        return {"profile": self.profile.name, "image": image, "image_tokens_per_image": self.image_tokens,
+                "mm_processor_kwargs": dict(self.profile.serving.mm_processor_kwargs)}

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from surfer.core.actions import Action, Answer, CssPoint, Fail
 from surfer.core.coordinates import model_to_css
-from surfer.core.errors import ContextTooLong, ModelOutputError
+from surfer.core.errors import ContextTooLong, ModelOutputError, ModelRequestError
 from surfer.core.observation import Observation
 from surfer.models.backend import Message, ModelBackend, ModelRequest, TextPart
 from surfer.models.imaging import PreparedImage
@@ -26,6 +26,7 @@ from .layouts import DEFAULT_LAYOUT, Layout, image_parts
 from .memory import Memory, Turn
 
 T = TypeVar("T")
+MAX_REPEATED_REPLY = 2000  # characters of a rejected reply repeated to the model with the error
 CallSink = Callable[[ModelCall], Awaitable[None]]
 
 
@@ -74,9 +75,10 @@ class RoleClient:
     def __init__(
         self, name: str, backend: ModelBackend, profile: Profile, *,
         temperature: float | None = None, max_tokens: int | None = None, output_retries: int = 2,
-        redact: Callable[[str], str] | None = None,
+        redact: Callable[[str], str] | None = None, record_tokens: bool = False,
     ) -> None:
         sampling = profile.sampling_for(name)
+        self.record_tokens = record_tokens  # every completion must carry its token ids (Completion.tokens)
         # Applied to every text sent and every completion received (secrets never cross).
         self.redact = redact
         self.name = name
@@ -118,16 +120,21 @@ class RoleClient:
                 temperature=self.temperature, max_tokens=self.max_tokens, extra_body=self.extra_body,
             )
             completion = await self.backend.complete(request)
+            if self.record_tokens and completion.tokens is None:
+                raise ModelRequestError(f"{self.backend.label} answered the {self.name} without its token ids (record_tokens)")
             text = self.redact(completion.text) if self.redact else completion.text
             call = ModelCall(self.name, request.summary(), text, completion.seconds, completion.usage, completion.structured,
-                             model=completion.model, policy_version=completion.policy_version)
+                             model=completion.model, policy_version=completion.policy_version, tokens=completion.tokens)
             try:
                 value = parse(text)
             except ModelOutputError as exc:
                 last_error = str(exc)
                 call.error = last_error
                 await sink(call)
-                conversation += [Message.text("assistant", text[:2000]), Message.text("user", f"{last_error} Answer again.")]
+                # the rejected reply as the server computed it (the generation prompt's tail first), so that the
+                # retry extends the rejected call token for token; a long one is cut short
+                shown = self.profile.reply_prefix + text if len(text) <= MAX_REPEATED_REPLY else text[:MAX_REPEATED_REPLY]
+                conversation += [Message.text("assistant", shown), Message.text("user", f"{last_error} Answer again.")]
                 continue
             await sink(call)
             return value, Turn(request.messages, text)

@@ -72,6 +72,7 @@ class RunState:
     hints: list[str] = field(default_factory=list)  # given since the last step began; recorded on the next step
     current: StepRecord | None = None  # the step in progress
     repeats: int = 0
+    calls: int = 0  # model calls made so far (each call's number in the run: ModelCall.seq)
     start_origin: str = ""  # where the task started: typing a card number elsewhere is sensitive
     refusals: list[Refusal] = field(default_factory=list)  # sensitive actions refused so far
     needs_approval: str | None = None  # set when the policy asks again for what was refused: the run ends
@@ -192,6 +193,8 @@ class StepMachinery:
 
     def _sink(self, run: RunState, record: StepRecord) -> Callable[[ModelCall], Awaitable[None]]:
         async def sink(call: ModelCall) -> None:
+            call.seq = run.calls
+            run.calls += 1
             record.calls.append(call)
             record.timings.model += call.seconds
             await run.emit(ModelCalled(record.index, call))
@@ -219,6 +222,9 @@ class StepMachinery:
         record.timings.total = time.perf_counter() - started
         run.records.append(record)
         await run.emit(StepFinished(record))
+        if run.run_dir is not None:  # written to tokens.jsonl: a long run does not hold every call's ids in memory
+            for call in record.calls:
+                call.tokens = None if call.tokens is None else call.tokens.without_ids()
 
     async def _step(self, run: RunState, env: Environment, memory: Memory, index: int) -> tuple[StepRecord, tuple[str, str | None, str | None] | None]:
         """One step. Returns the record and, when the run should end or an answer

@@ -2,6 +2,7 @@
 
     run.json           task, URL, configuration summary
     trajectory.jsonl   one JSON line per finished step
+    tokens.jsonl       with record_tokens: one line per model call, token for token (tokens_record.py)
     screenshots/       the screenshot each step looked at
     result.json        the final RunResult (also after errors and Ctrl-C)
     report.html        a self-contained page to read the run
@@ -21,7 +22,7 @@ from typing import Any, Callable
 
 from surfer.core.retention import keeps
 
-from .events import Event, Finished, RunStarted, StepFinished, StepStarted
+from .events import Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted
 from .report import render_report
 from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
 from .video import make_video
@@ -38,12 +39,15 @@ class TrajectoryWriter:
         self.video = video  # `--video`: video.mp4 / video.webp from the step screenshots (video.py)
         self._meta: dict[str, Any] | None = None  # run.json, written with the directory
         self._made = False
+        self._tokens: Any = None  # the run's TokenLog, from its first call with token ids
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self._meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
         elif isinstance(event, StepStarted) and not self._made:
             await asyncio.to_thread(self._start)
+        elif isinstance(event, ModelCalled) and event.call.tokens is not None:
+            await asyncio.to_thread(self._call_tokens, event)
         elif isinstance(event, StepFinished):
             await asyncio.to_thread(self._step, event)
         elif isinstance(event, Finished):
@@ -57,6 +61,15 @@ class TrajectoryWriter:
         write_atomic(self.run_dir / "run.json", json.dumps(self.scrub(self._meta or {}), indent=2))
         (self.run_dir / "trajectory.jsonl").touch()
         self._made = True
+
+    def _call_tokens(self, event: ModelCalled) -> None:
+        from .tokens_record import TokenLog
+
+        self._start()
+        if self._tokens is None:
+            self._tokens = TokenLog(self.run_dir)
+        call = event.call
+        self._tokens.add(call.seq if call.seq is not None else -1, event.step, call.role, call.error is None, call.tokens)
 
     def _step(self, event: StepFinished) -> None:
         self._start()

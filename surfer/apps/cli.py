@@ -102,6 +102,8 @@ def run(
     profile: options.Profile = None,
     prompt_layout: options.PromptLayout = None,
     server_wait: options.ServerWait = None,
+    record_tokens: options.RecordTokens = False,
+    policy_version: options.PolicyVersion = None,
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit (default 30)."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
@@ -148,6 +150,7 @@ def run(
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "prompt_layout": prompt_layout,
             "server_wait": server_wait, "max_steps": max_steps, "max_seconds": max_seconds, "video": video,
             "validate_answers": False if no_validator else None,
+            "record_tokens": True if record_tokens else None, "policy_version": policy_version,
             **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
             "browser": {
                 "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,

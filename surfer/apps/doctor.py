@@ -3,7 +3,8 @@
 Local checks: Chromium found and launchable, a display for desktop use, the
 optional extras, a GPU. With `--base-url`/`--model`: the endpoint answers,
 serves the model, and honours structured outputs — a tiny request whose
-schema allows exactly one reply a model would not produce by chance — and
+schema allows exactly one reply a model would not produce by chance — whether
+it returns token ids and logprobs (what `--record-tokens` needs), and
 which engine it is (vLLM or SGLang) and whether it runs with the serving
 flags the profile needs (a warning names each one missing). vLLM
 answers parameters it ignores with 200, so only the reply's content proves
@@ -175,6 +176,7 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
             return checks
         checks.append(Check("model", "ok", f"{model!r} is listed", required=True))
         checks.append(await check_structured_outputs(client, model))
+        checks.append(await check_token_ids(client, model))
         return checks
     finally:
         await client.close()
@@ -240,6 +242,26 @@ async def check_structured_outputs(client: Any, model: str) -> Check:
         "serve with vLLM's structured outputs (e.g. `--structured-outputs-config '{\"backend\": \"xgrammar\"}'`); "
         "a server that ignores response_format lets malformed actions through", True,
     )
+
+
+async def check_token_ids(client: Any, model: str) -> Check:
+    """Whether chat completions return their token ids and logprobs (what `--record-tokens` needs)."""
+    import openai
+
+    from surfer.models.capture import NEEDS, TOKEN_PARAMS, missing_fields
+
+    fix = f"{NEEDS}; without it, leave --record-tokens off"
+    try:
+        response = await client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "Say OK."}], temperature=0, max_tokens=1, extra_body=TOKEN_PARAMS)
+    except openai.APIStatusError as exc:
+        return Check("token ids", "warn", f"a request for token ids was refused (HTTP {exc.status_code}: {str(exc.message)[:120]})", fix)
+    except openai.APIError as exc:
+        return Check("token ids", "warn", f"the probe request failed ({exc})", fix)
+    missing = missing_fields(response.model_dump())
+    if missing:
+        return Check("token ids", "warn", f"not returned (no {', '.join(missing)}): --record-tokens cannot be used", fix)
+    return Check("token ids", "ok", "prompt and generated token ids with logprobs are returned (--record-tokens)")
 
 
 async def run_checks(base_url: str | list[str] | None = None, model: str | None = None, api_key: str = "EMPTY", *,

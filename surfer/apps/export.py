@@ -6,6 +6,14 @@
 One record per step (`--per step`) or per model call (`--per call`), from
 each run directory's trajectory.jsonl and result.json (and, for a batch
 output directory, its results.jsonl: task id, sample group, metadata).
+Runs recorded with `--record-tokens` add each call's tokens (tokens.jsonl) in
+TRL's column names: `prompt_ids`, `completion_ids`, `logprobs`, with `policy`,
+`policy_version`, and `processor` (what produced the image tokens); `--per
+trajectory` gives one record per role's calls joined where they chain:
+`prompt_ids`, `completion_ids`, `completion_mask` (1 where the model generated
+the id), `logprobs` (0.0 where the mask is 0). Every record carries its
+`reward` and its group (`group`, `group_index`, `group_mean`, `group_std`,
+`advantage`: None where not recorded).
 Images are referenced by absolute screenshot paths. Free-form objects
 (actions, outcomes, request summaries, metadata) are JSON strings, so every
 column has one type and the file loads with `datasets`, pandas or pyarrow.
@@ -28,7 +36,8 @@ import typer
 
 from surfer.core.errors import ConfigError
 
-Per = Literal["step", "call"]
+Per = Literal["step", "call", "trajectory"]
+PERS = ("step", "call", "trajectory")
 TIMING_KEYS = ("model", "action", "settle", "screenshot", "encode", "total", "overhead")
 
 
@@ -48,7 +57,7 @@ def _batch_index(root: Path) -> dict[Path, dict[str, Any]]:
 
     index: dict[Path, dict[str, Any]] = {}
     for results in {d / "results.jsonl" for d in (root, root.parent, root.parent.parent)}:
-        for record in read_results(results):  # final outcomes only, one per task
+        for record in read_results(results, advantages="grpo"):  # final outcomes only, one per task; groups filled
             if record.get("run_dir"):
                 index[(results.parent / record["run_dir"]).resolve()] = record
     return index
@@ -81,15 +90,32 @@ def reward_of(result: dict[str, Any], batch: dict[str, Any]) -> float | None:
     return 1.0 if (batch.get("status") or result.get("status")) == "success" else 0.0
 
 
-def _run_fields(run_dir: Path, batch: dict[str, Any]) -> dict[str, Any]:
-    from surfer.fleet.batch.groups import group_of
+def group_of(result: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
+    """The sample's group: its id (the task's id before `--samples` expanded it), and where the run's
+    result or results line records them, its index in the group, the group's reward mean and standard
+    deviation and the sample's advantage (None where not recorded)."""
+    recorded: dict[str, Any] = {}
+    for source in (result, batch):
+        if isinstance(source.get("group"), dict):
+            recorded = {**recorded, **source["group"]}
+    named = next((s["group"] for s in (batch, result) if isinstance(s.get("group"), str)), None)
+    return {
+        "id": recorded.get("id") or named or batch.get("id"),
+        "index": recorded.get("index", batch.get("sample")),
+        **{key: recorded.get(key) for key in ("mean", "std", "advantage")},
+    }
 
+
+def _run_fields(run_dir: Path, batch: dict[str, Any]) -> dict[str, Any]:
     result = _read_json(run_dir / "result.json")
     meta = _read_json(run_dir / "run.json")
+    group = group_of(result, batch)
     return {
         "run_id": result.get("run_id") or meta.get("run_id") or run_dir.name,
         "id": batch.get("id") or run_dir.name,
-        "group": group_of(batch)["id"] or run_dir.name,  # results.jsonl's group: {id, index, size, ...}
+        "group": group["id"] or run_dir.name,
+        "group_index": group["index"], "group_mean": group["mean"], "group_std": group["std"],
+        "advantage": group["advantage"],
         "sample": batch.get("sample"),
         "task": result.get("task") or meta.get("task") or batch.get("task") or "",
         "start_url": result.get("url") or meta.get("url"),
@@ -98,6 +124,7 @@ def _run_fields(run_dir: Path, batch: dict[str, Any]) -> dict[str, Any]:
         "final_answer": result.get("answer"),
         "metadata": _json(batch.get("metadata") or {}),
         "run_dir": str(run_dir),
+        "processor": _json((meta.get("config") or {}).get("processor")),
     }
 
 
@@ -147,7 +174,21 @@ def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str
     }
 
 
-def _call_records(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str]) -> Iterator[dict[str, Any]]:
+TOKEN_COLUMNS = ("prompt_ids", "completion_ids", "logprobs", "policy", "policy_version", "finish_reason",
+                 "cached_tokens", "extends_previous")
+
+
+def _token_columns(tokens: Any) -> dict[str, Any]:
+    """A call's token columns (TRL's names) from its recorded CallTokens; None each where it has none."""
+    if tokens is None:
+        return dict.fromkeys(TOKEN_COLUMNS)
+    return {"prompt_ids": tokens.prompt_ids, "completion_ids": tokens.completion_ids, "logprobs": tokens.logprobs,
+            "policy": tokens.policy, "policy_version": tokens.policy_version, "finish_reason": tokens.finish_reason,
+            "cached_tokens": tokens.cached_tokens, "extends_previous": tokens.extends_previous}
+
+
+def _call_records(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str],
+                  tokens: dict[int, Any]) -> Iterator[dict[str, Any]]:
     number = 0
     localized = iter(step.get("points") or [])
     for role, calls in (step.get("calls") or {}).items():
@@ -182,14 +223,34 @@ def _call_records(run: dict[str, Any], step: dict[str, Any], shots: dict[int, st
                 "seconds": float(call.get("seconds", 0.0)),
                 "prompt_tokens": int(usage.get("prompt_tokens", 0)),
                 "completion_tokens": int(usage.get("completion_tokens", 0)),
+                **_token_columns(tokens.get(call["call"]) if "call" in call else None),
             }
             number += 1
 
 
+def _trajectory_records(run: dict[str, Any], steps: list[dict[str, Any]], shots: dict[int, str],
+                        calls: list[Any]) -> Iterator[dict[str, Any]]:
+    """One record per view of a role's calls joined where they chain (tokens_record.trajectory_views),
+    with the screenshots of its last prompt (every image of the joined sequence)."""
+    from surfer.agent.tokens_record import trajectory_views
+
+    requests = {c["call"]: c.get("request") or {} for s in steps for cs in (s.get("calls") or {}).values()
+                for c in cs if "call" in c}
+    for view in trajectory_views(calls):
+        yield {
+            **run, "role": view["role"], "calls": view["calls"], "steps": view["steps"],
+            "images": _prompt(requests.get(view["calls"][-1], {}), shots)[1],
+            "prompt_ids": view["prompt_ids"], "completion_ids": view["completion_ids"],
+            "completion_mask": view["completion_mask"], "logprobs": view["logprobs"],
+            "policy": view["policy"], "policy_version": view["policy_version"],
+        }
+
+
 def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
-    """The records of every run directory under `root`, ordered by group, sample, run and step."""
-    if per not in ("step", "call"):
-        raise ConfigError(f"--per must be 'step' or 'call', got {per!r}")
+    """The records of every run directory under `root`, ordered by group, sample, run and step
+    (`trajectory`: by group, sample, run and the first call of each view)."""
+    if per not in PERS:
+        raise ConfigError(f"--per must be 'step', 'call' or 'trajectory', got {per!r}")
     root = Path(root)
     if not root.is_dir():
         raise ConfigError(f"{root} is not a directory")
@@ -205,14 +266,22 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for _group, _sample, _id, run_dir, fields in sorted(runs, key=lambda r: r[:3]):
         from surfer.agent.rundir import read_trajectory
+        from surfer.agent.tokens_record import read_calls
 
         steps = read_trajectory(run_dir)
         shots = {s["index"]: str((run_dir / s["screenshot"]).resolve()) for s in steps if s.get("screenshot")}
+        calls = read_calls(run_dir) if per != "step" else []
+        if per == "trajectory":
+            records.extend(_trajectory_records(fields, steps, shots, calls))
+            continue
+        tokens = {c.call: c for c in calls}
         for step in steps:
             if per == "step":
                 records.append(_step_record(fields, step, shots))
             else:
-                records.extend(_call_records(fields, step, shots))
+                records.extend(_call_records(fields, step, shots, tokens))
+    if per == "trajectory" and runs and not records:
+        raise ConfigError(f"no run under {root} recorded its tokens: --per trajectory needs runs made with --record-tokens")
     return records
 
 
@@ -308,7 +377,9 @@ def register(app: typer.Typer) -> None:
     def export(
         runs_dir: Path = typer.Argument(..., help="A batch output directory, a runs/ folder or one run directory."),
         fmt: str = typer.Option("jsonl", "--format", help="jsonl or parquet (needs the 'export' extra)."),
-        per: str = typer.Option("step", "--per", help="One record per 'step' or per model 'call'."),
+        per: str = typer.Option("step", "--per", help="One record per 'step', per model 'call' (with its token ids where "
+                                "recorded), or per 'trajectory': a role's calls joined where they chain, token for token "
+                                "(runs recorded with --record-tokens)."),
         out: Optional[Path] = typer.Option(
             None, "--out", help="File to write (default <RUNS_DIR>/export-<per>.<format>)."
         ),

@@ -28,6 +28,12 @@ PromptLayout = Annotated[Optional[str], typer.Option(
     "--prompt-layout", help="Policy prompt layout: window (the default, the reference), blocks (prefix-stable: "
     "the server's prefix cache reuses most of each request) or conversation (each request extends the last one, "
     "its reply included: what SGLang's radix cache resumes to the token, for a hybrid too).")]
+RecordTokens = Annotated[bool, typer.Option(
+    "--record-tokens", help="Record every model call token for token (prompt and generated ids, logprobs, the "
+    "policy that served it) in each run's tokens.jsonl, for training; needs a server that returns them "
+    "(vLLM >= 0.10.2), checked at the start.")]
+PolicyVersion = Annotated[Optional[str], typer.Option(
+    "--policy-version", help="A version string recorded with every captured call's policy (e.g. the training step).")]
 UploadFiles = Annotated[Optional[list[Path]], typer.Option(
     "--upload-file", help="A file the agent may upload (repeat for several); no other file is ever read.")]
 AllowFileUrls = Annotated[bool, typer.Option(

@@ -162,6 +162,8 @@ def register(app: typer.Typer) -> None:
         api_key: options.ApiKey = None,
         profile: options.Profile = None,
         server_wait: options.ServerWait = None,
+        record_tokens: options.RecordTokens = False,
+        policy_version: options.PolicyVersion = None,
         headful: bool = typer.Option(False, "--headful", help="Show the browser windows."),
         allow_file_urls: options.AllowFileUrls = False,
         trace: options.Trace = None,
@@ -213,6 +215,7 @@ def register(app: typer.Typer) -> None:
                 named[suite.slug] = path
             options.check_artifact_modes(trace, video)
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "server_wait": server_wait,
+                     "record_tokens": True if record_tokens else None, "policy_version": policy_version,
                      "video": video, **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
                                  "trace": trace, **options.signin_overrides(

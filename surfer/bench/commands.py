@@ -19,6 +19,7 @@ BENCH_MODULES = [
     "surfer.bench.gpu.bench",
     "surfer.bench.prompts",
     "surfer.bench.soak",
+    "surfer.bench.tokens",
 ]
 
 

@@ -7,6 +7,8 @@ With `policy="name@version"` (an adapter loaded on the servers, surfer.policy) e
 session's calls go to that adapter, and each line and call records it; pass a
 `surfer.policy.PolicySwitch` instead to switch while the stream runs
 (`await switch.to("name@next")`: sessions started after it use the new one).
+Every model call is recorded token for token (`record_tokens`, on by default here:
+the run directory's tokens.jsonl, read back with `surfer.agent.tokens_record`).
 
 Each item is the task's results.jsonl line, yielded as soon as the task
 finishes (in finishing order), with its `reward`; the run directories are under `out_dir` (a new
@@ -62,12 +64,16 @@ async def rollouts(
     policy: Any = None,
     groups: bool = False,
     advantages: str | None = None,
+    record_tokens: bool = True,
     **options: Any,
 ) -> AsyncIterator[Any]:
     """Run `tasks` (`samples` rollouts each) and yield each result as it finishes (each group, with `groups`);
-    `policy`: the adapter (`name@version`, or a surfer.policy.PolicySwitch) the sessions use."""
+    `policy`: the adapter (`name@version`, or a surfer.policy.PolicySwitch) the sessions use; `record_tokens`
+    (on unless turned off here): every model call token for token in its run's tokens.jsonl."""
     check_advantages(advantages)
     out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="surfer-rollouts-"))
+    if record_tokens != config.record_tokens:
+        config = config.model_copy(update={"record_tokens": record_tokens})
     items = _tasks(tasks, samples)
     batch = make_batch(
         config, items, out, concurrency=concurrency, max_inflight=max_inflight, ray_address=ray_address,

@@ -169,6 +169,9 @@ class PlacedBackend(ModelBackend):
     async def check(self) -> None:
         await self._on_server(lambda backend: backend.check())
 
+    async def check_tokens(self) -> None:
+        await self._on_server(lambda backend: backend.check_tokens())
+
     async def aclose(self) -> None:
         backends, self._backends = list(self._backends.values()), {}
         for backend in backends:

@@ -7,7 +7,7 @@ import abc
 import asyncio
 import base64
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, TypeVar, Union
+from typing import Any, Callable, Literal, Mapping, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -111,6 +111,15 @@ class Tokens:
     cached_tokens: int | None = None  # prompt tokens the server found in its cache, where it says
     policy: str = ""  # the model or adapter name the server answered with
     policy_version: str | None = None  # the version string the caller set for this policy
+    sampling: Mapping[str, Any] = field(default_factory=dict)  # the sampling parameters the request asked for
+
+    def __post_init__(self) -> None:
+        if self.logprobs and len(self.logprobs) != len(self.completion_ids):
+            raise ValueError(f"{len(self.logprobs)} logprobs for {len(self.completion_ids)} completion ids")
+
+    def without_ids(self) -> "Tokens":
+        """The same record without its ids and logprobs (kept elsewhere, e.g. a run's tokens.jsonl)."""
+        return Tokens((), (), (), self.finish_reason, self.cached_tokens, self.policy, self.policy_version, self.sampling)
 
 
 @dataclass
@@ -133,6 +142,13 @@ class ModelBackend(abc.ABC):
 
     async def check(self) -> None:
         """Fail fast with a clear error if the backend cannot serve (preflight)."""
+
+    async def check_tokens(self) -> None:
+        """Preflight of token capture (`record_tokens`): fail fast with a clear error (ConfigError) when
+        this backend's completions cannot carry `Completion.tokens`. A backend that fills them overrides it."""
+        from surfer.core.errors import ConfigError
+
+        raise ConfigError(f"{self.label} does not return token ids and logprobs, which record_tokens needs")
 
     async def aclose(self) -> None:
         """Release connections."""

@@ -61,3 +61,8 @@ class Endpoint(BaseModel):
     @classmethod
     def _url(cls, value: str) -> str:
         return check_server_url(value)
+    record_tokens: bool = Field(
+        default=False, description="Ask for each call's token ids and logprobs (`return_token_ids`, `logprobs`) "
+        "and keep them in `Completion.tokens` (surfer/models/capture.py).",
+    )
+    policy_version: str | None = Field(default=None, description="The version recorded with each captured call's policy.")

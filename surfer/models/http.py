@@ -10,6 +10,10 @@ Policy: a backend made with `follows_policy` (the roles on the shared model) sen
 the policy of the run's session, when it has one (affinity.py, adapters.py): the request's `model`
 is the adapter's name (SGLang: also its `lora_path`, which is what picks the adapter there), and
 the completion records the policy's version.
+
+With `record_tokens` on the endpoint, every request asks for its token ids and
+logprobs and the completion carries them (`Completion.tokens`, capture.py);
+`check_tokens` probes the server for them before a run starts.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, Model
 from .adapters import PolicyRef
 from .affinity import SESSION_HEADER, current_session, session_policy
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
+from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers
@@ -104,6 +109,7 @@ class OpenAICompatibleBackend(ModelBackend):
         self._http: JsonClient | None = None
         self._sdk_client: Any = None
         self._checked = False
+        self._tokens_checked = False
         self._answered = False  # this backend has had an answer (outage.py learnt of it)
         self.image_refs: ImageRefs | None = refs_for(endpoint.base_url) if endpoint.image_refs else None
         # Requests go out as plain JSON (json_http.py): no openai SDK to import (~0.4 s at start-up) and
@@ -194,6 +200,29 @@ class OpenAICompatibleBackend(ModelBackend):
             )
         self._checked = True
 
+    async def check_tokens(self) -> None:
+        """Preflight of record_tokens: a one-token request must come back with its token ids and
+        logprobs; ConfigError naming what is missing otherwise. A server error (5xx) proves nothing:
+        the first call's answer is checked the same way."""
+        if self._tokens_checked:
+            return
+        if not self.endpoint.record_tokens:  # (a backend made by the caller: capture from now on)
+            self.endpoint = self.endpoint.model_copy(update={"record_tokens": True})
+        await self.check()
+        try:
+            answer = await self._with_connect_retries(
+                lambda timeout: self._call("POST", "chat/completions", timeout, {"extra_body": probe_body(self.endpoint.model)}))
+        except HttpStatusError as exc:
+            if exc.status_code >= 500:
+                return
+            raise ConfigError(
+                f"model server at {self.endpoint.base_url} refused a request for token ids and logprobs "
+                f"(HTTP {exc.status_code}: {exc.message}); {NEEDS}") from None
+        missing = missing_fields(answer)
+        if missing:
+            raise ConfigError(f"model server at {self.endpoint.base_url} does not return {', '.join(missing)}; {NEEDS}")
+        self._tokens_checked = True
+
     def request_timeout(self) -> float:
         """The timeout for the next request: the endpoint's, when set; else the
         default, shortened to the time left in the run."""
@@ -247,6 +276,8 @@ class OpenAICompatibleBackend(ModelBackend):
             body["temperature"] = request.temperature
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
+        if self.endpoint.record_tokens:
+            extra.update(TOKEN_PARAMS)
         if extra:
             body["extra_body"] = extra
         return body
@@ -259,8 +290,9 @@ class OpenAICompatibleBackend(ModelBackend):
         while True:
             mode = self.structured_mode
             try:
+                body = self._body(request, mode)
                 response = await self._with_connect_retries(
-                    lambda timeout: self._call("POST", "chat/completions", timeout, self._body(request, mode))
+                    lambda timeout: self._call("POST", "chat/completions", timeout, body)
                 )
             except ModelServerUnreachable as exc:
                 if isinstance(exc, ServerGone) and self._outage():
@@ -303,7 +335,7 @@ class OpenAICompatibleBackend(ModelBackend):
             self._mark_answered()
             if self.image_refs is not None:
                 self.image_refs.took(_image_uuids(request))
-            return self._completion(response, mode, started)
+            return self._completion(response, mode, started, body)
 
     def _mark_answered(self) -> None:
         """Once per backend (not per call): the server answered, so losing it later is an outage;
@@ -351,7 +383,7 @@ class OpenAICompatibleBackend(ModelBackend):
     def _backoff(attempt: int, jitter: bool = True) -> float:
         return min(8.0, 0.5 * 2 ** attempt) * ((0.5 + random.random()) if jitter else 1.0)
 
-    def _completion(self, response: Any, mode: str, started: float) -> Completion:
+    def _completion(self, response: Any, mode: str, started: float, body: dict[str, Any]) -> Completion:
         choices = response.get("choices") if isinstance(response, dict) else None
         if not choices:
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered without choices")
@@ -361,8 +393,13 @@ class OpenAICompatibleBackend(ModelBackend):
             counts = response["usage"]
             usage = Usage(counts.get("prompt_tokens") or 0, counts.get("completion_tokens") or 0)
         policy = self.policy()
+        version = policy.version if policy else self.endpoint.policy_version
+        tokens = None
+        if self.endpoint.record_tokens:
+            tokens = read_tokens(response, self.endpoint.base_url, sampling_of(body), version)
         return Completion(
             text=text, usage=usage, seconds=time.perf_counter() - started,
             model=response.get("model") or (policy.name if policy else self.endpoint.model),
             structured=mode if mode != "none" else "prompt", policy_version=policy.version if policy else None,
+            tokens=tokens,
         )

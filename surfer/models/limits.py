@@ -20,6 +20,9 @@ class WrappedBackend(ModelBackend):
     async def check(self) -> None:
         await self.inner.check()
 
+    async def check_tokens(self) -> None:
+        await self.inner.check_tokens()
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 

@@ -27,6 +27,8 @@ that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
 cache configuration labels). `lora="on"`: runtime LoRA adapters like vLLM's (standin_adapters.py).
+A request for `return_token_ids` / `logprobs` gets vLLM's token fields from `tokenizer` (default: a
+`StandInTokenizer` of `template`; standin_tokens.py); `token_fields=False` (SGLang's default): without them.
 `prefix_capacity=N` bounds that cache to N tokens, least recently used blocks
 evicted first, and `token_seconds` makes each prompt token the cache did not
 hold cost that long on one shared "GPU" (prefills take turns): with more
@@ -49,6 +51,8 @@ from typing import Any, Callable, Union
 from surfer.models.prefix_cache import PrefixCache
 from surfer.models.standin_adapters import StandInAdapters
 from surfer.models.standin_pages import ENGINES, metrics_page, server_info
+from surfer.models.standin_tokenizer import ChatTokenizer, StandInTokenizer
+from surfer.models.standin_tokens import chat_completion
 
 Answer = Union[str, dict[str, Any]]
 
@@ -205,12 +209,17 @@ class StandInServer:
         engine: str = "vllm",
         settings: dict[str, Any] | None = None,
         lora: str = "off",
+        token_fields: bool | None = None,
+        tokenizer: ChatTokenizer | None = None,
+        template: str = "chatml",
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         self.engine = engine  # whose /metrics names, cache-reset route and settings page it shows
         self.settings = settings  # the engine's own account of its settings (standin_pages)
         self.respond = respond
+        self.token_fields = engine == "vllm" if token_fields is None else token_fields  # (SGLang's chat path: none)
+        self.tokenizer: ChatTokenizer = tokenizer or StandInTokenizer(template)
         self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
         self.adapters = StandInAdapters(lora, engine, model)  # runtime LoRA adapters (`lora`: off, on, not-enabled)
@@ -338,6 +347,13 @@ class StandInServer:
         with self._lock:
             return self._failures.pop(0) if self._failures else None
 
+    def completion_body(self, request: ChatRequest, content: str, prompt_tokens: int, cached: int, model: str = "") -> dict[str, Any]:
+        """The chat completion's JSON (`model`: the name that served it), with vLLM's token fields where the
+        request asks for them (standin_tokens.py)."""
+        return chat_completion(request.body, request.image_urls, content, f"chatcmpl-{len(self.requests)}", model or self.model,
+                               prompt_tokens, cached if self.kv_capacity is not None else None,
+                               self.tokenizer if self.token_fields else None)
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -430,13 +446,7 @@ class StandInServer:
                 if server.kv_capacity is not None:
                     with server._kv:
                         server.generation_tokens += max(1, len(content) // 4)
-                self._send(200, {
-                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": served,
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(content) // 4),
-                              "total_tokens": prompt_tokens + max(1, len(content) // 4)},
-                })
+                self._send(200, server.completion_body(request, content, prompt_tokens, prompt_tokens - computed, served))
 
         return Handler
 

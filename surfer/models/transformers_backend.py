@@ -11,7 +11,10 @@ warning. transformers has no grammar-constrained decoding, so the role's
 schema goes into the prompt and malformed output is left to the roles'
 retry-with-feedback. For hybrid Mamba models, whether the mamba-ssm /
 causal-conv1d kernels are importable decides the path; it is logged once.
-Generation runs in a worker thread, one call at a time.
+Generation runs in a worker thread, one call at a time. With token capture on
+(`check_tokens`, which `record_tokens` calls), each completion carries its
+prompt and generated ids and each generated id's log-probability under the
+distribution it was sampled from (the processed scores: temperature applied).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from surfer.core.errors import ConfigError
 
-from .backend import Completion, ImagePart, ModelBackend, ModelRequest, TextPart, Usage, run_exclusive
+from .backend import Completion, ImagePart, ModelBackend, ModelRequest, TextPart, Tokens, Usage, run_exclusive
 from .http import _schema_in_prompt
 
 log = logging.getLogger("surfer.models.transformers")
@@ -112,6 +115,7 @@ class TransformersBackend(ModelBackend):
         self._model: Any = None
         self._processor: Any = None
         self._lock = asyncio.Lock()
+        self.record_tokens = False
 
     @property
     def label(self) -> str:
@@ -155,7 +159,10 @@ class TransformersBackend(ModelBackend):
         async with self._lock:
             await asyncio.to_thread(self._load)
 
-    def _generate(self, request: ModelRequest, stop: threading.Event | None = None) -> tuple[str, Usage]:
+    async def check_tokens(self) -> None:
+        self.record_tokens = True
+
+    def _generate(self, request: ModelRequest, stop: threading.Event | None = None) -> tuple[str, Usage, Tokens | None]:
         import torch
 
         self._load()
@@ -174,17 +181,29 @@ class TransformersBackend(ModelBackend):
             options["temperature"] = request.temperature
         if stop is not None:
             options["stopping_criteria"] = _stop_when(stop)
+        if self.record_tokens:
+            options.update(return_dict_in_generate=True, output_scores=True)
         with torch.inference_mode():
             output = self._model.generate(**inputs, **options)
-        prompt_len = inputs["input_ids"].shape[-1]
-        new_tokens = output[0][prompt_len:]
+            sequences = output.sequences if self.record_tokens else output
+            prompt_len = inputs["input_ids"].shape[-1]
+            new_tokens = sequences[0][prompt_len:]
+            tokens = None
+            if self.record_tokens:
+                scores = self._model.compute_transition_scores(sequences, output.scores, normalize_logits=True)[0]
+                tokens = Tokens(
+                    prompt_ids=tuple(inputs["input_ids"][0].tolist()), completion_ids=tuple(new_tokens.tolist()),
+                    logprobs=tuple(float(x) for x in scores.tolist()),
+                    finish_reason="length" if new_tokens.shape[-1] >= limit else "stop", policy=self.model_id,
+                    sampling={k: v for k, v in options.items() if k in ("max_new_tokens", "do_sample", "temperature")},
+                )
         tokenizer = getattr(self._processor, "tokenizer", self._processor)
         text = tokenizer.decode(new_tokens, skip_special_tokens=True)
-        return text, Usage(int(prompt_len), int(new_tokens.shape[-1]))
+        return text, Usage(int(prompt_len), int(new_tokens.shape[-1])), tokens
 
     async def complete(self, request: ModelRequest) -> Completion:
         started = time.perf_counter()
         stop = threading.Event()
-        text, usage = await run_exclusive(self._lock, self._generate, request, stop, on_cancel=stop.set)
+        text, usage, tokens = await run_exclusive(self._lock, self._generate, request, stop, on_cancel=stop.set)
         return Completion(text=text, usage=usage, seconds=time.perf_counter() - started, model=self.model_id,
-                          structured="prompt" if request.schema is not None else "none")
+                          structured="prompt" if request.schema is not None else "none", tokens=tokens)

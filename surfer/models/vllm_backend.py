@@ -8,7 +8,9 @@ as data URLs in OpenAI-style message parts, the role's JSON schema as
 `StructuredOutputsParams(json=...)`, `chat_template_kwargs` from the profile's
 extra body (e.g. Holo2's thinking off). Generation runs in a worker thread,
 one call at a time; for many concurrent agents serve the model over HTTP
-(`surfer serve`), where vLLM batches requests itself.
+(`surfer serve`), where vLLM batches requests itself. With token capture on
+(`check_tokens`, which `record_tokens` calls), each completion carries its
+prompt and generated ids and the sampled tokens' logprobs (`logprobs=0`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from surfer.core.errors import ConfigError
 
-from .backend import Completion, ModelBackend, ModelRequest, Usage, run_exclusive
+from .backend import Completion, ModelBackend, ModelRequest, Tokens, Usage, run_exclusive
 from .http import to_openai_messages
 
 INSTALL = "the in-process vLLM backend needs vLLM: pip install 'surfer-agent[vllm]' (Linux, NVIDIA GPU)"
@@ -51,6 +53,7 @@ class VLLMBackend(ModelBackend):
         self.llm_kwargs = llm_kwargs
         self._llm: Any = None
         self._lock = asyncio.Lock()
+        self.record_tokens = False
 
     @property
     def label(self) -> str:
@@ -67,11 +70,16 @@ class VLLMBackend(ModelBackend):
         async with self._lock:
             await asyncio.to_thread(self._load)
 
+    async def check_tokens(self) -> None:
+        self.record_tokens = True
+
     def _generate(self, parts: dict[str, Any]) -> Any:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
         options = dict(parts["sampling"])
+        if self.record_tokens:
+            options["logprobs"] = 0  # the sampled token's own logprob
         if "structured_outputs" in options:
             options["structured_outputs"] = StructuredOutputsParams(**options["structured_outputs"])
         outputs = self._load().chat(
@@ -89,4 +97,19 @@ class VLLMBackend(ModelBackend):
         return Completion(
             text=generated.text, usage=usage, seconds=time.perf_counter() - started, model=self.model,
             structured="structured_outputs" if request.schema is not None else "none",
+            tokens=tokens_of(output, parts["sampling"], self.model) if self.record_tokens else None,
         )
+
+
+def tokens_of(output: Any, sampling: dict[str, Any], model: str) -> Tokens:
+    """A `vllm.RequestOutput`'s `Tokens`: prompt ids, the first completion's ids, and each id's logprob
+    (its entry in the per-position logprob dicts that `logprobs=0` asks for)."""
+    generated = output.outputs[0]
+    ids = tuple(int(i) for i in generated.token_ids or ())
+    logprobs = tuple(float(position[token].logprob) for position, token in zip(generated.logprobs or (), ids))
+    return Tokens(
+        prompt_ids=tuple(int(i) for i in output.prompt_token_ids or ()), completion_ids=ids,
+        logprobs=logprobs if len(logprobs) == len(ids) else (), finish_reason=generated.finish_reason,
+        cached_tokens=getattr(output, "num_cached_tokens", None), policy=model,
+        sampling={k: v for k, v in sampling.items() if k != "structured_outputs"},
+    )
