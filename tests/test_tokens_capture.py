@@ -320,7 +320,7 @@ async def test_ids_stay_in_memory_only_where_no_run_directory_keeps_them(standin
             return {"verdict": "accept", "reasons": "ok"}
         return next(answers, {"thought": "", "notes": "", "action": {"type": "answer", "text": "ABC"}})
 
-    for out_dir in (None, tmp_path / "run"):
+    for out_dir in (False, tmp_path / "run"):  # False: no run directory (the SDK records by default)
         server = standin(respond)
         finished: list = []
         agent = Agent(base_url=server.base_url, model=server.model, environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1280x800"),
@@ -330,6 +330,6 @@ async def test_ids_stay_in_memory_only_where_no_run_directory_keeps_them(standin
         assert result.status == "success", result.reason
         calls = [c for e in finished if isinstance(e, StepFinished) for c in e.record.calls]
         assert calls and all(c.tokens is not None and c.tokens.policy == server.model for c in calls)
-        assert all(bool(c.tokens.prompt_ids) == (out_dir is None) for c in calls)
+        assert all(bool(c.tokens.prompt_ids) == (out_dir is False) for c in calls)
         answers = iter([{"thought": "", "notes": "", "action": {"type": "click", "target": "the 'Register' link"}}])
     assert len(read_calls(tmp_path / "run")) == len(calls)  # (there, in the file)

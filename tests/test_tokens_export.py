@@ -75,13 +75,17 @@ def test_trajectory_rows_join_the_policy_calls_and_read_recorded_groups(rollouts
         assert row["prompt_ids"] + row["completion_ids"] == calls[-1].prompt_ids + calls[-1].completion_ids
         assert len(row["completion_mask"]) == len(row["completion_ids"]) == len(row["logprobs"])
         assert 0 in row["completion_mask"] and row["reward"] == 1.0
-    # a reward and group recorded in result.json (as reward functions and GRPO groups write them) are exported
+    # a reward a reward function gave (in the batch's results line) is exported with its group's statistics and
+    # GRPO advantage, filled in when the lines are read (rewards 0.25 and 1.0: mean 0.625, std 0.375)
     run_dir = Path(policy[0]["run_dir"])
-    result = json.loads((run_dir / "result.json").read_text())
-    result.update(reward=0.25, group={"id": "reg", "index": 0, "mean": 0.5, "std": 0.25, "advantage": -1.0})
-    (run_dir / "result.json").write_text(json.dumps(result))
+    results = rollouts_dir / "results.jsonl"
+    lines = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    for line in lines:
+        if (rollouts_dir / line["run_dir"]).resolve() == run_dir.resolve():
+            line["reward"], line["reward_source"] = 0.25, "function"
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines))
     again = next(r for r in export_records(rollouts_dir, "trajectory") if r["run_dir"] == str(run_dir) and r["role"] == "policy")
-    assert (again["reward"], again["group"], again["group_mean"], again["group_std"], again["advantage"]) == (0.25, "reg", 0.5, 0.25, -1.0)
+    assert (again["reward"], again["group"], again["group_mean"], again["group_std"], again["advantage"]) == (0.25, "reg", 0.625, 0.375, -1.0)
     out = CliRunner().invoke(app, ["export", str(rollouts_dir), "--per", "trajectory", "--format", "parquet",
                                    "--embed-images", "--out", str(tmp_path / "t.parquet")])
     assert out.exit_code == 0, out.output

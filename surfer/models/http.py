@@ -209,9 +209,11 @@ class OpenAICompatibleBackend(ModelBackend):
         if not self.endpoint.record_tokens:  # (a backend made by the caller: capture from now on)
             self.endpoint = self.endpoint.model_copy(update={"record_tokens": True})
         await self.check()
+        policy = self.policy()  # the probe asks what the run's calls will ask: its session's adapter, where it has one
+        model = policy.name if policy is not None else self.endpoint.model
         try:
             answer = await self._with_connect_retries(
-                lambda timeout: self._call("POST", "chat/completions", timeout, {"extra_body": probe_body(self.endpoint.model)}))
+                lambda timeout: self._call("POST", "chat/completions", timeout, {"extra_body": probe_body(model)}))
         except HttpStatusError as exc:
             if exc.status_code >= 500:
                 return
