@@ -24,6 +24,7 @@ from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers
 from .outage import answered_before, server_watch
+from .tokens_in import RequestPath, choose_path
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
 
@@ -78,7 +79,8 @@ def _context_too_long(exc: HttpStatusError) -> bool:
     text = str(exc).lower()
     return exc.status_code in (400, 413, 422) and any(
         words in text for words in ("maximum context length", "context_length_exceeded", "context length exceeded",
-                                    "prompt is too long", "too many input tokens")
+                                    "prompt is too long", "too many input tokens",
+                                    "longer than the model's context length")
     )
 
 
@@ -103,6 +105,10 @@ class OpenAICompatibleBackend(ModelBackend):
         # request). True restores the SDK's `create` (the path before issue 14, `surfer bench throughput
         # --compare-legacy`).
         self.typed_requests = False
+        # Tokens in (tokens_in.py, sglang_generate.py): chosen on the first check or call, once per backend.
+        self.path: RequestPath | None = None
+        self.generate: Any = None  # the GenerateTransport where the path is tokens in
+        self._choosing: asyncio.Lock | None = None
 
     @property
     def label(self) -> str:
@@ -176,7 +182,25 @@ class OpenAICompatibleBackend(ModelBackend):
                 f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
                 f"it serves: {', '.join(map(str, served))}"
             )
+        await self.choose_path()
         self._checked = True
+
+    async def choose_path(self) -> RequestPath:
+        """Tokens in or chat completions for this endpoint (tokens_in.py), decided once."""
+        if self.path is None:
+            self._choosing = self._choosing or asyncio.Lock()
+            async with self._choosing:
+                if self.path is None:
+                    path = await choose_path(self.endpoint, lambda url: self._call("GET", url, min(10.0, self.request_timeout())))
+                    if path.tokens_in and path.tokenizer is not None:
+                        from .sglang_generate import GenerateTransport
+                        from .token_chain import TokenChain
+
+                        self.generate = GenerateTransport(TokenChain(path.tokenizer), path.root)
+                    if not path.decided:
+                        return path  # asked again on the next call
+                    self.path = path
+        return self.path
 
     def request_timeout(self) -> float:
         """The timeout for the next request: the endpoint's, when set; else the
@@ -233,11 +257,13 @@ class OpenAICompatibleBackend(ModelBackend):
         transient = 0
         held = 0.0  # seconds this call has waited for the server: all its outages together stay within server_wait
         resent = False  # the images were sent again in full after the server said it no longer held one
+        sent = await self._tokens_in_call(request)
         while True:
             mode = self.structured_mode
             try:
                 response = await self._with_connect_retries(
                     lambda timeout: self._call("POST", "chat/completions", timeout, self._body(request, mode))
+                    if sent is None else self._call("POST", self.generate.url, timeout, sent.body)
                 )
             except ModelServerUnreachable as exc:
                 if isinstance(exc, ServerGone) and self._outage():
@@ -278,9 +304,26 @@ class OpenAICompatibleBackend(ModelBackend):
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
             self._mark_answered()
+            if sent is not None:
+                return self.generate.completion(response, sent, started, self.endpoint.model)
             if self.image_refs is not None:
                 self.image_refs.took(_image_uuids(request))
             return self._completion(response, mode, started)
+
+    async def _tokens_in_call(self, request: ModelRequest) -> Any:
+        """The prepared /generate call of `request` where this endpoint takes tokens in, else None (chat)."""
+        if self.typed_requests:
+            return None
+        if self.path is None:
+            await self.choose_path()
+        if self.generate is None:
+            return None
+        from .sglang_generate import unsupported_options
+
+        if unsupported_options(request):
+            return None  # an option only the chat request carries: this request goes by chat
+        session = current_session()
+        return await self.generate.prepare(session.id if session else "", request)
 
     def _mark_answered(self) -> None:
         """Once per backend (not per call): the server answered, so losing it later is an outage;

@@ -23,6 +23,8 @@ then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
 prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
 that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
+`tokenizer=DIR` (a model directory with a chat template) adds SGLang's
+native `/get_model_info` and `/generate`, token ids in (standin_generate.py).
 `engine="sglang"` plays SGLang instead: its /metrics names, `POST /flush_cache`
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
@@ -203,6 +205,7 @@ class StandInServer:
         max_model_len: int | None = None,
         engine: str = "vllm",
         settings: dict[str, Any] | None = None,
+        tokenizer: str | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -232,6 +235,8 @@ class StandInServer:
         self._kv = threading.Condition()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        # SGLang's native /get_model_info and /generate, token ids in (standin_generate.py), with this tokenizer
+        self.generate = None if tokenizer is None else _generate_routes(self, tokenizer)
         self._httpd = _Server((host, port), self._handler())
         self._thread: threading.Thread | None = None
 
@@ -366,6 +371,8 @@ class StandInServer:
                 elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [
                         {"id": server.model, "object": "model", "owned_by": server.engine, "max_model_len": server.max_model_len}]})
+                elif self.path.rstrip("/") == "/get_model_info" and server.generate is not None:
+                    self._send(200, server.generate.model_info())
                 elif self.path.rstrip("/") == "/server_info" and server.engine == "sglang":
                     data = server_info(server.model, server.settings, server.max_model_len).encode()
                     self.send_response(200)
@@ -386,6 +393,11 @@ class StandInServer:
                     with server._lock:
                         server.held_images.clear()
                     self._send(200, {})
+                    return
+                if self.path.rstrip("/") == "/generate" and server.generate is not None:
+                    failure = server._next_failure()
+                    self._send(*((failure, {"error": {"message": f"injected failure {failure}"}}) if failure else
+                                 server.generate.answer(body, self.headers.get("X-Surfer-Session"))))
                     return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -441,6 +453,12 @@ class StandInServer:
                 })
 
         return Handler
+
+
+def _generate_routes(server: StandInServer, tokenizer: str) -> Any:
+    from surfer.models.standin_generate import GenerateRoutes
+
+    return GenerateRoutes(server, tokenizer)
 
 
 def _serve_in_child(
