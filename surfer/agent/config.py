@@ -270,6 +270,15 @@ class AgentConfig(_Strict):
         default=False, description="vLLM >= 0.13: send each screenshot's bytes once per server, then name it by its "
         "content hash (`uuid`); repeated screenshots come from vLLM's processor cache (resent in full on a miss).",
     )
+    tokens_in: Literal["auto", "on", "off"] = Field(
+        default="auto", description="Send requests as token ids to SGLang's native /generate, each continuing the "
+        "session's last request with the ids the server generated (auto: where the server is SGLang and the "
+        "model's tokenizer loads here; on: required; off: chat completions always).",
+    )
+    tokenizer: str | None = Field(
+        default=None, description="The model's tokenizer and chat template for tokens in: a directory or a Hugging "
+        "Face id (unset: the tokenizer path the SGLang server names, read from this machine).",
+    )
     browser: BrowserSettings = Field(default=BrowserSettings(), description="The browser (section [browser]).")
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
@@ -312,7 +321,8 @@ class AgentConfig(_Strict):
         entries = self.servers or [ServerSettings(base_url=self.base_url)]
         return [ServerSpec(
             Endpoint(base_url=e.base_url, model=e.model or self.model, api_key=e.api_key or self.api_key,
-                     timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs),
+                     timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs,
+                     tokens_in=self.tokens_in, tokenizer=self.tokenizer),
             e.profile or self.profile, e.weight, e.node,
         ) for e in entries]
 
@@ -343,6 +353,8 @@ class AgentConfig(_Strict):
             timeout=self.request_timeout,
             server_wait=self.server_wait,
             image_refs=self.image_refs,
+            tokens_in=self.tokens_in,
+            tokenizer=self.tokenizer,
         )
 
 

@@ -49,6 +49,7 @@ class GenerateRoutes:
         self.image_text = shown[len(user_head):len(shown) - len(user_foot)]  # an image as the template writes it
         self.computed: dict[str, list[list[Any]]] = {}  # per session: the id sequences it computed
         self.requests: list[dict[str, Any]] = []  # the /generate bodies, in order
+        self.answers: list[dict[str, Any]] = []  # what each was answered
         self.cached: list[int] = []  # meta_info.cached_tokens of each answer
         self._lock = threading.Lock()
 
@@ -132,6 +133,8 @@ class GenerateRoutes:
         answer: dict[str, Any] = {"text": content, "output_ids": output, "meta_info": meta}
         if body.get("return_prompt_token_ids"):
             answer["prompt_token_ids"] = expanded
+        with self._lock:
+            self.answers.append(answer)
         return 200, answer
 
     def _expand(self, ids: list[int], images: list[str]) -> tuple[list[int], list[Any]]:
