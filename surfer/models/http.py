@@ -280,6 +280,9 @@ class OpenAICompatibleBackend(ModelBackend):
                     # server_wait in all, never sent the call again forever
                     held += await self._hold(held)
                     continue
+                if sent is not None and self._tokens_in_refused(exc, sent):
+                    sent = None  # this request, and the endpoint's next ones, go by chat
+                    continue
                 if exc.status_code == 404:
                     raise ModelNotFound(
                         f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}: {exc.message}"
@@ -309,6 +312,18 @@ class OpenAICompatibleBackend(ModelBackend):
             if self.image_refs is not None:
                 self.image_refs.took(_image_uuids(request))
             return self._completion(response, mode, started)
+
+    def _tokens_in_refused(self, exc: HttpStatusError, sent: Any) -> bool:
+        """Whether /generate refused the form of a request (not its length): SGLang's processor for some
+        models refuses token ids with images. The endpoint then keeps the chat path, and says so once."""
+        images = bool(sent.prompt.images)
+        if exc.status_code not in ((400, 422, 500) if images else (400, 422)) or _context_too_long(exc) or _server_gone(exc):
+            return False
+        from .tokens_in import refused_path
+
+        self.path = refused_path(self.endpoint, exc.message, images)
+        self.generate = None
+        return True
 
     async def _tokens_in_call(self, request: ModelRequest) -> Any:
         """The prepared /generate call of `request` where this endpoint takes tokens in, else None (chat)."""

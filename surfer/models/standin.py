@@ -23,8 +23,7 @@ then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
 prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
 that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
-`tokenizer=DIR` (a model directory with a chat template) adds SGLang's
-native `/get_model_info` and `/generate`, token ids in (standin_generate.py).
+`tokenizer=DIR` (a model directory) adds SGLang's `/generate`, ids in (standin_generate.py).
 `engine="sglang"` plays SGLang instead: its /metrics names, `POST /flush_cache`
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
@@ -49,6 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
 from surfer.models.prefix_cache import PrefixCache
+from surfer.models.standin_generate import GenerateRoutes
 from surfer.models.standin_pages import ENGINES, metrics_page, server_info
 
 Answer = Union[str, dict[str, Any]]
@@ -235,8 +235,7 @@ class StandInServer:
         self._kv = threading.Condition()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        # SGLang's native /get_model_info and /generate, token ids in (standin_generate.py), with this tokenizer
-        self.generate = None if tokenizer is None else _generate_routes(self, tokenizer)
+        self.generate = None if tokenizer is None else GenerateRoutes(self, tokenizer, parse_chat_request)
         self._httpd = _Server((host, port), self._handler())
         self._thread: threading.Thread | None = None
 
@@ -395,10 +394,7 @@ class StandInServer:
                     self._send(200, {})
                     return
                 if self.path.rstrip("/") == "/generate" and server.generate is not None:
-                    failure = server._next_failure()
-                    self._send(*((failure, {"error": {"message": f"injected failure {failure}"}}) if failure else
-                                 server.generate.answer(body, self.headers.get("X-Surfer-Session"))))
-                    return
+                    return self._send(*server.generate.answer(body, self.headers.get("X-Surfer-Session")))
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
@@ -453,12 +449,6 @@ class StandInServer:
                 })
 
         return Handler
-
-
-def _generate_routes(server: StandInServer, tokenizer: str) -> Any:
-    from surfer.models.standin_generate import GenerateRoutes
-
-    return GenerateRoutes(server, tokenizer)
 
 
 def _serve_in_child(

@@ -20,12 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
 from .chat_tokens import ChatTokenizer
-
-if TYPE_CHECKING:
-    from .standin import ChatRequest, StandInServer
 
 IMAGE_TOKENS = 64
 PLACEHOLDERS = ("<|image_pad|>", "<image>", "<IMG_CONTEXT>")
@@ -36,8 +33,9 @@ SAMPLED_LOGPROB = -0.25  # the stand-in's account of each sampled token's log-pr
 class GenerateRoutes:
     """SGLang's /get_model_info and /generate for one stand-in server."""
 
-    def __init__(self, server: "StandInServer", tokenizer: str) -> None:
-        self.server = server
+    def __init__(self, server: Any, tokenizer: str, parse: Callable[[dict[str, Any]], Any]) -> None:
+        self.server = server  # the StandInServer: its model name, responder and request log
+        self.parse = parse  # its reading of a chat body (standin.parse_chat_request)
         self.path = tokenizer
         self.chat = ChatTokenizer.load(tokenizer)
         vocab = self.chat.tokenizer.get_vocab()
@@ -49,6 +47,7 @@ class GenerateRoutes:
         self.image_text = shown[len(user_head):len(shown) - len(user_foot)]  # an image as the template writes it
         self.computed: dict[str, list[list[Any]]] = {}  # per session: the id sequences it computed
         self.requests: list[dict[str, Any]] = []  # the /generate bodies, in order
+        self.refuse_images = False  # answer ids with images with HTTP 500, as stock SGLang does for Holotron
         self.answers: list[dict[str, Any]] = []  # what each was answered
         self.cached: list[int] = []  # meta_info.cached_tokens of each answer
         self._lock = threading.Lock()
@@ -94,11 +93,14 @@ class GenerateRoutes:
 
     def answer(self, body: dict[str, Any], session: str | None) -> tuple[int, dict[str, Any]]:
         """(HTTP status, JSON) of one /generate request."""
-        from .standin import parse_chat_request
-
+        failure = self.server._next_failure()
+        if failure is not None:
+            return failure, {"error": {"message": f"injected failure {failure}"}}
         ids, images = body.get("input_ids"), list(body.get("image_data") or [])
         if body.get("text") is not None or not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
             return 400, {"error": {"message": "the stand-in's /generate takes input_ids (a list of ints) only"}}
+        if images and self.refuse_images:  # SGLang 0.5.15's processor for Nemotron-VL, given ids (a list)
+            return 500, {"object": "error", "message": "'list' object has no attribute 'replace'", "code": 500}
         placeholders = ids.count(self.placeholder)
         if placeholders != len(images):
             return 400, {"error": {"message": f"prompt has {placeholders} image placeholder token(s) but "
@@ -110,7 +112,7 @@ class GenerateRoutes:
         if sampling.get("json_schema"):
             chat_body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": role, "schema": json.loads(sampling["json_schema"])}}
-        request: ChatRequest = parse_chat_request(chat_body)
+        request = self.parse(chat_body)
         request.session = session
         with self.server._lock:
             self.server.requests.append(request)

@@ -17,6 +17,7 @@ with token ids (see docs/engines.md), so it keeps the chat path.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -27,6 +28,7 @@ from .chat_tokens import ChatTokenizer
 from .endpoint import Endpoint
 from .json_http import ConnectFailed, HttpStatusError, TimedOut
 
+log = logging.getLogger(__name__)
 Call = Callable[[str], Awaitable[Any]]  # GET an absolute URL: the decoded JSON answer
 PROBE_TIMEOUT = 10.0
 
@@ -77,6 +79,14 @@ async def load_tokenizer(source: str, local_only: bool = False) -> ChatTokenizer
     if source not in _LOADED:
         _LOADED[source] = await asyncio.to_thread(ChatTokenizer.load, source, local_only)
     return _LOADED[source]
+
+
+def refused_path(endpoint: Endpoint, message: str, images: bool) -> RequestPath:
+    """The chat path after the server refused a tokens-in request (logged once per endpoint)."""
+    what = "token ids with images" if images else "token ids"
+    reason = f"chat completions: the server refused {what} at /generate ({message.splitlines()[0][:200] if message else 'no message'})"
+    log.warning("%s: %s", endpoint.base_url, reason)
+    return RequestPath(False, reason)
 
 
 async def choose_path(endpoint: Endpoint, get: Call) -> RequestPath:
