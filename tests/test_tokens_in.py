@@ -170,3 +170,46 @@ def test_the_path_follows_the_server_and_the_setting(tiny_models, standin) -> No
         asyncio.run(path(sglang, tokens_in="on", tokenizer=str(RUN)))
     fallback = asyncio.run(path(sglang, tokenizer=str(RUN)))  # auto: a tokenizer that does not load keeps chat
     assert not fallback.tokens_in and "cannot load a tokenizer" in fallback.reason
+
+
+def test_holotrons_sglang_processor_puts_each_image_at_its_placeholder_and_keeps_the_ids(chat_tokenizers) -> None:
+    from surfer.models.sglang_processors import expand_images, image_offsets
+
+    chat = chat_tokenizers["holotron"]
+    vocab = chat.tokenizer.get_vocab()
+    image, start, end = vocab["<image>"], vocab["<img>"], vocab["</img>"]
+    history = [Message("user", (_image(0), TextPart("Task"))), Message.text("assistant", "{}"),
+               Message("user", (_image(1), TextPart("Next")))]
+    ids = chat.encode(chat.render(history, generation_prompt=True))
+    # what SGLang 0.5.15's processor writes: every image's tokens at the first placeholder, the second left stray
+    first = ids.index(image)
+    processed = [*ids[:first], start, *[image] * 512, end, start, *[image] * 256, end, *ids[first + 1:]]
+    expanded = expand_images(ids, processed, image, start, end)
+    assert expanded is not None and len(expanded) == len(ids) - 2 + 514 + 258
+    offsets = image_offsets(expanded, image, start)
+    assert [e - s + 1 for s, e in offsets] == [512, 256]  # each image's tokens where its placeholder was
+    second = ids.index(image, first + 1)
+    assert offsets[1][0] == second - 1 + 514 + 1  # after the first image's run, the ids between kept as sent
+    assert [t for t in expanded if t not in (image, start, end)] == [t for t in ids if t != image]
+    assert expand_images(ids, processed[:first + 515], image, start, end) is None  # two placeholders, one image
+    bracketed = [*ids[:first], start, image, end, *ids[first + 1:]]  # a template that writes <img><image></img>
+    assert expand_images(bracketed, processed, image, start, end) == expanded
+
+
+def test_a_refused_form_keeps_the_chat_path(tiny_models, standin, caplog) -> None:
+    server = standin(_responder(), engine="sglang", tokenizer=tiny_models["holotron"])
+    server.generate.refuse_images = True  # stock SGLang 0.5.15 with Holotron: ids with images are an HTTP 500
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model))
+    request = ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy", {"type": "object"})
+
+    async def twice() -> list[str]:
+        texts = [(await backend.complete(request)).text for _ in range(2)]
+        await backend.aclose()
+        return texts
+
+    with caplog.at_level(logging.WARNING, logger="surfer.models.tokens_in"):
+        texts = asyncio.run(twice())
+    assert [json.loads(t) for t in texts] == [CLICK, ANSWER]  # both answered, by chat
+    assert len(server.generate.requests) == 0 and len(server.requests) == 2
+    assert not backend.path.tokens_in and "refused token ids with images" in backend.path.reason
+    assert caplog.text.count("refused token ids with images") == 1

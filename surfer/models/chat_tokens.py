@@ -23,7 +23,7 @@ from surfer.core.errors import ConfigError
 
 from .backend import ImagePart, Message
 
-INSTALL_TRANSFORMERS = "tokens in needs the model's tokenizer: `pip install transformers` (or `pip install 'surfer[transformers]'`)"
+INSTALL_TRANSFORMERS = "tokens in reads the model's tokenizer with transformers: pip install 'surfer-agent[tokens]'"
 PROBE = "\x00surfer-reply\x00"  # a reply no model writes: where the template puts the assistant's text
 
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 INSTALL_SGLANG = ("SGLang is not installed: `pip install 'sglang[all]'` on a Linux machine with an NVIDIA GPU "
                   "(SGLang pins its own torch and transformers: give it its own environment).")
+# Where SGLang (>= 0.5.15) finds processors that replace its own for an architecture (surfer/models/sglang_processors)
+PROCESSORS_ENV = "SGLANG_EXTERNAL_MM_PROCESSOR_PACKAGE"
 DEFAULT_SGLANG = "0.5.15"  # the version `surfer serve --engine sglang` was checked with on an H100
 # First SGLang version with each flag surfer may pass (used only when SGLang is not installed).
 FLAG_SINCE: dict[str, str] = {
@@ -133,4 +135,5 @@ def build_command(
     for flag, value in MEASURED_FLAGS.get(profile.name, {}).items():
         add(flag, *([] if value is None else [value]), why=" (a measured flag this SGLang lacks)")
     cmd.extend(extra_args)
-    return ServePlan(cmd, notes, "sglang")
+    env = {PROCESSORS_ENV: serving.sglang_processors} if serving.sglang_processors else {}
+    return ServePlan(cmd, notes, "sglang", env)
