@@ -213,3 +213,24 @@ def test_a_refused_form_keeps_the_chat_path(tiny_models, standin, caplog) -> Non
     assert len(server.generate.requests) == 0 and len(server.requests) == 2
     assert not backend.path.tokens_in and "refused token ids with images" in backend.path.reason
     assert caplog.text.count("refused token ids with images") == 1
+
+
+def test_doctor_says_which_path_an_endpoint_gets_and_why(tiny_models, standin) -> None:
+    from surfer.apps.doctor import PROBE_ANSWER, run_checks
+
+    def probe_answer(request):  # type: ignore[no-untyped-def]
+        return PROBE_ANSWER
+
+    def path_check(server):  # type: ignore[no-untyped-def]
+        checks = asyncio.run(run_checks(server.base_url, server.model, browser=False))
+        return next(c for c in checks if c.name == "request path")
+
+    sglang = standin(probe_answer, engine="sglang", tokenizer=tiny_models["holotron"])
+    check = path_check(sglang)
+    assert check.status == "ok" and "tokens in: SGLang /generate" in check.detail and "screenshot accepted" in check.detail
+    assert len(sglang.generate.requests) == 1 and sglang.generate.requests[0]["image_data"]
+    sglang.generate.refuse_images = True
+    check = path_check(sglang)
+    assert check.status == "warn" and "refused token ids with images" in check.detail and "surfer serve" in check.fix
+    check = path_check(standin(probe_answer))
+    assert check.status == "ok" and check.detail == "the server is not SGLang (no /get_model_info): chat completions"
