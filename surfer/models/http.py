@@ -187,6 +187,8 @@ class OpenAICompatibleBackend(ModelBackend):
 
     async def choose_path(self) -> RequestPath:
         """Tokens in or chat completions for this endpoint (tokens_in.py), decided once."""
+        if self.path is None and self.typed_requests:
+            return RequestPath(False, "chat completions (the openai SDK's typed requests)")
         if self.path is None:
             self._choosing = self._choosing or asyncio.Lock()
             async with self._choosing:
@@ -327,8 +329,6 @@ class OpenAICompatibleBackend(ModelBackend):
 
     async def _tokens_in_call(self, request: ModelRequest) -> Any:
         """The prepared /generate call of `request` where this endpoint takes tokens in, else None (chat)."""
-        if self.typed_requests:
-            return None
         if self.path is None:
             await self.choose_path()
         if self.generate is None:
