@@ -16,7 +16,7 @@ from surfer.apps.options import DEMO_RECORDINGS
 from surfer.core.errors import ConfigError
 from surfer.models.affinity import model_session
 from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
-from surfer.models.chat_tokens import ChatTokenizer
+from surfer.models.chat_tokens import TemplateTokenizer
 from surfer.models.endpoint import Endpoint
 from surfer.models.http import OpenAICompatibleBackend
 from surfer.models.profiles import PROFILES
@@ -42,7 +42,7 @@ def tiny_models(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def chat_tokenizers(tiny_models):  # type: ignore[no-untyped-def]
-    return {profile: ChatTokenizer.load(path) for profile, path in tiny_models.items()}
+    return {profile: TemplateTokenizer.load(path) for profile, path in tiny_models.items()}
 
 
 def _image(n: int) -> ImagePart:
@@ -101,7 +101,7 @@ def _run(server, profile: str, tokens_in: str, layout: str = "conversation"):  #
 
 @pytest.mark.parametrize("profile", sorted(FAMILIES))
 def test_a_run_by_tokens_in_reuses_every_earlier_request_and_acts_as_by_chat(profile, tiny_models, standin) -> None:
-    by_ids = standin(_responder(), engine="sglang", tokenizer=tiny_models[profile])
+    by_ids = standin(_responder(), engine="sglang", model_dir=tiny_models[profile])
     result, steps = _run(by_ids, profile, "on")
     bodies, cached, routes = by_ids.generate.requests, by_ids.generate.cached, by_ids.generate
     assert len(bodies) >= 4 and all(b["sampling_params"]["json_schema"] for b in bodies)
@@ -130,7 +130,7 @@ def test_a_run_by_tokens_in_reuses_every_earlier_request_and_acts_as_by_chat(pro
 
 
 def test_a_layout_that_drops_screenshots_is_sent_whole_and_said(tiny_models, standin, caplog) -> None:
-    server = standin(_responder(), engine="sglang", tokenizer=tiny_models["holotron"])
+    server = standin(_responder(), engine="sglang", model_dir=tiny_models["holotron"])
     backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, tokens_in="on"))
 
     async def steps() -> None:
@@ -149,7 +149,7 @@ def test_a_layout_that_drops_screenshots_is_sent_whole_and_said(tiny_models, sta
 
 
 def test_the_path_follows_the_server_and_the_setting(tiny_models, standin) -> None:
-    sglang = standin(_responder(), engine="sglang", tokenizer=tiny_models["holo2"])
+    sglang = standin(_responder(), engine="sglang", model_dir=tiny_models["holo2"])
     vllm = standin(_responder())
 
     async def path(server, **options):  # type: ignore[no-untyped-def]
@@ -197,7 +197,7 @@ def test_holotrons_sglang_processor_puts_each_image_at_its_placeholder_and_keeps
 
 
 def test_a_refused_form_keeps_the_chat_path(tiny_models, standin, caplog) -> None:
-    server = standin(_responder(), engine="sglang", tokenizer=tiny_models["holotron"])
+    server = standin(_responder(), engine="sglang", model_dir=tiny_models["holotron"])
     server.generate.refuse_images = True  # stock SGLang 0.5.15 with Holotron: ids with images are an HTTP 500
     backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model))
     request = ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy", {"type": "object"})
@@ -225,7 +225,7 @@ def test_doctor_says_which_path_an_endpoint_gets_and_why(tiny_models, standin) -
         checks = asyncio.run(run_checks(server.base_url, server.model, browser=False))
         return next(c for c in checks if c.name == "request path")
 
-    sglang = standin(probe_answer, engine="sglang", tokenizer=tiny_models["holotron"])
+    sglang = standin(probe_answer, engine="sglang", model_dir=tiny_models["holotron"])
     check = path_check(sglang)
     assert check.status == "ok" and "tokens in: SGLang /generate" in check.detail and "screenshot accepted" in check.detail
     assert len(sglang.generate.requests) == 1 and sglang.generate.requests[0]["image_data"]
@@ -234,3 +234,29 @@ def test_doctor_says_which_path_an_endpoint_gets_and_why(tiny_models, standin) -
     assert check.status == "warn" and "refused token ids with images" in check.detail and "surfer serve" in check.fix
     check = path_check(standin(probe_answer))
     assert check.status == "ok" and check.detail == "the server is not SGLang (no /get_model_info): chat completions"
+
+
+def test_recorded_calls_carry_the_ids_the_server_saw_and_sampled(tiny_models, standin) -> None:
+    from surfer.models.standin_generate import IMAGE_TOKENS, SAMPLED_LOGPROB
+
+    server = standin(_responder(), engine="sglang", model_dir=tiny_models["holo2"])
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, tokens_in="on"))
+
+    async def calls():  # type: ignore[no-untyped-def]
+        await backend.choose_path()
+        plain = await backend.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
+        backend.generate.record = True
+        recorded = await backend.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
+        await backend.aclose()
+        return plain, recorded
+
+    plain, recorded = asyncio.run(calls())
+    assert plain.tokens is None and "return_prompt_token_ids" not in server.generate.requests[0]
+    tokens, sent = recorded.tokens, server.generate.requests[1]
+    placeholder = server.generate.placeholder
+    assert tokens.prompt_ids.count(placeholder) == IMAGE_TOKENS and sent["input_ids"].count(placeholder) == 1
+    assert len(tokens.prompt_ids) == len(sent["input_ids"]) - 1 + IMAGE_TOKENS == recorded.usage.prompt_tokens
+    assert list(tokens.completion_ids) == server.generate.answers[1]["output_ids"]
+    assert tokens.logprobs == (SAMPLED_LOGPROB,) * len(tokens.completion_ids) and tokens.finish_reason == "stop"
+    assert tokens.cached_tokens == len(tokens.prompt_ids) - 1  # the same prompt again: all but the last id found
+    assert tokens.policy == server.model and tokens.policy_version == "default"

@@ -10,7 +10,7 @@ renders only what follows a generated reply — the close of the assistant's
 turn, the new turns and the next generation prompt — so a conversation
 kept as ids grows by the new turn's ids alone (token_chain.py).
 
-    chat = ChatTokenizer.load("/models/Holotron-12B")      # blocking: seconds (imports transformers)
+    chat = TemplateTokenizer.load("/models/Holotron-12B")      # blocking: seconds (imports transformers)
     ids = chat.encode(chat.render(messages, generation_prompt=True))
 """
 
@@ -41,7 +41,7 @@ def template_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-class ChatTokenizer:
+class TemplateTokenizer:
     """One model's tokenizer and chat template (thread-safe: renders and encodes may run off the loop)."""
 
     def __init__(self, tokenizer: Any, source: str) -> None:
@@ -54,7 +54,7 @@ class ChatTokenizer:
         self.stop_ids = frozenset(eos if isinstance(eos, list) else [eos] if eos is not None else [])
 
     @classmethod
-    def load(cls, source: str, local_only: bool = False) -> "ChatTokenizer":
+    def load(cls, source: str, local_only: bool = False) -> "TemplateTokenizer":
         """The tokenizer at `source` (a directory or a Hugging Face id; `local_only`: from this machine's
         cache, never downloaded); ConfigError when it cannot be read."""
         try:
@@ -91,6 +91,16 @@ class ChatTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         with self._lock:
             return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    @property
+    def end_ids(self) -> list[int]:
+        """The ids a generated turn ends with (the stop tokens the model samples)."""
+        return sorted(self.stop_ids)
+
+    def chat_ids(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool = True) -> list[int]:
+        """Chat messages (as the template reads them) to ids, each image as the template's placeholder
+        (one per image: the server expands it)."""
+        return self.encode(self.render(messages, generation_prompt=add_generation_prompt))
 
     def continuation(self, before: Sequence[Message], reply: Message, after: Sequence[Message],
                      options: dict[str, Any] | None = None) -> str | None:

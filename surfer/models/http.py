@@ -198,7 +198,9 @@ class OpenAICompatibleBackend(ModelBackend):
                         from .sglang_generate import GenerateTransport
                         from .token_chain import TokenChain
 
-                        self.generate = GenerateTransport(TokenChain(path.tokenizer), path.root)
+                        self.generate = GenerateTransport(
+                            TokenChain(path.tokenizer), path.root, record=getattr(self.endpoint, "record_tokens", False),
+                            policy_version=getattr(self.endpoint, "policy_version", None))
                     if not path.decided:
                         return path  # asked again on the next call
                     self.path = path

@@ -54,10 +54,11 @@ def unsupported_options(request: ModelRequest) -> list[str]:
 class GenerateTransport:
     """The tokens-in path to one SGLang server (`root`: its URL without /v1)."""
 
-    def __init__(self, chain: TokenChain, root: str, *, record: bool = False) -> None:
+    def __init__(self, chain: TokenChain, root: str, *, record: bool = False, policy_version: str | None = None) -> None:
         self.chain = chain
         self.url = root.rstrip("/") + "/generate"
-        self.record = record  # ask for the prompt's expanded ids and the sampled tokens' logprobs
+        self.record = record  # ask for the prompt's expanded ids and the sampled tokens' logprobs (Completion.tokens)
+        self.policy_version = policy_version  # recorded with each call (else the server's weight_version)
 
     async def prepare(self, session: str, request: ModelRequest) -> GenerateCall:
         """The request's ids (rendered and tokenised off the loop) and its body."""
@@ -99,8 +100,9 @@ class GenerateTransport:
         tokens = Tokens(
             prompt_ids=tuple(answer.get("prompt_token_ids") or ()), completion_ids=tuple(generated),
             logprobs=logprobs if len(logprobs) == len(generated) else (), finish_reason=reason,
-            cached_tokens=meta.get("cached_tokens"), policy=model, policy_version=meta.get("weight_version"),
-        )
+            cached_tokens=meta.get("cached_tokens"), policy=model,
+            policy_version=self.policy_version or meta.get("weight_version"),
+        ) if self.record else None
         return Completion(
             text=text, usage=Usage(prompt_tokens, int(meta.get("completion_tokens") or len(generated))),
             seconds=time.perf_counter() - started, model=model, structured="json_schema", tokens=tokens,

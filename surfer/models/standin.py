@@ -23,7 +23,7 @@ then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
 prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
 that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
-`tokenizer=DIR` (a model directory) adds SGLang's `/generate`, ids in (standin_generate.py).
+`model_dir=DIR` (a model's tokenizer) adds SGLang's `/generate`, ids in (standin_generate.py).
 `engine="sglang"` plays SGLang instead: its /metrics names, `POST /flush_cache`
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
@@ -205,7 +205,7 @@ class StandInServer:
         max_model_len: int | None = None,
         engine: str = "vllm",
         settings: dict[str, Any] | None = None,
-        tokenizer: str | None = None,
+        model_dir: str | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -235,7 +235,7 @@ class StandInServer:
         self._kv = threading.Condition()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self.generate = None if tokenizer is None else GenerateRoutes(self, tokenizer, parse_chat_request)
+        self.generate = None if model_dir is None else GenerateRoutes(self, model_dir, parse_chat_request)
         self._httpd = _Server((host, port), self._handler())
         self._thread: threading.Thread | None = None
 

@@ -22,7 +22,7 @@ import json
 import threading
 from typing import Any, Callable
 
-from .chat_tokens import ChatTokenizer
+from .chat_tokens import TemplateTokenizer
 
 IMAGE_TOKENS = 64
 PLACEHOLDERS = ("<|image_pad|>", "<image>", "<IMG_CONTEXT>")
@@ -37,7 +37,7 @@ class GenerateRoutes:
         self.server = server  # the StandInServer: its model name, responder and request log
         self.parse = parse  # its reading of a chat body (standin.parse_chat_request)
         self.path = tokenizer
-        self.chat = ChatTokenizer.load(tokenizer)
+        self.chat = TemplateTokenizer.load(tokenizer)
         vocab = self.chat.tokenizer.get_vocab()
         self.placeholder = next(vocab[p] for p in PLACEHOLDERS if p in vocab)
         self.stop = min(self.chat.stop_ids) if self.chat.stop_ids else 0
@@ -121,7 +121,8 @@ class GenerateRoutes:
         output = [*self.chat.encode(content), self.stop]
         with self._lock:
             seen = self.computed.setdefault(session or "", [])
-            cached = max((_common(keys, earlier) for earlier in seen), default=0)
+            # the last prompt id is always computed (its logits sample the first new token)
+            cached = min(len(keys) - 1, max((_common(keys, earlier) for earlier in seen), default=0))
             seen.append(keys + output[:-1])
             self.requests.append(body)
             self.cached.append(cached)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .backend import ImagePart, Message, ModelRequest
-from .chat_tokens import ChatTokenizer
+from .chat_tokens import TemplateTokenizer
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def _same_image(a: ImagePart, b: ImagePart) -> bool:
 class TokenChain:
     """The sessions' conversations as token ids (see the module docstring)."""
 
-    def __init__(self, chat: ChatTokenizer, keep: int = KEEP_PER_SESSION) -> None:
+    def __init__(self, chat: TemplateTokenizer, keep: int = KEEP_PER_SESSION) -> None:
         self.chat = chat
         self.keep = keep
         self.stats = ChainStats()

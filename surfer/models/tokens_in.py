@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable
 
 from surfer.core.errors import ConfigError
 
-from .chat_tokens import ChatTokenizer
+from .chat_tokens import TemplateTokenizer
 from .endpoint import Endpoint
 from .json_http import ConnectFailed, HttpStatusError, TimedOut
 
@@ -37,7 +37,7 @@ PROBE_TIMEOUT = 10.0
 class RequestPath:
     tokens_in: bool
     reason: str
-    tokenizer: ChatTokenizer | None = None
+    tokenizer: TemplateTokenizer | None = None
     root: str = ""
     decided: bool = True  # False: the server did not answer the probe; ask again on the next call
 
@@ -71,13 +71,13 @@ def _tokenizer_source(endpoint: Endpoint, info: dict[str, Any]) -> str:
     return str(named)
 
 
-_LOADED: dict[str, ChatTokenizer] = {}
+_LOADED: dict[str, TemplateTokenizer] = {}
 
 
-async def load_tokenizer(source: str, local_only: bool = False) -> ChatTokenizer:
+async def load_tokenizer(source: str, local_only: bool = False) -> TemplateTokenizer:
     """The tokenizer at `source`, loaded once per process (off the loop: it imports transformers)."""
     if source not in _LOADED:
-        _LOADED[source] = await asyncio.to_thread(ChatTokenizer.load, source, local_only)
+        _LOADED[source] = await asyncio.to_thread(TemplateTokenizer.load, source, local_only)
     return _LOADED[source]
 
 
