@@ -24,6 +24,7 @@ rendered whole, counted in `ChainStats` with the reason, and starts a new link.
 from __future__ import annotations
 
 import logging
+import threading
 from array import array
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
@@ -95,24 +96,30 @@ class TokenChain:
         self.stats = ChainStats()
         self._sessions: OrderedDict[str, list[Link]] = OrderedDict()
         self._said: set[str] = set()
+        self._lock = threading.Lock()  # prompts are rendered in worker threads, replies kept on the loop
 
     def prompt(self, session: str, request: ModelRequest, options: dict[str, Any]) -> TokensPrompt:
         """The ids to send for `request` (blocking: renders and tokenises; run it off the loop)."""
         key = repr(sorted(options.items()))
-        links = self._sessions.get(session, [])
-        self.stats.requests += 1
+        with self._lock:
+            links = list(self._sessions.get(session, []))
+            self.stats.requests += 1
         reason = FIRST if not links else ""
         for link in reversed(links):
             extended, why = self._extend(link, request, key, options)
             if extended is not None:
-                self.stats.extended += 1
+                with self._lock:
+                    self.stats.extended += 1
                 return extended
             reason = reason or why
         reason = reason or REWRITTEN
-        self.stats.rendered[reason] += 1
-        if reason != FIRST and reason not in self._said:
+        with self._lock:
+            self.stats.rendered[reason] += 1
+            said = reason in self._said
             self._said.add(reason)
-            log.info("tokens in: a request could not extend its session's last one (%s); it is sent whole", reason)
+        if reason != FIRST and not said:
+            log.warning("tokens in: a request could not extend its session's last one (%s); it is sent whole "
+                        "(the `conversation` prompt layout continues every step)", reason)
         text = self.chat.render(request.messages, generation_prompt=True, options=options)
         return TokensPrompt(request.messages, key, self.chat.encode(text), request_images(request.messages), None, reason)
 
@@ -141,13 +148,15 @@ class TokenChain:
         if out and (out[-1] == stop or out[-1] in self.chat.stop_ids):
             out.pop()  # the template writes the turn's end itself (continuation)
         link = Link(prompt.messages, prompt.options_key, array("l", prompt.ids), prompt.images, array("l", out), reply)
-        links = self._sessions.setdefault(session, [])
-        self._sessions.move_to_end(session)
-        # a continuation of a kept link replaces nothing: the policy's next step extends the policy's link
-        links.append(link)
-        del links[:-self.keep]
-        while len(self._sessions) > MAX_SESSIONS:
-            self._sessions.popitem(last=False)
+        with self._lock:
+            links = self._sessions.setdefault(session, [])
+            self._sessions.move_to_end(session)
+            # a continuation of a kept link replaces nothing: the policy's next step extends the policy's link
+            links.append(link)
+            del links[:-self.keep]
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
 
     def forget(self, session: str) -> None:
-        self._sessions.pop(session, None)
+        with self._lock:
+            self._sessions.pop(session, None)
