@@ -24,7 +24,7 @@ from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers
 from .outage import answered_before, server_watch
-from .tokens_in import RequestPath, choose_path
+from .tokens_in import PROBE_TIMEOUT, RequestPath, choose_path
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
 
@@ -193,7 +193,7 @@ class OpenAICompatibleBackend(ModelBackend):
             self._choosing = self._choosing or asyncio.Lock()
             async with self._choosing:
                 if self.path is None:
-                    path = await choose_path(self.endpoint, lambda url: self._call("GET", url, min(10.0, self.request_timeout())))
+                    path = await choose_path(self.endpoint, lambda url: self._call("GET", url, min(PROBE_TIMEOUT, self.request_timeout())))
                     if path.tokens_in and path.tokenizer is not None:
                         from .sglang_generate import GenerateTransport
                         from .token_chain import TokenChain

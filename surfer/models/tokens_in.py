@@ -30,7 +30,7 @@ from .json_http import ConnectFailed, HttpStatusError, TimedOut
 
 log = logging.getLogger(__name__)
 Call = Callable[[str], Awaitable[Any]]  # GET an absolute URL: the decoded JSON answer
-PROBE_TIMEOUT = 10.0
+PROBE_TIMEOUT = 5.0  # seconds for /get_model_info (at most the request timeout)
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,10 @@ async def sglang_model_info(get: Call, root: str) -> dict[str, Any] | None:
         if exc.status_code >= 500:
             raise NoAnswer(str(exc)) from None
         return None
-    except (ConnectFailed, TimedOut) as exc:
+    except ConnectFailed as exc:  # not up yet: asked again on the next call
         raise NoAnswer(str(exc)) from None
+    except TimedOut:  # SGLang answers this at once, busy or not: a server that does not is another one
+        return None
     return info if isinstance(info, dict) and "model_path" in info else None
 
 
