@@ -260,3 +260,14 @@ def test_recorded_calls_carry_the_ids_the_server_saw_and_sampled(tiny_models, st
     assert tokens.logprobs == (SAMPLED_LOGPROB,) * len(tokens.completion_ids) and tokens.finish_reason == "stop"
     assert tokens.cached_tokens == len(tokens.prompt_ids) - 1  # the same prompt again: all but the last id found
     assert tokens.policy == server.model and tokens.policy_version == "default"
+
+
+def test_bench_variants_compare_chat_and_tokens_in() -> None:
+    from surfer.bench.gpu.variants import parse_inline
+
+    chat, ids = parse_inline("layout=conversation,tokens_in=off|on")
+    assert (chat.label(), ids.label()) == ("conversation+chat", "conversation+ids")
+    assert chat.config_update()["tokens_in"] == "off" and ids.config_update()["tokens_in"] == "on"
+    assert "tokens_in" not in parse_inline("layout=window")[0].config_update()  # the configuration's own (auto)
+    with pytest.raises(ConfigError, match="tokens_in takes on/off/auto"):
+        parse_inline("tokens_in=maybe")
