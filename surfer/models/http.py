@@ -261,13 +261,14 @@ class OpenAICompatibleBackend(ModelBackend):
         transient = 0
         held = 0.0  # seconds this call has waited for the server: all its outages together stay within server_wait
         resent = False  # the images were sent again in full after the server said it no longer held one
-        sent = await self._tokens_in_call(request)
+        # tokens in: this call's transport (kept whatever later calls learn, _tokens_in_refused) and its request
+        generate, sent = await self._tokens_in_call(request)
         while True:
             mode = self.structured_mode
             try:
                 response = await self._with_connect_retries(
                     lambda timeout: self._call("POST", "chat/completions", timeout, self._body(request, mode))
-                    if sent is None else self._call("POST", self.generate.url, timeout, sent.body)
+                    if sent is None else self._call("POST", generate.url, timeout, sent.body)
                 )
             except ModelServerUnreachable as exc:
                 if isinstance(exc, ServerGone) and self._outage():
@@ -312,7 +313,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 ) from None
             self._mark_answered()
             if sent is not None:
-                return self.generate.completion(response, sent, started, self.endpoint.model)
+                return generate.completion(response, sent, started, self.endpoint.model)
             if self.image_refs is not None:
                 self.image_refs.took(_image_uuids(request))
             return self._completion(response, mode, started)
@@ -329,18 +330,19 @@ class OpenAICompatibleBackend(ModelBackend):
         self.generate = None
         return True
 
-    async def _tokens_in_call(self, request: ModelRequest) -> Any:
-        """The prepared /generate call of `request` where this endpoint takes tokens in, else None (chat)."""
+    async def _tokens_in_call(self, request: ModelRequest) -> tuple[Any, Any]:
+        """(transport, prepared /generate call) of `request` where this endpoint takes tokens in, else (None, None)."""
         if self.path is None:
             await self.choose_path()
-        if self.generate is None:
-            return None
+        generate = self.generate
+        if generate is None:
+            return None, None
         from .sglang_generate import unsupported_options
 
         if unsupported_options(request):
-            return None  # an option only the chat request carries: this request goes by chat
+            return None, None  # an option only the chat request carries: this request goes by chat
         session = current_session()
-        return await self.generate.prepare(session.id if session else "", request)
+        return generate, await generate.prepare(session.id if session else "", request)
 
     def _mark_answered(self) -> None:
         """Once per backend (not per call): the server answered, so losing it later is an outage;
