@@ -271,3 +271,16 @@ def test_bench_variants_compare_chat_and_tokens_in() -> None:
     assert "tokens_in" not in parse_inline("layout=window")[0].config_update()  # the configuration's own (auto)
     with pytest.raises(ConfigError, match="tokens_in takes on/off/auto"):
         parse_inline("tokens_in=maybe")
+
+
+def test_a_sessions_conversation_is_forgotten_when_it_ends(chat_tokenizers) -> None:
+    chain = TokenChain(chat_tokenizers["holo2"])
+    request = ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy")
+    with model_session("ends"):
+        prompt = chain.prompt("ends", request, {})
+        chain.keep_reply("ends", prompt, [5, 6], "{}")
+        assert chain.prompt("ends", ModelRequest((*request.messages, Message.text("assistant", "{}"),
+                                                  Message.text("user", "Next")), "policy"), {}).extends
+    again = chain.prompt("ends", ModelRequest((*request.messages, Message.text("assistant", "{}"),
+                                               Message.text("user", "Next")), "policy"), {})
+    assert again.extends is None and again.reason == FIRST  # nothing of the ended session is kept

@@ -30,13 +30,14 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .affinity import forget_when_sessions_end
 from .backend import ImagePart, Message, ModelRequest
 from .chat_tokens import TemplateTokenizer
 
 log = logging.getLogger(__name__)
 
 KEEP_PER_SESSION = 4  # the policy's last request and the roles' continuations of it
-MAX_SESSIONS = 4096  # least recently used sessions are forgotten past this
+MAX_SESSIONS = 1024  # sessions kept at most (each is forgotten when it ends; least recently used first past this)
 
 FIRST = "first request of the session"
 DROPPED = "earlier screenshots dropped (the layout's window or block moved)"
@@ -97,6 +98,7 @@ class TokenChain:
         self._sessions: OrderedDict[str, list[Link]] = OrderedDict()
         self._said: set[str] = set()
         self._lock = threading.Lock()  # prompts are rendered in worker threads, replies kept on the loop
+        forget_when_sessions_end(self)
 
     def prompt(self, session: str, request: ModelRequest, options: dict[str, Any]) -> TokensPrompt:
         """The ids to send for `request` (blocking: renders and tokenises; run it off the loop)."""
@@ -147,7 +149,7 @@ class TokenChain:
         out = list(generated)
         if out and (out[-1] == stop or out[-1] in self.chat.stop_ids):
             out.pop()  # the template writes the turn's end itself (continuation)
-        link = Link(prompt.messages, prompt.options_key, array("l", prompt.ids), prompt.images, array("l", out), reply)
+        link = Link(prompt.messages, prompt.options_key, array("i", prompt.ids), prompt.images, array("i", out), reply)
         with self._lock:
             links = self._sessions.setdefault(session, [])
             self._sessions.move_to_end(session)
