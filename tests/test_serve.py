@@ -242,6 +242,8 @@ def test_dry_run_holotron_on_sglang_keeps_the_mamba_state_where_each_request_end
 
     line = dry_run("Hcompany/Holotron-12B", "--engine", "sglang", "--max-concurrency", "64", "--prompt-layout", "blocks")
     assert shlex.split(line) == [
+        # SGLang loads surfer's Nemotron-VL processor: each image at its placeholder, token ids in (tokens in)
+        "SGLANG_EXTERNAL_MM_PROCESSOR_PACKAGE=surfer.models.sglang_processors",
         "python", "-m", "sglang.launch_server", "--model-path", "Hcompany/Holotron-12B", "--host", "127.0.0.1",
         "--port", "8000", "--trust-remote-code", "--limit-mm-data-per-request", json.dumps({"image": 5}),
         "--context-length", "65536", "--max-running-requests", "64", "--enable-metrics", "--enable-cache-report",

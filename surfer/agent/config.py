@@ -278,6 +278,15 @@ class AgentConfig(_Strict):
         default=None, description="A version string recorded with every captured call's policy (e.g. the training "
         "step of the weights or adapter served).",
     )
+    tokens_in: Literal["auto", "on", "off"] = Field(
+        default="auto", description="Send requests as token ids to SGLang's native /generate, each continuing the "
+        "session's last request with the ids the server generated (auto: where the server is SGLang and the "
+        "model's tokenizer loads here; on: required; off: chat completions always).",
+    )
+    tokenizer: str | None = Field(
+        default=None, description="The model's tokenizer and chat template for tokens in: a directory or a Hugging "
+        "Face id (unset: the tokenizer path the SGLang server names, read from this machine).",
+    )
     browser: BrowserSettings = Field(default=BrowserSettings(), description="The browser (section [browser]).")
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
@@ -326,7 +335,8 @@ class AgentConfig(_Strict):
         return [ServerSpec(
             Endpoint(base_url=e.base_url, model=e.model or self.model, api_key=e.api_key or self.api_key,
                      timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs,
-                     record_tokens=self.record_tokens, policy_version=self.policy_version),
+                     record_tokens=self.record_tokens, policy_version=self.policy_version,
+                     tokens_in=self.tokens_in, tokenizer=self.tokenizer),
             e.profile or self.profile, e.weight, e.node,
         ) for e in entries]
 
@@ -359,6 +369,8 @@ class AgentConfig(_Strict):
             image_refs=self.image_refs,
             record_tokens=self.record_tokens,
             policy_version=self.policy_version,
+            tokens_in=self.tokens_in,
+            tokenizer=self.tokenizer,
         )
 
 

@@ -153,6 +153,48 @@ async def check_serving(base_url: str, model: str | None, profile_name: str | No
     return checks
 
 
+async def check_request_path(endpoint: Any, probe: bool = True) -> Check:
+    """Which path surfer's requests take at `endpoint` — tokens in (SGLang's /generate) or chat completions —
+    and why (surfer/models/tokens_in.py); for tokens in, with `probe`, whether the server takes token ids with
+    a screenshot (SGLang's processor for some models does not: such requests then go by chat)."""
+    from surfer.core.errors import ConfigError, ModelRequestError
+    from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
+    from surfer.models.http import OpenAICompatibleBackend
+
+    backend = OpenAICompatibleBackend(endpoint.model_copy(update={"max_retries": 0, "server_wait": 0}))
+    try:
+        try:
+            path = await backend.choose_path()
+        except ConfigError as exc:
+            return Check("request path", "fail", str(exc), "set tokens_in = auto or off, or `tokenizer` to the model's directory", True)
+        if not path.tokens_in or not probe:
+            return Check("request path", "ok", path.reason)
+        request = ModelRequest((Message("user", (ImagePart(_probe_png(), "image/png"), TextPart(PROBE_PROMPT))),),
+                               "doctor", PROBE_SCHEMA, 0.0, 8)
+        try:
+            await backend.complete(request)
+        except ModelRequestError as exc:
+            return Check("request path", "warn", f"{path.reason}, but a request with a screenshot failed ({exc})",
+                         "check the server log, or set tokens_in = off")
+        if backend.path is not None and not backend.path.tokens_in:
+            return Check("request path", "warn", f"{path.reason}; but {backend.path.reason}: requests with screenshots go by chat",
+                         "serve it with `surfer serve MODEL --engine sglang` (for Holotron it loads surfer's processor, "
+                         "which takes token ids with images), or set tokens_in = off")
+        return Check("request path", "ok", f"{path.reason}; token ids with a screenshot accepted")
+    finally:
+        await backend.aclose()
+
+
+def _probe_png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (64, 64), "white").save(out, "PNG")
+    return out.getvalue()
+
+
 async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY", timeout: float = 60.0) -> list[Check]:
     import openai
 
@@ -276,12 +318,15 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
     checks.extend(await asyncio.to_thread(check_extras))
     checks.append(await asyncio.to_thread(check_gpu))
     urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
-    targets = [(s.endpoint.base_url, s.endpoint.model, s.endpoint.api_key, s.profile) for s in servers or []] or \
-        [(url, model, api_key, profile) for url in urls]
-    for number, (url, served, key, family) in enumerate(targets, 1):
+    from surfer.models.endpoint import Endpoint
+
+    targets = [(s.endpoint.base_url, s.endpoint.model, s.endpoint.api_key, s.profile, s.endpoint) for s in servers or []] or \
+        [(url, model, api_key, profile, Endpoint(base_url=url, model=model or "", api_key=api_key)) for url in urls]
+    for number, (url, served, key, family, endpoint) in enumerate(targets, 1):
         found = await check_endpoint(url, served, key)
         if not any(c.name == "endpoint" and c.status == "fail" for c in found):
             found.extend(await check_serving(url, served, family))
+            found.append(await check_request_path(endpoint, probe=served is not None))
         if len(targets) > 1:
             for check in found:
                 check.name = f"server {number}: {check.name}"

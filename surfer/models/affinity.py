@@ -21,6 +21,7 @@ and the call goes on at another server (the session moves, its run kept).
 from __future__ import annotations
 
 import contextvars
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -93,6 +94,17 @@ def model_session(session_id: str, policy: PolicyRef | None = None) -> Iterator[
     finally:
         _SESSION.reset(token)
         session.release()
+        for keeper in list(_KEEPERS):
+            keeper.forget(session.id)
+
+
+_KEEPERS: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def forget_when_sessions_end(keeper: Any) -> None:
+    """`keeper.forget(session_id)` runs when each model session ends (what a backend keeps per session:
+    token_chain.py's conversations)."""
+    _KEEPERS.add(keeper)
 
 
 class PlacedBackend(ModelBackend):

@@ -5,6 +5,7 @@ reading a configuration stays cheap."""
 from __future__ import annotations
 
 import re
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, field_validator
@@ -51,6 +52,17 @@ class Endpoint(BaseModel):
         default=False,
         description="vLLM >= 0.13: send each image's bytes once, then only its content hash (`uuid`); "
         "vLLM takes it from its processor cache (see surfer/models/image_refs.py).",
+    )
+    tokens_in: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Send each request as token ids to SGLang's native /generate, continuing the session's last "
+        "request with the ids the server generated (auto: where the server is SGLang and the model's tokenizer "
+        "loads here; on: required; off: chat completions always).",
+    )
+    tokenizer: str | None = Field(
+        default=None,
+        description="The model's tokenizer and chat template for tokens in: a directory or a Hugging Face id "
+        "(unset: the tokenizer path the SGLang server names, read from this machine).",
     )
     server_wait: float = Field(
         default=DEFAULT_SERVER_WAIT, ge=0,

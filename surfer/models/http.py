@@ -35,6 +35,7 @@ from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers
 from .outage import answered_before, server_watch
+from .tokens_in import PROBE_TIMEOUT, RequestPath, choose_path
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
 
@@ -89,7 +90,8 @@ def _context_too_long(exc: HttpStatusError) -> bool:
     text = str(exc).lower()
     return exc.status_code in (400, 413, 422) and any(
         words in text for words in ("maximum context length", "context_length_exceeded", "context length exceeded",
-                                    "prompt is too long", "too many input tokens")
+                                    "prompt is too long", "too many input tokens",
+                                    "longer than the model's context length")
     )
 
 
@@ -117,6 +119,10 @@ class OpenAICompatibleBackend(ModelBackend):
         # request). True restores the SDK's `create` (the path before issue 14, `surfer bench throughput
         # --compare-legacy`).
         self.typed_requests = False
+        # Tokens in (tokens_in.py, sglang_generate.py): chosen on the first check or call, once per backend.
+        self.path: RequestPath | None = None
+        self.generate: Any = None  # the GenerateTransport where the path is tokens in
+        self._choosing: asyncio.Lock | None = None
 
     @property
     def label(self) -> str:
@@ -198,6 +204,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
                 f"it serves: {', '.join(map(str, served))}"
             )
+        await self.choose_path()
         self._checked = True
 
     async def check_tokens(self) -> None:
@@ -224,6 +231,27 @@ class OpenAICompatibleBackend(ModelBackend):
         if missing:
             raise ConfigError(f"model server at {self.endpoint.base_url} does not return {', '.join(missing)}; {NEEDS}")
         self._tokens_checked = True
+
+    async def choose_path(self) -> RequestPath:
+        """Tokens in or chat completions for this endpoint (tokens_in.py), decided once."""
+        if self.path is None and self.typed_requests:
+            return RequestPath(False, "chat completions (the openai SDK's typed requests)")
+        if self.path is None:
+            self._choosing = self._choosing or asyncio.Lock()
+            async with self._choosing:
+                if self.path is None:
+                    path = await choose_path(self.endpoint, lambda url: self._call("GET", url, min(PROBE_TIMEOUT, self.request_timeout())))
+                    if path.tokens_in and path.tokenizer is not None:
+                        from .sglang_generate import GenerateTransport
+                        from .token_chain import TokenChain
+
+                        self.generate = GenerateTransport(
+                            TokenChain(path.tokenizer), path.root, record=getattr(self.endpoint, "record_tokens", False),
+                            policy_version=getattr(self.endpoint, "policy_version", None))
+                    if not path.decided:
+                        return path  # asked again on the next call
+                    self.path = path
+        return self.path
 
     def request_timeout(self) -> float:
         """The timeout for the next request: the endpoint's, when set; else the
@@ -289,12 +317,15 @@ class OpenAICompatibleBackend(ModelBackend):
         transient = 0
         held = 0.0  # seconds this call has waited for the server: all its outages together stay within server_wait
         resent = False  # the images were sent again in full after the server said it no longer held one
+        # tokens in: this call's transport (kept whatever later calls learn, _tokens_in_refused) and its request
+        generate, sent = await self._tokens_in_call(request)
         while True:
             mode = self.structured_mode
             try:
                 body = self._body(request, mode)
                 response = await self._with_connect_retries(
                     lambda timeout: self._call("POST", "chat/completions", timeout, body)
+                    if sent is None else self._call("POST", generate.url, timeout, sent.body)
                 )
             except ModelServerUnreachable as exc:
                 if isinstance(exc, ServerGone) and self._outage():
@@ -310,6 +341,9 @@ class OpenAICompatibleBackend(ModelBackend):
                     # a server that answers /models but keeps failing chat calls this way is held for at most
                     # server_wait in all, never sent the call again forever
                     held += await self._hold(held)
+                    continue
+                if sent is not None and self._tokens_in_refused(exc, sent):
+                    sent = None  # this request, and the endpoint's next ones, go by chat
                     continue
                 if exc.status_code == 404:
                     policy = self.policy()
@@ -335,9 +369,37 @@ class OpenAICompatibleBackend(ModelBackend):
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
             self._mark_answered()
+            if sent is not None:
+                return generate.completion(response, sent, started, self.endpoint.model)
             if self.image_refs is not None:
                 self.image_refs.took(_image_uuids(request))
             return self._completion(response, mode, started, body)
+
+    def _tokens_in_refused(self, exc: HttpStatusError, sent: Any) -> bool:
+        """Whether /generate refused the form of a request (not its length): SGLang's processor for some
+        models refuses token ids with images. The endpoint then keeps the chat path, and says so once."""
+        images = bool(sent.prompt.images)
+        if exc.status_code not in ((400, 422, 500) if images else (400, 422)) or _context_too_long(exc) or _server_gone(exc):
+            return False
+        from .tokens_in import refused_path
+
+        self.path = refused_path(self.endpoint, exc.message, images)
+        self.generate = None
+        return True
+
+    async def _tokens_in_call(self, request: ModelRequest) -> tuple[Any, Any]:
+        """(transport, prepared /generate call) of `request` where this endpoint takes tokens in, else (None, None)."""
+        if self.path is None:
+            await self.choose_path()
+        generate = self.generate
+        if generate is None:
+            return None, None
+        from .sglang_generate import unsupported_options
+
+        if unsupported_options(request):
+            return None, None  # an option only the chat request carries: this request goes by chat
+        session = current_session()
+        return generate, await generate.prepare(session.id if session else "", request)
 
     def _mark_answered(self) -> None:
         """Once per backend (not per call): the server answered, so losing it later is an outage;

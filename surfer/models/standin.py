@@ -23,6 +23,7 @@ then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
 prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
 that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
+`model_dir=DIR` (a model's tokenizer) adds SGLang's `/generate`, ids in (standin_generate.py).
 `engine="sglang"` plays SGLang instead: its /metrics names, `POST /flush_cache`
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
 engine's own account of how it was started (SGLang's server arguments, vLLM's
@@ -50,6 +51,7 @@ from typing import Any, Callable, Union
 
 from surfer.models.prefix_cache import PrefixCache
 from surfer.models.standin_adapters import StandInAdapters
+from surfer.models.standin_generate import GenerateRoutes
 from surfer.models.standin_pages import ENGINES, metrics_page, server_info
 from surfer.models.standin_tokenizer import ChatTokenizer, StandInTokenizer
 from surfer.models.standin_tokens import chat_completion
@@ -212,6 +214,7 @@ class StandInServer:
         token_fields: bool | None = None,
         tokenizer: ChatTokenizer | None = None,
         template: str = "chatml",
+        model_dir: str | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -244,6 +247,7 @@ class StandInServer:
         self._kv = threading.Condition()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        self.generate = None if model_dir is None else GenerateRoutes(self, model_dir, parse_chat_request)
         self._httpd = _Server((host, port), self._handler())
         self._thread: threading.Thread | None = None
 
@@ -382,6 +386,8 @@ class StandInServer:
                     self._send(200, {"object": "list", "data": [
                         {"id": server.model, "object": "model", "owned_by": server.engine, "max_model_len": server.max_model_len},
                         *server.adapters.cards()]})
+                elif self.path.rstrip("/") == "/get_model_info" and server.generate is not None:
+                    self._send(200, server.generate.model_info())
                 elif self.path.rstrip("/") == "/server_info" and server.engine == "sglang":
                     self._send(200, server_info(server.model, server.settings, server.max_model_len), "application/json")
                 else:
@@ -401,6 +407,8 @@ class StandInServer:
                 verb = server.adapters.route(self.path)
                 if verb is not None:
                     return self._send(*server.adapters.handle(verb, body))
+                if self.path.rstrip("/") == "/generate" and server.generate is not None:
+                    return self._send(*server.generate.answer(body, self.headers.get("X-Surfer-Session")))
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 INSTALL_SGLANG = ("SGLang is not installed: `pip install 'sglang[all]'` on a Linux machine with an NVIDIA GPU "
                   "(SGLang pins its own torch and transformers: give it its own environment).")
+# Where SGLang (>= 0.5.15) finds processors that replace its own for an architecture (surfer/models/sglang_processors)
+PROCESSORS_ENV = "SGLANG_EXTERNAL_MM_PROCESSOR_PACKAGE"
 DEFAULT_SGLANG = "0.5.15"  # the version `surfer serve --engine sglang` was checked with on an H100
 # First SGLang version with each flag surfer may pass (used only when SGLang is not installed).
 FLAG_SINCE: dict[str, str] = {
@@ -142,4 +144,6 @@ def build_command(
     if lora is not None:  # adapters loaded at run time (surfer/apps/serve/lora.py)
         sglang_lora(lora, profile.name, plan, add)
     cmd.extend(extra_args)
+    if serving.sglang_processors:  # Holotron's processor from surfer (surfer/models/sglang_processors)
+        plan.env[PROCESSORS_ENV] = serving.sglang_processors
     return plan

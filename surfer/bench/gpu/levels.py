@@ -321,6 +321,10 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     }
     if batch.auto is not None:
         result["concurrency_control"] = batch.concurrency_report
+    # the path the requests took (tokens in or chat, and why) and, by tokens in, how many continued their session's last
+    result["request_path"] = http.path.reason if http.path is not None else None
+    if http.generate is not None:
+        result["tokens_in"] = http.generate.chain.stats.as_dict()
     return result, recording.sent
 
 

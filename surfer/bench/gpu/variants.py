@@ -18,7 +18,9 @@ with N screenshots of history already in the session: the long-history
 regime without the hours of steps that build it; pair it with a
 `block_images` above N + the steps measured, and `--session-steps` above
 that), `image_refs` (on / off: each screenshot's bytes sent once, then its
-uuid; vLLM >= 0.13, surfer/models/image_refs.py), `name` (a label). `a|b|c`
+uuid; vLLM >= 0.13, surfer/models/image_refs.py), `tokens_in` (on / off /
+auto: requests as token ids to SGLang's /generate, or chat completions;
+surfer/models/tokens_in.py), `name` (a label). `a|b|c`
 (or a list in a file) expands to one variant per value; several such keys give their product. The first variant is
 the reference the others are compared with: put today's default first.
 """
@@ -35,7 +37,7 @@ from typing import Any
 from surfer.core.errors import ConfigError
 
 KEYS = ("name", "layout", "continuation", "image_budget", "memory_images", "block_images", "concurrency", "warm_steps",
-        "image_refs")
+        "image_refs", "tokens_in")
 ALIASES = {"sessions": "concurrency", "budget": "image_budget", "images": "memory_images", "block": "block_images",
            "warm": "warm_steps"}
 _SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
@@ -52,11 +54,13 @@ class Variant:
     name: str | None = None
     warm_steps: int | None = None  # steps each session does before the run, without the server
     image_refs: bool = False  # send each screenshot once, then its uuid (vLLM's processor cache)
+    tokens_in: str | None = None  # on / off / auto (None: the configuration's, auto)
 
     def config_update(self) -> dict[str, Any]:
         """AgentConfig fields this variant sets."""
         return {"prompt_layout": self.layout, "role_continuation": self.continuation, "image_budget": self.image_budget,
-                "memory_images": self.memory_images, "block_images": self.block_images, "image_refs": self.image_refs}
+                "memory_images": self.memory_images, "block_images": self.block_images, "image_refs": self.image_refs,
+                **({"tokens_in": self.tokens_in} if self.tokens_in else {})}
 
     def at(self, concurrency: int | str) -> Variant:
         return Variant(**{**asdict(self), "concurrency": concurrency})
@@ -77,6 +81,8 @@ class Variant:
             parts.append(f"warm{self.warm_steps}")
         if self.image_refs:
             parts.append("refs")
+        if self.tokens_in in ("on", "off"):
+            parts.append("ids" if self.tokens_in == "on" else "chat")
         return "+".join(parts)
 
     def max_images(self, profile: Any) -> int:
@@ -96,6 +102,7 @@ class Variant:
             # each screenshot's share of the budget, as the agent computes it (None: full resolution)
             "image_tokens_per_image": (budget // self.max_images(profile)) if (budget := self.image_budget or profile.image_budget) else None,
             "concurrency": self.concurrency, "warm_steps": self.warm_steps or 0, "image_refs": self.image_refs,
+            "tokens_in": self.tokens_in or "auto",
         }
 
 
@@ -104,6 +111,11 @@ def _value(key: str, raw: Any) -> Any:
         raw = raw.strip()
     if key in ("name", "layout"):
         return str(raw)
+    if key == "tokens_in":
+        word = ("on" if raw else "off") if isinstance(raw, bool) else str(raw).lower()
+        if word not in ("on", "off", "auto"):
+            raise ConfigError(f"--variants: tokens_in takes on/off/auto, got {raw!r}")
+        return word
     if key in ("continuation", "image_refs"):
         if isinstance(raw, bool) or raw is None:
             return raw if key == "continuation" else bool(raw)

@@ -45,6 +45,10 @@ class Serving:
     # state, and `align` keeps one only where a scheduler step ends on a block boundary (vLLM 0.25.1 derives the
     # block from the Mamba page: 1,312 tokens for Holotron-12B). `surfer bench prompts` counts reuse with it.
     align_block: int | None = None
+    # SGLang processors surfer ships for this family (a package SGLang loads through
+    # SGLANG_EXTERNAL_MM_PROCESSOR_PACKAGE, surfer/models/sglang_processors): Holotron's places each image at its
+    # own placeholder and takes token ids with images (tokens in).
+    sglang_processors: str | None = None
 
 
 @dataclass(frozen=True)

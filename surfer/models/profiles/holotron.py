@@ -19,5 +19,6 @@ PROFILE = Profile(
     },
     max_images=3,
     reply_prefix="<think></think>",  # the template's generation prompt with reasoning off
-    serving=Serving(trust_remote_code=True, hybrid=True, max_model_len=65_536, min_vllm="0.14.1", align_block=1312),
+    serving=Serving(trust_remote_code=True, hybrid=True, max_model_len=65_536, min_vllm="0.14.1", align_block=1312,
+                    sglang_processors="surfer.models.sglang_processors"),
 )

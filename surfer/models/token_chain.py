@@ -1,0 +1,164 @@
+"""A conversation kept as token ids: the one owner of what a tokens-in request
+sends (transport: sglang_generate.py).
+
+Per model session (affinity.py), the chain keeps its last few requests as the
+server took them: the prompt's ids as sent (each image as the template's
+placeholder, the images passed alongside) and the ids the server generated.
+A request that repeats one of them, then that reply as the assistant's turn,
+then new turns — the `conversation` layout's next step, or a localizer or
+validator continuing the policy's turn — is sent as
+
+    the earlier prompt's ids + the generated ids + the ids of what follows the reply
+
+where "what follows" is rendered by the model's own chat template
+(chat_tokens.py: the close of the assistant's turn, the new turns, the
+generation prompt). The server then finds the whole earlier request in its
+cache, to the token — the reply is never re-tokenised from its text, and a
+hybrid model's state, kept only where a request ended, is found every time.
+
+Any other request (the first of a session, or a layout that drops earlier
+screenshots or rewrites its text: `window`, `blocks` between block starts) is
+rendered whole, counted in `ChainStats` with the reason, and starts a new link.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from array import array
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .affinity import forget_when_sessions_end
+from .backend import ImagePart, Message, ModelRequest
+from .chat_tokens import TemplateTokenizer
+
+log = logging.getLogger(__name__)
+
+KEEP_PER_SESSION = 4  # the policy's last request and the roles' continuations of it
+MAX_SESSIONS = 1024  # sessions kept at most (each is forgotten when it ends; least recently used first past this)
+
+FIRST = "first request of the session"
+DROPPED = "earlier screenshots dropped (the layout's window or block moved)"
+REWRITTEN = "earlier turns rewritten (the layout changes text it sent before)"
+UNMATCHED_REPLY = "the assistant turn is not the reply the server generated"
+TEMPLATE = "the chat template does not render the new turn as an append"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One request as sent in ids, and what the server generated for it."""
+
+    messages: tuple[Message, ...]
+    options_key: str
+    ids: array  # the prompt as sent: one placeholder per image
+    images: tuple[ImagePart, ...]
+    generated: array  # the generated ids, a final stop token left out (the template closes the turn itself)
+    reply: str
+
+
+@dataclass
+class TokensPrompt:
+    """What one tokens-in request sends: `ids` (images as placeholders) and `images` in order."""
+
+    messages: tuple[Message, ...]
+    options_key: str
+    ids: list[int]
+    images: tuple[ImagePart, ...]
+    extends: int | None = None  # ids reused from the session's earlier request (None: rendered whole)
+    reason: str = ""  # why it was rendered whole
+
+
+@dataclass
+class ChainStats:
+    requests: int = 0
+    extended: int = 0  # sent as an earlier request's ids + generated ids + the new turn
+    rendered: Counter = field(default_factory=Counter)  # rendered whole, by reason
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "extended": self.extended, "rendered": dict(self.rendered)}
+
+
+def request_images(messages: Sequence[Message]) -> tuple[ImagePart, ...]:
+    return tuple(p for m in messages for p in m.content if isinstance(p, ImagePart))
+
+
+def _same_image(a: ImagePart, b: ImagePart) -> bool:
+    return a is b or (a.digest is not None and a.digest == b.digest) or a.data == b.data
+
+
+class TokenChain:
+    """The sessions' conversations as token ids (see the module docstring)."""
+
+    def __init__(self, chat: TemplateTokenizer, keep: int = KEEP_PER_SESSION) -> None:
+        self.chat = chat
+        self.keep = keep
+        self.stats = ChainStats()
+        self._sessions: OrderedDict[str, list[Link]] = OrderedDict()
+        self._said: set[str] = set()
+        self._lock = threading.Lock()  # prompts are rendered in worker threads, replies kept on the loop
+        forget_when_sessions_end(self)
+
+    def prompt(self, session: str, request: ModelRequest, options: dict[str, Any]) -> TokensPrompt:
+        """The ids to send for `request` (blocking: renders and tokenises; run it off the loop)."""
+        key = repr(sorted(options.items()))
+        with self._lock:
+            links = list(self._sessions.get(session, []))
+            self.stats.requests += 1
+        reason = FIRST if not links else ""
+        for link in reversed(links):
+            extended, why = self._extend(link, request, key, options)
+            if extended is not None:
+                with self._lock:
+                    self.stats.extended += 1
+                return extended
+            reason = reason or why
+        reason = reason or REWRITTEN
+        with self._lock:
+            self.stats.rendered[reason] += 1
+            said = reason in self._said
+            self._said.add(reason)
+        if reason != FIRST and not said:
+            log.warning("tokens in: a request could not extend its session's last one (%s); it is sent whole "
+                        "(the `conversation` prompt layout continues every step)", reason)
+        text = self.chat.render(request.messages, generation_prompt=True, options=options)
+        return TokensPrompt(request.messages, key, self.chat.encode(text), request_images(request.messages), None, reason)
+
+    def _extend(self, link: Link, request: ModelRequest, key: str, options: dict[str, Any]) -> tuple[TokensPrompt | None, str]:
+        """`request` as `link` + its reply + the new turns, or (None, why not)."""
+        messages, n = request.messages, len(link.messages)
+        if key != link.options_key or len(messages) < n + 2 or messages[:n] != link.messages:
+            images = request_images(messages)
+            kept = len(link.images) <= len(images) and all(map(_same_image, link.images, images))
+            return None, REWRITTEN if kept else DROPPED
+        reply = messages[n]
+        if reply.role != "assistant" or reply.image_count or not "".join(
+                p.text for p in reply.content).endswith(link.reply):  # type: ignore[union-attr]
+            return None, UNMATCHED_REPLY
+        after = messages[n + 1:]
+        text = self.chat.continuation(link.messages, reply, after, options)
+        if text is None:
+            return None, TEMPLATE
+        ids = [*link.ids, *link.generated, *self.chat.encode(text)]
+        reused = len(link.ids) + len(link.generated)
+        return TokensPrompt(messages, key, ids, link.images + request_images(after), reused), ""
+
+    def keep_reply(self, session: str, prompt: TokensPrompt, generated: Sequence[int], reply: str, stop: int | None = None) -> None:
+        """Remember `prompt` and what the server generated for it (`stop`: the token it stopped on)."""
+        out = list(generated)
+        if out and (out[-1] == stop or out[-1] in self.chat.stop_ids):
+            out.pop()  # the template writes the turn's end itself (continuation)
+        link = Link(prompt.messages, prompt.options_key, array("i", prompt.ids), prompt.images, array("i", out), reply)
+        with self._lock:
+            links = self._sessions.setdefault(session, [])
+            self._sessions.move_to_end(session)
+            # a continuation of a kept link replaces nothing: the policy's next step extends the policy's link
+            links.append(link)
+            del links[:-self.keep]
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+
+    def forget(self, session: str) -> None:
+        with self._lock:
+            self._sessions.pop(session, None)

@@ -1,0 +1,286 @@
+"""Tokens in: a session's requests sent as token ids to SGLang's /generate (the stand-in's, with a real
+tokenizer and chat template from the tiny model directories `surfer bench gpu make-model` writes), each
+continuing the last with the ids the server generated — asking what the chat request would have asked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+
+from surfer.agent.events import StepFinished
+from surfer.agent.loop import Agent
+from surfer.apps.options import DEMO_RECORDINGS
+from surfer.core.errors import ConfigError
+from surfer.models.affinity import model_session
+from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
+from surfer.models.chat_tokens import TemplateTokenizer
+from surfer.models.endpoint import Endpoint
+from surfer.models.http import OpenAICompatibleBackend
+from surfer.models.profiles import PROFILES
+from surfer.models.token_chain import DROPPED, FIRST, TokenChain
+from surfer.tools.replay import ReplayEnvironment
+
+RUN = DEMO_RECORDINGS / "demo-1280x800"
+CLICK = {"thought": "open it", "notes": "", "action": {"type": "click", "target": "the 'Register' link"}}
+ANSWER = {"thought": "done", "notes": "", "action": {"type": "answer", "text": "ABC-123"}}
+FAMILIES = {"holotron": "holotron", "holo2": "holo2"}  # profile -> make-model shape
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The two families' model directories (tokenizer, chat template, configuration; no weights)."""
+    from surfer.bench.gpu.models import make_model
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    for shape in set(FAMILIES.values()):
+        make_model(shape, root / shape)
+    return {profile: str(root / shape) for profile, shape in FAMILIES.items()}
+
+
+@pytest.fixture(scope="session")
+def chat_tokenizers(tiny_models):  # type: ignore[no-untyped-def]
+    return {profile: TemplateTokenizer.load(path) for profile, path in tiny_models.items()}
+
+
+def _image(n: int) -> ImagePart:
+    return ImagePart(f"screenshot {n}".encode(), "image/png", step=n)
+
+
+@pytest.mark.parametrize("profile", sorted(FAMILIES))
+def test_the_new_turn_is_what_the_chat_template_renders_after_the_reply(profile, chat_tokenizers) -> None:
+    chat, family = chat_tokenizers[profile], PROFILES[profile]
+    options = dict(family.extra_body_for("policy").get("chat_template_kwargs") or {})
+    reply = json.dumps(CLICK)
+    before = [Message.text("system", "You are a web agent."), Message("user", (_image(0), TextPart("Task: register.")))]
+    history = [*before, Message.text("assistant", family.reply_prefix + reply),
+               Message("user", (TextPart("Clicked."), _image(1), TextPart("What next?")))]
+    # the chat request: the server renders the whole conversation with the template
+    whole = chat.render(history, generation_prompt=True, options=options)
+    # tokens in: the last prompt (its generation prompt ends with the reply prefix), the reply, then the new turn
+    prompt = chat.render(before, generation_prompt=True, options=options)
+    assert prompt.endswith(family.reply_prefix)
+    assert prompt + reply + chat.continuation(before, history[2], history[3:], options) == whole
+
+    chain = TokenChain(chat)
+    first = chain.prompt("s", ModelRequest(tuple(before), "policy"), options)
+    assert first.extends is None and first.reason == FIRST and len(first.images) == 1
+    generated = chat.encode(reply)
+    chain.keep_reply("s", first, [*generated, min(chat.stop_ids)], reply)
+    second = chain.prompt("s", ModelRequest(tuple(history), "policy"), options)
+    assert second.ids[:second.extends] == [*first.ids, *generated]  # the ids sent and generated, as they were
+    assert chat.decode(second.ids) == whole  # ...and, read back, exactly the chat request's text
+    assert [i.step for i in second.images] == [0, 1]
+    assert chain.stats.as_dict() == {"requests": 2, "extended": 1, "rendered": {FIRST: 1}}
+
+
+def _responder():  # type: ignore[no-untyped-def]
+    seen: list[str] = []
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        seen.append(request.role)
+        if request.role == "localizer":
+            return {"x": 250, "y": 500}
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "the code is shown"}
+        return ANSWER if seen.count("policy") > 1 else CLICK
+    return respond
+
+
+def _run(server, profile: str, tokens_in: str, layout: str = "conversation"):  # type: ignore[no-untyped-def]
+    events: list = []
+    agent = Agent(base_url=server.base_url, model=server.model, profile=profile, environment=ReplayEnvironment(RUN),
+                  prompt_layout=layout, tokens_in=tokens_in, max_steps=5)
+    result = asyncio.run(agent.run("Register and report the code.", listeners=[events.append]))
+    assert result.status == "success", result.reason
+    steps = [e.record for e in events if isinstance(e, StepFinished)]
+    return result, [(s.action, s.points) for s in steps]
+
+
+@pytest.mark.parametrize("profile", sorted(FAMILIES))
+def test_a_run_by_tokens_in_reuses_every_earlier_request_and_acts_as_by_chat(profile, tiny_models, standin) -> None:
+    by_ids = standin(_responder(), engine="sglang", model_dir=tiny_models[profile])
+    result, steps = _run(by_ids, profile, "on")
+    bodies, cached, routes = by_ids.generate.requests, by_ids.generate.cached, by_ids.generate
+    assert len(bodies) >= 4 and all(b["sampling_params"]["json_schema"] for b in bodies)
+    # every request after the first extends an earlier one, token for token, and finds all of it cached
+    answers = routes.answers
+    for i in range(1, len(bodies)):
+        ids = bodies[i]["input_ids"]
+        earlier = [j for j in range(i) if ids[:len(bodies[j]["input_ids"]) + len(answers[j]["output_ids"]) - 1]
+                   == bodies[j]["input_ids"] + answers[j]["output_ids"][:-1]]
+        assert earlier, f"request {i} extends no earlier request"
+        j = earlier[-1]
+        # all it computed before (a sibling continuation may share a few ids more: the turn's close)
+        assert answers[i]["meta_info"]["prompt_tokens"] > cached[i] >= \
+            answers[j]["meta_info"]["prompt_tokens"] + len(answers[j]["output_ids"]) - 1
+    # the same run by chat completions: the responder was asked the same, the same actions followed
+    by_chat = standin(_responder(), engine="sglang")
+    chat_result, chat_steps = _run(by_chat, profile, "off")
+    assert not by_chat.generate and len(by_chat.requests) == len(by_ids.requests)
+    assert chat_steps == steps and chat_result.answer == result.answer == "ABC-123"
+    for asked_by_ids, asked_by_chat in zip(by_ids.requests, by_chat.requests):
+        assert asked_by_ids.role == asked_by_chat.role
+        assert asked_by_ids.schema == asked_by_chat.schema
+        # the same text (the template joins a turn's text parts; the stand-in cannot tell where one ended)
+        assert "".join(asked_by_ids.last_text.split()) == "".join(asked_by_chat.last_text.split())
+        assert asked_by_ids.images == asked_by_chat.images
+
+
+def test_a_layout_that_drops_screenshots_is_sent_whole_and_said(tiny_models, standin, caplog) -> None:
+    server = standin(_responder(), engine="sglang", model_dir=tiny_models["holotron"])
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, tokens_in="on"))
+
+    async def steps() -> None:
+        system = Message.text("system", "You are a web agent.")
+        with model_session("window"):
+            for n in range(3):  # the window layout: the last two screenshots, the text rewritten every step
+                shown = [_image(k) for k in range(max(0, n - 1), n + 1)]
+                await backend.complete(ModelRequest((system, Message("user", (TextPart(f"Step {n}"), *shown))), "policy"))
+        await backend.aclose()
+
+    with caplog.at_level(logging.INFO, logger="surfer.models.token_chain"):
+        asyncio.run(steps())
+    stats = backend.generate.chain.stats.as_dict()
+    assert stats["extended"] == 0 and stats["rendered"] == {FIRST: 1, DROPPED: 1, "earlier turns rewritten (the layout changes text it sent before)": 1}
+    assert "could not extend" in caplog.text and "screenshots dropped" in caplog.text
+
+
+def test_the_path_follows_the_server_and_the_setting(tiny_models, standin) -> None:
+    sglang = standin(_responder(), engine="sglang", model_dir=tiny_models["holo2"])
+    vllm = standin(_responder())
+
+    async def path(server, **options):  # type: ignore[no-untyped-def]
+        backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, **options))
+        try:
+            await backend.check()
+            return backend.path
+        finally:
+            await backend.aclose()
+
+    chosen = asyncio.run(path(sglang))
+    assert chosen.tokens_in and "SGLang /generate" in chosen.reason and tiny_models["holo2"] in chosen.reason
+    assert "not SGLang" in asyncio.run(path(vllm)).reason and not asyncio.run(path(vllm)).tokens_in
+    assert asyncio.run(path(sglang, tokens_in="off")).reason == "chat completions (tokens_in = off)"
+    with pytest.raises(ConfigError, match="tokens_in = on"):
+        asyncio.run(path(vllm, tokens_in="on"))
+    with pytest.raises(ConfigError, match="cannot load a tokenizer"):
+        asyncio.run(path(sglang, tokens_in="on", tokenizer=str(RUN)))
+    fallback = asyncio.run(path(sglang, tokenizer=str(RUN)))  # auto: a tokenizer that does not load keeps chat
+    assert not fallback.tokens_in and "cannot load a tokenizer" in fallback.reason
+
+
+def test_holotrons_sglang_processor_puts_each_image_at_its_placeholder_and_keeps_the_ids(chat_tokenizers) -> None:
+    from surfer.models.sglang_processors import expand_images, image_offsets
+
+    chat = chat_tokenizers["holotron"]
+    vocab = chat.tokenizer.get_vocab()
+    image, start, end = vocab["<image>"], vocab["<img>"], vocab["</img>"]
+    history = [Message("user", (_image(0), TextPart("Task"))), Message.text("assistant", "{}"),
+               Message("user", (_image(1), TextPart("Next")))]
+    ids = chat.encode(chat.render(history, generation_prompt=True))
+    # what SGLang 0.5.15's processor writes: every image's tokens at the first placeholder, the second left stray
+    first = ids.index(image)
+    processed = [*ids[:first], start, *[image] * 512, end, start, *[image] * 256, end, *ids[first + 1:]]
+    expanded = expand_images(ids, processed, image, start, end)
+    assert expanded is not None and len(expanded) == len(ids) - 2 + 514 + 258
+    offsets = image_offsets(expanded, image, start)
+    assert [e - s + 1 for s, e in offsets] == [512, 256]  # each image's tokens where its placeholder was
+    second = ids.index(image, first + 1)
+    assert offsets[1][0] == second - 1 + 514 + 1  # after the first image's run, the ids between kept as sent
+    assert [t for t in expanded if t not in (image, start, end)] == [t for t in ids if t != image]
+    assert expand_images(ids, processed[:first + 515], image, start, end) is None  # two placeholders, one image
+    bracketed = [*ids[:first], start, image, end, *ids[first + 1:]]  # a template that writes <img><image></img>
+    assert expand_images(bracketed, processed, image, start, end) == expanded
+
+
+def test_a_refused_form_keeps_the_chat_path(tiny_models, standin, caplog) -> None:
+    server = standin(_responder(), engine="sglang", model_dir=tiny_models["holotron"])
+    server.generate.refuse_images = True  # stock SGLang 0.5.15 with Holotron: ids with images are an HTTP 500
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model))
+    request = ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy", {"type": "object"})
+
+    async def twice() -> list[str]:
+        texts = [(await backend.complete(request)).text for _ in range(2)]
+        await backend.aclose()
+        return texts
+
+    with caplog.at_level(logging.WARNING, logger="surfer.models.tokens_in"):
+        texts = asyncio.run(twice())
+    assert [json.loads(t) for t in texts] == [CLICK, ANSWER]  # both answered, by chat
+    assert len(server.generate.requests) == 0 and len(server.requests) == 2
+    assert not backend.path.tokens_in and "refused token ids with images" in backend.path.reason
+    assert caplog.text.count("refused token ids with images") == 1
+
+
+def test_doctor_says_which_path_an_endpoint_gets_and_why(tiny_models, standin) -> None:
+    from surfer.apps.doctor import PROBE_ANSWER, run_checks
+
+    def probe_answer(request):  # type: ignore[no-untyped-def]
+        return PROBE_ANSWER
+
+    def path_check(server):  # type: ignore[no-untyped-def]
+        checks = asyncio.run(run_checks(server.base_url, server.model, browser=False))
+        return next(c for c in checks if c.name == "request path")
+
+    sglang = standin(probe_answer, engine="sglang", model_dir=tiny_models["holotron"])
+    check = path_check(sglang)
+    assert check.status == "ok" and "tokens in: SGLang /generate" in check.detail and "screenshot accepted" in check.detail
+    assert len(sglang.generate.requests) == 1 and sglang.generate.requests[0]["image_data"]
+    sglang.generate.refuse_images = True
+    check = path_check(sglang)
+    assert check.status == "warn" and "refused token ids with images" in check.detail and "surfer serve" in check.fix
+    check = path_check(standin(probe_answer))
+    assert check.status == "ok" and check.detail == "the server is not SGLang (no /get_model_info): chat completions"
+
+
+def test_recorded_calls_carry_the_ids_the_server_saw_and_sampled(tiny_models, standin) -> None:
+    from surfer.models.standin_generate import IMAGE_TOKENS, SAMPLED_LOGPROB
+
+    server = standin(_responder(), engine="sglang", model_dir=tiny_models["holo2"])
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, tokens_in="on"))
+
+    async def calls():  # type: ignore[no-untyped-def]
+        await backend.choose_path()
+        plain = await backend.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
+        backend.generate.record = True
+        recorded = await backend.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
+        await backend.aclose()
+        return plain, recorded
+
+    plain, recorded = asyncio.run(calls())
+    assert plain.tokens is None and "return_prompt_token_ids" not in server.generate.requests[0]
+    tokens, sent = recorded.tokens, server.generate.requests[1]
+    placeholder = server.generate.placeholder
+    assert tokens.prompt_ids.count(placeholder) == IMAGE_TOKENS and sent["input_ids"].count(placeholder) == 1
+    assert len(tokens.prompt_ids) == len(sent["input_ids"]) - 1 + IMAGE_TOKENS == recorded.usage.prompt_tokens
+    assert list(tokens.completion_ids) == server.generate.answers[1]["output_ids"]
+    assert tokens.logprobs == (SAMPLED_LOGPROB,) * len(tokens.completion_ids) and tokens.finish_reason == "stop"
+    assert tokens.cached_tokens == len(tokens.prompt_ids) - 1  # the same prompt again: all but the last id found
+    assert tokens.policy == server.model and tokens.policy_version == "default"
+
+
+def test_bench_variants_compare_chat_and_tokens_in() -> None:
+    from surfer.bench.gpu.variants import parse_inline
+
+    chat, ids = parse_inline("layout=conversation,tokens_in=off|on")
+    assert (chat.label(), ids.label()) == ("conversation+chat", "conversation+ids")
+    assert chat.config_update()["tokens_in"] == "off" and ids.config_update()["tokens_in"] == "on"
+    assert "tokens_in" not in parse_inline("layout=window")[0].config_update()  # the configuration's own (auto)
+    with pytest.raises(ConfigError, match="tokens_in takes on/off/auto"):
+        parse_inline("tokens_in=maybe")
+
+
+def test_a_sessions_conversation_is_forgotten_when_it_ends(chat_tokenizers) -> None:
+    chain = TokenChain(chat_tokenizers["holo2"])
+    request = ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy")
+    with model_session("ends"):
+        prompt = chain.prompt("ends", request, {})
+        chain.keep_reply("ends", prompt, [5, 6], "{}")
+        assert chain.prompt("ends", ModelRequest((*request.messages, Message.text("assistant", "{}"),
+                                                  Message.text("user", "Next")), "policy"), {}).extends
+    again = chain.prompt("ends", ModelRequest((*request.messages, Message.text("assistant", "{}"),
+                                               Message.text("user", "Next")), "policy"), {})
+    assert again.extends is None and again.reason == FIRST  # nothing of the ended session is kept
