@@ -134,8 +134,10 @@ def requirements(wheel: Path) -> list[str]:
 def build(name: str, out: Path, work: Path, fast: bool = False, reuse: bool = False) -> dict:
     spec = SETS[name]
     wheels, site = work / name / "wheels", work / name / spec["site"]
-    if reuse and site.is_dir():
-        return pack(name, spec, out, work, fast, strip_site(site, spec, list(spec["no_deps"])))
+    facts_file = work / name / "stripped.json"
+    if reuse and site.is_dir():  # what the first strip found (a second one finds dropped units' names zeroed)
+        facts = json.loads(facts_file.read_text()) if facts_file.exists() else strip_site(site, spec, list(spec["no_deps"]))
+        return pack(name, spec, out, work, fast, facts)
     shutil.rmtree(work / name, ignore_errors=True)
     wheels.mkdir(parents=True)
     run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", *PLATFORM, "-d", str(wheels), *spec["engine"])
@@ -155,12 +157,14 @@ def build(name: str, out: Path, work: Path, fast: bool = False, reuse: bool = Fa
     for wheel in sorted(wheels.glob("*.whl")):
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(site)
-    return pack(name, spec, out, work, fast, strip_site(site, spec, no_deps))
+    facts = strip_site(site, spec, no_deps)
+    facts_file.write_text(json.dumps(facts))
+    return pack(name, spec, out, work, fast, facts)
 
 
 def strip_site(site: Path, spec: dict, no_deps: list[str]) -> dict:
-    """Zero what an sm_90 GPU never runs in every shared library of `site` (in place; doing it again
-    changes nothing and reports the same)."""
+    """Zero what an sm_90 GPU never runs in every shared library of `site`, in place (doing it again changes
+    nothing, but no longer sees the names of the units it dropped)."""
     drop = re.compile(spec["drop_units"]) if spec.get("drop_units") else None
     stripped = StripReport()
     libraries = {}
