@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from surfer.agent.result import ErrorKind, RunResult, Status, TokenTotals
 
 
-FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "needs_approval", "error"})
+FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "needs_approval", "needs_input", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
 RUNS = "runs"

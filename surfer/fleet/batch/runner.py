@@ -115,6 +115,7 @@ class Batch:
         listeners: list[Any] | None = None,
         replay: list[Any] | None = None,
         secrets: Any = None,
+        answers: Any = None,
         crash_retries: int = 1,
         auto: dict[str, Any] | None = None,
         say: Any = None,
@@ -149,6 +150,7 @@ class Batch:
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
         self.secrets = secrets
+        self.answers = answers  # replies to the agent's questions (a task's own `answers` first)
         self.backends = shared_backends(config, max_inflight, backend)
         self.servers = BatchServers(self.backends)  # with several model servers: where each session goes
         self.stats.servers = self.servers.snapshot
@@ -200,7 +202,9 @@ class Batch:
 
     def pending(self) -> list[BatchTask]:
         finished = self.index.finished(self.retry_errors)
-        return [t for t in self.tasks if t.id not in finished]
+        # a task that ended needs_input runs again once replies are given (--answers, the task's own answers)
+        return [t for t in self.tasks if t.id not in finished or (
+            finished[t.id].get("status") == "needs_input" and (self.answers is not None or t.answers is not None))]
 
     # -- running -------------------------------------------------------------------
 
@@ -332,7 +336,8 @@ class Batch:
             # a clock, not a bare timeout: time held for a model server that went away moves it (core/deadline.py)
             with run_deadline(asyncio.get_running_loop().time() + config.max_seconds + HARD_LIMIT_GRACE) as hard:
                 async with hard.limit():
-                    return await agent.run(task.task, task.url, out_dir=tmp, control=control)
+                    return await agent.run(task.task, task.url, out_dir=tmp, control=control,
+                                           answers=task.answers if task.answers is not None else self.answers)
         except TimeoutError:
             return RunResult(
                 status="limit",
