@@ -47,6 +47,8 @@ class ResultLine(BaseModel):
     answer: Optional[str] = Field(description="The final answer.")
     reason: Optional[str] = Field(description="Why it ended so.")
     error_kind: Optional[ErrorKind] = Field(description="For errors: which kind (see Troubleshooting).")
+    question: Optional[str] = Field(default=None, description="For needs_input: the agent's question nobody answered "
+                                    "(reply with --answers or the task's answers, and run the batch again).")
     steps: int = Field(description="Steps taken.")
     browser_crashes: int = Field(description="Times the browser died under this task (it then ran again).")
     seconds: float = Field(description="Wall time of the task, all its attempts.")

@@ -435,6 +435,7 @@ class Batch:
             "answer": result.answer,
             "reason": result.reason,
             "error_kind": result.error_kind,
+            **({"question": result.question} if result.question else {}),
             "steps": result.steps,
             "browser_crashes": self.crashes.pop(task.id or "", 0),
             "seconds": round(seconds, 3),
