@@ -291,3 +291,35 @@ async def test_runs_of_one_mcp_server_are_placed_on_several_model_servers(standi
     assert [payload(run)["status"] for run in runs] == ["success", "success"]
     sessions = [{r.session for r in server.requests} for server in (a, b)]
     assert all(len(s) == 1 for s in sessions) and sessions[0].isdisjoint(sessions[1])  # one run each, all its calls
+
+
+async def test_a_session_id_continues_in_the_same_browser_until_the_session_idles_out(standin, acme_site, acme_centres, tmp_path):
+    from login_site import ORDER, PASSWORD, TASK, AcmeOracle
+
+    follow_up = "Which name does the account page greet?"
+
+    class FollowingUp(AcmeOracle):
+        def policy(self, request: Any) -> dict[str, Any]:
+            if follow_up in request.text and "Current page: Account" in request.text:
+                return {"thought": "", "notes": "", "action": {"type": "answer", "text": "Alice"}}
+            return super().policy(request)
+
+    server = standin(FollowingUp(acme_centres, normalized))
+    logins = acme_site.logins
+    args = [*endpoint(server, tmp_path), "--secret", "PASSWORD=ACME_PW", "--no-validator", "--session-idle", "2"]
+    async with mcp_session(*args, env=server_env(ACME_PW=PASSWORD)) as session:
+        first = payload(await session.call_tool("run_task", {"task": TASK, "url": acme_site.url("/account")}))
+        assert (first["status"], first["answer"]) == ("success", ORDER) and first["session_id"]
+        second = payload(await session.call_tool("run_task", {"task": follow_up, "session_id": first["session_id"]}))
+        assert (second["status"], second["answer"], second["session_id"]) == ("success", "Alice", first["session_id"])
+        assert acme_site.logins == logins + 1  # the follow-up started signed in, where the first task ended
+        assert Path(second["run_dir"]).parent == tmp_path / "runs"
+        deadline = time.monotonic() + 60
+        while (state := payload(await session.call_tool("task_status", {"task_id": second["task_id"]}))["session"]) == "open":
+            assert time.monotonic() < deadline, "the idle session was never closed"
+            await asyncio.sleep(0.2)
+        assert state == "closed: it was closed after 2 s without a task"
+        gone = error_text(await session.call_tool("run_task", {"task": follow_up, "session_id": first["session_id"]}))
+        assert "was closed after 2 s without a task" in gone and "leave out session_id" in gone
+        unknown = error_text(await session.call_tool("end_session", {"session_id": "nope"}))
+        assert "unknown session id 'nope'" in unknown

@@ -126,9 +126,13 @@ class Session:
     async def run(
         self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
         control: RunControl | None = None, on_question: QuestionHandler | None = None, answers: Any = None,
+        out_dir: str | Path | None = None, agent: Agent | None = None,
     ) -> RunResult:
         """Run the next task where the last one ended (`url`: go there first; the first task
-        opens the session's URL). Returns its result; errors come back as `status="error"`."""
+        opens the session's URL). Returns its result; errors come back as `status="error"`.
+        `out_dir`: this task's run directory (default: the next one in the session directory);
+        `agent`: another agent for this task (its settings and roles; the session's browser,
+        account and directory stay)."""
         if self._closed:
             raise RuntimeError("this session is closed")
         async with self._turn:
@@ -137,8 +141,8 @@ class Session:
             control = control or RunControl()
             self.control = control
             try:
-                result = await self.agent._run(
-                    task, url or (self.url if first or self._note else None), self._task_dir(task),
+                result = await (agent or self.agent)._run(
+                    task, url or (self.url if first or self._note else None), out_dir or self._task_dir(task),
                     [*self.listeners, *(listeners or [])], answer_schema, control,
                     on_question or self.on_question, answers if answers is not None else self.answers,
                     environment=env, earlier=earlier_tasks(self.results, self._note),
@@ -154,11 +158,13 @@ class Session:
 
     def start(
         self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+        out_dir: str | Path | None = None, agent: Agent | None = None,
     ) -> RunHandle:
         """Start the next task in the background (inside a running event loop): a handle
         to pause, resume, hint, finish or cancel it, and await its result."""
         control = RunControl()
-        running = asyncio.ensure_future(self.run(task, url, listeners=listeners, answer_schema=answer_schema, control=control))
+        running = asyncio.ensure_future(self.run(
+            task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent))
         return RunHandle(running, control)
 
     async def _restart_environment(self) -> None:
