@@ -304,3 +304,18 @@ def test_off_a_terminal_a_question_exits_needs_input_and_answers_reply_on_the_re
     no_task = subprocess.run(run_args(server), capture_output=True, text=True, env=child_env(), stdin=subprocess.DEVNULL, timeout=60)
     said = no_task.stdout + no_task.stderr
     assert no_task.returncode == 2 and "give the task to run" in said and "Traceback" not in said
+
+
+async def test_asking_the_same_question_again_is_a_repetition(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    same = act({"type": "ask_user", "question": "Which colour?"})
+    replies: list[str] = []
+
+    def on_question(question: Question) -> str:  # a sync callback
+        replies.append(question.text)
+        return "I don't mind"
+
+    agent = Agent(backend=ScriptedModel(policy=[same] * 6), environment=env, on_question=on_question, max_repeats=2)
+    result = await agent.run("pick a colour")
+    assert result.status == "stuck" and "repeated the same action" in (result.reason or "")
+    assert len(replies) == 3  # asked, asked again (told), asked a third time: stopped
