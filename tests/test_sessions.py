@@ -319,3 +319,24 @@ async def test_asking_the_same_question_again_is_a_repetition(browser_env, pages
     result = await agent.run("pick a colour")
     assert result.status == "stuck" and "repeated the same action" in (result.reason or "")
     assert len(replies) == 3  # asked, asked again (told), asked a third time: stopped
+
+
+def test_a_qa_case_whose_agent_asks_fails_needs_input_without_a_retry(standin, demo_site, tmp_path):
+    from junitparser import Failure, JUnitXml
+
+    def asks(request: Any) -> dict[str, Any]:
+        return act({"type": "ask_user", "question": "Which branch of the library do you mean?"})
+
+    server = standin(asks)
+    suite = tmp_path / "checks.yaml"
+    suite.write_text(f"name: checks\nbase_url: {demo_site.base_url}\ncases:\n"
+                     "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n")
+    proc = subprocess.run([sys.executable, "-m", "surfer", "qa", str(suite), "--out", str(tmp_path / "out"), "--retries", "1",
+                           "--no-cache", "--quiet", "--base-url", server.base_url, "--model", server.model, "--profile", "holotron"],
+                          capture_output=True, text=True, env=child_env(), stdin=subprocess.DEVNULL, timeout=180)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    record = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[-1])
+    assert (record["status"], record["attempts"]) == ("needs_input", 1)  # a question is not retried
+    case = next(case for s in JUnitXml.fromfile(str(tmp_path / "out" / "junit.xml")) for case in s)
+    failure = case.result[0]
+    assert isinstance(failure, Failure) and failure.type == "needs_input"
