@@ -340,3 +340,22 @@ def test_a_qa_case_whose_agent_asks_fails_needs_input_without_a_retry(standin, d
     case = next(case for s in JUnitXml.fromfile(str(tmp_path / "out" / "junit.xml")) for case in s)
     failure = case.result[0]
     assert isinstance(failure, Failure) and failure.type == "needs_input"
+
+
+async def test_a_browser_that_dies_between_tasks_is_replaced_and_the_next_prompt_says_so(pages, tmp_path):
+    from conftest import crash_page
+    from surfer.agent.session import RESTARTED
+
+    model = ScriptedModel(policy=[act({"type": "answer", "text": "one"}), act({"type": "answer", "text": "two"})])
+    agent = Agent(backend=model, validate_answers=False)
+    try:
+        async with agent.session(url=pages.url("actions.html"), out_dir=tmp_path / "s") as session:
+            assert (await session.run("first")).status == "success"
+            first_browser = session.environment
+            await crash_page(first_browser.page)
+            second = await session.run("second")
+            assert second.status == "success" and session.environment is not first_browser
+            assert second.url == pages.url("actions.html")  # the new browser opens the session's page again
+    finally:
+        await agent.aclose()
+    assert RESTARTED in prompt_text(model.requests[-1])

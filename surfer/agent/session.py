@@ -110,6 +110,11 @@ class Session:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    @property
+    def browser_restarted(self) -> bool:
+        """Whether the next task starts in a new browser, the last one having died (its pages are gone)."""
+        return bool(self._note)
+
     def _open_environment(self) -> Environment:
         if self.environment is None:
             if self.agent.environment is not None:
@@ -137,6 +142,8 @@ class Session:
             raise RuntimeError("this session is closed")
         async with self._turn:
             first = not self.results
+            if self.environment is not None and self._owned and not self.environment.alive:
+                await self._restart_environment()  # it died between tasks
             env = self._open_environment()
             control = control or RunControl()
             self.control = control
@@ -152,7 +159,7 @@ class Session:
             self._note = ""
             self.results.append(result)
             await asyncio.to_thread(self._write_summary)
-            if result.error_kind == "browser_crash" and self._owned:
+            if self._owned and (result.error_kind == "browser_crash" or not env.alive):
                 await self._restart_environment()
             return result
 

@@ -257,6 +257,9 @@ async def run_session(agent: Any, controls: Any, console: Any, task: str | None,
                 last = await handle.result()
             finally:
                 controls.detach()
+            if session.browser_restarted:
+                options.say(console, "browser:", "yellow", "it stopped working and was restarted: the pages, sign-ins "
+                            "and tabs of the earlier tasks are gone")
             task = await controls.next_task()
     finally:
         await session.close()
