@@ -227,7 +227,7 @@ def run(
         result = run_interruptible(main())
     except Interrupted as stop:
         saved = Path(run_dir) / "result.json"
-        if follow_up and (Path(run_dir) / "session.json").exists():
+        if follow_up and any(Path(run_dir).glob("*/result.json")):
             options.say(console, "interrupted", "yellow", f"by {stop}; the session's tasks are saved in {run_dir}")
         elif saved.exists():
             options.say(console, "interrupted", "yellow", f"by {stop}; what was done is saved in {run_dir}")
