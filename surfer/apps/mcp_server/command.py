@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where the run directories go (default runs/)."),
         qa_dir: Path = typer.Option(Path("qa-runs"), "--qa-dir", help="Where run_suite's outputs go (default qa-runs/)."),
         session_idle: float = typer.Option(
-            300.0, "--session-idle", metavar="SECONDS", help="Close a session's browser after this long without a task "
+            120.0, "--session-idle", metavar="SECONDS", help="Close a session's browser after this long without a task "
             "(a later call naming its session_id is told so)."),
         base_url: options.BaseUrl = None,
         model: options.Model = None,

@@ -51,7 +51,7 @@ class ServerSettings:
     secrets: Any  # surfer.agent.secrets.Secrets
     runs_root: Path
     qa_root: Path
-    session_idle_s: float = 300.0  # a session's browser is closed after this long without a task
+    session_idle_s: float = 120.0  # a session's browser is closed after this long without a task
 
 
 @dataclass
@@ -287,7 +287,7 @@ class RunManager:
             run.handle.cancel()
 
     async def cancel(self, run: TaskRun, reason: str = CANCELLED_REASON) -> TaskRun:
-        """Stop the run: the step in progress is dropped, the browser closed, and
+        """Stop the run: the step in progress is dropped (the session keeps its browser), and
         result.json and report.html say it was cancelled."""
         if run.driver.done():
             return run

@@ -149,7 +149,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
 
     @server.tool()
     async def cancel_task(task_id: str) -> dict[str, Any]:
-        """Stop a running task: the step in progress is dropped, the browser closed, and the run
+        """Stop a running task: the step in progress is dropped (its session keeps the browser), and the run
         directory records it (status interrupted). A task that already ended is left as it is."""
         try:
             run = runs.get(task_id)
