@@ -233,13 +233,10 @@ class Agent(StepMachinery):
                 if asyncio.iscoroutine(outcome):
                     await outcome
 
-        run = RunState(
-            task, url, uuid.uuid4().hex[:12], str(writer.run_dir) if writer else None, emit, self.secrets.scrub, answer,
-            control or RunControl(), on_question=on_question or self.on_question,
-            answers=PresetAnswers.of(answers, "answers") if answers is not None else self.answers, earlier=earlier,
+        return await self._execute(
+            task, url, writer.run_dir if writer else None, emit, answer, control or RunControl(),
+            on_question=on_question, answers=answers, environment=environment, earlier=earlier,
         )
-        with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
-            return await self._execute_in_session(run, url, writer.run_dir if writer else None, emit, run.control, environment)
 
     def start(
         self, task: str, url: str | None = None, *, out_dir: str | Path | None = None,
@@ -319,6 +316,18 @@ class Agent(StepMachinery):
         return TrajectoryWriter(target, scrub=self.secrets.scrub_obj, video=self.config.video)
 
     # -- the loop ------------------------------------------------------------
+
+    async def _execute(
+        self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]],
+        answer: AnswerSchema | None, control: RunControl, *, on_question: QuestionHandler | None = None, answers: Any = None,
+        environment: Environment | None = None, earlier: str = "",
+    ) -> RunResult:
+        run = RunState(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
+        run.on_question = on_question or self.on_question
+        run.answers = PresetAnswers.of(answers, "answers") if answers is not None else self.answers
+        run.earlier = earlier
+        with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
+            return await self._execute_in_session(run, url, run_dir, emit, control, environment)
 
     async def _execute_in_session(
         self, run: RunState, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]], control: RunControl,
