@@ -359,3 +359,18 @@ async def test_a_browser_that_dies_between_tasks_is_replaced_and_the_next_prompt
     finally:
         await agent.aclose()
     assert RESTARTED in prompt_text(model.requests[-1])
+
+
+def test_bad_answers_are_usage_errors_naming_the_file_or_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"task": "t", "answers": {"(unclosed": "x"}}) + "\n")
+    bad_line = CliRunner().invoke(app, ["batch", str(tasks), "--out", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1"])
+    assert bad_line.exit_code == 2 and f"{tasks}:1: answers" in " ".join(bad_line.output.split()), bad_line.output
+    tasks.write_text(json.dumps({"task": "t"}) + "\n")
+    for command in (["batch", str(tasks), "--out", str(tmp_path / "out")], ["run", "t", "--json"]):
+        missing = CliRunner().invoke(app, [*command, "--answers", str(tmp_path / "nope.json"), "--base-url", "http://127.0.0.1:9/v1"])
+        assert missing.exit_code == 2 and "does not exist" in missing.output and "Traceback" not in missing.output, missing.output
