@@ -374,3 +374,15 @@ def test_bad_answers_are_usage_errors_naming_the_file_or_line(tmp_path):
     for command in (["batch", str(tasks), "--out", str(tmp_path / "out")], ["run", "t", "--json"]):
         missing = CliRunner().invoke(app, [*command, "--answers", str(tmp_path / "nope.json"), "--base-url", "http://127.0.0.1:9/v1"])
         assert missing.exit_code == 2 and "does not exist" in missing.output and "Traceback" not in missing.output, missing.output
+
+
+def test_without_a_task_the_terminal_asks_for_one_and_ctrl_d_ends_the_session(standin, tmp_path):
+    server = standin(lambda request: act({"type": "answer", "text": "done"}))
+    terminal = Terminal(run_args(server, "--out", str(tmp_path / "session")))
+    try:
+        terminal.expect("next task")
+        os.write(terminal.leader, b"\x04")  # Ctrl-D at an empty prompt
+    finally:
+        code = terminal.close()
+    assert code == 0, terminal.plain[-2000:]
+    assert not (tmp_path / "session").exists()  # nothing ran, nothing was written
