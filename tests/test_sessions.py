@@ -228,7 +228,7 @@ class Terminal:
         """Read until `text` has been shown (counted from what was already seen)."""
         start = len(self.seen)
         deadline = time.monotonic() + timeout
-        while text not in self.seen[start:]:
+        while text not in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.seen[start:]):
             assert time.monotonic() < deadline and self.process.poll() is None, f"{text!r} never shown:\n{self.seen[-3000:]}"
             if select.select([self.leader], [], [], 0.2)[0]:
                 try:
@@ -376,13 +376,20 @@ def test_bad_answers_are_usage_errors_naming_the_file_or_line(tmp_path):
         assert missing.exit_code == 2 and "does not exist" in missing.output and "Traceback" not in missing.output, missing.output
 
 
-def test_without_a_task_the_terminal_asks_for_one_and_ctrl_d_ends_the_session(standin, tmp_path):
-    server = standin(lambda request: act({"type": "answer", "text": "done"}))
-    terminal = Terminal(run_args(server, "--out", str(tmp_path / "session")))
+def test_without_a_task_the_terminal_asks_for_one_a_line_typed_meanwhile_is_queued_and_ctrl_d_ends(standin, tmp_path):
+    server = standin(lambda request: act({"type": "answer", "text": "done"}), delay=1.0)
+    folder = tmp_path / "session"
+    terminal = Terminal(run_args(server, "--out", str(folder)))
     try:
         terminal.expect("next task")
+        terminal.type("first")
+        terminal.expect("keys:")  # the task runs (its model call takes a second)
+        terminal.type("second")
+        terminal.expect("queued as the next task: second")
+        terminal.expect("next task (")  # both ran; asked for a third
         os.write(terminal.leader, b"\x04")  # Ctrl-D at an empty prompt
     finally:
         code = terminal.close()
     assert code == 0, terminal.plain[-2000:]
-    assert not (tmp_path / "session").exists()  # nothing ran, nothing was written
+    tasks = json.loads((folder / "session.json").read_text())["tasks"]
+    assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("second", "success")]

@@ -61,12 +61,12 @@ class TerminalControls:
         """The next line typed (stripped); None when the input ended. `hidden`: not echoed."""
         if self._ended:
             return None
-        self.console.print(prompt, markup=True, highlight=False)
+        echo = _echo_off(self.stream) if hidden else None  # before the prompt: a reply typed at once is not shown
         listening = self._attached
-        self._listen()
-        self._line = asyncio.get_running_loop().create_future()
-        echo = _echo_off(self.stream) if hidden else None
         try:
+            self._listen()
+            self._line = asyncio.get_running_loop().create_future()
+            self.console.print(prompt, markup=True, highlight=False)
             return await self._line
         finally:
             self._line = None
