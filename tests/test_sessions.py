@@ -393,3 +393,19 @@ def test_without_a_task_the_terminal_asks_for_one_a_line_typed_meanwhile_is_queu
     assert code == 0, terminal.plain[-2000:]
     tasks = json.loads((folder / "session.json").read_text())["tasks"]
     assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("second", "success")]
+
+
+async def test_time_waiting_for_a_reply_is_not_charged_to_the_time_limit(browser_env, pages):
+    import asyncio
+
+    env = await browser_env(pages.url("actions.html"))
+
+    async def slow_person(question: Question) -> str:
+        await asyncio.sleep(3.5)  # a person who takes longer to reply than the task may run
+        return "blue"
+
+    model = ScriptedModel(policy=[act({"type": "ask_user", "question": "Which colour?"}), act({"type": "answer", "text": "blue"})])
+    result = await Agent(backend=model, environment=env, on_question=slow_person, validate_answers=False,
+                         max_seconds=3).run("pick a colour")
+    assert (result.status, result.answer, result.reason) == ("success", "blue", None)  # not answered at the limit
+    assert result.timings.waiting_seconds >= 3.5 and result.timings.seconds > 3
