@@ -323,3 +323,35 @@ async def test_a_session_id_continues_in_the_same_browser_until_the_session_idle
         assert "was closed after 2 s without a task" in gone and "leave out session_id" in gone
         unknown = error_text(await session.call_tool("end_session", {"session_id": "nope"}))
         assert "unknown session id 'nope'" in unknown
+
+
+async def test_a_question_waits_in_task_status_until_answer_task_replies(standin, acme_site, acme_centres, tmp_path):
+    from login_site import ORDER, PASSWORD, PASSWORD_FIELD, TASK, USER, USERNAME_FIELD, AcmeOracle
+
+    class Asking(AcmeOracle):  # asks the user for the password instead of knowing a secret
+        def policy(self, request: Any) -> dict[str, Any]:
+            history = request.text.split("History:", 1)[-1].rsplit("Current page:", 1)[0]
+            if "Current page: Sign in" in request.text and f"text={USER!r}" in history:
+                action = ({"type": "ask_user", "question": "What is your password?", "secret": True}
+                          if "the user replied" not in history else
+                          {"type": "type", "text": "{{REPLY_1}}", "target": PASSWORD_FIELD, "submit": True})
+                return {"thought": "", "notes": "", "action": action}
+            return super().policy(request)
+
+    server = standin(Asking(acme_centres, normalized))
+    async with mcp_session(*endpoint(server, tmp_path), "--no-validator") as session:
+        started = payload(await session.call_tool("start_task", {"task": TASK, "url": acme_site.url("/account")}))
+        deadline = time.monotonic() + 60
+        while not (status := payload(await session.call_tool("task_status", {"task_id": started["task_id"]}))).get("question"):
+            assert status["status"] == "running" and time.monotonic() < deadline, status
+            await asyncio.sleep(0.2)
+        assert status["question"] == "What is your password?" and status["waiting_for_answer"] is True
+        payload(await session.call_tool("answer_task", {"task_id": started["task_id"], "answer": PASSWORD, "secret": True}))
+        while (status := payload(await session.call_tool("task_status", {"task_id": started["task_id"]})))["status"] == "running":
+            assert time.monotonic() < deadline, status
+            await asyncio.sleep(0.2)
+        assert (status["status"], status["answer"]) == ("success", ORDER)
+        late = error_text(await session.call_tool("answer_task", {"task_id": started["task_id"], "answer": "x"}))
+        assert "is not waiting for an answer" in late
+    run_dir = Path(status["run_dir"])
+    assert not [p for p in run_dir.rglob("*") if p.is_file() and PASSWORD.encode() in p.read_bytes()]

@@ -71,6 +71,8 @@ class TaskRun:
     result: "RunResult | None" = None
     listeners: list[StepListener] = field(default_factory=list)
     session_id: str = ""
+    question: Any = None  # the agent's question waiting for answer_task (surfer.agent.questions.Question)
+    reply: "asyncio.Future[Any] | None" = None
 
     @property
     def status(self) -> str:
@@ -91,6 +93,8 @@ class TaskRun:
         }
         if not done:
             data.update(last_step=self.last_step, max_steps=self.max_steps)
+            if self.question is not None:
+                data.update(question=self.question.text, waiting_for_answer=True)
             return {k: v for k, v in data.items() if v is not None}
         if result is not None:
             data.update(answer=result.answer, data=result.data, reason=result.reason, error_kind=result.error_kind,
@@ -178,11 +182,12 @@ class RunManager:
         self, task: str, url: Optional[str] = None, *, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
         confirm: "Confirmer | None" = None, storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
-        session_id: Optional[str] = None,
+        session_id: Optional[str] = None, ask: Any = None,
     ) -> TaskRun:
         """Check the input and start the run (inside the server's event loop), in the session
         `session_id` names (else a new one). Bad input raises RunRefused with the reason;
-        nothing is started then."""
+        nothing is started then. `ask`: who replies to the agent's questions (the client's user
+        through elicitation); None: the question waits for answer_task, up to `session_idle_s`."""
         from surfer.agent.answers import AnswerSchema
         from surfer.agent.environments import check_start_url
         from surfer.agent.loop import Agent, default_run_dir
@@ -195,6 +200,8 @@ class RunManager:
         if max_seconds is not None and max_seconds <= 0:
             raise RunRefused(f"max_seconds must be positive, got {max_seconds}")
         cfg = self.settings.config
+        run_dir = default_run_dir(task, self.settings.runs_root)
+        holder: list[TaskRun] = []
         held = self.session(session_id) if session_id else None
         if held is not None and (storage_state or save_storage_state):
             raise RunRefused("storage_state and save_storage_state are for a new browser: leave out session_id")
@@ -206,15 +213,13 @@ class RunManager:
             signin = {k: v for k, v in (("storage_state", storage_state), ("save_storage_state", save_storage_state)) if v}
             if signin:
                 limits["browser"] = signin
-            agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, **limits)
+            agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, on_question=ask or self._asker(holder), **limits)
             if signin:
                 from surfer.agent.environments import check_browser_start
 
                 check_browser_start(agent.config)
         except ConfigError as exc:
             raise RunRefused(str(exc)) from None
-        run_dir = default_run_dir(task, self.settings.runs_root)
-        holder: list[TaskRun] = []
 
         def on_event(event: "Event") -> Awaitable[None] | None:
             from surfer.agent.events import StepFinished
@@ -239,6 +244,31 @@ class RunManager:
         self.runs[run.id] = run
         log.info("task %s started: %s", run.id, task)
         return run
+
+    def _asker(self, holder: list[TaskRun]) -> Any:
+        """The agent's question waits in task_status until answer_task replies (or `session_idle_s` passes:
+        nobody replied, the task ends needs_input)."""
+
+        async def ask(question: Any) -> Any:
+            run = holder[0]
+            run.question, run.reply = question, asyncio.get_running_loop().create_future()
+            try:
+                return await asyncio.wait_for(run.reply, self.settings.session_idle_s)
+            except TimeoutError:
+                return None
+            finally:
+                run.question, run.reply = None, None
+
+        ask.__name__ = "answer_task"
+        return ask
+
+    def answer(self, run: TaskRun, text: str, secret: bool = False) -> None:
+        """answer_task: the reply to the question the run waits on (an empty one leaves it unanswered)."""
+        from surfer.agent.questions import Reply
+
+        if run.reply is None or run.reply.done():
+            raise RunRefused(f"task {run.id!r} is not waiting for an answer (status: {run.status})")
+        run.reply.set_result(Reply(text, secret) if text.strip() else None)
 
     async def _step_finished(self, run: TaskRun, record: "StepRecord") -> None:
         run.steps, run.last_step = record.index, step_line(record)

@@ -2,7 +2,8 @@
 
 Tools: `run_task` (to the end, each step a progress notification),
 `start_task` / `task_status` / `cancel_task` (long runs as asyncio tasks of
-the server), `end_session` (a session's browser closed now), `run_suite` (a
+the server), `answer_task` (the reply to the agent's question a task waits
+on), `end_session` (a session's browser closed now), `run_suite` (a
 QA suite file). Every task returns a `session_id`: passed to a later
 `run_task` / `start_task`, the task continues in the same browser. Resources: what a run directory
 holds, as `surfer://runs/{run_id}/report.html`, `result.json`,
@@ -34,12 +35,45 @@ INSTRUCTIONS = (
     "run_task runs one task to its end (progress notifications per step); for long tasks use start_task, "
     "then task_status / cancel_task. Each returns a session_id: pass it to a later run_task / start_task to continue "
     "in the same browser where the last task ended (end_session closes it; idle sessions are closed). "
+    "A task whose agent asks a question shows it in task_status (waiting_for_answer); answer_task replies. "
     "run_suite runs a QA suite file. Each run's report.html, result.json, "
     "trajectory.jsonl, step screenshots (and trace.zip / video with --trace / --video) are resources: "
     "surfer://runs/{run_id}/..."
 )
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 UNREACHABLE_OR_CONFIG = ("unreachable", "config")
+
+
+class Answer(BaseModel):
+    """What the client's user replies to the agent's question."""
+
+    answer: str = Field(description="Your reply to the agent's question.")
+
+
+def elicit_replier(ctx: Context) -> Any:
+    """The agent's questions asked of the client's user (MCP elicitation) when the client can be
+    asked; None when it cannot (the question then waits for answer_task)."""
+    try:
+        capabilities = ctx.client_capabilities
+    except Exception:  # noqa: BLE001 - no request context: nobody to ask
+        return None
+    if capabilities is None or capabilities.elicitation is None:
+        return None
+
+    async def ask(question: Any) -> Any:
+        from surfer.agent.questions import Reply
+
+        try:
+            reply = await ctx.elicit(f"surfer's agent asks: {question.text}", Answer)
+        except Exception as exc:  # noqa: BLE001 - the client could not ask: unanswered
+            log.warning("elicitation failed (%r); the question stays unanswered", exc)
+            return None
+        if reply.action != "accept" or not reply.data.answer.strip():
+            return None
+        return Reply(reply.data.answer, question.secret)
+
+    ask.__name__ = "elicitation"
+    return ask
 
 
 class Approval(BaseModel):
@@ -97,7 +131,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         try:
             return runs.start(task, url, max_steps=max_steps, max_seconds=max_seconds, answer_schema=answer_schema,
                               confirm=confirm, storage_state=storage_state, save_storage_state=save_storage_state,
-                              session_id=session_id)
+                              session_id=session_id, ask=elicit_replier(ctx) if ctx is not None else None)
         except RunRefused as exc:
             raise ToolError(str(exc)) from None
 
@@ -156,6 +190,18 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         except RunRefused as exc:
             raise ToolError(str(exc)) from None
         await runs.cancel(run)
+        return run.summary()
+
+    @server.tool()
+    async def answer_task(task_id: str, answer: str, secret: bool = False) -> dict[str, Any]:
+        """Reply to the question a running task waits on (task_status shows it with
+        waiting_for_answer); secret: keep the reply out of every record (the model sees a
+        placeholder). An empty answer leaves the question unanswered: the task ends needs_input."""
+        try:
+            run = runs.get(task_id)
+            runs.answer(run, answer, secret)
+        except RunRefused as exc:
+            raise ToolError(str(exc)) from None
         return run.summary()
 
     @server.tool()
