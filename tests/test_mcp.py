@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -355,3 +356,30 @@ async def test_a_question_waits_in_task_status_until_answer_task_replies(standin
         assert "is not waiting for an answer" in late
     run_dir = Path(status["run_dir"])
     assert not [p for p in run_dir.rglob("*") if p.is_file() and PASSWORD.encode() in p.read_bytes()]
+
+
+async def test_run_task_asks_the_agents_question_through_elicitation(standin, pages, tmp_path):
+    from mcp_types import ElicitResult
+
+    def colour(request: Any) -> dict[str, Any]:
+        replied = re.search(r"The user replied to 'Which colour\?': (\w+)", request.text)
+        action = {"type": "answer", "text": replied.group(1)} if replied else {"type": "ask_user", "question": "Which colour?"}
+        return {"thought": "", "notes": "", "action": action}
+
+    asked: list[str] = []
+
+    async def person(context, params):  # type: ignore[no-untyped-def]
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"answer": "teal"})
+
+    server = standin(colour)
+    args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--no-validator",
+            "--runs-dir", str(tmp_path / "runs")]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=server_env())
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=person) as session:
+            await session.initialize()
+            result = payload(await session.call_tool("run_task", {"task": "pick a colour", "url": pages.url("actions.html")}))
+    assert (result["status"], result["answer"]) == ("success", "teal") and asked == ["surfer's agent asks: Which colour?"]
+    first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+    assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}
