@@ -141,7 +141,7 @@ class Session:
         if self._closed:
             raise RuntimeError("this session is closed")
         async with self._turn:
-            first = not self.results
+            first = not any(r.steps for r in self.results)  # (a first task that never began leaves the URL to the next)
             if self.environment is not None and self._owned and not self.environment.alive:
                 await self._restart_environment()  # it died between tasks
             env = self._open_environment()
