@@ -33,6 +33,9 @@ _EXPORTS = {
     "AnswerSchema": "surfer.agent.answers",
     "ConfirmationRequest": "surfer.agent.confirm",
     "RunHandle": "surfer.agent.control",
+    "Question": "surfer.agent.questions",
+    "Reply": "surfer.agent.questions",
+    "Session": "surfer.agent.session",
     "Secrets": "surfer.agent.secrets",
     **dict.fromkeys(
         ("ActionFailed", "ActionNotSupported", "ConfigError", "EnvironmentFailure", "ModelNotFound", "ModelOutputError",
@@ -52,6 +55,8 @@ if TYPE_CHECKING:
     from surfer.agent.config import AgentConfig, load_config
     from surfer.agent.confirm import ConfirmationRequest
     from surfer.agent.control import RunHandle
+    from surfer.agent.questions import Question, Reply
+    from surfer.agent.session import Session
     from surfer.agent.events import (
         ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
     )
@@ -87,7 +92,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
-    "ConfigError", "ConfirmationRequest", "RunHandle", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
+    "ConfigError", "ConfirmationRequest", "Question", "Reply", "RunHandle", "Session", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
     "StepStarted", "SurferError", "Validated", "actions", "load_config", "policy", "rollouts", "__version__",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -291,3 +292,94 @@ async def test_runs_of_one_mcp_server_are_placed_on_several_model_servers(standi
     assert [payload(run)["status"] for run in runs] == ["success", "success"]
     sessions = [{r.session for r in server.requests} for server in (a, b)]
     assert all(len(s) == 1 for s in sessions) and sessions[0].isdisjoint(sessions[1])  # one run each, all its calls
+
+
+async def test_a_session_id_continues_in_the_same_browser_until_the_session_idles_out(standin, acme_site, acme_centres, tmp_path):
+    from login_site import ORDER, PASSWORD, TASK, AcmeOracle
+
+    follow_up = "Which name does the account page greet?"
+
+    class FollowingUp(AcmeOracle):
+        def policy(self, request: Any) -> dict[str, Any]:
+            if follow_up in request.text and "Current page: Account" in request.text:
+                return {"thought": "", "notes": "", "action": {"type": "answer", "text": "Alice"}}
+            return super().policy(request)
+
+    server = standin(FollowingUp(acme_centres, normalized))
+    logins = acme_site.logins
+    args = [*endpoint(server, tmp_path), "--secret", "PASSWORD=ACME_PW", "--no-validator", "--session-idle", "2"]
+    async with mcp_session(*args, env=server_env(ACME_PW=PASSWORD)) as session:
+        first = payload(await session.call_tool("run_task", {"task": TASK, "url": acme_site.url("/account")}))
+        assert (first["status"], first["answer"]) == ("success", ORDER) and first["session_id"]
+        second = payload(await session.call_tool("run_task", {"task": follow_up, "session_id": first["session_id"]}))
+        assert (second["status"], second["answer"], second["session_id"]) == ("success", "Alice", first["session_id"])
+        assert acme_site.logins == logins + 1  # the follow-up started signed in, where the first task ended
+        assert Path(second["run_dir"]).parent == tmp_path / "runs"
+        deadline = time.monotonic() + 60
+        while (state := payload(await session.call_tool("task_status", {"task_id": second["task_id"]}))["session"]) == "open":
+            assert time.monotonic() < deadline, "the idle session was never closed"
+            await asyncio.sleep(0.2)
+        assert state == "closed: it was closed after 2 s without a task"
+        gone = error_text(await session.call_tool("run_task", {"task": follow_up, "session_id": first["session_id"]}))
+        assert "was closed after 2 s without a task" in gone and "leave out session_id" in gone
+        unknown = error_text(await session.call_tool("end_session", {"session_id": "nope"}))
+        assert "unknown session id 'nope'" in unknown
+
+
+async def test_a_question_waits_in_task_status_until_answer_task_replies(standin, acme_site, acme_centres, tmp_path):
+    from login_site import ORDER, PASSWORD, PASSWORD_FIELD, TASK, USER, USERNAME_FIELD, AcmeOracle
+
+    class Asking(AcmeOracle):  # asks the user for the password instead of knowing a secret
+        def policy(self, request: Any) -> dict[str, Any]:
+            history = request.text.split("History:", 1)[-1].rsplit("Current page:", 1)[0]
+            if "Current page: Sign in" in request.text and f"text={USER!r}" in history:
+                action = ({"type": "ask_user", "question": "What is your password?", "secret": True}
+                          if "the user replied" not in history else
+                          {"type": "type", "text": "{{REPLY_1}}", "target": PASSWORD_FIELD, "submit": True})
+                return {"thought": "", "notes": "", "action": action}
+            return super().policy(request)
+
+    server = standin(Asking(acme_centres, normalized))
+    async with mcp_session(*endpoint(server, tmp_path), "--no-validator") as session:
+        started = payload(await session.call_tool("start_task", {"task": TASK, "url": acme_site.url("/account")}))
+        deadline = time.monotonic() + 60
+        while not (status := payload(await session.call_tool("task_status", {"task_id": started["task_id"]}))).get("question"):
+            assert status["status"] == "running" and time.monotonic() < deadline, status
+            await asyncio.sleep(0.2)
+        assert status["question"] == "What is your password?" and status["waiting_for_answer"] is True
+        payload(await session.call_tool("answer_task", {"task_id": started["task_id"], "answer": PASSWORD, "secret": True}))
+        while (status := payload(await session.call_tool("task_status", {"task_id": started["task_id"]})))["status"] == "running":
+            assert time.monotonic() < deadline, status
+            await asyncio.sleep(0.2)
+        assert (status["status"], status["answer"]) == ("success", ORDER)
+        late = error_text(await session.call_tool("answer_task", {"task_id": started["task_id"], "answer": "x"}))
+        assert "is not waiting for an answer" in late
+    run_dir = Path(status["run_dir"])
+    assert not [p for p in run_dir.rglob("*") if p.is_file() and PASSWORD.encode() in p.read_bytes()]
+
+
+async def test_run_task_asks_the_agents_question_through_elicitation(standin, pages, tmp_path):
+    from mcp_types import ElicitResult
+
+    def colour(request: Any) -> dict[str, Any]:
+        replied = re.search(r"The user replied to 'Which colour\?': (\w+)", request.text)
+        action = {"type": "answer", "text": replied.group(1)} if replied else {"type": "ask_user", "question": "Which colour?"}
+        return {"thought": "", "notes": "", "action": action}
+
+    asked: list[str] = []
+
+    async def person(context, params):  # type: ignore[no-untyped-def]
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"answer": "teal"})
+
+    server = standin(colour)
+    args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--no-validator",
+            "--runs-dir", str(tmp_path / "runs")]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=server_env())
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=person) as session:
+            await session.initialize()
+            result = payload(await session.call_tool("run_task", {"task": "pick a colour", "url": pages.url("actions.html")}))
+    assert (result["status"], result["answer"]) == ("success", "teal") and asked == ["surfer's agent asks: Which colour?"]
+    first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+    assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}

@@ -149,18 +149,18 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     rows = {(r["profile"], r["layout"], r["continuation"], r["role"]): r for r in json.loads(out.read_text())}
     pinned = {  # prompt, reusable, uncached tokens per step; screenshots per request (estimated text, exact images)
-        ("holo2", "window", False, "policy"): (3045.9, 457.6, 2588.3, 2.4),
-        ("holo2", "blocks", False, "policy"): (3691.5, 2489.6, 1201.9, 3.0),
-        ("holotron", "window", False, "policy"): (4946.7, 457.6, 4489.1, 2.4),
-        ("holotron", "blocks", False, "policy"): (6067.5, 4073.6, 1993.9, 3.0),
+        ("holo2", "window", False, "policy"): (3087.4, 492.8, 2594.6, 2.4),
+        ("holo2", "blocks", False, "policy"): (3733.0, 2524.8, 1208.2, 3.0),
+        ("holotron", "window", False, "policy"): (4988.2, 492.8, 4495.4, 2.4),
+        ("holotron", "blocks", False, "policy"): (6109.0, 4108.8, 2000.2, 3.0),
         ("holotron", "window", False, "localizer"): (1492.6, 0.0, 1492.6, 1.0),
         # continuation: the policy's request is the localizer's prefix; its reply and instruction are what is left
-        ("holotron", "window", True, "policy"): (4946.7, 457.6, 4489.1, 2.4),
-        ("holotron", "window", True, "localizer"): (3836.3, 3724.8, 111.5, 2.25),  # the reply after its <think></think>
-        ("holotron", "blocks", True, "all"): (12282.0, 10137.6, 2144.4, 3.0),
-        ("holotron", "window", False, "all"): (7547.9, 816.0, 6731.9, 1.9),
-        ("holo2", "blocks", True, "all"): (7531.1, 6176.0, 1355.0, 3.0),
-        ("holo2", "window", False, "all"): (4538.3, 656.0, 3882.3, 1.9),
+        ("holotron", "window", True, "policy"): (4988.2, 492.8, 4495.4, 2.4),
+        ("holotron", "window", True, "localizer"): (3869.6, 3756.8, 112.8, 2.25),  # the reply after its <think></think>
+        ("holotron", "blocks", True, "all"): (12365.0, 10208.0, 2157.1, 3.0),
+        ("holotron", "window", False, "all"): (7589.4, 851.2, 6738.2, 1.9),
+        ("holo2", "blocks", True, "all"): (7614.1, 6249.6, 1364.5, 3.0),
+        ("holo2", "window", False, "all"): (4579.8, 691.2, 3888.6, 1.9),
     }
     for key, figures in pinned.items():
         row = rows[key]
@@ -173,7 +173,7 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
     assert rows[("holotron", "window", False, "localizer")]["image_tokens_per_request"] == 1794  # 3×2 tiles + thumbnail
     assert "| vllm | holo2 | blocks | off | - | policy |" in result.output
     assert "window on vllm / blocks on vllm uncached" in result.output
-    assert "holotron budget - all: window on vllm / blocks+continuation on vllm uncached = 3.14x" in result.output
+    assert "holotron budget - all: window on vllm / blocks+continuation on vllm uncached = 3.12x" in result.output
     only = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--continuation", "on",
                                     "--layout", "window", "--json", str(out)])
     assert only.exit_code == 0 and {r["continuation"] for r in json.loads(out.read_text())} == {True}
@@ -202,9 +202,9 @@ def test_bench_prompts_counts_a_hybrid_reuse_only_up_to_a_mamba_align_state(tmp_
     figures = {key: (r["prompt_tokens_per_step"], r["reusable_tokens_per_step"], r["uncached_tokens_per_step"])
                for key, r in rows.items()}
     # the same requests as the pinned transformer-style counts above: the prompt is unchanged, the reuse is less
-    assert figures[("holotron", "blocks", True, "all")] == (12282.0, 8659.2, 3622.8)  # 16-token blocks: 2,144.4 uncached
-    assert figures[("holotron", "blocks", True, "localizer")] == (4228.5, 3673.6, 554.9)
-    assert figures[("holo2", "blocks", True, "all")] == (7531.1, 6176.0, 1355.0)  # a transformer: unchanged
+    assert figures[("holotron", "blocks", True, "all")] == (12365.0, 9184.0, 3181.1)  # 16-token blocks: 2,157.1 uncached
+    assert figures[("holotron", "blocks", True, "localizer")] == (4261.7, 3673.6, 588.1)
+    assert figures[("holo2", "blocks", True, "all")] == (7614.1, 6249.6, 1364.5)  # a transformer: unchanged
     assert rows[("holotron", "blocks", True, "all")]["prefix_reuse"] == "mamba align 1312"
 
 def test_bench_prompts_counts_sglang_radix_reuse_to_the_token_and_a_hybrids_where_a_request_ended(tmp_path) -> None:

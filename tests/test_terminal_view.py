@@ -29,7 +29,7 @@ async def centres(demo_site):  # type: ignore[no-untyped-def]
 
 
 def run_args(site, server, out: Path) -> list[str]:  # type: ignore[no-untyped-def]
-    return [sys.executable, "-m", "surfer", "run", DEMO_TASK, "--url", site.url("index.html"), "--base-url", server.base_url,
+    return [sys.executable, "-m", "surfer", "run", DEMO_TASK, "--url", site.url("index.html"), "--no-follow-up", "--base-url", server.base_url,
             "--model", server.model, "--profile", "holotron", "--viewport", "1024x700", "--max-steps", "1", "--no-validator", "--out", str(out)]
 
 

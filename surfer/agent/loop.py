@@ -11,7 +11,7 @@ import re
 import traceback
 import uuid
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Mapping
 
 from surfer.core import stopping
 from surfer.core.deadline import run_deadline
@@ -31,6 +31,7 @@ from .events import (
     ErrorOccurred, Event, Finished, RunStarted,
 )
 from .layouts import Layout, check_layout
+from .questions import PresetAnswers, QuestionHandler
 from .result import RunResult
 from .rewards import Rewarder
 from .rundir import claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
@@ -39,6 +40,9 @@ from .steps import RunState, StepMachinery, time_limit_reason
 from .roles import Localizer, Policy, RoleClient, Validator
 
 Listener = Callable[[Event], Awaitable[None] | None]
+
+if TYPE_CHECKING:
+    from .session import Session, SyncSession
 
 FINAL_ANSWER_SHARE, FINAL_ANSWER_MAX_SECONDS = 0.2, 30.0
 # Browser settings the SDK also takes as Agent(...) arguments.
@@ -104,6 +108,8 @@ class Agent(StepMachinery):
         files: list[str | Path] | None = None,
         secrets: "Secrets | Mapping[str, str] | None" = None,
         confirm: Confirmer | None = None,
+        on_question: QuestionHandler | None = None,
+        answers: Any = None,
         **settings: Any,
     ) -> None:
         if files is not None:  # the files the agent may upload
@@ -131,6 +137,9 @@ class Agent(StepMachinery):
         self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
         # where runs given no directory of their own are recorded (None: RUNS_ROOT, read at each run)
         self.out_dir: Path | Literal[False] | None = False if out_dir is False else (Path(out_dir) if out_dir is not None else None)
+        # Who replies to the policy's questions (ask_user): replies given beforehand, then on_question.
+        self.on_question = on_question
+        self.answers = PresetAnswers.of(answers, "Agent(answers=...)")
         self.listeners = list(listeners or [])
         self._backends = self._make_backends(backend, backends or {})
         self.layout = Layout(
@@ -176,7 +185,8 @@ class Agent(StepMachinery):
         return RoleClient(
             role, self._backends[role], self.profile, temperature=settings.temperature,
             max_tokens=settings.max_tokens, output_retries=self.config.output_retries,
-            redact=self.secrets.scrub if self.secrets else None, record_tokens=self.config.record_tokens,
+            redact=self.secrets.scrub,  # (a secret reply of the user's may join the secrets during a run)
+            record_tokens=self.config.record_tokens,
         )
 
     def _new_environment(self) -> Environment:
@@ -193,7 +203,7 @@ class Agent(StepMachinery):
     async def run(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         listeners: list[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
-        rewarder: Rewarder | None = None,
+        rewarder: Rewarder | None = None, on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
         (server down, crash, bad configuration) come back as `status="error"`.
@@ -203,7 +213,17 @@ class Agent(StepMachinery):
         (no `environment=` given): each run opens its own browser session.
         `answer_schema` (a pydantic model class or a JSON Schema dict) makes
         the answer carry data of that shape, validated into `result.data`.
-        `rewarder` rewards this run instead of the configured `reward` (agent/rewards.py)."""
+        `rewarder` rewards this run instead of the configured `reward` (agent/rewards.py).
+        `on_question` / `answers` (default: the agent's) reply to the policy's
+        questions; with neither, a question ends the run `needs_input`."""
+        return await self._run(task, url, out_dir, listeners, answer_schema, control, on_question, answers, rewarder=rewarder)
+
+    async def _run(
+        self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, listeners: list[Listener] | None,
+        answer_schema: Any, control: RunControl | None, on_question: QuestionHandler | None, answers: Any, *,
+        environment: Environment | None = None, earlier: str = "", rewarder: Rewarder | None = None,
+    ) -> RunResult:
+        """`run`; a session (agent/session.py) passes its `environment` (kept open) and its `earlier` tasks."""
         task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
         answer = AnswerSchema.of(answer_schema)
         listeners = [*self.listeners, *(listeners or [])]
@@ -217,8 +237,10 @@ class Agent(StepMachinery):
                 if asyncio.iscoroutine(outcome):
                     await outcome
 
-        return await self._execute(task, url, writer.run_dir if writer else None, emit, answer, control or RunControl(),
-                                   rewarder or self.rewarder)
+        return await self._execute(
+            task, url, writer.run_dir if writer else None, emit, answer, control or RunControl(), rewarder or self.rewarder,
+            on_question=on_question, answers=answers, environment=environment, earlier=earlier,
+        )
 
     def start(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
@@ -262,6 +284,33 @@ class Agent(StepMachinery):
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
 
+    def session(
+        self, url: str | None = None, *, out_dir: str | Path | None = None, on_question: QuestionHandler | None = None,
+        answers: Any = None, listeners: list[Listener] | None = None,
+    ) -> "Session":
+        """A session: tasks one after another in one browser, each starting where the last
+        ended, its prompt telling of the earlier tasks (agent/session.py).
+
+            async with agent.session(url=...) as session:
+                first = await session.run("Find the cheapest lamp")
+                second = await session.run("Add it to the cart")
+
+        `out_dir`: the session directory (a run directory per task and session.json;
+        default: a new one where the agent records its runs, none where it records nothing)."""
+        from .session import Session
+
+        return Session(self, url, out_dir=out_dir, on_question=on_question, answers=answers, listeners=listeners)
+
+    def session_sync(
+        self, url: str | None = None, *, out_dir: str | Path | None = None, on_question: QuestionHandler | None = None,
+        answers: Any = None,
+    ) -> "SyncSession":
+        """`session` for scripts without an event loop: `with agent.session_sync(url=...) as s: s.run(task)`.
+        Closing it also closes the agent's model clients, as `run_sync` does."""
+        from .session import SyncSession
+
+        return SyncSession(self, url, out_dir=out_dir, on_question=on_question, answers=answers)
+
     def _writer(self, task: str, out_dir: str | Path | Literal[False] | None) -> Any:
         """The run's directory writer: in `out_dir` (a new or empty directory), else under
         the agent's folder for runs; None when the run, or the agent, records nothing."""
@@ -270,25 +319,31 @@ class Agent(StepMachinery):
         target = claim_run_dir(out_dir) if out_dir is not None else default_run_dir(task, self.out_dir or None)
         from .trajectory import TrajectoryWriter
 
-        return TrajectoryWriter(target, scrub=self.secrets.scrub_obj if self.secrets else None, video=self.config.video)
+        return TrajectoryWriter(target, scrub=self.secrets.scrub_obj, video=self.config.video)
 
     # -- the loop ------------------------------------------------------------
 
     async def _execute(
         self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]],
-        answer: AnswerSchema | None, control: RunControl, rewarder: Rewarder,
+        answer: AnswerSchema | None, control: RunControl, rewarder: Rewarder, *,
+        on_question: QuestionHandler | None = None, answers: Any = None, environment: Environment | None = None,
+        earlier: str = "",
     ) -> RunResult:
         run = RunState(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
+        run.on_question = on_question or self.on_question
+        run.answers = PresetAnswers.of(answers, "answers") if answers is not None else self.answers
+        run.earlier = earlier
         with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
-            return await self._execute_in_session(run, url, run_dir, emit, control, rewarder)
+            return await self._execute_in_session(run, url, run_dir, emit, control, rewarder, environment)
 
     async def _execute_in_session(
         self, run: RunState, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]], control: RunControl,
-        rewarder: Rewarder,
+        rewarder: Rewarder, environment: Environment | None = None,
     ) -> RunResult:
         run.start_origin = origin_of(url)
-        owned = self.environment is None
-        env = self._new_environment() if owned else self.environment
+        environment = environment or self.environment  # a session's, kept open after the run; else the agent's
+        owned = environment is None
+        env = self._new_environment() if owned else environment
         assert env is not None
         env.begin_run(run_dir)
         env.confirm_download = self._download_confirmer(run) if self.sensitive.downloads else None

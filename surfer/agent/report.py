@@ -18,7 +18,7 @@ _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d1f}
 .artifacts{padding:12px 24px}.artifacts video,.artifacts img{max-width:100%;max-height:70vh}
 header{padding:16px 24px;background:#1d1d1f;color:#fff}header h1{margin:0 0 4px;font-size:18px}
-.status-success{color:#34c759}.status-failed,.status-error{color:#ff453a}.status-limit,.status-stuck,.status-needs_approval,.status-interrupted{color:#ff9f0a}
+.status-success{color:#34c759}.status-failed,.status-error{color:#ff453a}.status-limit,.status-stuck,.status-needs_approval,.status-needs_input,.status-interrupted{color:#ff9f0a}
 main{padding:16px 24px;display:grid;gap:16px}
 .step{background:#fff;border-radius:10px;padding:12px;display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:16px}
 .shot{position:relative;align-self:start}.shot img{width:100%;display:block;border:1px solid #ddd;border-radius:6px}

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
-Status = Literal["success", "failed", "limit", "stuck", "needs_approval", "error", "interrupted"]
+Status = Literal["success", "failed", "limit", "stuck", "needs_approval", "needs_input", "error", "interrupted"]
 # "browser_crash": Chromium or the page crashed under the run (an environment error of its own kind);
 # "worker_lost": `surfer batch --ray` lost the task's worker twice.
 ErrorKind = Literal["config", "unreachable", "model", "environment", "browser_crash", "worker_lost", "internal"]
@@ -23,6 +23,9 @@ class TimingTotals(BaseModel):
     model_seconds: float = Field(default=0.0, description="Time spent in model calls.")
     overhead_p50: float | None = Field(default=None, description="Median per-step time outside model calls.")
     overhead_p95: float | None = Field(default=None, description="95th percentile of the same.")
+    waiting_seconds: float | None = Field(
+        default=None, description="Time spent waiting for the user's replies to the agent's questions (not charged to the time limit).",
+    )
 
 
 RewardSource = Literal["outcome", "environment", "function", "expectations"]
@@ -56,13 +59,18 @@ class RunResult(BaseModel):
     """status: success (answer accepted), failed (gave up / answer rejected),
     limit (step or time limit without an answer), stuck (kept repeating itself
     after being told), needs_approval (a sensitive action was refused and asked
-    for again; the reason says how to allow it), error (server down, crash,
-    bad configuration), interrupted (Ctrl-C / cancelled)."""
+    for again; the reason says how to allow it), needs_input (the agent asked the
+    user a question nobody could answer; `question` holds it), error (server
+    down, crash, bad configuration), interrupted (Ctrl-C / cancelled)."""
 
     status: Status = Field(description="How the run ended (see the class docstring).")
     answer: str | None = Field(default=None, description="The final answer, when the agent gave one.")
     data: Any = Field(default=None, description="The answer's data, validated, when the run had an answer schema.")
     reason: str | None = Field(default=None, description="Why the run ended so, in words.")
+    question: str | None = Field(
+        default=None, description="For status needs_input: the question the agent asked that nobody answered "
+        "(supply the reply with --answers or a task's answers).",
+    )
     reward: float | None = Field(
         default=None, description="The run's reward (see reward_source); null when it could not be computed "
         "(reward_error says why) or the run was interrupted.",

@@ -36,12 +36,27 @@ class Secrets:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"secret {name} has no value")
         self._values = values
+        self._index()
+
+    def _index(self) -> None:
         forms: dict[str, str] = {}
-        for name, value in values.items():
+        for name, value in self._values.items():
             for form in (value, quote(value, safe=""), quote_plus(value)):
                 forms.setdefault(form, name)
         # Longest first, so a value that contains another is replaced whole.
         self._forms = sorted(forms.items(), key=lambda item: -len(item[0]))
+
+    def add_reply(self, value: str) -> str:
+        """Keep a secret reply of the user's (agent/questions.py) like a `--secret`: its placeholder name
+        (`REPLY_1`, `REPLY_2`, ...), the same for the same value."""
+        for name, known in self._values.items():
+            if known == value:
+                return name
+        number = 1 + sum(name.startswith("REPLY_") for name in self._values)
+        name = f"REPLY_{number}"
+        self._values[name] = value
+        self._index()
+        return name
 
     @classmethod
     def from_env_specs(cls, specs: Iterable[str], environ: Mapping[str, str]) -> "Secrets":

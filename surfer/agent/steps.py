@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable
 
-from surfer.core.actions import Answer, Fail, headline, targets_of, with_points
-from surfer.core.deadline import RunClock
+from surfer.core.actions import Answer, AskUser, Fail, headline, targets_of, with_points
+from surfer.core.deadline import RunClock, pause_deadline
 from surfer.core.errors import (
     ActionFailed,
     ActionNotSupported,
@@ -47,6 +47,8 @@ from .events import (
 )
 from .layouts import Layout
 from .memory import Memory
+from .questions import PresetAnswers, Question, QuestionHandler
+from .questions import ask as ask_question
 from .repetition import RepetitionDetector, screen_fingerprint, step_seen
 from .result import RunResult, TimingTotals, TokenTotals
 from .roles import StepFailed
@@ -76,6 +78,11 @@ class RunState:
     start_origin: str = ""  # where the task started: typing a card number elsewhere is sensitive
     refusals: list[Refusal] = field(default_factory=list)  # sensitive actions refused so far
     needs_approval: str | None = None  # set when the policy asks again for what was refused: the run ends
+    on_question: QuestionHandler | None = None  # who replies to the policy's ask_user (agent/questions.py)
+    answers: PresetAnswers = field(default_factory=PresetAnswers)  # replies given beforehand, by question pattern
+    earlier: str = ""  # the session's account of its earlier tasks (agent/session.py), for the prompt
+    question: str | None = None  # the question nobody answered: the run ends needs_input
+    waited: float = 0.0  # seconds spent waiting for the user's replies (not charged to the time limit)
 
     def result(self, status: str, **fields: Any) -> RunResult:
         overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
@@ -88,7 +95,10 @@ class RunState:
             model_seconds=round(sum(r.timings.model for r in self.records), 3),
             overhead_p50=round(statistics.median(overheads), 4) if overheads else None,
             overhead_p95=round(overheads[min(len(overheads) - 1, int(0.95 * len(overheads)))], 4) if overheads else None,
+            waiting_seconds=round(self.waited, 3) if self.waited else None,
         )
+        if status == "needs_input" and self.question:
+            fields.setdefault("question", self.question)
         fields = {k: self.scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
         return RunResult(
             status=status, task=self.task, url=self.url, steps=len(self.records), run_id=self.run_id,
@@ -98,6 +108,26 @@ class RunState:
 
 def time_limit_reason(max_seconds: float) -> str:
     return f"time limit of {max_seconds:g} s reached"
+
+
+async def _waiting_for_person(asking: Awaitable[Any], run: RunState) -> Any:
+    """Await a person's reply, moving the run's limits later while it waits."""
+    loop = asyncio.get_running_loop()
+    waiting = asyncio.ensure_future(asking)
+    last = started = loop.time()
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=0.5)
+            now = loop.time()
+            pause_deadline(now - last)
+            last = now
+            if done:
+                return waiting.result()
+    finally:
+        run.waited += loop.time() - started
+        if not waiting.done():
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
 
 
 def _answer_data(action: Any) -> Any:
@@ -126,9 +156,10 @@ class StepMachinery:
         is cut off (its model call cancelled) and dropped; the final answer then
         gets the time left until `clock.end`."""
         cfg = self.config
-        task = "\n\n".join(
-            [run.task, *([self.secrets.prompt_note()] if self.secrets else []), *([run.answer.describe()] if run.answer else [])]
-        )
+        task = "\n\n".join([
+            *([run.earlier] if run.earlier else []), run.task, *([self.secrets.prompt_note()] if self.secrets else []),
+            *([run.answer.describe()] if run.answer else []),
+        ])
         memory = Memory(task, max_images=self.layout.memory_images, history_window=cfg.history_window)
         limit = time_limit_reason(cfg.max_seconds)
         loop = asyncio.get_running_loop()
@@ -249,6 +280,8 @@ class StepMachinery:
                 elif isinstance(action, Fail):
                     memory.add_history(index, action.describe(), "gave up")
                     verdict_outcome = ("failed", None, action.reason)
+                elif isinstance(action, AskUser):
+                    verdict_outcome = await self._ask_user(run, memory, record, action)
                 else:
                     points = []
                     for target in targets_of(action):
@@ -267,6 +300,29 @@ class StepMachinery:
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
                 await run.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
+
+    async def _ask_user(self, run: RunState, memory: Memory, record: StepRecord, action: AskUser) -> tuple[str, str | None, str | None] | None:
+        """The policy's question to the user: the reply goes into memory (a secret one as a placeholder);
+        with nobody to reply, the run ends `needs_input`. Time spent waiting is not the task's."""
+        text = self.secrets.scrub(action.question)
+        question = Question(record.index, text, action.secret, record.url, record.screenshot, record.screenshot_ext)
+        reply, by = await _waiting_for_person(ask_question(run.on_question, run.answers, question), run)
+        if reply is None:
+            record.outcome = {"question": text, "answered": False}
+            memory.add_history(record.index, action.describe(), "nobody replied")
+            run.question = text
+            return ("needs_input", None, f"the agent needs the user's reply to: {text}")
+        if reply.secret:
+            shown = "{{" + self.secrets.add_reply(reply.text) + "}}"
+            note = f"The user replied to {text!r} with a secret: type it as {shown} (its value is hidden from you)."
+        else:
+            shown = self.secrets.scrub(reply.text)
+            note = f"The user replied to {text!r}: {shown}"
+        record.outcome = {"question": text, "reply": shown, "by": by, **({"secret": True} if reply.secret else {})}
+        memory.add_note(note)
+        memory.add_history(record.index, action.describe(), f"the user replied: {shown}")
+        await self._watch_repetition(run, memory, record, action, [])  # the same question again is a repetition
+        return None
 
     def _after(self, role: str, memory: Memory) -> Any:
         """The policy's turn for `role` to continue (None: a request of its own)."""

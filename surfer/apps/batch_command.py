@@ -50,6 +50,7 @@ def register(app: typer.Typer) -> None:
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         secret: options.Secret = None,
+        answers: options.Answers = None,
         approve_all: options.ApproveAll = False,
         approve_domain: options.ApproveDomain = None,
         storage_state: options.StorageState = None,
@@ -113,6 +114,7 @@ def register(app: typer.Typer) -> None:
             )
             if env == "browser":
                 options.check_browser(cfg, console)
+            from surfer.agent.questions import PresetAnswers
             from surfer.fleet.batch import load_tasks, make_batch
 
             if env not in ("browser", "replay"):
@@ -121,7 +123,8 @@ def register(app: typer.Typer) -> None:
             items = load_tasks(tasks_file, samples)
             job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
                              retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
-                             ray_address=ray, crash_retries=crash_retries, say=console.print, policy=policy)
+                             ray_address=ray, crash_retries=crash_retries, say=console.print, policy=policy,
+                             **({"answers": PresetAnswers.load(answers)} if answers else {}))
         live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
 
         async def main() -> Any:

@@ -2,8 +2,8 @@
 
 Exit codes (surfer/apps/exit_codes.py): 0 success, 1 task failed or gave up
 (or hit a limit), 2 bad usage or configuration, 3 model server unreachable,
-130 interrupted by Ctrl-C (SIGINT), 141 its output closed (`| head`), 143
-stopped by SIGTERM.
+4 the agent asked a question nobody answered (needs_input), 130 interrupted
+by Ctrl-C (SIGINT), 141 its output closed (`| head`), 143 stopped by SIGTERM.
 
 The built-in commands live in surfer/apps/; more come from the entry-point
 group `surfer.commands` (surfer's own: `bench`, surfer/bench/commands.py),
@@ -94,7 +94,8 @@ def _main(
 
 @app.command()
 def run(
-    task: str = typer.Argument(..., help="What the agent should do, in plain language."),
+    task: Optional[str] = typer.Argument(
+        None, help="What the agent should do, in plain language (at an interactive terminal: asked for when left out)."),
     url: Optional[str] = typer.Option(None, "--url", help="Page to open first."),
     base_url: options.BaseUrl = None,
     model: options.Model = None,
@@ -113,6 +114,10 @@ def run(
     secret: options.Secret = None,
     approve_all: options.ApproveAll = False,
     approve_domain: options.ApproveDomain = None,
+    answers: options.Answers = None,
+    no_follow_up: bool = typer.Option(
+        False, "--no-follow-up", help="One task, then exit, also at an interactive terminal (where `surfer run` otherwise "
+        "asks for a next task in the same browser when a task ends)."),
     answer_schema: Optional[Path] = typer.Option(
         None, "--answer-schema", help="JSON Schema file: the answer must carry data of that shape (validated; in --json as 'data')."),
     viewport: Optional[str] = typer.Option(None, "--viewport", help="Viewport as WxH in CSS pixels (default 1280x800)."),
@@ -136,9 +141,11 @@ def run(
     monitor: int = typer.Option(1, "--monitor", help="Desktop only: monitor number to watch (1 = first; 0 = all together)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Desktop only: log each action without performing it."),
 ) -> None:
-    """Run one task in a real browser (or on the desktop) and watch it step by step."""
+    """Run a task in a real browser (or on the desktop) and watch it step by step; at an interactive
+    terminal, follow-up tasks continue in the same browser (a session)."""
     from surfer.agent.answers import AnswerSchema
     from surfer.agent.loop import Agent
+    from surfer.agent.questions import PresetAnswers
     from surfer.agent.rundir import claim_run_dir, default_run_dir
     from surfer.apps.controls import TerminalControls
     from surfer.apps.live import LiveView
@@ -191,17 +198,26 @@ def run(
             from surfer.agent.environments import browser_environment
 
             environment = browser_environment(cfg, early=early_start.current().early_browser())  # type: ignore[union-attr]
-        run_dir = claim_run_dir(out) if out else default_run_dir(task)  # a reused --out is refused: runs never mix
-        # At a terminal the person steers the run and confirms sensitive actions.
+        # At an interactive terminal (and without --json / --no-follow-up) tasks follow one another in one browser.
+        follow_up = sys.stdin.isatty() and sys.stdout.isatty() and not as_json and not no_follow_up
+        if not (task or "").strip() and not follow_up:
+            raise ConfigError("give the task to run (a prompt for one is offered only at an interactive terminal)")
+        # a reused --out is refused: runs never mix (a session's directory holds one run directory per task)
+        run_dir = claim_run_dir(out) if out else default_run_dir(task or "session")
+        # At a terminal the person steers the run, confirms sensitive actions and replies to the agent's questions.
         controls = TerminalControls(console, run_dir) if sys.stdin.isatty() else None
         confirm = controls.confirm if controls is not None and cfg.sensitive_actions != "approve" else None
+        preset = PresetAnswers.load(answers) if answers else None
         agent = Agent(cfg, environment=environment, listeners=[LiveView(console)], secrets=options.secrets_from(secret),
-                      confirm=confirm)
+                      confirm=confirm, on_question=controls.ask_user if controls is not None else None, answers=preset)
         answer = AnswerSchema.load(answer_schema) if answer_schema else None
 
     async def main() -> object:
+        if follow_up:
+            assert controls is not None
+            return await run_session(agent, controls, console, task, url, run_dir, answer)
         try:
-            handle = agent.start(task, url, out_dir=run_dir, answer_schema=answer)
+            handle = agent.start(task or "", url, out_dir=run_dir, answer_schema=answer)
             if controls is not None:
                 controls.attach(handle)
             return await handle.result()
@@ -215,13 +231,47 @@ def run(
     try:
         result = run_interruptible(main())
     except Interrupted as stop:
-        saved = options.say_stopped_run(console, stop, run_dir)
+        if follow_up and any(Path(run_dir).glob("*/result.json")):
+            options.say(console, "interrupted", "yellow", f"by {stop}; the session's tasks are saved in {run_dir}")
+            saved = None
+        else:
+            saved = options.say_stopped_run(console, stop, run_dir)
         if as_json:
             print(saved.read_text() if saved is not None else json.dumps({"status": "interrupted", "run_dir": None}))
         raise typer.Exit(stop.exit_code) from None
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]
-    raise typer.Exit(exit_code(result))
+    raise typer.Exit(EXIT_OK if result is None else exit_code(result))
+
+
+async def run_session(agent: Any, controls: Any, console: Any, task: str | None, url: str | None, directory: Path,
+                      answer: Any) -> Any:
+    """`surfer run` at an interactive terminal: the task, then each next one typed at the prompt,
+    in one browser, until an empty line or Ctrl-D. The last task's result (None: no task ran)."""
+    session = agent.session(url, out_dir=directory, on_question=controls.ask_user)
+    controls.follow_ups = []
+    last = None
+    try:
+        task = (task or "").strip() or await controls.next_task()
+        while task:
+            handle = session.start(task, answer_schema=answer if not session.results else None)
+            controls.attach(handle)
+            try:
+                last = await handle.result()
+            finally:
+                controls.detach()
+            if session.browser_restarted:
+                options.say(console, "browser:", "yellow", "it stopped working and was restarted: the pages, sign-ins "
+                            "and tabs of the earlier tasks are gone")
+            task = await controls.next_task()
+    finally:
+        await session.close()
+        await agent.aclose()
+        if agent.environment is not None:  # the agent closes only environments it made
+            await agent.environment.close()
+    if session.results:
+        options.say(console, "session:", "bold", f"{len(session.results)} task(s), saved in {directory}")
+    return last
 
 
 @app.command()

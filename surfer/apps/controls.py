@@ -7,7 +7,11 @@
 
 When a sensitive action needs a person's yes, the question is printed with
 the action, why it is sensitive and the path of the screenshot, and the next
-line answers it (y / n). Active when stdin is a terminal.
+line answers it (y / n). When the agent asks the user a question (ask_user),
+it is printed and the next line is the reply (read without echo when the
+agent says the reply is secret). In a session, a line that is no command,
+typed while a task runs, is queued as the next task; between tasks the
+person is asked for the next one. Active when stdin is a terminal.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any, TextIO
 
 from surfer.agent.confirm import ConfirmationRequest
 from surfer.agent.control import RunHandle
+from surfer.agent.questions import Question, Reply
 from surfer.apps import options
 
 HELP = "keys: [bold]p[/bold] pause/resume · [bold]h TEXT[/bold] hint · [bold]f[/bold] finish now · [bold]q[/bold] stop"
@@ -31,18 +36,66 @@ class TerminalControls:
         self.stream = stream or sys.stdin
         self.handle: RunHandle | None = None
         self._question: asyncio.Future[bool] | None = None
+        self._line: asyncio.Future[str | None] | None = None  # a reply or the next task, being read
         self._attached = False
+        self._ended = False  # the terminal's input ended (Ctrl-D)
+        self.follow_ups: list[str] | None = None  # in a session: lines typed during a task, queued as next tasks
 
     def attach(self, handle: RunHandle) -> None:
         self.handle = handle
-        asyncio.get_running_loop().add_reader(self.stream.fileno(), self._on_input)
-        self._attached = True
+        self._listen()
         self.console.print(f"[dim]{HELP}[/dim]")
 
+    def _listen(self) -> None:
+        if not self._attached and not self._ended:
+            asyncio.get_running_loop().add_reader(self.stream.fileno(), self._on_input)
+            self._attached = True
+
     def detach(self) -> None:
+        self.handle = None
         if self._attached:
             asyncio.get_running_loop().remove_reader(self.stream.fileno())
             self._attached = False
+
+    async def read_line(self, prompt: str, *, hidden: bool = False) -> str | None:
+        """The next line typed (stripped); None when the input ended. `hidden`: not echoed."""
+        if self._ended:
+            return None
+        echo = _echo_off(self.stream) if hidden else None  # before the prompt: a reply typed at once is not shown
+        listening = self._attached
+        try:
+            self._listen()
+            self._line = asyncio.get_running_loop().create_future()
+            self.console.print(prompt, markup=True, highlight=False)
+            return await self._line
+        finally:
+            self._line = None
+            if echo is not None:
+                echo()
+            if not listening:
+                self.detach()
+
+    async def next_task(self) -> str | None:
+        """In a session: a follow-up typed during the last task, else the one asked for now;
+        None (an empty line, Ctrl-D) ends the session."""
+        if self.follow_ups:
+            task = self.follow_ups.pop(0)
+            options.say(self.console, "next task:", "cyan", task)
+            return task
+        line = await self.read_line("[bold cyan]next task[/bold cyan] (an empty line or Ctrl-D ends the session):")
+        return line or None
+
+    async def ask_user(self, question: Question) -> Reply | None:
+        """The agent's question, answered by the person at the terminal (the run's `on_question`);
+        an empty reply (or Ctrl-D) leaves it unanswered: the run ends needs_input."""
+        hint = " (hidden as you type; kept out of every record)" if question.secret else ""
+        line = await self.read_line(
+            f"[bold magenta]the agent asks[/bold magenta] {_plain(question.text)}\n   your reply{hint}:", hidden=question.secret)
+        if question.secret:
+            self.console.print("   (reply received)")
+        return Reply(line, question.secret) if line else None
+
+    ask_user.__name__ = "person"
 
     async def confirm(self, request: ConfirmationRequest) -> bool:
         """Ask the person at the terminal (the run's confirmer)."""
@@ -69,10 +122,16 @@ class TerminalControls:
         line = self.stream.readline()
         if not line:  # end of input: nothing more will come
             self.detach()
+            self._ended = True
             if self._question is not None and not self._question.done():
                 self._question.set_result(False)
+            if self._line is not None and not self._line.done():
+                self._line.set_result(None)
             return
         text = line.strip()
+        if self._line is not None and not self._line.done():
+            self._line.set_result(text)
+            return
         if self._question is not None and not self._question.done():
             if text.lower() in ("y", "yes", "n", "no"):
                 self._question.set_result(text.lower().startswith("y"))
@@ -87,7 +146,10 @@ class TerminalControls:
             return
         key, _, rest = text.partition(" ")
         key = key.lower()
-        if key == "p":
+        if self.follow_ups is not None and key not in ("p", "h", "f", "q"):
+            self.follow_ups.append(text)
+            options.say(self.console, "queued as the next task:", "cyan", text)
+        elif key == "p":
             if handle.paused:
                 handle.resume()
                 self.console.print("[cyan]resumed[/cyan]")
@@ -104,3 +166,24 @@ class TerminalControls:
             handle.cancel()
         else:
             self.console.print(f"[dim]{HELP}[/dim]")
+
+
+def _plain(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _echo_off(stream: TextIO) -> Any:
+    """Stop the terminal echoing what is typed; returns what restores it (None off a terminal)."""
+    import termios
+
+    try:
+        fd = stream.fileno()
+        before = termios.tcgetattr(fd)
+        quiet = list(before)
+        quiet[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSADRAIN, quiet)
+    except (termios.error, OSError, ValueError, AttributeError):
+        return None
+    return lambda: termios.tcsetattr(fd, termios.TCSADRAIN, before)

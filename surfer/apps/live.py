@@ -15,7 +15,7 @@ from surfer.agent.events import (
     ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated, Waiting,
 )
 
-_STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "needs_approval": "bold magenta", "interrupted": "bold yellow"}
+_STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "needs_approval": "bold magenta", "needs_input": "bold magenta", "interrupted": "bold yellow"}
 
 
 class LiveView:
@@ -103,6 +103,8 @@ class LiveView:
                    f"  ({res.steps} steps, {res.timings.seconds:.1f}s)")
         if res.answer is not None:
             self._line(("answer: ", "bold"), res.answer)
+        if res.question:
+            self._line(("question: ", "bold"), res.question)
         if res.reason:
             self._line(f"reason: {res.reason}", style="dim" if res.ok else "red")
         if res.run_dir:

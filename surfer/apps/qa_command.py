@@ -28,7 +28,7 @@ DEFAULT_CACHE = "surfer-cache"  # next to the (first) suite file
 class LiveTable:
     """A rich renderable: case, status, step, time."""
 
-    STYLE = {"passed": "green", "flaky": "yellow", "failed": "red", "needs_approval": "magenta", "error": "red", "running": "cyan", "queued": "dim", "unfinished": "yellow"}
+    STYLE = {"passed": "green", "flaky": "yellow", "failed": "red", "needs_approval": "magenta", "needs_input": "magenta", "error": "red", "running": "cyan", "queued": "dim", "unfinished": "yellow"}
 
     def __init__(self, runner: QaRunner) -> None:
         self.runner = runner
@@ -249,7 +249,7 @@ def register(app: typer.Typer) -> None:
             write_reports(summary, junit_path, html_path)
         console.print(summary.line())
         for case in summary.cases:
-            if case.status in ("failed", "needs_approval", "error"):
+            if case.status in ("failed", "needs_approval", "needs_input", "error"):
                 options.say(console, case.status, "red", f"{case.id}: {case.failure}  ({case.dir / 'report.html'})")
             elif case.status == "flaky":
                 options.say(console, "flaky", "yellow", f"{case.id}: passed on attempt {len(case.attempts)}")

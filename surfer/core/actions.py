@@ -142,10 +142,19 @@ class Fail(_Action):
     reason: str
 
 
+class AskUser(_Action):
+    """Ask the user for what only they know (a missing detail, a one-time code, which of two items);
+    their reply comes back in the next step's prompt. The environment does nothing."""
+
+    type: Literal["ask_user"] = "ask_user"
+    question: str = Field(min_length=1, description="The question, short and answerable in a few words.")
+    secret: bool = Field(default=False, description="True for a password or one-time code: the reply is kept out of every record.")
+
+
 Action = Annotated[
     Union[
         Click, Hover, TypeText, PressKeys, Scroll, Drag, Upload, Dialog, Goto, Back, Forward,
-        Refresh, SwitchTab, CloseTab, Wait, Answer, Fail,
+        Refresh, SwitchTab, CloseTab, Wait, Answer, Fail, AskUser,
     ],
     Field(discriminator="type"),
 ]
@@ -154,7 +163,7 @@ ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
 
 ALL_ACTION_TYPES: tuple[str, ...] = (
     "click", "hover", "type", "press", "scroll", "drag", "upload", "dialog", "goto", "back", "forward",
-    "refresh", "switch_tab", "close_tab", "wait", "answer", "fail",
+    "refresh", "switch_tab", "close_tab", "wait", "answer", "fail", "ask_user",
 )
 
 TERMINAL_TYPES = frozenset({"answer", "fail"})
@@ -217,6 +226,8 @@ def headline(action: Any, limit: int = 120) -> str:
         text = f"answer {quoted(a.get('text', ''))}"
     elif kind == "fail":
         text = f"give up: {a.get('reason', '')}"
+    elif kind == "ask_user":
+        text = f"ask the user {quoted(a.get('question', ''))}"
     else:
         text = f"{kind}" + (f" {target}" if target else "")
     return text if len(text) <= 2 * limit else text[: 2 * limit - 1] + "…"

@@ -37,7 +37,7 @@ class AttemptReport:
     number: int
     dir: str
     kind: str = "try"  # try | retry | cache-dropped (re-run with the model after a failing replay)
-    status: str = "running"  # passed | failed | needs_approval | error
+    status: str = "running"  # passed | failed | needs_approval | needs_input | error
     steps: list[StepReport] = field(default_factory=list)
     expectations: list[ExpectationResult] = field(default_factory=list)
     failure: Optional[str] = None
@@ -67,7 +67,7 @@ class CaseReport:
     case: Case
     id: str
     dir: Path
-    status: str = "queued"  # queued | running | passed | flaky | failed | needs_approval | error | unfinished
+    status: str = "queued"  # queued | running | passed | flaky | failed | needs_approval | needs_input | error | unfinished
     attempts: list[AttemptReport] = field(default_factory=list)
     current_step: str = ""
     started: Optional[float] = None
@@ -129,7 +129,8 @@ class QaSummary:
     def line(self) -> str:
         return (
             f"{self.count('passed', 'flaky')} passed ({self.count('flaky')} flaky), {self.count('failed')} failed, "
-            + (f"{self.count('needs_approval')} need approval, " if self.count('needs_approval') else "") +
+            + (f"{self.count('needs_approval')} need approval, " if self.count('needs_approval') else "")
+            + (f"{self.count('needs_input')} need input, " if self.count('needs_input') else "") +
             f"{self.count('error')} error(s), "
             + (f"{self.count('unfinished')} not finished (the run stopped), " if self.count('unfinished') else "")
             + f"of {len(self.cases)} in {self.seconds:.1f} s · "

@@ -60,7 +60,7 @@ def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
     for suite_name, cases in by_suite.items():
         suite = ET.SubElement(
             root, "testsuite", name=suite_name, tests=str(len(cases)),
-            failures=str(sum(c.status in ("failed", "needs_approval") for c in cases)), errors=str(sum(c.status in ("error", "unfinished") for c in cases)),
+            failures=str(sum(c.status in ("failed", "needs_approval", "needs_input") for c in cases)), errors=str(sum(c.status in ("error", "unfinished") for c in cases)),
             skipped=str(sum(c.status in ("queued", "running") for c in cases)), time=f"{sum(c.seconds for c in cases):.3f}",
         )
         for case in cases:
@@ -68,16 +68,16 @@ def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
             props = ET.SubElement(element, "properties")
             for name, value in _properties(case).items():
                 ET.SubElement(props, "property", name=name, value=value)
-            if case.status in ("failed", "needs_approval", "error", "unfinished"):  # unfinished: it could not run (server gone)
+            if case.status in ("failed", "needs_approval", "needs_input", "error", "unfinished"):  # unfinished: it could not run (server gone)
                 last = case.last
                 message = (last.failure if last else None) or "not run"
                 tag = "error" if case.status in ("error", "unfinished") else "failure"
-                kind = "needs_approval" if case.status == "needs_approval" else (last.error_kind if last else None) or tag
+                kind = case.status if case.status in ("needs_approval", "needs_input") else (last.error_kind if last else None) or tag
                 ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
             elif not case.passed:
                 ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
             out = str(case.dir)
-            if path is not None and case.status in ("failed", "needs_approval", "error"):
+            if path is not None and case.status in ("failed", "needs_approval", "needs_input", "error"):
                 out += "".join(f"\n[[ATTACHMENT|{_rel(f, path.parent)}]]" for f in failure_files(case))
             ET.SubElement(element, "system-out").text = out
     ET.indent(root)
@@ -101,7 +101,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#1d1d
 header{padding:16px 24px;background:#1d1d1f;color:#fff}header h1{margin:0 0 4px;font-size:18px}
 main{padding:16px 24px}table{border-collapse:collapse;background:#fff;width:100%}
 td,th{border-bottom:1px solid #e5e5ea;padding:6px 10px;text-align:left;vertical-align:top}
-.passed{color:#1e8e3e}.flaky{color:#c77700}.failed,.error{color:#d70015}.needs_approval{color:#8250df}.muted{color:#6e6e73}
+.passed{color:#1e8e3e}.flaky{color:#c77700}.failed,.error{color:#d70015}.needs_approval,.needs_input{color:#8250df}.muted{color:#6e6e73}
 section{background:#fff;border-radius:10px;padding:12px 16px;margin:0 0 16px}
 section video,section img{max-width:100%;max-height:60vh}
 """
@@ -133,7 +133,7 @@ def _failure_videos(summary: QaSummary, path: Path) -> str:
     """Each failed case's video and trace, embedded under the table."""
     sections = []
     for case in summary.cases:
-        if case.status not in ("failed", "needs_approval", "error"):
+        if case.status not in ("failed", "needs_approval", "needs_input", "error"):
             continue
         files = failure_files(case)
         media = "".join(

@@ -201,7 +201,7 @@ class QaRunner:
                 if cache is not None:
                     await asyncio.to_thread(cache.drop, report.id)
                 attempt = await self._attempt(run, report, None, "cache-dropped")
-            if attempt.status in ("passed", "needs_approval") or attempt.error_kind in BATCH_STOPPING_ERRORS:
+            if attempt.status in ("passed", "needs_approval", "needs_input") or attempt.error_kind in BATCH_STOPPING_ERRORS:
                 break  # a refusal is not luck: trying again asks for the same approval
             failed_before = True
         last = report.last
@@ -211,7 +211,7 @@ class QaRunner:
             if cache is not None:
                 report.cache_written = await asyncio.to_thread(cache.store, self._entry(run, report))
         else:
-            report.status = last.status if last.status in ("error", "needs_approval") else "failed"
+            report.status = last.status if last.status in ("error", "needs_approval", "needs_input") else "failed"
             if last.error_kind in BATCH_STOPPING_ERRORS:  # not the case's outcome: the run stops, the case is not finished
                 report.status = "unfinished"
                 if self._stopped is None:
@@ -351,7 +351,7 @@ class QaRunner:
             )
             attempt.model_calls += healing_calls  # (after the await: the agent's calls are counted during it)
             if step.status != "success":
-                attempt.status = step.status if step.status in ("error", "needs_approval") else "failed"
+                attempt.status = step.status if step.status in ("error", "needs_approval", "needs_input") else "failed"
                 attempt.error_kind = step.error_kind
                 attempt.failure = f"step {index} ({goal}) ended {step.status}: {step.reason or 'no reason given'}"
                 return

@@ -78,6 +78,11 @@ class Environment(abc.ABC):
         return contextlib.nullcontext()
 
     @property
+    def alive(self) -> bool:
+        """False once the environment died under a run (a crashed browser): a session starts a new one."""
+        return True
+
+    @property
     def supported_actions(self) -> frozenset[str]:
         return frozenset(name[5:] for name in dir(self) if name.startswith("_act_"))
 

@@ -29,6 +29,9 @@ def register(app: typer.Typer) -> None:
             help="With --http: the bearer token every request must carry \\[env: SURFER_MCP_TOKEN]."),
         runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where the run directories go (default runs/)."),
         qa_dir: Path = typer.Option(Path("qa-runs"), "--qa-dir", help="Where run_suite's outputs go (default qa-runs/)."),
+        session_idle: float = typer.Option(
+            120.0, "--session-idle", metavar="SECONDS", help="Close a session's browser after this long without a task "
+            "(a later call naming its session_id is told so)."),
         base_url: options.BaseUrl = None,
         model: options.Model = None,
         api_key: options.ApiKey = None,
@@ -98,7 +101,9 @@ def register(app: typer.Typer) -> None:
                 flags["profile"] = cfg.profile  # resolved once, for the suites too
             from .runs import ServerSettings
 
-            settings = ServerSettings(cfg, config, flags, options.secrets_from(secret), runs_dir, qa_dir)
+            if session_idle <= 0:
+                raise ConfigError(f"--session-idle must be positive, got {session_idle:g}")
+            settings = ServerSettings(cfg, config, flags, options.secrets_from(secret), runs_dir, qa_dir, session_idle)
         from .serve import serve
 
         serve(settings, http=http, host=host, token=token, console=console)

@@ -1,8 +1,12 @@
 """The runs an MCP server holds: each is an asyncio task of the server's event
-loop, driving one `Agent` run (its own browser session) to a run directory
-under the server's runs root. A run's id is its run directory's name, so the
-tools (`task_status`, `cancel_task`) and the resources
-(`surfer://runs/{id}/...`) name it alike."""
+loop, driving one `Agent` run to a run directory under the server's runs
+root. A run's id is its run directory's name, so the tools (`task_status`,
+`cancel_task`) and the resources (`surfer://runs/{id}/...`) name it alike.
+
+Every run is a task of a session (surfer/agent/session.py) whose browser
+stays open after it: a later call that passes the returned `session_id`
+continues in that browser, where the last task ended. A session idle for
+`session_idle_s` is closed, and a call naming it is told so."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional
@@ -46,6 +51,7 @@ class ServerSettings:
     secrets: Any  # surfer.agent.secrets.Secrets
     runs_root: Path
     qa_root: Path
+    session_idle_s: float = 120.0  # a session's browser is closed after this long without a task
 
 
 @dataclass
@@ -64,6 +70,9 @@ class TaskRun:
     cancel_reason: str = CANCELLED_REASON
     result: "RunResult | None" = None
     listeners: list[StepListener] = field(default_factory=list)
+    session_id: str = ""
+    question: Any = None  # the agent's question waiting for answer_task (surfer.agent.questions.Question)
+    reply: "asyncio.Future[Any] | None" = None
 
     @property
     def status(self) -> str:
@@ -78,15 +87,18 @@ class TaskRun:
         result = self.result
         done = self.driver.done()
         data: dict[str, Any] = {
-            "task_id": self.id, "status": self.status, "task": self.task, "url": self.url,
+            "task_id": self.id, "session_id": self.session_id or None, "status": self.status, "task": self.task, "url": self.url,
             "steps": result.steps if result is not None else self.steps,
             "run_dir": str(self.run_dir), "seconds": round(time.monotonic() - self.started, 2) if not done else None,
         }
         if not done:
             data.update(last_step=self.last_step, max_steps=self.max_steps)
+            if self.question is not None:
+                data.update(question=self.question.text, waiting_for_answer=True)
             return {k: v for k, v in data.items() if v is not None}
         if result is not None:
             data.update(answer=result.answer, data=result.data, reason=result.reason, error_kind=result.error_kind,
+                        question=result.question,
                         seconds=round(result.timings.seconds, 2),
                         usage=result.usage.model_dump())
         elif self.cancelled:
@@ -127,12 +139,37 @@ def step_line(record: "StepRecord") -> str:
     return line[:500]
 
 
+@dataclass
+class ServerSession:
+    """A session of the server's: its browser kept between the tasks that name it."""
+
+    id: str
+    session: Any  # surfer.agent.session.Session
+    busy: int = 0  # its tasks started and not ended
+    used: float = field(default_factory=time.monotonic)
+    closer: "asyncio.Task[None] | None" = None
+
+
 class RunManager:
-    """Starts, tracks and cancels the server's runs."""
+    """Starts, tracks and cancels the server's runs and closes idle sessions."""
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.runs: dict[str, TaskRun] = {}
+        self.sessions: dict[str, ServerSession] = {}
+        self.closed: dict[str, str] = {}  # session id -> why it was closed
+
+    def session_state(self, session_id: str) -> str:
+        """"open", or why the session was closed."""
+        return "open" if session_id in self.sessions else f"closed: it {self.closed.get(session_id, 'is gone')}"
+
+    def session(self, session_id: str) -> ServerSession:
+        found = self.sessions.get(session_id)
+        if found is not None:
+            return found
+        if session_id in self.closed:
+            raise RunRefused(f"session {session_id!r} {self.closed[session_id]}; leave out session_id to start a new one")
+        raise RunRefused(f"unknown session id {session_id!r}; leave out session_id to start a new one")
 
     def get(self, task_id: str) -> TaskRun:
         run = self.runs.get(task_id)
@@ -145,9 +182,12 @@ class RunManager:
         self, task: str, url: Optional[str] = None, *, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
         confirm: "Confirmer | None" = None, storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
+        session_id: Optional[str] = None, ask: Any = None,
     ) -> TaskRun:
-        """Check the input and start the run (inside the server's event loop).
-        Bad input raises RunRefused with the reason; nothing is started then."""
+        """Check the input and start the run (inside the server's event loop), in the session
+        `session_id` names (else a new one). Bad input raises RunRefused with the reason;
+        nothing is started then. `ask`: who replies to the agent's questions (the client's user
+        through elicitation); None: the question waits for answer_task, up to `session_idle_s`."""
         from surfer.agent.answers import AnswerSchema
         from surfer.agent.environments import check_start_url
         from surfer.agent.loop import Agent, default_run_dir
@@ -160,6 +200,11 @@ class RunManager:
         if max_seconds is not None and max_seconds <= 0:
             raise RunRefused(f"max_seconds must be positive, got {max_seconds}")
         cfg = self.settings.config
+        run_dir = default_run_dir(task, self.settings.runs_root)
+        holder: list[TaskRun] = []
+        held = self.session(session_id) if session_id else None
+        if held is not None and (storage_state or save_storage_state):
+            raise RunRefused("storage_state and save_storage_state are for a new browser: leave out session_id")
         try:
             if url:
                 check_start_url(url, cfg)
@@ -168,15 +213,13 @@ class RunManager:
             signin = {k: v for k, v in (("storage_state", storage_state), ("save_storage_state", save_storage_state)) if v}
             if signin:
                 limits["browser"] = signin
-            agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, **limits)
+            agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, on_question=ask or self._asker(holder), **limits)
             if signin:
                 from surfer.agent.environments import check_browser_start
 
                 check_browser_start(agent.config)
         except ConfigError as exc:
             raise RunRefused(str(exc)) from None
-        run_dir = default_run_dir(task, self.settings.runs_root)
-        holder: list[TaskRun] = []
 
         def on_event(event: "Event") -> Awaitable[None] | None:
             from surfer.agent.events import StepFinished
@@ -185,13 +228,47 @@ class RunManager:
                 return self._step_finished(holder[0], event.record)
             return None
 
-        handle = agent.start(task, url, out_dir=run_dir, listeners=[on_event], answer_schema=answer)
-        driver = asyncio.ensure_future(self._drive(agent, handle, holder))
-        run = TaskRun(run_dir.name, task, url, run_dir, agent.config.max_steps, handle, driver)
+        if held is None:
+            from surfer.agent.session import Session
+
+            held = ServerSession(uuid.uuid4().hex[:12], Session(agent, url))
+            self.sessions[held.id] = held
+        held.busy += 1
+        if held.closer is not None:
+            held.closer.cancel()
+            held.closer = None
+        handle = held.session.start(task, url, out_dir=run_dir, listeners=[on_event], answer_schema=answer, agent=agent)
+        driver = asyncio.ensure_future(self._drive(agent, handle, holder, held))
+        run = TaskRun(run_dir.name, task, url, run_dir, agent.config.max_steps, handle, driver, session_id=held.id)
         holder.append(run)
         self.runs[run.id] = run
         log.info("task %s started: %s", run.id, task)
         return run
+
+    def _asker(self, holder: list[TaskRun]) -> Any:
+        """The agent's question waits in task_status until answer_task replies (or `session_idle_s` passes:
+        nobody replied, the task ends needs_input)."""
+
+        async def ask(question: Any) -> Any:
+            run = holder[0]
+            run.question, run.reply = question, asyncio.get_running_loop().create_future()
+            try:
+                return await asyncio.wait_for(run.reply, self.settings.session_idle_s)
+            except TimeoutError:
+                return None
+            finally:
+                run.question, run.reply = None, None
+
+        ask.__name__ = "answer_task"
+        return ask
+
+    def answer(self, run: TaskRun, text: str, secret: bool = False) -> None:
+        """answer_task: the reply to the question the run waits on (an empty one leaves it unanswered)."""
+        from surfer.agent.questions import Reply
+
+        if run.reply is None or run.reply.done():
+            raise RunRefused(f"task {run.id!r} is not waiting for an answer (status: {run.status})")
+        run.reply.set_result(Reply(text, secret) if text.strip() else None)
 
     async def _step_finished(self, run: TaskRun, record: "StepRecord") -> None:
         run.steps, run.last_step = record.index, step_line(record)
@@ -202,7 +279,7 @@ class RunManager:
                 log.warning("task %s: a step listener failed: %r", run.id, exc)
                 run.listeners.remove(listener)
 
-    async def _drive(self, agent: Any, handle: "RunHandle", holder: list[TaskRun]) -> "RunResult | None":
+    async def _drive(self, agent: Any, handle: "RunHandle", holder: list[TaskRun], held: ServerSession) -> "RunResult | None":
         try:
             result = await handle.result()
         except asyncio.CancelledError:
@@ -212,6 +289,10 @@ class RunManager:
             return None
         finally:
             await asyncio.shield(agent.aclose())
+            held.busy -= 1
+            held.used = time.monotonic()
+            if held.busy == 0 and held.id in self.sessions:
+                held.closer = asyncio.ensure_future(self._close_when_idle(held))
         run = holder[0]
         if run.cancelled and result.status == "interrupted":  # not a run that ended as the cancel came
             result.reason = run.cancel_reason
@@ -236,7 +317,7 @@ class RunManager:
             run.handle.cancel()
 
     async def cancel(self, run: TaskRun, reason: str = CANCELLED_REASON) -> TaskRun:
-        """Stop the run: the step in progress is dropped, the browser closed, and
+        """Stop the run: the step in progress is dropped (the session keeps its browser), and
         result.json and report.html say it was cancelled."""
         if run.driver.done():
             return run
@@ -247,10 +328,39 @@ class RunManager:
             await asyncio.gather(run.driver, return_exceptions=True)
         return run
 
+    async def _close_when_idle(self, held: ServerSession) -> None:
+        idle = self.settings.session_idle_s
+        await asyncio.sleep(max(0.0, held.used + idle - time.monotonic()))
+        if held.busy == 0:
+            await self._close_session(held, f"was closed after {idle:g} s without a task")
+
+    async def _close_session(self, held: ServerSession, why: str) -> None:
+        if self.sessions.pop(held.id, None) is None:
+            return
+        self.closed[held.id] = why
+        log.info("session %s %s", held.id, why)
+        try:
+            await held.session.close()
+        except Exception as exc:  # noqa: BLE001 - a browser that died: the session is closed all the same
+            log.warning("session %s: closing its browser failed: %r", held.id, exc)
+
+    async def end_session(self, session_id: str) -> None:
+        """Close a session's browser now (its running tasks are cancelled first)."""
+        held = self.session(session_id)
+        running = [run for run in self.runs.values() if run.session_id == held.id and not run.driver.done()]
+        await asyncio.gather(*(self.cancel(run) for run in running), return_exceptions=True)
+        if held.closer is not None:
+            held.closer.cancel()
+        await self._close_session(held, "was ended by the client (end_session)")
+
     async def aclose(self) -> None:
-        """The server is closing: cancel what still runs."""
+        """The server is closing: cancel what still runs, close every session's browser."""
         running = [run for run in self.runs.values() if not run.driver.done()]
         await asyncio.gather(*(self.cancel(run, CLOSED_REASON) for run in running), return_exceptions=True)
+        for held in list(self.sessions.values()):
+            if held.closer is not None:
+                held.closer.cancel()
+            await self._close_session(held, "was closed with the server")
 
 
 def _record_cancel(run_dir: Path, reason: str) -> None:

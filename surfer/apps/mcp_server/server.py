@@ -2,7 +2,10 @@
 
 Tools: `run_task` (to the end, each step a progress notification),
 `start_task` / `task_status` / `cancel_task` (long runs as asyncio tasks of
-the server), `run_suite` (a QA suite file). Resources: what a run directory
+the server), `answer_task` (the reply to the agent's question a task waits
+on), `end_session` (a session's browser closed now), `run_suite` (a
+QA suite file). Every task returns a `session_id`: passed to a later
+`run_task` / `start_task`, the task continues in the same browser. Resources: what a run directory
 holds, as `surfer://runs/{run_id}/report.html`, `result.json`,
 `trajectory.jsonl` and `steps/{n}.jpg` (or `.png`). Bad input is a tool error
 (`is_error`, the reason in the text), never the server's end."""
@@ -30,12 +33,47 @@ log = logging.getLogger("surfer.mcp")
 INSTRUCTIONS = (
     "surfer runs computer-use tasks in a real Chromium with a vision-language model. "
     "run_task runs one task to its end (progress notifications per step); for long tasks use start_task, "
-    "then task_status / cancel_task. run_suite runs a QA suite file. Each run's report.html, result.json, "
+    "then task_status / cancel_task. Each returns a session_id: pass it to a later run_task / start_task to continue "
+    "in the same browser where the last task ended (end_session closes it; idle sessions are closed). "
+    "A task whose agent asks a question shows it in task_status (waiting_for_answer); answer_task replies. "
+    "run_suite runs a QA suite file. Each run's report.html, result.json, "
     "trajectory.jsonl, step screenshots (and trace.zip / video with --trace / --video) are resources: "
     "surfer://runs/{run_id}/..."
 )
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 UNREACHABLE_OR_CONFIG = ("unreachable", "config")
+
+
+class Answer(BaseModel):
+    """What the client's user replies to the agent's question."""
+
+    answer: str = Field(description="Your reply to the agent's question.")
+
+
+def elicit_replier(ctx: Context) -> Any:
+    """The agent's questions asked of the client's user (MCP elicitation) when the client can be
+    asked; None when it cannot (the question then waits for answer_task)."""
+    try:
+        capabilities = ctx.client_capabilities
+    except Exception:  # noqa: BLE001 - no request context: nobody to ask
+        return None
+    if capabilities is None or capabilities.elicitation is None:
+        return None
+
+    async def ask(question: Any) -> Any:
+        from surfer.agent.questions import Reply
+
+        try:
+            reply = await ctx.elicit(f"surfer's agent asks: {question.text}", Answer)
+        except Exception as exc:  # noqa: BLE001 - the client could not ask: unanswered
+            log.warning("elicitation failed (%r); the question stays unanswered", exc)
+            return None
+        if reply.action != "accept" or not reply.data.answer.strip():
+            return None
+        return Reply(reply.data.answer, question.secret)
+
+    ask.__name__ = "elicitation"
+    return ask
 
 
 class Approval(BaseModel):
@@ -88,11 +126,13 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
 
     def start(ctx: Optional[Context], task: str, url: Optional[str], max_steps: Optional[int],
               max_seconds: Optional[float], answer_schema: Optional[dict[str, Any]],
-              storage_state: Optional[str] = None, save_storage_state: Optional[str] = None) -> TaskRun:
+              storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
+              session_id: Optional[str] = None) -> TaskRun:
         confirm = elicit_confirmer(ctx, settings) if ctx is not None else None
         try:
             return runs.start(task, url, max_steps=max_steps, max_seconds=max_seconds, answer_schema=answer_schema,
-                              confirm=confirm, storage_state=storage_state, save_storage_state=save_storage_state)
+                              confirm=confirm, storage_state=storage_state, save_storage_state=save_storage_state,
+                              session_id=session_id, ask=elicit_replier(ctx) if ctx is not None else None)
         except RunRefused as exc:
             raise ToolError(str(exc)) from None
 
@@ -100,15 +140,17 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
     async def run_task(
         task: str, ctx: Context, url: Optional[str] = None, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
-        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
+        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None, session_id: Optional[str] = None,
     ) -> dict[str, Any]:
         """Run one task in a real browser to its end: status (success, failed, limit, stuck,
-        needs_approval, error), answer, data (with answer_schema, a JSON Schema the answer's data
-        must follow), reason, steps, run_dir and the run's resources. Each finished step is a
-        progress notification when the request carries a progressToken. storage_state: a Playwright
-        storage-state file on the server's machine to start signed in; save_storage_state: where to
-        write the browser's state when the run succeeds (mode 0600; never returned or served)."""
-        run = start(ctx, task, url, max_steps, max_seconds, answer_schema, storage_state, save_storage_state)
+        needs_approval, needs_input with the agent's question, error), answer, data (with
+        answer_schema, a JSON Schema the answer's data must follow), reason, steps, run_dir, the
+        run's resources and session_id. Each finished step is a progress notification when the
+        request carries a progressToken. session_id (from an earlier call): continue in that
+        session's browser, where its last task ended (url: go there first). storage_state: a
+        Playwright storage-state file on the server's machine to start signed in; save_storage_state:
+        where to write the browser's state when the run succeeds (mode 0600; never returned or served)."""
+        run = start(ctx, task, url, max_steps, max_seconds, answer_schema, storage_state, save_storage_state, session_id)
 
         async def progress(record: "StepRecord") -> None:
             await ctx.report_progress(record.index, run.max_steps, step_line(record))
@@ -121,28 +163,28 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
     async def start_task(
         task: str, url: Optional[str] = None, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
-        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
+        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None, session_id: Optional[str] = None,
     ) -> dict[str, Any]:
-        """Start a task in the background and return its task_id at once; follow it with
-        task_status, stop it with cancel_task. Sensitive actions follow the server's default
-        (refused unless it was started with --approve-all or --approve-domain). storage_state and
-        save_storage_state as in run_task."""
-        run = start(None, task, url, max_steps, max_seconds, answer_schema, storage_state, save_storage_state)
+        """Start a task in the background and return its task_id and session_id at once; follow it
+        with task_status, stop it with cancel_task. Sensitive actions follow the server's default
+        (refused unless it was started with --approve-all or --approve-domain). storage_state,
+        save_storage_state and session_id as in run_task."""
+        run = start(None, task, url, max_steps, max_seconds, answer_schema, storage_state, save_storage_state, session_id)
         return run.summary()
 
     @server.tool()
     async def task_status(task_id: str) -> dict[str, Any]:
         """A task's status (running, or its final status), steps so far and the last step; when it
-        has ended, its answer, data, reason and resources."""
+        has ended, its answer, data, reason and resources; and whether its session is still open."""
         try:
             run = runs.get(task_id)
         except RunRefused as exc:
             raise ToolError(str(exc)) from None
-        return run.summary()
+        return {**run.summary(), "session": runs.session_state(run.session_id)}
 
     @server.tool()
     async def cancel_task(task_id: str) -> dict[str, Any]:
-        """Stop a running task: the step in progress is dropped, the browser closed, and the run
+        """Stop a running task: the step in progress is dropped (its session keeps the browser), and the run
         directory records it (status interrupted). A task that already ended is left as it is."""
         try:
             run = runs.get(task_id)
@@ -150,6 +192,28 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
             raise ToolError(str(exc)) from None
         await runs.cancel(run)
         return run.summary()
+
+    @server.tool()
+    async def answer_task(task_id: str, answer: str, secret: bool = False) -> dict[str, Any]:
+        """Reply to the question a running task waits on (task_status shows it with
+        waiting_for_answer); secret: keep the reply out of every record (the model sees a
+        placeholder). An empty answer leaves the question unanswered: the task ends needs_input."""
+        try:
+            run = runs.get(task_id)
+            runs.answer(run, answer, secret)
+        except RunRefused as exc:
+            raise ToolError(str(exc)) from None
+        return run.summary()
+
+    @server.tool()
+    async def end_session(session_id: str) -> dict[str, Any]:
+        """Close a session's browser now (a task of it still running is cancelled first);
+        sessions without a task for the server's --session-idle are closed anyway."""
+        try:
+            await runs.end_session(session_id)
+        except RunRefused as exc:
+            raise ToolError(str(exc)) from None
+        return {"session_id": session_id, "closed": True}
 
     @server.tool()
     async def run_suite(

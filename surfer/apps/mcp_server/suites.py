@@ -57,7 +57,7 @@ async def run_suite_file(settings: ServerSettings, path: Path, *, tags: list[str
     return {
         "ok": summary.ok, "summary": summary.line(),
         "passed": summary.count("passed", "flaky"), "failed": summary.count("failed"),
-        "needs_approval": summary.count("needs_approval"), "errors": summary.count("error"),
+        "needs_approval": summary.count("needs_approval"), "needs_input": summary.count("needs_input"), "errors": summary.count("error"),
         "stopped": summary.stopped,
         "cases": [{"id": case.id, "case": case.case.name, "status": case.status, "failure": case.failure,
                    "report": str(case.dir / "report.html")} for case in summary.cases],

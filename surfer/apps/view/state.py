@@ -18,9 +18,11 @@ from typing import Any
 from surfer.fleet.batch.results import final_results
 from surfer.fleet.sessions import BATCH_FILE, LIVE, METRICS_FILE
 
-# The page's statuses: queued, running, success, failure, needs_approval (a person must allow an action), error,
+# The page's statuses: queued, running, success, failure, needs_approval (a person must allow an action),
+# needs_input (the agent asked a question nobody answered), error,
 # and interrupted (a run directory of `surfer run` stopped by a signal; a batch's results hold no such line).
 SHOWN = {"success": "success", "failed": "failure", "limit": "failure", "stuck": "failure", "needs_approval": "needs_approval",
+         "needs_input": "needs_input",
          "error": "error", "interrupted": "interrupted"}
 
 
@@ -198,7 +200,7 @@ class OutDir:
 
     def _totals(self, batch: Any, finished: list[dict[str, Any]], running: list[Any], total: int, metrics: list[Any]) -> dict[str, Any]:
         count = self._cached("counts", len(finished), lambda: {
-            s: sum(1 for r in finished if r["status"] == s) for s in ("success", "failure", "needs_approval", "error", "interrupted")})
+            s: sum(1 for r in finished if r["status"] == s) for s in ("success", "failure", "needs_approval", "needs_input", "error", "interrupted")})
         done = len(finished)
         started = (batch or {}).get("started_at")
         elapsed = None

@@ -55,6 +55,8 @@ def make_batch(
         return Batch(config, tasks, out_dir, backend=backend, listeners=listeners, **options)
     if backend is not None or listeners:
         raise ConfigError("a batch on Ray talks to the configured endpoints: no backend= or listeners= objects")
+    if options.pop("answers", None) is not None:
+        raise ConfigError("--answers with --ray: give each task line its own answers")
     if options.pop("replay", None):
         raise ConfigError("--env replay runs on one machine: leave out --ray")
     from surfer.fleet.concurrency import AUTO, parse_concurrency

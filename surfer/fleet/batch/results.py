@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from surfer.agent.result import ErrorKind, GroupInfo, RewardSource, RunResult, Signal, Status, TokenTotals
 
 
-FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "needs_approval", "error"})
+FINAL_STATUSES = frozenset({"success", "failed", "limit", "stuck", "needs_approval", "needs_input", "error"})
 # Errors that are not the task's fault: never final, and they stop the batch.
 BATCH_STOPPING_ERRORS = frozenset({"unreachable", "config"})
 RUNS = "runs"
@@ -48,6 +48,8 @@ class ResultLine(BaseModel):
     answer: Optional[str] = Field(description="The final answer.")
     reason: Optional[str] = Field(description="Why it ended so.")
     error_kind: Optional[ErrorKind] = Field(description="For errors: which kind (see Troubleshooting).")
+    question: Optional[str] = Field(default=None, description="For needs_input: the agent's question nobody answered "
+                                    "(reply with --answers or the task's answers, and run the batch again).")
     steps: int = Field(description="Steps taken.")
     browser_crashes: int = Field(description="Times the browser died under this task (it then ran again).")
     seconds: float = Field(description="Wall time of the task, all its attempts.")

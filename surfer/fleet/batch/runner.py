@@ -117,6 +117,7 @@ class Batch:
         listeners: list[Any] | None = None,
         replay: list[Any] | None = None,
         secrets: Any = None,
+        answers: Any = None,
         crash_retries: int = 1,
         auto: dict[str, Any] | None = None,
         say: Any = None,
@@ -154,6 +155,7 @@ class Batch:
         self.stats = BatchStats(total=len(self.tasks))
         self.listeners = list(listeners or [])
         self.secrets = secrets
+        self.answers = answers  # replies to the agent's questions (a task's own `answers` first)
         self.backends = shared_backends(config, max_inflight, backend)
         self.servers = BatchServers(self.backends)  # with several model servers: where each session goes
         self.stats.servers = self.servers.snapshot
@@ -209,7 +211,9 @@ class Batch:
 
     def pending(self) -> list[BatchTask]:
         finished = self.index.finished(self.retry_errors)
-        return [t for t in self.tasks if t.id not in finished]
+        # a task that ended needs_input runs again once replies are given (--answers, the task's own answers)
+        return [t for t in self.tasks if t.id not in finished or (
+            finished[t.id].get("status") == "needs_input" and (self.answers is not None or t.answers is not None))]
 
     # -- running -------------------------------------------------------------------
 
@@ -346,7 +350,8 @@ class Batch:
             with run_deadline(asyncio.get_running_loop().time() + cutoff) as hard:
                 async with hard.limit():
                     return await agent.run(task.task, task.url, out_dir=tmp, control=control,
-                                           rewarder=self.rewards.rewarder(task, agent))
+                                           rewarder=self.rewards.rewarder(task, agent),
+                                           answers=task.answers if task.answers is not None else self.answers)
         except TimeoutError:
             return RunResult(
                 status="limit",
@@ -446,6 +451,7 @@ class Batch:
             "answer": result.answer,
             "reason": result.reason,
             "error_kind": result.error_kind,
+            **({"question": result.question} if result.question else {}),
             "steps": result.steps,
             "browser_crashes": self.crashes.pop(task.id or "", 0),
             "seconds": round(seconds, 3),

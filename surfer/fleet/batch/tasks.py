@@ -34,6 +34,11 @@ class BatchTask(BaseModel):
         default=None, min_length=1, description="A Playwright storage-state file this task starts signed in with "
         "(relative to the tasks file's folder); overrides --storage-state.",
     )
+    answers: Optional[Any] = Field(
+        default=None, description="Replies to the agent's questions, by question pattern (a regular expression): "
+        "{\"pattern\": \"reply\"} or a list of {\"pattern\", \"answer\", \"secret\"}; a question none matches ends "
+        "the task needs_input. Overrides --answers.",
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Anything; copied to the task's results line (`replay` names a recording).",
     )
@@ -83,6 +88,10 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
             raise ConfigError(f"{path}:{number}: {problems}") from None
         task.id = task.id or f"line-{number}"
+        if task.answers is not None:
+            from surfer.agent.questions import PresetAnswers
+
+            PresetAnswers.of(task.answers, f"{path}:{number}: answers")  # a bad pattern is a usage error now, not later
         if task.storage_state:
             task.storage_state = str(path.parent / Path(task.storage_state).expanduser())  # (an absolute one stays)
         if task.id in seen:

@@ -400,6 +400,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         # A click that opens a tab makes that tab current.
         self._use(page)
 
+    @property
+    def alive(self) -> bool:
+        return not self._browser_gone and self._crashed is None
+
     def _check_alive(self) -> None:
         if self._browser_gone:
             raise BrowserCrashed("the browser crashed (the Chromium process died)")

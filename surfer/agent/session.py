@@ -1,0 +1,264 @@
+"""A session: tasks one after another in one browser (or desktop).
+
+    async with agent.session(url="https://shop.example") as session:
+        first = await session.run("Find the cheapest lamp")
+        second = await session.run("Add it to the cart")      # same page, cookies and tabs
+
+The session owns the environment (it opens one unless the agent was given
+one, and closes what it opened), the account of its earlier tasks that each
+next task's prompt carries (bounded: the last few tasks, clipped), the run
+control of the task in progress, and its directory: one run directory per
+task (`01-<slug>/`, `02-<slug>/`, each with its result.json and report) and
+`session.json`, the summary (tasks, statuses, answers, questions). Tasks run
+one at a time; one started while another runs waits its turn.
+`agent.run(...)` is a session of one task, without the session's files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from surfer.tools.base import Environment
+
+from .control import RunControl, RunHandle
+from .questions import QuestionHandler
+from .result import RunResult
+from .rundir import default_run_dir, slugify, write_atomic
+
+Agent = Any  # surfer.agent.loop.Agent, which makes sessions (not imported: loop imports this module)
+Listener = Any
+
+SUMMARY_FILE = "session.json"
+SHOWN_TASKS, TASK_CHARS, ANSWER_CHARS = 5, 160, 240  # the account of earlier tasks stays this small
+RESTARTED = "The browser was restarted after it stopped working: the pages, sign-ins and tabs of earlier tasks are gone."
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def earlier_tasks(results: list[RunResult], note: str = "") -> str:
+    """The account of a session's earlier tasks for the next task's prompt: the last
+    `SHOWN_TASKS`, each task and answer clipped; "" before the first task."""
+    if not results:
+        return ""
+    lines = ["Earlier tasks in this session (the screen is where the last one ended):"]
+    hidden = len(results) - SHOWN_TASKS
+    if hidden > 0:
+        lines.append(f"({hidden} earlier task(s) not shown)")
+    for number, result in enumerate(results[-SHOWN_TASKS:], start=max(1, hidden + 1)):
+        outcome = result.status
+        if result.answer:
+            outcome += f", answer: {_clip(result.answer, ANSWER_CHARS)}"
+        elif result.question:
+            outcome += f", asked: {_clip(result.question, ANSWER_CHARS)}"
+        elif result.reason and result.status != "success":
+            outcome += f" ({_clip(result.reason, ANSWER_CHARS)})"
+        lines.append(f"{number}. {_clip(result.task, TASK_CHARS)} -> {outcome}")
+    if note:
+        lines.append(note)
+    lines.append("The task below is the one to do now.")
+    return "\n".join(lines)
+
+
+class Session:
+    """Tasks one after another in one environment (see the module's docstring).
+    Made by `Agent.session(...)`; use it as an async context manager."""
+
+    def __init__(
+        self, agent: Agent, url: str | None = None, *, out_dir: str | Path | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None, listeners: list[Listener] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.url = url
+        self.session_id = uuid.uuid4().hex[:12]
+        # like a run's directory (rundir.py): under the agent's folder for runs (runs/ by default), none
+        # where the agent records nothing (out_dir=False)
+        if out_dir is not None:
+            self.directory: Path | None = Path(out_dir)
+        elif agent.out_dir is not False:
+            self.directory = default_run_dir("session", agent.out_dir or None)
+        else:
+            self.directory = None
+        self.on_question = on_question
+        self.answers = answers
+        self.listeners = list(listeners or [])
+        self.results: list[RunResult] = []
+        self.environment: Environment | None = None
+        self._owned = False
+        self._started = datetime.now(timezone.utc)
+        self._turn = asyncio.Lock()
+        self._note = ""  # said in the next task's account (the browser was restarted)
+        self._closed = False
+        self.control: RunControl | None = None  # the task in progress
+
+    async def __aenter__(self) -> "Session":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def browser_restarted(self) -> bool:
+        """Whether the next task starts in a new browser, the last one having died (its pages are gone)."""
+        return bool(self._note)
+
+    def _open_environment(self) -> Environment:
+        if self.environment is None:
+            if self.agent.environment is not None:
+                self.environment = self.agent.environment  # the caller's: left open
+            else:
+                self.environment, self._owned = self.agent._new_environment(), True
+        return self.environment
+
+    def _task_dir(self, task: str) -> Path | Literal[False]:
+        if self.directory is None:
+            return False  # nothing recorded
+        return self.directory / f"{len(self.results) + 1:02d}-{slugify(task)}"
+
+    async def run(
+        self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+        control: RunControl | None = None, on_question: QuestionHandler | None = None, answers: Any = None,
+        out_dir: str | Path | None = None, agent: Agent | None = None,
+    ) -> RunResult:
+        """Run the next task where the last one ended (`url`: go there first; the first task
+        opens the session's URL). Returns its result; errors come back as `status="error"`.
+        `out_dir`: this task's run directory (default: the next one in the session directory);
+        `agent`: another agent for this task (its settings and roles; the session's browser,
+        account and directory stay)."""
+        if self._closed:
+            raise RuntimeError("this session is closed")
+        async with self._turn:
+            first = not any(r.steps for r in self.results)  # (a first task that never began leaves the URL to the next)
+            if self.environment is not None and self._owned and not self.environment.alive:
+                await self._restart_environment()  # it died between tasks
+            env = self._open_environment()
+            control = control or RunControl()
+            self.control = control
+            try:
+                result = await (agent or self.agent)._run(
+                    task, url or (self.url if first or self._note else None), out_dir or self._task_dir(task),
+                    [*self.listeners, *(listeners or [])], answer_schema, control,
+                    on_question or self.on_question, answers if answers is not None else self.answers,
+                    environment=env, earlier=earlier_tasks(self.results, self._note),
+                )
+            finally:
+                self.control = None
+            self._note = ""
+            self.results.append(result)
+            await asyncio.to_thread(self._write_summary)
+            if self._owned and (result.error_kind == "browser_crash" or not env.alive):
+                await self._restart_environment()
+            return result
+
+    def start(
+        self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+        out_dir: str | Path | None = None, agent: Agent | None = None,
+    ) -> RunHandle:
+        """Start the next task in the background (inside a running event loop): a handle
+        to pause, resume, hint, finish or cancel it, and await its result."""
+        control = RunControl()
+        running = asyncio.ensure_future(self.run(
+            task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent))
+        return RunHandle(running, control)
+
+    async def _restart_environment(self) -> None:
+        old, self.environment = self.environment, None
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(old.close())
+        self._note = RESTARTED
+
+    async def close(self) -> None:
+        """Close what the session opened (its browser) and finish its summary."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._owned and self.environment is not None:
+                await asyncio.shield(self.environment.close())
+        finally:
+            self.environment = None
+            if self.results:
+                await asyncio.to_thread(self._write_summary, True)
+
+    def summary(self, ended: bool = False) -> dict[str, Any]:
+        """What session.json holds: the session and each task's outcome."""
+        tasks = []
+        for number, result in enumerate(self.results, 1):
+            where = None
+            if result.run_dir and self.directory is not None:
+                with contextlib.suppress(ValueError):
+                    where = str(Path(result.run_dir).relative_to(self.directory))
+            tasks.append({
+                "number": number, "task": result.task, "url": result.url, "status": result.status, "answer": result.answer,
+                "reason": result.reason, "question": result.question, "steps": result.steps,
+                "seconds": result.timings.seconds, "run_dir": where or result.run_dir,
+            })
+        return {
+            "session_id": self.session_id, "url": self.url, "started": self._started.isoformat(timespec="seconds"),
+            **({"ended": datetime.now(timezone.utc).isoformat(timespec="seconds")} if ended else {}),
+            "tasks": tasks,
+        }
+
+    def _write_summary(self, ended: bool = False) -> None:
+        if self.directory is None:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.directory / SUMMARY_FILE, json.dumps(self.agent.secrets.scrub_obj(self.summary(ended)), indent=2))
+
+
+class SyncSession:
+    """`Session` for scripts without an event loop (`Agent.session_sync`): one event loop
+    lives as long as the session, so the browser stays open between tasks.
+
+        with agent.session_sync(url=...) as session:
+            first = session.run("Find the cheapest lamp")
+            second = session.run("Add it to the cart")
+    """
+
+    def __init__(self, agent: Agent, url: str | None = None, **options: Any) -> None:
+        self._runner = asyncio.Runner()
+        self._open = True
+        self.agent = agent
+        self._session = self._runner.run(self._make(agent, url, options))
+
+    @staticmethod
+    async def _make(agent: Agent, url: str | None, options: dict[str, Any]) -> Session:
+        return Session(agent, url, **options)  # (its lock belongs to the runner's loop)
+
+    @property
+    def results(self) -> list[RunResult]:
+        return self._session.results
+
+    @property
+    def directory(self) -> Path | None:
+        return self._session.directory
+
+    def run(self, task: str, url: str | None = None, *, answer_schema: Any = None, on_question: QuestionHandler | None = None,
+            answers: Any = None) -> RunResult:
+        return self._runner.run(self._session.run(task, url, answer_schema=answer_schema, on_question=on_question, answers=answers))
+
+    def close(self) -> None:
+        if not self._open:
+            return
+        self._open = False
+        try:
+            self._runner.run(self._session.close())
+            self._runner.run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
+        finally:
+            self._runner.close()
+
+    def __enter__(self) -> "SyncSession":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
