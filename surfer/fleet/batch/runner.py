@@ -8,7 +8,6 @@ import asyncio
 import shutil
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
@@ -27,6 +26,7 @@ from .rewards import TaskRewards, group_info
 from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final
 from .servers import BatchServers, shared_backends
 from .stats import BatchStats
+from .summary import BatchSummary
 from .tasks import BatchTask, check_task_urls, run_dir_name
 
 __all__ = ["BROWSER_DIED", "HARD_LIMIT_GRACE", "Batch", "BatchSummary", "drain", "shared_backends"]
@@ -34,36 +34,6 @@ __all__ = ["BROWSER_DIED", "HARD_LIMIT_GRACE", "Batch", "BatchSummary", "drain",
 
 BROWSER_DIED = "the browser crashed (the Chromium process died)"
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
-
-
-@dataclass
-class BatchSummary:
-    out_dir: Path
-    total: int
-    skipped: int
-    finished: int
-    statuses: dict[str, int]  # the tasks' final outcomes in results.jsonl (earlier runs' too), by status
-    stopped: str | None  # why the batch stopped early (server unreachable, bad configuration)
-    stats: dict[str, Any]
-    stopped_kind: str | None = None  # "unreachable" or "config"
-    relaunches: int = 0
-    concurrency: dict[str, Any] | None = None  # with --concurrency auto: what the controller did
-    unfinished: dict[str, int] | None = None  # attempts that ended no task, by kind (attempts.jsonl); run again on resume
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "out_dir": str(self.out_dir),
-            "total": self.total,
-            "skipped": self.skipped,
-            "finished": self.finished,
-            "statuses": self.statuses,
-            "stopped": self.stopped,
-            "stopped_kind": self.stopped_kind,
-            "browser_relaunches": self.relaunches,
-            "unfinished": self.unfinished or {},
-            **({"concurrency": self.concurrency} if self.concurrency else {}),
-            **self.stats,
-        }
 
 
 async def drain(items: Iterable[Any], concurrency: int, handle: Any, keep_going: Any, slots: Any = None) -> None:
