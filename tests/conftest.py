@@ -3,9 +3,11 @@ and the demo site's measured layout. No test talks to the internet."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -31,6 +33,47 @@ def default_runs_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
     saved, rundir.RUNS_ROOT = rundir.RUNS_ROOT, tmp_path_factory.mktemp("runs")
     yield rundir.RUNS_ROOT
     rundir.RUNS_ROOT = saved
+
+
+# -- tests that run alone ------------------------------------------------------------
+# scripts/test.sh runs the suite on two pytest-xdist workers. A test marked `serial`
+# (it measures time or load, or loads the machine itself) runs while the other worker
+# runs nothing: every test holds a shared lock on a file of this run, a serial one the
+# exclusive lock. A second file is the gate: a serial test waiting for its turn holds
+# it, so the other worker starts no new test meanwhile and the serial one is not starved.
+
+
+@contextmanager
+def _flock(path: Path, mode: int) -> Iterator[None]:
+    with open(path, "a") as file:
+        fcntl.flock(file, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(file, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _turn(shared: Path, alone: bool) -> Iterator[None]:
+    gate, lock = shared / "serial.gate", shared / "serial.lock"
+    with _flock(gate, fcntl.LOCK_EX):
+        held = open(lock, "a")
+        fcntl.flock(held, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        fcntl.flock(held, fcntl.LOCK_UN)
+        held.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # type: ignore[no-untyped-def]
+    if not hasattr(item.config, "workerinput"):  # one process: every test runs alone anyway
+        yield
+        return
+    shared = item.config._tmp_path_factory.getbasetemp().parent  # the workers' basetemps are popen-gw0, -gw1 in it
+    with _turn(shared, alone=item.get_closest_marker("serial") is not None):
+        yield
 
 
 @pytest.fixture(scope="session")

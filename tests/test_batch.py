@@ -319,7 +319,7 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
     again = CliRunner().invoke(app, args)  # resumes: nothing left to do
     assert again.exit_code == 0 and "done 2/2 (skipped 2)" in again.output
     tasks.write_text('{"task": "x", "id": 3}\n')
-    bad = CliRunner().invoke(app, args)
+    bad = CliRunner().invoke(app, args, env={"COLUMNS": "200"})  # the path is not folded mid-name
     assert bad.exit_code == 2 and "tasks.jsonl:1" in bad.output
 
 

@@ -162,6 +162,7 @@ async def test_a_crashed_page_gives_none(shared_browser, pages):
     await context.close()
 
 
+@pytest.mark.serial  # a 0.4 s timeout checked against the wall clock
 async def test_a_busy_page_times_out_with_none(shared_browser, pages):
     context = await shared_browser.new_context()
     page = await context.new_page()

@@ -16,6 +16,8 @@ from surfer.bench.gpu.emulate import ClickEverywhere
 from surfer.bench.gpu.serving import log_facts
 from surfer.models.metrics import parse_metrics
 
+pytestmark = pytest.mark.serial  # sessions and replays timed against --window: figures of a machine with nothing else running
+
 
 def test_make_model_writes_loadable_directories_of_both_shapes(tmp_path):
     from transformers import AutoConfig, AutoTokenizer

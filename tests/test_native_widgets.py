@@ -340,7 +340,7 @@ async def test_download_caps_and_context_menus(browser_env, pages, tmp_path):
 
 
 def test_upload_file_flag_must_name_existing_files(tmp_path):
-    result = CliRunner().invoke(app, ["run", "task", "--upload-file", str(tmp_path / "missing.pdf")])
+    result = CliRunner().invoke(app, ["run", "task", "--upload-file", str(tmp_path / "missing.pdf")], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "browser.upload_files" in result.output
     assert "missing.pdf does not exist" in " ".join(result.output.split())
     with pytest.raises(Exception, match="missing.pdf does not exist"):

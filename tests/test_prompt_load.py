@@ -251,6 +251,7 @@ def _recordings():  # type: ignore[no-untyped-def]
     return load_recordings(DEMO_RECORDINGS)
 
 
+@pytest.mark.serial  # the controller reads steps per second
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_auto_concurrency_converges_against_a_server_with_a_kv_capacity(standin, tmp_path, engine: str) -> None:
     # about three policy requests fit in the cache; more sessions only queue and thrash (each engine's /metrics names)
@@ -288,6 +289,7 @@ def test_auto_concurrency_without_metrics_runs_a_fixed_concurrency_and_says_so(s
         make_batch(config, [], tmp_path / "y", ray_address="auto", concurrency="auto")
 
 
+@pytest.mark.serial  # the controller reads steps per second
 def test_gpu_bench_compares_layouts_and_auto_concurrency_in_one_command(standin, tmp_path) -> None:
     server = standin(_answer, kv_capacity=20000, delay=0.01)
     out = tmp_path / "gpu.json"

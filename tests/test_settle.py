@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from surfer.core.actions import Click, CssPoint
 from surfer.tools.settle import SettleConfig
+
+pytestmark = pytest.mark.serial  # settle times checked against the wall clock
 
 LATE = CssPoint(x=95, y=40)
 FETCH = CssPoint(x=95, y=100)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.serial  # signals at fixed moments after start; the later stops load the machine themselves
+
 MOMENTS = (0.1, 0.3, 0.6, 1.0, 1.5, 2.0, 4.0)
 EARLY = 0.5  # stops before this run one at a time
 

@@ -23,6 +23,8 @@ from surfer.core.errors import ActionFailed
 from surfer.models.backend import Completion, ModelBackend, ModelRequest, Usage, run_exclusive
 from surfer.models.http import Endpoint, OpenAICompatibleBackend
 
+pytestmark = pytest.mark.serial  # limits and signals checked against the wall clock
+
 SCROLL = {"thought": "look further down", "notes": "", "action": {"type": "scroll", "direction": "down", "amount": 1}}
 ANSWER = {"thought": "done", "notes": "", "action": {"type": "answer", "text": "42"}}
 

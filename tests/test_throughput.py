@@ -14,6 +14,8 @@ from surfer.bench.throughput import parse_levels
 from surfer.fleet.resources import process_tree_memory
 from surfer.core.errors import ConfigError
 
+pytestmark = pytest.mark.serial  # a benchmark: its figures are the machine's, with nothing else running
+
 
 def test_throughput_command_writes_figures_per_level(tmp_path):
     out = tmp_path / "tp.json"

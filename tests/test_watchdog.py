@@ -6,7 +6,11 @@ import asyncio
 import io
 import time
 
+import pytest
+
 from surfer.core.watchdog import LoopWatchdog
+
+pytestmark = pytest.mark.serial  # a loop held longer than 0.4 s is a stall: another test's load must not make one
 
 
 def _hold_the_loop(seconds: float) -> None:
