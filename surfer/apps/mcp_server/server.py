@@ -50,14 +50,19 @@ class Answer(BaseModel):
     answer: str = Field(description="Your reply to the agent's question.")
 
 
-def elicit_replier(ctx: Context) -> Any:
-    """The agent's questions asked of the client's user (MCP elicitation) when the client can be
-    asked; None when it cannot (the question then waits for answer_task)."""
+def can_elicit(ctx: Context) -> bool:
+    """Whether the client can ask its user (MCP elicitation) in this request."""
     try:
         capabilities = ctx.client_capabilities
     except Exception:  # noqa: BLE001 - no request context: nobody to ask
-        return None
-    if capabilities is None or capabilities.elicitation is None:
+        return False
+    return capabilities is not None and capabilities.elicitation is not None
+
+
+def elicit_replier(ctx: Context) -> Any:
+    """The agent's questions asked of the client's user (MCP elicitation) when the client can be
+    asked; None when it cannot (the question then waits for answer_task)."""
+    if not can_elicit(ctx):
         return None
 
     async def ask(question: Any) -> Any:
@@ -88,13 +93,7 @@ def elicit_confirmer(ctx: Context, settings: ServerSettings) -> "Confirmer | Non
     by flags) when it cannot, or when the flags approve them all."""
     from surfer.agent.confirm import fixed_decision
 
-    if settings.config.sensitive_actions == "approve":
-        return None
-    try:
-        capabilities = ctx.client_capabilities
-    except Exception:  # noqa: BLE001 - no request context: nobody to ask
-        return None
-    if capabilities is None or capabilities.elicitation is None:
+    if settings.config.sensitive_actions == "approve" or not can_elicit(ctx):
         return None
     fallback = fixed_decision(False)
 
