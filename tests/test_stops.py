@@ -288,7 +288,7 @@ async def test_a_run_stopped_as_it_opens_its_directory_finishes_its_record(tmp_p
 async def test_the_record_of_a_directory_stopped_while_opening_waits_for_it(tmp_path):
     """The writer opens the directory in a thread; a stop then does not leave it half made, and the
     result is written only once it is whole (run.json first)."""
-    from surfer.agent.events import Finished, RunStarted
+    from surfer.agent.events import Finished, RunStarted, StepStarted
     from surfer.agent.result import RunResult
     from surfer.agent.trajectory import TrajectoryWriter
 
@@ -303,12 +303,13 @@ async def test_the_record_of_a_directory_stopped_while_opening_waits_for_it(tmp_
 
     run_dir = tmp_path / "run"
     writer = TrajectoryWriter(run_dir, scrub=scrub)
-    opening = asyncio.ensure_future(writer.handle(RunStarted("r1", "probe", None, str(run_dir), {})))
+    await writer.handle(RunStarted("r1", "probe", None, str(run_dir), {}))  # (the directory opens with the first step)
+    opening = asyncio.ensure_future(writer.handle(StepStarted(1)))
     await asyncio.to_thread(held.wait, 30)
     opening.cancel()
     with pytest.raises(asyncio.CancelledError):
         await opening
-    finishing = asyncio.ensure_future(writer.handle(Finished(RunResult(status="interrupted", task="probe"))))
+    finishing = asyncio.ensure_future(writer.handle(Finished(RunResult(status="interrupted", task="probe", run_dir=str(run_dir)))))
     try:
         done, _ = await asyncio.wait([finishing], timeout=0.3)
         assert not done and len(scrubbed) == 1  # the result waits for the directory

@@ -40,17 +40,24 @@ class TrajectoryWriter:
         self._meta: dict[str, Any] | None = None  # run.json, written with the directory
         self._made = False
         self._tokens: Any = None  # the run's TokenLog, from its first call with token ids
+        self._opening: asyncio.Future[None] | None = None
 
     async def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self._meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
         elif isinstance(event, StepStarted) and not self._made:
-            await asyncio.to_thread(self._start)
+            # The directory opens whole even when the run is stopped meanwhile: Finished then waits for it.
+            self._opening = asyncio.ensure_future(asyncio.to_thread(self._start))
+            await asyncio.shield(self._opening)
         elif isinstance(event, ModelCalled) and event.call.tokens is not None:
             await asyncio.to_thread(self._call_tokens, event)
         elif isinstance(event, StepFinished):
             await asyncio.to_thread(self._step, event)
         elif isinstance(event, Finished):
+            if self._opening is not None:
+                await asyncio.wait([self._opening])
+                if self._opening.cancelled() or self._opening.exception() is not None:
+                    return  # the directory could not be opened: its error is the run's (raised where it happened)
             await asyncio.to_thread(self._finish, event)
 
     def _start(self) -> None:
