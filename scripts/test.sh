@@ -31,5 +31,5 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet
 # subprocess or a server, so two at a time finish sooner even on two cores. Tests marked `serial`
 # (timing and load) still run alone (tests/conftest.py). SURFER_TEST_WORKERS=0 runs one process.
 cpus=$(nproc 2>/dev/null || echo 2)
-workers=${SURFER_TEST_WORKERS:-$(( cpus < 2 ? 2 : cpus > 4 ? 4 : cpus ))}
+workers=${SURFER_TEST_WORKERS:-$(( cpus + 1 < 3 ? 3 : cpus + 1 > 5 ? 5 : cpus + 1 ))}
 exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"
