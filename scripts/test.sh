@@ -27,8 +27,8 @@ if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q -e '.[test,docs]'
 # The documentation site: broken links or anchors, or a reference that cannot be generated, fail here.
 NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet
-# Two or more workers (pytest-xdist), a whole test file to each: most tests wait on a browser, a
-# subprocess or a server, so two at a time finish sooner even on two cores. Tests marked `serial`
+# One worker more than the cores, 3 to 5 (pytest-xdist), a whole test file to each: most tests wait on
+# a browser, a subprocess or a server, so three at a time finish sooner even on two cores. Tests marked `serial`
 # (timing and load) still run alone (tests/conftest.py). SURFER_TEST_WORKERS=0 runs one process.
 cpus=$(nproc 2>/dev/null || echo 2)
 workers=${SURFER_TEST_WORKERS:-$(( cpus + 1 < 3 ? 3 : cpus + 1 > 5 ? 5 : cpus + 1 ))}
