@@ -28,8 +28,18 @@ if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 # The documentation site: broken links or anchors, or a reference that cannot be generated, fail here.
 NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet
 # One worker more than the cores, 3 to 5 (pytest-xdist), a whole test file to each: most tests wait on
-# a browser, a subprocess or a server, so three at a time finish sooner even on two cores. Tests marked `serial`
-# (timing and load) still run alone (tests/conftest.py). SURFER_TEST_WORKERS=0 runs one process.
+# a browser, a subprocess or a server, so three at a time finish sooner even on two cores. Tests marked
+# `serial` (they time things or load the machine) then run in one process with nothing beside them: run
+# among the others, each would first wait for every worker to finish the test in hand.
+# SURFER_TEST_WORKERS=0 runs everything in one process.
 cpus=$(nproc 2>/dev/null || echo 2)
 workers=${SURFER_TEST_WORKERS:-$(( cpus + 1 < 3 ? 3 : cpus + 1 > 5 ? 5 : cpus + 1 ))}
-exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"
+if [ "$workers" = 0 ]; then exec .venv/bin/python -m pytest "$@"; fi
+status=0
+.venv/bin/python -m pytest -n "$workers" --dist loadfile -m "not serial" "$@" || status=$?
+serial=0
+.venv/bin/python -m pytest -m serial "$@" || serial=$?
+[ "$serial" = 5 ] && serial=0  # (a selection with no serial test in it)
+[ "$status" = 5 ] && status=0
+[ "$status" != 0 ] && exit "$status"
+exit "$serial"
