@@ -60,7 +60,7 @@ unpack)
     mkdir -p $dest && cat /tmp/$set.part* | $unzip | tar x --sparse -C $dest && rm -f /tmp/$set.part* || exit 1
   done
   if [ "$ENGINE" = sglang ]; then
-    python3 -c "import sglang, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
+    python3 -c "import sglang, sglang.launch_server, dill, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
   else
     python3 -c "import vllm, torch, transformers; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
   fi

@@ -84,7 +84,7 @@ SETS: dict[str, dict] = {
             "torch", "torchaudio", "torchvision", "torchcodec", "flashinfer-python", "flashinfer-cubin", "flash-attn-4",
             "apache-tvm-ffi", "tilelang", "nvidia-cutlass-dsl", "tokenspeed-mla", "quack-kernels", "sgl-deep-gemm",
             "nvidia-mathdx", "torchao", "xgrammar", "numpy", "pillow", "safetensors", "timm", "compressed-tensors",
-            "datasets", "modelscope", "ipython", "py-spy", "kernels", "smg-grpc-servicer", "soundfile", "blobfile",
+            "datasets", "modelscope", "py-spy", "kernels", "smg-grpc-servicer", "soundfile", "blobfile",
             "cuda-python", "outlines", "torch-memory-saver", "llguidance", "anthropic", "openai-harmony",
             "sglang-kernel", "transformers", "tokenizers",
         },
@@ -95,8 +95,10 @@ SETS: dict[str, dict] = {
             "xgrammar==0.2.1", "torchao==0.17.0", "compressed-tensors", "llguidance>=0.7.11,<0.8", "openai-harmony==0.0.4",
             "torch-memory-saver", "outlines==0.1.11", "anthropic", "cuda-python>=13", "nvidia-ml-py",
         ],
+        # imported at start (sglang.utils: IPython.display; the sampling module: dill) though no requirement names them
+        "with_deps": ["ipython", "dill"],
         "drop_units": FA3_DROP + r"|_sm80|_sm100",
-        "check": "import sglang, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, "
+        "check": "import sglang, sglang.launch_server, dill, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, "
                  "'transformers', transformers.__version__, torch.cuda.get_device_name())",
     },
 }
@@ -144,7 +146,7 @@ def build(name: str, out: Path, work: Path, fast: bool = False, reuse: bool = Fa
     leave_out = {canonical(n) for n in spec["leave_out"]}
     engines = {canonical(re.split(r"[=<>!~]", e)[0]) for e in spec["engine"]}
     light = sorted({r for w in wheels.glob("*.whl") for r in requirements(w)
-                    if canonical(re.split(r"[\s\[=<>!~;(]", r)[0]) not in leave_out | engines})
+                    if canonical(re.split(r"[\s\[=<>!~;(]", r)[0]) not in leave_out | engines} | set(spec.get("with_deps", [])))
     report_path = work / name / "resolved.json"
     run(sys.executable, "-m", "pip", "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report_path),
         *PLATFORM, "--target", str(work / name / "resolve-target"), *light)
