@@ -8,6 +8,7 @@ refuses, in the SDK and when the agent itself asks."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,74 @@ async def test_the_agent_asking_for_a_take_over_in_a_headless_browser_needs_inpu
     assert result.status == "needs_input" and result.question == CAPTCHA
     assert "--headful" in result.reason and "--cdp-url" in result.reason
     assert lines_of(tmp_path / "run")[0]["outcome"]["take_over"] is True
+
+
+# -- the command line: `t`, act, Enter -----------------------------------------------------
+
+
+class WaitsForAPerson:
+    """A stand-in policy that waits on the sign-in page (it cannot sign in) and answers on the account page."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    def __call__(self, request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        page = request.text.rsplit("Current page:", 1)[-1].strip()
+        if page.startswith("Account"):
+            return act({"type": "answer", "text": ORDER})
+        return act({"type": "wait", "seconds": 0.2})
+
+
+@pytest.fixture
+def window_over_cdp(xvfb, tmp_path):  # type: ignore[no-untyped-def]
+    """A Chromium window a person uses, on a private X display, DevTools on a free port (for --cdp-url)."""
+    import subprocess
+    import time
+
+    from surfer.tools.chromium import LAUNCH_ARGS
+
+    folder = tmp_path / "profile"
+    proc = subprocess.Popen(["/usr/bin/chromium", *LAUNCH_ARGS, "--remote-debugging-port=0", f"--user-data-dir={folder}",
+                             "about:blank"], env={**os.environ, "DISPLAY": xvfb}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port_file = folder / "DevToolsActivePort"
+    deadline = time.monotonic() + 20
+    while not (port_file.exists() and port_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)  # (polling for the file Chromium writes once it listens)
+    try:
+        yield f"http://127.0.0.1:{port_file.read_text().split()[0]}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_at_the_terminal_t_takes_over_and_enter_hands_back(standin, acme_site, acme_centres, window_over_cdp, tmp_path):
+    from playwright.async_api import async_playwright
+
+    from test_sessions import Terminal, run_args
+
+    policy = WaitsForAPerson()
+    server = standin(policy)
+    folder = tmp_path / "run"
+    terminal = Terminal(run_args(server, TASK, "--url", acme_site.url("/account"), "--out", str(folder), "--no-follow-up",
+                                 "--cdp-url", window_over_cdp))
+    try:
+        terminal.expect("take over")  # the keys are shown
+        terminal.type("t")
+        terminal.expect("you have the controls")
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.connect_over_cdp(window_over_cdp)
+            page = next(p for c in browser.contexts for p in c.pages if "/login" in p.url)  # surfer's tab
+            await sign_in_as_a_person(page, acme_centres)
+        terminal.type("")  # Enter hands back
+        terminal.expect("handed back")
+        terminal.expect(f"answer: {ORDER}")
+    finally:
+        code = terminal.close()
+    assert code == 0, terminal.plain[-3000:]
+    check_human_steps(folder, acme_centres, after_step=next(
+        i for i, line in enumerate(lines_of(folder)) if line.get("actor") == "human"))
+    assert files_holding(folder, PASSWORD) == []
+    result = json.loads((folder / "result.json").read_text())
+    assert result["timings"]["human_seconds"] > 0
+    assert "A person took over the controls" in policy.requests[-1].text

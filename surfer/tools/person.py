@@ -21,12 +21,9 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from surfer.core.observation import Observation
-
-if TYPE_CHECKING:
-    from surfer.tools.base import Environment
 
 TRIES, RETRY_S = 3, 0.2  # a capture that fails (the page is between documents) is tried again this often, this late
 REDACTED = "[redacted]"  # what a typed secret is recorded as
@@ -49,7 +46,7 @@ class PersonAction:
 class PersonWatch:
     """Screens before and after a person's turn; what they did is not read (the desktop)."""
 
-    def __init__(self, env: "Environment") -> None:
+    def __init__(self, env: Any) -> None:  # an Environment (tools/base.py, which makes watches)
         self.env = env
         self.first: Observation | None = None
 
