@@ -255,3 +255,54 @@ async def test_at_the_terminal_t_takes_over_and_enter_hands_back(standin, acme_s
     result = json.loads((folder / "result.json").read_text())
     assert result["timings"]["human_seconds"] > 0
     assert "A person took over the controls" in policy.requests[-1].text
+
+
+async def test_t_in_a_headless_run_says_in_one_line_what_to_use_and_the_task_goes_on(browser_env, pages, tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from surfer.apps.controls import TerminalControls
+
+    env = await browser_env()
+    model = ScriptedModel(policy=[act({"type": "scroll", "direction": "down"}), act({"type": "answer", "text": "done"})])
+    agent = Agent(backend=model, profile="holotron", environment=env, validate_answers=False)
+    shown = io.StringIO()
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end) as stream:
+        controls = TerminalControls(Console(file=shown, width=200, no_color=True), tmp_path, stream)
+        os.write(write_end, b"t\n")  # typed before the first step
+        async with agent.session(url=pages.url("long.html"), out_dir=tmp_path / "session") as session:
+            handle = session.start("Scroll and say done")
+            controls.attach(handle)
+            try:
+                result = await handle.result()
+            finally:
+                controls.detach()
+                os.close(write_end)
+    refusals = [line for line in shown.getvalue().splitlines() if "cannot take over" in line]
+    assert result.status == "success" and len(refusals) == 1
+    assert "--headful" in refusals[0] and "--cdp-url" in refusals[0]
+
+
+async def test_on_the_desktop_the_screens_before_and_after_are_recorded(xvfb, tmp_path):
+    from surfer.tools.desktop import DesktopEnvironment
+    from surfer.tools.person import NOT_READ
+
+    env = DesktopEnvironment(display=xvfb)
+    await env.start()
+    try:
+        model = ScriptedModel(policy=[act({"type": "answer", "text": "done"})])
+        agent = Agent(backend=model, profile="holotron", environment=env, validate_answers=False)
+        async with agent.session(out_dir=tmp_path / "session") as session:
+            handle = session.start("Say done")
+            await session.take_over()
+            assert session.hand_back()
+            result = await handle.result()
+    finally:
+        await env.close()
+    assert result.status == "success"
+    human = [line for line in lines_of(Path(result.run_dir)) if line.get("actor") == "human"]
+    assert len(human) == 1 and human[0]["action"] is None and human[0]["outcome"]["detail"] == NOT_READ
+    assert (Path(result.run_dir) / human[0]["screenshot"]).is_file() and (Path(result.run_dir) / human[0]["screenshot_after"]).is_file()
+    assert "A person took over the controls" in prompt_text(model.requests[0])
