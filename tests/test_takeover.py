@@ -7,6 +7,7 @@ refuses, in the SDK and when the agent itself asks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -17,8 +18,10 @@ import pytest
 from login_site import ORDER, PASSWORD, TASK, USER, USERNAME_FIELD, PASSWORD_FIELD, VIEWPORT
 from surfer import Agent, Reply, ScriptedModel, TakeOverRefused
 from surfer.agent.formats import TrajectoryLine
+from surfer.agent.handover import POLL_S
 from surfer.agent.questions import Question
 from surfer.apps.export import export_records
+from surfer.core.deadline import time_left
 from surfer.tools.person import REDACTED
 
 CAPTCHA = "Please sign in for me: the page wants a person"
@@ -140,9 +143,14 @@ async def test_a_person_takes_over_signs_in_and_hands_back(window, acme_site, ac
 async def test_the_agent_asks_a_person_to_take_over_and_is_told_what_changed(window, acme_site, acme_centres, tmp_path):
     asked: list[Question] = []
 
+    held: list[float] = []
+
     async def person(question: Question) -> Reply:  # the person acts while the agent waits, then hands back
         asked.append(question)
+        loop, left = asyncio.get_running_loop(), time_left()
+        started = loop.time()
         await sign_in_as_a_person(window.page, acme_centres)
+        held.extend([loop.time() - started, left - time_left()])
         return Reply("signed in")
 
     model = ScriptedModel(policy=[on_page("Sign in", act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})),
@@ -157,7 +165,9 @@ async def test_the_agent_asks_a_person_to_take_over_and_is_told_what_changed(win
     check_human_steps(tmp_path / "run", acme_centres, after_step=1)
     prompt = prompt_text(model.requests[-1])
     assert "A person took over the controls" in prompt and "The person said: signed in" in prompt
-    assert result.timings.human_seconds and result.timings.human_seconds > 0
+    spent, charged = held
+    print(f"\nthe person held the controls {spent:.2f} s; the task's time limit came {charged:.2f} s nearer")
+    assert result.timings.human_seconds >= spent and charged <= POLL_S + 0.2  # not the task's time (moved each poll)
 
 
 async def test_a_headless_browser_refuses_a_take_over(browser_env, pages, tmp_path):

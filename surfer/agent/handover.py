@@ -39,7 +39,7 @@ from surfer.tools.person import PersonAction
 
 from .questions import Question
 
-POLL_S = 0.5  # how often the run's limits are moved on while a person holds the controls
+POLL_S = 0.1  # how often the run's limits are moved on while a person holds the controls (what a limit can lose)
 NOTE_ACTIONS = 8  # the person's actions the next prompt lists (the rest are counted)
 
 
