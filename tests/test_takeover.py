@@ -170,6 +170,15 @@ async def test_the_agent_asks_a_person_to_take_over_and_is_told_what_changed(win
     assert result.timings.human_seconds >= spent and charged < spent - 2 * POLL_S  # not the task's time (moved each poll)
 
 
+async def test_a_person_who_declines_leaves_the_task_needing_input(window, acme_site, tmp_path):
+    model = ScriptedModel(policy=[act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
+    agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False,
+                  on_question=lambda question: None)  # the person says no
+    result = await agent.run(TASK, url=acme_site.url("/account"), out_dir=tmp_path / "run")
+    assert (result.status, result.question) == ("needs_input", CAPTCHA) and len(model.requests) == 1
+    assert not [line for line in lines_of(tmp_path / "run") if line.get("actor") == "human"]  # nothing was done
+
+
 async def test_a_headless_browser_refuses_a_take_over(browser_env, pages, tmp_path):
     env = await browser_env()
     model = ScriptedModel(policy=[act({"type": "scroll", "direction": "down"}), act({"type": "answer", "text": "done"})])

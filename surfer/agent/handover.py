@@ -28,6 +28,7 @@ is `timings.human_seconds` in the result.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -228,6 +229,10 @@ async def _turn(run: Any, env: Any, memory: Any, index: int, handover: HandOver,
             last = now
             if done:
                 break
+    except BaseException:  # stopped while the person held the controls: the page is no longer watched
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(watch.stop(), 5)
+        raise
     finally:
         for waiting in waits:
             waiting.cancel()
@@ -264,8 +269,11 @@ async def _record(run: Any, memory: Any, index: int, handover: HandOver, taken: 
     def where(shot: Observation | None) -> str:
         return f"{scrub(shot.title)!r} ({scrub(shot.url)})" if shot is not None and (shot.url or shot.title) else "unknown"
 
-    memory.add_note(f"A person took over the controls and handed back: before, the screen showed {where(first)}; "
-                    f"now it shows {where(last)}. Look at the screen again before you act.")
+    if not taken:
+        memory.add_note("A person held the controls and handed back without doing anything on the page.")
+    else:
+        memory.add_note(f"A person took over the controls and handed back: before, the screen showed {where(first)}; "
+                        f"now it shows {where(last)}. Look at the screen again before you act.")
     read = [a for a in taken if a.action is not None]
     if read:
         told = [scrub(headline(a.action)) + (f" ({scrub(a.detail)})" if a.detail else "") for a in read[:NOTE_ACTIONS]]

@@ -23,12 +23,15 @@ the tab that was current when the person took over.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import weakref
 from typing import Any
 
 from surfer.core.actions import Click, CssPoint, Goto, PressKeys, Scroll, TypeText
 from surfer.tools.person import REDACTED, PersonAction, PersonWatch
+
+log = logging.getLogger(__name__)
 
 QUIET = 0.4  # seconds without a new event that end an action
 LED_TO = 2.0  # a navigation this soon after a click or key press is where that action led
@@ -123,7 +126,10 @@ class BrowserPersonWatch(PersonWatch):
 
     async def start(self) -> None:
         page = self._page = self.env.page
-        await _install(page)
+        try:
+            await _install(page)
+        except Exception as exc:  # noqa: BLE001 - a page that cannot be read still has its screens
+            log.warning("a person's actions in this tab cannot be read (%s): only the screens are recorded", exc)
         self._url = page.url
         _WATCHING[page] = self
         page.on("framenavigated", self._navigated)
@@ -147,8 +153,6 @@ class BrowserPersonWatch(PersonWatch):
         finally:
             _WATCHING.pop(page, None)
             page.remove_listener("framenavigated", self._navigated)
-        if not self.actions:  # nothing read: the screens before and after still tell
-            return await super().stop()
         return self.actions
 
     async def _read(self) -> None:
