@@ -124,6 +124,8 @@ async def test_a_person_takes_over_signs_in_and_hands_back(window, acme_site, ac
         result = await handle.result()
     assert (result.status, result.answer) == ("success", ORDER)
     assert result.timings.human_seconds and result.timings.human_seconds > 0
+    summary = json.loads((tmp_path / "session" / "session.json").read_text())
+    assert summary["tasks"][0]["human_seconds"] == result.timings.human_seconds
     run_dir = Path(result.run_dir)
     human = check_human_steps(run_dir, acme_centres, after_step=0)
     assert lines_of(run_dir)[-1]["url"].endswith("/account")  # the agent looked again: it saw the signed-in page

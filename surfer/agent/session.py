@@ -224,6 +224,7 @@ class Session:
                 "number": number, "task": result.task, "url": result.url, "status": result.status, "answer": result.answer,
                 "reason": result.reason, "question": result.question, "steps": result.steps,
                 "seconds": result.timings.seconds, "run_dir": where or result.run_dir,
+                **({"human_seconds": result.timings.human_seconds} if result.timings.human_seconds else {}),  # a take-over
             })
         return {
             "session_id": self.session_id, "url": self.url, "started": self._started.isoformat(timespec="seconds"),
