@@ -267,6 +267,7 @@ async def test_at_the_terminal_t_takes_over_and_enter_hands_back(standin, acme_s
         terminal.type("")  # Enter hands back
         terminal.expect("handed back")
         terminal.expect(f"answer: {ORDER}")
+        assert f"person → type {USER!r} into the 'username' field" in terminal.plain  # the live view shows human steps
     finally:
         code = terminal.close()
     assert code == 0, terminal.plain[-3000:]
