@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,8 @@ from surfer.core.observation import Observation
 from surfer.tools.person import PersonAction
 
 from .questions import Question
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.1  # how often the run's limits are moved on while a person holds the controls (what a limit can lose)
 NOTE_ACTIONS = 8  # the person's actions the next prompt lists (the rest are counted)
@@ -242,9 +245,11 @@ async def _turn(run: Any, env: Any, memory: Any, index: int, handover: HandOver,
         handover.holding, handover._begun = False, None
         handover._back = asyncio.Event()
     taken = await watch.stop()
-    reply = replying.result() if replying is not None and replying.done() and not replying.cancelled() and replying.exception() is None else None
-    by_hand_back = replying is None or not replying.done() or replying.cancelled()
-    declined = not by_hand_back and reply is None
+    answered = replying is not None and replying.done() and not replying.cancelled()  # (else: handed back)
+    if answered and replying.exception() is not None:
+        log.warning("on_question failed while a person held the controls: %r", replying.exception())
+    reply = replying.result() if answered and replying.exception() is None else None
+    declined = answered and reply is None
     await _record(run, memory, index, handover, taken, reply)
     await run.emit(HandedBack(index, round(seconds, 3), len(taken)))
     return declined

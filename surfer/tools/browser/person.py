@@ -101,7 +101,8 @@ def target_of(element: dict[str, Any] | None) -> str:
     """An element as a target is written: "the 'Sign in' button"."""
     if not element:
         return "the page"
-    kind = element.get("role") or {"a": "link", "input": "field", "textarea": "field", "select": "list"}.get(element.get("tag", ""), element.get("tag") or "element")
+    tag = element.get("tag") or "element"
+    kind = element.get("role") or {"a": "link", "input": "field", "textarea": "field", "select": "list"}.get(tag, tag)
     if element.get("tag") == "input" and element.get("type") in ("checkbox", "radio", "submit", "button"):
         kind = element["type"]
     name = element.get("name") or ""
