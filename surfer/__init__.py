@@ -36,6 +36,7 @@ _EXPORTS = {
     "Question": "surfer.agent.questions",
     "Reply": "surfer.agent.questions",
     "Session": "surfer.agent.session",
+    "TakeOverRefused": "surfer.agent.handover",
     "Secrets": "surfer.agent.secrets",
     **dict.fromkeys(
         ("ActionFailed", "ActionNotSupported", "ConfigError", "EnvironmentFailure", "ModelNotFound", "ModelOutputError",
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from surfer.agent.control import RunHandle
     from surfer.agent.questions import Question, Reply
     from surfer.agent.session import Session
+    from surfer.agent.handover import TakeOverRefused
     from surfer.agent.events import (
         ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
     )
@@ -94,5 +96,5 @@ __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
     "ConfigError", "ConfirmationRequest", "Question", "Reply", "RunHandle", "Session", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
-    "StepStarted", "SurferError", "Validated", "actions", "load_config", "policy", "rollouts", "__version__",
+    "StepStarted", "SurferError", "TakeOverRefused", "Validated", "actions", "load_config", "policy", "rollouts", "__version__",
 ]

@@ -5,6 +5,8 @@
     handle.hint("Use the date picker, not the text field")
     handle.resume()
     handle.finish_now()               # ask for a final answer now
+    await handle.take_over()          # a person uses the browser (agent/handover.py) ...
+    handle.hand_back()                # ... and hands back
     result = await handle.result()    # or handle.cancel(): status `interrupted`
 
 Commands act at the next step boundary, so the step in progress always
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING
+
+from .handover import HandOver
 
 if TYPE_CHECKING:
     from .result import RunResult
@@ -29,7 +33,19 @@ class RunControl:
         self._running.set()
         self._hints: list[str] = []
         self.finish_requested = False
-        self.result: "RunResult | None" = None  # set when the run ends, also when cancelled
+        self.handover = HandOver()  # a person's turn at the controls, asked for or held
+        self._result: "RunResult | None" = None
+
+    @property
+    def result(self) -> "RunResult | None":
+        """Set when the run ends, also when cancelled."""
+        return self._result
+
+    @result.setter
+    def result(self, value: "RunResult | None") -> None:
+        self._result = value
+        if value is not None:
+            self.handover.close()  # a take-over asked for and never begun ends with the run
 
     @property
     def paused(self) -> bool:
@@ -49,6 +65,13 @@ class RunControl:
     def finish_now(self) -> None:
         self.finish_requested = True
         self._running.set()  # a paused run wakes to answer
+
+    def take_over(self) -> "asyncio.Future[None]":
+        """Ask for a person's turn at the next step boundary (a paused run wakes for it)."""
+        begun = self.handover.request()
+        if not begun.done():
+            self._running.set()
+        return begun
 
     async def checkpoint(self) -> list[str]:
         """Between steps: wait while paused; the hints given since the last call."""
@@ -85,6 +108,20 @@ class RunHandle:
     def finish_now(self) -> None:
         """Stop stepping and ask the policy for its final answer (validated as usual)."""
         self._control.finish_now()
+
+    def take_over(self) -> "asyncio.Future[None]":
+        """Let a person use the browser: the agent stops at the next step boundary. Await the
+        result to know the turn began (`TakeOverRefused` in a headless browser)."""
+        return self._control.take_over()
+
+    def hand_back(self) -> bool:
+        """End the person's turn: the agent looks again and goes on. False when nobody held it."""
+        return self._control.handover.hand_back()
+
+    @property
+    def taken_over(self) -> bool:
+        """Whether a person holds the controls now."""
+        return self._control.handover.holding
 
     def cancel(self) -> None:
         """Stop at once: the step in progress is dropped, the result says `interrupted`."""

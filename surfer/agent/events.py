@@ -187,7 +187,10 @@ class Finished:
     result: Any  # RunResult (kept loose to avoid an import cycle)
 
 
-Event = Union[RunStarted, StepStarted, Observed, ModelAsked, ModelCalled, ActionPerformed, Validated, StepFinished, ErrorOccurred, Finished]
+from .handover import HandedBack, HandedOver, HumanActed  # noqa: E402  (a person's turn: agent/handover.py)
+
+Event = Union[RunStarted, StepStarted, Observed, ModelAsked, ModelCalled, ActionPerformed, Validated, StepFinished, ErrorOccurred, Finished,
+              HandedOver, HumanActed, HandedBack]
 
 
 class Waiting:

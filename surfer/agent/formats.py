@@ -82,7 +82,14 @@ class StepTimings(_Closed):
 class TrajectoryLine(_Closed):
     """One line of `trajectory.jsonl`: everything known about one step."""
 
-    index: int = Field(description="Step number, from 1.")
+    index: int = Field(description="Step number, from 1; for a human step, the number of the last agent step before it (0: none).")
+    actor: Literal["agent", "human"] | None = Field(
+        default=None, description="Who acted: absent for the agent's steps, `human` for what a person did after taking over.",
+    )
+    human: int | None = Field(default=None, description="A human step's number in the run, from 1.")
+    screenshot_after: str | None = Field(
+        default=None, description="A human step's screenshot after the action (`screenshot` is the one before it).",
+    )
     url: str = Field(description="The page's URL when the screenshot was taken (empty on the desktop).")
     title: str = Field(description="The page or window title.")
     screenshot: str = Field(

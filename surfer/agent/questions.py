@@ -36,6 +36,7 @@ class Question:
     url: str | None = None
     screenshot: bytes | None = None
     screenshot_ext: str = "jpg"
+    take_over: bool = False  # the agent asks a person to use the screen (a CAPTCHA, a sign-in): returning hands back
 
 
 @dataclass(frozen=True)

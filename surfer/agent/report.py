@@ -24,6 +24,7 @@ main{padding:16px 24px;display:grid;gap:16px}
 .shot{position:relative;align-self:start}.shot img{width:100%;display:block;border:1px solid #ddd;border-radius:6px}
 .mark{position:absolute;width:18px;height:18px;margin:-9px 0 0 -9px;border:3px solid #ff2d55;border-radius:50%;box-shadow:0 0 0 2px #fff}
 .mark.to{border-color:#0a84ff}
+.step.human{border-left:6px solid #ff9f0a}.actor{background:#ff9f0a;color:#fff;border-radius:4px;padding:1px 6px;font-size:12px}
 pre{white-space:pre-wrap;word-break:break-word;background:#f0f0f3;padding:6px 8px;border-radius:6px;margin:4px 0}
 .err{color:#c4001a}.muted{color:#6e6e73}table{border-collapse:collapse}td{padding:1px 8px 1px 0}
 """
@@ -77,6 +78,13 @@ def _step(run_dir: Path, step: dict[str, Any]) -> str:
     points = ", ".join(f'({p["x"]:.0f}, {p["y"]:.0f})' for p in step.get("points") or [])
     error = f'<p class="err">error: {_e(step["error"])}</p>' if step.get("error") else ""
     outcome = (step.get("outcome") or {}).get("detail", "")
+    if step.get("actor") == "human":  # what a person did after taking over (agent/handover.py)
+        after = {"screenshot": step.get("screenshot_after")}
+        return f"""<section class="step human" id="human-{_e(step.get('human'))}">
+<div>{_image(run_dir, step)}<p class="muted">before · after</p>{_image(run_dir, after)}</div>
+<div><h3><span class="actor">person</span> Human step {_e(step.get('human'))} (after step {_e(step.get('index'))})</h3>
+<p class="muted">{_e(step.get('url', ''))}</p><p><b>Action</b></p><pre>{_e(action)}</pre>
+{f'<p>point (CSS px): {_e(points)}</p>' if points else ''}{f'<p>outcome: {_e(outcome)}</p>' if outcome else ''}</div></section>"""
     return f"""<section class="step" id="step-{_e(step.get('index'))}">
 {_image(run_dir, step)}
 <div><h3>Step {_e(step.get('index'))}</h3><p class="muted">{_e(step.get('url', ''))}</p>
@@ -97,7 +105,10 @@ def render_report(run_dir: str | Path) -> str:
         meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     status = result.get("status", "unknown")
     task = result.get("task") or meta.get("task", "")
-    summary = f'<span class="status-{_e(status)}">{_e(status)}</span> · {len(steps)} step(s)'
+    human = sum(1 for step in steps if step.get("actor") == "human")
+    summary = f'<span class="status-{_e(status)}">{_e(status)}</span> · {len(steps) - human} step(s)'
+    if human:
+        summary += f" · {human} human step(s)"
     if result.get("answer"):
         summary += f" · answer: <b>{_e(result['answer'])}</b>"
     if result.get("reason"):

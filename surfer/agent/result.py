@@ -26,6 +26,9 @@ class TimingTotals(BaseModel):
     waiting_seconds: float | None = Field(
         default=None, description="Time spent waiting for the user's replies to the agent's questions (not charged to the time limit).",
     )
+    human_seconds: float | None = Field(
+        default=None, description="Time a person held the controls after taking over (not charged to the time limit).",
+    )
 
 
 RewardSource = Literal["outcome", "environment", "function", "expectations"]

@@ -99,6 +99,7 @@ class Session:
         self._note = ""  # said in the next task's account (the browser was restarted)
         self._closed = False
         self.control: RunControl | None = None  # the task in progress
+        self._started_controls: list[RunControl] = []  # of tasks started (session.start) and not yet begun
 
     async def __aenter__(self) -> "Session":
         return self
@@ -143,6 +144,8 @@ class Session:
             env = self._open_environment()
             control = control or RunControl()
             self.control = control
+            if control in self._started_controls:
+                self._started_controls.remove(control)
             try:
                 result = await (agent or self.agent)._run(
                     task, url or (self.url if first or self._note else None), out_dir or self._task_dir(task),
@@ -159,6 +162,24 @@ class Session:
                 await self._restart_environment()
             return result
 
+    async def take_over(self) -> None:
+        """Let a person use the browser during the task in progress: returns once the agent has
+        stopped between steps and what the person does is recorded (agent/handover.py).
+        `TakeOverRefused` where no person can (a headless browser), or when no task runs."""
+        from .handover import TakeOverRefused
+
+        why = self.environment.hand_over_refusal() if self.environment is not None else None
+        if why:
+            raise TakeOverRefused(why)
+        control = self.control or next(iter(self._started_controls), None)
+        if control is None:
+            raise TakeOverRefused("no task is running: take over during one (session.start(...))")
+        await control.take_over()
+
+    def hand_back(self) -> bool:
+        """End the person's turn: the agent looks again and goes on. False when nobody held it."""
+        return self.control is not None and self.control.handover.hand_back()
+
     def start(
         self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
         out_dir: str | Path | None = None, agent: Agent | None = None,
@@ -166,6 +187,7 @@ class Session:
         """Start the next task in the background (inside a running event loop): a handle
         to pause, resume, hint, finish or cancel it, and await its result."""
         control = RunControl()
+        self._started_controls.append(control)
         running = asyncio.ensure_future(self.run(
             task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent))
         return RunHandle(running, control)
@@ -202,6 +224,7 @@ class Session:
                 "number": number, "task": result.task, "url": result.url, "status": result.status, "answer": result.answer,
                 "reason": result.reason, "question": result.question, "steps": result.steps,
                 "seconds": result.timings.seconds, "run_dir": where or result.run_dir,
+                **({"human_seconds": result.timings.human_seconds} if result.timings.human_seconds else {}),  # a take-over
             })
         return {
             "session_id": self.session_id, "url": self.url, "started": self._started.isoformat(timespec="seconds"),

@@ -31,6 +31,7 @@ from .config import AgentConfig
 from .confirm import REFUSED, ConfirmationRequest, Refusal, how_to_allow, origin_of
 from .confirm import ask as ask_confirmer
 from .control import RunControl
+from .handover import agent_asks, take_turn
 from .events import (
     ActionPerformed,
     ErrorOccurred,
@@ -83,6 +84,7 @@ class RunState:
     earlier: str = ""  # the session's account of its earlier tasks (agent/session.py), for the prompt
     question: str | None = None  # the question nobody answered: the run ends needs_input
     waited: float = 0.0  # seconds spent waiting for the user's replies (not charged to the time limit)
+    human: float = 0.0  # seconds a person held the controls (agent/handover.py; not charged either)
 
     def result(self, status: str, **fields: Any) -> RunResult:
         overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
@@ -96,6 +98,7 @@ class RunState:
             overhead_p50=round(statistics.median(overheads), 4) if overheads else None,
             overhead_p95=round(overheads[min(len(overheads) - 1, int(0.95 * len(overheads)))], 4) if overheads else None,
             waiting_seconds=round(self.waited, 3) if self.waited else None,
+            human_seconds=round(self.human, 3) if self.human else None,
         )
         if status == "needs_input" and self.question:
             fields.setdefault("question", self.question)
@@ -169,6 +172,8 @@ class StepMachinery:
                 hint = self.secrets.scrub(hint)
                 memory.add_note(f"Hint from the user: {hint}")
                 run.hints.append(hint)
+            if (ended := await take_turn(run, env, memory, index - 1)) is not None:  # a person's turn, if asked for
+                return run.result(ended[0], reason=ended[1])
             if run.control.finish_requested:
                 return await self._final(run, env, memory, index, "the user asked to finish now", clock)
             if loop.time() >= clock.steps_until:
@@ -280,6 +285,8 @@ class StepMachinery:
                 elif isinstance(action, Fail):
                     memory.add_history(index, action.describe(), "gave up")
                     verdict_outcome = ("failed", None, action.reason)
+                elif isinstance(action, AskUser) and action.kind == "take_over":  # a person's turn next (handover.py)
+                    verdict_outcome = agent_asks(run, env, memory, record, self.secrets.scrub(action.question))
                 elif isinstance(action, AskUser):
                     verdict_outcome = await self._ask_user(run, memory, record, action)
                 else:

@@ -1,9 +1,10 @@
 """The run directory, written step by step from the event stream:
 
     run.json           task, URL, configuration summary
-    trajectory.jsonl   one JSON line per finished step
+    trajectory.jsonl   one JSON line per finished step; a person's actions after a take-over as
+                       `actor: "human"` lines (agent/handover.py)
     tokens.jsonl       with record_tokens: one line per model call, token for token (tokens_record.py)
-    screenshots/       the screenshot each step looked at
+    screenshots/       the screenshot each step looked at (human-NNN-before / -after: a human step's)
     result.json        the final RunResult (also after errors and Ctrl-C)
     report.html        a self-contained page to read the run
 
@@ -23,6 +24,7 @@ from typing import Any, Callable
 from surfer.core.retention import keeps
 
 from .events import Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted
+from .handover import HumanActed
 from .report import render_report
 from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
 from .video import make_video
@@ -53,6 +55,8 @@ class TrajectoryWriter:
             await asyncio.to_thread(self._call_tokens, event)
         elif isinstance(event, StepFinished):
             await asyncio.to_thread(self._step, event)
+        elif isinstance(event, HumanActed):
+            await asyncio.to_thread(self._human_step, event)
         elif isinstance(event, Finished):
             if self._opening is not None:
                 await asyncio.wait([self._opening])
@@ -87,6 +91,22 @@ class TrajectoryWriter:
             record.screenshot_file = name
         with (self.run_dir / "trajectory.jsonl").open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(self.scrub(record.to_dict()), ensure_ascii=False) + "\n")
+            handle.flush()
+
+    def _human_step(self, event: HumanActed) -> None:
+        self._start()
+        step = event.step
+        for shot, side in ((step.taken.before, "before"), (step.taken.after, "after")):
+            if shot is None:
+                continue
+            name = f"screenshots/human-{step.number:03d}-{side}.{shot.screenshot.extension}"
+            (self.run_dir / name).write_bytes(shot.screenshot.data)
+            if side == "before":
+                step.screenshot_file = name
+            else:
+                step.screenshot_after_file = name
+        with (self.run_dir / "trajectory.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(self.scrub(step.to_dict()), ensure_ascii=False) + "\n")
             handle.flush()
 
     def _finish(self, event: Finished) -> None:

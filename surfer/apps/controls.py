@@ -3,13 +3,16 @@
     p          pause / resume (between steps)
     h TEXT     a hint for the policy's next prompt
     f          finish now: ask for the final answer
+    t          take over: use the browser yourself (a headful or --cdp-url browser, the desktop);
+               Enter hands back, and what you did is recorded as human steps
     q          stop (like Ctrl-C)
 
 When a sensitive action needs a person's yes, the question is printed with
 the action, why it is sensitive and the path of the screenshot, and the next
 line answers it (y / n). When the agent asks the user a question (ask_user),
 it is printed and the next line is the reply (read without echo when the
-agent says the reply is secret). In a session, a line that is no command,
+agent says the reply is secret); when it asks a person to take over (a
+CAPTCHA, a sign-in), Enter hands back and `n` declines. In a session, a line that is no command,
 typed while a task runs, is queued as the next task; between tasks the
 person is asked for the next one. Active when stdin is a terminal.
 """
@@ -26,7 +29,9 @@ from surfer.agent.control import RunHandle
 from surfer.agent.questions import Question, Reply
 from surfer.apps import options
 
-HELP = "keys: [bold]p[/bold] pause/resume · [bold]h TEXT[/bold] hint · [bold]f[/bold] finish now · [bold]q[/bold] stop"
+HELP = ("keys: [bold]p[/bold] pause/resume · [bold]h TEXT[/bold] hint · [bold]f[/bold] finish now · "
+        "[bold]t[/bold] take over · [bold]q[/bold] stop")
+COMMANDS = ("p", "h", "f", "t", "q")
 
 
 class TerminalControls:
@@ -40,9 +45,11 @@ class TerminalControls:
         self._attached = False
         self._ended = False  # the terminal's input ended (Ctrl-D)
         self.follow_ups: list[str] | None = None  # in a session: lines typed during a task, queued as next tasks
+        self._holding = False  # the person took over (`t`): the next line hands back
 
     def attach(self, handle: RunHandle) -> None:
         self.handle = handle
+        self._holding = False
         self._listen()
         self.console.print(f"[dim]{HELP}[/dim]")
 
@@ -87,7 +94,16 @@ class TerminalControls:
 
     async def ask_user(self, question: Question) -> Reply | None:
         """The agent's question, answered by the person at the terminal (the run's `on_question`);
-        an empty reply (or Ctrl-D) leaves it unanswered: the run ends needs_input."""
+        an empty reply (or Ctrl-D) leaves it unanswered: the run ends needs_input. When the agent
+        asks a person to take over, Enter hands back and `n` (or Ctrl-D) declines."""
+        if question.take_over:
+            line = await self.read_line(
+                f"[bold magenta]the agent asks you to take over[/bold magenta] {_plain(question.text)}\n"
+                "   use the browser, then press [bold]Enter[/bold] to hand back (n: decline):")
+            if line is None or line.lower() in ("n", "no"):
+                return None
+            self.console.print("[cyan]handed back[/cyan]: the agent looks again")
+            return Reply(line or "handed back")
         hint = " (hidden as you type; kept out of every record)" if question.secret else ""
         line = await self.read_line(
             f"[bold magenta]the agent asks[/bold magenta] {_plain(question.text)}\n   your reply{hint}:", hidden=question.secret)
@@ -129,6 +145,11 @@ class TerminalControls:
                 self._line.set_result(None)
             return
         text = line.strip()
+        if self._holding and self.handle is not None:
+            self._holding = False
+            self.handle.hand_back()
+            self.console.print("[cyan]handed back[/cyan]: the agent looks again")
+            return
         if self._line is not None and not self._line.done():
             self._line.set_result(text)
             return
@@ -146,7 +167,7 @@ class TerminalControls:
             return
         key, _, rest = text.partition(" ")
         key = key.lower()
-        if self.follow_ups is not None and key not in ("p", "h", "f", "q"):
+        if self.follow_ups is not None and key not in COMMANDS:
             self.follow_ups.append(text)
             options.say(self.console, "queued as the next task:", "cyan", text)
         elif key == "p":
@@ -162,10 +183,36 @@ class TerminalControls:
         elif key == "f":
             handle.finish_now()
             self.console.print("[cyan]asking for the final answer[/cyan]")
+        elif key == "t":
+            self._take_over(handle)
         elif key == "q":
             handle.cancel()
         else:
             self.console.print(f"[dim]{HELP}[/dim]")
+
+
+    def _take_over(self, handle: RunHandle) -> None:
+        """`t`: the person's turn begins at the next step boundary; the next line hands back."""
+        if self._holding:
+            return
+        begun = handle.take_over()
+        if begun.done() and begun.exception() is not None:
+            self.console.print(f"[red]cannot take over:[/red] {_plain(str(begun.exception()))}")
+            return
+        self._holding = True
+        self.console.print("[cyan]taking over after the current step…[/cyan]")
+
+        def told(future: "asyncio.Future[None]") -> None:
+            if future.cancelled():
+                return
+            if future.exception() is not None:
+                self._holding = False
+                self.console.print(f"[red]cannot take over:[/red] {_plain(str(future.exception()))}")
+            elif self._holding:
+                self.console.print("[bold cyan]you have the controls[/bold cyan]: use the browser, "
+                                   "then press [bold]Enter[/bold] here to hand back")
+
+        begun.add_done_callback(told)
 
 
 def _plain(text: str) -> str:

@@ -14,6 +14,10 @@ trajectory` gives one record per role's calls joined where they chain:
 the id), `logprobs` (0.0 where the mask is 0). Every record carries its
 `reward` and its group (`group`, `group_index`, `group_mean`, `group_std`,
 `advantage`: None where not recorded).
+A person's actions after a take-over (human steps) are step records with
+`actor: "human"` (agent steps: `actor: "agent"`), their `screenshot` the
+screen before the action and `screenshot_after` the one after, no model
+call: demonstrations a trainer may weight or drop by `actor`.
 Images are referenced by absolute screenshot paths. Free-form objects
 (actions, outcomes, request summaries, metadata) are JSON strings, so every
 column has one type and the file loads with `datasets`, pandas or pyarrow.
@@ -144,8 +148,13 @@ def _prompt(request: dict[str, Any], shots: dict[int, str]) -> tuple[list[dict[s
     return messages, images
 
 
-def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str]) -> dict[str, Any]:
+def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str], run_dir: Path) -> dict[str, Any]:
     calls = step.get("calls") or {}
+    human = step.get("actor") == "human"
+
+    def own(name: str) -> str | None:  # a human step's screenshots are its own (not the agent step's of its index)
+        return str((run_dir / step[name]).resolve()) if step.get(name) else None
+
     accepted = {role: next((c for c in reversed(cs) if not c.get("error")), None) for role, cs in calls.items()}
     timings = step.get("timings") or {}
     usage = step.get("usage") or {}
@@ -154,8 +163,11 @@ def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str
     return {
         **run,
         "step": step.get("index"),
+        "actor": "human" if human else "agent",
+        "human_step": step.get("human"),
         "page_url": step.get("url", ""),
-        "screenshot": shots.get(step.get("index")),
+        "screenshot": own("screenshot") if human else shots.get(step.get("index")),
+        "screenshot_after": own("screenshot_after") if human else None,
         "images": _prompt(policy_request, shots)[1],
         "thought": step.get("thought", ""),
         "notes": step.get("notes", ""),
@@ -269,7 +281,8 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
         from surfer.agent.tokens_record import read_calls
 
         steps = read_trajectory(run_dir)
-        shots = {s["index"]: str((run_dir / s["screenshot"]).resolve()) for s in steps if s.get("screenshot")}
+        shots = {s["index"]: str((run_dir / s["screenshot"]).resolve())
+                 for s in steps if s.get("screenshot") and s.get("actor") != "human"}
         calls = read_calls(run_dir) if per != "step" else []
         if per == "trajectory":
             records.extend(_trajectory_records(fields, steps, shots, calls))
@@ -277,7 +290,7 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
         tokens = {c.call: c for c in calls}
         for step in steps:
             if per == "step":
-                records.append(_step_record(fields, step, shots))
+                records.append(_step_record(fields, step, shots, run_dir))
             else:
                 records.extend(_call_records(fields, step, shots, tokens))
     if per == "trajectory" and runs and not records:
@@ -306,7 +319,7 @@ def nothing_to_export(root: str | Path, per: Per = "step") -> str:
     return f"nothing to export from {root}: {what}; nothing was written"
 
 
-IMAGE_COLUMNS = ("screenshot", "images")
+IMAGE_COLUMNS = ("screenshot", "screenshot_after", "images")
 HUB_INSTALL = "--embed-images needs pyarrow and datasets: pip install 'surfer-agent[hub]'"
 
 
@@ -321,8 +334,9 @@ def embed_images(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     embedded = []
     for record in records:
         record = dict(record)
-        if "screenshot" in record:
-            record["screenshot"] = _image(record["screenshot"])
+        for name in ("screenshot", "screenshot_after"):
+            if name in record:
+                record[name] = _image(record[name])
         record["images"] = [_image(path) for path in record.get("images") or []]
         embedded.append(record)
     return embedded
@@ -339,11 +353,12 @@ def _image_table(records: list[dict[str, Any]]) -> Any:
     image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
     for name in IMAGE_COLUMNS:  # empty lists and missing shots still get the image type
         if name in table.column_names:
-            kind = image_type if name == "screenshot" else pa.list_(image_type)
+            kind = pa.list_(image_type) if name == "images" else image_type
             table = table.set_column(table.column_names.index(name), name, table[name].cast(kind))
     features = datasets.Features.from_arrow_schema(table.schema)
-    if "screenshot" in features:
-        features["screenshot"] = datasets.Image()
+    for name in ("screenshot", "screenshot_after"):
+        if name in features:
+            features[name] = datasets.Image()
     listing = getattr(datasets, "List", None) or datasets.Sequence  # datasets < 4 has Sequence only
     features["images"] = listing(datasets.Image())
     return table.cast(features.arrow_schema)

@@ -14,6 +14,8 @@ from rich.text import Text
 from surfer.agent.events import (
     ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated, Waiting,
 )
+from surfer.agent.handover import HandedBack, HumanActed
+from surfer.core.actions import headline
 
 _STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "needs_approval": "bold magenta", "needs_input": "bold magenta", "interrupted": "bold yellow"}
 
@@ -68,6 +70,13 @@ class LiveView:
         elif isinstance(event, StepFinished):
             self._stop_spin()
             self._step(event)
+        elif isinstance(event, HumanActed):  # what a person did after taking over, at the hand-back
+            self._stop_spin()
+            taken = event.step.taken
+            what = headline(taken.action) if taken.action is not None else "(the screens before and after)"
+            self._line(("person ", "bold yellow"), ("→ ", "bold"), (what, "yellow"), (f"  {taken.detail}" if taken.detail else "", "dim"))
+        elif isinstance(event, HandedBack):
+            self._line(f"   the person handed back after {event.seconds:.1f}s ({event.actions} action(s)); the agent looks again", style="dim")
         elif isinstance(event, ErrorOccurred):
             if event.fatal:
                 self._stop_spin()

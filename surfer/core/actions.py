@@ -149,6 +149,10 @@ class AskUser(_Action):
     type: Literal["ask_user"] = "ask_user"
     question: str = Field(min_length=1, description="The question, short and answerable in a few words.")
     secret: bool = Field(default=False, description="True for a password or one-time code: the reply is kept out of every record.")
+    kind: Literal["question", "take_over"] = Field(
+        default="question",
+        description="take_over: ask a person to use the screen themselves (a CAPTCHA, a sign-in) and hand it back.",
+    )
 
 
 Action = Annotated[
@@ -227,7 +231,7 @@ def headline(action: Any, limit: int = 120) -> str:
     elif kind == "fail":
         text = f"give up: {a.get('reason', '')}"
     elif kind == "ask_user":
-        text = f"ask the user {quoted(a.get('question', ''))}"
+        text = ("ask a person to take over: " if a.get("kind") == "take_over" else "ask the user ") + quoted(a.get("question", ""))
     else:
         text = f"{kind}" + (f" {target}" if target else "")
     return text if len(text) <= 2 * limit else text[: 2 * limit - 1] + "…"

@@ -108,6 +108,17 @@ class Environment(abc.ABC):
         None where nothing can tell (the default, the desktop)."""
         return None
 
+    def hand_over_refusal(self) -> str | None:
+        """Why a person cannot take over this environment now (None: they can; every desktop can)."""
+        return None
+
+    def watch_person(self) -> Any:
+        """What records a person's turn at the controls (`PersonWatch`, tools/person.py): by default
+        the screens before and after it; the browser reads the page's events."""
+        from surfer.tools.person import PersonWatch
+
+        return PersonWatch(self)
+
     async def mark(self) -> Any:
         """Snapshot taken before an action, handed to `settle` (e.g. request counters)."""
         return None

@@ -162,9 +162,15 @@ class OutDir:
                     last = json.loads(steps[-1])
                 except ValueError:
                     last = {}
+            human = sum('"actor": "human"' in line for line in steps)  # a person's steps after a take-over
+            action = (last.get("action") or {}).get("describe") if isinstance(last.get("action"), dict) else None
+            if last.get("actor") == "human":
+                from surfer.core.actions import headline
+
+                action = f"[person] {headline(last.get('action'))}"
             running.append({
-                "id": key, "task": meta.get("task"), "url": meta.get("url"), "status": "running", "step": len(steps),
-                "action": (last.get("action") or {}).get("describe") if isinstance(last.get("action"), dict) else None,
+                "id": key, "task": meta.get("task"), "url": meta.get("url"), "status": "running", "step": len(steps) - human,
+                "action": action,
                 "thought": last.get("thought"), "asking": None, "asking_since": None,
                 "thumb": f"{prefix}{shots[-1].relative_to(run_dir).as_posix()}" if shots else None,
                 "thumb_version": len(shots), "updated_at": time.time(),

@@ -364,6 +364,16 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
 
         return await element_at(self._page, point.x, point.y)
 
+    def hand_over_refusal(self) -> str | None:
+        if self.headless and not self.attached:
+            return "a person cannot take over a headless browser: run with --headful, or attach a browser with --cdp-url"
+        return None
+
+    def watch_person(self) -> Any:
+        from surfer.tools.browser.person import BrowserPersonWatch
+
+        return BrowserPersonWatch(self)
+
     @property
     def page(self) -> Any:
         if self._page is None:

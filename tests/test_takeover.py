@@ -1,0 +1,330 @@
+"""A person takes over and hands back: the agent stops between steps, a person
+uses a real (headful, under Xvfb) Chromium with its mouse and keyboard at drawn
+positions, hands back, and what they did is in the trajectory as human steps
+(`actor: "human"`, screens before and after, a typed password redacted), in
+the agent's next prompt, in the report and in the export. A headless browser
+refuses, in the SDK and when the agent itself asks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from login_site import ORDER, PASSWORD, TASK, USER, USERNAME_FIELD, PASSWORD_FIELD, VIEWPORT
+from surfer import Agent, Reply, ScriptedModel, TakeOverRefused
+from surfer.agent.formats import TrajectoryLine
+from surfer.agent.handover import POLL_S
+from surfer.agent.questions import Question
+from surfer.apps.export import export_records
+from surfer.core.deadline import time_left
+from surfer.tools.person import REDACTED
+
+CAPTCHA = "Please sign in for me: the page wants a person"
+
+
+def act(action: dict[str, Any]) -> dict[str, Any]:
+    return {"thought": "", "notes": "", "action": action}
+
+
+def prompt_text(request: Any) -> str:
+    return "".join(p.text for m in request.messages for p in m.content if hasattr(p, "text"))
+
+
+def on_page(title: str, then: dict[str, Any]) -> Any:
+    """A policy reply that acts only where the prompt says the page is `title` (as a model reading the screen would)."""
+    def reply(request: Any) -> dict[str, Any]:
+        page = prompt_text(request).rsplit("Current page:", 1)[-1].strip()
+        return then if page.startswith(title) else act({"type": "fail", "reason": f"not on {title}: {page[:60]}"})
+    return reply
+
+
+ANSWER_ON_ACCOUNT = on_page("Account", act({"type": "answer", "text": ORDER}))
+
+
+def lines_of(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+
+
+def files_holding(folder: Path, value: str) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and value.encode() in p.read_bytes()]
+
+
+@pytest.fixture(scope="module")
+async def headful_browser(xvfb):  # type: ignore[no-untyped-def]
+    """A real Chromium window on a private X display: what a person would see and use."""
+    from playwright.async_api import async_playwright
+
+    from surfer.tools.browser import launch_chromium
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DISPLAY", xvfb)
+        patch.delenv("SURFER_CHROMIUM", raising=False)  # a window needs the full browser
+        async with async_playwright() as playwright:
+            browser = await launch_chromium(playwright, headless=False)
+            yield browser
+            await browser.close()
+
+
+@pytest.fixture
+async def window(headful_browser):  # type: ignore[no-untyped-def]
+    from surfer.tools.browser import BrowserEnvironment
+
+    env = BrowserEnvironment(browser=headful_browser, headless=False, viewport=VIEWPORT)
+    yield env
+    await env.close()
+
+
+async def sign_in_as_a_person(page: Any, centres: dict[str, Any]) -> None:
+    """What a person does at the login form: click each field where it is drawn, type, press Enter."""
+    username, password = centres[USERNAME_FIELD], centres[PASSWORD_FIELD]
+    await page.mouse.click(username.x, username.y)
+    await page.keyboard.type(USER)
+    await page.mouse.click(password.x, password.y)
+    await page.keyboard.type(PASSWORD)
+    await page.keyboard.press("Enter")
+    await page.wait_for_url("**/account")
+
+
+def check_human_steps(run_dir: Path, centres: dict[str, Any], after_step: int) -> list[dict[str, Any]]:
+    lines = lines_of(run_dir)
+    for line in lines:
+        TrajectoryLine.model_validate(line)  # the documented format holds human steps too
+    human = [line for line in lines if line.get("actor") == "human"]
+    assert [h["action"]["type"] for h in human] == ["click", "type", "click", "type", "press"], human
+    assert [h["human"] for h in human] == [1, 2, 3, 4, 5] and {h["index"] for h in human} == {after_step}
+    assert human[1]["action"]["text"] == USER and human[3]["action"]["text"] == REDACTED and human[3]["outcome"]["redacted"]
+    assert human[4]["action"]["keys"] == "Enter" and human[4]["outcome"]["detail"].endswith("/account")
+    for click, field in ((human[0], USERNAME_FIELD), (human[2], PASSWORD_FIELD)):
+        point = click["points"][0]
+        assert abs(point["x"] - centres[field].x) < 1 and abs(point["y"] - centres[field].y) < 1
+        assert click["element"]["tag"] == "input"
+    for h in human:
+        assert (run_dir / h["screenshot"]).is_file() and (run_dir / h["screenshot_after"]).is_file()
+        assert h["screenshot"] != h["screenshot_after"]
+    assert human[0]["url"].endswith("/login?next=/account") and human[-1]["outcome"]["url"].endswith("/account")
+    agent = [line for line in lines if line.get("actor") is None]
+    assert lines.index(human[0]) == after_step and agent  # written after the agent step they follow
+    return human
+
+
+async def test_a_person_takes_over_signs_in_and_hands_back(window, acme_site, acme_centres, tmp_path):
+    model = ScriptedModel(policy=[ANSWER_ON_ACCOUNT])
+    agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False, max_seconds=60)
+    async with agent.session(url=acme_site.url("/account"), out_dir=tmp_path / "session") as session:
+        handle = session.start(TASK)
+        await session.take_over()  # returns once the agent stopped and the page is watched
+        assert handle.taken_over and not model.requests  # before its first step: nothing asked yet
+        await sign_in_as_a_person(window.page, acme_centres)
+        assert session.hand_back()
+        result = await handle.result()
+    assert (result.status, result.answer) == ("success", ORDER)
+    assert result.timings.human_seconds and result.timings.human_seconds > 0
+    summary = json.loads((tmp_path / "session" / "session.json").read_text())
+    assert summary["tasks"][0]["human_seconds"] == result.timings.human_seconds
+    run_dir = Path(result.run_dir)
+    human = check_human_steps(run_dir, acme_centres, after_step=0)
+    assert lines_of(run_dir)[-1]["url"].endswith("/account")  # the agent looked again: it saw the signed-in page
+    prompt = prompt_text(model.requests[0])
+    assert "A person took over the controls and handed back" in prompt and "/login?next=/account" in prompt
+    assert f"type {USER!r} into the 'username' field" in prompt and f"type {REDACTED!r}" in prompt
+    assert files_holding(tmp_path / "session", PASSWORD) == [] and PASSWORD not in prompt
+    assert "Human step 5" in (run_dir / "report.html").read_text()
+    records = export_records(tmp_path / "session")
+    assert [r["actor"] for r in records] == ["human"] * 5 + ["agent"]
+    kept = [r for r in records if r["actor"] == "human"]
+    assert [json.loads(r["action"])["type"] for r in kept] == [h["action"]["type"] for h in human]
+    assert all(Path(r["screenshot"]).is_file() and Path(r["screenshot_after"]).is_file() for r in kept)
+    assert records[-1]["screenshot_after"] is None and records[-1]["screenshot"].endswith("step-001.jpg")
+
+
+async def test_the_agent_asks_a_person_to_take_over_and_is_told_what_changed(window, acme_site, acme_centres, tmp_path):
+    asked: list[Question] = []
+
+    held: list[float] = []
+
+    async def person(question: Question) -> Reply:  # the person acts while the agent waits, then hands back
+        asked.append(question)
+        loop, left = asyncio.get_running_loop(), time_left()
+        started = loop.time()
+        await sign_in_as_a_person(window.page, acme_centres)
+        held.extend([loop.time() - started, left - time_left()])
+        return Reply("signed in")
+
+    model = ScriptedModel(policy=[on_page("Sign in", act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})),
+                                  ANSWER_ON_ACCOUNT])
+    agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False, on_question=person,
+                  max_seconds=60)
+    result = await agent.run(TASK, url=acme_site.url("/account"), out_dir=tmp_path / "run")
+    assert (result.status, result.answer) == ("success", ORDER), result.reason
+    assert len(asked) == 1 and asked[0].take_over and asked[0].text == CAPTCHA
+    lines = lines_of(tmp_path / "run")
+    assert lines[0]["action"]["kind"] == "take_over" and lines[0]["outcome"] == {"question": CAPTCHA, "take_over": True}
+    check_human_steps(tmp_path / "run", acme_centres, after_step=1)
+    prompt = prompt_text(model.requests[-1])
+    assert "A person took over the controls" in prompt and "The person said: signed in" in prompt
+    spent, charged = held
+    print(f"\nthe person held the controls {spent:.2f} s; the task's time limit came {charged:.2f} s nearer")
+    assert result.timings.human_seconds >= spent and charged < spent - 2 * POLL_S  # not the task's time (moved each poll)
+
+
+async def test_a_person_who_declines_leaves_the_task_needing_input(window, acme_site, tmp_path):
+    model = ScriptedModel(policy=[act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
+    agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False,
+                  on_question=lambda question: None)  # the person says no
+    result = await agent.run(TASK, url=acme_site.url("/account"), out_dir=tmp_path / "run")
+    assert (result.status, result.question) == ("needs_input", CAPTCHA) and len(model.requests) == 1
+    assert not [line for line in lines_of(tmp_path / "run") if line.get("actor") == "human"]  # nothing was done
+
+
+async def test_a_headless_browser_refuses_a_take_over(browser_env, pages, tmp_path):
+    env = await browser_env()
+    model = ScriptedModel(policy=[act({"type": "scroll", "direction": "down"}), act({"type": "answer", "text": "done"})])
+    agent = Agent(backend=model, profile="holotron", environment=env, validate_answers=False)
+    async with agent.session(url=pages.url("long.html"), out_dir=tmp_path / "session") as session:
+        handle = session.start("Scroll and say done")
+        with pytest.raises(TakeOverRefused, match="--headful.*--cdp-url"):
+            await session.take_over()
+        result = await handle.result()
+        assert result.status == "success" and result.timings.human_seconds is None  # the task went on
+        with pytest.raises(TakeOverRefused, match="--headful"):  # refused at once now the browser is known
+            await session.take_over()
+    assert not handle.hand_back()
+
+
+async def test_the_agent_asking_for_a_take_over_in_a_headless_browser_needs_input(browser_env, pages, tmp_path):
+    env = await browser_env()
+    model = ScriptedModel(policy=[act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
+    agent = Agent(backend=model, profile="holotron", environment=env, validate_answers=False,
+                  on_question=lambda question: Reply("done"))
+    result = await agent.run("Sign in", url=pages.url("long.html"), out_dir=tmp_path / "run")
+    assert result.status == "needs_input" and result.question == CAPTCHA
+    assert "--headful" in result.reason and "--cdp-url" in result.reason
+    assert lines_of(tmp_path / "run")[0]["outcome"]["take_over"] is True
+
+
+# -- the command line: `t`, act, Enter -----------------------------------------------------
+
+
+class WaitsForAPerson:
+    """A stand-in policy that waits on the sign-in page (it cannot sign in) and answers on the account page."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    def __call__(self, request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        page = request.text.rsplit("Current page:", 1)[-1].strip()
+        if page.startswith("Account"):
+            return act({"type": "answer", "text": ORDER})
+        return act({"type": "wait", "seconds": 0.2})
+
+
+@pytest.fixture
+def window_over_cdp(xvfb, tmp_path):  # type: ignore[no-untyped-def]
+    """A Chromium window a person uses, on a private X display, DevTools on a free port (for --cdp-url)."""
+    import subprocess
+    import time
+
+    from surfer.tools.chromium import LAUNCH_ARGS
+
+    folder = tmp_path / "profile"
+    proc = subprocess.Popen(["/usr/bin/chromium", *LAUNCH_ARGS, "--remote-debugging-port=0", f"--user-data-dir={folder}",
+                             "about:blank"], env={**os.environ, "DISPLAY": xvfb}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port_file = folder / "DevToolsActivePort"
+    deadline = time.monotonic() + 20
+    while not (port_file.exists() and port_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)  # (polling for the file Chromium writes once it listens)
+    try:
+        yield f"http://127.0.0.1:{port_file.read_text().split()[0]}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_at_the_terminal_t_takes_over_and_enter_hands_back(standin, acme_site, acme_centres, window_over_cdp, tmp_path):
+    from playwright.async_api import async_playwright
+
+    from test_sessions import Terminal, run_args
+
+    policy = WaitsForAPerson()
+    server = standin(policy)
+    folder = tmp_path / "run"
+    terminal = Terminal(run_args(server, TASK, "--url", acme_site.url("/account"), "--out", str(folder), "--no-follow-up",
+                                 "--cdp-url", window_over_cdp))
+    try:
+        terminal.expect("take over")  # the keys are shown
+        terminal.type("t")
+        terminal.expect("you have the controls")
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.connect_over_cdp(window_over_cdp)
+            page = next(p for c in browser.contexts for p in c.pages if "/login" in p.url)  # surfer's tab
+            await sign_in_as_a_person(page, acme_centres)
+        terminal.type("")  # Enter hands back
+        terminal.expect("handed back")
+        terminal.expect(f"answer: {ORDER}")
+        assert f"person → type {USER!r} into the 'username' field" in terminal.plain  # the live view shows human steps
+    finally:
+        code = terminal.close()
+    assert code == 0, terminal.plain[-3000:]
+    check_human_steps(folder, acme_centres, after_step=next(
+        i for i, line in enumerate(lines_of(folder)) if line.get("actor") == "human"))
+    assert files_holding(folder, PASSWORD) == []
+    result = json.loads((folder / "result.json").read_text())
+    assert result["timings"]["human_seconds"] > 0
+    assert "A person took over the controls" in policy.requests[-1].text
+
+
+async def test_t_in_a_headless_run_says_in_one_line_what_to_use_and_the_task_goes_on(browser_env, pages, tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from surfer.apps.controls import TerminalControls
+
+    env = await browser_env()
+    model = ScriptedModel(policy=[act({"type": "scroll", "direction": "down"}), act({"type": "answer", "text": "done"})])
+    agent = Agent(backend=model, profile="holotron", environment=env, validate_answers=False)
+    shown = io.StringIO()
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end) as stream:
+        controls = TerminalControls(Console(file=shown, width=200, no_color=True), tmp_path, stream)
+        os.write(write_end, b"t\n")  # typed before the first step
+        async with agent.session(url=pages.url("long.html"), out_dir=tmp_path / "session") as session:
+            handle = session.start("Scroll and say done")
+            controls.attach(handle)
+            try:
+                result = await handle.result()
+            finally:
+                controls.detach()
+                os.close(write_end)
+    refusals = [line for line in shown.getvalue().splitlines() if "cannot take over" in line]
+    assert result.status == "success" and len(refusals) == 1
+    assert "--headful" in refusals[0] and "--cdp-url" in refusals[0]
+
+
+async def test_on_the_desktop_the_screens_before_and_after_are_recorded(xvfb, tmp_path):
+    from surfer.tools.desktop import DesktopEnvironment
+    from surfer.tools.person import NOT_READ
+
+    env = DesktopEnvironment(display=xvfb)
+    await env.start()
+    try:
+        model = ScriptedModel(policy=[act({"type": "answer", "text": "done"})])
+        agent = Agent(backend=model, profile="holotron", environment=env, validate_answers=False)
+        async with agent.session(out_dir=tmp_path / "session") as session:
+            handle = session.start("Say done")
+            await session.take_over()
+            assert session.hand_back()
+            result = await handle.result()
+    finally:
+        await env.close()
+    assert result.status == "success"
+    human = [line for line in lines_of(Path(result.run_dir)) if line.get("actor") == "human"]
+    assert len(human) == 1 and human[0]["action"] is None and human[0]["outcome"]["detail"] == NOT_READ
+    assert (Path(result.run_dir) / human[0]["screenshot"]).is_file() and (Path(result.run_dir) / human[0]["screenshot_after"]).is_file()
+    assert "A person took over the controls" in prompt_text(model.requests[0])
