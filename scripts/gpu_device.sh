@@ -60,7 +60,7 @@ unpack)
     mkdir -p $dest && cat /tmp/$set.part* | $unzip | tar x --sparse -C $dest && rm -f /tmp/$set.part* || exit 1
   done
   if [ "$ENGINE" = sglang ]; then
-    python3 -c "import sglang, sglang.launch_server, dill, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
+    python3 -c "import sglang, sglang.launch_server, dill, loguru, soundfile, compressed_tensors, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
   else
     python3 -c "import vllm, torch, transformers; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
   fi
@@ -70,6 +70,11 @@ unpack)
   ;;
 serve|start|wait)
   if [ "$1" != wait ]; then
+    # a server left on the port (an earlier plan's, or an engine's HTTP worker that outlived it) would answer
+    # the wait below for another model: refuse to start beside it
+    if curl -s -m 2 127.0.0.1:$port/v1/models > /dev/null; then
+      echo "port $port already answers ($(curl -s -m 2 127.0.0.1:$port/v1/models | head -c 200)): stop it first"; exit 1
+    fi
     date +%s > /tmp/$ENGINE-$2.started
     # SERVE_ARGS: more `surfer serve` options (e.g. "--max-images 32" for deep histories); VLLM_ARGS: more engine flags
     setsid nohup python3 -m surfer serve /tmp/models/$2 --profile $2 --engine $ENGINE --port $port \
@@ -99,6 +104,7 @@ stop)
   for _ in $(seq 60); do curl -s -m 1 127.0.0.1:$port/v1/models > /dev/null || break; sleep 1; done
   # an engine's workers that outlived it (SGLang's tokenizer workers answered /v1/models after its stop)
   pkill -9 -f "sglang::|sglang.launch_server|EngineCore|vllm serve" 2> /dev/null
+  for pid in $(ss -ltnp 2> /dev/null | grep ":$port " | grep -o 'pid=[0-9]*' | cut -d= -f2); do kill -9 "$pid"; done
   for _ in $(seq 90); do  # until the GPU's memory is given back
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | awk '$1 < 2000 {ok = 1} END {exit !ok}' && break
     sleep 1

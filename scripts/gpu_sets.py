@@ -84,7 +84,7 @@ SETS: dict[str, dict] = {
             "torch", "torchaudio", "torchvision", "torchcodec", "flashinfer-python", "flashinfer-cubin", "flash-attn-4",
             "apache-tvm-ffi", "tilelang", "nvidia-cutlass-dsl", "tokenspeed-mla", "quack-kernels", "sgl-deep-gemm",
             "nvidia-mathdx", "torchao", "xgrammar", "numpy", "pillow", "safetensors", "timm", "compressed-tensors",
-            "datasets", "modelscope", "py-spy", "kernels", "smg-grpc-servicer", "soundfile", "blobfile",
+            "datasets", "modelscope", "py-spy", "kernels", "smg-grpc-servicer", "blobfile",
             "cuda-python", "outlines", "torch-memory-saver", "llguidance", "anthropic", "openai-harmony",
             "sglang-kernel", "transformers", "tokenizers",
         },
@@ -95,10 +95,11 @@ SETS: dict[str, dict] = {
             "xgrammar==0.2.1", "torchao==0.17.0", "compressed-tensors", "llguidance>=0.7.11,<0.8", "openai-harmony==0.0.4",
             "torch-memory-saver", "outlines==0.1.11", "anthropic", "cuda-python>=13", "nvidia-ml-py",
         ],
-        # imported at start (sglang.utils: IPython.display; the sampling module: dill) though no requirement names them
-        "with_deps": ["ipython", "dill"],
+        # imported at start (sglang.utils: IPython.display; the sampling module: dill; compressed-tensors, taken
+        # without its requirements: loguru) though no requirement taken names them
+        "with_deps": ["ipython", "dill", "loguru"],
         "drop_units": FA3_DROP + r"|_sm80|_sm100",
-        "check": "import sglang, sglang.launch_server, dill, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, "
+        "check": "import sglang, sglang.launch_server, dill, loguru, soundfile, compressed_tensors, torch, transformers; print('sglang', sglang.__version__, 'torch', torch.__version__, "
                  "'transformers', transformers.__version__, torch.cuda.get_device_name())",
     },
 }

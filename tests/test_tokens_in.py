@@ -73,7 +73,7 @@ def test_the_new_turn_is_what_the_chat_template_renders_after_the_reply(profile,
     assert second.ids[:second.extends] == [*first.ids, *generated]  # the ids sent and generated, as they were
     assert chat.decode(second.ids) == whole  # ...and, read back, exactly the chat request's text
     assert [i.step for i in second.images] == [0, 1]
-    assert chain.stats.as_dict() == {"requests": 2, "extended": 1, "rendered": {FIRST: 1}}
+    assert chain.stats.as_dict() == {"requests": 2, "extended": 1, "rendered": {FIRST: 1}, "refused": 0}
 
 
 def _responder():  # type: ignore[no-untyped-def]
@@ -278,9 +278,54 @@ def test_a_sessions_conversation_is_forgotten_when_it_ends(chat_tokenizers) -> N
     request = ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy")
     with model_session("ends"):
         prompt = chain.prompt("ends", request, {})
-        chain.keep_reply("ends", prompt, [5, 6], "{}")
+        chain.keep_reply("ends", prompt, chain.chat.encode("{}"), "{}")
         assert chain.prompt("ends", ModelRequest((*request.messages, Message.text("assistant", "{}"),
                                                   Message.text("user", "Next")), "policy"), {}).extends
     again = chain.prompt("ends", ModelRequest((*request.messages, Message.text("assistant", "{}"),
                                                Message.text("user", "Next")), "policy"), {})
     assert again.extends is None and again.reason == FIRST  # nothing of the ended session is kept
+
+
+def test_a_reply_holding_an_image_token_is_not_sent_back_as_ids(tiny_models, standin) -> None:
+    """Measured on SGLang with Holotron's random weights: a reply sampled an image token; sent back as ids, the
+    next request held one image token more than images (HTTP 500). Its text leaves that token out, so the
+    session's next request is rendered from the text, and every request still goes as ids."""
+    image_text = "<image>"  # Holotron's image placeholder (the tiny model's template writes it too)
+    replies = iter([{**CLICK, "thought": f"open it {image_text}"}, ANSWER])
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 250, "y": 500}
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "the code is shown"}
+        return next(replies)
+
+    server = standin(respond, engine="sglang", model_dir=tiny_models["holotron"])
+    result, _ = _run(server, "holotron", "on")
+    assert result.answer == "ABC-123"
+    chain = TemplateTokenizer.load(tiny_models["holotron"])
+    first_reply = server.generate.answers[0]["output_ids"]
+    assert not chain.image_ids.isdisjoint(first_reply) and image_text not in server.generate.answers[0]["text"]
+    # no request was refused: every call went as ids, none by chat
+    assert len(server.generate.requests) == len(server.requests) and all(
+        b["input_ids"].count(server.generate.placeholder) == len(b.get("image_data") or []) for b in server.generate.requests)
+
+
+def test_one_refused_request_goes_by_chat_and_the_others_keep_tokens_in(tiny_models, standin, caplog) -> None:
+    server = standin(_responder(), engine="sglang", model_dir=tiny_models["holotron"])
+    backend = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, tokens_in="on"))
+    request = ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy", {"type": "object"})
+
+    async def three() -> list[str]:
+        texts = [(await backend.complete(request)).text]
+        server.fail_next(500)  # the next /generate: HTTP 500 (the chat request after it is answered)
+        texts += [(await backend.complete(request)).text for _ in range(2)]
+        await backend.aclose()
+        return texts
+
+    with caplog.at_level(logging.WARNING, logger="surfer.models.token_chain"):
+        texts = asyncio.run(three())
+    assert [json.loads(t) for t in texts] == [CLICK, ANSWER, ANSWER]
+    assert len(server.generate.requests) == 2 and len(server.requests) == 3  # the refused one went by chat
+    assert backend.path.tokens_in and backend.generate.chain.stats.refused == 1
+    assert caplog.text.count("refused a request's ids") == 1

@@ -52,6 +52,7 @@ class TemplateTokenizer:
             raise ConfigError(f"the tokenizer at {source} has no chat template: tokens in cannot render a turn")
         eos = tokenizer.eos_token_id
         self.stop_ids = frozenset(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        self._image_ids: frozenset[int] | None = None
 
     @classmethod
     def load(cls, source: str, local_only: bool = False) -> "TemplateTokenizer":
@@ -91,6 +92,18 @@ class TemplateTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         with self._lock:
             return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    @property
+    def image_ids(self) -> frozenset[int]:
+        """The ids the template writes for an image (its placeholder and any markers around it): what a
+        generated reply must not hold for its ids to be sent back (the server would take each such id for
+        an image of the request)."""
+        if self._image_ids is None:
+            text = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
+            image = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "x"}]}]
+            with_image, without = self.chat_ids(image, add_generation_prompt=False), self.chat_ids(text, add_generation_prompt=False)
+            self._image_ids = frozenset(with_image) - frozenset(without)
+        return self._image_ids
 
     @property
     def end_ids(self) -> list[int]:

@@ -121,6 +121,7 @@ class OpenAICompatibleBackend(ModelBackend):
         self.typed_requests = False
         # Tokens in (tokens_in.py, sglang_generate.py): chosen on the first check or call, once per backend.
         self.path: RequestPath | None = None
+        self._generate_took_images = False  # a /generate request with images was answered: its form is taken
         self.generate: Any = None  # the GenerateTransport where the path is tokens in
         self._choosing: asyncio.Lock | None = None
 
@@ -370,6 +371,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 ) from None
             self._mark_answered()
             if sent is not None:
+                self._generate_took_images = self._generate_took_images or bool(sent.prompt.images)
                 return generate.completion(response, sent, started, self.endpoint.model)
             if self.image_refs is not None:
                 self.image_refs.took(_image_uuids(request))
@@ -381,6 +383,11 @@ class OpenAICompatibleBackend(ModelBackend):
         images = bool(sent.prompt.images)
         if exc.status_code not in ((400, 422, 500) if images else (400, 422)) or _context_too_long(exc) or _server_gone(exc):
             return False
+        if images and self._generate_took_images and self.generate is not None:
+            # the form was taken before: this request's ids were refused (e.g. SGLang's processor counting
+            # more image tokens than images); it alone goes by chat
+            self.generate.chain.refused(sent.session, sent.prompt, exc.message)
+            return True
         from .tokens_in import refused_path
 
         self.path = refused_path(self.endpoint, exc.message, images)

@@ -102,6 +102,9 @@ class GenerateRoutes:
         if images and self.refuse_images:  # SGLang 0.5.15's processor for Nemotron-VL, given ids (a list)
             return 500, {"object": "error", "message": "'list' object has no attribute 'replace'", "code": 500}
         placeholders = ids.count(self.placeholder)
+        if placeholders > len(images):  # SGLang's processor (base_processor.load_mm_data), on ids read as text
+            return 500, {"object": "error", "code": 500, "message": "An exception occurred while loading multimodal "
+                         "data: Mismatch: More 'IMAGE' tokens found than corresponding data provided."}
         if placeholders != len(images):
             return 400, {"error": {"message": f"prompt has {placeholders} image placeholder token(s) but "
                                               f"{len(images)} image(s) were provided"}}
@@ -119,6 +122,10 @@ class GenerateRoutes:
         reply = self.server.respond(request)
         content = reply if isinstance(reply, str) else json.dumps(reply)
         output = [*self.chat.encode(content), self.stop]
+        if not self.chat.image_ids.isdisjoint(output):
+            # a reply that holds an image's token (a model with random weights writes any id): SGLang's text
+            # leaves special tokens out, the ids keep them
+            content = self.chat.decode([i for i in output[:-1] if i not in self.chat.image_ids])
         with self._lock:
             seen = self.computed.setdefault(session or "", [])
             # the last prompt id is always computed (its logits sample the first new token)

@@ -44,6 +44,8 @@ DROPPED = "earlier screenshots dropped (the layout's window or block moved)"
 REWRITTEN = "earlier turns rewritten (the layout changes text it sent before)"
 UNMATCHED_REPLY = "the assistant turn is not the reply the server generated"
 TEMPLATE = "the chat template does not render the new turn as an append"
+IMAGE_IN_REPLY = "the generated ids hold an image token (sent back, the server would take it for an image)"
+REFUSED = "refused"  # (said once)
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,11 @@ class ChainStats:
     requests: int = 0
     extended: int = 0  # sent as an earlier request's ids + generated ids + the new turn
     rendered: Counter = field(default_factory=Counter)  # rendered whole, by reason
+    refused: int = 0  # of the above (extended or rendered), refused by the server, then sent by chat
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": self.requests, "extended": self.extended, "rendered": dict(self.rendered)}
+        return {"requests": self.requests, "extended": self.extended, "rendered": dict(self.rendered),
+                "refused": self.refused}
 
 
 def request_images(messages: Sequence[Message]) -> tuple[ImagePart, ...]:
@@ -136,6 +140,8 @@ class TokenChain:
         if reply.role != "assistant" or reply.image_count or not "".join(
                 p.text for p in reply.content).endswith(link.reply):  # type: ignore[union-attr]
             return None, UNMATCHED_REPLY
+        if not self.chat.image_ids.isdisjoint(link.generated):
+            return None, IMAGE_IN_REPLY
         after = messages[n + 1:]
         text = self.chat.continuation(link.messages, reply, after, options)
         if text is None:
@@ -158,6 +164,17 @@ class TokenChain:
             del links[:-self.keep]
             while len(self._sessions) > MAX_SESSIONS:
                 self._sessions.popitem(last=False)
+
+    def refused(self, session: str, prompt: TokensPrompt, message: str) -> None:
+        """The server refused `prompt` (the request then goes by chat): counted and said once. The session's
+        links stay: its next request extends the last one the server took, the turns since as rendered text."""
+        with self._lock:
+            self.stats.refused += 1
+            said = REFUSED in self._said
+            self._said.add(REFUSED)
+        if not said:
+            log.warning("tokens in: the server refused a request's ids (%s); that request goes by chat, the "
+                        "others keep tokens in", message.splitlines()[0][:200] if message else "no message")
 
     def forget(self, session: str) -> None:
         with self._lock:
