@@ -30,6 +30,7 @@ class RunControl:
         self._hints: list[str] = []
         self.finish_requested = False
         self.result: "RunResult | None" = None  # set when the run ends, also when cancelled
+        self.stopped_by: str | None = None  # who cancelled the run, said in its reason ("Ctrl-C")
 
     @property
     def paused(self) -> bool:
@@ -86,8 +87,11 @@ class RunHandle:
         """Stop stepping and ask the policy for its final answer (validated as usual)."""
         self._control.finish_now()
 
-    def cancel(self) -> None:
-        """Stop at once: the step in progress is dropped, the result says `interrupted`."""
+    def cancel(self, by: str | None = None) -> None:
+        """Stop at once: the step in progress is dropped, the result says `interrupted`
+        (`by`: who stopped it, e.g. "Ctrl-C", said in the result's reason)."""
+        if by and not self._task.done():
+            self._control.stopped_by = by
         self._task.cancel()
 
     async def result(self) -> "RunResult":

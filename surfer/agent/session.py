@@ -138,8 +138,7 @@ class Session:
             raise RuntimeError("this session is closed")
         async with self._turn:
             first = not any(r.steps for r in self.results)  # (a first task that never began leaves the URL to the next)
-            if self.environment is not None and self._owned and not self.environment.alive:
-                await self._restart_environment()  # it died between tasks
+            await self.renew_environment()  # it died between tasks
             env = self._open_environment()
             control = control or RunControl()
             self.control = control
@@ -150,6 +149,12 @@ class Session:
                     on_question or self.on_question, answers if answers is not None else self.answers,
                     environment=env, earlier=earlier_tasks(self.results, self._note),
                 )
+            except asyncio.CancelledError:
+                if control.result is not None:  # stopped (Ctrl-C, SIGTERM, cancel): the task is the session's too
+                    self._note = ""
+                    self.results.append(control.result)
+                    await asyncio.shield(asyncio.to_thread(self._write_summary))
+                raise
             finally:
                 self.control = None
             self._note = ""
@@ -169,6 +174,14 @@ class Session:
         running = asyncio.ensure_future(self.run(
             task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent))
         return RunHandle(running, control)
+
+    async def renew_environment(self) -> bool:
+        """Replace the session's browser if it died since the last task (its pages, sign-ins
+        and tabs are lost: the next task's prompt says so). Whether it was replaced."""
+        if self.environment is not None and self._owned and not self.environment.alive:
+            await self._restart_environment()
+            return True
+        return False
 
     async def _restart_environment(self) -> None:
         old, self.environment = self.environment, None
@@ -201,7 +214,9 @@ class Session:
             tasks.append({
                 "number": number, "task": result.task, "url": result.url, "status": result.status, "answer": result.answer,
                 "reason": result.reason, "question": result.question, "steps": result.steps,
-                "seconds": result.timings.seconds, "run_dir": where or result.run_dir,
+                "seconds": result.timings.seconds,
+                **({"waiting_seconds": result.timings.waiting_seconds} if result.timings.waiting_seconds else {}),
+                "run_dir": where or result.run_dir,
             })
         return {
             "session_id": self.session_id, "url": self.url, "started": self._started.isoformat(timespec="seconds"),

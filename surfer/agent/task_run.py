@@ -130,7 +130,8 @@ class TaskRun:
                 else:
                     result = await stepper.steps(clock)
         except asyncio.CancelledError:
-            result = run.result("interrupted", reason=stopping.interrupted_reason())
+            by = None if stopping.requested() else self.control.stopped_by  # (a stop of the process says so first)
+            result = run.result("interrupted", reason=f"interrupted: stopped by {by}" if by else stopping.interrupted_reason())
             raise
         except Exception as exc:
             if stopping.requested() is not None:
