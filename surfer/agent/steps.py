@@ -37,6 +37,7 @@ from .memory import Memory
 from .questions import Question
 from .questions import ask as ask_question
 from .repetition import screen_fingerprint, step_seen
+from .result import RunResult
 from .roles import Localizer, Policy, StepFailed, Validator
 from .run_state import RunState, time_limit_reason, waiting_for_person
 from .secrets import Secrets
@@ -125,7 +126,7 @@ class Stepper:
         self.config = inputs.config
         self.secrets = inputs.secrets
 
-    async def steps(self, clock: RunClock) -> Any:
+    async def steps(self, clock: RunClock) -> RunResult:
         """Steps until an outcome or a limit (a `RunResult`). A step still running at
         `clock.steps_until` is cut off (its model call cancelled) and dropped; the
         final answer then gets the time left until `clock.end`."""
@@ -144,7 +145,7 @@ class Stepper:
                 return await self._final(index, limit, clock)
             try:
                 async with clock.limit() as stepping:
-                    record, outcome = await self._step(index)
+                    record, outcome = await self.step(index)
             except TimeoutError:
                 if not stepping.expired():
                     raise
@@ -230,7 +231,7 @@ class Stepper:
             for call in record.calls:
                 call.tokens = None if call.tokens is None else call.tokens.without_ids()
 
-    async def _step(self, index: int) -> tuple[StepRecord, Outcome | None]:
+    async def step(self, index: int) -> tuple[StepRecord, Outcome | None]:
         """One step. Returns the record and, when the run should end or an answer
         was judged, (status, answer, reason)."""
         run, env, memory, roles = self.run, self.env, self.memory, self.inputs.roles
@@ -407,7 +408,7 @@ class Stepper:
         memory.add_history(record.index, f"answer({answer!r})", f"rejected: {verdict.reasons}")
         return ("rejected", answer, verdict.reasons)
 
-    async def _final(self, index: int, why: str, clock: RunClock) -> Any:
+    async def _final(self, index: int, why: str, clock: RunClock) -> RunResult:
         """At a limit, ask the policy once for a final answer (validated like any
         answer), within the time left until `clock.end`."""
         run = self.run
