@@ -1,6 +1,14 @@
-"""The agent loop: observe → policy → localizer → act → settle, with the
-validator on answers. Side effects (run directory, live view, user callbacks)
-hang off the event stream; the loop only emits events."""
+"""`Agent`: what lasts as long as the agent — its configuration, roles,
+prompt layout, secrets and guards — and the ways to run tasks with it (run,
+start, stream, sessions).
+
+The agent loop itself is in three pieces: a session (agent/session.py) holds
+what lasts across tasks; a task run (agent/task_run.py, `TaskRun` over a
+`RunState`) is one task from start-up to its result; the steps
+(agent/steps.py, a `Stepper` given its `StepInputs`) are observe → policy →
+localizer → act → settle, with the validator on answers. Side effects (run
+directory, live view, user callbacks) hang off the event stream; the loop only
+emits events."""
 
 from __future__ import annotations
 
