@@ -116,3 +116,34 @@ def test_sigterm_ends_the_session_with_every_task_recorded(standin, tmp_path):
     assert [(t["task"], t["status"]) for t in record["tasks"]] == [("a quick task", "success"), ("a slow task", "interrupted")]
     assert record["tasks"][1]["reason"] == "interrupted: stopped by SIGTERM" and "ended" in record
     assert json.loads((folder / record["tasks"][1]["run_dir"] / "result.json").read_text())["status"] == "interrupted"
+
+
+def test_a_browser_that_dies_between_tasks_is_replaced_and_the_terminal_says_so(standin, pages, tmp_path):
+    import psutil
+
+    from surfer.agent.session import RESTARTED
+
+    server = standin(lambda request: act({"type": "answer", "text": "done"}))
+    folder = tmp_path / "session"
+    terminal = Terminal(run_args(server, "first", "--url", pages.url("actions.html"), "--out", str(folder)))
+    try:
+        terminal.expect("next task")
+        browsers = [p for p in psutil.Process(terminal.process.pid).children(recursive=True)
+                    if "chrom" in p.name().lower() and not any(a.startswith("--type=") for a in p.cmdline())]
+        assert browsers, "no browser process under the command"
+        for process in browsers:
+            process.kill()  # the browser dies while the person thinks of the next task
+        psutil.wait_procs(browsers, timeout=30)
+        terminal.type("second")
+        terminal.expect("next task")
+        terminal.type("")
+    finally:
+        code = terminal.close()
+    assert code == 0, terminal.plain[-3000:]
+    said = " ".join(terminal.plain.split())
+    assert "browser: it stopped working and was restarted: the pages, sign-ins and tabs of the earlier tasks are gone" in said
+    assert said.index("was restarted") < said.index("surfer second")  # said before the task began
+    tasks = summary(folder)["tasks"]
+    assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("second", "success")]
+    assert RESTARTED in server.requests[-1].text
+    assert json.loads((folder / tasks[1]["run_dir"] / "trajectory.jsonl").read_text().splitlines()[0])["url"] == pages.url("actions.html")

@@ -76,8 +76,13 @@ class Session:
     def __init__(
         self, agent: Agent, url: str | None = None, *, out_dir: str | Path | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None, listeners: list[Listener] | None = None,
+        adopt_environment: bool = False,
     ) -> None:
+        """`adopt_environment`: take the agent's environment as the session's own — closed with the
+        session, replaced when it dies — as `surfer run` does with the browser it started early."""
         self.agent = agent
+        self._adopt = adopt_environment
+        self._adopted = False  # the agent's environment was taken (a replacement is a new one)
         self.url = url
         self.session_id = uuid.uuid4().hex[:12]
         # like a run's directory (rundir.py): under the agent's folder for runs (runs/ by default), none
@@ -113,8 +118,11 @@ class Session:
 
     def _open_environment(self) -> Environment:
         if self.environment is None:
-            if self.agent.environment is not None:
-                self.environment = self.agent.environment  # the caller's: left open
+            given = self.agent.environment
+            if given is not None and not self._adopt:
+                self.environment = given  # the caller's: left open
+            elif given is not None and not self._adopted:
+                self.environment, self._owned, self._adopted = given, True, True  # the session's own from now on
             else:
                 self.environment, self._owned = self.agent._new_environment(), True
         return self.environment
@@ -178,7 +186,7 @@ class Session:
     async def renew_environment(self) -> bool:
         """Replace the session's browser if it died since the last task (its pages, sign-ins
         and tabs are lost: the next task's prompt says so). Whether it was replaced."""
-        if self.environment is not None and self._owned and not self.environment.alive:
+        if self.environment is not None and self._owned and not await self.environment.check_alive():
             await self._restart_environment()
             return True
         return False

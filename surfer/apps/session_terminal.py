@@ -46,7 +46,10 @@ class TaskStopper:
 async def run_session(agent: Any, controls: Any, console: Any, task: str | None, url: str | None, directory: Path,
                       answer: Any) -> Any:
     """The session (see the module's docstring). The last task's result (None: no task ran)."""
-    session = agent.session(url, out_dir=directory, on_question=controls.ask_user)
+    from surfer.agent.session import Session
+
+    # the browser `surfer run` started (early, or the desktop) is the session's: replaced when it dies
+    session = Session(agent, url, out_dir=directory, on_question=controls.ask_user, adopt_environment=True)
     controls.follow_ups = []
     stopper = TaskStopper()
     signals.on_ctrl_c(stopper)
