@@ -9,7 +9,7 @@ import asyncio
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable
+from typing import Any, Awaitable, Callable
 
 from surfer.core.deadline import pause_deadline
 
@@ -27,7 +27,7 @@ class RunState:
     url: str | None
     run_id: str
     run_dir: str | None
-    scrub: Any = str  # Callable[[str], str]: keeps the secrets out of what the result says
+    scrub: Callable[[str], str] = str  # keeps the secrets out of what the result says
     answer: AnswerSchema | None = None
     on_question: QuestionHandler | None = None  # who replies to the policy's ask_user (agent/questions.py)
     answers: PresetAnswers = field(default_factory=PresetAnswers)  # replies given beforehand, by question pattern
