@@ -35,6 +35,7 @@ class RunControl:
         self.finish_requested = False
         self.handover = HandOver()  # a person's turn at the controls, asked for or held
         self._result: "RunResult | None" = None
+        self.stopped_by: str | None = None  # who cancelled the run, said in its reason ("Ctrl-C")
 
     @property
     def result(self) -> "RunResult | None":
@@ -123,8 +124,11 @@ class RunHandle:
         """Whether a person holds the controls now."""
         return self._control.handover.holding
 
-    def cancel(self) -> None:
-        """Stop at once: the step in progress is dropped, the result says `interrupted`."""
+    def cancel(self, by: str | None = None) -> None:
+        """Stop at once: the step in progress is dropped, the result says `interrupted`
+        (`by`: who stopped it, e.g. "Ctrl-C", said in the result's reason)."""
+        if by and not self._task.done():
+            self._control.stopped_by = by
         self._task.cancel()
 
     async def result(self) -> "RunResult":

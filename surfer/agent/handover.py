@@ -169,10 +169,10 @@ class HandOver:
                 begun.exception()  # (retrieved: nobody may be awaiting it)
 
 
-async def take_turn(run: Any, env: Any, memory: Any, index: int) -> tuple[str, str] | None:
+async def take_turn(run: Any, control: Any, emit: Any, env: Any, memory: Any, index: int) -> tuple[str, str] | None:
     """At a step boundary (after agent step `index`): a person's turn when one was asked for.
     Returns (status, reason) when the run must end (the agent asked, and the person declined)."""
-    handover: HandOver = run.control.handover
+    handover: HandOver = control.handover
     if handover.refusal is None and (why := env.hand_over_refusal()):
         handover.refuse(why)
     if not handover.requested:
@@ -183,14 +183,14 @@ async def take_turn(run: Any, env: Any, memory: Any, index: int) -> tuple[str, s
         handover._back = asyncio.Event()
         return None
     handler = run.on_question if asked is not None else None
-    declined = await _turn(run, env, memory, index, handover, asked, handler)
+    declined = await _turn(run, emit, env, memory, index, handover, asked, handler)
     if declined and asked is not None:
         run.question = asked.text
         return "needs_input", f"the agent needs a person to take over: {asked.text}"
     return None
 
 
-def agent_asks(run: Any, env: Any, memory: Any, record: Any, question: str) -> tuple[str, str | None, str | None] | None:
+def agent_asks(run: Any, control: Any, env: Any, memory: Any, record: Any, question: str) -> tuple[str, str | None, str | None] | None:
     """The agent's `ask_user` of kind take_over, in its step: the turn is taken at the next step
     boundary; where no person can take over (a headless browser, nobody to ask) the run ends
     `needs_input` with the question."""
@@ -202,13 +202,13 @@ def agent_asks(run: Any, env: Any, memory: Any, record: Any, question: str) -> t
         run.question = question
         return ("needs_input", None, f"the agent needs a person to take over: {question} ({why})")
     record.outcome = {"question": question, "take_over": True}
-    run.control.handover.asked = Question(record.index, question, False, record.url, record.screenshot, record.screenshot_ext,
-                                          take_over=True)
-    run.control.resume()  # (a paused run: the person's turn is its pause)
+    control.handover.asked = Question(record.index, question, False, record.url, record.screenshot, record.screenshot_ext,
+                                      take_over=True)
+    control.resume()  # (a paused run: the person's turn is its pause)
     return None
 
 
-async def _turn(run: Any, env: Any, memory: Any, index: int, handover: HandOver, asked: Question | None, handler: Any) -> bool:
+async def _turn(run: Any, emit: Any, env: Any, memory: Any, index: int, handover: HandOver, asked: Question | None, handler: Any) -> bool:
     """The person's turn: record what they do until they hand back. Returns True when they declined
     (the agent asked, and its handler returned None without a hand-back)."""
     loop = asyncio.get_running_loop()
@@ -217,7 +217,7 @@ async def _turn(run: Any, env: Any, memory: Any, index: int, handover: HandOver,
     handover.holding = True
     if handover._begun is not None and not handover._begun.done():
         handover._begun.set_result(None)
-    await run.emit(HandedOver(index, asked.text if asked else ""))
+    await emit(HandedOver(index, asked.text if asked else ""))
     waits = {asyncio.ensure_future(handover._back.wait())}
     replying = None
     if handler is not None:
@@ -250,8 +250,8 @@ async def _turn(run: Any, env: Any, memory: Any, index: int, handover: HandOver,
         log.warning("on_question failed while a person held the controls: %r", replying.exception())
     reply = replying.result() if answered and replying.exception() is None else None
     declined = answered and reply is None
-    await _record(run, memory, index, handover, taken, reply)
-    await run.emit(HandedBack(index, round(seconds, 3), len(taken)))
+    await _record(run, emit, memory, index, handover, taken, reply)
+    await emit(HandedBack(index, round(seconds, 3), len(taken)))
     return declined
 
 
@@ -262,11 +262,11 @@ async def _call(handler: Any, question: Question | None) -> Any:
     return outcome
 
 
-async def _record(run: Any, memory: Any, index: int, handover: HandOver, taken: list[PersonAction], reply: Any) -> None:
+async def _record(run: Any, emit: Any, memory: Any, index: int, handover: HandOver, taken: list[PersonAction], reply: Any) -> None:
     """The human steps into the record, and what the agent is told of them."""
     for action in taken:
         handover.taken += 1
-        await run.emit(HumanActed(HumanStep(handover.taken, index, action)))
+        await emit(HumanActed(HumanStep(handover.taken, index, action)))
     first = next((a.before for a in taken if a.before is not None), None)
     last = next((a.after for a in reversed(taken) if a.after is not None), None)
     scrub = run.scrub

@@ -1,23 +1,24 @@
-"""The agent loop: observe → policy → localizer → act → settle, with the
-validator on answers. Side effects (run directory, live view, user callbacks)
-hang off the event stream; the loop only emits events."""
+"""`Agent`: what lasts as long as the agent — its configuration, roles,
+prompt layout, secrets and guards — and the ways to run tasks with it (run,
+start, stream, sessions).
+
+The agent loop itself is in three pieces: a session (agent/session.py) holds
+what lasts across tasks; a task run (agent/task_run.py, `TaskRun` over a
+`RunState`) is one task from start-up to its result; the steps
+(agent/steps.py, a `Stepper` given its `StepInputs`) are observe → policy →
+localizer → act → settle, with the validator on answers. Side effects (run
+directory, live view, user callbacks) hang off the event stream; the loop only
+emits events."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import re
-import traceback
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Mapping
 
-from surfer.core import stopping
-from surfer.core.deadline import run_deadline
-from surfer.core.errors import (
-    ActionFailed, ActionNotSupported, BrowserCrashed, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
-)
+from surfer.core.errors import ConfigError
 from surfer.models.affinity import model_session, session_policy
 from surfer.models.backend import ModelBackend
 from surfer.models.profiles import Profile, get_profile
@@ -25,50 +26,33 @@ from surfer.tools.base import Environment
 
 from .answers import AnswerSchema
 from .config import AgentConfig, load_config, merge_settings, validate_config
-from .confirm import Confirmer, SensitiveRules, fixed_decision, origin_of
+from .confirm import Confirmer, SensitiveRules, fixed_decision
 from .control import RunControl, RunHandle
-from .events import (
-    ErrorOccurred, Event, Finished, RunStarted,
-)
+from .events import Event
 from .layouts import Layout, check_layout
 from .questions import PresetAnswers, QuestionHandler
 from .result import RunResult
 from .rewards import Rewarder
 from .rundir import claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
+from .run_state import RunState
 from .secrets import Secrets
-from .steps import RunState, StepMachinery, time_limit_reason
+from .steps import Guards, Imaging, Roles
 from .roles import Localizer, Policy, RoleClient, Validator
+from .task_run import AgentParts, TaskRun, error_kind, final_answer_reserve  # noqa: F401  (also imported from here)
 
 Listener = Callable[[Event], Awaitable[None] | None]
 
 if TYPE_CHECKING:
     from .session import Session, SyncSession
 
-FINAL_ANSWER_SHARE, FINAL_ANSWER_MAX_SECONDS = 0.2, 30.0
 # Browser settings the SDK also takes as Agent(...) arguments.
 SIGNIN_SETTINGS = ("storage_state", "save_storage_state", "keep_storage_state", "user_data_dir", "cdp_url", "browser_ws")
 
 
-def final_answer_reserve(max_seconds: float) -> float:
-    """Seconds kept back at the end of a run's wall time for the final-answer
-    request: steps stop this much before the limit, so the whole run, final
-    answer included, ends within `max_seconds`."""
-    return min(FINAL_ANSWER_MAX_SECONDS, FINAL_ANSWER_SHARE * max_seconds)
+_error_kind = error_kind  # (its old name, imported by the QA runner)
 
 
-def _error_kind(exc: SurferError) -> str:
-    if isinstance(exc, ConfigError):
-        return "config"
-    if isinstance(exc, ModelServerUnreachable):
-        return "unreachable"
-    if isinstance(exc, BrowserCrashed):
-        return "browser_crash"
-    if isinstance(exc, (EnvironmentFailure, ActionFailed, ActionNotSupported)):
-        return "environment"  # e.g. the start URL cannot be opened
-    return "model" if isinstance(exc, RunError) else "internal"
-
-
-class Agent(StepMachinery):
+class Agent:
     """A computer-use agent: policy, localizer and validator over an environment.
 
         agent = Agent(base_url="http://127.0.0.1:8000/v1", model="Hcompany/Holotron-12B")
@@ -321,7 +305,19 @@ class Agent(StepMachinery):
 
         return TrajectoryWriter(target, scrub=self.secrets.scrub_obj, video=self.config.video)
 
-    # -- the loop ------------------------------------------------------------
+    # -- a task run ------------------------------------------------------------
+
+    @property
+    def roles(self) -> Roles:
+        return Roles(self.policy, self.localizer, self.validator, self.continuation)
+
+    def parts(self) -> AgentParts:
+        """What this agent gives a task run (agent/task_run.py), read now."""
+        return AgentParts(
+            config=self.config, secrets=self.secrets, roles=self.roles, layout=self.layout,
+            imaging=Imaging(self.profile.image, self.image_tokens), guards=Guards(self.sensitive, self.confirm),
+            backends=dict(self._backends), description=self._describe(),
+        )
 
     async def _execute(
         self, task: str, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]],
@@ -329,101 +325,19 @@ class Agent(StepMachinery):
         on_question: QuestionHandler | None = None, answers: Any = None, environment: Environment | None = None,
         earlier: str = "",
     ) -> RunResult:
-        run = RunState(task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, emit, self.secrets.scrub, answer, control)
-        run.on_question = on_question or self.on_question
-        run.answers = PresetAnswers.of(answers, "answers") if answers is not None else self.answers
-        run.earlier = earlier
+        run = RunState(
+            task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, self.secrets.scrub, answer,
+            on_question=on_question or self.on_question,
+            answers=PresetAnswers.of(answers, "answers") if answers is not None else self.answers, earlier=earlier,
+        )
         with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
-            return await self._execute_in_session(run, url, run_dir, emit, control, rewarder, environment)
-
-    async def _execute_in_session(
-        self, run: RunState, url: str | None, run_dir: Path | None, emit: Callable[[Event], Awaitable[None]], control: RunControl,
-        rewarder: Rewarder, environment: Environment | None = None,
-    ) -> RunResult:
-        run.start_origin = origin_of(url)
-        environment = environment or self.environment  # a session's, kept open after the run; else the agent's
-        owned = environment is None
-        env = self._new_environment() if owned else environment
-        assert env is not None
-        env.begin_run(run_dir)
-        env.confirm_download = self._download_confirmer(run) if self.sensitive.downloads else None
-        result: RunResult | None = None
-        limit = time_limit_reason(self.config.max_seconds)
-        reached_server = False  # the model servers answered the start's check
-        try:
-            # From here on, a stop at any moment still ends in Finished (below), which completes the record.
-            await emit(RunStarted(run.run_id, run.task, url, run.run_dir, self._describe()))
-            # Event-loop time: asyncio.timeout_at and the backends' time_left() use the same clock.
-            # The clock's limits move later while the model server is away (core/deadline.py).
-            deadline = asyncio.get_running_loop().time() + self.config.max_seconds
-            with run_deadline(deadline, final_answer_reserve(self.config.max_seconds)) as clock:
-                try:
-                    async with clock.limit() as preparing:
-                        await self._prepare(env, url)
-                    reached_server = True
-                except TimeoutError:
-                    if not preparing.expired():
-                        raise
-                    result = run.result("limit", reason=f"{limit} before the first step (model server check or start URL)")
-                else:
-                    result = await self._steps(run, env, clock)
-        except asyncio.CancelledError:
-            result = run.result("interrupted", reason=stopping.interrupted_reason())
-            raise
-        except Exception as exc:
-            if stopping.requested() is not None:
-                # the process is stopping: what failed (a browser killed by the same group signal) is the stop
-                result = run.result("interrupted", reason=f"{stopping.interrupted_reason()} ({type(exc).__name__})")
-            elif isinstance(exc, SurferError):
-                result = run.result("error", reason=str(exc), error_kind=_error_kind(exc))
-                await emit(ErrorOccurred(len(run.records) or None, self.secrets.scrub(str(exc)), fatal=True))
-            else:
-                result = run.result("error", reason=f"internal error: {exc!r}", error_kind="internal")
-                await emit(ErrorOccurred(None, traceback.format_exc(), fatal=True))
-                raise
-        finally:
-            if result is not None and not leaves_record(result.status, result.error_kind, reached_server):
-                result.run_dir = env.run_dir = None  # no directory: the writer writes nothing (rundir.py)
-            try:
-                if result is not None:
-                    await rewarder.score(result, run.records, run_dir, env)  # on the final page, before it closes
-                    result.downloads = await asyncio.shield(env.end_run(result.status))
-                    result.storage_state = env.kept_state
-                    if env.trace_file is not None:
-                        if self.secrets:
-                            from surfer.tools.browser.tracing import scrub_archive
-
-                            await asyncio.shield(asyncio.to_thread(scrub_archive, env.trace_file, self.secrets.scrub))
-                        result.artifacts["trace"] = env.trace_file.name
-                env.confirm_download = None
-                if owned and env is not None:
-                    await asyncio.shield(env.close())
-            except Exception:
-                if stopping.requested() is None:
-                    raise  # (a browser that died with a stop of the whole process group fails to close: that is the stop)
-            finally:  # the record is written even when closing a browser that died with the run fails
-                if result is not None:
-                    control.result = result
-                    await asyncio.shield(emit(Finished(result)))
-        return result
-
-    async def _prepare(self, env: Environment, url: str | None) -> None:
-        """Check the model servers while the browser starts and opens `url`
-        (start-up takes the longer of the two, not their sum). A server that
-        is down wins over a start URL that fails: its error is raised, and the
-        browser's start is cancelled."""
-        starting = asyncio.ensure_future(env.start(url))
-        try:
-            for backend in {id(b): b for b in self._backends.values()}.values():
-                await backend.check()
-                if self.config.record_tokens:
-                    await backend.check_tokens()
-        except BaseException:
-            starting.cancel()
-            with contextlib.suppress(BaseException):  # its own error, if any, comes second to the server's
-                await starting
-            raise
-        await starting
+            environment = environment or self.environment  # a session's, kept open after the run; else the agent's
+            owned = environment is None
+            task_run = TaskRun(
+                self.parts(), run, self._new_environment() if owned else environment, owned=owned, control=control,
+                emit=emit, rewarder=rewarder,
+            )
+            return await task_run.execute()
 
     def _describe(self) -> dict[str, Any]:
         return {

@@ -76,8 +76,13 @@ class Session:
     def __init__(
         self, agent: Agent, url: str | None = None, *, out_dir: str | Path | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None, listeners: list[Listener] | None = None,
+        adopt_environment: bool = False,
     ) -> None:
+        """`adopt_environment`: take the agent's environment as the session's own — closed with the
+        session, replaced when it dies — as `surfer run` does with the browser it started early."""
         self.agent = agent
+        self._adopt = adopt_environment
+        self._adopted = False  # the agent's environment was taken (a replacement is a new one)
         self.url = url
         self.session_id = uuid.uuid4().hex[:12]
         # like a run's directory (rundir.py): under the agent's folder for runs (runs/ by default), none
@@ -114,8 +119,11 @@ class Session:
 
     def _open_environment(self) -> Environment:
         if self.environment is None:
-            if self.agent.environment is not None:
-                self.environment = self.agent.environment  # the caller's: left open
+            given = self.agent.environment
+            if given is not None and not self._adopt:
+                self.environment = given  # the caller's: left open
+            elif given is not None and not self._adopted:
+                self.environment, self._owned, self._adopted = given, True, True  # the session's own from now on
             else:
                 self.environment, self._owned = self.agent._new_environment(), True
         return self.environment
@@ -139,8 +147,7 @@ class Session:
             raise RuntimeError("this session is closed")
         async with self._turn:
             first = not any(r.steps for r in self.results)  # (a first task that never began leaves the URL to the next)
-            if self.environment is not None and self._owned and not self.environment.alive:
-                await self._restart_environment()  # it died between tasks
+            await self.renew_environment()  # it died between tasks
             env = self._open_environment()
             control = control or RunControl()
             self.control = control
@@ -153,6 +160,12 @@ class Session:
                     on_question or self.on_question, answers if answers is not None else self.answers,
                     environment=env, earlier=earlier_tasks(self.results, self._note),
                 )
+            except asyncio.CancelledError:
+                if control.result is not None:  # stopped (Ctrl-C, SIGTERM, cancel): the task is the session's too
+                    self._note = ""
+                    self.results.append(control.result)
+                    await asyncio.shield(asyncio.to_thread(self._write_summary))
+                raise
             finally:
                 self.control = None
             self._note = ""
@@ -192,6 +205,14 @@ class Session:
             task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent))
         return RunHandle(running, control)
 
+    async def renew_environment(self) -> bool:
+        """Replace the session's browser if it died since the last task (its pages, sign-ins
+        and tabs are lost: the next task's prompt says so). Whether it was replaced."""
+        if self.environment is not None and self._owned and not await self.environment.check_alive():
+            await self._restart_environment()
+            return True
+        return False
+
     async def _restart_environment(self) -> None:
         old, self.environment = self.environment, None
         if old is not None:
@@ -223,8 +244,10 @@ class Session:
             tasks.append({
                 "number": number, "task": result.task, "url": result.url, "status": result.status, "answer": result.answer,
                 "reason": result.reason, "question": result.question, "steps": result.steps,
-                "seconds": result.timings.seconds, "run_dir": where or result.run_dir,
+                "seconds": result.timings.seconds,
+                **({"waiting_seconds": result.timings.waiting_seconds} if result.timings.waiting_seconds else {}),
                 **({"human_seconds": result.timings.human_seconds} if result.timings.human_seconds else {}),  # a take-over
+                "run_dir": where or result.run_dir,
             })
         return {
             "session_id": self.session_id, "url": self.url, "started": self._started.isoformat(timespec="seconds"),

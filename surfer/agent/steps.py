@@ -1,136 +1,106 @@
-"""The step machinery of the agent loop (loop.py): steps until an outcome or
-a limit; one step's observe → policy → localizer → confirm → act → settle →
-record; the validator on answers; the final answer at a limit. A mixin of
-`Agent`, which owns the configuration, the roles and the environment these
-methods use (self.config, self.policy, self.localizer, self.validator,
-self.secrets, self.sensitive, self.layout, self.profile, ...)."""
+"""The steps of one task run: steps until an outcome or a limit; one step's
+observe → policy → localizer → confirm → act → settle → record; the validator
+on answers; the final answer at a limit.
+
+A `Stepper` is given everything it works with as `StepInputs` — the roles,
+the prompt layout, the image rule, the configuration, the secrets, the
+sensitive-action guards, the environment, the memory, the run control and the
+sink of the run's events — and the `RunState` it updates (agent/run_state.py).
+It reads nothing else: the task run (agent/task_run.py) builds its inputs."""
+
+from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
 import json
-import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 from surfer.core.actions import Answer, AskUser, Fail, headline, targets_of, with_points
-from surfer.core.deadline import RunClock, pause_deadline
-from surfer.core.errors import (
-    ActionFailed,
-    ActionNotSupported,
-    BrowserCrashed,
-    EnvironmentFailure,
-)
-from surfer.models.imaging import prepare_image
-from surfer.models.profiles import Profile
+from surfer.core.deadline import RunClock
+from surfer.core.errors import ActionFailed, ActionNotSupported, BrowserCrashed, EnvironmentFailure
+from surfer.models.imaging import ImagePolicy, prepare_image
 from surfer.tools.base import Environment
 
-from .answers import AnswerSchema
 from .config import AgentConfig
-from .confirm import REFUSED, ConfirmationRequest, Refusal, how_to_allow, origin_of
+from .confirm import REFUSED, ConfirmationRequest, Confirmer, Refusal, SensitiveRules, how_to_allow, origin_of
 from .confirm import ask as ask_confirmer
 from .control import RunControl
 from .handover import agent_asks, take_turn
 from .events import (
-    ActionPerformed,
-    ErrorOccurred,
-    Event,
-    ModelAsked,
-    ModelCall,
-    ModelCalled,
-    Observed,
-    StepFinished,
-    StepRecord,
-    StepStarted,
-    Validated,
-    Verdict,
+    ActionPerformed, ErrorOccurred, Event, ModelAsked, ModelCall, ModelCalled, Observed, StepFinished, StepRecord,
+    StepStarted, Validated, Verdict,
 )
 from .layouts import Layout
 from .memory import Memory
-from .questions import PresetAnswers, Question, QuestionHandler
+from .questions import Question
 from .questions import ask as ask_question
-from .repetition import RepetitionDetector, screen_fingerprint, step_seen
-from .result import RunResult, TimingTotals, TokenTotals
-from .roles import StepFailed
+from .repetition import screen_fingerprint, step_seen
+from .result import RunResult
+from .roles import Localizer, Policy, StepFailed, Validator
+from .run_state import RunState, time_limit_reason, waiting_for_person
 from .secrets import Secrets
-
 
 MAX_REFUSALS = 3  # distinct sensitive actions refused before the run ends needs_approval
 
-
-@dataclass
-class RunState:
-    task: str
-    url: str | None
-    run_id: str
-    run_dir: str | None
-    emit: Callable[[Event], Awaitable[None]]
-    scrub: Callable[[str], str] = str
-    answer: AnswerSchema | None = None
-    control: RunControl = field(default_factory=RunControl)
-    started: float = field(default_factory=time.monotonic)
-    records: list[StepRecord] = field(default_factory=list)
-    repetition: RepetitionDetector = field(default_factory=RepetitionDetector)
-    hints: list[str] = field(default_factory=list)  # given since the last step began; recorded on the next step
-    current: StepRecord | None = None  # the step in progress
-    repeats: int = 0
-    calls: int = 0  # model calls made so far (each call's number in the run: ModelCall.seq)
-    start_origin: str = ""  # where the task started: typing a card number elsewhere is sensitive
-    refusals: list[Refusal] = field(default_factory=list)  # sensitive actions refused so far
-    needs_approval: str | None = None  # set when the policy asks again for what was refused: the run ends
-    on_question: QuestionHandler | None = None  # who replies to the policy's ask_user (agent/questions.py)
-    answers: PresetAnswers = field(default_factory=PresetAnswers)  # replies given beforehand, by question pattern
-    earlier: str = ""  # the session's account of its earlier tasks (agent/session.py), for the prompt
-    question: str | None = None  # the question nobody answered: the run ends needs_input
-    waited: float = 0.0  # seconds spent waiting for the user's replies (not charged to the time limit)
-    human: float = 0.0  # seconds a person held the controls (agent/handover.py; not charged either)
-
-    def result(self, status: str, **fields: Any) -> RunResult:
-        overheads = sorted(r.timings.overhead for r in self.records if r.action is not None)
-        usage = TokenTotals()
-        for record in self.records:
-            usage.prompt_tokens += record.usage.prompt_tokens
-            usage.completion_tokens += record.usage.completion_tokens
-        timings = TimingTotals(
-            seconds=round(time.monotonic() - self.started, 3),
-            model_seconds=round(sum(r.timings.model for r in self.records), 3),
-            overhead_p50=round(statistics.median(overheads), 4) if overheads else None,
-            overhead_p95=round(overheads[min(len(overheads) - 1, int(0.95 * len(overheads)))], 4) if overheads else None,
-            waiting_seconds=round(self.waited, 3) if self.waited else None,
-            human_seconds=round(self.human, 3) if self.human else None,
-        )
-        if status == "needs_input" and self.question:
-            fields.setdefault("question", self.question)
-        fields = {k: self.scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
-        return RunResult(
-            status=status, task=self.task, url=self.url, steps=len(self.records), run_id=self.run_id,
-            run_dir=self.run_dir, usage=usage, timings=timings, **fields,  # type: ignore[arg-type]
-        )
+Outcome = tuple[str, str | None, str | None]  # (status, answer, reason): the run ends, or an answer was judged
 
 
-def time_limit_reason(max_seconds: float) -> str:
-    return f"time limit of {max_seconds:g} s reached"
+@dataclass(frozen=True)
+class Roles:
+    """The three roles a step asks, and per role (localizer, validator) whether it
+    continues the policy's request of the step (one backend and model)."""
+
+    policy: Policy
+    localizer: Localizer
+    validator: Validator
+    continuation: Mapping[str, bool]
+
+    def after(self, role: str, memory: Memory) -> Any:
+        """The policy's turn for `role` to continue (None: a request of its own)."""
+        return memory.policy_turn if self.continuation[role] else None
 
 
-async def _waiting_for_person(asking: Awaitable[Any], run: RunState) -> Any:
-    """Await a person's reply, moving the run's limits later while it waits."""
-    loop = asyncio.get_running_loop()
-    waiting = asyncio.ensure_future(asking)
-    last = started = loop.time()
-    try:
-        while True:
-            done, _ = await asyncio.wait({waiting}, timeout=0.5)
-            now = loop.time()
-            pause_deadline(now - last)
-            last = now
-            if done:
-                return waiting.result()
-    finally:
-        run.waited += loop.time() - started
-        if not waiting.done():
-            waiting.cancel()
-            await asyncio.gather(waiting, return_exceptions=True)
+@dataclass(frozen=True)
+class Guards:
+    """Who says yes to a sensitive action, and the rules that say which are."""
+
+    sensitive: SensitiveRules
+    confirm: Confirmer
+
+
+@dataclass(frozen=True)
+class Imaging:
+    """How a screenshot is prepared for the model: the profile's image rule and each image's token cap."""
+
+    rule: ImagePolicy
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """Everything a step depends on."""
+
+    roles: Roles
+    layout: Layout
+    imaging: Imaging
+    config: AgentConfig
+    secrets: Secrets
+    guards: Guards
+    environment: Environment
+    memory: Memory
+    control: RunControl  # pause, hints, finish now: read between steps
+    emit: Callable[[Event], Awaitable[None]]  # the sink of the run's events
+
+
+def task_prompt(run: RunState, secrets: Secrets) -> str:
+    """The task as the policy reads it: the session's earlier tasks, the task, the secrets' note, the answer's shape."""
+    return "\n\n".join([
+        *([run.earlier] if run.earlier else []), run.task, *([secrets.prompt_note()] if secrets else []),
+        *([run.answer.describe()] if run.answer else []),
+    ])
 
 
 def _answer_data(action: Any) -> Any:
@@ -145,47 +115,46 @@ def _answer_text(action: Answer) -> str:
     return f"{action.text}\nData: {data}"
 
 
-class StepMachinery:
-    """What `Agent` does inside a run (see the module's docstring)."""
+class Stepper:
+    """The steps of one task run, over its `StepInputs` (see the module's docstring)."""
 
-    config: AgentConfig
-    secrets: Secrets
-    layout: Layout
-    profile: Profile
-    continuation: dict[str, bool]  # per role: does it continue the policy's request of the step?
+    def __init__(self, inputs: StepInputs, run: RunState) -> None:
+        self.inputs = inputs
+        self.run = run
+        self.emit = inputs.emit
+        self.env = inputs.environment
+        self.memory = inputs.memory
+        self.config = inputs.config
+        self.secrets = inputs.secrets
 
-    async def _steps(self, run: RunState, env: Environment, clock: RunClock) -> RunResult:
-        """Steps until an outcome or a limit. A step still running at `clock.steps_until`
-        is cut off (its model call cancelled) and dropped; the final answer then
-        gets the time left until `clock.end`."""
-        cfg = self.config
-        task = "\n\n".join([
-            *([run.earlier] if run.earlier else []), run.task, *([self.secrets.prompt_note()] if self.secrets else []),
-            *([run.answer.describe()] if run.answer else []),
-        ])
-        memory = Memory(task, max_images=self.layout.memory_images, history_window=cfg.history_window)
+    async def steps(self, clock: RunClock) -> RunResult:
+        """Steps until an outcome or a limit (a `RunResult`). A step still running at
+        `clock.steps_until` is cut off (its model call cancelled) and dropped; the
+        final answer then gets the time left until `clock.end`."""
+        run, env, cfg, memory = self.run, self.env, self.config, self.memory
         limit = time_limit_reason(cfg.max_seconds)
         loop = asyncio.get_running_loop()
         rejections = failed_streak = 0
         for index in range(1, cfg.max_steps + 1):
-            for hint in await run.control.checkpoint():  # waits here while paused
+            for hint in await self.inputs.control.checkpoint():  # waits here while paused
                 hint = self.secrets.scrub(hint)
                 memory.add_note(f"Hint from the user: {hint}")
                 run.hints.append(hint)
-            if (ended := await take_turn(run, env, memory, index - 1)) is not None:  # a person's turn, if asked for
+            ended = await take_turn(run, self.inputs.control, self.emit, env, memory, index - 1)  # a person's turn, if asked for
+            if ended is not None:
                 return run.result(ended[0], reason=ended[1])
-            if run.control.finish_requested:
-                return await self._final(run, env, memory, index, "the user asked to finish now", clock)
+            if self.inputs.control.finish_requested:
+                return await self._final(index, "the user asked to finish now", clock)
             if loop.time() >= clock.steps_until:
-                return await self._final(run, env, memory, index, limit, clock)
+                return await self._final(index, limit, clock)
             try:
                 async with clock.limit() as stepping:
-                    record, outcome = await self._step(run, env, memory, index)
+                    record, outcome = await self.step(index)
             except TimeoutError:
                 if not stepping.expired():
                     raise
-                await run.emit(ErrorOccurred(index, f"step {index} was cut off at the time limit and dropped"))
-                return await self._final(run, env, memory, index, f"{limit} during step {index}", clock)
+                await self.emit(ErrorOccurred(index, f"step {index} was cut off at the time limit and dropped"))
+                return await self._final(index, f"{limit} during step {index}", clock)
             if outcome is None and record.outcome and "error" not in record.outcome:
                 end = await env.episode_end()
                 if end is not None:
@@ -205,11 +174,11 @@ class StepMachinery:
                     return run.result("failed", answer=answer, reason=f"the validator rejected the answer {rejections} times: {reason}")
                 continue
             return run.result(status, answer=answer, reason=reason, data=_answer_data(record.action))
-        return await self._final(run, env, memory, cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached", clock)
+        return await self._final(cfg.max_steps + 1, f"step limit of {cfg.max_steps} reached", clock)
 
-    async def _observe(self, env: Environment, memory: Memory, record: StepRecord) -> Any:
+    async def _observe(self, record: StepRecord) -> Any:
         t = time.perf_counter()
-        observation = await env.observe()
+        observation = await self.env.observe()
         if self.secrets:  # a value a form put into the URL, or a page title showing it
             scrub = self.secrets.scrub
             observation = dataclasses.replace(
@@ -218,61 +187,66 @@ class StepMachinery:
             )
         record.timings.screenshot = time.perf_counter() - t
         t = time.perf_counter()
-        prepared = dataclasses.replace(await prepare_image(observation.screenshot, self.profile.image, self.image_tokens), step=record.index)
+        imaging = self.inputs.imaging
+        prepared = dataclasses.replace(await prepare_image(observation.screenshot, imaging.rule, imaging.tokens), step=record.index)
         record.timings.encode = time.perf_counter() - t
-        memory.add_image(prepared)
+        self.memory.add_image(prepared)
         record.url, record.title = observation.url, observation.title
         shot = observation.screenshot
         record.screenshot, record.screenshot_ext = shot.data, shot.extension
         record.screen = {"width": shot.size.width, "height": shot.size.height, "scale": shot.scale, "origin": list(shot.origin)}
         return observation, prepared
 
-    def _sink(self, run: RunState, record: StepRecord) -> Callable[[ModelCall], Awaitable[None]]:
+    def _sink(self, record: StepRecord) -> Callable[[ModelCall], Awaitable[None]]:
+        run = self.run
+
         async def sink(call: ModelCall) -> None:
             call.seq = run.calls
             run.calls += 1
             record.calls.append(call)
             record.timings.model += call.seconds
-            await run.emit(ModelCalled(record.index, call))
+            await self.emit(ModelCalled(record.index, call))
         return sink
 
     @contextlib.asynccontextmanager
-    async def _recorded_step(self, run: RunState, index: int) -> AsyncIterator[StepRecord]:
+    async def _recorded_step(self, index: int) -> AsyncIterator[StepRecord]:
         """A step's record: appended and announced when the step ends, also with an
         error; dropped when the step is cancelled (time limit, Ctrl-C, SIGTERM)."""
+        run = self.run
         started = time.perf_counter()
         record = run.current = StepRecord(index)
         record.hints, run.hints = run.hints, []
-        await run.emit(StepStarted(index))
+        await self.emit(StepStarted(index))
         try:
             yield record
         except asyncio.CancelledError:
             raise
         except BaseException:
-            await self._finish_step(run, record, started)
+            await self._finish_step(record, started)
             raise
         else:
-            await self._finish_step(run, record, started)
+            await self._finish_step(record, started)
 
-    async def _finish_step(self, run: RunState, record: StepRecord, started: float) -> None:
+    async def _finish_step(self, record: StepRecord, started: float) -> None:
         record.timings.total = time.perf_counter() - started
-        run.records.append(record)
-        await run.emit(StepFinished(record))
-        if run.run_dir is not None:  # written to tokens.jsonl: a long run does not hold every call's ids in memory
+        self.run.records.append(record)
+        await self.emit(StepFinished(record))
+        if self.run.run_dir is not None:  # written to tokens.jsonl: a long run does not hold every call's ids in memory
             for call in record.calls:
                 call.tokens = None if call.tokens is None else call.tokens.without_ids()
 
-    async def _step(self, run: RunState, env: Environment, memory: Memory, index: int) -> tuple[StepRecord, tuple[str, str | None, str | None] | None]:
+    async def step(self, index: int) -> tuple[StepRecord, Outcome | None]:
         """One step. Returns the record and, when the run should end or an answer
         was judged, (status, answer, reason)."""
-        verdict_outcome: tuple[str, str | None, str | None] | None = None
-        async with self._recorded_step(run, index) as record:
-            sink = self._sink(run, record)
+        run, env, memory, roles = self.run, self.env, self.memory, self.inputs.roles
+        verdict_outcome: Outcome | None = None
+        async with self._recorded_step(index) as record:
+            sink = self._sink(record)
             try:
-                observation, prepared = await self._observe(env, memory, record)
-                await run.emit(Observed(index, record.url or "", record.screenshot or b"", record.screenshot_ext))
-                await run.emit(ModelAsked(index, "policy"))
-                decision = await self.policy.decide(memory, observation, sink, answer=run.answer)
+                observation, prepared = await self._observe(record)
+                await self.emit(Observed(index, record.url or "", record.screenshot or b"", record.screenshot_ext))
+                await self.emit(ModelAsked(index, "policy"))
+                decision = await roles.policy.decide(memory, observation, sink, answer=run.answer)
                 record.thought, record.notes, record.action = decision.thought, decision.notes, decision.action
                 if decision.notes:
                     memory.add_note(decision.notes, own=True)
@@ -281,69 +255,70 @@ class StepMachinery:
                     async with env.step_group(f"step {index}: {headline(action)}"):
                         pass
                 if isinstance(action, Answer):
-                    verdict_outcome = await self._judge(run, memory, record, action, sink)
+                    verdict_outcome = await self._judge(record, action, sink)
                 elif isinstance(action, Fail):
                     memory.add_history(index, action.describe(), "gave up")
                     verdict_outcome = ("failed", None, action.reason)
                 elif isinstance(action, AskUser) and action.kind == "take_over":  # a person's turn next (handover.py)
-                    verdict_outcome = agent_asks(run, env, memory, record, self.secrets.scrub(action.question))
+                    verdict_outcome = agent_asks(run, self.inputs.control, env, memory, record, self.secrets.scrub(action.question))
                 elif isinstance(action, AskUser):
-                    verdict_outcome = await self._ask_user(run, memory, record, action)
+                    verdict_outcome = await self._ask_user(record, action)
                 else:
                     points = []
                     for target in targets_of(action):
-                        await run.emit(ModelAsked(index, "localizer"))
-                        points.append(await self.localizer.locate(target, prepared, sink, self._after("localizer", memory)))
+                        await self.emit(ModelAsked(index, "localizer"))
+                        points.append(await roles.localizer.locate(target, prepared, sink, roles.after("localizer", memory)))
                     record.points = points
                     record.action = action = with_points(action, points)
                     run.start_origin = run.start_origin or origin_of(record.url)
-                    if await self._confirmed(run, env, memory, record, action, observation.notices):
-                        await self._perform(run, env, memory, record, action, points)
-                        await self._watch_repetition(run, memory, record, action, points)
+                    if await self._confirmed(record, action, observation.notices):
+                        await self._perform(record, action, points)
+                        await self._watch_repetition(record, action, points)
                     elif run.needs_approval:
                         verdict_outcome = ("needs_approval", None, run.needs_approval)
             except StepFailed as exc:
                 record.error = str(exc)
                 memory.add_history(index, record.action.describe() if record.action else "(no action)", f"error: {exc}")
-                await run.emit(ErrorOccurred(index, str(exc)))
+                await self.emit(ErrorOccurred(index, str(exc)))
         return record, verdict_outcome
 
-    async def _ask_user(self, run: RunState, memory: Memory, record: StepRecord, action: AskUser) -> tuple[str, str | None, str | None] | None:
+    async def _ask_user(self, record: StepRecord, action: AskUser) -> Outcome | None:
         """The policy's question to the user: the reply goes into memory (a secret one as a placeholder);
         with nobody to reply, the run ends `needs_input`. Time spent waiting is not the task's."""
-        text = self.secrets.scrub(action.question)
+        run, memory, secrets = self.run, self.memory, self.secrets
+        text = secrets.scrub(action.question)
         question = Question(record.index, text, action.secret, record.url, record.screenshot, record.screenshot_ext)
-        reply, by = await _waiting_for_person(ask_question(run.on_question, run.answers, question), run)
+        reply, by = await waiting_for_person(ask_question(run.on_question, run.answers, question), run)
         if reply is None:
             record.outcome = {"question": text, "answered": False}
             memory.add_history(record.index, action.describe(), "nobody replied")
             run.question = text
             return ("needs_input", None, f"the agent needs the user's reply to: {text}")
         if reply.secret:
-            shown = "{{" + self.secrets.add_reply(reply.text) + "}}"
+            shown = "{{" + secrets.add_reply(reply.text) + "}}"
             note = f"The user replied to {text!r} with a secret: type it as {shown} (its value is hidden from you)."
         else:
-            shown = self.secrets.scrub(reply.text)
+            shown = secrets.scrub(reply.text)
             note = f"The user replied to {text!r}: {shown}"
         record.outcome = {"question": text, "reply": shown, "by": by, **({"secret": True} if reply.secret else {})}
         memory.add_note(note)
         memory.add_history(record.index, action.describe(), f"the user replied: {shown}")
-        await self._watch_repetition(run, memory, record, action, [])  # the same question again is a repetition
+        await self._watch_repetition(record, action, [])  # the same question again is a repetition
         return None
 
-    def _after(self, role: str, memory: Memory) -> Any:
-        """The policy's turn for `role` to continue (None: a request of its own)."""
-        return memory.policy_turn if self.continuation[role] else None
+    # -- sensitive actions ----------------------------------------------------
 
     async def _ask(self, record: StepRecord, action: Any, reason: str) -> bool:
+        confirm = self.inputs.guards.confirm
         request = ConfirmationRequest(record.index, action, reason, record.url, record.screenshot, record.screenshot_ext)
-        approved = await ask_confirmer(self.confirm, request)
-        record.confirmation = {"reason": reason, "approved": approved, "by": getattr(self.confirm, "__name__", "confirm")}
+        approved = await ask_confirmer(confirm, request)
+        record.confirmation = {"reason": reason, "approved": approved, "by": getattr(confirm, "__name__", "confirm")}
         return approved
 
-    def _download_confirmer(self, run: RunState) -> Callable[[str, str], Awaitable[bool]]:
+    def download_confirmer(self) -> Callable[[str, str], Awaitable[bool]]:
+        """What the environment asks before it keeps a download (a sensitive action)."""
         async def confirm_download(name: str, url: str) -> bool:
-            record = run.current or StepRecord(0)
+            record = self.run.current or StepRecord(0)
             reason = f"it downloads a file ({name} from {self.secrets.scrub(url)})"
             if self._approved_without_asking(record, reason, url):
                 return True
@@ -352,25 +327,25 @@ class StepMachinery:
 
     def _approved_without_asking(self, record: StepRecord, reason: str, *urls: str) -> bool:
         """On a host of `approve_domains` (and not of `confirm_domains`) the rules' yes is given."""
-        if self.sensitive.on_confirm_domain(record.url):
+        sensitive = self.inputs.guards.sensitive
+        if sensitive.on_confirm_domain(record.url):
             return False
-        host = next(filter(None, (self.sensitive.approved_host(u) for u in (record.url, *urls))), None)
+        host = next(filter(None, (sensitive.approved_host(u) for u in (record.url, *urls))), None)
         if host is None:
             return False
         record.confirmation = {"reason": reason, "approved": True, "by": f"approve_domain:{host}"}
         return True
 
-    async def _confirmed(
-        self, run: RunState, env: Environment, memory: Memory, record: StepRecord, action: Any, notices: tuple[str, ...],
-    ) -> bool:
+    async def _confirmed(self, record: StepRecord, action: Any, notices: tuple[str, ...]) -> bool:
         """Whether the action may be performed: sensitive ones need a yes. A refusal
         goes into the history with what to do instead; asking again for a refused
         action (or too many refusals) sets `run.needs_approval`, which ends the run."""
+        run = self.run
         point = getattr(action, "point", None)
-        element = await env.element_at(point) if point is not None and action.type in ("click", "type", "upload") else None
+        element = await self.env.element_at(point) if point is not None and action.type in ("click", "type", "upload") else None
         if element is not None:
             record.element = element.to_dict()
-        reason = self.sensitive.reason(action, record.url, "\n".join(notices), element, run.start_origin)
+        reason = self.inputs.guards.sensitive.reason(action, record.url, "\n".join(notices), element, run.start_origin)
         if reason is None or self._approved_without_asking(record, reason):
             return True
         if await self._ask(record, action, reason):
@@ -379,7 +354,7 @@ class StepMachinery:
         again = any(refusal.same(earlier) for earlier in run.refusals)
         run.refusals.append(refusal)
         record.outcome = {"error": f"not performed: {reason}; {REFUSED}", "refused": True}
-        memory.add_history(record.index, action.describe(), f"not performed: {reason}; {REFUSED}")
+        self.memory.add_history(record.index, action.describe(), f"not performed: {reason}; {REFUSED}")
         if again or len(run.refusals) >= MAX_REFUSALS:
             why = "was asked for again after a refusal" if again else f"was the {len(run.refusals)}th sensitive action refused"
             run.needs_approval = (
@@ -387,48 +362,51 @@ class StepMachinery:
             )
         return False
 
-    async def _watch_repetition(self, run: RunState, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+    # -- acting, repetition, answers --------------------------------------------
+
+    async def _watch_repetition(self, record: StepRecord, action: Any, points: list[Any]) -> None:
         if not record.screenshot or action.type == "wait":  # waiting on a screen that does not change is what waiting is
             return
         # decoding the screenshot (a PNG is decoded whole) is kept off the event loop that other sessions share
         screen = await asyncio.to_thread(screen_fingerprint, record.screenshot)
-        warning = run.repetition.seen(step_seen(screen, action.describe(), points))
+        warning = self.run.repetition.seen(step_seen(screen, action.describe(), points))
         if warning is None:
             return
-        run.repeats += 1
-        text = f"{warning} (warning {run.repeats} of {self.config.max_repeats})"
+        self.run.repeats += 1
+        text = f"{warning} (warning {self.run.repeats} of {self.config.max_repeats})"
         record.outcome = {**(record.outcome or {}), "repetition": text}
-        memory.add_note(f"You are repeating yourself: {text}. Do something different, or answer or give up.")
+        self.memory.add_note(f"You are repeating yourself: {text}. Do something different, or answer or give up.")
 
-    async def _perform(self, run: RunState, env: Environment, memory: Memory, record: StepRecord, action: Any, points: list[Any]) -> None:
+    async def _perform(self, record: StepRecord, action: Any, points: list[Any]) -> None:
         scrub = self.secrets.scrub
         try:
-            async with env.step_group(f"step {record.index}: {headline(action)}"):
-                outcome = await env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
+            async with self.env.step_group(f"step {record.index}: {headline(action)}"):
+                outcome = await self.env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
         except (ActionFailed, ActionNotSupported, ValueError) as exc:
             error = scrub(str(exc))
             record.error = error
             record.outcome = {"error": error}
-            memory.add_history(record.index, action.describe(), f"error: {error}")
-            await run.emit(ErrorOccurred(record.index, error))
+            self.memory.add_history(record.index, action.describe(), f"error: {error}")
+            await self.emit(ErrorOccurred(record.index, error))
         else:
             outcome.detail = scrub(outcome.detail)
             record.timings.action, record.timings.settle = outcome.action_seconds, outcome.settle_seconds
             record.outcome = outcome.to_dict()
-            memory.add_history(record.index, action.describe(), outcome.detail or "done")
-            await run.emit(ActionPerformed(record.index, action, points, record.outcome))
+            self.memory.add_history(record.index, action.describe(), outcome.detail or "done")
+            await self.emit(ActionPerformed(record.index, action, points, record.outcome))
 
-    async def _judge(self, run: RunState, memory: Memory, record: StepRecord, action: Answer, sink: Any) -> tuple[str, str | None, str | None]:
+    async def _judge(self, record: StepRecord, action: Answer, sink: Any) -> Outcome:
+        memory, roles = self.memory, self.inputs.roles
         answer, judged = action.text, _answer_text(action)
         if not self.config.validate_answers:
             memory.add_history(record.index, f"answer({answer!r})", "accepted (no validator)")
             return ("success", answer, None)
-        await run.emit(ModelAsked(record.index, "validator"))
-        verdict: Verdict = await self.validator.judge(
-            run.task, judged, self.layout.validator_images(memory), sink, self._after("validator", memory),
+        await self.emit(ModelAsked(record.index, "validator"))
+        verdict: Verdict = await roles.validator.judge(
+            self.run.task, judged, self.inputs.layout.validator_images(memory), sink, roles.after("validator", memory),
         )
         record.verdicts.append(verdict)
-        await run.emit(Validated(record.index, verdict))
+        await self.emit(Validated(record.index, verdict))
         if verdict.accepted:
             memory.add_history(record.index, f"answer({answer!r})", "accepted by the validator")
             return ("success", answer, verdict.reasons or None)
@@ -436,24 +414,25 @@ class StepMachinery:
         memory.add_history(record.index, f"answer({answer!r})", f"rejected: {verdict.reasons}")
         return ("rejected", answer, verdict.reasons)
 
-    async def _final(self, run: RunState, env: Environment, memory: Memory, index: int, why: str, clock: RunClock) -> RunResult:
+    async def _final(self, index: int, why: str, clock: RunClock) -> RunResult:
         """At a limit, ask the policy once for a final answer (validated like any
         answer), within the time left until `clock.end`."""
+        run = self.run
         outcome: dict[str, Any] = {"status": "limit", "reason": f"{why}; no final answer (no time was left to ask)"}
         if asyncio.get_running_loop().time() >= clock.end:
             return run.result(**outcome)
         try:
-            async with clock.limit(final=True) as asking, self._recorded_step(run, index) as record:
-                sink = self._sink(run, record)
+            async with clock.limit(final=True) as asking, self._recorded_step(index) as record:
+                sink = self._sink(record)
                 try:
-                    observation, _ = await self._observe(env, memory, record)
-                    await run.emit(ModelAsked(index, "policy"))
-                    decision = await self.policy.decide(memory, observation, sink, final=True, answer=run.answer)
+                    observation, _ = await self._observe(record)
+                    await self.emit(ModelAsked(index, "policy"))
+                    decision = await self.inputs.roles.policy.decide(self.memory, observation, sink, final=True, answer=run.answer)
                     record.thought, record.action = decision.thought, decision.action
                     if isinstance(decision.action, Fail):
                         outcome = {"status": "failed", "reason": f"{why}; gave up: {decision.action.reason}"}
                     else:
-                        status, _, reason = await self._judge(run, memory, record, decision.action, sink)
+                        status, _, reason = await self._judge(record, decision.action, sink)
                         answer, data = decision.action.text, _answer_data(decision.action)
                         if status == "success":
                             outcome = {"status": "success", "answer": answer, "data": data, "reason": f"answered at the limit ({why})"}

@@ -215,6 +215,8 @@ def run(
     async def main() -> object:
         if follow_up:
             assert controls is not None
+            from surfer.apps.session_terminal import run_session
+
             return await run_session(agent, controls, console, task, url, run_dir, answer)
         try:
             handle = agent.start(task or "", url, out_dir=run_dir, answer_schema=answer)
@@ -242,36 +244,6 @@ def run(
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]
     raise typer.Exit(EXIT_OK if result is None else exit_code(result))
-
-
-async def run_session(agent: Any, controls: Any, console: Any, task: str | None, url: str | None, directory: Path,
-                      answer: Any) -> Any:
-    """`surfer run` at an interactive terminal: the task, then each next one typed at the prompt,
-    in one browser, until an empty line or Ctrl-D. The last task's result (None: no task ran)."""
-    session = agent.session(url, out_dir=directory, on_question=controls.ask_user)
-    controls.follow_ups = []
-    last = None
-    try:
-        task = (task or "").strip() or await controls.next_task()
-        while task:
-            handle = session.start(task, answer_schema=answer if not session.results else None)
-            controls.attach(handle)
-            try:
-                last = await handle.result()
-            finally:
-                controls.detach()
-            if session.browser_restarted:
-                options.say(console, "browser:", "yellow", "it stopped working and was restarted: the pages, sign-ins "
-                            "and tabs of the earlier tasks are gone")
-            task = await controls.next_task()
-    finally:
-        await session.close()
-        await agent.aclose()
-        if agent.environment is not None:  # the agent closes only environments it made
-            await agent.environment.close()
-    if session.results:
-        options.say(console, "session:", "bold", f"{len(session.results)} task(s), saved in {directory}")
-    return last
 
 
 @app.command()

@@ -26,6 +26,11 @@ Python runs no handler before the interpreter reaches surfer's code (~20 ms
 after the process starts on a quiet machine): a stop earlier than that ends
 the process as the system's default does, silently.
 
+In an interactive session (`surfer run` at a terminal), a Ctrl-C while a task
+runs is first offered to the session (`on_ctrl_c`): it stops that task alone
+and asks whether to end the session; a second Ctrl-C then stops the command
+as above. SIGTERM always stops the command.
+
 Copies of one request are that request: the same signal again within
 COPY_WINDOW_S, as GNU `timeout` sends it to the command and then to its process
 group, and as supervisors signal every process of a group or cgroup at once. A
@@ -120,10 +125,18 @@ class StopRequests:
         self.began = False  # a run has begun (a stop outside one is then after it)
         self.armed = False  # the handlers are this process's for good (arm)
         self.what = "the command"  # what a stop before the run began says never started
+        self.ctrl_c: Callable[[], bool] | None = None  # a session's own Ctrl-C (on_ctrl_c)
+        self.ctrl_c_at = -COPY_WINDOW_S  # when the session last took one
 
     def handle(self, signum: int, _frame: Any = None) -> None:
         """The signal handler (in the main thread, between two bytecodes of whatever it runs)."""
         now = time.monotonic()
+        if signum == signal.SIGINT and self.first is None and self.ctrl_c is not None:
+            if now - self.ctrl_c_at < COPY_WINDOW_S:
+                return  # the session's Ctrl-C, delivered again
+            if self.ctrl_c():
+                self.ctrl_c_at = now
+                return
         if self.first is not None:
             first, at = self.first
             if signum == first and now - at < COPY_WINDOW_S:
@@ -168,7 +181,7 @@ class StopRequests:
         return previous
 
     def reset(self) -> None:
-        self.first, self.deliver, self.began = None, None, False
+        self.first, self.deliver, self.began, self.ctrl_c = None, None, False, None
         stopping.clear()
 
 
@@ -181,6 +194,14 @@ def arm(what: str = "the command") -> None:
     _requests.what = what
     if not _requests.armed and _requests.install() is not None:
         _requests.armed = True
+
+
+def on_ctrl_c(handler: Callable[[], bool] | None) -> None:
+    """While set, a Ctrl-C (SIGINT) is first offered to `handler`, called in the signal
+    handler (in the main thread, maybe not the loop's: it only schedules work, thread-safely).
+    It returns True when it took the Ctrl-C (the command goes on), False to stop the command
+    as usual. None: no handler."""
+    _requests.ctrl_c = handler
 
 
 def reader_gone(stream: Any) -> None:

@@ -82,6 +82,11 @@ class Environment(abc.ABC):
         """False once the environment died under a run (a crashed browser): a session starts a new one."""
         return True
 
+    async def check_alive(self) -> bool:
+        """`alive`, asked of the environment now (a session asks before each next task): a death
+        that happened while nobody was using it is seen here, not in the next task's first step."""
+        return self.alive
+
     @property
     def supported_actions(self) -> frozenset[str]:
         return frozenset(name[5:] for name in dir(self) if name.startswith("_act_"))

@@ -11,6 +11,7 @@ storage state loaded into its context (state.py), a persistent profile
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
@@ -32,6 +33,7 @@ from surfer.tools.widgets import widgets_script
 log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
+ALIVE_CHECK_S = 5.0  # a browser that does not answer its liveness check in this long is taken as alive (busy)
 STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origins no tab shows)
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
@@ -413,6 +415,14 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
     @property
     def alive(self) -> bool:
         return not self._browser_gone and self._crashed is None
+
+    async def check_alive(self) -> bool:
+        """A round trip to the browser (not to the page's script): Playwright reports a browser
+        that died before it answers, so `alive` is current afterwards."""
+        if self.alive and self._context is not None:
+            with contextlib.suppress(Exception):  # (a dead browser's error: `alive` says it)
+                await asyncio.wait_for(self._context.cookies("https://alive.invalid/"), ALIVE_CHECK_S)
+        return self.alive
 
     def _check_alive(self) -> None:
         if self._browser_gone:

@@ -1,0 +1,149 @@
+"""Stopping inside a session at the terminal (`surfer run` on a real pseudo-terminal):
+Ctrl-C stops the task in progress and asks whether to end the session, a second
+Ctrl-C ends it, SIGTERM ends it; every task is recorded (its run directory and
+the session's summary) either way."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from surfer.apps.signals import COPY_WINDOW_S
+from test_sessions import Terminal, act, run_args
+
+NOW = "The task below is the one to do now."
+
+
+class HeldModel:
+    """Answers at once, but holds the model call of a task whose text says "slow" until released
+    (the test stops that task while its step waits on the model)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.held = threading.Condition()
+        self.tasks: list[str] = []  # the slow tasks whose call is (or was) held
+
+    def __call__(self, request: Any) -> dict[str, Any]:
+        task = request.text.split(NOW, 1)[-1]  # the task to do now, not the earlier ones the prompt tells of
+        if "slow" in task:
+            with self.held:
+                self.tasks.append(task)
+                self.held.notify_all()
+            self.release.wait(30)
+        return act({"type": "answer", "text": "done"})
+
+    def await_held(self, task: str) -> None:
+        with self.held:
+            assert self.held.wait_for(lambda: any(task in t for t in self.tasks), 60), f"{task!r} never asked the model"
+
+
+class Stops:
+    """Stop signals sent to the command, a person's pace apart (a signal within the copy
+    window of the last is a copy of it, signals.py)."""
+
+    def __init__(self, terminal: Terminal) -> None:
+        self.terminal = terminal
+        self.last = -COPY_WINDOW_S
+
+    def send(self, signum: int) -> None:
+        time.sleep(max(0.0, self.last + COPY_WINDOW_S + 0.1 - time.monotonic()))
+        self.terminal.process.send_signal(signum)  # SIGINT: what Ctrl-C at the terminal sends
+        self.last = time.monotonic()
+
+
+def summary(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "session.json").read_text())
+
+
+def test_ctrl_c_stops_the_task_and_asks_and_a_second_ctrl_c_ends_the_session(standin, tmp_path):
+    model = HeldModel()
+    server = standin(model)
+    folder = tmp_path / "session"
+    terminal = Terminal(run_args(server, "--out", str(folder)))
+    try:
+        stops = Stops(terminal)
+        terminal.expect("next task")
+        terminal.type("a slow task")
+        model.await_held("a slow task")
+        stops.send(signal.SIGINT)
+        terminal.expect("End the session? [y/N]")
+        assert [t["status"] for t in summary(folder)["tasks"]] == ["interrupted"]  # recorded before the question
+        terminal.type("n")
+        terminal.expect("next task")
+        terminal.type("a quick task")  # the session goes on, in the same browser
+        terminal.expect("next task")
+        terminal.type("another slow task")
+        model.await_held("another slow task")
+        stops.send(signal.SIGINT)
+        terminal.expect("End the session? [y/N]")
+        stops.send(signal.SIGINT)  # a second Ctrl-C at the question
+    finally:
+        code = terminal.close()
+        model.release.set()
+    assert code == 130, terminal.plain[-3000:]
+    assert "Traceback" not in terminal.plain and "saved in" in terminal.plain
+    record = summary(folder)
+    assert [(t["task"], t["status"]) for t in record["tasks"]] == [
+        ("a slow task", "interrupted"), ("a quick task", "success"), ("another slow task", "interrupted")]
+    assert "ended" in record
+    for number in (0, 2):
+        task = record["tasks"][number]
+        assert task["reason"] == "interrupted: stopped by Ctrl-C"
+        assert json.loads((folder / task["run_dir"] / "result.json").read_text())["status"] == "interrupted"
+    assert "1. a slow task -> interrupted" in server.requests[-1].text  # the next prompt tells of the stopped task
+
+
+def test_sigterm_ends_the_session_with_every_task_recorded(standin, tmp_path):
+    model = HeldModel()
+    server = standin(model)
+    folder = tmp_path / "session"
+    terminal = Terminal(run_args(server, "a quick task", "--out", str(folder)))
+    try:
+        terminal.expect("next task")
+        terminal.type("a slow task")
+        model.await_held("a slow task")
+        terminal.process.send_signal(signal.SIGTERM)
+    finally:
+        code = terminal.close()
+        model.release.set()
+    assert code == 143, terminal.plain[-3000:]
+    assert "End the session?" not in terminal.plain and "Traceback" not in terminal.plain
+    record = summary(folder)
+    assert [(t["task"], t["status"]) for t in record["tasks"]] == [("a quick task", "success"), ("a slow task", "interrupted")]
+    assert record["tasks"][1]["reason"] == "interrupted: stopped by SIGTERM" and "ended" in record
+    assert json.loads((folder / record["tasks"][1]["run_dir"] / "result.json").read_text())["status"] == "interrupted"
+
+
+def test_a_browser_that_dies_between_tasks_is_replaced_and_the_terminal_says_so(standin, pages, tmp_path):
+    import psutil
+
+    from surfer.agent.session import RESTARTED
+
+    server = standin(lambda request: act({"type": "answer", "text": "done"}))
+    folder = tmp_path / "session"
+    terminal = Terminal(run_args(server, "first", "--url", pages.url("actions.html"), "--out", str(folder)))
+    try:
+        terminal.expect("next task")
+        browsers = [p for p in psutil.Process(terminal.process.pid).children(recursive=True)
+                    if "chrom" in p.name().lower() and not any(a.startswith("--type=") for a in p.cmdline())]
+        assert browsers, "no browser process under the command"
+        for process in browsers:
+            process.kill()  # the browser dies while the person thinks of the next task
+        psutil.wait_procs(browsers, timeout=30)
+        terminal.type("second")
+        terminal.expect("next task")
+        terminal.type("")
+    finally:
+        code = terminal.close()
+    assert code == 0, terminal.plain[-3000:]
+    said = " ".join(terminal.plain.split())
+    assert "browser: it stopped working and was restarted: the pages, sign-ins and tabs of the earlier tasks are gone" in said
+    assert said.index("was restarted") < said.index("surfer second")  # said before the task began
+    tasks = summary(folder)["tasks"]
+    assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("second", "success")]
+    assert RESTARTED in server.requests[-1].text
+    assert json.loads((folder / tasks[1]["run_dir"] / "trajectory.jsonl").read_text().splitlines()[0])["url"] == pages.url("actions.html")
