@@ -320,6 +320,8 @@ async def test_a_session_id_continues_in_the_same_browser_until_the_session_idle
             assert time.monotonic() < deadline, "the idle session was never closed"
             await asyncio.sleep(0.2)
         assert state == "closed: it was closed after 2 s without a task"
+        (summary,) = (tmp_path / "runs").glob("*-session/session.json")  # beside the tasks, not in the working directory
+        assert [t["task"] for t in json.loads(summary.read_text())["tasks"]] == [TASK, follow_up]
         gone = error_text(await session.call_tool("run_task", {"task": follow_up, "session_id": first["session_id"]}))
         assert "was closed after 2 s without a task" in gone and "leave out session_id" in gone
         unknown = error_text(await session.call_tool("end_session", {"session_id": "nope"}))

@@ -231,7 +231,8 @@ class RunManager:
         if held is None:
             from surfer.agent.session import Session
 
-            held = ServerSession(uuid.uuid4().hex[:12], Session(agent, url))
+            # the session's summary (session.json) beside its tasks' run directories, never in the working directory
+            held = ServerSession(uuid.uuid4().hex[:12], Session(agent, url, out_dir=default_run_dir("session", self.settings.runs_root)))
             self.sessions[held.id] = held
         held.busy += 1
         if held.closer is not None:
