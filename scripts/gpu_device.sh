@@ -164,7 +164,7 @@ collect)
   tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"; rm -f "$OUT"/*-sglang.log "$OUT"/*-vllm.log  # (in levers.log too)
   [ -e /tmp/out/levers.done ] && echo "levers done" || echo "levers still running"; rm -f "$OUT/levers.done"
   for log in /tmp/vllm-*.log /tmp/sglang-*.log; do
-    [ -e "$log" ] && grep -v "POST /v1/chat/completions\|GET /metrics\|Decode batch\|state was deleted" "$log" | tail -600 > "$OUT/$(basename "$log")"
+    [ -e "$log" ] && grep -v "POST /v1/chat/completions\|POST /generate\|GET /metrics\|state was deleted" "$log" | tail -600 > "$OUT/$(basename "$log")"
   done
   ;;
 replicas)

@@ -259,10 +259,17 @@ def test_sglang_flags_follow_the_version_and_the_command_line() -> None:
     assert older[older.index("--mamba-scheduler-strategy") + 1] == "no_buffer"  # the flag's name before 0.5.15
     assert "--mamba-radix-cache-strategy" not in older
     mine = shlex.split(dry_run("Hcompany/Holotron-12B", "--engine", "sglang", "--",
-                               "--mamba-radix-cache-strategy", "extra_buffer", "--load-format", "dummy"))
+                               "--mamba-radix-cache-strategy", "no_buffer", "--load-format", "dummy"))
     assert mine.count("--mamba-radix-cache-strategy") == 1 and mine[-4:] == [
-        "--mamba-radix-cache-strategy", "extra_buffer", "--load-format", "dummy"]
+        "--mamba-radix-cache-strategy", "no_buffer", "--load-format", "dummy"]
     assert "--disable-overlap-schedule" not in mine  # the caller chose the strategy: its scheduler is theirs too
+    # extra_buffer misreads the VL wrapper's Mamba chunk size on SGLang <= 0.5.15: refused for Holotron, in both spellings
+    for extra in (["--mamba-radix-cache-strategy", "extra_buffer"], ["--mamba-scheduler-strategy=extra_buffer_lazy"]):
+        refused = CliRunner().invoke(app, ["serve", "Hcompany/Holotron-12B", "--engine", "sglang", "--dry-run", "--", *extra])
+        assert refused.exit_code == 2 and "refused for holotron on SGLang 0.5.15" in refused.output, refused.output
+    holo2 = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--engine", "sglang", "--dry-run", "--",
+                                     "--mamba-radix-cache-strategy", "extra_buffer"])
+    assert holo2.exit_code == 0  # (not a hybrid: the flag is SGLang's to judge)
     older_without = shlex.split(dry_run("Hcompany/Holo2-8B", "--engine", "sglang", "--sglang-version", "0.5.12"))
     assert "--tokenizer-worker-num" not in older_without  # a flag that version may lack is left out, said in a note
     holo2 = shlex.split(dry_run("Hcompany/Holo2-8B", "--engine", "sglang"))

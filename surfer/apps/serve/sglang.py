@@ -10,8 +10,12 @@ screenshot and a few lines, or a role continuing the policy — resumes from it,
 to the token. SGLang 0.5.15 picks that strategy (and turns the overlap
 scheduler off, which `no_buffer` needs) only for the text architecture
 `NemotronHForCausalLM`; for Holotron's `NemotronH_Nano_VL_V2` both are passed
-here. `extra_buffer` is not the default: a public report saw a drop in accuracy
-with it on a Nemotron-H model (sglang issue 33450)."""
+here. `extra_buffer` is refused for Holotron: SGLang's scheduler (0.5.15, and
+upstream's code as of late 2026) reads the Mamba chunk size from the VL
+wrapper's configuration, which has none (64 by default), while the kernel
+takes the language model's (128), so the states it asks for lie past those
+computed (a run with it finished no request; the engines page of the
+benchmarks)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from .lora import LoraOptions, sglang_lora
+from surfer.core.errors import ConfigError
+
 from .plan import Capabilities, ServePlan, SizeFlags, add_sizes, given_flags, installed_version, read_help
 
 if TYPE_CHECKING:
@@ -57,6 +63,12 @@ FLAG_SINCE: dict[str, str] = {
 SIZE_FLAGS = SizeFlags("--context-length", "--max-running-requests", "--tp-size", "--dp-size")
 # `no_buffer`: the Mamba state where each request ends (no extra state memory; the overlap scheduler off).
 MAMBA_STRATEGY = "no_buffer"
+STRATEGY_FLAGS = ("--mamba-radix-cache-strategy", "--mamba-scheduler-strategy")
+# Profiles whose architecture SGLang's intermediate-state tracking (`extra_buffer`) misreads (0.5.15 and upstream's
+# code read late 2026; a later fix can be let through by version here):
+# the VL wrapper (NemotronH_Nano_VL_V2) has no mamba_chunk_size of its own, so the scheduler assumes 64 where the
+# kernel uses the language model's 128 (scheduler: mamba chunk size from the outer config; kernel: the text config).
+EXTRA_BUFFER_BROKEN = frozenset({"holotron"})
 
 # MEASURED SERVING FLAGS for SGLang, as vLLM's (surfer/apps/serve/vllm.py): what `surfer bench gpu run`
 # showed to win for a profile, added after the family's flags unless the command line names them.
@@ -94,6 +106,21 @@ def read_capabilities(version: str) -> SglangCapabilities:
     return SglangCapabilities.from_help(version, text)  # type: ignore[return-value]
 
 
+def refuse_broken_strategy(profile: str, version: str, extra_args: tuple[str, ...]) -> None:
+    """ConfigError for a Mamba strategy on the command line that this SGLang runs wrong for `profile`."""
+    if profile not in EXTRA_BUFFER_BROKEN:
+        return
+    for n, arg in enumerate(extra_args):
+        flag, _, value = arg.partition("=")
+        if flag in STRATEGY_FLAGS:
+            value = value or (extra_args[n + 1] if n + 1 < len(extra_args) else "")
+            if value.startswith("extra_buffer"):
+                raise ConfigError(
+                    f"{flag} {value} is refused for {profile} on SGLang {version}: it reads the Mamba chunk size from "
+                    "the VL configuration (64) where the kernel uses the language model's (128), and the run hangs "
+                    f"or mixes requests' states; leave the flag out ({MAMBA_STRATEGY}, surfer's default)")
+
+
 def build_command(
     model: str, profile: Profile, caps: Capabilities, *, host: str = "127.0.0.1", port: int = 8000,
     max_concurrency: int | None = None, max_model_len: int | None = None, extra_args: tuple[str, ...] = (),
@@ -105,6 +132,7 @@ def build_command(
     serving = profile.serving
     images = images or profile.max_images
     given = given_flags(extra_args)
+    refuse_broken_strategy(profile.name, caps.version, extra_args)
     cmd = ["python", "-m", "sglang.launch_server", "--model-path", model, "--host", host, "--port", str(port)]
     notes: list[str] = []
 
@@ -125,11 +153,11 @@ def build_command(
     add("--enable-cache-report", why=" (responses will not say how many prompt tokens were cached)")
     add("--grammar-backend", "xgrammar", why=" (JSON schemas may be ignored)")
     if serving.hybrid:
-        strategy = next((f for f in ("--mamba-radix-cache-strategy", "--mamba-scheduler-strategy") if caps.has(f)), None)
+        strategy = next((f for f in STRATEGY_FLAGS if caps.has(f)), None)
         if strategy is None:
             notes.append(f"SGLang {caps.version} has no Mamba radix cache strategy flag: the hybrid's prefix is not "
                          "reused to the token (SGLang >= 0.5.5 has it)")
-        elif not given & {"--mamba-radix-cache-strategy", "--mamba-scheduler-strategy"}:
+        elif not given & set(STRATEGY_FLAGS):
             cmd.extend([strategy, MAMBA_STRATEGY])
             add("--disable-overlap-schedule", why=f" ({MAMBA_STRATEGY} needs the overlap scheduler off)")
         add("--mamba-ssm-dtype", "float32", why=" (SSM state stays in the model's dtype)")
