@@ -246,15 +246,32 @@ def window_over_cdp(xvfb, tmp_path):  # type: ignore[no-untyped-def]
         proc.wait(10)
 
 
+class AsksOnTheFollowUp(WaitsForAPerson):
+    """...and on the follow-up task, asks whose name to report, then reports the reply."""
+
+    def __call__(self, request: Any) -> dict[str, Any]:
+        if FOLLOW_UP not in request.text:
+            return super().__call__(request)
+        self.requests.append(request)
+        if "the user replied" not in request.text.split("History:", 1)[-1]:
+            return act({"type": "ask_user", "question": "Whose name should I report?"})
+        return act({"type": "answer", "text": "Alice"})
+
+
+FOLLOW_UP = "Now tell me whose account this is."
+
+
 async def test_at_the_terminal_t_takes_over_and_enter_hands_back(standin, acme_site, acme_centres, window_over_cdp, tmp_path):
+    """The whole conversation at a real terminal: a task, a take-over in a headful browser where the test acts as
+    a person, the hand-back, a follow-up in the same browser whose question is answered at the prompt."""
     from playwright.async_api import async_playwright
 
     from test_sessions import Terminal, run_args
 
-    policy = WaitsForAPerson()
+    policy = AsksOnTheFollowUp()
     server = standin(policy)
-    folder = tmp_path / "run"
-    terminal = Terminal(run_args(server, TASK, "--url", acme_site.url("/account"), "--out", str(folder), "--no-follow-up",
+    folder = tmp_path / "session"
+    terminal = Terminal(run_args(server, TASK, "--url", acme_site.url("/account"), "--out", str(folder),
                                  "--cdp-url", window_over_cdp))
     try:
         terminal.expect("take over")  # the keys are shown
@@ -266,17 +283,30 @@ async def test_at_the_terminal_t_takes_over_and_enter_hands_back(standin, acme_s
             await sign_in_as_a_person(page, acme_centres)
         terminal.type("")  # Enter hands back
         terminal.expect("handed back")
-        terminal.expect(f"answer: {ORDER}")
+        terminal.expect("next task")
+        assert f"answer: {ORDER}" in terminal.plain
         assert f"person → type {USER!r} into the 'username' field" in terminal.plain  # the live view shows human steps
+        told = len(policy.requests)
+        terminal.type(FOLLOW_UP)
+        terminal.expect("the agent asks")
+        terminal.type("Alice")
+        terminal.expect("next task")
+        assert "answer: Alice" in terminal.plain
+        terminal.type("")  # an empty line ends the session
     finally:
         code = terminal.close()
     assert code == 0, terminal.plain[-3000:]
-    check_human_steps(folder, acme_centres, after_step=next(
-        i for i, line in enumerate(lines_of(folder)) if line.get("actor") == "human"))
+    tasks = json.loads((folder / "session.json").read_text())["tasks"]
+    assert [(t["task"], t["status"], t["answer"]) for t in tasks] == [(TASK, "success", ORDER), (FOLLOW_UP, "success", "Alice")]
+    first, second = (folder / t["run_dir"] for t in tasks)
+    check_human_steps(first, acme_centres, after_step=next(
+        i for i, line in enumerate(lines_of(first)) if line.get("actor") == "human"))
     assert files_holding(folder, PASSWORD) == []
-    result = json.loads((folder / "result.json").read_text())
-    assert result["timings"]["human_seconds"] > 0
-    assert "A person took over the controls" in policy.requests[-1].text
+    assert json.loads((first / "result.json").read_text())["timings"]["human_seconds"] > 0 and tasks[0]["human_seconds"] > 0
+    assert "A person took over the controls" in policy.requests[told - 1].text
+    assert lines_of(second)[0]["url"].endswith("/account")  # the follow-up began where the first task ended, signed in
+    exported = export_records(folder)  # the person's steps are kept as demonstrations
+    assert sum(1 for r in exported if r.get("actor") == "human") == 5
 
 
 async def test_t_in_a_headless_run_says_in_one_line_what_to_use_and_the_task_goes_on(browser_env, pages, tmp_path):
