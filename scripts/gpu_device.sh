@@ -228,6 +228,7 @@ seeds)
   # the seeds' headline without surfer (vLLM's own serving benchmark), in the background (`collect` as for levers):
   # SEEDS="holotron:off holo2:on holotron:on" (model:prefix caching), each served alone, then `vllm bench serve` with
   # random multimodal requests: 1-4 screenshots of 1280x800, 1,000 text tokens, 128-512 output tokens, 100 at once
+  # (REGIMES="mm text": also a decode-heavy text-only load, 1,000 in and 1,024 out, in the same server start)
   mkdir -p /tmp/out && rm -f /tmp/out/levers.done
   setsid nohup bash "$here/scripts/gpu_device.sh" seeds-run > /tmp/out/levers.log 2>&1 < /dev/null &
   echo "seeds running: /tmp/out/levers.log"
@@ -237,14 +238,23 @@ seeds-run)
     shape=${entry%:*} caching=${entry#*:} off=""
     [ "$caching" = off ] && off="--no-enable-prefix-caching"
     SERVE_ARGS="--max-images 4" VLLM_ARGS="$off" bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
-    python3 -m vllm.entrypoints.cli.main bench serve --backend openai-chat --endpoint /v1/chat/completions \
-      --base-url http://127.0.0.1:8000 --model /tmp/models/$shape --tokenizer /tmp/models/$shape --trust-remote-code \
-      --dataset-name random-mm --num-prompts ${PROMPTS:-300} --max-concurrency ${CONCURRENCY:-100} --seed 0 \
-      --random-input-len 1000 --random-output-len 320 --random-range-ratio '{"input": 0.0, "output": 0.6}' \
-      --random-mm-base-items-per-request 3 --random-mm-num-mm-items-range-ratio 0.5 \
-      --random-mm-limit-mm-per-prompt '{"image": 4, "video": 0}' --random-mm-bucket-config '{(800, 1280, 1): 1.0}' \
-      --ignore-eos --save-result --result-dir /tmp/out --result-filename "seeds-$shape-caching-$caching.json" \
-      2>&1 | tail -40
+    for regime in ${REGIMES:-mm}; do  # mm: the seeds' screenshots; text: decode-heavy, no image (1,000 in, 1,024 out)
+      common=(--backend openai-chat --endpoint /v1/chat/completions --base-url http://127.0.0.1:8000
+              --model /tmp/models/$shape --tokenizer /tmp/models/$shape --trust-remote-code --seed 0
+              --num-prompts ${PROMPTS:-300} --max-concurrency ${CONCURRENCY:-100} --ignore-eos --save-result
+              --result-dir /tmp/out)
+      if [ "$regime" = text ]; then
+        python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random \
+          --random-input-len 1000 --random-output-len 1024 --random-range-ratio 0.0 \
+          --result-filename "seeds-text-$shape-caching-$caching.json" 2>&1 | tail -40
+        continue
+      fi
+      python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random-mm \
+        --random-input-len 1000 --random-output-len 320 --random-range-ratio '{"input": 0.0, "output": 0.6}' \
+        --random-mm-base-items-per-request 3 --random-mm-num-mm-items-range-ratio 0.5 \
+        --random-mm-limit-mm-per-prompt '{"image": 4, "video": 0}' --random-mm-bucket-config '{(800, 1280, 1): 1.0}' \
+        --result-filename "seeds-$shape-caching-$caching.json" 2>&1 | tail -40
+    done
     cp /tmp/vllm-$shape.log "/tmp/out/seeds-$shape-caching-$caching.server.log"
     bash "$here/scripts/gpu_device.sh" stop "$shape"
   done
