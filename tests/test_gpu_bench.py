@@ -346,7 +346,8 @@ def test_variants_compare_client_settings_in_one_server_with_a_steady_window(sta
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "3",
         "--variants", "layout=window,continuation=off; layout=blocks,continuation=on; layout=blocks,continuation=on,block_images=8,sessions=2;"
         "layout=blocks,continuation=on,image_refs=on",
-        "--min-steps", "3", "--window", "60", "--no-bare", "--out", str(out),
+        # the run stops when the steady window closes (about 5 steps in): longer sessions would only cost screenshots read
+        "--min-steps", "3", "--window", "60", "--no-bare", "--session-steps", "8", "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
@@ -425,7 +426,7 @@ def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) 
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
         "--variants", "layout=blocks,continuation=on,image_refs=on", "--min-steps", "2", "--window", "30",
-        "--out", str(out),
+        "--session-steps", "8", "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(out.read_text())["models"][0]["levels"]
