@@ -464,7 +464,7 @@ def test_auto_finds_the_level_the_prefix_cache_holds_in_deep_sessions(standin, t
 def test_bench_gpu_emulate_runs_fixed_levels_and_auto_against_a_stand_in_in_a_child_process(tmp_path) -> None:
     out = tmp_path / "emulated.json"
     result = CliRunner().invoke(app, [
-        "bench", "gpu", "emulate", "--levels", "1,2", "--window", "3", "--session-steps", "10", "--auto-interval", "0.5",
+        "bench", "gpu", "emulate", "--levels", "1,2", "--window", "2", "--session-steps", "10", "--auto-interval", "0.5",
         "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
