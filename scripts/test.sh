@@ -36,7 +36,8 @@ cpus=$(nproc 2>/dev/null || echo 2)
 workers=${SURFER_TEST_WORKERS:-$(( cpus + 1 < 3 ? 3 : cpus + 1 > 5 ? 5 : cpus + 1 ))}
 if [ "$workers" = 0 ]; then exec .venv/bin/python -m pytest "$@"; fi
 status=0
-.venv/bin/python -m pytest -n "$workers" --dist loadfile -m "not serial" "$@" || status=$?
+# Files in collection order, the longest first (tests/conftest.py), rather than the most tests first.
+.venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder -m "not serial" "$@" || status=$?
 serial=0
 .venv/bin/python -m pytest -m serial "$@" || serial=$?
 [ "$serial" = 5 ] && serial=0  # (a selection with no serial test in it)

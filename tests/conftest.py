@@ -76,6 +76,20 @@ def pytest_runtest_protocol(item, nextitem):  # type: ignore[no-untyped-def]
         yield
 
 
+# -- the longest files first ----------------------------------------------------------
+# scripts/test.sh hands each pytest-xdist worker whole files, in collection order
+# (--no-loadscope-reorder). The files that take longest (browsers, subprocesses, a Ray
+# cluster: 15-110 s each on two cores) go first, so that no worker starts one of them
+# while the others have run out of work. The rest keep their order.
+LONGEST_FILES = ("test_qa_run.py", "test_batch_ray.py", "test_soak.py", "test_view.py", "test_miniwob.py",
+                 "test_inprocess_backends.py", "test_qa_pytest_plugin.py")
+
+
+def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
+    rank = {name: k for k, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # a stable sort
+
+
 @pytest.fixture(scope="session")
 def demo_site() -> Iterator[StaticSite]:
     with StaticSite(DEMO_SITE) as site:

@@ -26,7 +26,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from surfer.fleet.cluster import RayBatch  # noqa: E402
 from surfer.fleet.cluster.runner import plan  # noqa: E402
 
-IDS = [f"t{n:02d}" for n in range(20)]
+IDS = [f"t{n:02d}" for n in range(12)]  # two rounds of 6 sessions: a round in flight when the worker dies, one after
 TIMING = ("seconds", "finished_at", "retried")
 
 
@@ -92,7 +92,7 @@ async def test_inflight_gate_caps_frees_cancelled_and_dead_holders_slots():
 
 
 async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(cluster, demo_site, server, tmp_path):
-    """20 tasks on two nodes, run directories shipped through Ray; one node's worker is
+    """12 tasks on two nodes, run directories shipped through Ray; one node's worker is
     killed mid-batch: its in-flight tasks run once more on the other, nothing twice."""
     config = config_for(server)
     tasks = demo_tasks(demo_site, IDS)
@@ -109,7 +109,7 @@ async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(c
     on_ray, here = content(tmp_path / "ray"), content(tmp_path / "local")
     assert on_ray == here and sorted(on_ray) == IDS
     assert {r["status"] for r in on_ray.values()} == {"success"}
-    assert summary.statuses == local.statuses == {"success": 20} and summary.stats["steps"] == local.stats["steps"]
+    assert summary.statuses == local.statuses == {"success": len(IDS)} and summary.stats["steps"] == local.stats["steps"]
     assert len({w.node for w in batch.workers}) == 2 and [w.slots for w in batch.workers] == [3, 3]
     retried = [r for r in ResultsIndex(tmp_path / "ray" / "results.jsonl").read() if "retried" in r]
     assert 1 <= len(retried) <= 3 and all(victim.name in r["retried"] for r in retried)

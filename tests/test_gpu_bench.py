@@ -16,7 +16,8 @@ from surfer.bench.gpu.emulate import ClickEverywhere
 from surfer.bench.gpu.serving import log_facts
 from surfer.models.metrics import parse_metrics
 
-pytestmark = pytest.mark.serial  # sessions and replays timed against --window: figures of a machine with nothing else running
+# Only the tests whose assertions read a controller that times steps, or compare figures of concurrent
+# sessions, are `serial`; the others check counts and the command's path, which load does not change.
 
 
 def test_make_model_writes_loadable_directories_of_both_shapes(tmp_path):
@@ -105,7 +106,7 @@ def test_gpu_bench_runs_levels_and_the_bare_replay_against_the_standin(standin, 
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}",
-        "--levels", "1,3", "--window", "20", "--min-steps", "0", "--out", str(out),
+        "--levels", "1,3", "--window", "20", "--min-steps", "0", "--session-steps", "6", "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
@@ -163,7 +164,8 @@ def test_auto_only_runs_just_the_auto_controller(standin, tmp_path):
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}",
-        "--levels", "1,4", "--window", "6", "--auto-only", "--auto-interval", "0.5", "--no-bare", "--out", str(out),
+        "--levels", "1,4", "--window", "3", "--auto-only", "--auto-interval", "0.5", "--no-bare", "--session-steps", "12",
+        "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(out.read_text())["models"][0]["levels"]
@@ -336,6 +338,7 @@ def test_variants_parse_inline_matrices_and_files(tmp_path) -> None:
             parse_variants(bad)
 
 
+@pytest.mark.serial  # prefix-cache figures of concurrent sessions in a steady window
 def test_variants_compare_client_settings_in_one_server_with_a_steady_window(standin, tmp_path) -> None:
     server = standin(ClickEverywhere(), kv_capacity=10**7, delay=0.005)
     out = tmp_path / "gpu.json"
@@ -343,7 +346,8 @@ def test_variants_compare_client_settings_in_one_server_with_a_steady_window(sta
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "3",
         "--variants", "layout=window,continuation=off; layout=blocks,continuation=on; layout=blocks,continuation=on,block_images=8,sessions=2;"
         "layout=blocks,continuation=on,image_refs=on",
-        "--min-steps", "3", "--window", "60", "--no-bare", "--out", str(out),
+        # the run stops when the steady window closes (about 5 steps in): longer sessions would only cost screenshots read
+        "--min-steps", "3", "--window", "60", "--no-bare", "--session-steps", "8", "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
@@ -422,7 +426,7 @@ def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) 
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
         "--variants", "layout=blocks,continuation=on,image_refs=on", "--min-steps", "2", "--window", "30",
-        "--out", str(out),
+        "--session-steps", "8", "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(out.read_text())["models"][0]["levels"]
@@ -431,6 +435,7 @@ def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) 
     assert row["bare"]["model_calls"] >= row["surfer"]["model_calls"] > 0
 
 
+@pytest.mark.serial  # the auto controller reads steps per second and the cache over time
 def test_auto_finds_the_level_the_prefix_cache_holds_in_deep_sessions(standin, tmp_path) -> None:
     """The seeds' regime in small: sessions 7 screenshots deep, a prefix cache (LRU) that keeps about four
     sessions' histories, prefills that take turns on one "GPU". Fixed at 8 sessions the cache keeps none of
@@ -440,7 +445,7 @@ def test_auto_finds_the_level_the_prefix_cache_holds_in_deep_sessions(standin, t
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2,12",
-        "--auto-only", "--auto-interval", "1", "--window", "30", "--no-bare", "--session-steps", "30", "--out", str(out),
+        "--auto-only", "--auto-interval", "1", "--window", "15", "--no-bare", "--session-steps", "20", "--out", str(out),
         "--variants", "layout=blocks,continuation=on,block_images=32,warm_steps=6",
     ])
     assert result.exit_code == 0, result.output
@@ -455,10 +460,11 @@ def test_auto_finds_the_level_the_prefix_cache_holds_in_deep_sessions(standin, t
     assert max(d["limit"] for d in decisions[collapse:]) < overflowed  # and it never went back there
 
 
+@pytest.mark.serial  # fixed levels and auto timed side by side
 def test_bench_gpu_emulate_runs_fixed_levels_and_auto_against_a_stand_in_in_a_child_process(tmp_path) -> None:
     out = tmp_path / "emulated.json"
     result = CliRunner().invoke(app, [
-        "bench", "gpu", "emulate", "--levels", "1,2", "--window", "4", "--session-steps", "10", "--auto-interval", "0.5",
+        "bench", "gpu", "emulate", "--levels", "1,2", "--window", "2", "--session-steps", "10", "--auto-interval", "0.5",
         "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
@@ -514,7 +520,7 @@ def test_gpu_bench_over_several_servers_places_sessions_or_spreads_requests(stan
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", a.base_url, "--base-url", b.base_url, "--placement", placement,
-        "--model", f"holotron={a.model}", "--levels", "2", "--window", "20", "--min-steps", "0", "--out", str(out)])
+        "--model", f"holotron={a.model}", "--levels", "2", "--window", "20", "--min-steps", "0", "--session-steps", "6", "--out", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["servers"] == [a.base_url, b.base_url] and data["placement"] == placement

@@ -258,18 +258,18 @@ def test_auto_concurrency_converges_against_a_server_with_a_kv_capacity(standin,
     server = standin(_answer, kv_capacity=5000, delay=0.06, engine=engine)
     config = AgentConfig(base_url=server.base_url, model=server.model, profile="holo2", validate_answers=False)
     said: list[str] = []
-    tasks = [BatchTask(id=f"t{k}", task="Register.") for k in range(16)]
+    tasks = [BatchTask(id=f"t{k}", task="Register.") for k in range(10)]  # about 15 decisions, several of them cache short
     job = Batch(config, tasks, tmp_path / "out", concurrency="auto", replay=_recordings(), say=said.append,
                 auto={"start": 2, "interval": 0.25, "maximum": 64})
     summary = asyncio.run(job.run())
-    assert summary.statuses == {"limit": 16}
+    assert summary.statuses == {"limit": 10}
     assert said and "following" in said[0] and "/metrics" in said[0]
     decisions = summary.concurrency["decisions"]
     limits = [d["limit"] for d in decisions]
     assert len(decisions) >= 6
     assert max(limits) > 2  # it grew from the start ...
     assert any(d["reason"].startswith("cache short") for d in decisions)  # ... until the cache was short ...
-    assert max(limits) <= 16 and all(limit >= 1 for limit in limits)  # ... and stayed near what fits, far below 64
+    assert max(limits) < len(tasks) and all(limit >= 1 for limit in limits)  # ... and stayed near what fits, below every session at once
     assert summary.to_dict()["concurrency"]["mode"] == "auto"
 
 
@@ -289,13 +289,14 @@ def test_auto_concurrency_without_metrics_runs_a_fixed_concurrency_and_says_so(s
         make_batch(config, [], tmp_path / "y", ray_address="auto", concurrency="auto")
 
 
-@pytest.mark.serial  # the controller reads steps per second
 def test_gpu_bench_compares_layouts_and_auto_concurrency_in_one_command(standin, tmp_path) -> None:
+    # not `serial`: what is checked is which runs the command made and what it read, not the controller's figures
     server = standin(_answer, kv_capacity=20000, delay=0.01)
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2",
-        "--layouts", "window,blocks", "--auto", "--auto-interval", "0.3", "--no-bare", "--window", "20", "--out", str(out),
+        "--layouts", "window,blocks", "--auto", "--auto-interval", "0.3", "--no-bare", "--window", "20",
+        "--session-steps", "8", "--min-steps", "2", "--out", str(out),
     ])
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(out.read_text())["models"]

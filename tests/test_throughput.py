@@ -14,9 +14,8 @@ from surfer.bench.throughput import parse_levels
 from surfer.fleet.resources import process_tree_memory
 from surfer.core.errors import ConfigError
 
-pytestmark = pytest.mark.serial  # a benchmark: its figures are the machine's, with nothing else running
 
-
+@pytest.mark.serial  # a benchmark: its CPU and memory figures are the machine's, with nothing else running
 def test_throughput_command_writes_figures_per_level(tmp_path):
     out = tmp_path / "tp.json"
     result = CliRunner().invoke(app, ["bench", "throughput", "--concurrency", "1,2", "--steps", "3", "--out", str(out)])
@@ -48,6 +47,7 @@ def test_throughput_command_writes_figures_per_level(tmp_path):
     assert "steps/s" in result.output and "wrote" in result.output
 
 
+# the model latency's lower bound and the trace's bytes hold on a loaded machine too: not `serial`
 def test_model_latency_is_waited_for_and_reported(tmp_path):
     out = tmp_path / "tp.json"
     args = ["bench", "throughput", "-c", "2", "--steps", "2", "--model-latency", "0.3", "--out", str(out)]
