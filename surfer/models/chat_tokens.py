@@ -102,7 +102,11 @@ class TemplateTokenizer:
             text = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
             image = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "x"}]}]
             with_image, without = self.chat_ids(image, add_generation_prompt=False), self.chat_ids(text, add_generation_prompt=False)
-            self._image_ids = frozenset(with_image) - frozenset(without)
+            added = frozenset(self.tokenizer.get_added_vocab().values()) if hasattr(self.tokenizer, "get_added_vocab") else None
+            # (an image's ids are tokens added to the vocabulary: a text token the image turn merely splits differently
+            # must not stop every reply that holds it from being sent back)
+            self._image_ids = (frozenset(with_image) - frozenset(without)) & added if added else \
+                frozenset(with_image) - frozenset(without)
         return self._image_ids
 
     @property
