@@ -1,6 +1,5 @@
-"""A session's limits and losses: `max_seconds` is each task's own, and a browser
-that is gone between tasks is replaced, the next task told that the pages of the
-earlier ones are lost."""
+"""A session's limits: `max_seconds` is each task's own, and time spent waiting for
+a person is shown apart (a browser gone between tasks: test_sessions.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ import json
 import pytest
 
 from surfer import Agent, ScriptedModel
-from surfer.agent.session import RESTARTED
-from test_sessions import act, prompt_text
+from test_sessions import act
 
 
 class SlowModel(ScriptedModel):
@@ -50,23 +48,3 @@ async def test_max_seconds_is_each_tasks_own_and_waiting_for_a_person_is_shown_a
     assert recorded["waiting_seconds"] == asked.timings.waiting_seconds  # shown apart from the task's own seconds
     result = json.loads((tmp_path / "asked" / recorded["run_dir"] / "result.json").read_text())
     assert result["timings"]["waiting_seconds"] == asked.timings.waiting_seconds
-
-
-async def test_a_browser_closed_between_tasks_is_replaced_and_the_next_task_told(pages, tmp_path):
-    model = ScriptedModel(policy=[act({"type": "answer", "text": "one"}), act({"type": "answer", "text": "two"})])
-    agent = Agent(backend=model, validate_answers=False)
-    try:
-        async with agent.session(url=pages.url("actions.html"), out_dir=tmp_path / "s") as session:
-            assert (await session.run("first")).status == "success"
-            first_browser = session.environment
-            await first_browser._browser.close()  # the browser goes away while the session waits for its next task
-            assert await session.renew_environment() and session.browser_restarted  # (the terminal says so here)
-            second = await session.run("second")
-            assert second.status == "success" and session.environment is not first_browser
-            assert second.url == pages.url("actions.html")  # the new browser opens the session's page again
-            assert not session.browser_restarted  # told once
-    finally:
-        await agent.aclose()
-    assert RESTARTED in prompt_text(model.requests[-1])
-    tasks = json.loads((tmp_path / "s" / "session.json").read_text())["tasks"]
-    assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("second", "success")]

@@ -342,7 +342,8 @@ def test_a_qa_case_whose_agent_asks_fails_needs_input_without_a_retry(standin, d
     assert isinstance(failure, Failure) and failure.type == "needs_input"
 
 
-async def test_a_browser_that_dies_between_tasks_is_replaced_and_the_next_prompt_says_so(pages, tmp_path):
+@pytest.mark.parametrize("fault", ["page crashed", "browser closed"])
+async def test_a_browser_that_dies_between_tasks_is_replaced_and_the_next_prompt_says_so(pages, tmp_path, fault):
     from conftest import crash_page
     from surfer.agent.session import RESTARTED
 
@@ -352,13 +353,20 @@ async def test_a_browser_that_dies_between_tasks_is_replaced_and_the_next_prompt
         async with agent.session(url=pages.url("actions.html"), out_dir=tmp_path / "s") as session:
             assert (await session.run("first")).status == "success"
             first_browser = session.environment
-            await crash_page(first_browser.page)
+            if fault == "page crashed":
+                await crash_page(first_browser.page)
+            else:  # the browser goes away while the session waits for its next task
+                await first_browser._browser.close()
+                assert await session.renew_environment() and session.browser_restarted  # (the terminal says so here)
             second = await session.run("second")
             assert second.status == "success" and session.environment is not first_browser
             assert second.url == pages.url("actions.html")  # the new browser opens the session's page again
+            assert not session.browser_restarted  # told once
     finally:
         await agent.aclose()
     assert RESTARTED in prompt_text(model.requests[-1])
+    tasks = json.loads((tmp_path / "s" / "session.json").read_text())["tasks"]
+    assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("second", "success")]
 
 
 def test_bad_answers_are_usage_errors_naming_the_file_or_line(tmp_path):
