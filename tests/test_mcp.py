@@ -46,10 +46,11 @@ def server_env(**extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def mcp_session(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+async def mcp_session(*args: str, env: dict[str, str] | None = None, elicit: Any = None) -> AsyncIterator[ClientSession]:
+    """`surfer mcp ARGS` over stdio; `elicit`: the client's elicitation callback (a person asked)."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=env or server_env())
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=60) as session:
+        async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=elicit) as session:
             await session.initialize()
             yield session
 
@@ -174,32 +175,29 @@ async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, t
 
     args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--no-validator",
             "--runs-dir", str(tmp_path / "runs")]
-    params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=server_env())
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=person) as session:
-            await session.initialize()
-            approved = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
-            assert approved["status"] == "success" and len(asked) == 1
-            assert "Buy now" in asked[0] and "Allow it?" in asked[0]
-            first = json.loads((Path(approved["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
-            assert first["confirmation"]["approved"] is True and first["confirmation"]["by"] == "confirm"
+    async with mcp_session(*args, elicit=person) as session:
+        approved = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+        assert approved["status"] == "success" and len(asked) == 1
+        assert "Buy now" in asked[0] and "Allow it?" in asked[0]
+        first = json.loads((Path(approved["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+        assert first["confirmation"]["approved"] is True and first["confirmation"]["by"] == "confirm"
 
-            approve[0] = False
-            refused = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
-            assert len(asked) >= 2 and refused["status"] == "needs_approval", refused
-            first = json.loads((Path(refused["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
-            assert first["confirmation"]["approved"] is False
+        approve[0] = False
+        refused = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+        assert len(asked) >= 2 and refused["status"] == "needs_approval", refused
+        first = json.loads((Path(refused["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+        assert first["confirmation"]["approved"] is False
 
-            # a background run has nobody to ask: the configured default (deny) decides, and the client is not asked
-            approve[0], before = True, len(asked)
-            run = payload(await session.call_tool("start_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
-            deadline = time.monotonic() + 30
-            while run["status"] == "running" and time.monotonic() < deadline:
-                await asyncio.sleep(0.2)
-                run = payload(await session.call_tool("task_status", {"task_id": run["task_id"]}))
-            assert run["status"] == "needs_approval" and len(asked) == before, run
-            first = json.loads((Path(run["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
-            assert first["confirmation"]["approved"] is False and first["confirmation"]["by"] != "confirm"
+        # a background run has nobody to ask: the configured default (deny) decides, and the client is not asked
+        approve[0], before = True, len(asked)
+        run = payload(await session.call_tool("start_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+        deadline = time.monotonic() + 30
+        while run["status"] == "running" and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            run = payload(await session.call_tool("task_status", {"task_id": run["task_id"]}))
+        assert run["status"] == "needs_approval" and len(asked) == before, run
+        first = json.loads((Path(run["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+        assert first["confirmation"]["approved"] is False and first["confirmation"]["by"] != "confirm"
 
 
 def free_port() -> int:
@@ -377,11 +375,8 @@ async def test_run_task_asks_the_agents_question_through_elicitation(standin, pa
     server = standin(colour)
     args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--no-validator",
             "--runs-dir", str(tmp_path / "runs")]
-    params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=server_env())
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=person) as session:
-            await session.initialize()
-            result = payload(await session.call_tool("run_task", {"task": "pick a colour", "url": pages.url("actions.html")}))
+    async with mcp_session(*args, elicit=person) as session:
+        result = payload(await session.call_tool("run_task", {"task": "pick a colour", "url": pages.url("actions.html")}))
     assert (result["status"], result["answer"]) == ("success", "teal") and asked == ["surfer's agent asks: Which colour?"]
     first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
     assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}

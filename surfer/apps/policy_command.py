@@ -55,6 +55,15 @@ def _said(console: Any, outcomes: list[Any], verb: str, name: str) -> None:
     options.say(console, f"{verb}:", "bold", f"{name} on {len(outcomes)} server(s)")
 
 
+def _on_each_server(base_url: list[str] | None, config: Path | None, api_key: str | None, work: Any, verb: str,
+                    name: str) -> None:
+    """`work(servers)` (a coroutine) on the command's servers, each server's outcome said, then the whole."""
+    console = options.console(stderr=True)
+    with options.setup_errors(console):
+        outcomes = _run(console, work(_servers(base_url, config, api_key)))
+    _said(console, outcomes, verb, name)
+
+
 def register(app: typer.Typer) -> None:
     policy = typer.Typer(name="policy", no_args_is_help=True, rich_markup_mode="rich",
                          help="Adapters (LoRA) on running model servers, and the policy a running batch uses.")
@@ -71,11 +80,7 @@ def register(app: typer.Typer) -> None:
         """Load an adapter on every server (all or nothing)."""
         from surfer.fleet import policy as sdk
 
-        console = options.console(stderr=True)
-        with options.setup_errors(console):
-            servers = _servers(base_url, config, api_key)
-            outcomes = _run(console, sdk.load(servers, name, path))
-        _said(console, outcomes, "loaded", name)
+        _on_each_server(base_url, config, api_key, lambda servers: sdk.load(servers, name, path), "loaded", name)
 
     @policy.command("unload")
     def unload(
@@ -87,11 +92,7 @@ def register(app: typer.Typer) -> None:
         """Unload an adapter from every server that has it."""
         from surfer.fleet import policy as sdk
 
-        console = options.console(stderr=True)
-        with options.setup_errors(console):
-            servers = _servers(base_url, config, api_key)
-            outcomes = _run(console, sdk.unload(servers, name))
-        _said(console, outcomes, "unloaded", name)
+        _on_each_server(base_url, config, api_key, lambda servers: sdk.unload(servers, name), "unloaded", name)
 
     @policy.command("list")
     def list_(
