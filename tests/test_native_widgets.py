@@ -366,3 +366,27 @@ async def test_upload_target_that_opens_no_chooser_is_an_error(browser_env, page
     log = await box_of(env, "#log")
     with pytest.raises(ActionFailed, match="opened no file chooser"):
         await env.perform(Upload(target="the log", path="a.txt", point=CssPoint(x=log["x"] + 2, y=log["y"] + 2)))
+
+
+async def test_a_file_chooser_reported_late_belongs_to_the_click_that_opened_it(shared_browser, pages):
+    """The browser reports a file chooser on another channel than the page's own
+    answers; on a loaded machine the report came after the click had settled and
+    its notice landed on the next step. A late report is made here by holding the
+    report back for a moment, as load does."""
+    import asyncio
+
+    env = BrowserEnvironment(browser=shared_browser, viewport=(800, 600), screenshot_format="png")
+    report = env._on_file_chooser
+    env._on_file_chooser = lambda chooser: asyncio.get_running_loop().call_later(0.4, report, chooser)  # type: ignore[method-assign]
+    await env.start(pages.url("widgets/files.html"))
+    try:
+        picker, field, log = [await box_of(env, s) for s in ("#pick", "#file", "#log")]
+        # a button whose script clicks the hidden field, then the field itself
+        for box in (picker, field):
+            detail = await click(env, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            assert "the page opened a file chooser, but no file is allowed" in detail, detail
+        # a click that activates no file field neither waits for nor reports one
+        detail = await click(env, log["x"] + 2, log["y"] + 2)
+        assert "file chooser" not in detail, detail
+    finally:
+        await env.close()

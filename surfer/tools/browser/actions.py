@@ -33,6 +33,7 @@ from surfer.tools.widgets import context_menu_note
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
+FILE_CHOOSER_REPORT_S = 2.0  # the longest a step waits for the chooser a file field's activation opens
 DOWNLOAD_WRAP_UP_S = 10.0
 
 
@@ -138,6 +139,8 @@ class BrowserActions:
         return False
 
     def _on_file_chooser(self, chooser: Any) -> None:
+        self._chooser_at = time.time() * 1000
+        self._chooser_reported.set()
         if self._uploading:
             return
         if self.uploads:
@@ -150,6 +153,22 @@ class BrowserActions:
                 "error: the page opened a file chooser, but no file is allowed for upload in this run "
                 "(start it with --upload-file PATH or files=[...]); nothing was chosen"
             )
+
+    async def _file_chooser_reported(self, mark: Any, limit: float = FILE_CHOOSER_REPORT_S) -> bool:
+        """Wait, at most `limit` seconds, for the browser's report of the file chooser
+        an action opened (the page said a file field was activated): its notice then
+        belongs to this step, not to the next one."""
+        deadline = time.monotonic() + limit
+        while self._chooser_at < mark.wall_ms:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self._chooser_reported.clear()
+            try:
+                await asyncio.wait_for(self._chooser_reported.wait(), remaining)
+            except asyncio.TimeoutError:
+                return False
+        return True
 
     async def _approve_download(self, name: str, url: str) -> bool:
         return True if self.confirm_download is None else await self.confirm_download(name, url)

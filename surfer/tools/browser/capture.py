@@ -136,5 +136,7 @@ class BrowserCapture:
         )
         if finished and "title" in seen and reason.endswith("quiet"):  # the page was quiet when its title was read
             self._settled_title = (self._page, self._navigations, seen["title"])
+        if finished and seen.get("file_chooser"):
+            await self._file_chooser_reported(mark)
         await self._downloads.wait(self.settle_config.timeout)
         return reason if finished else "dialog"

@@ -132,6 +132,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             self._downloads_folder, max_bytes=max_download_bytes, max_count=max_downloads, approve=self._approve_download,
         )
         self._uploading = False
+        self._chooser_at = 0.0  # when the browser last reported a file chooser (wall-clock ms)
+        self._chooser_reported = asyncio.Event()
         # A JavaScript dialog freezes the page until answered (surfer/tools/dialogs.py).
         self._dialog: PendingDialog | None = None
         self._dialog_layout: dialogs.DialogLayout | None = None
