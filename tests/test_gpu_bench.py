@@ -332,8 +332,12 @@ def test_variants_parse_inline_matrices_and_files(tmp_path) -> None:
     assert from_toml[2].max_images(get_profile("holotron")) == 32 and from_toml[0].max_images(get_profile("holotron")) == 3
     resolved = Variant(layout="blocks").resolved(get_profile("holotron"))
     assert resolved["continuation"] is True and resolved["max_images"] == 5
+    (recorded,) = parse_variants("layout=conversation,tokens_in=on,record=on")
+    assert recorded.record_tokens and recorded.label() == "conversation+ids+record"
+    assert recorded.config_update()["record_tokens"] is True and recorded.resolved(get_profile("holo2"))["record_tokens"] is True
+    assert Variant().config_update()["record_tokens"] is False
     for bad, message in (("layout=sideways", "prompt_layout"), ("colour=red", "unknown key"), ("memory_images=64", "memory_images"),
-                         ("continuation=maybe", "on/off"), ("image_refs=maybe", "image_refs takes on/off"), ("layout=window; layout=window", "the same"), ("layout", "key=value")):
+                         ("continuation=maybe", "on/off"), ("image_refs=maybe", "image_refs takes on/off"), ("record=maybe", "record_tokens takes on/off"), ("layout=window; layout=window", "the same"), ("layout", "key=value")):
         with pytest.raises(ConfigError, match=message):
             parse_variants(bad)
 
@@ -415,6 +419,33 @@ def test_warm_steps_start_sessions_deep_without_calling_the_server(standin, tmp_
     # sessions too short for the warm-up and the measured steps: a clear error before anything is served
     result = CliRunner().invoke(app, [*base, "--variants", variants, "--session-steps", "8"])
     assert result.exit_code == 2 and "raise --session-steps to 9" in result.output
+
+
+def test_a_record_tokens_variant_asks_every_call_for_its_ids_and_logprobs(standin, tmp_path) -> None:
+    """What capture costs the server is measured as a variant beside the same requests without it."""
+    lock = threading.Lock()
+    asked: list[bool] = []
+
+    def model(request):  # type: ignore[no-untyped-def]
+        with lock:
+            asked.append(bool(request.body.get("logprobs")) and bool(request.body.get("return_token_ids")))
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    server = standin(model, kv_capacity=10**7)
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2",
+        "--variants", "layout=window; layout=window,record=on", "--min-steps", "2", "--window", "30",
+        "--session-steps", "4", "--no-bare", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())["models"][0]["levels"]
+    assert [r["name"] for r in rows] == ["window", "window+record"] and rows[1]["variant"]["record_tokens"] is True
+    first = rows[0]["surfer"]["model_calls"]
+    # the reference's calls asked for nothing, every call of the recording variant asked for both
+    assert first > 0 and not any(asked[:first]) and asked[first:] and all(asked[first:])
 
 
 def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from surfer.bench.throughput import percentile
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
+from surfer.models.limits import WrappedBackend
 from surfer.models.metrics import MetricsSampler
 
 from .steady import SteadyWindow, counter_figures, gauge_figures
@@ -49,8 +50,8 @@ def wire_body(body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class _Wrapper(ModelBackend):
-    """A backend in front of `inner`: its label, check and close are the inner one's."""
+class _Wrapper(WrappedBackend):
+    """A backend in front of `inner`: its label, checks and close are the inner one's."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -58,12 +59,6 @@ class _Wrapper(ModelBackend):
     @property
     def label(self) -> str:
         return self.inner.label
-
-    async def check(self) -> None:
-        await self.inner.check()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 class RecordingBackend(_Wrapper):

@@ -20,7 +20,9 @@ regime without the hours of steps that build it; pair it with a
 that), `image_refs` (on / off: each screenshot's bytes sent once, then its
 uuid; vLLM >= 0.13, surfer/models/image_refs.py), `tokens_in` (on / off /
 auto: requests as token ids to SGLang's /generate, or chat completions;
-surfer/models/tokens_in.py), `name` (a label). `a|b|c`
+surfer/models/tokens_in.py), `record_tokens` (alias `record`; on / off: every
+call's token ids and sampled logprobs asked for and kept, what capture costs
+the server), `name` (a label). `a|b|c`
 (or a list in a file) expands to one variant per value; several such keys give their product. The first variant is
 the reference the others are compared with: put today's default first.
 """
@@ -37,9 +39,9 @@ from typing import Any
 from surfer.core.errors import ConfigError
 
 KEYS = ("name", "layout", "continuation", "image_budget", "memory_images", "block_images", "concurrency", "warm_steps",
-        "image_refs", "tokens_in")
+        "image_refs", "tokens_in", "record_tokens")
 ALIASES = {"sessions": "concurrency", "budget": "image_budget", "images": "memory_images", "block": "block_images",
-           "warm": "warm_steps"}
+           "warm": "warm_steps", "record": "record_tokens"}
 _SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
@@ -55,12 +57,13 @@ class Variant:
     warm_steps: int | None = None  # steps each session does before the run, without the server
     image_refs: bool = False  # send each screenshot once, then its uuid (vLLM's processor cache)
     tokens_in: str | None = None  # on / off / auto (None: the configuration's, auto)
+    record_tokens: bool = False  # token capture on every call (ids and sampled logprobs)
 
     def config_update(self) -> dict[str, Any]:
         """AgentConfig fields this variant sets."""
         return {"prompt_layout": self.layout, "role_continuation": self.continuation, "image_budget": self.image_budget,
                 "memory_images": self.memory_images, "block_images": self.block_images, "image_refs": self.image_refs,
-                **({"tokens_in": self.tokens_in} if self.tokens_in else {})}
+                "record_tokens": self.record_tokens, **({"tokens_in": self.tokens_in} if self.tokens_in else {})}
 
     def at(self, concurrency: int | str) -> Variant:
         return Variant(**{**asdict(self), "concurrency": concurrency})
@@ -83,6 +86,8 @@ class Variant:
             parts.append("refs")
         if self.tokens_in in ("on", "off"):
             parts.append("ids" if self.tokens_in == "on" else "chat")
+        if self.record_tokens:
+            parts.append("record")
         return "+".join(parts)
 
     def max_images(self, profile: Any) -> int:
@@ -102,7 +107,7 @@ class Variant:
             # each screenshot's share of the budget, as the agent computes it (None: full resolution)
             "image_tokens_per_image": (budget // self.max_images(profile)) if (budget := self.image_budget or profile.image_budget) else None,
             "concurrency": self.concurrency, "warm_steps": self.warm_steps or 0, "image_refs": self.image_refs,
-            "tokens_in": self.tokens_in or "auto",
+            "tokens_in": self.tokens_in or "auto", "record_tokens": self.record_tokens,
         }
 
 
@@ -116,7 +121,7 @@ def _value(key: str, raw: Any) -> Any:
         if word not in ("on", "off", "auto"):
             raise ConfigError(f"--variants: tokens_in takes on/off/auto, got {raw!r}")
         return word
-    if key in ("continuation", "image_refs"):
+    if key in ("continuation", "image_refs", "record_tokens"):
         if isinstance(raw, bool) or raw is None:
             return raw if key == "continuation" else bool(raw)
         word = str(raw).lower()
