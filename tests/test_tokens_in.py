@@ -286,11 +286,13 @@ def test_a_sessions_conversation_is_forgotten_when_it_ends(chat_tokenizers) -> N
     assert again.extends is None and again.reason == FIRST  # nothing of the ended session is kept
 
 
-def test_a_reply_holding_an_image_token_is_not_sent_back_as_ids(tiny_models, standin) -> None:
+@pytest.mark.parametrize("image_text", ["<image>", "<video>"])
+def test_a_reply_holding_an_image_token_is_not_sent_back_as_ids(tiny_models, standin, image_text) -> None:
     """Measured on SGLang with Holotron's random weights: a reply sampled an image token; sent back as ids, the
-    next request held one image token more than images (HTTP 500). Its text leaves that token out, so the
-    session's next request is rendered from the text, and every request still goes as ids."""
-    image_text = "<image>"  # Holotron's image placeholder (the tiny model's template writes it too)
+    next request held one image token more than images (HTTP 500); another sampled `<video>` ("No data
+    iterator found for token: <video>"). Its text leaves that token out, so the session's next request is
+    rendered from the text, and every request still goes as ids."""
+    # (Holotron's image placeholder, which the tiny model's template writes too; and its video token)
     replies = iter([{**CLICK, "thought": f"open it {image_text}"}, ANSWER])
 
     def respond(request):  # type: ignore[no-untyped-def]
@@ -305,7 +307,7 @@ def test_a_reply_holding_an_image_token_is_not_sent_back_as_ids(tiny_models, sta
     assert result.answer == "ABC-123"
     chain = TemplateTokenizer.load(tiny_models["holotron"])
     first_reply = server.generate.answers[0]["output_ids"]
-    assert not chain.image_ids.isdisjoint(first_reply) and image_text not in server.generate.answers[0]["text"]
+    assert not chain.media_ids.isdisjoint(first_reply) and image_text not in server.generate.answers[0]["text"]
     # no request was refused: every call went as ids, none by chat
     assert len(server.generate.requests) == len(server.requests) and all(
         b["input_ids"].count(server.generate.placeholder) == len(b.get("image_data") or []) for b in server.generate.requests)

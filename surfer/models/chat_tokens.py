@@ -16,6 +16,7 @@ kept as ids grows by the new turn's ids alone (token_chain.py).
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Sequence
 
@@ -41,6 +42,10 @@ def template_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
+# An added token named for a medium (`<image>`, `<video>`, `<|video_pad|>`, `<img>`, `<|vision_start|>`, `<audio>`).
+MEDIA_TOKEN = re.compile(r"image|video|audio|vision|<\|?/?img\|?>", re.IGNORECASE)
+
+
 class TemplateTokenizer:
     """One model's tokenizer and chat template (thread-safe: renders and encodes may run off the loop)."""
 
@@ -52,7 +57,7 @@ class TemplateTokenizer:
             raise ConfigError(f"the tokenizer at {source} has no chat template: tokens in cannot render a turn")
         eos = tokenizer.eos_token_id
         self.stop_ids = frozenset(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        self._image_ids: frozenset[int] | None = None
+        self._media_ids: frozenset[int] | None = None
 
     @classmethod
     def load(cls, source: str, local_only: bool = False) -> "TemplateTokenizer":
@@ -94,20 +99,26 @@ class TemplateTokenizer:
             return self.tokenizer.decode(list(ids), skip_special_tokens=False)
 
     @property
-    def image_ids(self) -> frozenset[int]:
-        """The ids the template writes for an image (its placeholder and any markers around it): what a
-        generated reply must not hold for its ids to be sent back (the server would take each such id for
-        an image of the request)."""
-        if self._image_ids is None:
+    def media_ids(self) -> frozenset[int]:
+        """The ids a model's processor reads as media: what the template writes for an image (its
+        placeholder and any markers around it) and the added tokens named for images, video or audio
+        (`<video>`, `<|video_pad|>`, `<img>`...). A generated reply holding one must not be sent back as
+        ids: the server would look for an image (or a video) of the request for each (measured on SGLang
+        with Holotron: "More 'IMAGE' tokens than images", "No data iterator found for token: <video>")."""
+        if self._media_ids is None:
             text = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
             image = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "x"}]}]
             with_image, without = self.chat_ids(image, add_generation_prompt=False), self.chat_ids(text, add_generation_prompt=False)
-            added = frozenset(self.tokenizer.get_added_vocab().values()) if hasattr(self.tokenizer, "get_added_vocab") else None
+            added = self.tokenizer.get_added_vocab() if hasattr(self.tokenizer, "get_added_vocab") else None
             # (an image's ids are tokens added to the vocabulary: a text token the image turn merely splits differently
             # must not stop every reply that holds it from being sent back)
-            self._image_ids = (frozenset(with_image) - frozenset(without)) & added if added else \
-                frozenset(with_image) - frozenset(without)
-        return self._image_ids
+            drawn = frozenset(with_image) - frozenset(without)
+            if added:
+                named = frozenset(i for token, i in added.items() if MEDIA_TOKEN.search(token))
+                self._media_ids = (drawn & frozenset(added.values())) | named
+            else:
+                self._media_ids = drawn
+        return self._media_ids
 
     @property
     def end_ids(self) -> list[int]:

@@ -40,6 +40,8 @@ class GenerateRoutes:
         self.chat = TemplateTokenizer.load(tokenizer)
         vocab = self.chat.tokenizer.get_vocab()
         self.placeholder = next(vocab[p] for p in PLACEHOLDERS if p in vocab)
+        # a video's tokens: a request holding one and no video is refused, as SGLang's processor does
+        self.video_ids = {i: token for token, i in self.chat.tokenizer.get_added_vocab().items() if "video" in token.lower()}
         self.stop = min(self.chat.stop_ids) if self.chat.stop_ids else 0
         self.heads = self._heads()
         _, user_head, user_foot = self.heads[1]
@@ -101,6 +103,9 @@ class GenerateRoutes:
             return 400, {"error": {"message": "the stand-in's /generate takes input_ids (a list of ints) only"}}
         if images and self.refuse_images:  # SGLang 0.5.15's processor for Nemotron-VL, given ids (a list)
             return 500, {"object": "error", "message": "'list' object has no attribute 'replace'", "code": 500}
+        video = next((self.video_ids[i] for i in ids if i in self.video_ids), None)
+        if video is not None:  # SGLang's processor, on a video token with no video in the request
+            return 500, {"object": "error", "code": 500, "message": f"No data iterator found for token: {video}"}
         placeholders = ids.count(self.placeholder)
         if placeholders > len(images):  # SGLang's processor (base_processor.load_mm_data), on ids read as text
             return 500, {"object": "error", "code": 500, "message": "An exception occurred while loading multimodal "
@@ -122,10 +127,10 @@ class GenerateRoutes:
         reply = self.server.respond(request)
         content = reply if isinstance(reply, str) else json.dumps(reply)
         output = [*self.chat.encode(content), self.stop]
-        if not self.chat.image_ids.isdisjoint(output):
+        if not self.chat.media_ids.isdisjoint(output):
             # a reply that holds an image's token (a model with random weights writes any id): SGLang's text
             # leaves special tokens out, the ids keep them
-            content = self.chat.decode([i for i in output[:-1] if i not in self.chat.image_ids])
+            content = self.chat.decode([i for i in output[:-1] if i not in self.chat.media_ids])
         with self._lock:
             seen = self.computed.setdefault(session or "", [])
             # the last prompt id is always computed (its logits sample the first new token)

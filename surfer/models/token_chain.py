@@ -44,7 +44,7 @@ DROPPED = "earlier screenshots dropped (the layout's window or block moved)"
 REWRITTEN = "earlier turns rewritten (the layout changes text it sent before)"
 UNMATCHED_REPLY = "the assistant turn is not the reply the server generated"
 TEMPLATE = "the chat template does not render the new turn as an append"
-IMAGE_IN_REPLY = "the generated ids hold an image token (sent back, the server would take it for an image)"
+MEDIA_IN_REPLY = "the generated ids hold an image or video token (sent back, the server would look for one more)"
 REFUSED = "refused"  # (said once)
 
 
@@ -140,8 +140,8 @@ class TokenChain:
         if reply.role != "assistant" or reply.image_count or not "".join(
                 p.text for p in reply.content).endswith(link.reply):  # type: ignore[union-attr]
             return None, UNMATCHED_REPLY
-        if not self.chat.image_ids.isdisjoint(link.generated):
-            return None, IMAGE_IN_REPLY
+        if not self.chat.media_ids.isdisjoint(link.generated):
+            return None, MEDIA_IN_REPLY
         after = messages[n + 1:]
         text = self.chat.continuation(link.messages, reply, after, options)
         if text is None:
