@@ -139,7 +139,8 @@ levers-run)
   ;;
 plan)
   # PLAN="sglang/holotron sglang/holo2 vllm/holotron": each engine/model in turn, its variants LEVERS_<engine>_<shape>,
-  # its engine flags ARGS_<engine>; vLLM's chunk may arrive (in /tmp) while the first entries run
+  # its engine flags ARGS_<engine>, more bench options PLAN_ARGS (e.g. "--no-ending"); vLLM's chunk may arrive
+  # (in /tmp) while the first entries run
   mkdir -p /tmp/out && rm -f /tmp/out/levers.done
   setsid nohup bash "$here/scripts/gpu_device.sh" plan-run > /tmp/out/levers.log 2>&1 < /dev/null &
   echo "plan running: /tmp/out/levers.log"
@@ -153,7 +154,7 @@ plan-run)
     fi
     args_of=ARGS_$engine levers_of=LEVERS_${engine}_$shape
     ENGINE=$engine VLLM_ARGS="${!args_of}" bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
-    ENGINE=$engine OUT=/tmp/out BENCH_ARGS="--variants ${!levers_of} --no-bare --min-steps ${MIN_STEPS:-3}" \
+    ENGINE=$engine OUT=/tmp/out BENCH_ARGS="--variants ${!levers_of} --no-bare --min-steps ${MIN_STEPS:-3} $PLAN_ARGS" \
       bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-240}" "${LEVELS:-64}" 8000 "$engine"
     ENGINE=$engine bash "$here/scripts/gpu_device.sh" stop "$shape"
   done

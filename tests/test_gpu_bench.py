@@ -448,6 +448,40 @@ def test_a_record_tokens_variant_asks_every_call_for_its_ids_and_logprobs(standi
     assert first > 0 and not any(asked[:first]) and asked[first:] and all(asked[first:])
 
 
+def test_no_ending_keeps_every_session_to_its_length(standin, tmp_path) -> None:
+    """A model that answers as soon as the schema lets it (as random weights under the grammar often do)."""
+    lock = threading.Lock()
+    offered: list[bool] = []
+
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "fine"}
+        kinds = {m["properties"]["type"].get("const") for m in request.body["response_format"]["json_schema"]["schema"]
+                 ["properties"]["action"]["anyOf"]}
+        with lock:
+            offered.append("answer" in kinds or "ask_user" in kinds or "fail" in kinds)
+        if "answer" in kinds:
+            return {"thought": "done", "notes": "", "action": {"type": "answer", "text": "42"}}
+        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+    server = standin(model, kv_capacity=10**7)
+    runs = {}
+    for flag in ([], ["--no-ending"]):
+        out = tmp_path / f"gpu{len(flag)}.json"
+        result = CliRunner().invoke(app, [
+            "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2",
+            "--window", "20", "--min-steps", "2", "--session-steps", "4", "--no-bare", "--out", str(out), *flag])
+        assert result.exit_code == 0, result.output
+        runs[bool(flag)] = json.loads(out.read_text())
+    ended = runs[False]["models"][0]["levels"][0]["surfer"]
+    assert ended["steps_per_session"] == 1 and "limit" not in ended["statuses"]  # every session answered at once
+    kept = runs[True]["models"][0]["levels"][0]["surfer"]
+    assert runs[True]["no_ending"] is True and kept["statuses"] and set(kept["statuses"]) == {"limit"}
+    assert kept["steps_per_session"] >= 4 and offered[0] and not any(offered[-kept["steps"]:])
+
+
 def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) -> None:
     """The bare generator replays what surfer sent after the server's caches were emptied, without surfer's
     resend on a cache miss: the recorded bodies carry every image in full (here the server holds 4 images, so

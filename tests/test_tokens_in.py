@@ -286,6 +286,21 @@ def test_a_sessions_conversation_is_forgotten_when_it_ends(chat_tokenizers) -> N
     assert again.extends is None and again.reason == FIRST  # nothing of the ended session is kept
 
 
+def test_why_a_request_is_sent_whole_is_said_of_its_own_roles_last_request(chat_tokenizers) -> None:
+    """The localizer's request came last; the policy's next one dropped a screenshot from its own last
+    request: that is the reason given, not "rewritten" (the localizer's request is another conversation)."""
+    chain = TokenChain(chat_tokenizers["holo2"])
+    system = Message.text("system", "You are a web agent.")
+    policy = ModelRequest((system, Message("user", (_image(0), TextPart("Step 1")))), "policy")
+    localizer = ModelRequest((Message("user", (_image(0), TextPart("Where is the button?"))),), "localizer")
+    for request in (policy, localizer):
+        chain.keep_reply("s", chain.prompt("s", request, {}), chain.chat.encode("{}"), "{}")
+    moved = ModelRequest((system, Message("user", (_image(1), TextPart("Step 1"))), Message.text("assistant", "{}"),
+                          Message("user", (_image(2), TextPart("Step 2")))), "policy")
+    assert chain.prompt("s", moved, {}).reason == DROPPED
+    assert chain.stats.as_dict()["rendered"] == {FIRST: 2, DROPPED: 1}
+
+
 @pytest.mark.parametrize("image_text", ["<image>", "<video>"])
 def test_a_reply_holding_an_image_token_is_not_sent_back_as_ids(tiny_models, standin, image_text) -> None:
     """Measured on SGLang with Holotron's random weights: a reply sampled an image token; sent back as ids, the

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 KEEP_PER_SESSION = 4  # the policy's last request and the roles' continuations of it
 MAX_SESSIONS = 1024  # sessions kept at most (each is forgotten when it ends; least recently used first past this)
 
-FIRST = "first request of the session"
+FIRST = "the first request of its conversation (the session's, or its role's)"
 DROPPED = "earlier screenshots dropped (the layout's window or block moved)"
 REWRITTEN = "earlier turns rewritten (the layout changes text it sent before)"
 UNMATCHED_REPLY = "the assistant turn is not the reply the server generated"
@@ -92,6 +92,16 @@ def _same_image(a: ImagePart, b: ImagePart) -> bool:
     return a is b or (a.digest is not None and a.digest == b.digest) or a.data == b.data
 
 
+def _shared_turns(earlier: Sequence[Message], now: Sequence[Message]) -> int:
+    """How many leading messages two requests have in common."""
+    count = 0
+    for a, b in zip(earlier, now):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
 class TokenChain:
     """The sessions' conversations as token ids (see the module docstring)."""
 
@@ -110,14 +120,20 @@ class TokenChain:
         with self._lock:
             links = list(self._sessions.get(session, []))
             self.stats.requests += 1
-        reason = FIRST if not links else ""
+        reason, closest = (FIRST if not links else ""), -1
         for link in reversed(links):
             extended, why = self._extend(link, request, key, options)
             if extended is not None:
                 with self._lock:
                     self.stats.extended += 1
                 return extended
-            reason = reason or why
+            # why not: said of the link this request shares most turns with (its own role's last request,
+            # not another role's that merely came last)
+            shared = _shared_turns(link.messages, request.messages)
+            if shared > closest:
+                reason, closest = why, shared
+        if closest == 0:  # no earlier request shares even its first turn: another role's, or a new conversation
+            reason = FIRST
         reason = reason or REWRITTEN
         with self._lock:
             self.stats.rendered[reason] += 1

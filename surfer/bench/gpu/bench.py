@@ -204,7 +204,8 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                   extra: tuple[str, ...] = (), say: Any = print, progress: Any = None,
                   layouts: tuple[str, ...] = ("window",), auto: bool = False, auto_interval: float = 5.0,
                   auto_only: bool = False, variants: list[Variant] | None = None, min_steps: int = 0,
-                  session_steps: int = 0, engine: str = "vllm", placement: str = "session") -> dict[str, Any]:
+                  session_steps: int = 0, engine: str = "vllm", placement: str = "session",
+                  no_ending: bool = False) -> dict[str, Any]:
     """Serve and measure each model in turn (one server start per model, every variant inside it);
     `progress(results)` is called whenever a level or model is done. `base_url`: running servers instead
     (several: each session placed on one, or with `placement="round-robin-per-request"` each request to
@@ -222,7 +223,7 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                               f"warm-up steps and {1 + min_steps} measured ones; raise --session-steps "
                               f"to {variant.warm_steps + 1 + min_steps} or more")
     results: dict[str, Any] = {"levels": levels, "layouts": list(layouts), "auto": auto, "window_seconds": window, "replay": replay,
-                               "min_steps": min_steps, "session_steps": session_steps, "variants": [v.label() for v in variants] if variants else None,
+                               "min_steps": min_steps, "session_steps": session_steps, "no_ending": no_ending, "variants": [v.label() for v in variants] if variants else None,
                                "recordings": [r.name for r in recordings], "models": []}
     urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
     if len(urls) > 1:
@@ -257,7 +258,7 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
                                               say=lambda t, s=shape: say(f"{s}: {t}"),
                                               progress=lambda: progress and progress(results),
                                               layouts=layouts, auto=auto, auto_interval=auto_interval, auto_only=auto_only,
-                                              variants=variants, min_steps=min_steps)))
+                                              variants=variants, min_steps=min_steps, no_ending=no_ending)))
             entry["gpu_memory"] = gpu_memory()
         except (RuntimeError, OSError) as exc:
             entry["error"] = str(exc)
@@ -407,6 +408,10 @@ def register(bench_app: typer.Typer) -> None:
         min_steps: int = typer.Option(
             5, "--min-steps", min=0, help="Steady window: after every session's first step, until each did this many more "
             "steps; the run then stops (--window is its time limit). 0: run the whole --window."),
+        no_ending: bool = typer.Option(
+            False, "--no-ending", help="Leave the actions that end or pause a session (answer, fail, ask_user) out of the "
+            "policy's schema: every session runs its --session-steps steps (a model with random weights otherwise ends "
+            "most sessions within a few steps)."),
     ) -> None:
         """Serve each model, run surfer batches over the replay environment and the bare generator; print a table."""
         import shlex
@@ -435,7 +440,7 @@ def register(bench_app: typer.Typer) -> None:
                                     serve_timeout=serve_timeout, bare=not no_bare, log_dir=log_dir,
                                     extra=tuple(shlex.split(vllm_args or "")), layouts=layouts, auto=auto,
                                     auto_interval=auto_interval, auto_only=auto_only, variants=variants, min_steps=min_steps,
-                                    session_steps=session_steps, engine=engine, placement=placement,
+                                    session_steps=session_steps, engine=engine, placement=placement, no_ending=no_ending,
                                     progress=lambda partial: out.write_text(json.dumps(partial, indent=2)))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)

@@ -9,7 +9,7 @@ import contextvars
 import json
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,33 @@ class RecordingBackend(_Wrapper):
         body = self.shaper._body(request, self.shaper.structured_mode, full_images=True)
         self.sent.append(SentRequest(_session.get(), wire_body(body)))
         return await self.inner.complete(request)
+
+
+# The actions that end a session or pause it for a person: NoEnding takes them out of the policy's schema.
+ENDING_ACTIONS = frozenset({"answer", "fail", "ask_user"})
+
+
+class NoEnding(_Wrapper):
+    """The policy's schema without the actions that end or pause a session, so that every session runs
+    its recording's length (--no-ending): under the grammar, a model with random weights otherwise ends
+    most sessions within a few steps, and a measure of long sessions (a prefix kept across steps) sees
+    mostly first requests. The schema is the same for every variant of a run."""
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        if request.schema_name == "policy" and request.schema is not None:
+            request = replace(request, schema=without_actions(request.schema, ENDING_ACTIONS))
+        return await self.inner.complete(request)
+
+
+def without_actions(schema: dict[str, Any], kinds: frozenset[str]) -> dict[str, Any]:
+    """`schema` with the members of its `action` union whose `type` is one of `kinds` left out."""
+    action = (schema.get("properties") or {}).get("action") or {}
+    members = action.get("anyOf") or action.get("oneOf")
+    if not members:
+        return schema
+    key = "anyOf" if "anyOf" in action else "oneOf"
+    kept = [m for m in members if ((m.get("properties") or {}).get("type") or {}).get("const") not in kinds]
+    return {**schema, "properties": {**schema["properties"], "action": {**action, key: kept}}}
 
 
 WARM = "warm-start"  # Completion.structured of the answers WarmStart gives itself
@@ -260,13 +287,14 @@ def steady_figures(steady: SteadyWindow, stopped: float, readings: list[dict[str
 
 async def surfer_level(config: Any, recordings: list[Any], concurrency: int | str, window: float, work: Path,
                        sessions: int | None = None, auto: dict[str, Any] | None = None, min_steps: int = 0,
-                       sampler: MetricsSampler | None = None, warm_steps: int = 0,
+                       sampler: MetricsSampler | None = None, warm_steps: int = 0, no_ending: bool = False,
                        ) -> tuple[dict[str, Any], list[SentRequest]]:
     """Run `sessions` replay tasks (default 2 × concurrency) with
     `concurrency` sessions (or "auto", with AutoConcurrency options `auto`) for at most `window` s; with
     `min_steps`, stop once the steady window closed (every session running after the ramp did that many
     more steps). With `warm_steps`, each session's first steps are answered without the server
-    (WarmStart) and not counted: the run measures sessions that already hold that much history."""
+    (WarmStart) and not counted: the run measures sessions that already hold that much history. With
+    `no_ending`, the policy cannot end or pause a session (NoEnding)."""
     from surfer.fleet.batch import Batch, BatchTask
     from surfer.models.http import OpenAICompatibleBackend
 
@@ -277,7 +305,9 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
         recording = RecordingBackend(role_backends(config)["policy"], shaper=http)
     else:
         recording = RecordingBackend(http)
-    backend = WarmStart(recording, warm_steps) if warm_steps else recording
+    backend: ModelBackend = WarmStart(recording, warm_steps) if warm_steps else recording
+    if no_ending:
+        backend = NoEnding(backend)
     # twice as many tasks as sessions keep the slots full: sessions also end before --session-steps (a
     # random-weight model gives up or answers), and one not replaced shrinks the load and closes the window
     count = sessions or max(4, 2 * int(concurrency))
@@ -369,7 +399,7 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
                        bare: bool = True, say: Any = print, out: list[dict[str, Any]] | None = None,
                        progress: Any = None, layouts: tuple[str, ...] = ("window",), auto: bool = False,
                        auto_interval: float = 5.0, auto_only: bool = False, variants: list[Variant] | None = None,
-                       min_steps: int = 0) -> list[dict[str, Any]]:
+                       min_steps: int = 0, no_ending: bool = False) -> list[dict[str, Any]]:
     """Every variant (default: one per prompt layout) at every level against the server in `config`
     (surfer, then the bare replay of what it sent), plus `--concurrency auto` when `auto` (only that
     when `auto_only`: the levels then give its start and ceiling); a variant with a concurrency of
@@ -395,7 +425,7 @@ async def bench_levels(config: Any, recordings: list[Any], levels: list[int], wi
                                                   sessions=2 * top if level == "auto" else None, auto=options,
                                                   # auto runs the whole window: its controller needs the time to settle
                                                   min_steps=0 if level == "auto" else min_steps, sampler=sampler,
-                                                  warm_steps=variant.warm_steps or 0)
+                                                  warm_steps=variant.warm_steps or 0, no_ending=no_ending)
             row: dict[str, Any] = {"name": variant.label(), "variant": variant.resolved(profile), "layout": variant.layout,
                                    "concurrency": level, "caches_reset": reset, "surfer": surfer,
                                    "surfer_server": sampler.summary()}
