@@ -173,7 +173,7 @@ def test_the_path_follows_the_server_and_the_setting(tiny_models, standin) -> No
 
 
 def test_holotrons_sglang_processor_puts_each_image_at_its_placeholder_and_keeps_the_ids(chat_tokenizers) -> None:
-    from surfer.models.sglang_processors import expand_images, image_offsets
+    from surfer.models.sglang_processors import expand_images, image_offsets, tile_ranges
 
     chat = chat_tokenizers["holotron"]
     vocab = chat.tokenizer.get_vocab()
@@ -194,6 +194,10 @@ def test_holotrons_sglang_processor_puts_each_image_at_its_placeholder_and_keeps
     assert expand_images(ids, processed[:first + 515], image, start, end) is None  # two placeholders, one image
     bracketed = [*ids[:first], start, image, end, *ids[first + 1:]]  # a template that writes <img><image></img>
     assert expand_images(bracketed, processed, image, start, end) == expanded
+    # one item per image (its own hash, so a request with one screenshot more keeps the earlier ones' cache key):
+    # each image's rows of the stacked tiles, from its run of tokens (256 a tile)
+    assert tile_ranges(offsets, 256) == [(0, 2), (2, 3)]
+    assert tile_ranges([(10, 300)], 256) is None  # not whole tiles: left as SGLang made it
 
 
 def test_a_refused_form_keeps_the_chat_path(tiny_models, standin, caplog) -> None:
@@ -245,7 +249,8 @@ def test_recorded_calls_carry_the_ids_the_server_saw_and_sampled(tiny_models, st
     async def calls():  # type: ignore[no-untyped-def]
         await backend.choose_path()
         plain = await backend.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
-        backend.generate.record = True
+        # capture's preflight: SGLang's chat completions carry no ids, its /generate does: the run records by it
+        await backend.check_tokens()
         recorded = await backend.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
         await backend.aclose()
         return plain, recorded

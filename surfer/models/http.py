@@ -217,6 +217,10 @@ class OpenAICompatibleBackend(ModelBackend):
         if not self.endpoint.record_tokens:  # (a backend made by the caller: capture from now on)
             self.endpoint = self.endpoint.model_copy(update={"record_tokens": True})
         await self.check()
+        if self.generate is not None:  # tokens in: /generate answers with the prompt's ids and the sampled logprobs
+            self.generate.record = True
+            self._tokens_checked = True
+            return
         policy = self.policy()  # the probe asks what the run's calls will ask: its session's adapter, where it has one
         model = policy.name if policy is not None else self.endpoint.model
         try:

@@ -15,7 +15,13 @@ consecutive requests of a session differ from their first screenshot on and
 the prefix cache finds little more than the system prompt; and it takes no
 token ids with images (`prompt = input_text` then `prompt.replace`: HTTP 500).
 Surfer's processor expands each placeholder to its own image's tokens, in
-order, and keeps every other id as sent — tokens in for Holotron.
+order, and keeps every other id as sent — tokens in for Holotron. SGLang's
+processor also hands the engine all of a request's images as one item, so one
+hash names them all and the prefix cache's key of every image token changes
+as soon as a request holds one more screenshot (measured on an H200: a
+request extending the last one with a new screenshot found 0 tokens cached,
+with a text turn 309 of 337); surfer's gives each image its own item, its own
+hash, as SGLang's cache expects.
 """
 
 from __future__ import annotations
@@ -73,3 +79,16 @@ def image_offsets(ids: Sequence[int], image_id: int, start_id: int) -> list[tupl
         else:
             at += 1
     return offsets
+
+
+def tile_ranges(offsets: Sequence[tuple[int, int]], tokens_per_tile: int) -> list[tuple[int, int]] | None:
+    """Each image's [start, end) rows in a request's stacked tiles, from where its tokens are ((first, last)
+    index of each image's run, in order; `tokens_per_tile` tokens a tile). None when a run is not whole tiles."""
+    ranges, at = [], 0
+    for first, last in offsets:
+        tiles, rest = divmod(last - first + 1, tokens_per_tile)
+        if rest or not tiles:
+            return None
+        ranges.append((at, at + tiles))
+        at += tiles
+    return ranges

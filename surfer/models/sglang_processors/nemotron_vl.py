@@ -4,6 +4,7 @@ never by surfer."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -11,7 +12,7 @@ from sglang.srt.managers.schedule_batch import Modality
 from sglang.srt.models.nano_nemotron_vl import NemotronH_Nano_VL_V2
 from sglang.srt.multimodal.processors.nano_nemotron_vl import NanoNemotronVLImageProcessor
 
-from surfer.models.sglang_processors import expand_images, image_offsets
+from surfer.models.sglang_processors import expand_images, image_offsets, tile_ranges
 
 logger = logging.getLogger(__name__)
 
@@ -42,4 +43,24 @@ class SurferNanoNemotronVLProcessor(NanoNemotronVLImageProcessor):
                 item.offsets = offsets[taken:taken + len(item.offsets)]
                 taken += len(item.offsets)
         out.input_ids = expanded
+        out.mm_items = one_item_per_image(out.mm_items, self.num_image_token)
         return out
+
+
+def one_item_per_image(items: list[Any], tokens_per_tile: int) -> list[Any]:
+    """`items` with an image item that holds several images split into one item each (its tiles, its offset):
+    each image then gets its own hash and pad value, so a request that adds a screenshot keeps the cache key
+    of the ones before it."""
+    out: list[Any] = []
+    for item in items:
+        offsets = item.offsets or []
+        ranges = tile_ranges(offsets, tokens_per_tile) if item.modality == Modality.IMAGE and len(offsets) > 1 else None
+        if ranges is None or item.feature is None or ranges[-1][1] != item.feature.shape[0]:
+            out.append(item)
+            continue
+        grids = item.__dict__.get("thw_grids")  # (EVS items: one grid per image)
+        for k, ((start, end), offset) in enumerate(zip(ranges, offsets)):
+            more = {"thw_grids": [grids[k]]} if grids is not None and len(grids) == len(offsets) else {}
+            out.append(dataclasses.replace(item, feature=item.feature[start:end], offsets=[offset], hash=None,
+                                           pad_value=None, model_specific_data=dict(item.model_specific_data), **more))
+    return out
