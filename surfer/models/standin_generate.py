@@ -23,6 +23,7 @@ import threading
 from typing import Any, Callable
 
 from .chat_tokens import TemplateTokenizer
+from .token_chain import common_prefix
 
 IMAGE_TOKENS = 64
 PLACEHOLDERS = ("<|image_pad|>", "<image>", "<IMG_CONTEXT>")
@@ -134,7 +135,7 @@ class GenerateRoutes:
         with self._lock:
             seen = self.computed.setdefault(session or "", [])
             # the last prompt id is always computed (its logits sample the first new token)
-            cached = min(len(keys) - 1, max((_common(keys, earlier) for earlier in seen), default=0))
+            cached = min(len(keys) - 1, max((common_prefix(keys, earlier) for earlier in seen), default=0))
             seen.append(keys + output[:-1])
             self.requests.append(body)
             self.cached.append(cached)
@@ -175,12 +176,3 @@ def _find_all(text: str, needle: str) -> list[int]:
         out.append(at)
         at = text.find(needle, at + len(needle))
     return out
-
-
-def _common(a: list[Any], b: list[Any]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n

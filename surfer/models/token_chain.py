@@ -92,11 +92,11 @@ def _same_image(a: ImagePart, b: ImagePart) -> bool:
     return a is b or (a.digest is not None and a.digest == b.digest) or a.data == b.data
 
 
-def _shared_turns(earlier: Sequence[Message], now: Sequence[Message]) -> int:
-    """How many leading messages two requests have in common."""
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items two sequences have in common (turns of two requests, ids)."""
     count = 0
-    for a, b in zip(earlier, now):
-        if a != b:
+    for x, y in zip(a, b):
+        if x != y:
             break
         count += 1
     return count
@@ -129,7 +129,7 @@ class TokenChain:
                 return extended
             # why not: said of the link this request shares most turns with (its own role's last request,
             # not another role's that merely came last)
-            shared = _shared_turns(link.messages, request.messages)
+            shared = common_prefix(link.messages, request.messages)
             if shared > closest:
                 reason, closest = why, shared
         if closest == 0:  # no earlier request shares even its first turn: another role's, or a new conversation

@@ -142,16 +142,22 @@ class NetworkTracker:
         return sum(1 for s in self._inflight.values() if s > seq)
 
     async def wait_idle_since(self, seq: int, deadline: float) -> bool:
-        while self.pending_since(seq):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except asyncio.TimeoutError:
-                return False
-        return True
+        return await wait_until(lambda: not self.pending_since(seq), self._changed, deadline)
+
+
+async def wait_until(condition: Callable[[], bool], changed: asyncio.Event, deadline: float) -> bool:
+    """Wait until `condition()` holds, looking again whenever `changed` is set; False at `deadline`
+    (time.monotonic()) if it still does not."""
+    while not condition():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        changed.clear()
+        try:
+            await asyncio.wait_for(changed.wait(), remaining)
+        except asyncio.TimeoutError:
+            return False
+    return True
 
 
 async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: float, seen: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ from surfer.core.errors import ActionFailed, BrowserCrashed, SurferError
 from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
 from surfer.tools.dialogs import PendingDialog
+from surfer.tools.settle import wait_until
 from surfer.tools.typing import MAY_INSERT
 from surfer.tools.widgets import context_menu_note
 
@@ -158,17 +159,7 @@ class BrowserActions:
         """Wait, at most `limit` seconds, for the browser's report of the file chooser
         an action opened (the page said a file field was activated): its notice then
         belongs to this step, not to the next one."""
-        deadline = time.monotonic() + limit
-        while self._chooser_at < mark.wall_ms:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            self._chooser_reported.clear()
-            try:
-                await asyncio.wait_for(self._chooser_reported.wait(), remaining)
-            except asyncio.TimeoutError:
-                return False
-        return True
+        return await wait_until(lambda: self._chooser_at >= mark.wall_ms, self._chooser_reported, time.monotonic() + limit)
 
     async def _approve_download(self, name: str, url: str) -> bool:
         return True if self.confirm_download is None else await self.confirm_download(name, url)
