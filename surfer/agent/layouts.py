@@ -20,7 +20,8 @@ much of it a server's prefix cache can reuse from the session's last request.
   block form one conversation — a head (task, earlier history, notes), then per
   step a user turn (what happened since the last decision, the screenshot, the
   page and the instruction) and the policy's accepted reply as the assistant's
-  turn. Each request is the last one plus its reply and a new turn, so an
+  turn (after the rejected replies and the feedback on them, as they were
+  sent, where the step needed a retry). Each request is the last one plus its reply and a new turn, so an
   engine that keeps a hybrid's state only where a request ended (SGLang's Mamba
   radix cache) resumes from it, to the token; a transformer's cache reuses all
   of it too. What was sent is frozen in memory (`Memory.turns`, `heads`,
@@ -147,7 +148,8 @@ class Layout:
             parts.append(TextPart(after))
             reply = memory.replies.get(step)
             if not current and reply is not None:  # (a step with no usable reply: its turn runs on into the next)
-                messages += [Message("user", tuple(parts)), Message.text("assistant", reply)]
+                # the rejected replies and their feedback stay where they were sent: the accepted reply extends them
+                messages += [Message("user", tuple(parts)), *memory.retries.get(step, ()), Message.text("assistant", reply)]
                 parts = []
         messages.append(Message("user", tuple(parts)))
         return messages

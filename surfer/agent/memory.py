@@ -71,8 +71,10 @@ class Memory:
         self.step = 0
         self.notices: list[tuple[int, str]] = []
         # The conversation layout's record of what it sent, frozen so each request extends the last one:
-        # each step's accepted reply, its user turn (the text before and after its screenshot), each block's head.
+        # each step's accepted reply, its user turn (the text before and after its screenshot), each block's head,
+        # and the rejected replies and the feedback that came before an accepted one (kept: a retry extends them).
         self.replies: dict[int, str] = {}
+        self.retries: dict[int, tuple[Message, ...]] = {}
         self.turns: dict[int, tuple[str, str]] = {}
         self.heads: dict[int, str] = {}
 
@@ -86,15 +88,17 @@ class Memory:
         self.images_added += 1
         self.step = image.step if image.step is not None else self.images_added
         kept = min((i.step for i in self.images if i.step is not None), default=self.step)
-        for record in (self.replies, self.turns, self.heads):  # what no request can show any more
+        for record in (self.replies, self.retries, self.turns, self.heads):  # what no request can show any more
             for step in [s for s in record if s < kept]:
                 del record[step]
         self.notices = [(step, text) for step, text in self.notices if step >= kept - 1]
 
-    def keep_turn(self, turn: Turn) -> None:
-        """The policy's accepted turn of the current step."""
+    def keep_turn(self, turn: Turn, retried: tuple[Message, ...] = ()) -> None:
+        """The policy's accepted turn of the current step; `retried`: the rejected replies and the feedback
+        on them that its request held after the step's own turn (the accepted reply extends those)."""
         self.policy_turn = turn
         self.replies[self.step] = turn.reply
+        self.retries[self.step] = retried
 
     def add_note(self, text: str, *, own: bool = False) -> None:
         """A note for the policy; `own`: one the policy wrote itself (it sees those in its replies)."""

@@ -178,7 +178,8 @@ class Policy:
             try:
                 decision, turn = await self.client.ask_turn(messages, schema, parse, sink)
                 # as later requests repeat it: what the server computed, the generation prompt's tail included
-                memory.keep_turn(Turn(turn.messages, self.client.profile.reply_prefix + turn.reply))
+                memory.keep_turn(Turn(turn.messages, self.client.profile.reply_prefix + turn.reply),
+                                 retried=turn.messages[len(messages):])
                 return decision
             except ContextTooLong:
                 if not self.layout.shorten(memory):  # one screenshot is already too long: nothing to drop
