@@ -480,6 +480,12 @@ def test_no_ending_keeps_every_session_to_its_length(standin, tmp_path) -> None:
     kept = runs[True]["models"][0]["levels"][0]["surfer"]
     assert runs[True]["no_ending"] is True and kept["statuses"] and set(kept["statuses"]) == {"limit"}
     assert kept["steps_per_session"] >= 4 and offered[0] and not any(offered[-kept["steps"]:])
+    from surfer.agent.roles import FinalDecision
+    from surfer.bench.gpu.levels import ENDING_ACTIONS, without_actions
+    from surfer.models.schema import portable_schema
+
+    final = portable_schema(FinalDecision.model_json_schema())  # the last step's: nothing but ending actions
+    assert without_actions(final, ENDING_ACTIONS) == final
 
 
 def test_bare_replay_of_an_image_refs_run_sends_whole_images(standin, tmp_path) -> None:

@@ -102,6 +102,8 @@ def without_actions(schema: dict[str, Any], kinds: frozenset[str]) -> dict[str, 
         return schema
     key = "anyOf" if "anyOf" in action else "oneOf"
     kept = [m for m in members if ((m.get("properties") or {}).get("type") or {}).get("const") not in kinds]
+    if not kept:  # a schema of ending actions only (the last step's): left as it is
+        return schema
     return {**schema, "properties": {**schema["properties"], "action": {**action, key: kept}}}
 
 
