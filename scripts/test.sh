@@ -32,6 +32,10 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet
 # `serial` (they time things or load the machine) then run in one process with nothing beside them: run
 # among the others, each would first wait for every worker to finish the test in hand.
 # SURFER_TEST_WORKERS=0 runs everything in one process.
+# Compiled modules are written (__pycache__, ignored by git) even where the environment asks not to (many
+# container images set PYTHONDONTWRITEBYTECODE): otherwise every pytest process rewrites every test module's
+# asserts again (~6 s each) and every `surfer` process a test starts compiles surfer again.
+unset PYTHONDONTWRITEBYTECODE
 cpus=$(nproc 2>/dev/null || echo 2)
 workers=${SURFER_TEST_WORKERS:-$(( cpus + 1 < 3 ? 3 : cpus + 1 > 5 ? 5 : cpus + 1 ))}
 if [ "$workers" = 0 ]; then exec .venv/bin/python -m pytest "$@"; fi

@@ -516,7 +516,7 @@ def test_auto_finds_the_level_the_prefix_cache_holds_in_deep_sessions(standin, t
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2,12",
-        "--auto-only", "--auto-interval", "1", "--window", "15", "--no-bare", "--session-steps", "20", "--out", str(out),
+        "--auto-only", "--auto-interval", "0.5", "--window", "8", "--no-bare", "--session-steps", "20", "--out", str(out),
         "--variants", "layout=blocks,continuation=on,block_images=32,warm_steps=6",
     ])
     assert result.exit_code == 0, result.output

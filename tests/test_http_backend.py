@@ -135,6 +135,27 @@ async def test_plain_json_and_the_sdk_path_agree(standin, typed):
     await wrong.aclose()
 
 
+async def test_the_clients_of_a_process_read_the_certificates_once(standin, monkeypatch):
+    """Each backend has a connection pool of its own (a batch: one per role of every session); the TLS
+    context each would build from the certificate store is built once in a process and shared."""
+    import os
+    import ssl
+
+    from surfer.models import json_http
+
+    made: list[str] = []
+    build = ssl.create_default_context
+    monkeypatch.setattr(ssl, "create_default_context", lambda *a, **k: made.append(k.get("cafile")) or build(*a, **k))
+    monkeypatch.setenv("SSL_CERT_FILE", os.environ.get("SSL_CERT_FILE") or ssl.get_default_verify_paths().openssl_cafile)
+    monkeypatch.setattr(json_http, "_tls", None, raising=False)  # (as in a new process)
+    server = standin(lambda r: {"x": 5})
+    backends = [backend_for(server) for _ in range(3)]
+    for backend in backends:
+        await backend.check()
+        await backend.aclose()
+    assert made == [os.environ["SSL_CERT_FILE"]]  # the library's own default, from the store the environment names
+
+
 def images_request(*images: bytes) -> ModelRequest:
     content = (*(ImagePart(data, "image/jpeg") for data in images), TextPart("What next?"))
     return ModelRequest(messages=(Message.text("system", "sys"), Message("user", content)), schema_name="policy", schema=SCHEMA)

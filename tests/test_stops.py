@@ -23,7 +23,8 @@ from surfer.core.errors import ActionFailed
 from surfer.models.backend import Completion, ModelBackend, ModelRequest, Usage, run_exclusive
 from surfer.models.http import Endpoint, OpenAICompatibleBackend
 
-pytestmark = pytest.mark.serial  # limits and signals checked against the wall clock
+# `serial`: the tests that check limits and signals against the wall clock; the others wait for what they stop.
+WALL_CLOCK = pytest.mark.serial
 
 SCROLL = {"thought": "look further down", "notes": "", "action": {"type": "scroll", "direction": "down", "amount": 1}}
 ANSWER = {"thought": "done", "notes": "", "action": {"type": "answer", "text": "42"}}
@@ -63,6 +64,7 @@ def run_files(run_dir: Path) -> tuple[dict, list[dict]]:
 # -- the wall-time limit -------------------------------------------------------------
 
 
+@WALL_CLOCK
 async def test_time_limit_cuts_a_call_to_a_server_that_never_answers(standin, browser_env, pages, tmp_path):
     server = standin(scroll_then_answer, hang_after=0)
     env = await browser_env(pages.url("actions.html"))
@@ -79,6 +81,7 @@ async def test_time_limit_cuts_a_call_to_a_server_that_never_answers(standin, br
     assert saved["status"] == "limit" and steps == []  # the cut step is dropped, the record complete
 
 
+@WALL_CLOCK
 async def test_finished_steps_are_kept_when_a_later_call_hangs(standin, browser_env, pages, tmp_path):
     server = standin(scroll_then_answer, hang_after=2)
     env = await browser_env(pages.url("actions.html"))
@@ -105,6 +108,7 @@ class HangsOnceThenAnswers(ModelBackend):
         return Completion(text=json.dumps(ANSWER), usage=Usage(10, 10))
 
 
+@WALL_CLOCK
 async def test_the_final_answer_gets_the_time_kept_back_for_it(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
     model = HangsOnceThenAnswers()
@@ -115,6 +119,7 @@ async def test_the_final_answer_gets_the_time_kept_back_for_it(browser_env, page
     assert result.timings.seconds < 2.0 + 0.5 and model.calls == 2
 
 
+@WALL_CLOCK
 async def test_request_timeout_scales_down_to_the_time_left_unless_set():
     default = OpenAICompatibleBackend(Endpoint(base_url="http://127.0.0.1:9/v1", model="m"))
     fixed = OpenAICompatibleBackend(Endpoint(base_url="http://127.0.0.1:9/v1", model="m", timeout=7))
@@ -128,6 +133,7 @@ async def test_request_timeout_scales_down_to_the_time_left_unless_set():
     await fixed.aclose()
 
 
+@WALL_CLOCK
 async def test_cancelling_in_process_generation_returns_at_once_and_never_overlaps():
     lock = asyncio.Lock()
     stop, running, overlaps = threading.Event(), [], []
@@ -152,6 +158,7 @@ async def test_cancelling_in_process_generation_returns_at_once_and_never_overla
     assert overlaps == [] and not lock.locked()
 
 
+@WALL_CLOCK
 def test_cli_time_limit_with_a_hung_server(standin, pages, tmp_path):
     server = standin(scroll_then_answer, hang_after=0)
     proc = subprocess.run(
@@ -232,6 +239,7 @@ except Interrupted as stop:
 """
 
 
+@WALL_CLOCK
 def test_a_second_signal_exits_at_once():
     from surfer.apps.signals import COPY_WINDOW_S
 
@@ -247,6 +255,7 @@ def test_a_second_signal_exits_at_once():
     assert "exiting at once" in proc.stderr.read()
 
 
+@WALL_CLOCK
 def test_copies_of_one_signal_are_one_request():
     """GNU `timeout` signals the command, then its whole process group: the same
     SIGTERM twice within a millisecond is one stop, and the cleanup runs to its end."""

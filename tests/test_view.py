@@ -240,6 +240,29 @@ async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monke
     assert not watch.state_path.exists() and len(written) == 7  # the last write landed, then the file went
 
 
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+@pytest.mark.parametrize("size", [(1280, 800), (1024, 768), (300, 200)])
+def test_a_thumbnail_is_a_jpeg_at_most_320_px_wide_of_the_screen(size, fmt):
+    """A screenshot (JPEG, decoded at a fraction of its size where it is wide enough; PNG) becomes a
+    JPEG as wide as the live view's card, showing what was on the screen."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    from surfer.apps import sessions
+
+    screen = Image.new("RGB", size, (10, 120, 200))
+    ImageDraw.Draw(screen).rectangle((0, 0, size[0] // 2, size[1]), fill=(220, 30, 30))
+    shot = io.BytesIO()
+    screen.save(shot, fmt)
+    with Image.open(io.BytesIO(sessions.thumbnail(shot.getvalue()))) as thumb:
+        width = min(size[0], sessions.THUMB_WIDTH)
+        assert thumb.format == "JPEG" and thumb.size == (width, round(size[1] * width / size[0]))
+        left, right = thumb.getpixel((width // 4, thumb.height // 2)), thumb.getpixel((3 * width // 4, thumb.height // 2))
+    assert all(abs(a - b) < 24 for a, b in zip(left, (220, 30, 30))), left
+    assert all(abs(a - b) < 24 for a, b in zip(right, (10, 120, 200))), right
+
+
 async def test_flush_returns_when_a_finished_write_is_still_listed(tmp_path):
     """A write can have finished while its own "discard me" callback has not run yet (it runs on a later turn of
     the loop); flush() must still return. On Python >= 3.12 gathering finished tasks does not yield to the loop,

@@ -42,6 +42,9 @@ def thumbnail(image: bytes, width: int = THUMB_WIDTH) -> bytes:
     from PIL import Image
 
     with Image.open(io.BytesIO(image)) as img:
+        # a JPEG is decoded at 1/2, 1/4 or 1/8 of its size where that is still `width` wide (a screenshot
+        # 1280 px wide: ~1.5 ms instead of ~18 ms of CPU, once per step of every session of a batch)
+        img.draft("RGB", (width, max(1, round(img.height * width / img.width))))
         img = img.convert("RGB")
         if img.width > width:
             img = img.resize((width, max(1, round(img.height * width / img.width))), Image.Resampling.BILINEAR)
