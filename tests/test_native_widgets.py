@@ -368,23 +368,26 @@ async def test_upload_target_that_opens_no_chooser_is_an_error(browser_env, page
         await env.perform(Upload(target="the log", path="a.txt", point=CssPoint(x=log["x"] + 2, y=log["y"] + 2)))
 
 
-async def test_a_file_chooser_reported_late_belongs_to_the_click_that_opened_it(shared_browser, pages):
-    """The browser reports a file chooser on another channel than the page's own
-    answers; on a loaded machine the report came after the click had settled and
-    its notice landed on the next step. A late report is made here by holding the
-    report back for a moment, as load does."""
+async def test_a_file_chooser_or_download_reported_late_belongs_to_the_click_that_started_it(shared_browser, pages, tmp_path):
+    """The browser reports a file chooser or a download on another channel than the
+    page's own answers; on a loaded machine the report came after the click had
+    settled and its notice landed on the next step. A late report is made here by
+    holding the reports back for a moment, as load does."""
     import asyncio
 
-    env = BrowserEnvironment(browser=shared_browser, viewport=(800, 600), screenshot_format="png")
-    report = env._on_file_chooser
-    env._on_file_chooser = lambda chooser: asyncio.get_running_loop().call_later(0.4, report, chooser)  # type: ignore[method-assign]
+    env = BrowserEnvironment(browser=shared_browser, viewport=(800, 600), screenshot_format="png", downloads_dir=tmp_path / "dl")
+    late = lambda report: lambda item: asyncio.get_running_loop().call_later(0.4, report, item)  # noqa: E731
+    env._on_file_chooser = late(env._on_file_chooser)  # type: ignore[method-assign]
+    env._downloads.on_download = late(env._downloads.on_download)  # type: ignore[method-assign]
     await env.start(pages.url("widgets/files.html"))
     try:
-        picker, field, log = [await box_of(env, s) for s in ("#pick", "#file", "#log")]
+        picker, field, log, report = [await box_of(env, s) for s in ("#pick", "#file", "#log", "#report")]
         # a button whose script clicks the hidden field, then the field itself
         for box in (picker, field):
             detail = await click(env, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
             assert "the page opened a file chooser, but no file is allowed" in detail, detail
+        outcome = await env.perform(Click(target="t", point=CssPoint(x=report["x"] + 5, y=report["y"] + 5)))
+        assert [d["status"] for d in outcome.downloads] == ["saved"] and (tmp_path / "dl" / "report.csv").is_file()
         # a click that activates no file field neither waits for nor reports one
         detail = await click(env, log["x"] + 2, log["y"] + 2)
         assert "file chooser" not in detail, detail

@@ -9,10 +9,10 @@ No fixed sleeps. After a browser action we wait, bounded by `timeout`, for:
    timers the action started (setTimeout, and an interval's first tick) that
    are due within `timer_horizon` to fire.
 The in-page check also says whether the action activated a file field (a
-click on it, a label's or a script's `click()`, `showPicker()`): the
-browser reports the file chooser that opens through another channel, which
-can answer after the page is quiet, so the caller waits for that report
-(bounded) only then.
+click on it, a label's or a script's `click()`, `showPicker()`) or a link
+that downloads (`<a download>`): the browser reports the file chooser or the
+download through another channel, which can answer after the page is quiet,
+so the caller waits for that report (bounded) only then.
 Each wait reports why it ended ("quiet", "timeout", ...) and the caller
 records how long it took.
 
@@ -39,13 +39,20 @@ class SettleConfig(BaseModel):
 MUTATION_TRACKER = """
 (() => {
   if (window.__surferSettle) return;
-  const state = window.__surferSettle = { last: Date.now(), timers: new Map(), chooser: 0 };
-  // A file field activated (and not prevented): the browser is about to report a file chooser.
+  const state = window.__surferSettle = { last: Date.now(), timers: new Map(), chooser: 0, download: 0 };
+  // A file field or a downloading link activated (and not prevented): the browser is about to report a
+  // file chooser or a download.
   const later = window.setTimeout.bind(window);
   const isFileField = (node) => node instanceof HTMLInputElement && node.type === 'file' && !node.disabled;
+  const isDownload = (node) => (node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement) && node.hasAttribute('download') && !!node.href;
   window.addEventListener('click', (event) => {
-    const target = event.composedPath()[0];
-    if (isFileField(target)) later(() => { if (!event.defaultPrevented) state.chooser = Date.now(); }, 0);
+    const path = event.composedPath();
+    const chooser = isFileField(path[0]), download = path.some(isDownload);
+    if (chooser || download) later(() => {
+      if (event.defaultPrevented) return;
+      if (chooser) state.chooser = Date.now();
+      if (download) state.download = Date.now();
+    }, 0);
   }, true);
   const showPicker = HTMLInputElement.prototype.showPicker;
   if (showPicker) HTMLInputElement.prototype.showPicker = function () {
@@ -74,14 +81,14 @@ MUTATION_TRACKER = """
 # Resolves when the DOM has been quiet for `quiet` ms and no timer started
 # since `since` is due within `horizon` ms of it (bounded chains, so a page
 # that polls forever still settles), or when `timeout` ms have passed, with
-# [why, the document's title, whether a file field was activated since `since`]
+# [why, the document's title, whether a file field / a downloading link was activated since `since`]
 # (the title rides along so the screenshot that follows needs no round trip of
 # its own for it).
 WAIT_FOR_QUIET = """
 async ({ quiet, timeout, since, horizon }) => {
   const t0 = Date.now();
   const state = window.__surferSettle;
-  const chooser = () => !!state && state.chooser >= since;
+  const started = () => [!!state && state.chooser >= since, !!state && state.download >= since];
   // Let the action's handlers run (one frame at most: the screenshot waits for a fresh frame itself).
   await new Promise((resolve) => { requestAnimationFrame(() => resolve()); setTimeout(resolve, 16); });
   for (;;) {
@@ -90,8 +97,8 @@ async ({ quiet, timeout, since, horizon }) => {
     let nextDue = Infinity;
     if (state) for (const t of state.timers.values())
       if (t.created >= since && t.due <= since + horizon) nextDue = Math.min(nextDue, t.due);
-    if (idle >= quiet && nextDue === Infinity) return ["quiet", document.title, chooser()];
-    if (now - t0 >= timeout) return ["timeout", document.title, chooser()];
+    if (idle >= quiet && nextDue === Infinity) return ["quiet", document.title, ...started()];
+    if (now - t0 >= timeout) return ["timeout", document.title, ...started()];
     const wait = nextDue === Infinity ? quiet - idle : Math.max(quiet - idle, nextDue - now + 1);
     await new Promise((r) => setTimeout(r, Math.max(1, Math.min(wait, timeout - (now - t0)))));
   }
@@ -166,11 +173,12 @@ async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: flo
     remaining = max(0.0, deadline - time.monotonic())
     seen.pop("title", None)
     try:
-        reason, seen["title"], chooser = await page.evaluate(WAIT_FOR_QUIET, {
+        reason, seen["title"], chooser, download = await page.evaluate(WAIT_FOR_QUIET, {
             "quiet": config.quiet * 1000, "timeout": remaining * 1000,
             "since": mark.wall_ms, "horizon": config.timer_horizon * 1000,
         })
         seen["file_chooser"] = seen.get("file_chooser", False) or chooser
+        seen["download"] = seen.get("download", False) or download
         return reason
     except PlaywrightError as exc:
         if page.is_closed():
@@ -190,8 +198,8 @@ async def settle_page(
     load → DOM/timer quiet → network idle repeat until one round sees nothing
     new, or the deadline passes. Returns why the wait ended, e.g. "quiet" or
     "loaded+quiet" or "...+timeout". `seen` gets the page's `title` as the last
-    in-page check saw it (absent when that check failed), and `file_chooser`:
-    True when the action activated a file field."""
+    in-page check saw it (absent when that check failed), and `file_chooser` /
+    `download`: True when the action activated a file field / a downloading link."""
     from playwright.async_api import Error as PlaywrightError
 
     deadline = time.monotonic() + config.timeout

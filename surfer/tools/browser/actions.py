@@ -34,7 +34,7 @@ from surfer.tools.widgets import context_menu_note
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
-FILE_CHOOSER_REPORT_S = 2.0  # the longest a step waits for the chooser a file field's activation opens
+REPORT_WAIT_S = 2.0  # the longest a step waits for the chooser (or download) an activation starts
 DOWNLOAD_WRAP_UP_S = 10.0
 
 
@@ -155,11 +155,16 @@ class BrowserActions:
                 "(start it with --upload-file PATH or files=[...]); nothing was chosen"
             )
 
-    async def _file_chooser_reported(self, mark: Any, limit: float = FILE_CHOOSER_REPORT_S) -> bool:
+    async def _file_chooser_reported(self, mark: Any, limit: float = REPORT_WAIT_S) -> bool:
         """Wait, at most `limit` seconds, for the browser's report of the file chooser
         an action opened (the page said a file field was activated): its notice then
         belongs to this step, not to the next one."""
         return await wait_until(lambda: self._chooser_at >= mark.wall_ms, self._chooser_reported, time.monotonic() + limit)
+
+    async def _download_reported(self, mark: Any, limit: float = REPORT_WAIT_S) -> bool:
+        """The same for the download a link the action clicked starts (its record then belongs to this step)."""
+        downloads = self._downloads
+        return await wait_until(lambda: downloads.started_at >= mark.wall_ms, downloads.reported, time.monotonic() + limit)
 
     async def _approve_download(self, name: str, url: str) -> bool:
         return True if self.confirm_download is None else await self.confirm_download(name, url)

@@ -138,5 +138,7 @@ class BrowserCapture:
             self._settled_title = (self._page, self._navigations, seen["title"])
         if finished and seen.get("file_chooser"):
             await self._file_chooser_reported(mark)
+        if finished and seen.get("download"):
+            await self._download_reported(mark)
         await self._downloads.wait(self.settle_config.timeout)
         return reason if finished else "dialog"
