@@ -44,7 +44,10 @@ MUTATION_TRACKER = """
   // file chooser or a download.
   const later = window.setTimeout.bind(window);
   const isFileField = (node) => node instanceof HTMLInputElement && node.type === 'file' && !node.disabled;
-  const isDownload = (node) => (node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement) && node.hasAttribute('download') && !!node.href;
+  // (a `download` link to another origin is followed, not downloaded: the browser ignores the attribute)
+  const isDownload = (node) => (node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement)
+    && node.hasAttribute('download') && !!node.href
+    && (node.protocol === 'blob:' || node.protocol === 'data:' || node.origin === location.origin);
   window.addEventListener('click', (event) => {
     const path = event.composedPath();
     const chooser = isFileField(path[0]), download = path.some(isDownload);
