@@ -443,9 +443,11 @@ def test_a_record_tokens_variant_asks_every_call_for_its_ids_and_logprobs(standi
     assert result.exit_code == 0, result.output
     rows = json.loads(out.read_text())["models"][0]["levels"]
     assert [r["name"] for r in rows] == ["window", "window+record"] and rows[1]["variant"]["record_tokens"] is True
-    first = rows[0]["surfer"]["model_calls"]
-    # the reference's calls asked for nothing, every call of the recording variant asked for both
-    assert first > 0 and not any(asked[:first]) and asked[first:] and all(asked[first:])
+    # the reference's calls asked for nothing, every call of the recording variant asked for both (in order: the
+    # reference's calls, those still in flight when its window closed too, reached the server before the next run)
+    first = asked.index(True)
+    assert first >= rows[0]["surfer"]["model_calls"] > 0 and not any(asked[:first]) and all(asked[first:])
+    assert len(asked) - first >= rows[1]["surfer"]["model_calls"] > 0
 
 
 def test_no_ending_keeps_every_session_to_its_length(standin, tmp_path) -> None:
