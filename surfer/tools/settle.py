@@ -155,6 +155,23 @@ class NetworkTracker:
         return await wait_until(lambda: not self.pending_since(seq), self._changed, deadline)
 
 
+class BrowserReport:
+    """When the browser last reported something an action starts on another channel than the page's (a file
+    chooser, a download): a step whose page said it started one waits, bounded, for the report."""
+
+    def __init__(self) -> None:
+        self.at = 0.0  # wall-clock ms of the last report
+        self._arrived = asyncio.Event()
+
+    def arrived(self) -> None:
+        self.at = time.time() * 1000
+        self._arrived.set()
+
+    async def since(self, wall_ms: float, limit: float) -> bool:
+        """True once a report came at or after `wall_ms`; False after `limit` seconds without one."""
+        return await wait_until(lambda: self.at >= wall_ms, self._arrived, time.monotonic() + limit)
+
+
 async def wait_until(condition: Callable[[], bool], changed: asyncio.Event, deadline: float) -> bool:
     """Wait until `condition()` holds, looking again whenever `changed` is set; False at `deadline`
     (time.monotonic()) if it still does not."""

@@ -19,12 +19,12 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
 from surfer.core.errors import ActionFailed, ConfigError
+from surfer.tools.settle import BrowserReport
 
 DEFAULT_MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024
 DEFAULT_MAX_DOWNLOADS = 20
@@ -117,12 +117,10 @@ class Downloads:
         self._reported = 0
         self._pending: set[asyncio.Task[None]] = set()
         self._started = 0
-        self.started_at = 0.0  # when the browser last reported a download (wall-clock ms)
-        self.reported = asyncio.Event()
+        self.report = BrowserReport()  # when the browser last reported a download
 
     def on_download(self, download: Any) -> None:
-        self.started_at = time.time() * 1000
-        self.reported.set()
+        self.report.arrived()
         self._started += 1
         task = asyncio.ensure_future(self._save(download, self._started))
         self._pending.add(task)

@@ -28,13 +28,11 @@ from surfer.core.errors import ActionFailed, BrowserCrashed, SurferError
 from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
 from surfer.tools.dialogs import PendingDialog
-from surfer.tools.settle import wait_until
 from surfer.tools.typing import MAY_INSERT
 from surfer.tools.widgets import context_menu_note
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
-REPORT_WAIT_S = 2.0  # the longest a step waits for the chooser (or download) an activation starts
 DOWNLOAD_WRAP_UP_S = 10.0
 
 
@@ -140,8 +138,7 @@ class BrowserActions:
         return False
 
     def _on_file_chooser(self, chooser: Any) -> None:
-        self._chooser_at = time.time() * 1000
-        self._chooser_reported.set()
+        self._chooser_report.arrived()
         if self._uploading:
             return
         if self.uploads:
@@ -154,17 +151,6 @@ class BrowserActions:
                 "error: the page opened a file chooser, but no file is allowed for upload in this run "
                 "(start it with --upload-file PATH or files=[...]); nothing was chosen"
             )
-
-    async def _file_chooser_reported(self, mark: Any, limit: float = REPORT_WAIT_S) -> bool:
-        """Wait, at most `limit` seconds, for the browser's report of the file chooser
-        an action opened (the page said a file field was activated): its notice then
-        belongs to this step, not to the next one."""
-        return await wait_until(lambda: self._chooser_at >= mark.wall_ms, self._chooser_reported, time.monotonic() + limit)
-
-    async def _download_reported(self, mark: Any, limit: float = REPORT_WAIT_S) -> bool:
-        """The same for the download a link the action clicked starts (its record then belongs to this step)."""
-        downloads = self._downloads
-        return await wait_until(lambda: downloads.started_at >= mark.wall_ms, downloads.reported, time.monotonic() + limit)
 
     async def _approve_download(self, name: str, url: str) -> bool:
         return True if self.confirm_download is None else await self.confirm_download(name, url)

@@ -16,6 +16,8 @@ from surfer.tools import dialogs
 from surfer.tools.settle import Mark, settle_page
 from surfer.tools.widgets import SHARE_AREA
 
+REPORT_WAIT_S = 2.0  # the longest a step waits for the chooser (or download) an action started
+
 # JPEG start-of-frame markers (they carry the size); C4, C8 and CC are other segments.
 _JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
@@ -136,9 +138,10 @@ class BrowserCapture:
         )
         if finished and "title" in seen and reason.endswith("quiet"):  # the page was quiet when its title was read
             self._settled_title = (self._page, self._navigations, seen["title"])
-        if finished and seen.get("file_chooser"):
-            await self._file_chooser_reported(mark)
-        if finished and seen.get("download"):
-            await self._download_reported(mark)
+        # the page said the action opened a file chooser / started a download: the browser's report of it
+        # (another channel, late on a loaded machine) belongs to this step, not to the next one
+        for started, report in (("file_chooser", self._chooser_report), ("download", self._downloads.report)):
+            if finished and seen.get(started):
+                await report.since(mark.wall_ms, REPORT_WAIT_S)
         await self._downloads.wait(self.settle_config.timeout)
         return reason if finished else "dialog"

@@ -25,7 +25,7 @@ from surfer.tools.browser.capture import BrowserCapture
 from surfer.tools.browser.own_tabs import OwnTabs, page_script
 from surfer.tools.chromium import start_chromium
 from surfer.tools.dialogs import PendingDialog
-from surfer.tools.settle import MUTATION_TRACKER, NetworkTracker, SettleConfig
+from surfer.tools.settle import MUTATION_TRACKER, BrowserReport, NetworkTracker, SettleConfig
 from surfer.tools.transfers import DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_MAX_DOWNLOADS, Downloads, UploadFiles
 from surfer.tools.url_policy import UrlPolicy, check_start_url
 from surfer.tools.widgets import widgets_script
@@ -132,8 +132,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             self._downloads_folder, max_bytes=max_download_bytes, max_count=max_downloads, approve=self._approve_download,
         )
         self._uploading = False
-        self._chooser_at = 0.0  # when the browser last reported a file chooser (wall-clock ms)
-        self._chooser_reported = asyncio.Event()
+        self._chooser_report = BrowserReport()  # when the browser last reported a file chooser
         # A JavaScript dialog freezes the page until answered (surfer/tools/dialogs.py).
         self._dialog: PendingDialog | None = None
         self._dialog_layout: dialogs.DialogLayout | None = None
