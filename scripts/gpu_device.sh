@@ -154,6 +154,9 @@ plan-run)
     fi
     args_of=ARGS_$engine levers_of=LEVERS_${engine}_$shape
     ENGINE=$engine VLLM_ARGS="${!args_of}" bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
+    # PLAN_HOOK: commands run against each served model before its bench, with $engine and $shape set (e.g.
+    # 'bash scripts/gpu_device.sh seeds-bench $shape text on; python3 scripts/vllm_tokens_probe.py ...')
+    [ -n "$PLAN_HOOK" ] && (cd "$here" && eval "$PLAN_HOOK") 2>&1 | tee -a "/tmp/out/hook-$engine-$shape.log"
     ENGINE=$engine OUT=/tmp/out BENCH_ARGS="--variants ${!levers_of} --no-bare --min-steps ${MIN_STEPS:-3} $PLAN_ARGS" \
       bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-240}" "${LEVELS:-64}" 8000 "$engine"
     ENGINE=$engine bash "$here/scripts/gpu_device.sh" stop "$shape"
@@ -239,27 +242,33 @@ seeds-run)
     shape=${entry%:*} caching=${entry#*:} off=""
     [ "$caching" = off ] && off="--no-enable-prefix-caching"
     SERVE_ARGS="--max-images 4" VLLM_ARGS="$off" bash "$here/scripts/gpu_device.sh" serve "$shape" || continue
-    for regime in ${REGIMES:-mm}; do  # mm: the seeds' screenshots; text: decode-heavy, no image (1,000 in, 1,024 out)
-      common=(--backend openai-chat --endpoint /v1/chat/completions --base-url http://127.0.0.1:8000
-              --model /tmp/models/$shape --tokenizer /tmp/models/$shape --trust-remote-code --seed 0
-              --num-prompts ${PROMPTS:-300} --max-concurrency ${CONCURRENCY:-100} --ignore-eos --save-result
-              --result-dir /tmp/out)
-      if [ "$regime" = text ]; then
-        python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random \
-          --random-input-len 1000 --random-output-len 1024 --random-range-ratio 0.0 \
-          --result-filename "seeds-text-$shape-caching-$caching.json" 2>&1 | tail -40
-        continue
-      fi
-      python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random-mm \
-        --random-input-len 1000 --random-output-len 320 --random-range-ratio '{"input": 0.0, "output": 0.6}' \
-        --random-mm-base-items-per-request 3 --random-mm-num-mm-items-range-ratio 0.5 \
-        --random-mm-limit-mm-per-prompt '{"image": 4, "video": 0}' --random-mm-bucket-config '{(800, 1280, 1): 1.0}' \
-        --result-filename "seeds-$shape-caching-$caching.json" 2>&1 | tail -40
+    for regime in ${REGIMES:-mm}; do
+      bash "$here/scripts/gpu_device.sh" seeds-bench "$shape" "$regime" "$caching"
     done
     cp /tmp/vllm-$shape.log "/tmp/out/seeds-$shape-caching-$caching.server.log"
     bash "$here/scripts/gpu_device.sh" stop "$shape"
   done
   touch /tmp/out/levers.done
+  ;;
+seeds-bench)
+  # SHAPE REGIME CACHING: one `vllm bench serve` against the server on port 8000 (mm: the seeds' screenshots;
+  # text: decode-heavy, no image, 1,000 in and 1,024 out); CACHING only names the result file
+  shape=$2 regime=$3 caching=$4
+  common=(--backend openai-chat --endpoint /v1/chat/completions --base-url http://127.0.0.1:8000
+          --model /tmp/models/$shape --tokenizer /tmp/models/$shape --trust-remote-code --seed 0
+          --num-prompts ${PROMPTS:-300} --max-concurrency ${CONCURRENCY:-100} --ignore-eos --save-result
+          --result-dir /tmp/out)
+  if [ "$regime" = text ]; then
+    python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random \
+      --random-input-len 1000 --random-output-len 1024 --random-range-ratio 0.0 \
+      --result-filename "seeds-text-$shape-caching-$caching.json" 2>&1 | tail -40
+  else
+    python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random-mm \
+      --random-input-len 1000 --random-output-len 320 --random-range-ratio '{"input": 0.0, "output": 0.6}' \
+      --random-mm-base-items-per-request 3 --random-mm-num-mm-items-range-ratio 0.5 \
+      --random-mm-limit-mm-per-prompt '{"image": 4, "video": 0}' --random-mm-bucket-config '{(800, 1280, 1): 1.0}' \
+      --result-filename "seeds-$shape-caching-$caching.json" 2>&1 | tail -40
+  fi
   ;;
 *) echo "usage: $0 unpack | serve|start|wait SHAPE [PORT] | bench SHAPE WINDOW [LEVELS] [PORT] [TAG] | stop SHAPE | levers | collect SECONDS | replicas SHAPE GPUS [PORT] | bench-replicas SHAPE WINDOW LEVELS GPUS [PORT] [TAG] | stop-replicas SHAPE | servers | seeds"; exit 2 ;;
 esac
