@@ -221,3 +221,24 @@ def test_a_request_the_cache_cannot_key_is_processed_as_sglang_does(holotron_pro
     assert out.input_ids.count(IMAGE) == 4 + 1 and all(i.hash is None for i in out.mm_items)
     assert "2 image placeholder(s) for 1 image(s)" in caplog.text
     assert len(worker.processed) == 0
+
+
+def test_serve_says_what_the_screenshot_cache_holds_and_refuses_a_bad_bound(monkeypatch) -> None:
+    from surfer.apps.serve.sglang import SglangCapabilities, build_command
+    from surfer.core.errors import ConfigError
+    from surfer.models.profiles import get_profile
+
+    caps = SglangCapabilities.from_table("0.5.15")
+    holotron = get_profile("holotron")
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    plan = build_command("Hcompany/Holotron-12B", holotron, caps)
+    assert CACHE_ENV not in plan.env  # the processor's default
+    assert any(f"6 tokenizer worker(s) keeps up to {DEFAULT_CACHE_GIB:g} GiB" in n and "12 GiB of host memory" in n
+               for n in plan.notes)
+    monkeypatch.setenv(CACHE_ENV, "0.5")
+    plan = build_command("Hcompany/Holotron-12B", holotron, caps, extra_args=("--tokenizer-worker-num=4",))
+    assert plan.env[CACHE_ENV] == "0.5" and any("4 tokenizer worker(s) keeps up to 0.5 GiB" in n for n in plan.notes)
+    assert CACHE_ENV not in build_command("Hcompany/Holo2-8B", get_profile("holo2"), caps).env  # Qwen-VL: SGLang's own
+    monkeypatch.setenv(CACHE_ENV, "lots")
+    with pytest.raises(ConfigError, match=f"{CACHE_ENV}='lots': expected a number of GiB"):
+        build_command("Hcompany/Holotron-12B", holotron, caps)
