@@ -42,15 +42,14 @@ class SurferNanoNemotronVLProcessor(NanoNemotronVLImageProcessor):
     async def process_mm_data_async(self, image_data: Any, audio_data: Any, input_text: Any, request_obj: Any, **kwargs: Any) -> Any:
         if not image_data or getattr(request_obj, "video_data", None) or audio_data or self.dynamic_resolution:
             return await super().process_mm_data_async(image_data, audio_data, input_text, request_obj, **kwargs)
-        if isinstance(input_text, list):  # token ids: the processor reads text, the ids are kept
+        if isinstance(input_text, list):  # token ids: kept (SGLang's processing below reads their text)
             ids = [int(i) for i in input_text]
-            text = self.tokenizer.decode(ids, skip_special_tokens=False)
         else:
-            text = input_text
-            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            ids = list(self.tokenizer(input_text, add_special_tokens=False)["input_ids"])
         keys = [source_key(data) for data in image_data]
         if None not in keys and ids.count(self.mm_tokens.image_token_id) == len(image_data):
             return await self.cached_output(ids, image_data, keys)
+        text = self.tokenizer.decode(ids, skip_special_tokens=False) if isinstance(input_text, list) else input_text
         return await self.uncached_output(ids, text, image_data, audio_data, request_obj, **kwargs)
 
     async def cached_output(self, ids: list[int], image_data: list[Any], keys: list[bytes]) -> Any:
