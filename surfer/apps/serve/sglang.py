@@ -174,4 +174,29 @@ def build_command(
     cmd.extend(extra_args)
     if serving.sglang_processors:  # Holotron's processor from surfer (surfer/models/sglang_processors)
         plan.env[PROCESSORS_ENV] = serving.sglang_processors
+        image_cache(plan, cmd)
     return plan
+
+
+def image_cache(plan: ServePlan, cmd: list[str]) -> None:
+    """Surfer's processor keeps each tokenizer worker's processed screenshots up to a bound in bytes: the
+    bound given in the environment is checked and passed on (shown by --dry-run), and the notes say what
+    it comes to over the workers."""
+    import os
+
+    from surfer.models.sglang_processors.image_cache import CACHE_ENV, cache_bytes
+
+    try:
+        limit = cache_bytes(os.environ)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if CACHE_ENV in os.environ:
+        plan.env[CACHE_ENV] = os.environ[CACHE_ENV].strip()
+    workers = 1
+    for n, arg in enumerate(cmd):  # the last one given counts: `--tokenizer-worker-num N` or `=N`
+        value = arg.partition("=")[2] if arg.startswith("--tokenizer-worker-num=") else (
+            cmd[n + 1] if arg == "--tokenizer-worker-num" and n + 1 < len(cmd) else "")
+        workers = int(value) if value.isdigit() else workers
+    gib = limit / (1 << 30)
+    plan.notes.append(f"each of SGLang's {workers} tokenizer worker(s) keeps up to {gib:g} GiB of processed "
+                      f"screenshots, up to {gib * workers:g} GiB of host memory in all ({CACHE_ENV}; 0 turns it off)")

@@ -22,6 +22,10 @@ as soon as a request holds one more screenshot (measured on an H200: a
 request extending the last one with a new screenshot found 0 tokens cached,
 with a text turn 309 of 337); surfer's gives each image its own item, its own
 hash, as SGLang's cache expects.
+
+`image_cache`: each image is processed once per tokenizer worker (SGLang redoes every screenshot of a
+conversation on every request), and its item's hash is a digest of its data, so SGLang does not hash the
+pixels again; pure, like this module.
 """
 
 from __future__ import annotations
@@ -48,7 +52,13 @@ def expand_images(ids: Sequence[int], processed: Sequence[int], image_id: int, s
     """`ids` with its i-th `image_id` placeholder replaced by the i-th image's run in `processed` (whatever
     position the processor put it at), every other id kept; a placeholder already between `start_id` and
     `end_id` keeps them once. None when the placeholders and the images do not pair up."""
-    runs = image_runs(processed, image_id, start_id, end_id)
+    return place_runs(ids, image_runs(processed, image_id, start_id, end_id), image_id, start_id, end_id)
+
+
+def place_runs(ids: Sequence[int], runs: Sequence[Sequence[int]], image_id: int, start_id: int, end_id: int) -> list[int] | None:
+    """`ids` with its i-th `image_id` placeholder replaced by `runs[i]` (an image's `start_id`, `image_id`s,
+    `end_id`), every other id kept; a placeholder already between `start_id` and `end_id` keeps them once.
+    None when the placeholders and the runs do not pair up."""
     if sum(1 for i in ids if i == image_id) != len(runs) or not runs:
         return None
     out: list[int] = []
@@ -57,7 +67,7 @@ def expand_images(ids: Sequence[int], processed: Sequence[int], image_id: int, s
         if token != image_id:
             out.append(token)
             continue
-        run = next(taken)
+        run = list(next(taken))
         if n and ids[n - 1] == start_id:
             run = run[1:]
         if n + 1 < len(ids) and ids[n + 1] == end_id and run[-1] == end_id:
