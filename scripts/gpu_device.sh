@@ -141,13 +141,19 @@ plan)
   # PLAN="sglang/holotron sglang/holo2 vllm/holotron": each engine/model in turn, its variants LEVERS_<engine>_<shape>,
   # its engine flags ARGS_<engine>, more bench options PLAN_ARGS (e.g. "--no-ending"); vLLM's chunk may arrive
   # (in /tmp) while the first entries run
-  mkdir -p /tmp/out && rm -f /tmp/out/levers.done
-  setsid nohup bash "$here/scripts/gpu_device.sh" plan-run > /tmp/out/levers.log 2>&1 < /dev/null &
+  # (from a copy of the checkout: the device's working tree is copied again at every call, and a bench reading the
+  # demo's screenshots at that moment found one missing)
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src
+  SURFER_SRC=/tmp/plan-src setsid nohup bash /tmp/plan-src/scripts/gpu_device.sh plan-run > /tmp/out/levers.log 2>&1 < /dev/null &
   echo "plan running: /tmp/out/levers.log"
   ;;
 plan-run)
   for entry in $PLAN; do
-    engine=${entry%/*} shape=${entry#*/}
+    # ENGINE/SHAPE[@VAR=VALUE,...]: the server's environment for this entry (e.g. sglang/holotron@OMP_NUM_THREADS=2);
+    # its results are named ENGINE-VAR=VALUE...
+    settings=""; [[ $entry == *@* ]] && settings=${entry#*@} && entry=${entry%%@*}
+    engine=${entry%/*} shape=${entry#*/} tag=$engine${settings:+-${settings//,/-}}
+    for pair in ${settings//,/ }; do export "${pair?}"; done
     if [ "$engine" = vllm ] && [ ! -d /tmp/site/vllm ]; then
       for _ in $(seq 900); do ls /tmp/vllm*-site.tar.xz.part* > /dev/null 2>&1 && break; sleep 1; done
       ENGINE=vllm bash "$here/scripts/gpu_device.sh" unpack || continue
@@ -157,9 +163,12 @@ plan-run)
     # PLAN_HOOK: commands run against each served model before its bench, with $engine and $shape set (e.g.
     # 'bash scripts/gpu_device.sh seeds-bench $shape text on; python3 scripts/vllm_tokens_probe.py ...')
     [ -n "$PLAN_HOOK" ] && (cd "$here" && eval "$PLAN_HOOK") 2>&1 | tee -a "/tmp/out/hook-$engine-$shape.log"
+    # what the host's CPU does a minute into the bench (SGLang's tokenizer workers, the scheduler, the bench)
+    (sleep 60; top -b -n 1 -w 220 | head -45 > "/tmp/out/top-$shape-$tag.txt") &
     ENGINE=$engine OUT=/tmp/out BENCH_ARGS="--variants ${!levers_of} --no-bare --min-steps ${MIN_STEPS:-3} $PLAN_ARGS" \
-      bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-240}" "${LEVELS:-64}" 8000 "$engine"
+      bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-240}" "${LEVELS:-64}" 8000 "$tag"
     ENGINE=$engine bash "$here/scripts/gpu_device.sh" stop "$shape"
+    for pair in ${settings//,/ }; do unset "${pair%%=*}"; done
   done
   touch /tmp/out/levers.done
   ;;
