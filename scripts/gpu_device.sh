@@ -150,9 +150,9 @@ plan)
 plan-run)
   for entry in $PLAN; do
     # ENGINE/SHAPE[@VAR=VALUE,...]: the server's environment for this entry (e.g. sglang/holotron@OMP_NUM_THREADS=2);
-    # its results are named ENGINE-VAR=VALUE...
+    # its results are named ENGINE-VAR-VALUE... (the device returns no file with `=` in its name)
     settings=""; [[ $entry == *@* ]] && settings=${entry#*@} && entry=${entry%%@*}
-    engine=${entry%/*} shape=${entry#*/} tag=$engine${settings:+-${settings//,/-}}
+    engine=${entry%/*} shape=${entry#*/} tag=$engine${settings:+-${settings//[,=]/-}}
     for pair in ${settings//,/ }; do export "${pair?}"; done
     if [ "$engine" = vllm ] && [ ! -d /tmp/site/vllm ]; then
       for _ in $(seq 900); do ls /tmp/vllm*-site.tar.xz.part* > /dev/null 2>&1 && break; sleep 1; done

@@ -189,10 +189,11 @@ def _request(images: int) -> tuple[list[int], list[str]]:
     return ids, [f"data:{100 * n}x{1 + n % 3}" for n in range(images)]
 
 
-def test_a_workers_processor_processes_only_the_new_screenshot_with_sglangs_output(holotron_processor) -> None:
+def test_a_workers_processor_processes_only_the_new_screenshot_with_sglangs_output(holotron_processor, monkeypatch) -> None:
     import torch
 
     new_worker, processed = holotron_processor
+    monkeypatch.setenv(CACHE_ENV, "1")
     worker = new_worker()
     request = types.SimpleNamespace(video_data=None)
     for step in range(1, 5):  # a conversation: step k carries k screenshots
@@ -211,6 +212,12 @@ def test_a_workers_processor_processes_only_the_new_screenshot_with_sglangs_outp
     other = asyncio.run(new_worker().process_mm_data_async(images, None, ids, request))
     assert [i.hash for i in other.mm_items] == [i.hash for i in cached.mm_items]
     assert len(set(i.hash for i in other.mm_items)) == len(images)
+    # the default keeps nothing: every screenshot processed again, the same output
+    monkeypatch.delenv(CACHE_ENV)
+    before = len(processed)
+    again = asyncio.run(new_worker().process_mm_data_async(images, None, ids, request))
+    assert len(processed) - before == len(images) and again.input_ids == cached.input_ids
+    assert [i.hash for i in again.mm_items] == [i.hash for i in cached.mm_items]
 
 
 def test_a_request_the_cache_cannot_key_is_processed_as_sglang_does(holotron_processor, caplog) -> None:
@@ -232,9 +239,11 @@ def test_serve_says_what_the_screenshot_cache_holds_and_refuses_a_bad_bound(monk
     holotron = get_profile("holotron")
     monkeypatch.delenv(CACHE_ENV, raising=False)
     plan = build_command("Hcompany/Holotron-12B", holotron, caps)
-    assert CACHE_ENV not in plan.env  # the processor's default
-    assert any(f"6 tokenizer worker(s) keeps up to {DEFAULT_CACHE_GIB:g} GiB" in n and "12 GiB of host memory" in n
-               for n in plan.notes)
+    assert CACHE_ENV not in plan.env and DEFAULT_CACHE_GIB == 0  # the processor's default: no cache
+    assert not any("tokenizer worker(s) keeps" in n for n in plan.notes)
+    monkeypatch.setenv(CACHE_ENV, "2")
+    plan = build_command("Hcompany/Holotron-12B", holotron, caps)
+    assert any("6 tokenizer worker(s) keeps up to 2 GiB" in n and "12 GiB of host memory" in n for n in plan.notes)
     monkeypatch.setenv(CACHE_ENV, "0.5")
     plan = build_command("Hcompany/Holotron-12B", holotron, caps, extra_args=("--tokenizer-worker-num=4",))
     assert plan.env[CACHE_ENV] == "0.5" and any("4 tokenizer worker(s) keeps up to 0.5 GiB" in n for n in plan.notes)

@@ -198,5 +198,7 @@ def image_cache(plan: ServePlan, cmd: list[str]) -> None:
             cmd[n + 1] if arg == "--tokenizer-worker-num" and n + 1 < len(cmd) else "")
         workers = int(value) if value.isdigit() else workers
     gib = limit / (1 << 30)
+    if not limit:
+        return
     plan.notes.append(f"each of SGLang's {workers} tokenizer worker(s) keeps up to {gib:g} GiB of processed "
                       f"screenshots, up to {gib * workers:g} GiB of host memory in all ({CACHE_ENV}; 0 turns it off)")
