@@ -165,7 +165,9 @@ plan-run)
     [ -n "$PLAN_HOOK" ] && (cd "$here" && eval "$PLAN_HOOK") 2>&1 | tee -a "/tmp/out/hook-$engine-$shape.log"
     # what the host's CPU does a minute into the bench (SGLang's tokenizer workers, the scheduler, the bench)
     (sleep 60; top -b -n 1 -w 220 | head -45 > "/tmp/out/top-$shape-$tag.txt") &
-    ENGINE=$engine OUT=/tmp/out BENCH_ARGS="--variants ${!levers_of} --no-bare --min-steps ${MIN_STEPS:-3} $PLAN_ARGS" \
+    # PLAN_BARE=1: each level's requests also replayed without browsers (surfer against the bare replay)
+    bare=--no-bare; [ -n "$PLAN_BARE" ] && bare=""
+    ENGINE=$engine OUT=/tmp/out BENCH_ARGS="--variants ${!levers_of} $bare --min-steps ${MIN_STEPS:-3} $PLAN_ARGS" \
       bash "$here/scripts/gpu_device.sh" bench "$shape" "${WINDOW:-240}" "${LEVELS:-64}" 8000 "$tag"
     ENGINE=$engine bash "$here/scripts/gpu_device.sh" stop "$shape"
     for pair in ${settings//,/ }; do unset "${pair%%=*}"; done
