@@ -22,9 +22,9 @@ class Ran:
     stderr: str
 
 
-def surfer(*args: str, env: dict[str, str] | None = None) -> Ran:
+def surfer(*args: str, env: dict[str, str | None] | None = None) -> Ran:
     """Run the command; an exception escaping it (a traceback, in a real process) fails the test.
-    Blocking: an async test calls it through asyncio.to_thread."""
+    `env`: variables set for the call (None: unset). Blocking: an async test calls it through asyncio.to_thread."""
     from typer.testing import CliRunner
 
     from surfer.apps.cli import app
