@@ -86,9 +86,9 @@ def cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.Compl
                           env={**env, "NO_COLOR": "1", "COLUMNS": "200", "ACME_PW": PASSWORD, **(env_extra or {})})
 
 
-def command(*args: str) -> Ran:
+def command(*args: str, env_extra: dict[str, str] | None = None) -> Ran:
     """`surfer ARGS` in this process (tests/inprocess.py): for what a command leaves behind."""
-    return surfer(*args, env={"ACME_PW": PASSWORD})
+    return surfer(*args, env={"ACME_PW": PASSWORD, **(env_extra or {})})
 
 
 def run_args(model, site, out: Path, *extra: str) -> list[str]:  # type: ignore[no-untyped-def]
