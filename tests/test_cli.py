@@ -1,5 +1,7 @@
 """`surfer run` end to end as a user runs it: a subprocess, real HTTP to the
-stand-in server, real Chromium on the demo site, the run directory checked."""
+stand-in server, real Chromium on the demo site, the run directory checked.
+Checks of what a run leaves behind (exit status, files, messages) run the
+command in this process (tests/inprocess.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from inprocess import surfer
 
 from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets
 
@@ -49,7 +52,7 @@ def read_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-async def test_run_completes_the_demo_task_and_writes_the_run_directory(standin, demo_site, centres, tmp_path):
+def test_run_completes_the_demo_task_and_writes_the_run_directory(standin, demo_site, centres, tmp_path):
     oracle = DemoOracle(centres, normalized)
     server = standin(oracle)
     proc = cli(*run_args(server, demo_site, tmp_path / "run", "--json"))
@@ -84,16 +87,16 @@ async def test_run_completes_the_demo_task_and_writes_the_run_directory(standin,
 
     # the same --out again: refused before anything starts, naming the directory; the first run stays whole
     kept, asked = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}, dict(oracle.calls)
-    again = cli(*run_args(server, demo_site, run_dir))
+    again = surfer(*run_args(server, demo_site, run_dir))
     assert again.returncode == 2, again.stdout + again.stderr
     assert " ".join(again.stdout.split()).startswith(f"error: run directory {run_dir} is not empty (it holds a run)")
     assert "Traceback" not in again.stdout + again.stderr and oracle.calls == asked  # no model call
     assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == kept
 
 
-async def test_validator_rejection_then_acceptance(standin, demo_site, centres, tmp_path):
+def test_validator_rejection_then_acceptance(standin, demo_site, centres, tmp_path):
     server = standin(DemoOracle(centres, normalized, wrong_first_answer=True))
-    proc = cli(*run_args(server, demo_site, tmp_path / "run"))
+    proc = surfer(*run_args(server, demo_site, tmp_path / "run"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     steps = read_lines(tmp_path / "run" / "trajectory.jsonl")
     verdicts = [v["accepted"] for s in steps for v in s["verdicts"]]
@@ -101,10 +104,10 @@ async def test_validator_rejection_then_acceptance(standin, demo_site, centres, 
     assert "validator rejected" in proc.stdout and "result: success" in proc.stdout
 
 
-async def test_no_validator_flag(standin, demo_site, centres, tmp_path):
+def test_no_validator_flag(standin, demo_site, centres, tmp_path):
     oracle = DemoOracle(centres, normalized)
     server = standin(oracle)
-    proc = cli(*run_args(server, demo_site, tmp_path / "run", "--no-validator", "--json"))
+    proc = surfer(*run_args(server, demo_site, tmp_path / "run", "--no-validator", "--json"))
     assert proc.returncode == 0, proc.stderr
     assert "validator" not in oracle.calls
 
@@ -116,7 +119,7 @@ def free_port() -> int:
 
 
 def test_server_down_exits_3_with_a_clear_message(demo_site, tmp_path):
-    proc = cli("run", "task", "--url", demo_site.url("index.html"), "--base-url", f"http://127.0.0.1:{free_port()}/v1",
+    proc = surfer("run", "task", "--url", demo_site.url("index.html"), "--base-url", f"http://127.0.0.1:{free_port()}/v1",
                "--model", "m", "--out", str(tmp_path / "run"), "--json")
     assert proc.returncode == 3
     result = json.loads(proc.stdout)
@@ -127,9 +130,9 @@ def test_server_down_exits_3_with_a_clear_message(demo_site, tmp_path):
     assert f"nothing recorded: the run never reached its model server ({tmp_path / 'run'} was not written)" in proc.stderr
 
 
-async def test_unknown_model_exits_2(standin, demo_site, tmp_path):
+def test_unknown_model_exits_2(standin, demo_site, tmp_path):
     server = standin(lambda r: "{}")
-    proc = cli("run", "task", "--url", demo_site.url("index.html"), "--base-url", server.base_url, "--model", "nope",
+    proc = surfer("run", "task", "--url", demo_site.url("index.html"), "--base-url", server.base_url, "--model", "nope",
                "--out", str(tmp_path / "run"))
     assert proc.returncode == 2
     assert "does not serve model 'nope'" in proc.stdout
@@ -147,17 +150,17 @@ async def test_unknown_model_exits_2(standin, demo_site, tmp_path):
 def test_bad_config_file_exits_2_naming_the_problem(tmp_path, content, message):
     config = tmp_path / "surfer.toml"
     config.write_text(content)
-    proc = cli("run", "task", "--config", str(config), "--out", str(tmp_path / "run"))
+    proc = surfer("run", "task", "--config", str(config), "--out", str(tmp_path / "run"))
     assert proc.returncode == 2
     assert message in " ".join(proc.stdout.split())
     assert not (tmp_path / "run").exists()
 
 
 def test_bad_flags_exit_2(tmp_path):
-    assert cli("run", "task", "--profile", "nonsense").returncode == 2
-    assert cli("run", "task", "--viewport", "wide").returncode == 2
-    assert cli("run", "task", "--max-steps", "0").returncode == 2
-    assert cli("run").returncode == 2  # missing TASK
+    assert surfer("run", "task", "--profile", "nonsense").returncode == 2
+    assert surfer("run", "task", "--viewport", "wide").returncode == 2
+    assert cli("run", "task", "--max-steps", "0").returncode == 2  # (the real process: its early browser let go)
+    assert surfer("run").returncode == 2  # missing TASK
 
 
 def test_config_file_sets_per_role_endpoints(tmp_path):
@@ -192,9 +195,9 @@ async def test_ctrl_c_keeps_finished_steps_and_writes_the_result(standin, demo_s
     assert (run_dir / "report.html").exists()
 
 
-async def test_profile_auto_says_what_it_chose(standin, demo_site, centres, tmp_path):
+def test_profile_auto_says_what_it_chose(standin, demo_site, centres, tmp_path):
     server = standin(DemoOracle(centres, normalized), model="Hcompany/Holo2-8B")
-    proc = cli("run", DEMO_TASK, "--url", demo_site.url("index.html"), "--base-url", server.base_url, "--model", server.model,
+    proc = surfer("run", DEMO_TASK, "--url", demo_site.url("index.html"), "--base-url", server.base_url, "--model", server.model,
                "--profile", "auto", "--viewport", f"{VIEWPORT[0]}x{VIEWPORT[1]}", "--out", str(tmp_path / "run"), "--json")
     assert "profile auto:" in proc.stderr and "holo2" in proc.stderr
     assert json.loads((tmp_path / "run" / "run.json").read_text())["config"]["profile"] == "holo2"
@@ -202,7 +205,7 @@ async def test_profile_auto_says_what_it_chose(standin, demo_site, centres, tmp_
 
 
 def test_profile_auto_with_the_server_down_exits_3(tmp_path):
-    proc = cli("run", "task", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--profile", "auto")
+    proc = surfer("run", "task", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--profile", "auto")
     assert proc.returncode == 3 and "cannot reach" in proc.stdout
 
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from inprocess import surfer
 from pydantic import BaseModel
 
 from surfer import Agent, ScriptedModel
@@ -136,13 +134,9 @@ def test_cli_answer_schema(standin, pages, tmp_path):
 
     server = standin(respond)
     (tmp_path / "schema.json").write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SURFER_")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "surfer", "run", "how many?", "--url", pages.url("actions.html"), "--base-url", server.base_url,
-         "--model", server.model, "--profile", "holo2", "--answer-schema", str(tmp_path / "schema.json"),
-         "--out", str(tmp_path / "run"), "--json"],
-        capture_output=True, text=True, timeout=120, env=env,
-    )
+    proc = surfer("run", "how many?", "--url", pages.url("actions.html"), "--base-url", server.base_url,  # (tests/inprocess.py)
+                  "--model", server.model, "--profile", "holo2", "--answer-schema", str(tmp_path / "schema.json"),
+                  "--out", str(tmp_path / "run"), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["data"] == {"n": 42}
     assert json.loads((tmp_path / "run" / "result.json").read_text())["data"] == {"n": 42}

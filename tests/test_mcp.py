@@ -26,6 +26,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
+from inprocess import surfer  # noqa: E402
 from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets  # noqa: E402
 from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle  # noqa: E402
 from surfer.models.profiles import get_profile  # noqa: E402
@@ -224,9 +225,8 @@ async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, t
 
 async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool_error(demo_site, tmp_path):
     port = free_port()
-    refused = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "surfer", "mcp", "--http", str(port), "--host", "0.0.0.0"],
-        capture_output=True, text=True, timeout=60, env=server_env())
+    refused = await asyncio.to_thread(  # (a usage error: in this process, tests/inprocess.py)
+        surfer, "mcp", "--http", str(port), "--host", "0.0.0.0", env={"SURFER_MCP_TOKEN": None})
     assert refused.returncode == 2 and "without a bearer token" in refused.stderr, refused.stderr
     assert refused.stdout == ""
 

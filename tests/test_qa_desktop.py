@@ -5,13 +5,11 @@ no model call."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from inprocess import surfer
 
 from test_desktop import TASK, FormResponder, TkForm, is_event
 
@@ -35,11 +33,10 @@ def test_a_desktop_suite_runs_then_replays_from_the_cache(xvfb, form_factory, st
     server = standin(FormResponder(form))
     suite = tmp_path / "desktop.yaml"
     suite.write_text(f"name: desktop\nenvironment: desktop\ncases:\n  - name: multiply\n    steps: [\"{TASK}\"]\n")
-    env = {**os.environ, "DISPLAY": xvfb, "NO_COLOR": "1", "COLUMNS": "200"}
-    args = [sys.executable, "-m", "surfer", "qa", str(suite), "--cache", str(tmp_path / "cache"), "--quiet",
+    args = ["qa", str(suite), "--cache", str(tmp_path / "cache"), "--quiet",
             "--base-url", server.base_url, "--model", server.model, "--profile", "holotron"]
 
-    first = subprocess.run([*args, "--out", str(tmp_path / "o1")], capture_output=True, text=True, timeout=120, env=env)
+    first = surfer(*args, "--out", str(tmp_path / "o1"), env={"DISPLAY": xvfb})  # (in this process: tests/inprocess.py)
     assert first.returncode == 0, first.stderr
     entry = json.loads((tmp_path / "cache" / "desktop" / "multiply.json").read_text())
     actions = entry["steps"][0]["actions"]
@@ -49,7 +46,7 @@ def test_a_desktop_suite_runs_then_replays_from_the_cache(xvfb, form_factory, st
     form = form_factory()  # a fresh app: empty fields, the same layout
     server.respond = FormResponder(form)
     before = len(server.requests)
-    second = subprocess.run([*args, "--out", str(tmp_path / "o2")], capture_output=True, text=True, timeout=120, env=env)
+    second = surfer(*args, "--out", str(tmp_path / "o2"), env={"DISPLAY": xvfb})
     assert second.returncode == 0, second.stderr
     assert len(server.requests) == before  # no model call
     computed = form.wait_for(is_event("computed"))

@@ -1,7 +1,10 @@
 """`surfer qa` end to end as CI runs it: a subprocess, the stand-in server
 answering as the sample suite's oracle over real HTTP, real Chromium on the
 demo site; exit codes, JUnit read back by junitparser, the action cache
-(zero model calls on a re-run, healing after a layout change) and secrets."""
+(zero model calls on a re-run, healing after a layout change) and secrets.
+Checks of what a run leaves behind run the command in this process
+(tests/inprocess.py); exit codes of the real process, its signals and the
+README's commands in a child process."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from inprocess import UNSET, Ran, surfer
 from junitparser import Error, Failure, JUnitXml, Properties, Property
 
 from surfer.apps.demo.oracle import DEMO_SITE
@@ -25,12 +29,18 @@ SECRET = "Tr0ub4dor-qa-7f3e9"  # unlikely to occur anywhere by chance
 FRAME = get_profile("holotron").frame
 
 
-def qa(*args: str, secret: str = SECRET, timeout: float = 180) -> subprocess.CompletedProcess:
+def qa_process(*args: str, secret: str = SECRET, timeout: float = 180) -> subprocess.CompletedProcess:
+    """`surfer qa ARGS --quiet` in a child process."""
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "LIBRARY_PASSWORD": secret}
-    for key in ("SURFER_BASE_URL", "SURFER_MODEL", "SURFER_API_KEY", "SURFER_PROFILE"):
+    for key in UNSET:
         env.pop(key, None)
     return subprocess.run([sys.executable, "-m", "surfer", "qa", *args, "--quiet"], capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+def qa(*args: str, secret: str = SECRET) -> Ran:
+    """`surfer qa ARGS --quiet` in this process."""
+    return surfer("qa", *args, "--quiet", env={"LIBRARY_PASSWORD": secret})
 
 
 def endpoint(server) -> list[str]:  # type: ignore[no-untyped-def]
@@ -188,7 +198,7 @@ def test_unreachable_model_server_exits_3(demo_site, tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "  - name: c\n    url: index.html\n    task: t\n")
-    proc = qa(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m")
+    proc = qa_process(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m")
     assert proc.returncode == 3, proc.stderr
     assert "cannot reach the model server" in " ".join(proc.stderr.split())
     assert isinstance(junit_cases(tmp_path / "out" / "junit.xml")["c"].result[0], Error)
@@ -284,11 +294,10 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
 
 
 def test_the_readme_commands_run_the_sample_suite_and_the_benchmark(tmp_path):
-    proc = qa(str(SAMPLE_SUITE), "--demo", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
+    proc = qa_process(str(SAMPLE_SUITE), "--demo", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
     assert proc.returncode == 0, proc.stderr
     assert {r["status"] for r in results(tmp_path / "out").values()} == {"passed"}
-    bench = subprocess.run([sys.executable, "-m", "surfer", "bench", "qa", "--model-latency", "0.05", "--runs", "1", "--out", str(tmp_path / "qa.json")],
-                           capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "200"})
+    bench = surfer("bench", "qa", "--model-latency", "0.05", "--runs", "1", "--out", str(tmp_path / "qa.json"))
     assert bench.returncode == 0, bench.stderr
     figures = json.loads((tmp_path / "qa.json").read_text())
     first, cached = figures["first_run"], figures["cached_run"]

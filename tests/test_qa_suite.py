@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from inprocess import surfer
 
 from surfer.qa.suite import SuiteError, TextExpectation, UrlExpectation, load_suite
 
@@ -64,8 +62,7 @@ def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
 def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("name: s\ncases:\n  - name: c\n    stepz: [a]\n")
-    proc = subprocess.run([sys.executable, "-m", "surfer", "qa", str(path), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    proc = surfer("qa", str(path), "--out", str(tmp_path / "out"))  # (in this process: tests/inprocess.py)
     assert proc.returncode == 2, proc.stderr
     assert f"{path}:4: cases[0].stepz: Extra inputs are not permitted" in " ".join(proc.stderr.split())
     assert not (tmp_path / "out").exists()  # nothing ran
@@ -97,8 +94,6 @@ def test_tag_and_grep_select_cases():
 def test_two_suites_with_one_name_exit_2(tmp_path):
     for name in ("a.yaml", "b.yaml"):
         (tmp_path / name).write_text("name: shop\ncases:\n  - name: c\n    task: t\n")
-    proc = subprocess.run([sys.executable, "-m", "surfer", "qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"),
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "COLUMNS": "200"})
+    proc = surfer("qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert "the suite name 'shop' is already used by" in " ".join(proc.stderr.split())

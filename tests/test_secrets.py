@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from inprocess import surfer
 
 from surfer.agent.secrets import Secrets
 from surfer.core.actions import Goto, TypeText
@@ -84,10 +85,7 @@ def test_secret_specs_and_values():
 
 
 def test_a_secret_flag_naming_an_unset_variable_exits_2(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "NOT_SET_ANYWHERE"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "surfer", "run", "t", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-         "--profile", "holo2", "--secret", "PW=NOT_SET_ANYWHERE", "--out", str(tmp_path / "r")],
-        capture_output=True, text=True, timeout=60, env=env,
-    )
+    proc = surfer("run", "t", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",  # (in this process: tests/inprocess.py)
+                  "--profile", "holo2", "--secret", "PW=NOT_SET_ANYWHERE", "--out", str(tmp_path / "r"),
+                  env={"NOT_SET_ANYWHERE": None})
     assert proc.returncode == 2 and "NOT_SET_ANYWHERE is not set" in proc.stdout

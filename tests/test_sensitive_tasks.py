@@ -6,9 +6,6 @@ pressing "Place order" is refused, and asking for it again ends the run
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +17,7 @@ from surfer.fleet.batch import Batch, BatchTask, ResultsIndex
 from surfer.apps.demo.oracle import frame_mapper, measure_targets
 from surfer.models.standin import ChatRequest
 from surfer.tools.desktop import DesktopEnvironment
+from inprocess import Ran, surfer
 from test_desktop import desktop, is_event, tk_form  # noqa: F401 - fixtures
 
 VIEWPORT = (1280, 800)
@@ -143,12 +141,9 @@ async def test_place_order_is_refused_then_ends_needs_approval(browser_env, page
     assert "needs_approval" in (tmp_path / "run" / "report.html").read_text()
 
 
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SURFER_")}
-    return subprocess.run(
-        [sys.executable, "-m", "surfer", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=timeout, env={**env, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
+def run_cli(*args: str) -> Ran:
+    """`surfer ARGS` in this process (tests/inprocess.py), nobody at its input (not a terminal)."""
+    return surfer(*args)
 
 
 def test_cli_nobody_watching(pages, shop_model, tmp_path):
@@ -204,13 +199,9 @@ def test_qa_suite_approves_its_own_app(pages, shop_model, tmp_path):
             {"name": "place an order, refused", "url": "index.html", "task": DENIED_TASK, "confirm": "deny"},
         ],
     }))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SURFER_")}
     junit = tmp_path / "junit.xml"
-    proc = subprocess.run(
-        [sys.executable, "-m", "surfer", "qa", str(suite), "--base-url", shop_model.base_url, "--model", shop_model.model,
-         "--profile", "holo2", "--out", str(tmp_path / "out"), "--junit", str(junit), "--quiet"],
-        capture_output=True, text=True, timeout=180, env={**env, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
+    proc = surfer("qa", str(suite), "--base-url", shop_model.base_url, "--model", shop_model.model,
+                  "--profile", "holo2", "--out", str(tmp_path / "out"), "--junit", str(junit), "--quiet")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     cases = {case.name: case for s in JUnitXml.fromfile(str(junit)) for case in s}
     assert cases["read the newest order"].is_passed and cases["place an order"].is_passed

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from inprocess import surfer
 from typer.testing import CliRunner
 
 from surfer.agent.config import AgentConfig, load_config
@@ -301,20 +302,15 @@ def test_doctor_checks_each_server_and_names_the_one_that_fails(standin):
 
 def test_qa_places_each_case_on_one_server(standin, demo_site, tmp_path):
     """`surfer qa` with two --base-url: each case's session keeps one server (real Chromium, the sample suite)."""
-    import os
-    import subprocess
-    import sys
 
     from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
     from surfer.models.profiles import get_profile
 
     oracle = qa_oracle(asyncio.run(measure_qa_targets(demo_site.base_url)), get_profile("holotron").frame)
     a, b = standin(oracle), standin(oracle)
-    env = {**os.environ, "NO_COLOR": "1", "LIBRARY_PASSWORD": "Tr0ub4dor-qa-7f3e9"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "surfer", "qa", str(SAMPLE_SUITE), "--var", f"demo_url={demo_site.base_url}", "--no-cache",
-         "--out", str(tmp_path / "qa"), "--base-url", a.base_url, "--base-url", b.base_url, "--model", a.model,
-         "--profile", "holotron", "--quiet"], capture_output=True, text=True, timeout=180, env=env)
+    proc = surfer("qa", str(SAMPLE_SUITE), "--var", f"demo_url={demo_site.base_url}", "--no-cache",  # (tests/inprocess.py)
+                  "--out", str(tmp_path / "qa"), "--base-url", a.base_url, "--base-url", b.base_url, "--model", a.model,
+                  "--profile", "holotron", "--quiet", env={"LIBRARY_PASSWORD": "Tr0ub4dor-qa-7f3e9"})
     assert proc.returncode == 0, proc.stderr
     where = sessions_by_server(a, b)
     assert len(where) == 3 and all(len(numbers) == 1 for numbers in where.values())  # three cases, one server each

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
+from inprocess import surfer
 from login_site import ORDER, PASSWORD, TASK, USER, USERNAME_FIELD, PASSWORD_FIELD, VIEWPORT, AcmeOracle
 from surfer import Agent, Reply, ScriptedModel
 from surfer.agent.config import AgentConfig, BrowserSettings
@@ -296,12 +296,12 @@ def test_off_a_terminal_a_question_exits_needs_input_and_answers_reply_on_the_re
     assert (json.loads(asked.stdout)["status"], json.loads(asked.stdout)["question"]) == ("needs_input", QUESTION)
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps([{"pattern": "password", "answer": PASSWORD, "secret": True}]))
-    replied = subprocess.run([*args, "--out", str(tmp_path / "replied"), "--answers", str(answers)], capture_output=True,
-                             text=True, env=child_env(), stdin=subprocess.DEVNULL, timeout=120)
+    # (the rerun and a missing task in this process, nobody at its input: tests/inprocess.py)
+    replied = surfer(*args[3:], "--out", str(tmp_path / "replied"), "--answers", str(answers))
     assert replied.returncode == 0, replied.stderr
     assert json.loads(replied.stdout)["answer"] == ORDER
     assert files_holding(tmp_path / "replied", PASSWORD) == []
-    no_task = subprocess.run(run_args(server), capture_output=True, text=True, env=child_env(), stdin=subprocess.DEVNULL, timeout=60)
+    no_task = surfer(*run_args(server)[3:])
     said = no_task.stdout + no_task.stderr
     assert no_task.returncode == 2 and "give the task to run" in said and "Traceback" not in said
 
@@ -331,9 +331,8 @@ def test_a_qa_case_whose_agent_asks_fails_needs_input_without_a_retry(standin, d
     suite = tmp_path / "checks.yaml"
     suite.write_text(f"name: checks\nbase_url: {demo_site.base_url}\ncases:\n"
                      "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n")
-    proc = subprocess.run([sys.executable, "-m", "surfer", "qa", str(suite), "--out", str(tmp_path / "out"), "--retries", "1",
-                           "--no-cache", "--quiet", "--base-url", server.base_url, "--model", server.model, "--profile", "holotron"],
-                          capture_output=True, text=True, env=child_env(), stdin=subprocess.DEVNULL, timeout=180)
+    proc = surfer("qa", str(suite), "--out", str(tmp_path / "out"), "--retries", "1",  # (nobody at its input: tests/inprocess.py)
+                  "--no-cache", "--quiet", "--base-url", server.base_url, "--model", server.model, "--profile", "holotron")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     record = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[-1])
     assert (record["status"], record["attempts"]) == ("needs_input", 1)  # a question is not retried

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from inprocess import Ran, surfer
 from login_site import ORDER, PASSWORD, TASK, VIEWPORT, AcmeOracle
 from surfer import Agent
 from surfer.apps.demo.oracle import frame_mapper
@@ -73,15 +74,21 @@ def sid_of(state_file: Path) -> str:
     return next(c["value"] for c in json.loads(state_file.read_text())["cookies"] if c["name"] == "sid")
 
 
-def said(proc: subprocess.CompletedProcess) -> str:
+def said(proc: subprocess.CompletedProcess | Ran) -> str:
     """What a command printed, on either stream, its lines unwrapped."""
     return " ".join((proc.stdout + proc.stderr).split())
 
 
 def cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`surfer ARGS` in a child process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SURFER_")}
     return subprocess.run([sys.executable, "-m", "surfer", *args], capture_output=True, text=True, timeout=120,
                           env={**env, "NO_COLOR": "1", "COLUMNS": "200", "ACME_PW": PASSWORD, **(env_extra or {})})
+
+
+def command(*args: str, env_extra: dict[str, str] | None = None) -> Ran:
+    """`surfer ARGS` in this process (tests/inprocess.py): for what a command leaves behind."""
+    return surfer(*args, env={"ACME_PW": PASSWORD, **(env_extra or {})})
 
 
 def run_args(model, site, out: Path, *extra: str) -> list[str]:  # type: ignore[no-untyped-def]
@@ -95,7 +102,7 @@ def run_args(model, site, out: Path, *extra: str) -> list[str]:  # type: ignore[
 
 def test_a_saved_state_starts_the_next_run_signed_in_and_stays_out_of_every_file(model, site, tmp_path):
     state = tmp_path / "auth" / "state.json"
-    first = cli(*run_args(model, site, tmp_path / "signed-out", "--save-storage-state", str(state), "--trace", "on"))
+    first = command(*run_args(model, site, tmp_path / "signed-out", "--save-storage-state", str(state), "--trace", "on"))
     assert first.returncode == 0, first.stderr
     signed_out = json.loads(first.stdout)
     assert signed_out["status"] == "success" and signed_out["steps"] == SIGN_IN_STEPS and signed_out["answer"] == ORDER
@@ -106,6 +113,7 @@ def test_a_saved_state_starts_the_next_run_signed_in_and_stays_out_of_every_file
     assert sid in site.sessions  # the server's own session, made by the form POST
     logins = site.logins
 
+    # (a real process: the browser it starts early has no such state, so the run opens a context of its own)
     second = cli(*run_args(model, site, tmp_path / "signed-in", "--storage-state", str(state), "--trace", "on"))
     assert second.returncode == 0, second.stderr
     signed_in = json.loads(second.stdout)
@@ -161,7 +169,7 @@ def test_a_profile_in_use_is_a_clear_error_not_a_hang(model, site, tmp_path):
 
     os.symlink(f"{socket.gethostname()}-{os.getpid()}", profile / "SingletonLock")  # what a running Chromium leaves
     started = time.monotonic()
-    proc = cli(*run_args(model, site, tmp_path / "run", "--user-data-dir", str(profile)))
+    proc = command(*run_args(model, site, tmp_path / "run", "--user-data-dir", str(profile)))
     assert proc.returncode == 2 and time.monotonic() - started < 30
     assert f"in use by another Chromium (process {os.getpid()}; SingletonLock)" in said(proc)
     (profile / "SingletonLock").unlink()
@@ -238,10 +246,10 @@ def test_an_unreachable_cdp_url_is_a_clear_error(model, site, tmp_path):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = cli(*run_args(model, site, tmp_path / "run", "--cdp-url", f"http://127.0.0.1:{port}"))
+    proc = command(*run_args(model, site, tmp_path / "run", "--cdp-url", f"http://127.0.0.1:{port}"))
     assert proc.returncode == 2, proc.stderr
     assert f"cannot attach to the browser at http://127.0.0.1:{port} (--cdp-url)" in said(proc)
-    bad = cli(*run_args(model, site, tmp_path / "run2", "--browser-ws", "http://127.0.0.1:1/"))
+    bad = command(*run_args(model, site, tmp_path / "run2", "--browser-ws", "http://127.0.0.1:1/"))
     assert bad.returncode == 2 and "--browser-ws takes a ws: or wss: URL" in said(bad)
 
 
@@ -299,7 +307,7 @@ def test_a_missing_or_invalid_state_file_is_a_clear_error(content, message, tmp_
     state = tmp_path / "state.json"
     if content is not None:
         state.write_text(content)
-    proc = cli("run", "t", "--url", "http://127.0.0.1:9/", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+    proc = command("run", "t", "--url", "http://127.0.0.1:9/", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                "--profile", "holo2", "--storage-state", str(state), "--out", str(tmp_path / "r"))
     assert proc.returncode == 2 and message in said(proc), said(proc)
     assert not (tmp_path / "r").exists()
@@ -326,11 +334,11 @@ def test_a_state_file_others_can_read_gets_a_warning_and_contradictions_are_refu
 def test_a_batch_cannot_share_one_profile_between_concurrent_sessions(tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"task": "x", "url": "http://127.0.0.1:9/"}\n{"task": "y", "url": "http://127.0.0.1:9/"}\n')
-    proc = cli("batch", str(tasks), "--out", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+    proc = command("batch", str(tasks), "--out", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                "--profile", "holo2", "--user-data-dir", str(tmp_path / "profile"), "--concurrency", "2")
     assert proc.returncode == 2 and "holds one session at a time: run with --concurrency 1" in said(proc)
     (tmp_path / "tasks2.jsonl").write_text('{"task": "x", "storage_state": "missing.json"}\n')
-    bad = cli("batch", str(tmp_path / "tasks2.jsonl"), "--out", str(tmp_path / "out2"), "--base-url", "http://127.0.0.1:9/v1",
+    bad = command("batch", str(tmp_path / "tasks2.jsonl"), "--out", str(tmp_path / "out2"), "--base-url", "http://127.0.0.1:9/v1",
               "--model", "m", "--profile", "holo2")
     assert bad.returncode == 2 and "task line-1: storage state file" in said(bad) and "missing.json does not exist" in said(bad)
 

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from inprocess import surfer
 from login_site import ORDER, PASSWORD, TASK, VIEWPORT, AcmeOracle
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.apps.demo.oracle import frame_mapper
 from surfer.tools.browser.state import write_storage_state
 from test_signed_in import centres, site  # noqa: F401  (the login site's fixtures)
-from test_signed_in import cli, files_holding, said, sid_of, typed_password
+from test_signed_in import command, files_holding, said, sid_of, typed_password
 
 
 @pytest.fixture
@@ -57,7 +58,7 @@ def test_a_qa_setup_case_signs_in_once_for_the_other_cases(standin, centres, sit
     suite = tmp_path / "acme.yaml"
     suite.write_text(SUITE.format(base=site.base_url, order=ORDER))
     out = tmp_path / "out"
-    proc = cli("qa", str(suite), "--base-url", model.base_url, "--model", model.model, "--profile", "holotron",
+    proc = command("qa", str(suite), "--base-url", model.base_url, "--model", model.model, "--profile", "holotron",
                "--out", str(out), "--no-cache", "--trace", "on", "--quiet")
     assert proc.returncode == 0, said(proc)
     records = {r["case"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
@@ -76,7 +77,7 @@ def test_when_the_setup_case_fails_the_others_do_not_run_signed_out(standin, cen
     model = standin(AcmeOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0), secret="NOT_THE_PASSWORD"))
     suite = tmp_path / "acme.yaml"
     suite.write_text(SUITE.format(base=site.base_url, order=ORDER).replace("ACME_PW", "NOT_THE_PASSWORD") + "model: {max_steps: 4}\n")
-    proc = cli("qa", str(suite), "--base-url", model.base_url, "--model", model.model, "--profile", "holotron",
+    proc = command("qa", str(suite), "--base-url", model.base_url, "--model", model.model, "--profile", "holotron",
                "--out", str(tmp_path / "out"), "--no-cache", "--quiet", env_extra={"NOT_THE_PASSWORD": "wrong"})
     assert proc.returncode == 1, said(proc)
     records = {r["case"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
@@ -89,11 +90,11 @@ def test_when_the_setup_case_fails_the_others_do_not_run_signed_out(standin, cen
 def test_a_suite_state_file_that_nothing_writes_must_exist(tmp_path):
     suite = tmp_path / "s.yaml"
     suite.write_text("name: s\nbase_url: http://127.0.0.1:9\nstorage_state: gone.json\ncases:\n  - name: c\n    task: x\n")
-    proc = cli("qa", str(suite), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holo2", "--quiet",
+    proc = command("qa", str(suite), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holo2", "--quiet",
                "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and "gone.json does not exist" in said(proc) and "add a setup case" in said(proc)
     suite.write_text("name: s\ncases:\n  - name: c\n    setup: true\n    task: x\n")
-    proc = cli("qa", str(suite), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--quiet", "--out", str(tmp_path / "o"))
+    proc = command("qa", str(suite), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--quiet", "--out", str(tmp_path / "o"))
     assert proc.returncode == 2 and "setup case 'c' has nowhere to save its sign-in" in said(proc)
 
 
@@ -137,21 +138,21 @@ async def test_mcp_run_task_starts_signed_in_and_refuses_a_missing_state(standin
 
 def test_auth_check_reads_the_cookies_expiry_and_can_load_the_page(site, state_file, tmp_path):
     url = site.url("/account")
-    fresh = cli("auth", "check", str(state_file), "--url", url, "--load", "--expect-text", "Welcome back")
+    fresh = command("auth", "check", str(state_file), "--url", url, "--load", "--expect-text", "Welcome back")
     assert fresh.returncode == 0, said(fresh)
     assert "sid @ 127.0.0.1: expires in 59 minutes" in said(fresh) and "signs in: 1 cookie(s) still valid" in said(fresh)
     assert "with no sign-in form" in said(fresh) and sid_of(state_file) not in said(fresh)  # never prints a value
     state = json.loads(state_file.read_text())
     state["cookies"][0]["expires"] = time.time() - 7200
     expired = write_storage_state(state, tmp_path / "expired.json")
-    old = cli("auth", "check", str(expired), "--url", url)
+    old = command("auth", "check", str(expired), "--url", url)
     assert old.returncode == 1 and "expired 2 hours ago" in said(old) and "every cookie for" in said(old)
     state["cookies"][0].update(expires=time.time() + 600, value="0" * 32)  # unexpired, but the server forgot it
     forgotten = write_storage_state(state, tmp_path / "forgotten.json")
-    loaded = cli("auth", "check", str(forgotten), "--url", url, "--load")
+    loaded = command("auth", "check", str(forgotten), "--url", url, "--load")
     assert loaded.returncode == 1 and "/login?next=/account" in said(loaded) and "with a sign-in form" in said(loaded)
     os.chmod(forgotten, 0o644)
-    assert "readable by others" in said(cli("auth", "check", str(forgotten), "--url", url))
+    assert "readable by others" in said(command("auth", "check", str(forgotten), "--url", url))
 
 
 async def test_auth_save_keeps_what_the_person_signed_in_to_when_they_close_the_window(site):
@@ -192,7 +193,6 @@ def test_auth_save_opens_a_visible_browser_and_saves_on_enter(site, xvfb, tmp_pa
 
 
 def test_auth_save_without_a_display_says_so(site, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    proc = subprocess.run([sys.executable, "-m", "surfer", "auth", "save", site.url("/prefs"), "--out", str(tmp_path / "s.json")],
-                          capture_output=True, text=True, timeout=60, env={**env, "NO_COLOR": "1"}, stdin=subprocess.DEVNULL)
+    proc = surfer("auth", "save", site.url("/prefs"), "--out", str(tmp_path / "s.json"),  # (tests/inprocess.py)
+                  env={"DISPLAY": None, "WAYLAND_DISPLAY": None})
     assert proc.returncode == 2 and "no display" in proc.stderr and not (tmp_path / "s.json").exists()

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from inprocess import surfer as command
 
 from surfer import Agent
 from surfer.core.actions import Click, CssPoint, Goto
@@ -378,11 +379,8 @@ async def test_file_urls_open_when_the_user_allows_them_and_never_after(browser_
 
 
 def test_a_file_start_url_is_a_usage_error(tmp_path):
-    proc = subprocess.run(
-        surfer("run", "probe", "--url", "file:///etc/passwd", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-               "--profile", "holo2", "--out", str(tmp_path / "run")),
-        capture_output=True, text=True, timeout=60, env=cli_env(),
-    )
+    proc = command("run", "probe", "--url", "file:///etc/passwd", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                   "--profile", "holo2", "--out", str(tmp_path / "run"))  # (in this process: tests/inprocess.py)
     assert proc.returncode == 2, proc.stdout + proc.stderr  # refused before any server is contacted
     assert "start URL file:///etc/passwd is refused" in proc.stdout and "--allow-file-urls" in proc.stdout
 
@@ -390,11 +388,8 @@ def test_a_file_start_url_is_a_usage_error(tmp_path):
 def test_a_batch_task_with_a_file_url_is_a_usage_error(tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps({"id": "peek", "task": "read it", "url": "file:///etc/passwd"}) + "\n")
-    proc = subprocess.run(
-        surfer("batch", str(tasks), "--out", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-               "--profile", "holo2", "--quiet"),
-        capture_output=True, text=True, timeout=60, env=cli_env(),
-    )
+    proc = command("batch", str(tasks), "--out", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                   "--profile", "holo2", "--quiet")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "task peek: the start URL file:///etc/passwd is refused" in proc.stderr
     assert not (tmp_path / "out" / "results.jsonl").exists()

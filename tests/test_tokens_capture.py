@@ -262,14 +262,12 @@ async def test_a_retry_after_malformed_output_extends_the_rejected_call(oracle, 
 
 
 async def test_cli_run_with_record_tokens_refuses_a_server_without_them(oracle, demo_site, tmp_path: Path) -> None:
-    import subprocess
-    import sys
+    from inprocess import surfer
 
     server = oracle(token_fields=False)
-    proc = await asyncio.to_thread(subprocess.run, [
-        sys.executable, "-m", "surfer", "run", DEMO_TASK, "--url", demo_site.url("index.html"), "--base-url", server.base_url,
-        "--model", server.model, "--record-tokens", "--out", str(tmp_path / "run"), "--json"],
-        capture_output=True, text=True, timeout=120)
+    proc = await asyncio.to_thread(  # (in this process: tests/inprocess.py)
+        surfer, "run", DEMO_TASK, "--url", demo_site.url("index.html"), "--base-url", server.base_url,
+        "--model", server.model, "--record-tokens", "--out", str(tmp_path / "run"), "--json")
     assert proc.returncode == 2, proc.stderr
     assert json.loads(proc.stdout)["error_kind"] == "config"
     assert "Traceback" not in proc.stderr and "does not return prompt_token_ids" in proc.stderr + proc.stdout
