@@ -173,6 +173,28 @@ async def test_the_agent_asks_a_person_to_take_over_and_is_told_what_changed(win
     assert result.timings.human_seconds >= round(spent, 3) - 0.001 and charged < spent - 2 * POLL_S  # not the task's time
 
 
+async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_led(window, acme_site, acme_centres, monkeypatch):
+    """Under load the page's report of Enter reached surfer after the browser's report of the navigation that Enter
+    caused (two channels), and the navigation was put on the typing before it (a clean-clone flake): here the
+    page's reports all come 0.3 s late, in order, as under that load."""
+    from surfer.tools.browser import person
+
+    reported, loop = person._reported, asyncio.get_running_loop()
+
+    def late(source: Any, event: Any) -> None:
+        loop.call_later(0.3, reported, source, event)
+
+    monkeypatch.setattr(person, "_reported", late)  # (installed with each new tab's binding)
+    await window.start(acme_site.url("/account"))
+    watch = window.watch_person()
+    await watch.start()
+    await sign_in_as_a_person(window.page, acme_centres)
+    actions = await watch.stop()
+    assert [type(a.action).__name__ for a in actions] == ["Click", "TypeText", "Click", "TypeText", "PressKeys"]
+    assert actions[-1].detail.endswith("/account") and not actions[3].detail, [a.detail for a in actions]
+    assert actions[-1].after is not None and actions[-1].after.url.endswith("/account")
+
+
 async def test_a_person_who_declines_leaves_the_task_needing_input(window, acme_site, tmp_path):
     model = ScriptedModel(policy=[act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
     agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False,

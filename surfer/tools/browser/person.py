@@ -16,7 +16,11 @@ Playwright. They become surfer actions:
     navigation              where the action just before led, else goto(url) (an address typed, back)
 
 An action ends when nothing more comes for `QUIET` seconds (its screen after
-is taken then) or when the next one begins. Only the main frame is read, in
+is taken then) or when the next one begins. The page's events and the
+browser's navigations come on two channels, and under load a key press can
+arrive after the navigation it caused: each page event carries the page's
+clock, and a navigation waits (up to `QUIET`) for the page's events stamped
+before it arrived. Only the main frame is read, in
 the tab that was current when the person took over.
 """
 
@@ -43,7 +47,7 @@ SCRIPT = r"""(() => {
   window.__surferPersonWatch = true;
   const report = (event) => {
     const send = window.__surfer_person;
-    if (typeof send === 'function') Promise.resolve(send(event)).catch(() => {});
+    if (typeof send === 'function') Promise.resolve(send({...event, t: Date.now()})).catch(() => {});
   };
   const SECRET = /password|one-time-code|otp|cc-number|cc-csc|card/i;
   const secret = (el) => !!el && el.nodeType === 1 && ((el.type || '').toLowerCase() === 'password'
@@ -139,15 +143,16 @@ class BrowserPersonWatch(PersonWatch):
 
     def _navigated(self, frame: Any) -> None:
         if self._page is not None and frame == self._page.main_frame:
-            self._queue.put_nowait({"kind": "navigate", "url": frame.url})
+            self._queue.put_nowait({"kind": "navigate", "url": frame.url, "t": time.time() * 1000})
 
     async def stop(self) -> list[PersonAction]:
         page = self._page
         try:
-            # through the binding: every event the page reported before arrives before this one
-            await asyncio.wait_for(page.evaluate(f"() => window.{BINDING} && window.{BINDING}({{kind: 'flush'}})"), 5)
-        except Exception:  # noqa: BLE001 - a tab that closed or hangs: what arrived is what is known
-            self._queue.put_nowait({"kind": "flush"})
+            # through the binding, stamped with the page's clock: the page's events from before it are read first
+            # (those of a document the person left can still be on their way: they are waited for, up to QUIET)
+            await asyncio.wait_for(page.evaluate(f"() => window.{BINDING} && window.{BINDING}({{kind: 'flush', t: Date.now()}})"), 5)
+        except Exception:  # noqa: BLE001 - a tab between two documents, closed or hanging: what arrives is known
+            self._queue.put_nowait({"kind": "flush", "t": time.time() * 1000})
         try:
             if self._reading is not None:
                 await self._reading
@@ -161,20 +166,36 @@ class BrowserPersonWatch(PersonWatch):
         pending: PersonAction | None = None  # the action being read (typing goes on)
         last: PersonAction | None = None  # the last one ended (a navigation may be where it led)
         again = False  # `last` led somewhere after it ended: its screen after is taken again
+        held: tuple[str, float] | None = None  # a navigation waiting for the page's events from before it
+        after_held: dict[str, Any] | None = None  # the event that ended the wait, read again once it is done
+        closing = False  # the page's flush came: what it stamped earlier may still arrive, until QUIET passes
         while True:
-            try:
-                event = await (asyncio.wait_for(self._queue.get(), QUIET) if pending or again else self._queue.get())
-            except TimeoutError:
-                event = {"kind": "quiet"}
+            if after_held is not None:
+                event, after_held = after_held, None
+            else:
+                try:
+                    event = await (asyncio.wait_for(self._queue.get(), QUIET) if pending or again or held or closing
+                                   else self._queue.get())
+                except TimeoutError:
+                    event = {"kind": "flush"} if closing and not held else {"kind": "quiet"}
             kind = event.get("kind")
-            if kind == "flush" and self._page.url != self._url:  # a navigation not reported yet (events race the flush)
-                self._queue.put_nowait(event)
-                event, kind = {"kind": "navigate", "url": self._page.url}, "navigate"
+            if kind == "navigate" and str(event.get("url") or "") in (self._url, held and held[0]):
+                continue
+            if kind == "flush" and event.get("t") and not closing:  # the page's: wait for its stragglers
+                closing = True
+                continue
+            if kind == "flush" and self._page.url != self._url and not held:  # a navigation not reported yet
+                after_held = event
+                event, kind = {"kind": "navigate", "url": self._page.url, "t": time.time() * 1000}, "navigate"
+            if held is not None and (kind in ("quiet", "flush", "navigate") or not float(event.get("t") or 0) < held[1]):
+                after_held = event  # it came after the navigation held: that one first
+                event, kind, held = {"kind": "arrived", "url": held[0]}, "arrived", None
             if kind == "navigate":
-                url = str(event.get("url") or "")
-                if url == self._url:
-                    continue
-                self._url = url
+                self._url = str(event.get("url") or "")
+                held = (self._url, float(event.get("t") or time.time() * 1000))
+                continue
+            if kind == "arrived":
+                url = str(event["url"])
                 cause = pending or last
                 if cause is not None and isinstance(cause.action, (Click, PressKeys, TypeText)) and time.monotonic() - cause.at < LED_TO:
                     cause.detail = f"went to {url}"
