@@ -85,33 +85,10 @@ def pytest_runtest_protocol(item, nextitem):  # type: ignore[no-untyped-def]
 # -- the longest files first ----------------------------------------------------------
 # scripts/test.sh hands each pytest-xdist worker whole files, in collection order
 # (--no-loadscope-reorder). The files that take longest (browsers, subprocesses, a Ray
-# cluster: 15-110 s each on two cores) go first, longest first, so that no worker starts one of them
-# while the others have run out of work. The rest keep their order. (Seconds a file took in one full run on
-# two cores, 2026-11-27, as the comment beside it: refresh with `--durations=0`, summed per file.)
-LONGEST_FILES = (
-    "test_qa_run.py",  # 102
-    "test_batch_ray.py",  # 92
-    "test_mcp.py",  # 60
-    "test_soak.py",  # 53
-    "test_batch.py",  # 45
-    "test_stop_any_moment.py",  # 43
-    "test_sessions.py",  # 42
-    "test_signed_in.py",  # 42
-    "test_miniwob.py",  # 40
-    "test_outage.py",  # 38
-    "test_gpu_bench.py",  # 38
-    "test_stops.py",  # 33
-    "test_native_widgets.py",  # 32
-    "test_cli.py",  # 31
-    "test_servers.py",  # 31
-    "test_prompt_load.py",  # 29
-    "test_takeover.py",  # 25
-    "test_sensitive_tasks.py",  # 24
-    "test_view.py",  # 24
-    "test_rewards.py",  # 23
-    "test_qa_pytest_plugin.py",  # 22
-    "test_signed_in_commands.py",  # 22
-)
+# cluster: 15-110 s each on two cores) go first, so that no worker starts one of them
+# while the others have run out of work. The rest keep their order.
+LONGEST_FILES = ("test_qa_run.py", "test_batch_ray.py", "test_soak.py", "test_view.py", "test_miniwob.py",
+                 "test_inprocess_backends.py", "test_qa_pytest_plugin.py")
 
 
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
