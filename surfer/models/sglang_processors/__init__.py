@@ -23,9 +23,9 @@ request extending the last one with a new screenshot found 0 tokens cached,
 with a text turn 309 of 337); surfer's gives each image its own item, its own
 hash, as SGLang's cache expects.
 
-`image_cache`: each image is processed once per tokenizer worker (SGLang redoes every screenshot of a
-conversation on every request), and its item's hash is a digest of its data, so SGLang does not hash the
-pixels again; pure, like this module.
+`image_cache`: each image's item gets a digest of its data as its hash, so SGLang does not hash the pixels
+again, and where asked (SURFER_SGLANG_IMAGE_CACHE_GIB) each tokenizer worker keeps the screenshots it
+processed; pure, like this module.
 """
 
 from __future__ import annotations

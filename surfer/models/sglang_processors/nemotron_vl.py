@@ -1,6 +1,7 @@
 """Nemotron-Nano-VL (Holotron-12B) for SGLang: its processor, with each image's tokens at that image's own
-`<image>` placeholder and a prompt's token ids kept as sent (see the package docstring), each image processed
-once per tokenizer worker and hashed from its data (image_cache.py). Imported by SGLang, never by surfer."""
+`<image>` placeholder and a prompt's token ids kept as sent (see the package docstring), its screenshots processed
+in the worker's thread pool and each hashed from its data, and kept per worker where asked (image_cache.py).
+Imported by SGLang, never by surfer."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ class SurferNanoNemotronVLProcessor(NanoNemotronVLImageProcessor):
             limit = int(DEFAULT_CACHE_GIB * (1 << 30))
         self.processed = ProcessedImages(limit)
         self.requests = 0
-        logger.info("surfer: processed screenshots kept up to %.1f GiB in this tokenizer worker (%s)",
-                    limit / (1 << 30), CACHE_ENV)
+        if limit:
+            logger.info("surfer: processed screenshots kept up to %.1f GiB in this tokenizer worker (%s)",
+                        limit / (1 << 30), CACHE_ENV)
 
     async def process_mm_data_async(self, image_data: Any, audio_data: Any, input_text: Any, request_obj: Any, **kwargs: Any) -> Any:
         if not image_data or getattr(request_obj, "video_data", None) or audio_data or self.dynamic_resolution:
@@ -65,7 +67,7 @@ class SurferNanoNemotronVLProcessor(NanoNemotronVLImageProcessor):
             self.processed.put(key, tiles, tiles.numel() * tiles.element_size())
         features = [found[key] for key in keys]
         self.requests += 1
-        if self.requests % STATS_EVERY == 0:
+        if self.processed.limit and self.requests % STATS_EVERY == 0:
             logger.info("surfer: processed screenshots in worker %d: %s", os.getpid(), self.processed.stats())
         image_id, start, end = self.mm_tokens.image_token_id, self.img_start_token_id, self.img_end_token_id
         runs = rendered_runs([f.shape[0] for f in features], self.num_image_token, image_id, start, end)
