@@ -24,8 +24,9 @@
 #     (PLACEMENT=round-robin-per-request: each request to the next replica, a load balancer without affinity)
 #   bash scripts/gpu_device.sh stop-replicas SHAPE      # stop them and wait until the GPUs' memory is given back
 #   bash scripts/gpu_device.sh servers                  # in the background (results in /tmp/out; `collect` as for levers):
-#     SHAPE (default holotron) on one GPU at SESSIONS (default 64), then on GPUS (default 2) replicas at GPUS x SESSIONS
-#     with surfer's placement and with round-robin per request, then the engine's data parallelism behind one endpoint
+#     SHAPE (default holotron) served on GPUS (default 2) replicas from one start: the first alone at SESSIONS (default
+#     64), then all at GPUS x SESSIONS with surfer's placement and with round-robin per request (VARIANT, WINDOW,
+#     PLAN_ARGS; DATA_PARALLEL_TOO=1: then the engine's data parallelism behind one endpoint)
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
 # (engine start: 3 to 6 minutes). SURFER_SRC: the directory holding the surfer package (default: this checkout).
 # ENGINE=sglang (default vllm): serve with SGLang from /tmp/sgl-site (its own transformers and tokenizers: never
@@ -214,29 +215,33 @@ stop-replicas)
   bash "$here/scripts/gpu_device.sh" stop "$2"
   ;;
 servers)
-  mkdir -p /tmp/out && rm -f /tmp/out/levers.done
-  setsid nohup bash "$here/scripts/gpu_device.sh" servers-run > /tmp/out/levers.log 2>&1 < /dev/null &
+  # (from a copy of the checkout, as `plan`)
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src
+  SURFER_SRC=/tmp/plan-src setsid nohup bash /tmp/plan-src/scripts/gpu_device.sh servers-run > /tmp/out/levers.log 2>&1 < /dev/null &
   echo "servers running: /tmp/out/levers.log"
   ;;
 servers-run)
+  # one start of GPUS replicas (one per GPU): the first replica alone at SESSIONS (the one-GPU baseline, same start),
+  # then all of them at GPUS x SESSIONS with surfer's per-session placement and with round robin per request;
+  # DATA_PARALLEL_TOO=1: then the engine's own data parallelism behind one endpoint (a second start)
   shape=${SHAPE:-holotron} gpus=${GPUS:-2} sessions=${SESSIONS:-64} window=${WINDOW:-300}
-  args="--variants ${VARIANT:-layout=window,continuation=on} --no-bare --min-steps ${MIN_STEPS:-3}"
-  # one GPU: the baseline
-  bash "$here/scripts/gpu_device.sh" serve "$shape" && OUT=/tmp/out BENCH_ARGS="$args" \
-    bash "$here/scripts/gpu_device.sh" bench "$shape" "$window" "$sessions" 8000 one-gpu
-  bash "$here/scripts/gpu_device.sh" stop "$shape"
-  # replicas, one per GPU: surfer's per-session placement, then a load balancer's round robin per request
+  args="--variants ${VARIANT:-layout=window,continuation=on} --no-bare --min-steps ${MIN_STEPS:-3} $PLAN_ARGS"
   if bash "$here/scripts/gpu_device.sh" replicas "$shape" "$gpus"; then
+    (sleep 60; nvidia-smi > /tmp/out/nvidia-smi-one-replica.txt) &
+    OUT=/tmp/out BENCH_ARGS="$args" bash "$here/scripts/gpu_device.sh" bench-replicas "$shape" "$window" "$sessions" 1 \
+      8000 one-replica
     for placement in session round-robin-per-request; do
+      (sleep 60; nvidia-smi > /tmp/out/nvidia-smi-$placement.txt; top -b -n 1 -w 220 | head -40 > /tmp/out/top-$placement.txt) &
       PLACEMENT=$placement OUT=/tmp/out BENCH_ARGS="$args" bash "$here/scripts/gpu_device.sh" bench-replicas "$shape" \
         "$window" "$(( gpus * sessions ))" "$gpus" 8000 "replicas-$placement"
     done
   fi
   bash "$here/scripts/gpu_device.sh" stop-replicas "$shape"
-  # the engine's own data parallelism behind one endpoint
-  DATA_PARALLEL=1 bash "$here/scripts/gpu_device.sh" replicas "$shape" "$gpus" && OUT=/tmp/out BENCH_ARGS="$args" \
-    bash "$here/scripts/gpu_device.sh" bench "$shape" "$window" "$(( gpus * sessions ))" 8000 data-parallel
-  bash "$here/scripts/gpu_device.sh" stop-replicas "$shape"
+  if [ -n "$DATA_PARALLEL_TOO" ]; then
+    DATA_PARALLEL=1 bash "$here/scripts/gpu_device.sh" replicas "$shape" "$gpus" && OUT=/tmp/out BENCH_ARGS="$args" \
+      bash "$here/scripts/gpu_device.sh" bench "$shape" "$window" "$(( gpus * sessions ))" 8000 data-parallel
+    bash "$here/scripts/gpu_device.sh" stop-replicas "$shape"
+  fi
   touch /tmp/out/levers.done
   ;;
 seeds)

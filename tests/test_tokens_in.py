@@ -357,3 +357,31 @@ def test_one_refused_request_goes_by_chat_and_the_others_keep_tokens_in(tiny_mod
     assert len(server.generate.requests) == 2 and len(server.requests) == 3  # the refused one went by chat
     assert backend.path.tokens_in and backend.generate.chain.stats.refused == 1
     assert caplog.text.count("refused a request's ids") == 1
+
+
+def test_the_bench_replays_a_tokens_in_run_as_the_ids_it_sent(tiny_models, standin, tmp_path) -> None:
+    """Surfer against the bare replay compares the same requests: a run by tokens in is replayed to /generate
+    with the ids surfer sent (not as chat completions, which a hybrid model would find nothing of)."""
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+    from surfer.bench.gpu.emulate import ClickEverywhere
+
+    server = standin(ClickEverywhere(), engine="sglang", model_dir=tiny_models["holotron"], kv_capacity=10**7)
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
+        "--variants", "layout=conversation,continuation=on,tokens_in=on", "--min-steps", "0", "--window", "30",
+        "--session-steps", "3", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(out.read_text())["models"][0]["levels"]
+    surfer, bare = row["surfer"], row["bare"]
+    assert surfer["request_path"].startswith("tokens in: SGLang /generate") and surfer["tokens_in"]["extended"] > 0
+    assert bare["model_calls"] == surfer["model_calls"] > 0 and bare["prompt_tokens_per_call"] == surfer["prompt_tokens_per_call"]
+    # every request went to /generate, each replayed once with the ids, images and sampling surfer sent
+    bodies = [{k: v for k, v in body.items() if k != "rid"} for body in server.generate.requests]
+    assert len(bodies) == len(server.requests) == 2 * surfer["model_calls"]
+    key = lambda body: json.dumps(body, sort_keys=True)  # noqa: E731
+    assert sorted(map(key, bodies[:surfer["model_calls"]])) == sorted(map(key, bodies[surfer["model_calls"]:]))
+    assert row["surfer_vs_bare"]["calls_per_s"] > 0

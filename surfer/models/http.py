@@ -22,6 +22,7 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from surfer.core.deadline import pause_deadline, time_left
@@ -103,9 +104,12 @@ def _rejects_structured_param(exc: HttpStatusError) -> bool:
 
 
 class OpenAICompatibleBackend(ModelBackend):
-    def __init__(self, endpoint: Endpoint, *, follows_policy: bool = False) -> None:
+    def __init__(self, endpoint: Endpoint, *, follows_policy: bool = False,
+                 on_generate: Callable[[ModelRequest, dict[str, Any]], None] | None = None) -> None:
         self.endpoint = endpoint
         self.follows_policy = follows_policy  # calls go to the session's policy (an adapter), where it has one
+        # called with each answered tokens-in request and the /generate body it went as (the GPU bench's replay)
+        self.on_generate = on_generate
         self.engine: str | None = None  # what the server's /models says it is (`owned_by`: vllm, sglang), once checked
         self.structured_mode = STRUCTURED_MODES[0]
         self._http: JsonClient | None = None
@@ -376,6 +380,8 @@ class OpenAICompatibleBackend(ModelBackend):
             self._mark_answered()
             if sent is not None:
                 self._generate_took_images = self._generate_took_images or bool(sent.prompt.images)
+                if self.on_generate is not None:
+                    self.on_generate(request, sent.body)
                 return generate.completion(response, sent, started, self.endpoint.model)
             if self.image_refs is not None:
                 self.image_refs.took(_image_uuids(request))

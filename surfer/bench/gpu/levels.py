@@ -41,6 +41,7 @@ def _httpx() -> Any:
 class SentRequest:
     session: str
     body: dict[str, Any]  # the JSON body on the wire
+    path: str = "chat/completions"  # or "generate": tokens in, SGLang's native route (at the server's root, not /v1)
 
 
 def wire_body(body: dict[str, Any]) -> dict[str, Any]:
@@ -66,16 +67,25 @@ class RecordingBackend(_Wrapper):
     variable set when the session's run starts); `shaper`: the HTTP backend that
     lays the bodies out (default `inner`; with several servers, the first one's)."""
 
-    def __init__(self, inner: Any, shaper: Any = None) -> None:
+    def __init__(self, inner: Any, shaper: Any = None, generated: dict[int, dict[str, Any]] | None = None) -> None:
         super().__init__(inner)
         self.shaper = shaper or inner
         self.sent: list[SentRequest] = []
+        # tokens in: the /generate body each answered request went as, by id(request) (the HTTP backends'
+        # on_generate puts them here); a request not found here went by chat
+        self.generated = {} if generated is None else generated
 
     async def complete(self, request: ModelRequest) -> Completion:
         # in full (no image refs): the bare generator replays these bodies after the server's caches were emptied
         body = self.shaper._body(request, self.shaper.structured_mode, full_images=True)
-        self.sent.append(SentRequest(_session.get(), wire_body(body)))
-        return await self.inner.complete(request)
+        try:
+            return await self.inner.complete(request)
+        finally:
+            generate = self.generated.pop(id(request), None)
+            if generate is None:
+                self.sent.append(SentRequest(_session.get(), wire_body(body)))
+            else:  # the ids as sent, the server's own request id left for it to give again
+                self.sent.append(SentRequest(_session.get(), {k: v for k, v in generate.items() if k != "rid"}, "generate"))
 
 
 # The actions that end a session or pause it for a person: NoEnding takes them out of the policy's schema.
@@ -300,13 +310,22 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     from surfer.fleet.batch import Batch, BatchTask
     from surfer.models.http import OpenAICompatibleBackend
 
-    http = OpenAICompatibleBackend(config.endpoint("policy"))
-    if config.placed("policy"):  # several servers: sessions placed (or each request to the next, as configured)
-        from surfer.agent.backends import role_backends
+    generated: dict[int, dict[str, Any]] = {}
 
-        recording = RecordingBackend(role_backends(config)["policy"], shaper=http)
+    def tap(request: ModelRequest, body: dict[str, Any]) -> None:
+        generated[id(request)] = body
+
+    http = OpenAICompatibleBackend(config.endpoint("policy"), on_generate=tap)
+    if config.placed("policy"):  # several servers: sessions placed (or each request to the next, as configured)
+        from functools import partial
+
+        from surfer.models.affinity import PlacedBackend
+
+        placed = PlacedBackend(config.server_specs(), partial(OpenAICompatibleBackend, on_generate=tap),
+                               config.server_placement, model=config.policy.model, api_key=config.policy.api_key)
+        recording = RecordingBackend(placed, shaper=http, generated=generated)
     else:
-        recording = RecordingBackend(http)
+        recording = RecordingBackend(http, generated=generated)
     backend: ModelBackend = WarmStart(recording, warm_steps) if warm_steps else recording
     if no_ending:
         backend = NoEnding(backend)
@@ -360,35 +379,51 @@ async def bare_level(base_url: str | list[str], sent: list[SentRequest], concurr
     """Replay `sent` (each session's requests in order, `concurrency` sessions at once) for at most `window` s;
     with several servers, session k at server k mod n (each session's requests at one server)."""
     httpx = _httpx()
-    by_session: dict[str, list[dict[str, Any]]] = {}
+    by_session: dict[str, list[SentRequest]] = {}
     for item in sent:
-        by_session.setdefault(item.session, []).append(item.body)
-    urls = [u.rstrip("/") + "/chat/completions" for u in ([base_url] if isinstance(base_url, str) else base_url)]
-    queue: asyncio.Queue[tuple[str, list[dict[str, Any]]]] = asyncio.Queue()
-    for number, bodies in enumerate(by_session.values()):
-        queue.put_nowait((urls[number % len(urls)], bodies))
+        by_session.setdefault(item.session, []).append(item)
+    urls = [u.rstrip("/") for u in ([base_url] if isinstance(base_url, str) else base_url)]
+    queue: asyncio.Queue[tuple[str, list[SentRequest]]] = asyncio.Queue()
+    for number, items in enumerate(by_session.values()):
+        queue.put_nowait((urls[number % len(urls)], items))
     tally = LevelTally()
     limits = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
 
     async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
         async def session() -> None:
             while not queue.empty():
-                url, bodies = queue.get_nowait()
-                for body in bodies:
+                url, items = queue.get_nowait()
+                for item in items:
                     started = time.perf_counter()
-                    response = await client.post(url, json=body)
+                    response = await client.post(sent_url(url, item.path), json=item.body)
                     seconds = time.perf_counter() - started
                     response.raise_for_status()
-                    usage = response.json().get("usage") or {}
+                    prompt, completion = answer_usage(response.json())
                     tally.calls.append(seconds)
-                    tally.prompt_tokens += usage.get("prompt_tokens") or 0
-                    tally.completion_tokens += usage.get("completion_tokens") or 0
+                    tally.prompt_tokens += prompt
+                    tally.completion_tokens += completion
 
         async def everyone() -> None:
             await asyncio.gather(*(session() for _ in range(min(concurrency, len(by_session)))))
 
         seconds = await _timed(everyone(), window)
     return {"sessions": len(by_session), **tally.rates(seconds)}
+
+
+def sent_url(base_url: str, path: str) -> str:
+    """Where a recorded request goes: chat completions under the OpenAI base URL, SGLang's /generate at
+    the server's root."""
+    if path == "generate":
+        return base_url.removesuffix("/v1") + "/generate"
+    return f"{base_url}/{path}"
+
+
+def answer_usage(answer: Any) -> tuple[int, int]:
+    """(prompt, completion) tokens of a chat completion's or a /generate answer."""
+    if isinstance(answer, list):  # /generate answers a list for a batch of inputs
+        answer = answer[0] if answer else {}
+    usage = answer.get("usage") or answer.get("meta_info") or {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
 
 _TASK = (
