@@ -52,8 +52,9 @@ case $1 in
 unpack)
   # the chunks in /tmp (scripts/gpu_sets.py builds them; a call carries .gpu/ and copies its chunks there):
   # vllm-* -> /tmp/site; sglang-* -> /tmp/sgl-site
-  cp "$here"/.gpu/*.tar.*.part* /tmp/ 2> /dev/null
-  for part in /tmp/*.tar.xz.part0 /tmp/*.tar.gz.part0; do
+  # only ENGINE's set (a set already unpacked, its chunks carried again, is left alone)
+  cp "${CARRIED:-$here/.gpu}"/*.tar.*.part* /tmp/ 2> /dev/null
+  for part in /tmp/$ENGINE-*.tar.xz.part0 /tmp/$ENGINE-*.tar.gz.part0; do
     [ -e "$part" ] || continue
     set=$(basename "$part" .part0)  # NAME.tar.xz or NAME.tar.gz
     unzip="xz -d -T0"; case $set in *.gz) unzip="gzip -dc" ;; esac
@@ -144,8 +145,10 @@ plan)
   # (in /tmp) while the first entries run
   # (from a copy of the checkout: the device's working tree is copied again at every call, and a bench reading the
   # demo's screenshots at that moment found one missing)
-  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src
-  SURFER_SRC=/tmp/plan-src setsid nohup bash /tmp/plan-src/scripts/gpu_device.sh plan-run > /tmp/out/levers.log 2>&1 < /dev/null &
+  # (CARRIED: the checkout's .gpu/, where later calls carry the next chunks)
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src && rm -rf /tmp/plan-src/.gpu
+  CARRIED=$here/.gpu SURFER_SRC=/tmp/plan-src setsid nohup bash /tmp/plan-src/scripts/gpu_device.sh plan-run \
+    > /tmp/out/levers.log 2>&1 < /dev/null &
   echo "plan running: /tmp/out/levers.log"
   ;;
 plan-run)
@@ -156,7 +159,11 @@ plan-run)
     engine=${entry%/*} shape=${entry#*/} tag=$engine${settings:+-${settings//[,=]/-}}
     for pair in ${settings//,/ }; do export "${pair?}"; done
     if [ "$engine" = vllm ] && [ ! -d /tmp/site/vllm ]; then
-      for _ in $(seq 900); do ls /tmp/vllm*-site.tar.xz.part* > /dev/null 2>&1 && break; sleep 1; done
+      # every chunk its manifest names (carry the manifest with the first chunk), carried while earlier entries ran
+      for _ in $(seq 900); do
+        python3 -c "import glob, json, os, sys; m = glob.glob(sys.argv[1] + '/vllm-*.manifest.json'); sys.exit(not m or any(not os.path.exists(os.path.join(sys.argv[1], c)) for c in json.load(open(m[0]))['chunks']))" "$CARRIED" && break
+        sleep 1
+      done
       ENGINE=vllm bash "$here/scripts/gpu_device.sh" unpack || continue
     fi
     args_of=ARGS_$engine levers_of=LEVERS_${engine}_$shape
@@ -216,7 +223,7 @@ stop-replicas)
   ;;
 servers)
   # (from a copy of the checkout, as `plan`)
-  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src && rm -rf /tmp/plan-src/.gpu
   SURFER_SRC=/tmp/plan-src setsid nohup bash /tmp/plan-src/scripts/gpu_device.sh servers-run > /tmp/out/levers.log 2>&1 < /dev/null &
   echo "servers running: /tmp/out/levers.log"
   ;;
