@@ -184,3 +184,33 @@ async def test_read_replays_reads_every_screenshot_before_the_sessions_start(sta
     assert summary.statuses == {"limit": 3}
     assert {r["steps"] for r in batch.index.read()} == {5}
     assert len({images[0] for images in model.policy_images if len(images) == 1}) == 3  # still marked per session
+
+
+def test_a_reply_holding_half_a_surrogate_pair_is_kept_with_the_run(standin, tmp_path):
+    """A model may write half of a UTF-16 pair as a JSON escape (`"\\udeaa"`; seen from Holotron's random
+    weights on SGLang): parsed, it is a string no UTF-8 file takes, and the step's record could not be
+    written (the session ended with an internal error). Each half becomes U+FFFD; a whole pair stays."""
+    import asyncio
+
+    from surfer.agent.loop import Agent
+
+    def model(request):  # type: ignore[no-untyped-def]
+        if request.role == "localizer":
+            return {"x": 500, "y": 500}
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "shown \udc80"}
+        if sum(r.role == "policy" for r in server.requests) > 1:
+            return {"thought": "done", "notes": "", "action": {"type": "answer", "text": "code \ud83d\ude00 \ud800"}}
+        return {"thought": "click \udeaa", "notes": "}}bo \udeaa", "action": {"type": "click", "target": "the \udfff link"}}
+
+    server = standin(model)
+    out = tmp_path / "run"
+    agent = Agent(base_url=server.base_url, model=server.model, environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1024x768"),
+                  max_steps=3)
+    result = asyncio.run(agent.run("Register Ada", out_dir=out))
+    assert result.status == "success", result.reason
+    assert result.answer == "code \U0001f600 \ufffd"  # the pair is one character; the half is replaced
+    (step, *_) = [json.loads(line) for line in (out / "trajectory.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert step["thought"] == "click \ufffd" and step["notes"] == "}}bo \ufffd"
+    assert step["action"]["target"] == "the \ufffd link"
+    assert json.loads((out / "result.json").read_text(encoding="utf-8"))["answer"] == result.answer

@@ -9,6 +9,8 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, TypeVar, Union
 
+from surfer.core.unicode import mend
+
 T = TypeVar("T")
 
 RoleName = Literal["policy", "localizer", "validator"]
@@ -131,6 +133,9 @@ class Completion:
     structured: str = "none"  # how the schema was enforced: response_format | structured_outputs | none
     tokens: Tokens | None = None  # the call's token ids and logprobs, where they were asked for and given
     policy_version: str | None = None  # the version of the session's policy (an adapter) that served it, where it had one
+
+    def __post_init__(self) -> None:
+        self.text = mend(self.text)  # a lone surrogate in a reply would stop the run's record from being written
 
 
 class ModelBackend(abc.ABC):

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from surfer.core.errors import ModelOutputError
+from surfer.core.unicode import mend_json
 
 
 def portable_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -68,4 +69,4 @@ def parse_json_object(text: str) -> dict[str, Any]:
             raise ModelOutputError(f"The answer is not valid JSON ({exc.msg}). Reply with a single JSON object only.") from None
     if not isinstance(value, dict):
         raise ModelOutputError("The answer must be a JSON object, not " + type(value).__name__ + ".")
-    return value
+    return mend_json(value)  # a "\udeaa" escape parses to a lone surrogate
