@@ -385,3 +385,34 @@ def test_the_bench_replays_a_tokens_in_run_as_the_ids_it_sent(tiny_models, stand
     key = lambda body: json.dumps(body, sort_keys=True)  # noqa: E731
     assert sorted(map(key, bodies[:surfer["model_calls"]])) == sorted(map(key, bodies[surfer["model_calls"]:]))
     assert row["surfer_vs_bare"]["calls_per_s"] > 0
+
+
+def test_the_bench_over_two_servers_reports_each_ones_tokens_in_and_replays_at_the_same(tiny_models, standin, tmp_path) -> None:
+    """Round robin per request over two SGLang servers: a session's requests land on either, each server's
+    chain continues what that server saw of the session; the bench sums what both chains did."""
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+    from surfer.bench.gpu.emulate import ClickEverywhere
+
+    servers = [standin(ClickEverywhere(), engine="sglang", model_dir=tiny_models["holotron"], kv_capacity=10**7)
+               for _ in range(2)]
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, [
+        "bench", "gpu", "run", "--base-url", servers[0].base_url, "--base-url", servers[1].base_url,
+        "--placement", "round-robin-per-request", "--model", f"holotron={servers[0].model}", "--levels", "2",
+        "--variants", "layout=conversation,continuation=on,tokens_in=on", "--min-steps", "0", "--window", "30",
+        "--session-steps", "3", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(out.read_text())["models"][0]["levels"]
+    surfer, bare = row["surfer"], row["bare"]
+    chains = surfer["tokens_in"]
+    assert surfer["request_path"].startswith("tokens in: SGLang /generate")
+    assert chains["requests"] == surfer["model_calls"] > 0  # every call, on either server, counted once
+    assert chains["extended"] + sum(chains["rendered"].values()) + chains["refused"] == chains["requests"]
+    assert chains["rendered"]["the first request of its conversation (the session's, or its role's)"] >= 4
+    # both servers answered surfer's /generate requests, and the replay sent each of them once more
+    assert all(server.generate.requests for server in servers)
+    assert bare["model_calls"] == surfer["model_calls"]
+    assert sum(len(server.generate.requests) for server in servers) == 2 * surfer["model_calls"]

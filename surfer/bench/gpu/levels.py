@@ -316,13 +316,18 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
         generated[id(request)] = body
 
     http = OpenAICompatibleBackend(config.endpoint("policy"), on_generate=tap)
+    callers = [http]  # the HTTP backends that make the calls (their request paths are reported)
     if config.placed("policy"):  # several servers: sessions placed (or each request to the next, as configured)
-        from functools import partial
-
         from surfer.models.affinity import PlacedBackend
 
-        placed = PlacedBackend(config.server_specs(), partial(OpenAICompatibleBackend, on_generate=tap),
-                               config.server_placement, model=config.policy.model, api_key=config.policy.api_key)
+        callers = []
+
+        def connect(endpoint: Any) -> Any:
+            callers.append(OpenAICompatibleBackend(endpoint, on_generate=tap))
+            return callers[-1]
+
+        placed = PlacedBackend(config.server_specs(), connect, config.server_placement, model=config.policy.model,
+                               api_key=config.policy.api_key)
         recording = RecordingBackend(placed, shaper=http, generated=generated)
     else:
         recording = RecordingBackend(http, generated=generated)
@@ -368,9 +373,11 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
     if batch.auto is not None:
         result["concurrency_control"] = batch.concurrency_report
     # the path the requests took (tokens in or chat, and why) and, by tokens in, how many continued their session's last
-    result["request_path"] = http.path.reason if http.path is not None else None
-    if http.generate is not None:
-        result["tokens_in"] = http.generate.chain.stats.as_dict()
+    # (several servers: the first one's path, and the chains of all of them summed)
+    result["request_path"] = next((c.path.reason for c in callers if c.path is not None), None)
+    chains = [c.generate.chain.stats.as_dict() for c in callers if c.generate is not None]
+    if chains:
+        result["tokens_in"] = summed(chains)
     return result, recording.sent
 
 
@@ -408,6 +415,15 @@ async def bare_level(base_url: str | list[str], sent: list[SentRequest], concurr
 
         seconds = await _timed(everyone(), window)
     return {"sessions": len(by_session), **tally.rates(seconds)}
+
+
+def summed(counts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counters of the same shape added up, key by key (nested dicts too)."""
+    out: dict[str, Any] = {}
+    for count in counts:
+        for key, value in count.items():
+            out[key] = summed([out.get(key, {}), value]) if isinstance(value, dict) else out.get(key, 0) + value
+    return out
 
 
 def sent_url(base_url: str, path: str) -> str:
