@@ -304,7 +304,7 @@ async def test_pages_surfer_writes_keep_the_console_empty_on_any_server(user_bro
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
     handler.log_message = lambda *args: None  # type: ignore[attr-defined]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     context = await user_browser.new_context()
     problems: list[str] = []
     context.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
