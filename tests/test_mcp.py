@@ -27,7 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from inprocess import surfer  # noqa: E402
-from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets  # noqa: E402
+from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code  # noqa: E402
 from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle  # noqa: E402
 from surfer.models.profiles import get_profile  # noqa: E402
 
@@ -72,8 +72,8 @@ def error_text(result: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin, demo_site, centres, tmp_path):
@@ -207,8 +207,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, tmp_path):
-    centres = await measure_qa_targets(demo_site.base_url)
+async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, shared_browser, tmp_path):
+    centres = await measure_qa_targets(demo_site.base_url, browser=shared_browser)
     server = standin(qa_oracle(centres, get_profile("holotron").frame))
     args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--qa-dir", str(tmp_path / "qa")]
     async with mcp_session(*args, env=server_env(LIBRARY_PASSWORD="Tr0ub4dor-qa-7f3e9")) as session:

@@ -12,7 +12,7 @@ import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.agent.events import Waiting
-from surfer.apps.demo.oracle import DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DemoOracle, frame_mapper
 from surfer.core.deadline import run_deadline, time_left
 from surfer.core.errors import ModelServerUnreachable
 from surfer.fleet.batch import Batch, BatchTask
@@ -121,8 +121,8 @@ async def test_a_server_that_keeps_failing_calls_while_it_lists_its_models_is_he
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):  # type: ignore[no-untyped-def]
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):  # type: ignore[no-untyped-def]
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 def _tasks(site, n: int) -> list[BatchTask]:  # type: ignore[no-untyped-def]
