@@ -18,18 +18,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from importlib.util import find_spec
+
 import pytest
 
-pytest.importorskip("mcp")
+from inprocess import surfer
+from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code
+from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
+from surfer.models.profiles import get_profile
 
-from mcp import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
-
-from inprocess import surfer  # noqa: E402
-from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code  # noqa: E402
-from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle  # noqa: E402
-from surfer.models.profiles import get_profile  # noqa: E402
+# The mcp client library is imported where a test uses it (~1 s of CPU): every pytest process collects this file.
+pytestmark = pytest.mark.skipif(find_spec("mcp") is None, reason="the mcp extra is not installed")
 
 VIEWPORT = (1100, 700)
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +48,9 @@ def server_env(**extra: str) -> dict[str, str]:
 @asynccontextmanager
 async def mcp_session(*args: str, env: dict[str, str] | None = None, elicit: Any = None) -> AsyncIterator[ClientSession]:
     """`surfer mcp ARGS` over stdio; `elicit`: the client's elicitation callback (a person asked)."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=env or server_env())
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=elicit) as session:
@@ -263,7 +265,9 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
 
         # a real client with the token: the model server is down, which is a tool error, and the server goes on
         import httpx2
+        from mcp import ClientSession
         from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared.exceptions import MCPError
 
         async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}, timeout=60) as http:
             async with streamable_http_client(url, http_client=http) as (read, write):

@@ -163,12 +163,12 @@ def test_surfer_demo_stopped_at_any_moment(signum, phase, tmp_path):
     a stop that comes after it finished finds it finished."""
     name = signal.Signals(signum).name
     moments = (0.3,) if phase == "alone" else (0.6, 1.0, 1.5, 2.5)  # (the earliest with nothing else running)
-    timed = _each_moment(lambda out: ["demo", "--out", str(out)], "group", tmp_path, signum, moments=moments)
-    opening = [(moment, tmp_path / f"opening-{moment}") for moment in ((0.0, 0.0, 0.05) if phase == "together" else ())]
-    opening = [(moment, out.with_name(f"{out.name}-{i}")) for i, (moment, out) in enumerate(opening)]
-    with ThreadPoolExecutor(max(1, len(opening))) as pool:
-        stopped = list(pool.map(lambda pair: _stop_at(["demo", "--out", str(pair[1])], pair[0], "group", signum,
-                                                      after=pair[1].exists), opening))
+    opening = [(moment, tmp_path / f"opening-{moment}") for moment in ((0.0, 0.05) if phase == "together" else ())]
+    with ThreadPoolExecutor(max(1, len(opening))) as pool:  # beside the timed stops
+        stopping = [pool.submit(_stop_at, ["demo", "--out", str(out)], moment, "group", signum, after=out.exists)
+                    for moment, out in opening]
+        timed = _each_moment(lambda out: ["demo", "--out", str(out)], "group", tmp_path, signum, moments=moments)
+        stopped = [future.result() for future in stopping]
     for (moment, out), proc in zip(opening, stopped):
         assert (out / "result.json").exists(), f"stopped {moment} s after its directory opened: no result.json"
     recorded = 0
