@@ -52,7 +52,9 @@ async def mcp_session(*args: str, env: dict[str, str] | None = None, elicit: Any
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=env or server_env())
-    async with stdio_client(params) as (read, write):
+    # its log to this process's own stderr, named here: the default (sys.stderr when mcp was first imported) may be
+    # an in-process command's captured output if a test that ran one imported mcp first
+    async with stdio_client(params, errlog=sys.__stderr__) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=elicit) as session:
             await session.initialize()
             yield session
