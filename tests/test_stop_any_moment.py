@@ -2,18 +2,18 @@
 started): `surfer run`, `surfer batch` and `surfer qa` against a model server that
 never answers, stopped by SIGTERM at 0.1 … 2 s after they start and once more as
 they first wait on the model — by GNU `timeout`, which signals the command and
-then its whole process group, and by one `kill -TERM` to the process — and
-`surfer demo` by Ctrl-C's SIGINT and by SIGTERM, to its whole group. Never a
-silent exit, never the "second signal" exit for one stop.
+then its whole process group, and by one `kill -TERM` to the process (the two
+ways taking turns from 0.6 s) — and `surfer demo` by Ctrl-C's SIGINT and by
+SIGTERM, to its whole group. Never a silent exit, never the "second signal" exit
+for one stop.
 
-The stops from 0.6 s on, of both ways, run at once, so the machine is loaded as a
-CI runner is (the moments fall in other phases than on a quiet one: that is the
-point); the earliest run first with nothing else beside them (the two ways of one
-moment side by side, a process a core), as no program handles a signal before the
-interpreter reaches its code (~20 ms on a quiet machine, several times that under
-load). The stop as the command waits on the model is keyed to that request (each
-such command has a silent server of its own), not to a time: it finds the run,
-batch or suite begun however loaded the machine is.
+The stops from 0.6 s on run at once, so the machine is loaded as a CI runner is
+(the moments fall in other phases than on a quiet one: that is the point); the
+earliest run alone first, as no program handles a signal before the interpreter
+reaches its code (~20 ms on a quiet machine, several times that under load). The
+stop as the command waits on the model is keyed to that request (each such
+command has a silent server of its own), not to a time: it finds the run, batch
+or suite begun however loaded the machine is.
 
 The command tests are `serial`: their timed stops are to fall in the phases of a
 start on a runner with nothing else to do. The demo's later stops need no such
@@ -36,9 +36,12 @@ import pytest
 
 SERIAL = pytest.mark.serial  # signals at fixed moments after start; the later stops load the machine themselves
 
-MOMENTS = (0.1, 0.3, 0.6, 1.0, 1.5, 2.0)
 EARLY = 0.5  # stops before this run one at a time
 WAYS = ("timeout", "kill")
+# A command's timed stops: the early ones each way, one process at a time; the later ones taking turns between the
+# ways, at once with the two keyed stops — six processes, as many as a stop at 0.6 s finds surfer's code running beside.
+TIMED = (*((way, moment) for moment in (0.1, 0.3) for way in WAYS),
+         ("timeout", 0.6), ("kill", 1.0), ("timeout", 1.5), ("kill", 2.0))
 ASKING = 0.1  # the keyed stop: this long after the command first asked the model
 
 
@@ -78,7 +81,7 @@ def _stop_at(args: list[str], moment: float, way: str, signum: int = signal.SIGT
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def _each_moment(make_args, way: str, tmp_path: Path, signum: int = signal.SIGTERM, moments=MOMENTS):  # type: ignore[no-untyped-def]
+def _each_moment(make_args, way: str, tmp_path: Path, signum: int, moments: tuple[float, ...]):  # type: ignore[no-untyped-def]
     """Run the command once per moment, the early ones one at a time, then the others all at once;
     (moment, its output dir, the finished process)."""
     outs = [tmp_path / f"{way}-{moment}" for moment in moments]
@@ -92,11 +95,11 @@ def _each_moment(make_args, way: str, tmp_path: Path, signum: int = signal.SIGTE
 
 
 def _each_stop(make_args, tmp_path: Path, standin):  # type: ignore[no-untyped-def]
-    """Stop the command each way at each moment — the early moments one at a time (its two ways side by side),
-    then the later ones together with one stop each way keyed to the command's first request to its own silent server;
+    """Stop the command at each of its TIMED moments — the early ones one at a time, then the later ones together
+    with one stop each way keyed to the command's first request to its own silent server;
     (way, the moment: seconds or "asking", its output dir, the finished process). `make_args(out, server)`."""
     shared = standin(lambda request: {}, hang_after=0)
-    stops = [(way, moment, None) for moment in MOMENTS for way in WAYS]
+    stops = [(way, moment, None) for way, moment in TIMED]
     stops += [(way, "asking", standin(lambda request: {}, hang_after=0)) for way in WAYS]
 
     def stop(entry):  # type: ignore[no-untyped-def]
@@ -106,12 +109,10 @@ def _each_stop(make_args, tmp_path: Path, standin):  # type: ignore[no-untyped-d
             return way, moment, out, _stop_at(make_args(out, shared), moment, way)
         return way, moment, out, _stop_at(make_args(out, own), ASKING, way, after=lambda: own.hung >= 1)
 
-    early = sorted({moment for _, moment, own in stops if own is None and moment < EARLY})
-    together = [entry for entry in stops if entry[2] is not None or entry[1] >= EARLY]
-    done = []
+    alone = [entry for entry in stops if entry[2] is None and entry[1] < EARLY]
+    done = [stop(entry) for entry in alone]
+    together = [entry for entry in stops if entry not in alone]
     with ThreadPoolExecutor(len(together)) as pool:
-        for moment in early:  # each early moment's two ways at once: one process a core
-            done += list(pool.map(stop, [entry for entry in stops if entry[1] == moment and entry[2] is None]))
         done += list(pool.map(stop, together))
     return done
 
