@@ -119,11 +119,11 @@ def acme_site():
 
 
 @pytest.fixture(scope="session")
-async def acme_centres(acme_site):  # type: ignore[no-untyped-def]
+async def acme_centres(acme_site, shared_browser):  # type: ignore[no-untyped-def]
     """Where its login form's fields are drawn at the signed-in tests' viewport."""
     from login_site import VIEWPORT, measure_login
 
-    return await measure_login(acme_site, VIEWPORT)
+    return await measure_login(acme_site, VIEWPORT, shared_browser)
 
 
 @pytest.fixture
@@ -152,6 +152,18 @@ async def shared_browser():
         browser = await launch_chromium(playwright)
         yield browser
         await browser.close()
+
+
+@pytest.fixture(scope="session")
+def measure(shared_browser):  # type: ignore[no-untyped-def]
+    """`await measure(site_url, viewport, **options)`: surfer.apps.demo.oracle.measure_targets in the shared
+    browser (a context of its own) rather than a Playwright driver and a Chromium started for it."""
+    from surfer.apps.demo.oracle import measure_targets
+
+    async def measured(site_url: str, viewport: tuple[int, int], **options):  # type: ignore[no-untyped-def]
+        return await measure_targets(site_url, viewport, browser=shared_browser, **options)
+
+    return measured
 
 
 @pytest.fixture

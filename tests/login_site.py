@@ -157,26 +157,22 @@ class AcmeSite:
         self._httpd.server_close()
 
 
-async def measure_login(site: AcmeSite, viewport: tuple[int, int]) -> dict[str, Any]:
-    """Where the login form's fields are drawn (CSS px centres), measured in a real Chromium."""
-    from playwright.async_api import async_playwright
-
+async def measure_login(site: AcmeSite, viewport: tuple[int, int], browser: Any) -> dict[str, Any]:
+    """Where the login form's fields are drawn (CSS px centres), measured in `browser` (a context of its own)."""
     from surfer.core.actions import CssPoint
-    from surfer.tools.browser import launch_chromium
 
-    async with async_playwright() as playwright:
-        browser = await launch_chromium(playwright)
-        try:
-            page = await browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
-            await page.goto(site.url("/login"))
-            centres = {}
-            for target, selector in FIELDS.items():
-                box = await page.locator(selector).bounding_box()
-                assert box is not None
-                centres[target] = CssPoint(x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] / 2)
-            return centres
-        finally:
-            await browser.close()
+    context = await browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    try:
+        page = await context.new_page()
+        await page.goto(site.url("/login"))
+        centres = {}
+        for target, selector in FIELDS.items():
+            box = await page.locator(selector).bounding_box()
+            assert box is not None
+            centres[target] = CssPoint(x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] / 2)
+        return centres
+    finally:
+        await context.close()
 
 
 _TARGET = re.compile(r"Target: (.+)")

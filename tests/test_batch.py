@@ -12,7 +12,7 @@ import pytest
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import Batch, BatchTask, ResultsIndex, load_tasks, run_batch
 from surfer.fleet.batch.results import ResultLine
-from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.core.errors import ConfigError
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
 from surfer.models.limits import InflightLimit
@@ -22,8 +22,8 @@ VIEWPORT = (1024, 700)
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):  # type: ignore[no-untyped-def]
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):  # type: ignore[no-untyped-def]
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 @pytest.fixture

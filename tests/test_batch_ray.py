@@ -14,17 +14,18 @@ import sys
 import time
 from pathlib import Path
 
+from importlib.util import find_spec
+
 import pytest
 
 from surfer.fleet.batch import ResultsIndex, run_batch
 from surfer.apps.demo.oracle import DemoOracle, frame_mapper
+from surfer.fleet.cluster import RayBatch
+from surfer.fleet.cluster.runner import plan
 from test_batch import VIEWPORT, centres, config_for, demo_tasks  # noqa: F401 - fixtures
 
-ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
-
-from surfer.fleet.cluster import RayBatch  # noqa: E402
-from surfer.fleet.cluster.runner import plan  # noqa: E402
+# Ray is imported where a test uses it (~0.7 s of CPU): every pytest process collects this file.
+pytestmark = pytest.mark.skipif(find_spec("ray") is None, reason="Ray is not installed (the ray extra)")
 
 IDS = [f"t{n:02d}" for n in range(12)]  # two rounds of 6 sessions: a round in flight when the worker dies, one after
 TIMING = ("seconds", "finished_at", "retried")
@@ -33,6 +34,9 @@ TIMING = ("seconds", "finished_at", "retried")
 @pytest.fixture(scope="module")
 def cluster():  # type: ignore[no-untyped-def]
     """Two nodes (the head and one more, each its own raylet process) with 3 session slots each."""
+    import ray
+    from ray.cluster_utils import Cluster
+
     slots = {"num_cpus": 1, "resources": {"surfer_slots": 3}}
     cluster = Cluster(initialize_head=True, head_node_args={**slots, "include_dashboard": False})
     cluster.add_node(**slots)
@@ -102,6 +106,8 @@ async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(c
         await asyncio.sleep(0.05)
     victim = batch.workers[0]
     assert victim.busy  # sessions in flight on it
+    import ray
+
     ray.kill(victim.handle)
     summary = await running
     local = await run_batch(config, tasks, tmp_path / "local", concurrency=6, max_inflight=4)
@@ -126,6 +132,8 @@ async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(c
 async def test_the_driver_places_sessions_across_servers_and_a_node_keeps_its_own(cluster, demo_site, standin, oracle, tmp_path):
     """Several servers on Ray: the driver places each session (by room), a worker's session keeps its
     server for every role; a server named for a node is used only by that node's sessions."""
+    import ray
+
     shared, local, elsewhere = (standin(oracle) for _ in range(3))
     here = ray.util.get_node_ip_address()  # both nodes of the test cluster are this machine
     config = type(config_for(shared)).model_validate({**config_for(shared).model_dump(), "servers": [

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from inprocess import surfer
 
-from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code
 
 VIEWPORT = (1100, 700)
 
@@ -37,8 +37,8 @@ def normalized(point, sent):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 def run_args(server, site, out: Path, *extra: str) -> list[str]:  # type: ignore[no-untyped-def]

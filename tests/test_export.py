@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import load_tasks, run_batch
 from surfer.apps.cli import app
-from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.apps.export import export_records, write_records
 from surfer.core.errors import ConfigError
 
@@ -20,10 +20,10 @@ VIEWPORT = (1024, 700)
 
 
 @pytest.fixture(scope="module")
-async def batch_dir(demo_site, tmp_path_factory):  # type: ignore[no-untyped-def]
+async def batch_dir(demo_site, measure, tmp_path_factory):  # type: ignore[no-untyped-def]
     from surfer.models.standin import StandInServer
 
-    centres = await measure_targets(demo_site.base_url, VIEWPORT)
+    centres = await measure(demo_site.base_url, VIEWPORT)
     oracle = DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0), wrong_first_answer=True)
     out = tmp_path_factory.mktemp("export")
     tasks = out / "tasks.jsonl"

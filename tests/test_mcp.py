@@ -18,18 +18,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from importlib.util import find_spec
+
 import pytest
 
-pytest.importorskip("mcp")
+from inprocess import surfer
+from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code
+from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
+from surfer.models.profiles import get_profile
 
-from mcp import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
-
-from inprocess import surfer  # noqa: E402
-from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, measure_targets  # noqa: E402
-from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle  # noqa: E402
-from surfer.models.profiles import get_profile  # noqa: E402
+# The mcp client library is imported where a test uses it (~1 s of CPU): every pytest process collects this file.
+pytestmark = pytest.mark.skipif(find_spec("mcp") is None, reason="the mcp extra is not installed")
 
 VIEWPORT = (1100, 700)
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +48,13 @@ def server_env(**extra: str) -> dict[str, str]:
 @asynccontextmanager
 async def mcp_session(*args: str, env: dict[str, str] | None = None, elicit: Any = None) -> AsyncIterator[ClientSession]:
     """`surfer mcp ARGS` over stdio; `elicit`: the client's elicitation callback (a person asked)."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(command=sys.executable, args=["-m", "surfer", "mcp", *args], env=env or server_env())
-    async with stdio_client(params) as (read, write):
+    # its log to this process's own stderr, named here: the default (sys.stderr when mcp was first imported) may be
+    # an in-process command's captured output if a test that ran one imported mcp first
+    async with stdio_client(params, errlog=sys.__stderr__) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=60, elicitation_callback=elicit) as session:
             await session.initialize()
             yield session
@@ -72,8 +76,8 @@ def error_text(result: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin, demo_site, centres, tmp_path):
@@ -207,8 +211,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, tmp_path):
-    centres = await measure_qa_targets(demo_site.base_url)
+async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, shared_browser, tmp_path):
+    centres = await measure_qa_targets(demo_site.base_url, browser=shared_browser)
     server = standin(qa_oracle(centres, get_profile("holotron").frame))
     args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--qa-dir", str(tmp_path / "qa")]
     async with mcp_session(*args, env=server_env(LIBRARY_PASSWORD="Tr0ub4dor-qa-7f3e9")) as session:
@@ -263,7 +267,9 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
 
         # a real client with the token: the model server is down, which is a tool error, and the server goes on
         import httpx2
+        from mcp import ClientSession
         from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared.exceptions import MCPError
 
         async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}, timeout=60) as http:
             async with streamable_http_client(url, http_client=http) as (read, write):

@@ -48,32 +48,26 @@ async def test_points_map_back_through_resizing_profiles(profile: str):
     assert all(r["steps"] == 1 for r in report["runs"])  # stopped as soon as the episode was done
 
 
-async def test_environment_crops_the_task_area_at_scale_3_and_reads_rewards():
-    from playwright.async_api import async_playwright
-
+async def test_environment_crops_the_task_area_at_scale_3_and_reads_rewards(shared_browser):
     from surfer.core.actions import Click, CssPoint
-    from surfer.tools.browser import launch_chromium
 
     truth: dict = {}
     with StaticSite(miniwob_html_dir()) as site:
-        async with async_playwright() as playwright:
-            browser = await launch_chromium(playwright)
-            env = MiniWobEnvironment(browser=browser, on_observe=truth.update)
-            try:
-                await env.start(site.url("miniwob/click-button.html"))
-                utterance = await env.begin_episode(seed=3)
-                assert utterance.startswith("Click on the") and (await env.reward()).done is False
-                shot = (await env.observe()).screenshot
-                assert (shot.size.width, shot.size.height, shot.scale) == (480, 630, 3.0)
-                assert Image.open(io.BytesIO(shot.data)).size == (480, 630)
-                assert truth["utterance"] == utterance and truth["dom"]["tag"] == "BODY"
-                wrong = next(n for n in _flat(truth["dom"]) if n["tag"] == "BUTTON" and n.get("text") not in utterance)
-                await env.perform(Click(target="x", point=CssPoint(x=wrong["left"] + 3, y=wrong["top"] + 3)))
-                reward = await env.reward()
-                assert reward.done and reward.raw == -1.0 and not reward.success
-            finally:
-                await env.close()
-                await browser.close()
+        env = MiniWobEnvironment(browser=shared_browser, on_observe=truth.update)
+        try:
+            await env.start(site.url("miniwob/click-button.html"))
+            utterance = await env.begin_episode(seed=3)
+            assert utterance.startswith("Click on the") and (await env.reward()).done is False
+            shot = (await env.observe()).screenshot
+            assert (shot.size.width, shot.size.height, shot.scale) == (480, 630, 3.0)
+            assert Image.open(io.BytesIO(shot.data)).size == (480, 630)
+            assert truth["utterance"] == utterance and truth["dom"]["tag"] == "BODY"
+            wrong = next(n for n in _flat(truth["dom"]) if n["tag"] == "BUTTON" and n.get("text") not in utterance)
+            await env.perform(Click(target="x", point=CssPoint(x=wrong["left"] + 3, y=wrong["top"] + 3)))
+            reward = await env.reward()
+            assert reward.done and reward.raw == -1.0 and not reward.success
+        finally:
+            await env.close()
 
 
 def _flat(node: dict) -> list[dict]:

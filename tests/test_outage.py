@@ -12,7 +12,7 @@ import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.agent.events import Waiting
-from surfer.apps.demo.oracle import DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DemoOracle, frame_mapper
 from surfer.core.deadline import run_deadline, time_left
 from surfer.core.errors import ModelServerUnreachable
 from surfer.fleet.batch import Batch, BatchTask
@@ -121,8 +121,8 @@ async def test_a_server_that_keeps_failing_calls_while_it_lists_its_models_is_he
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):  # type: ignore[no-untyped-def]
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):  # type: ignore[no-untyped-def]
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 def _tasks(site, n: int) -> list[BatchTask]:  # type: ignore[no-untyped-def]
@@ -206,3 +206,18 @@ async def test_a_server_gone_past_server_wait_stops_the_batch_and_a_plain_rerun_
     assert {i: [r["status"] for r in rs] for i, rs in final.items()} == {t.id: ["success"] for t in tasks}
     assert len(rerun.index.read()) == len(tasks)  # 5 lines for 5 tasks
     assert summary.statuses == {"success": len(tasks)} and not summary.unfinished
+
+
+def test_stand_ins_and_sites_stop_as_soon_as_they_are_told(tmp_path):
+    """A stand-in or a static site stopped (the end of every demo, bench and test that starts one) is gone
+    within a twentieth of a second, not after the half second Python's server loop waits by default."""
+    from surfer.apps.demo.static_site import StaticSite
+
+    servers = [StandInServer(lambda request: {"x": 1}).start() for _ in range(10)]
+    sites = [StaticSite(tmp_path).__enter__() for _ in range(10)]
+    started = time.monotonic()
+    for server in servers:
+        server.stop()
+    for site in sites:
+        site.__exit__(None, None, None)
+    assert time.monotonic() - started < 2.5  # twenty stops: ~0.5 s; at Python's default, ~5 s

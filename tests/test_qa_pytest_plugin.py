@@ -41,8 +41,8 @@ def plugin_args() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):
-    return await measure_qa_targets(demo_site.base_url)
+async def centres(demo_site, shared_browser):
+    return await measure_qa_targets(demo_site.base_url, browser=shared_browser)
 
 
 def test_surfer_fixture_acts_expects_extracts_and_caches(pytester, standin, demo_site, centres, monkeypatch):

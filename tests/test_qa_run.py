@@ -68,8 +68,8 @@ def properties(case) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):
-    return await measure_qa_targets(demo_site.base_url)
+async def centres(demo_site, shared_browser):
+    return await measure_qa_targets(demo_site.base_url, browser=shared_browser)
 
 
 def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standin, demo_site, centres, tmp_path):
@@ -208,12 +208,12 @@ def test_unreachable_model_server_exits_3(demo_site, tmp_path):
     assert [(a["case"], a["status"], a["error_kind"]) for a in attempts] == [("c", "unfinished", "unreachable")]
 
 
-async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, tmp_path):
+async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, shared_browser, tmp_path):
     site_dir = tmp_path / "site"
     shutil.copytree(DEMO_SITE, site_dir)
     cache, login = tmp_path / "cache", site_dir / "login.html"
     with StaticSite(site_dir) as site:
-        server = standin(qa_oracle(await measure_qa_targets(site.base_url), FRAME))
+        server = standin(qa_oracle(await measure_qa_targets(site.base_url, browser=shared_browser), FRAME))
         suite = write_suite(tmp_path / "s.yaml", site.base_url, SIGN_IN.format(name="sign in", expect='[{text: "794.36"}]'))
         args = [str(suite), "--cache", str(cache), *endpoint(server)]
         assert (await asyncio.to_thread(qa, *args, "--out", str(tmp_path / "o1"))).returncode == 0
@@ -224,7 +224,7 @@ async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, tmp_pa
         for change, name in ((("<button id=", '<p style="height:130px"></p><button id='), "Sign in"),
                              ((">Sign in</button>", ">Log in</button>"), "Log in")):
             login.write_text(login.read_text().replace(*change))
-            server.respond = qa_oracle(await measure_qa_targets(site.base_url), FRAME)  # the model sees the new layout
+            server.respond = qa_oracle(await measure_qa_targets(site.base_url, browser=shared_browser), FRAME)  # the model sees the new layout
             before = len(server.requests)
             out = tmp_path / f"o-{name}"
             proc = await asyncio.to_thread(qa, *args, "--out", str(out))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from surfer.apps.demo.oracle import DemoOracle, confirmation_code, EMAIL, NAME, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DemoOracle, confirmation_code, EMAIL, NAME, frame_mapper
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -88,8 +88,8 @@ def test_the_readme_sdk_example_records_its_run(standin, demo_site, monkeypatch,
 
 
 @pytest.fixture(scope="module")
-async def oracle_centres(demo_site):
-    return await measure_targets(demo_site.base_url, (1280, 800))
+async def oracle_centres(demo_site, measure):
+    return await measure(demo_site.base_url, (1280, 800))
 
 
 def test_sdk_guide_examples_run(standin, demo_site, oracle_centres, monkeypatch, tmp_path, capsys):

@@ -14,7 +14,7 @@ import pytest
 from surfer import Agent
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import Batch, BatchTask, ResultsIndex
-from surfer.apps.demo.oracle import frame_mapper, measure_targets
+from surfer.apps.demo.oracle import frame_mapper
 from surfer.models.standin import ChatRequest
 from surfer.tools.desktop import DesktopEnvironment
 from inprocess import Ran, surfer
@@ -89,8 +89,8 @@ class Shopper:
 
 
 @pytest.fixture(scope="module")
-async def centres(pages):  # type: ignore[no-untyped-def]
-    return await measure_targets(pages.url("store"), VIEWPORT, targets=TARGETS)
+async def centres(pages, measure):  # type: ignore[no-untyped-def]
+    return await measure(pages.url("store"), VIEWPORT, targets=TARGETS)
 
 
 DENIED_TASK = PLACE_TASK + ", in a suite that says confirm: deny"

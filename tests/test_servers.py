@@ -300,15 +300,15 @@ def test_doctor_checks_each_server_and_names_the_one_that_fails(standin):
     assert bad.exit_code == 2 and "'nowhere' is not an http(s) URL" in bad.output
 
 
-def test_qa_places_each_case_on_one_server(standin, demo_site, tmp_path):
+async def test_qa_places_each_case_on_one_server(standin, demo_site, shared_browser, tmp_path):
     """`surfer qa` with two --base-url: each case's session keeps one server (real Chromium, the sample suite)."""
 
     from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
     from surfer.models.profiles import get_profile
 
-    oracle = qa_oracle(asyncio.run(measure_qa_targets(demo_site.base_url)), get_profile("holotron").frame)
+    oracle = qa_oracle(await measure_qa_targets(demo_site.base_url, browser=shared_browser), get_profile("holotron").frame)
     a, b = standin(oracle), standin(oracle)
-    proc = surfer("qa", str(SAMPLE_SUITE), "--var", f"demo_url={demo_site.base_url}", "--no-cache",  # (tests/inprocess.py)
+    proc = await asyncio.to_thread(surfer, "qa", str(SAMPLE_SUITE), "--var", f"demo_url={demo_site.base_url}", "--no-cache",  # (tests/inprocess.py)
                   "--out", str(tmp_path / "qa"), "--base-url", a.base_url, "--base-url", b.base_url, "--model", a.model,
                   "--profile", "holotron", "--quiet", env={"LIBRARY_PASSWORD": "Tr0ub4dor-qa-7f3e9"})
     assert proc.returncode == 0, proc.stderr

@@ -1,19 +1,24 @@
 """A run stopped at any moment leaves its record (or says in one line that it never
 started): `surfer run`, `surfer batch` and `surfer qa` against a model server that
-never answers, stopped by SIGTERM at 0.1 … 4 s after they start — by GNU `timeout`,
-which signals the command and then its whole process group, and by one `kill -TERM`
-to the process — and `surfer demo` by Ctrl-C's SIGINT and by SIGTERM, to its whole
-group. Never a silent exit, never the "second signal" exit for one stop.
+never answers, stopped by SIGTERM at 0.1 … 2 s after they start and once more as
+they first wait on the model — by GNU `timeout`, which signals the command and
+then its whole process group, and by one `kill -TERM` to the process (the two
+ways taking turns from 0.6 s) — and `surfer demo` by Ctrl-C's SIGINT and by
+SIGTERM, to its whole group. Never a silent exit, never the "second signal" exit
+for one stop.
 
 The stops from 0.6 s on run at once, so the machine is loaded as a CI runner is
-(the moments fall in other phases than on a quiet one: that is the point); the two
+(the moments fall in other phases than on a quiet one: that is the point); the
 earliest run alone first, as no program handles a signal before the interpreter
-reaches its code (~20 ms on a quiet machine, several times that under load).
+reaches its code (~20 ms on a quiet machine, several times that under load). The
+stop as the command waits on the model is keyed to that request (each such
+command has a silent server of its own), not to a time: it finds the run, batch
+or suite begun however loaded the machine is.
 
-Those tests are `serial`: a stop 4 s in must find the run, batch or suite begun,
-which a machine loaded by other tests as well does not promise. The demo's later
-stops need no such luck (what they must find is keyed to its run directory
-appearing): they run beside the other tests, its earliest one alone."""
+The command tests are `serial`: their timed stops are to fall in the phases of a
+start on a runner with nothing else to do. The demo's later stops need no such
+luck (what they must find is keyed to its run directory appearing): they run
+beside the other tests, its earliest one alone."""
 
 from __future__ import annotations
 
@@ -25,13 +30,19 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 SERIAL = pytest.mark.serial  # signals at fixed moments after start; the later stops load the machine themselves
 
-MOMENTS = (0.1, 0.3, 0.6, 1.0, 1.5, 2.0, 4.0)
 EARLY = 0.5  # stops before this run one at a time
+WAYS = ("timeout", "kill")
+# A command's timed stops: the early ones each way, one process at a time; the later ones taking turns between the
+# ways, at once with the two keyed stops — six processes, as many as a stop at 0.6 s finds surfer's code running beside.
+TIMED = (*((way, moment) for moment in (0.1, 0.3) for way in WAYS),
+         ("timeout", 0.6), ("kill", 1.0), ("timeout", 1.5), ("kill", 2.0))
+ASKING = 0.1  # the keyed stop: this long after the command first asked the model
 
 
 def _env() -> dict[str, str]:
@@ -42,17 +53,19 @@ def _env() -> dict[str, str]:
 
 
 def _stop_at(args: list[str], moment: float, way: str, signum: int = signal.SIGTERM,
-             after: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Stop the command `moment` s after it starts — with way "group", `moment` s after `after` appears."""
+             after: Callable[[], bool] | None = None) -> subprocess.CompletedProcess[str]:
+    """Stop the command `moment` s after it starts — or, given `after`, `moment` s after `after()` holds."""
     command = [sys.executable, "-m", "surfer", *args]
     if way == "timeout":  # the signal to the command, then to its process group; the command's own status back
-        proc = subprocess.Popen(["timeout", "--preserve-status", "-s", signal.Signals(signum).name[3:], str(moment), *command],
+        limit = "600" if after is not None else str(moment)  # keyed: `timeout` sends the signal it is sent, as at its limit
+        proc = subprocess.Popen(["timeout", "--preserve-status", "-s", signal.Signals(signum).name[3:], limit, *command],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     else:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
                                 start_new_session=True)
+    if way != "timeout" or after is not None:
         deadline = time.monotonic() + 60
-        while after is not None and not after.exists() and proc.poll() is None and time.monotonic() < deadline:
+        while after is not None and not after() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
         time.sleep(moment)
         if way == "group":  # as a terminal's Ctrl-C and `timeout` do: every process of the group
@@ -68,7 +81,7 @@ def _stop_at(args: list[str], moment: float, way: str, signum: int = signal.SIGT
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def _each_moment(make_args, way: str, tmp_path: Path, signum: int = signal.SIGTERM, moments=MOMENTS):  # type: ignore[no-untyped-def]
+def _each_moment(make_args, way: str, tmp_path: Path, signum: int, moments: tuple[float, ...]):  # type: ignore[no-untyped-def]
     """Run the command once per moment, the early ones one at a time, then the others all at once;
     (moment, its output dir, the finished process)."""
     outs = [tmp_path / f"{way}-{moment}" for moment in moments]
@@ -79,6 +92,29 @@ def _each_moment(make_args, way: str, tmp_path: Path, signum: int = signal.SIGTE
     with ThreadPoolExecutor(max(1, len(together))) as pool:
         procs += list(pool.map(stop, together))
     return list(zip(moments, outs, procs))
+
+
+def _each_stop(make_args, tmp_path: Path, standin):  # type: ignore[no-untyped-def]
+    """Stop the command at each of its TIMED moments — the early ones one at a time, then the later ones together
+    with one stop each way keyed to the command's first request to its own silent server;
+    (way, the moment: seconds or "asking", its output dir, the finished process). `make_args(out, server)`."""
+    shared = standin(lambda request: {}, hang_after=0)
+    stops = [(way, moment, None) for way, moment in TIMED]
+    stops += [(way, "asking", standin(lambda request: {}, hang_after=0)) for way in WAYS]
+
+    def stop(entry):  # type: ignore[no-untyped-def]
+        way, moment, own = entry
+        out = tmp_path / f"{way}-{moment}"
+        if own is None:
+            return way, moment, out, _stop_at(make_args(out, shared), moment, way)
+        return way, moment, out, _stop_at(make_args(out, own), ASKING, way, after=lambda: own.hung >= 1)
+
+    alone = [entry for entry in stops if entry[2] is None and entry[1] < EARLY]
+    done = [stop(entry) for entry in alone]
+    together = [entry for entry in stops if entry not in alone]
+    with ThreadPoolExecutor(len(together)) as pool:
+        done += list(pool.map(stop, together))
+    return done
 
 
 def _no_silent_exit(moment: float, proc: subprocess.CompletedProcess[str], signum: int = signal.SIGTERM) -> str:
@@ -96,22 +132,19 @@ def silent_server(standin):  # type: ignore[no-untyped-def]
 
 
 @SERIAL
-@pytest.mark.parametrize("way", ["timeout", "kill"])
-def test_surfer_run_stopped_at_any_moment(way, silent_server, pages, tmp_path):
-    args = lambda out: ["run", "probe", "--url", pages.url("actions.html"), "--base-url", silent_server.base_url,  # noqa: E731
-                        "--model", silent_server.model, "--profile", "holo2", "--out", str(out)]
-    recorded = 0
-    for moment, out, proc in _each_moment(args, way, tmp_path):
+def test_surfer_run_stopped_at_any_moment(standin, pages, tmp_path):
+    args = lambda out, server: ["run", "probe", "--url", pages.url("actions.html"), "--base-url", server.base_url,  # noqa: E731
+                                "--model", server.model, "--profile", "holo2", "--out", str(out)]
+    for way, moment, out, proc in _each_stop(args, tmp_path, standin):
         said = _no_silent_exit(moment, proc)
         if (out / "result.json").exists():
             result = json.loads((out / "result.json").read_text())
-            assert result["status"] == "interrupted" and "SIGTERM" in result["reason"], (moment, result)
+            assert result["status"] == "interrupted" and "SIGTERM" in result["reason"], (way, moment, result)
             assert "interrupted by SIGTERM" in said
-            recorded += 1
         else:
-            assert "before the run started: nothing was recorded" in said, (moment, said[-2000:])
-            assert not out.exists(), f"stop at {moment} s: a run directory without its result.json"
-    assert recorded >= 1  # the later stops found a run to record
+            assert moment != "asking", f"stopped ({way}) as the run asked the model: no result.json\n{said[-2000:]}"
+            assert "before the run started: nothing was recorded" in said, (way, moment, said[-2000:])
+            assert not out.exists(), f"stop at {moment} s ({way}): a run directory without its result.json"
 
 
 def _before_surfer(proc: subprocess.CompletedProcess[str], signum: int) -> bool:
@@ -131,12 +164,12 @@ def test_surfer_demo_stopped_at_any_moment(signum, phase, tmp_path):
     a stop that comes after it finished finds it finished."""
     name = signal.Signals(signum).name
     moments = (0.3,) if phase == "alone" else (0.6, 1.0, 1.5, 2.5)  # (the earliest with nothing else running)
-    timed = _each_moment(lambda out: ["demo", "--out", str(out)], "group", tmp_path, signum, moments=moments)
-    opening = [(moment, tmp_path / f"opening-{moment}") for moment in ((0.0, 0.0, 0.05) if phase == "together" else ())]
-    opening = [(moment, out.with_name(f"{out.name}-{i}")) for i, (moment, out) in enumerate(opening)]
-    with ThreadPoolExecutor(max(1, len(opening))) as pool:
-        stopped = list(pool.map(lambda pair: _stop_at(["demo", "--out", str(pair[1])], pair[0], "group", signum,
-                                                      after=pair[1]), opening))
+    opening = [(moment, tmp_path / f"opening-{moment}") for moment in ((0.0, 0.05) if phase == "together" else ())]
+    with ThreadPoolExecutor(max(1, len(opening))) as pool:  # beside the timed stops
+        stopping = [pool.submit(_stop_at, ["demo", "--out", str(out)], moment, "group", signum, after=out.exists)
+                    for moment, out in opening]
+        timed = _each_moment(lambda out: ["demo", "--out", str(out)], "group", tmp_path, signum, moments=moments)
+        stopped = [future.result() for future in stopping]
     for (moment, out), proc in zip(opening, stopped):
         assert (out / "result.json").exists(), f"stopped {moment} s after its directory opened: no result.json"
     recorded = 0
@@ -160,46 +193,42 @@ def test_surfer_demo_stopped_at_any_moment(signum, phase, tmp_path):
 
 
 @SERIAL
-@pytest.mark.parametrize("way", ["timeout", "kill"])
-def test_surfer_batch_stopped_at_any_moment(way, silent_server, pages, tmp_path):
+def test_surfer_batch_stopped_at_any_moment(standin, pages, tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"id": i, "task": "probe", "url": pages.url("actions.html")}) + "\n" for i in "ab"))
-    args = lambda out: ["batch", str(tasks), "--out", str(out), "--concurrency", "2", "--base-url",  # noqa: E731
-                        silent_server.base_url, "--model", silent_server.model, "--profile", "holo2", "--quiet"]
-    recorded = 0
-    for moment, out, proc in _each_moment(args, way, tmp_path):
+    args = lambda out, server: ["batch", str(tasks), "--out", str(out), "--concurrency", "2", "--base-url",  # noqa: E731
+                                server.base_url, "--model", server.model, "--profile", "holo2", "--quiet"]
+    for way, moment, out, proc in _each_stop(args, tmp_path, standin):
         said = _no_silent_exit(moment, proc)
         if (out / "batch.json").exists():
-            assert "interrupted by SIGTERM" in said, (moment, said[-2000:])
+            assert "interrupted by SIGTERM" in said, (way, moment, said[-2000:])
             assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip()
             attempts = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()] \
                 if (out / "attempts.jsonl").exists() else []
-            assert all(a["status"] == "interrupted" and "SIGTERM" in a["reason"] for a in attempts), (moment, attempts)
-            recorded += bool(attempts)
+            assert all(a["status"] == "interrupted" and "SIGTERM" in a["reason"] for a in attempts), (way, moment, attempts)
+            # stopped as a session asked the model: that session's attempt is recorded
+            assert attempts or moment != "asking", (way, moment, said[-2000:])
         else:
-            assert "before the batch started: nothing was recorded" in said, (moment, said[-2000:])
-    assert recorded >= 1  # the later stops found sessions running and recorded their attempts
+            assert moment != "asking", f"stopped ({way}) as a session asked the model: no batch.json\n{said[-2000:]}"
+            assert "before the batch started: nothing was recorded" in said, (way, moment, said[-2000:])
 
 
 @SERIAL
-@pytest.mark.parametrize("way", ["timeout", "kill"])
-def test_surfer_qa_stopped_at_any_moment(way, silent_server, pages, tmp_path):
+def test_surfer_qa_stopped_at_any_moment(standin, pages, tmp_path):
     suite = tmp_path / "suite.yaml"
     suite.write_text(f"name: checks\nbase_url: {pages.base_url}\ncases:\n"
                      "  - name: one\n    url: actions.html\n    task: probe\n"
                      "  - name: two\n    url: actions.html\n    task: probe\n")
-    args = lambda out: ["qa", str(suite), "--out", str(out), "--no-cache", "--quiet", "--base-url",  # noqa: E731
-                        silent_server.base_url, "--model", silent_server.model, "--profile", "holo2"]
-    recorded = 0
-    for moment, out, proc in _each_moment(args, way, tmp_path):
+    args = lambda out, server: ["qa", str(suite), "--out", str(out), "--no-cache", "--quiet", "--base-url",  # noqa: E731
+                                server.base_url, "--model", server.model, "--profile", "holo2"]
+    for way, moment, out, proc in _each_stop(args, tmp_path, standin):
         said = _no_silent_exit(moment, proc)
         if (out / "junit.xml").exists():
-            assert "interrupted by SIGTERM" in said, (moment, said[-2000:])
+            assert "interrupted by SIGTERM" in said, (way, moment, said[-2000:])
             assert "interrupted by SIGTERM" in (out / "index.html").read_text()
-            recorded += 1
         else:
-            assert "before the suite started: nothing was recorded" in said, (moment, said[-2000:])
-    assert recorded >= 1
+            assert moment != "asking", f"stopped ({way}) as a case asked the model: no junit.xml\n{said[-2000:]}"
+            assert "before the suite started: nothing was recorded" in said, (way, moment, said[-2000:])
 
 
 def test_a_run_whose_every_process_is_stopped_at_once_records_the_stop(silent_server, pages, tmp_path):

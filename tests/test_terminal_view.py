@@ -17,15 +17,15 @@ import pytest
 from typer.testing import CliRunner
 
 from surfer.apps.cli import app
-from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 
 VIEWPORT = (1024, 700)
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):  # type: ignore[no-untyped-def]
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):  # type: ignore[no-untyped-def]
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 def run_args(site, server, out: Path) -> list[str]:  # type: ignore[no-untyped-def]

@@ -14,14 +14,14 @@ from typer.testing import CliRunner
 
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.apps.cli import app
-from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.fleet.batch import Batch, BatchTask, ResultsIndex
 from test_cli import VIEWPORT, cli, normalized, run_args
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):  # type: ignore[no-untyped-def]
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):  # type: ignore[no-untyped-def]
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 def trace_lines(trace: Path, kind: str = ".trace") -> list[dict]:

@@ -26,8 +26,8 @@ def _trace_events(path):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-async def form_model(demo_site, standin):  # type: ignore[no-untyped-def]
-    return standin(StepResponder(await measure_centres(demo_site.base_url), "normalized_1000"))
+async def form_model(demo_site, standin, shared_browser):  # type: ignore[no-untyped-def]
+    return standin(StepResponder(await measure_centres(demo_site.base_url, browser=shared_browser), "normalized_1000"))
 
 
 def _config(server, **extra):  # type: ignore[no-untyped-def]
@@ -62,11 +62,11 @@ class GivesUp(StepResponder):
         return super().__call__(request)
 
 
-async def test_retain_on_failure_keeps_the_trace_of_a_failed_run_only(demo_site, form_model, standin, tmp_path):
+async def test_retain_on_failure_keeps_the_trace_of_a_failed_run_only(demo_site, form_model, standin, shared_browser, tmp_path):
     config = _config(form_model, browser={"trace": "retain-on-failure"})
     passed = await Agent(config).run("Fill in the form.", demo_site.url("register.html"), out_dir=tmp_path / "ok")
     assert passed.status == "success" and not (tmp_path / "ok" / "trace.zip").exists() and "trace" not in passed.artifacts
-    quitter = standin(GivesUp(await measure_centres(demo_site.base_url), "normalized_1000"))
+    quitter = standin(GivesUp(await measure_centres(demo_site.base_url, browser=shared_browser), "normalized_1000"))
     failed = await Agent(_config(quitter, browser={"trace": "retain-on-failure"})).run(
         "Fill in the form.", demo_site.url("register.html"), out_dir=tmp_path / "bad")
     assert failed.status == "failed"

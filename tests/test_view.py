@@ -12,15 +12,15 @@ import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import Batch, BatchTask
-from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper, measure_targets
+from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.apps.view.server import ViewServer
 
 VIEWPORT = (1024, 700)
 
 
 @pytest.fixture(scope="module")
-async def centres(demo_site):  # type: ignore[no-untyped-def]
-    return await measure_targets(demo_site.base_url, VIEWPORT)
+async def centres(demo_site, measure):  # type: ignore[no-untyped-def]
+    return await measure(demo_site.base_url, VIEWPORT)
 
 
 @pytest.fixture(scope="module")
@@ -304,7 +304,7 @@ async def test_pages_surfer_writes_keep_the_console_empty_on_any_server(user_bro
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
     handler.log_message = lambda *args: None  # type: ignore[attr-defined]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     context = await user_browser.new_context()
     problems: list[str] = []
     context.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)

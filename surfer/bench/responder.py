@@ -45,11 +45,11 @@ class StepResponder:
         return {"type": "type", "text": f"value {turn}", "target": _FIELDS[turn % 3]}
 
 
-async def measure_centres(site_url: str) -> dict[str, CssPoint]:
+async def measure_centres(site_url: str, browser: Any = None) -> dict[str, CssPoint]:
     from surfer.apps.demo.oracle import measure_targets
     from surfer.core.actions import CssPoint
 
-    centres = await measure_targets(site_url, VIEWPORT)
+    centres = await measure_targets(site_url, VIEWPORT, browser=browser)
     heading = centres["the 'Full name' text field"]
     centres["the page heading"] = CssPoint(x=heading.x, y=30.0)  # the header bar: a click that changes nothing
     return {k: v for k, v in centres.items() if k in (*_FIELDS, "the page heading")}

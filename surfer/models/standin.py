@@ -59,9 +59,14 @@ Answer = Union[str, dict[str, Any]]
 
 class QuietServer(ThreadingHTTPServer):
     """A threading HTTP server that says nothing when a client goes away mid-reply (a killed
-    browser, a stopped batch): that is the client's business, not a server error."""
+    browser, a stopped batch): that is the client's business, not a server error. Stopped
+    (shutdown()), it is gone within `poll_seconds`."""
 
     daemon_threads = True
+    poll_seconds = 0.05  # how soon serve_forever sees a shutdown(): stop() waits up to this (the default: 0.5 s)
+
+    def serve_forever(self, poll_interval: float | None = None) -> None:
+        super().serve_forever(self.poll_seconds if poll_interval is None else poll_interval)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys

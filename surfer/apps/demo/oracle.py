@@ -45,29 +45,42 @@ def confirmation_code(name: str, email: str) -> str:
 
 async def measure_targets(
     site_url: str, viewport: tuple[int, int], scale: float = 1.0, targets: dict[str, tuple[str, str]] | None = None,
+    browser: Any = None,
 ) -> dict[str, CssPoint]:
     """Centres (CSS px) of every target (default: TARGETS), measured in a real Chromium
     (Playwright's driver in its own session, as a run's: a Ctrl-C to the command's
-    process group is the command's to handle, not the driver's)."""
-    from surfer.core.actions import CssPoint
+    process group is the command's to handle, not the driver's). `browser`: an open
+    Playwright Browser to measure in instead (a context of its own, closed after)."""
+    if browser is not None:
+        context = await browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, device_scale_factor=scale)
+        try:
+            return await _measure(await context.new_page(), site_url, targets or TARGETS)
+        finally:
+            await context.close()
     from surfer.tools.chromium import start_chromium
 
-    centres: dict[str, CssPoint] = {}
     playwright, browser = await start_chromium(headless=True)
     try:
         page = await browser.new_page(viewport={"width": viewport[0], "height": viewport[1]}, device_scale_factor=scale)
-        for target, (path, selector) in (targets or TARGETS).items():
-            if not page.url.endswith(path):
-                await page.goto(site_url.rstrip("/") + "/" + path)
-            box = await page.locator(selector).bounding_box()
-            if box is None:
-                raise RuntimeError(f"{selector} on {path} has no box")
-            centres[target] = CssPoint(x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] / 2)
+        return await _measure(page, site_url, targets or TARGETS)
     finally:
         try:
             await browser.close()
         finally:
             await playwright.stop()
+
+
+async def _measure(page: Any, site_url: str, targets: dict[str, tuple[str, str]]) -> dict[str, CssPoint]:
+    from surfer.core.actions import CssPoint
+
+    centres: dict[str, CssPoint] = {}
+    for target, (path, selector) in targets.items():
+        if not page.url.endswith(path):
+            await page.goto(site_url.rstrip("/") + "/" + path)
+        box = await page.locator(selector).bounding_box()
+        if box is None:
+            raise RuntimeError(f"{selector} on {path} has no box")
+        centres[target] = CssPoint(x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] / 2)
     return centres
 
 

@@ -113,8 +113,8 @@ class QaDemoOracle(DemoOracle):
         return {"verdict": "accept", "reasons": "The step is done."}
 
 
-async def measure_qa_targets(site_url: str, viewport: tuple[int, int] = (1280, 800)) -> dict[str, CssPoint]:
-    return await measure_targets(site_url, viewport, targets=QA_TARGETS)
+async def measure_qa_targets(site_url: str, viewport: tuple[int, int] = (1280, 800), browser: Any = None) -> dict[str, CssPoint]:
+    return await measure_targets(site_url, viewport, targets=QA_TARGETS, browser=browser)
 
 
 def qa_oracle(centres: dict[str, CssPoint], frame: Any, viewport: tuple[int, int] = (1280, 800), flaky_hours: bool = False) -> QaDemoOracle:
