@@ -474,7 +474,7 @@ def test_no_ending_keeps_every_session_to_its_length(standin, tmp_path) -> None:
         out = tmp_path / f"gpu{len(flag)}.json"
         result = CliRunner().invoke(app, [
             "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holo2={server.model}", "--levels", "2",
-            "--window", "20", "--min-steps", "2", "--session-steps", "4", "--no-bare", "--out", str(out), *flag])
+            "--window", "60", "--min-steps", "2", "--session-steps", "4", "--no-bare", "--out", str(out), *flag])
         assert result.exit_code == 0, result.output
         runs[bool(flag)] = json.loads(out.read_text())
     ended = runs[False]["models"][0]["levels"][0]["surfer"]
@@ -569,7 +569,8 @@ def test_gpu_bench_reads_an_sglang_server_and_flushes_its_cache_between_runs(sta
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
-        "--window", "30", "--min-steps", "1", "--no-bare", "--out", str(out), "--session-steps", "6",
+        # (the run ends when its steady window closes: the window is only an upper bound, roomy for a loaded runner)
+        "--window", "60", "--min-steps", "1", "--no-bare", "--out", str(out), "--session-steps", "6",
         "--variants", "layout=window,continuation=off;layout=conversation,continuation=on",
     ])
     assert result.exit_code == 0, result.output
