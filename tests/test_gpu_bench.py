@@ -485,7 +485,7 @@ def test_no_ending_keeps_every_session_to_its_length(standin, tmp_path) -> None:
     assert kept["steady"]["complete"] and kept["steps"] >= 2 * 3  # each of the 2 sessions: its first step and 2 more
     assert offered[0] and not any(offered[-kept["steps"]:])  # the reference was offered answer; this run never was
     from surfer.agent.roles import FinalDecision
-    from surfer.bench.gpu.levels import ENDING_ACTIONS, without_actions
+    from surfer.bench.gpu.backends import ENDING_ACTIONS, without_actions
     from surfer.models.schema import portable_schema
 
     final = portable_schema(FinalDecision.model_json_schema())  # the last step's: nothing but ending actions
