@@ -48,6 +48,15 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 cd /tmp  # python -m surfer must not find another checkout in the working directory
 port=${3:-8000}
+
+from_a_copy() {  # run this script's command $1 in the background (its log /tmp/out/levers.log), from a copy of the
+  # checkout; CARRIED: the checkout's .gpu/, where later calls carry the next chunks
+  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src \
+    && rm -rf /tmp/plan-src/.gpu
+  CARRIED=$here/.gpu SURFER_SRC=/tmp/plan-src setsid nohup bash /tmp/plan-src/scripts/gpu_device.sh "$1" \
+    > /tmp/out/levers.log 2>&1 < /dev/null &
+}
+
 case $1 in
 unpack)
   # the chunks in /tmp (scripts/gpu_sets.py builds them; a call carries .gpu/ and copies its chunks there):
@@ -145,10 +154,7 @@ plan)
   # (in /tmp) while the first entries run
   # (from a copy of the checkout: the device's working tree is copied again at every call, and a bench reading the
   # demo's screenshots at that moment found one missing)
-  # (CARRIED: the checkout's .gpu/, where later calls carry the next chunks)
-  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src && rm -rf /tmp/plan-src/.gpu
-  CARRIED=$here/.gpu SURFER_SRC=/tmp/plan-src setsid nohup bash /tmp/plan-src/scripts/gpu_device.sh plan-run \
-    > /tmp/out/levers.log 2>&1 < /dev/null &
+  from_a_copy plan-run
   echo "plan running: /tmp/out/levers.log"
   ;;
 plan-run)
@@ -222,9 +228,7 @@ stop-replicas)
   bash "$here/scripts/gpu_device.sh" stop "$2"
   ;;
 servers)
-  # (from a copy of the checkout, as `plan`)
-  mkdir -p /tmp/out && rm -f /tmp/out/levers.done && rm -rf /tmp/plan-src && cp -r "$here" /tmp/plan-src && rm -rf /tmp/plan-src/.gpu
-  SURFER_SRC=/tmp/plan-src setsid nohup bash /tmp/plan-src/scripts/gpu_device.sh servers-run > /tmp/out/levers.log 2>&1 < /dev/null &
+  from_a_copy servers-run
   echo "servers running: /tmp/out/levers.log"
   ;;
 servers-run)

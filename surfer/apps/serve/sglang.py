@@ -192,13 +192,13 @@ def image_cache(plan: ServePlan, cmd: list[str]) -> None:
         raise ConfigError(str(exc)) from None
     if CACHE_ENV in os.environ:
         plan.env[CACHE_ENV] = os.environ[CACHE_ENV].strip()
+    if not limit:
+        return
     workers = 1
     for n, arg in enumerate(cmd):  # the last one given counts: `--tokenizer-worker-num N` or `=N`
         value = arg.partition("=")[2] if arg.startswith("--tokenizer-worker-num=") else (
             cmd[n + 1] if arg == "--tokenizer-worker-num" and n + 1 < len(cmd) else "")
         workers = int(value) if value.isdigit() else workers
     gib = limit / (1 << 30)
-    if not limit:
-        return
     plan.notes.append(f"each of SGLang's {workers} tokenizer worker(s) keeps up to {gib:g} GiB of processed "
                       f"screenshots, up to {gib * workers:g} GiB of host memory in all ({CACHE_ENV}; 0 turns it off)")

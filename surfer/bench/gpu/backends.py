@@ -59,13 +59,13 @@ class RecordingBackend(_Wrapper):
         self.generated = {} if generated is None else generated
 
     async def complete(self, request: ModelRequest) -> Completion:
-        # in full (no image refs): the bare generator replays these bodies after the server's caches were emptied
-        body = self.shaper._body(request, self.shaper.structured_mode, full_images=True)
         try:
             return await self.inner.complete(request)
         finally:
             generate = self.generated.pop(id(request), None)
             if generate is None:
+                # in full (no image refs): the bare generator replays these bodies after the server's caches were emptied
+                body = self.shaper._body(request, self.shaper.structured_mode, full_images=True)
                 self.sent.append(SentRequest(bench_session.get(), wire_body(body)))
             else:  # the ids as sent, the server's own request id left for it to give again
                 self.sent.append(SentRequest(bench_session.get(), {k: v for k, v in generate.items() if k != "rid"}, "generate"))

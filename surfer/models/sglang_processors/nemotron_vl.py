@@ -75,9 +75,9 @@ class SurferNanoNemotronVLProcessor(NanoNemotronVLImageProcessor):
         assert expanded is not None  # the placeholders were counted
         offsets = image_offsets(expanded, image_id, start)
         side = int(math.sqrt(self.num_image_token))
+        create, _ = self.evs.static_size_data_items(frames_per_video=[], num_images=1, rows=side, cols=side)
         items = []
         for tiles, offset, key in zip(features, offsets, keys):
-            create, _ = self.evs.static_size_data_items(frames_per_video=[], num_images=1, rows=side, cols=side)
             [item] = create(image=tiles, image_offsets=[offset], video=None, video_offsets=[], input_ids_list=expanded)
             item.hash = content_hash(key)  # SGLang hashes no tensor: the prefix cache's key is the data's
             items.append(item)
