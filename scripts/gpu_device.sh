@@ -15,7 +15,8 @@
 #      LEVER_ARGS (more bench options, e.g. "--session-steps 48" for warm_steps variants, "--auto-only");
 #      LEVELS (default 64; with --auto-only, "16,64" starts auto at 16 and lets it reach 64);
 #      LEVERS_holo2=..., WINDOW_holo2=... for one model only; RUN_TAG=ret0 names a second run's files apart)
-#   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; copy /tmp/out to $OUT
+#   bash scripts/gpu_device.sh collect SECONDS          # wait up to SECONDS for `levers` to finish; /tmp/out and the
+#     servers' logs to $OUT/collected.tar.gz
 #     (a call every few minutes keeps the lease warm while the background run goes on)
 #   bash scripts/gpu_device.sh replicas SHAPE GPUS [PORT]  # `surfer serve --gpus GPUS` in its own session: one replica
 #     per GPU on PORT, PORT+1, ...; waits until every one answers (DATA_PARALLEL=1: one endpoint, the engine's data
@@ -189,12 +190,19 @@ plan-run)
   touch /tmp/out/levers.done
   ;;
 collect)
+  # everything in /tmp/out and each server's log (less its request lines), as one archive (a call returns at most
+  # 8 files):
+  # $OUT/collected.tar.gz, unpacked here with `tar xzf`
   for _ in $(seq "${2:-60}"); do [ -e /tmp/out/levers.done ] && break; sleep 1; done
-  tail -5 /tmp/out/levers.log; cp -r /tmp/out/. "$OUT/"; rm -f "$OUT"/*-sglang.log "$OUT"/*-vllm.log  # (in levers.log too)
-  [ -e /tmp/out/levers.done ] && echo "levers done" || echo "levers still running"; rm -f "$OUT/levers.done"
+  tail -5 /tmp/out/levers.log
+  rm -rf /tmp/collect && mkdir -p /tmp/collect && cp -r /tmp/out/. /tmp/collect/
+  rm -f /tmp/collect/*-sglang.log /tmp/collect/*-vllm.log /tmp/collect/levers.done  # (in levers.log too)
   for log in /tmp/vllm-*.log /tmp/sglang-*.log; do
-    [ -e "$log" ] && grep -v "POST /v1/chat/completions\|POST /generate\|GET /metrics\|state was deleted" "$log" | tail -600 > "$OUT/$(basename "$log")"
+    [ -e "$log" ] && grep -v "POST /v1/chat/completions\|POST /generate\|GET /metrics\|state was deleted" "$log" \
+      > "/tmp/collect/$(basename "$log")"
   done
+  tar czf "$OUT/collected.tar.gz" -C /tmp/collect . && ls -la /tmp/collect | tail -n +4
+  [ -e /tmp/out/levers.done ] && echo "levers done" || echo "levers still running"
   ;;
 replicas)
   gpus=${3:-2} port=${4:-8000}
@@ -279,7 +287,8 @@ seeds-run)
   ;;
 seeds-bench)
   # SHAPE REGIME CACHING: one `vllm bench serve` against the server on port 8000 (mm: the seeds' screenshots;
-  # text: decode-heavy, no image, 1,000 in and 1,024 out); CACHING only names the result file
+  # text: decode-heavy, no image, 1,000 in and 1,024 out; long: 8,000 in and 1,024 out); CACHING only names the
+  # result file
   shape=$2 regime=$3 caching=$4
   common=(--backend openai-chat --endpoint /v1/chat/completions --base-url http://127.0.0.1:8000
           --model /tmp/models/$shape --tokenizer /tmp/models/$shape --trust-remote-code --seed 0
@@ -289,6 +298,13 @@ seeds-bench)
     python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random \
       --random-input-len 1000 --random-output-len 1024 --random-range-ratio 0.0 \
       --result-filename "seeds-text-$shape-caching-$caching.json" 2>&1 | tail -40
+  elif [ "$regime" = long ]; then
+    # long contexts (LONG_IN random prompt tokens, default 8,000; 1,024 out): 100 at once need more KV cache than
+    # an 80 GB card holds for a transformer (about 144 KB a token for Holo2-8B), not for the hybrid (24 KB and a
+    # constant state); the server's log says how many ran at once
+    python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random \
+      --random-input-len "${LONG_IN:-8000}" --random-output-len 1024 --random-range-ratio 0.0 \
+      --result-filename "seeds-long-$shape-caching-$caching.json" 2>&1 | tail -40
   else
     python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random-mm \
       --random-input-len 1000 --random-output-len 320 --random-range-ratio '{"input": 0.0, "output": 0.6}' \
