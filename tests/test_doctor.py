@@ -121,7 +121,8 @@ async def test_a_missing_headless_shell_is_a_warning_with_its_fix(monkeypatch):
 
 
 SGLANG_AS_SURFER_SERVES = {"enable_cache_report": True, "enable_metrics": True, "mamba_radix_cache_strategy": "no_buffer",
-                           "disable_overlap_schedule": True, "mamba_ssm_dtype": "float32", "tokenizer_worker_num": 6}
+                           "disable_overlap_schedule": True, "mamba_ssm_dtype": "float32", "tokenizer_worker_num": 6,
+                           "mamba_full_memory_ratio": 3.0}
 
 
 async def test_doctor_says_which_engine_serves_and_the_serving_flags_a_profile_lacks(standin) -> None:
@@ -135,11 +136,12 @@ async def test_doctor_says_which_engine_serves_and_the_serving_flags_a_profile_l
     checks = by_name(await check_serving(served.base_url, served.model, "holotron"))
     assert checks["engine"].detail.startswith("SGLang") and checks["serving flags"].status == "ok"
     bare = standin(honours_schema, engine="sglang", kv_capacity=10**6, max_model_len=8192,
-                   settings={"mamba_radix_cache_strategy": "auto", "mamba_ssm_dtype": "bfloat16"})
+                   settings={"mamba_radix_cache_strategy": "auto", "mamba_ssm_dtype": "bfloat16",
+                             "mamba_full_memory_ratio": 0.9})
     check = by_name(await check_serving(bare.base_url, bare.model, "holotron"))["serving flags"]
     assert check.status == "warn" and "--engine sglang" in check.fix
     for said in ("--enable-cache-report", "--mamba-radix-cache-strategy no_buffer", "bfloat16",
-                 "--tokenizer-worker-num", "the context is 8192 tokens"):
+                 "--tokenizer-worker-num", "the context is 8192 tokens", "--mamba-full-memory-ratio 3"):
         assert said in check.detail, said
     assert by_name(await check_serving(bare.base_url, bare.model, "holo2"))["serving flags"].detail.count(";") == 2
     vllm = standin(honours_schema, kv_capacity=10**6, max_model_len=65536,

@@ -249,6 +249,7 @@ def test_dry_run_holotron_on_sglang_keeps_the_mamba_state_where_each_request_end
         "--context-length", "65536", "--max-running-requests", "64", "--enable-metrics", "--enable-cache-report",
         "--grammar-backend", "xgrammar", "--mamba-radix-cache-strategy", "no_buffer", "--disable-overlap-schedule",
         "--mamba-ssm-dtype", "float32", "--tokenizer-worker-num", "6",  # (measured: the screenshots' preprocessing)
+        "--mamba-full-memory-ratio", "3",  # (measured: a Mamba state pool for every session on an 80 GB card)
     ]
 
 
@@ -272,6 +273,8 @@ def test_sglang_flags_follow_the_version_and_the_command_line() -> None:
     assert holo2.exit_code == 0  # (not a hybrid: the flag is SGLang's to judge)
     older_without = shlex.split(dry_run("Hcompany/Holo2-8B", "--engine", "sglang", "--sglang-version", "0.5.12"))
     assert "--tokenizer-worker-num" not in older_without  # a flag that version may lack is left out, said in a note
+    pool = shlex.split(dry_run("Hcompany/Holotron-12B", "--engine", "sglang", "--", "--mamba-full-memory-ratio=0.9"))
+    assert [a for a in pool if a.startswith("--mamba-full-memory")] == ["--mamba-full-memory-ratio=0.9"]  # the caller's
     holo2 = shlex.split(dry_run("Hcompany/Holo2-8B", "--engine", "sglang"))
     assert "--trust-remote-code" not in holo2 and not any("mamba" in a for a in holo2)
     assert holo2[holo2.index("--limit-mm-data-per-request") + 1] == json.dumps({"image": 3})

@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .sglang import MEASURED_FLAGS as SGLANG_FLAGS
+
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+POOL_RATIO = "--mamba-full-memory-ratio"
 MAMBA_STRATEGIES = ("no_buffer", "extra_buffer", "extra_buffer_lazy")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
@@ -34,6 +37,11 @@ def sglang_findings(info: dict[str, Any], profile: Any, max_model_len: int | Non
                            "(SGLang picks none for Holotron's VL architecture)")
         elif strategy == "no_buffer" and not info.get("disable_overlap_schedule"):
             missing.append("no_buffer with the overlap scheduler on: pass --disable-overlap-schedule")
+        ratio, served_with = info.get("mamba_full_memory_ratio"), SGLANG_FLAGS.get(profile.name, {}).get(POOL_RATIO)
+        if ratio is not None and served_with and float(ratio) < float(served_with):
+            missing.append(f"the Mamba state pool is sized at {POOL_RATIO} {ratio}: SGLang runs at most a third of its "
+                           f"states at once (on an 80 GB card about 45 {profile.name} requests at 0.9) and queues the "
+                           f"rest; pass {POOL_RATIO} {served_with}")
         dtype = str(info.get("mamba_ssm_dtype") or "")
         if dtype and dtype != "float32":
             missing.append(f"the SSM state is {dtype}: float32 is the accuracy-safe setting (--mamba-ssm-dtype float32)")

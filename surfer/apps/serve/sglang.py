@@ -49,6 +49,7 @@ FLAG_SINCE: dict[str, str] = {
     "--mamba-ssm-dtype": "0.5",
     "--mamba-scheduler-strategy": "0.5.5",
     "--mamba-radix-cache-strategy": "0.5.15",
+    "--mamba-full-memory-ratio": "0.5.15",
     "--disable-overlap-schedule": "0.3",
     "--reasoning-parser": "0.4.6",
     "--tokenizer-worker-num": "0.5.15",
@@ -76,7 +77,14 @@ MEASURED_FLAGS: dict[str, dict[str, str | None]] = {
     # SGLang 0.5.15 tiles and normalises each request's screenshots in its tokenizer process, on that process's
     # event loop: with one (the default), 64 Holotron sessions kept at most 2 requests running (0.48 steps/s,
     # one H200); with 6, 44 ran and 18 waited (1.22 steps/s, one H100). Docs: benchmarks, "Engines for the hybrid".
-    "holotron": {"--tokenizer-worker-num": "6"},
+    # --mamba-full-memory-ratio 3 (SGLang's 0.9 splits the memory left after the weights 0.9 : 1 between the Mamba
+    # state pool and the KV cache, and runs at most a third of the pool's states at once): on an H100 the default
+    # ran 45 Holotron requests at once (137 states of 142 MB in float32; KV cache 8 % used) and queued the rest of
+    # 64 sessions, and a queue evicts the states of the sessions paused between calls (hit 0.37, 4.28 steady
+    # steps/s); at 3, 221 states, 73 at once, nothing queued: hit 0.84, 7.24 steps/s, the KV cache 447k tokens
+    # (`conversation`, one tile, tokens in). Sessions of over ~20k tokens each want the KV cache back (`-- --mamba-
+    # full-memory-ratio 0.9`). Docs: benchmarks, "Surfer against the bare replay".
+    "holotron": {"--tokenizer-worker-num": "6", "--mamba-full-memory-ratio": "3"},
     "holo2": {"--tokenizer-worker-num": "6"},
     "holo1.5": {},
     "openai": {},
