@@ -267,7 +267,8 @@ seeds)
   # the seeds' headline without surfer (vLLM's own serving benchmark), in the background (`collect` as for levers):
   # SEEDS="holotron:off holo2:on holotron:on" (model:prefix caching), each served alone, then `vllm bench serve` with
   # random multimodal requests: 1-4 screenshots of 1280x800, 1,000 text tokens, 128-512 output tokens, 100 at once
-  # (REGIMES="mm text": also a decode-heavy text-only load, 1,000 in and 1,024 out, in the same server start)
+  # (REGIMES="mm text long": also a decode-heavy text-only load, 1,000 in and 1,024 out, and long contexts, 8,000 in
+  # and 1,024 out, in the same server start)
   mkdir -p /tmp/out && rm -f /tmp/out/levers.done
   setsid nohup bash "$here/scripts/gpu_device.sh" seeds-run > /tmp/out/levers.log 2>&1 < /dev/null &
   echo "seeds running: /tmp/out/levers.log"
