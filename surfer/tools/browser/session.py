@@ -168,8 +168,9 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             await self._guard(self._open_context())
         if url:
             check_start_url(url, self.url_policy)
+            mark = await self.mark()  # before the load: timers the page starts as it loads (a redirect in 300 ms) are waited for
             await self._guard(self._run_action(lambda _: self._goto(url), None))
-            await self._guard(self.settle(await self.mark()))
+            await self._guard(self.settle(mark))
 
     async def _launch(self) -> tuple[Any, Any]:
         """(playwright, browser) of this session's own: the early launch when it
