@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -137,6 +138,28 @@ def test_urls_are_normalized():
     assert normalize_url("/a/b?c=1", "http://127.0.0.1:8000/x/y.html") == "http://127.0.0.1:8000/a/b?c=1"
     assert normalize_url("../z.html", "http://h/x/y/w.html") == "http://h/x/z.html"
     assert normalize_url("about:blank") == "about:blank"
+    # as an address bar reads them: a local path is a file, a bare loopback host is served over http
+    assert normalize_url("/tmp/a b.html") == "file:///tmp/a%20b.html"
+    assert normalize_url("~/x.html") == Path("~/x.html").expanduser().as_uri()
+    assert normalize_url("localhost:8000/x") == "http://localhost:8000/x"
+    assert normalize_url("127.0.0.1:8765") == "http://127.0.0.1:8765"
+    assert normalize_url("localhost.example.com") == "https://localhost.example.com"
+
+
+def test_a_start_url_that_is_a_local_path_is_a_file_url():
+    from surfer.core.errors import ConfigError
+    from surfer.tools.url_policy import UrlPolicy, check_start_url
+
+    with pytest.raises(ConfigError, match="start URL /tmp/page.html is refused: file: URLs are refused"):
+        check_start_url("/tmp/page.html", UrlPolicy())
+    check_start_url("/tmp/page.html", UrlPolicy(allow_file_urls=True))
+
+
+async def test_a_local_path_opens_the_file_where_file_urls_are_allowed(browser_env):
+    page = Path(__file__).with_name("pages") / "page2.html"
+    env = await browser_env(str(page), allow_file_urls=True)
+    assert env.page.url == page.as_uri()
+    assert await env.page.text_content("h1") == "Page two"
 
 
 async def test_goto_relative_url_resolves_against_the_current_page(browser_env, pages):

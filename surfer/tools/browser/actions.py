@@ -8,7 +8,6 @@ import asyncio
 import time
 from pathlib import Path
 from typing import Any, Awaitable
-from urllib.parse import urljoin
 
 from surfer.core.actions import (
     Action,
@@ -29,23 +28,12 @@ from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.typing import MAY_INSERT
+from surfer.tools.url_policy import normalize_url
 from surfer.tools.widgets import context_menu_note
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
 DOWNLOAD_WRAP_UP_S = 10.0
-
-
-def normalize_url(url: str, current: str = "") -> str:
-    """Absolute URL for `url`: relative paths resolve against `current`, a bare
-    host gets https://."""
-    url = url.strip()
-    if url.startswith(("/", "./", "../", "?", "#")) and current.startswith(("http://", "https://", "file:")):
-        return urljoin(current, url)
-    if "://" not in url and not url.startswith(("about:", "data:", "file:", "chrome:")):
-        url = "https://" + url
-    return url
-
 
 
 class BrowserActions:
