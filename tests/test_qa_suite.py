@@ -23,6 +23,13 @@ def test_sample_suite_loads_with_variables_and_keeps_secret_placeholders():
     assert suite.case_id(register) == "library-smoke/register-a-member"
 
 
+def test_case_names_in_any_script_are_their_own_cases(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: Boutique\ncases:\n  - name: ログイン\n    task: t\n  - name: 検索\n    task: t\n  - name: Café\n    task: t\n")
+    suite = load_suite(path, {}, {})
+    assert [suite.case_id(case) for case in suite.cases] == ["boutique/ログイン", "boutique/検索", "boutique/café"]
+
+
 def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nvars: {who: suite}\ncases:\n  - name: c\n    task: Greet {{who}} and {{HOME_TOWN}}\n")
@@ -48,6 +55,8 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
         ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model: max_steps: Input should be greater"),
         ("name: s\ncases:\n  - name: c\n    task: t\n   bad: [\n", 5, "not valid YAML"),
         ("name: s\nconcurency: 3\ncases:\n  - name: c\n    task: t\n", 2, "concurency: Extra inputs are not permitted"),
+        ("name: s\ncases:\n  - name: Prix 🍕\n    task: t\n  - name: prix 🚀\n    task: t\n", 1,
+         "cases 'Prix 🍕' and 'prix 🚀' differ only in punctuation or symbols, and would share the directory 'prix'"),
     ],
 )
 def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
@@ -97,3 +106,13 @@ def test_two_suites_with_one_name_exit_2(tmp_path):
     proc = surfer("qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert "the suite name 'shop' is already used by" in " ".join(proc.stderr.split())
+
+
+async def test_visible_text_reads_the_frames_that_are_shown(browser_env, pages):
+    # a `text:` expectation sees what a user sees: an iframe's text too, not a hidden frame's
+    from surfer.qa.executor import QaEnvironment
+
+    qa = QaEnvironment(await browser_env(pages.url("framed.html")), None, None)
+    text = await qa.visible_text()
+    assert "Outside the frame" in text and "Inside the frame" in text
+    assert "In a hidden frame" not in text
