@@ -45,6 +45,20 @@ async def test_request_shape_schema_named_after_role_and_usage(standin):
     await backend.aclose()
 
 
+async def test_a_session_named_beyond_ascii_is_named_to_the_server_percent_encoded(standin):
+    # a batch task id or a QA case named in any script: HTTP headers carry ASCII only
+    from urllib.parse import unquote
+
+    from surfer.models.affinity import model_session
+
+    server = standin(lambda r: {"x": 7})
+    backend = backend_for(server)
+    with model_session("boutique/検索 café 100%"):
+        assert (await backend.complete(request("localizer"))).text == '{"x": 7}'
+    assert unquote(server.requests[0].session) == "boutique/検索 café 100%"
+    await backend.aclose()
+
+
 async def test_falls_back_when_server_rejects_response_format(standin):
     server = standin(lambda r: {"x": 1}, reject_response_format=True)
     backend = backend_for(server)

@@ -29,7 +29,7 @@ from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
 from .adapters import PolicyRef
-from .affinity import SESSION_HEADER, current_session, session_policy
+from .affinity import current_session, session_policy
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
@@ -149,7 +149,7 @@ class OpenAICompatibleBackend(ModelBackend):
             body = dict(body)
             body.update(body.pop("extra_body", {}))
         session = current_session()  # the run's session, named to the server (affinity.py)
-        return await self._http.request(method, path, timeout, body, {SESSION_HEADER: session.id} if session else None)
+        return await self._http.request(method, path, timeout, body, session.header if session else None)
 
     def _json_client(self) -> JsonClient:
         return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT)
