@@ -49,6 +49,8 @@ def one_error_line(output: str) -> str:
     ("htp:/nowhere", "is not an http(s) URL with a host"),
     ("http:///v1", "is not an http(s) URL with a host"),
     ("http://a:port/v1", "is not a URL"),
+    ("http://127.0.0.1:8000/v1/chat/completions", "is a route of the server, not its base URL: did you mean http://127.0.0.1:8000/v1?"),
+    ("https://api.example.com/v1/models/", "did you mean https://api.example.com/v1?"),
 ])
 def test_a_server_url_that_is_not_http_names_itself_and_the_likely_one(url, message):
     with pytest.raises(ValueError, match=re.escape(f"{url!r}") + ".*" + re.escape(message)):

@@ -189,6 +189,7 @@ class OpenAICompatibleBackend(ModelBackend):
             return await self.check()
         except HttpStatusError as exc:
             if exc.status_code == 404:
+                await self._check_root()
                 self._checked = True  # server without /models: nothing to check against
                 return
             if exc.status_code in (401, 403):
@@ -211,6 +212,19 @@ class OpenAICompatibleBackend(ModelBackend):
             )
         await self.choose_path()
         self._checked = True
+
+    async def _check_root(self) -> None:
+        """A server without /models here may be an OpenAI-compatible one whose routes are under /v1, which
+        the base URL left out (http://host:8000 for http://host:8000/v1): ConfigError saying so, where that
+        answers, rather than every chat call failing with a 404 that reads as a missing model."""
+        base = self.endpoint.base_url.rstrip("/")
+        if base.endswith("/v1") or self.typed_requests:
+            return
+        try:
+            await self._call("GET", "v1/models", PROBE_TIMEOUT)
+        except Exception:  # noqa: BLE001 - no better guess: the check goes on as it would
+            return
+        raise ConfigError(f"model server at {base} has no /models, but {base}/v1/models answers: did you mean the base URL {base}/v1?")
 
     async def check_tokens(self) -> None:
         """Preflight of record_tokens: a one-token request must come back with its token ids and
@@ -369,7 +383,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     if self.structured_mode == mode:
                         self.structured_mode = next_mode
                     continue
-                if (exc.status_code == 429 or exc.status_code >= 500) and self._may_retry(transient):
+                # (501: the server does not implement the request at all, which no wait changes)
+                if (exc.status_code == 429 or exc.status_code >= 500 and exc.status_code != 501) and self._may_retry(transient):
                     transient += 1
                     await asyncio.sleep(self._backoff(transient))
                     continue
