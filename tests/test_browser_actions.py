@@ -101,6 +101,19 @@ async def test_click_that_opens_a_tab_makes_it_current_then_switch_and_close(bro
     assert env.page.url == "about:blank"
 
 
+async def test_a_tab_that_closes_itself_hands_back_to_the_tab_left_open(browser_env, pages):
+    # a sign-in popup that calls window.close() when it is done: the run goes on in its opener
+    env = await browser_env(pages.url("popup_closes.html"))
+    outcome = await env.perform(Click(target="Sign in", point=CssPoint(x=100, y=20)))
+    if "closed itself" not in outcome.detail:  # (a loaded machine: the popup closed after the click's settle)
+        await env.page.wait_for_event("close")
+        outcome = await env.perform(Wait(seconds=0.1))
+    assert env.page.url.endswith("popup_closes.html")
+    assert "closes_itself.html closed itself; the current tab is now" in outcome.detail
+    observation = await env.observe()
+    assert observation.title == "Opener" and len(observation.tabs) == 1
+
+
 async def test_wait_action_waits(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
     outcome = await env.perform(Wait(seconds=0.2))

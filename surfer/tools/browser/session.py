@@ -395,6 +395,21 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             page.on("download", self._downloads.on_download)
             self.url_policy.watch(page)
 
+    async def _leave_closed_tab(self) -> None:
+        """When the current tab closed itself (`window.close()`: a sign-in popup that is done), the tab the
+        agent works in becomes the last one still open (the one that opened it, most often), or a new blank
+        one when none is left, and the next outcome says so; never a closed page to screenshot."""
+        if self._page is None or not self._page.is_closed() or self._browser_gone or self._context is None:
+            return
+        closed = self._page.url
+        remaining = self._tabs
+        if remaining:
+            self._use(remaining[-1])
+            await self._page.bring_to_front()
+        else:
+            self._use(await self._new_tab())
+        self._notices.append(f"the tab at {closed} closed itself; the current tab is now {self._page.url}")
+
     def _on_crash(self, page: Any) -> None:
         if page is self._page:
             self._crashed = page.url
