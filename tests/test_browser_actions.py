@@ -85,6 +85,14 @@ async def test_goto_back_forward_refresh(browser_env, pages):
     assert "no page in that direction" in outcome.detail
 
 
+async def test_back_through_a_single_page_apps_history(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    await env.page.evaluate("history.pushState({}, '', 'next-view')")  # a view of the app, the same document
+    outcome = await env.perform(Back())
+    assert env.page.url == pages.url("actions.html")
+    assert outcome.detail == f"now at {pages.url('actions.html')}"
+
+
 async def test_click_that_opens_a_tab_makes_it_current_then_switch_and_close(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
     popup = await env.page.locator("#popup").bounding_box()

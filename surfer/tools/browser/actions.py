@@ -309,11 +309,13 @@ class BrowserActions:
         return f"opened {self.page.url}"
 
     async def _history(self, name: str) -> str:
+        before = self.page.url
         try:
             response = await getattr(self.page, name)(wait_until="domcontentloaded")
         except Exception as exc:  # noqa: BLE001
             raise ActionFailed(f"{name.replace('_', ' ')} failed: {str(exc).splitlines()[0]}") from None
-        if response is None and name != "reload":
+        # (no response either for an entry of the same document: a single-page app's pushState history)
+        if response is None and name != "reload" and self.page.url == before:
             return f"{name.replace('_', ' ')}: no page in that direction (still at {self.page.url})"
         return f"now at {self.page.url}"
 
