@@ -68,6 +68,21 @@ async def test_endless_activity_is_bounded_by_the_timeout(browser_env, pages):
     assert 0.5 <= outcome.settle_seconds < 3.0
 
 
+async def test_a_clock_the_page_was_already_running_does_not_hold_the_settle(browser_env, pages):
+    env = await browser_env(pages.url("settle.html"), settle=SettleConfig(timeout=1.5, quiet=0.08))
+    await env.page.evaluate("""() => {
+        const clock = document.body.appendChild(document.createElement('div'));
+        window.ticks = 0;
+        setInterval(() => { clock.textContent = String(++window.ticks); }, 20);
+    }""")
+    await env.page.wait_for_function("window.ticks >= 5")
+    outcome = await env.perform(Click(target="nothing", point=CssPoint(x=600, y=500)))
+    assert outcome.settle_reason == "quiet" and outcome.settle_seconds < 0.5
+    outcome = await env.perform(Click(target="late", point=LATE))  # what the action starts is still waited for
+    assert await env.page.text_content("#out") == "late done"
+    assert outcome.settle_reason.endswith("quiet") and outcome.settle_seconds >= 0.35
+
+
 async def test_an_action_that_changes_nothing_waits_only_briefly(browser_env, pages):
     env = await browser_env(pages.url("settle.html"))
     outcome = await env.perform(Click(target="nothing", point=CssPoint(x=600, y=500)))

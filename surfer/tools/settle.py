@@ -39,7 +39,9 @@ class SettleConfig(BaseModel):
 MUTATION_TRACKER = """
 (() => {
   if (window.__surferSettle) return;
-  const state = window.__surferSettle = { last: Date.now(), timers: new Map(), chooser: 0, download: 0 };
+  // `log`: [time, node] of the last 2 s of mutations (one per node and batch), to tell the nodes a page keeps
+  // changing on its own (a clock, a ticker, an animation driven by script) from what an action changed.
+  const state = window.__surferSettle = { last: Date.now(), start: Date.now(), log: [], timers: new Map(), chooser: 0, download: 0 };
   // A file field or a downloading link activated (and not prevented): the browser is about to report a
   // file chooser or a download.
   const later = window.setTimeout.bind(window);
@@ -62,7 +64,14 @@ MUTATION_TRACKER = """
     if (isFileField(this)) state.chooser = Date.now();
     return showPicker.apply(this, arguments);
   };
-  new MutationObserver(() => { state.last = Date.now(); })
+  new MutationObserver((records) => {
+    const now = state.last = Date.now();
+    const log = state.log;
+    for (const node of new Set(records.map((r) => r.target))) log.push([now, node]);
+    let drop = 0;
+    while (drop < log.length && (log[drop][0] < now - 2000 || log.length - drop > 5000)) drop++;
+    if (drop) log.splice(0, drop);
+  })
     .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   // Short timers count as pending work (a page that renders 150 ms after load);
   // an interval counts until its first tick.
@@ -81,7 +90,9 @@ MUTATION_TRACKER = """
 })();
 """
 
-# Resolves when the DOM has been quiet for `quiet` ms and no timer started
+# Resolves when the DOM has been quiet for `quiet` ms (quiet but for the nodes
+# the page was changing on its own, 3 times or more in the second before `since`:
+# a clock or a ticker never holds a step for the whole timeout) and no timer started
 # since `since` is due within `horizon` ms of it (bounded chains, so a page
 # that polls forever still settles), or when `timeout` ms have passed, with
 # [why, the document's title, whether a file field / a downloading link was activated since `since`]
@@ -92,11 +103,19 @@ async ({ quiet, timeout, since, horizon }) => {
   const t0 = Date.now();
   const state = window.__surferSettle;
   const started = () => [!!state && state.chooser >= since, !!state && state.download >= since];
+  const counts = new Map();
+  if (state) for (const [t, node] of state.log) if (t >= since - 1000 && t < since) counts.set(node, (counts.get(node) || 0) + 1);
+  const ambient = new Set([...counts].filter(([, n]) => n >= 3).map(([node]) => node));
+  const lastChange = () => {  // the last mutation of a node that is not one of those
+    if (!ambient.size) return state.last;
+    for (let i = state.log.length - 1; i >= 0; i--) if (!ambient.has(state.log[i][1])) return state.log[i][0];
+    return state.start;
+  };
   // Let the action's handlers run (one frame at most: the screenshot waits for a fresh frame itself).
   await new Promise((resolve) => { requestAnimationFrame(() => resolve()); setTimeout(resolve, 16); });
   for (;;) {
     const now = Date.now();
-    const idle = state ? now - state.last : quiet;
+    const idle = state ? now - lastChange() : quiet;
     let nextDue = Infinity;
     if (state) for (const t of state.timers.values())
       if (t.created >= since && t.due <= since + horizon) nextDue = Math.min(nextDue, t.due);
