@@ -83,6 +83,30 @@ async def test_a_clock_the_page_was_already_running_does_not_hold_the_settle(bro
     assert outcome.settle_reason.endswith("quiet") and outcome.settle_seconds >= 0.35
 
 
+async def test_polling_the_page_was_already_doing_does_not_hold_the_settle(browser_env, pages):
+    env = await browser_env(pages.url("settle.html"), settle=SettleConfig(timeout=1.5, quiet=0.08))
+
+    async def slow(route):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(0.1)
+        await route.fulfill(status=200, body="{}")
+
+    await env.context.route("**/status-endpoint*", slow)
+    await env.page.evaluate("""() => {
+        const status = document.body.appendChild(document.createElement('div'));
+        window.polls = 0;
+        const poll = async () => {
+            await fetch('status-endpoint?n=' + window.polls++);
+            status.textContent = 'polled ' + window.polls;
+            setTimeout(poll, 10);
+        };
+        poll();
+    }""")
+    await env.page.wait_for_function("window.polls >= 3")
+    outcome = await env.perform(Click(target="late", point=LATE))  # renders 400 ms later, while the page polls
+    assert await env.page.text_content("#out") == "late done"
+    assert outcome.settle_reason.endswith("quiet") and outcome.settle_seconds < 1.0
+
+
 async def test_an_action_that_changes_nothing_waits_only_briefly(browser_env, pages):
     env = await browser_env(pages.url("settle.html"))
     outcome = await env.perform(Click(target="nothing", point=CssPoint(x=600, y=500)))
