@@ -214,9 +214,8 @@ class OpenAICompatibleBackend(ModelBackend):
         self._checked = True
 
     async def _check_root(self) -> None:
-        """A server without /models here may be an OpenAI-compatible one whose routes are under /v1, which
-        the base URL left out (http://host:8000 for http://host:8000/v1): ConfigError saying so, where that
-        answers, rather than every chat call failing with a 404 that reads as a missing model."""
+        """No /models here, but under /v1 (a base URL http://host:8000 for http://host:8000/v1): ConfigError saying
+        so, rather than every chat call failing with a 404 that reads as a missing model."""
         base = self.endpoint.base_url.rstrip("/")
         if base.endswith("/v1") or self.typed_requests:
             return
