@@ -106,7 +106,8 @@ async ({ quiet, timeout, since, horizon }) => {
   const state = window.__surferSettle;
   const started = () => [!!state && state.chooser >= since, !!state && state.download >= since];
   const counts = new Map();
-  if (state) for (const [t, node] of state.log) if (t >= since - 1000 && t < since) counts.set(node, (counts.get(node) || 0) + 1);
+  if (state) for (const [t, node] of state.log)
+    if (t >= since - 1000 && t < since) counts.set(node, (counts.get(node) || 0) + 1);
   const ambient = new Set([...counts].filter(([, n]) => n >= 3).map(([node]) => node));
   const lastChange = () => {  // the last mutation of a node that is not one of those
     if (!ambient.size) return state.last;

@@ -135,7 +135,8 @@ class UrlPolicy:
         if scheme in BROWSER_SCHEMES:
             return f"{scheme}: URLs are refused (they open the browser's internals or run code)"
         if scheme in FILE_SCHEMES and not self.allow_file_urls:
-            return f"{scheme}: URLs are refused (they expose local files); the user can allow them with --allow-file-urls"
+            return (f"{scheme}: URLs are refused (they expose local files); the user can allow them with "
+                    "--allow-file-urls (config: [browser] allow_file_urls = true)")
         return None
 
     def refusal(self, url: str, opener: str | None = None) -> str | None:
