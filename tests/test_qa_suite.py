@@ -108,11 +108,11 @@ def test_two_suites_with_one_name_exit_2(tmp_path):
     assert "the suite name 'shop' is already used by" in " ".join(proc.stderr.split())
 
 
-async def test_visible_text_reads_the_frames_that_are_shown(browser_env, pages):
-    # a `text:` expectation sees what a user sees: an iframe's text too, not a hidden frame's
+async def test_visible_text_reads_the_frames_and_web_components_that_are_shown(browser_env, pages):
+    # a `text:` expectation sees what a user sees: an iframe's text and a web component's too, not hidden ones'
     from surfer.qa.executor import QaEnvironment
 
     qa = QaEnvironment(await browser_env(pages.url("framed.html")), None, None)
     text = await qa.visible_text()
-    assert "Outside the frame" in text and "Inside the frame" in text
-    assert "In a hidden frame" not in text
+    assert "Outside the frame" in text and "Inside the frame" in text and "Inside a web component" in text
+    assert "In a hidden frame" not in text and "In a hidden component" not in text and "color" not in text

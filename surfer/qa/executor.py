@@ -24,7 +24,22 @@ from .anchors import Fingerprint, crop_around, fingerprint_at, url_pattern
 from .cache import CachedAction
 
 
-_BODY_TEXT = "() => document.body ? document.body.innerText : ''"
+# The rendered text of a document: its body's innerText, then that of the elements shown in each open shadow
+# root (web components: innerText does not enter them).
+_BODY_TEXT = """() => {
+  if (!document.body) return '';
+  const texts = [document.body.innerText];
+  const shown = (el) => (el.checkVisibility ? el.checkVisibility({ visibilityProperty: true }) : true);
+  const walk = (root) => {
+    for (const host of root.querySelectorAll('*')) {
+      if (!host.shadowRoot) continue;
+      for (const child of host.shadowRoot.children) if (child.innerText && shown(child)) texts.push(child.innerText);
+      walk(host.shadowRoot);
+    }
+  };
+  walk(document);
+  return texts.join('\\n');
+}"""
 
 
 class QaEnvironment(Environment):
@@ -108,8 +123,8 @@ class QaEnvironment(Environment):
         return url_pattern(self.url, self.base_url) if self.url else ""
 
     async def visible_text(self) -> str:
-        """The text a user can see: the rendered innerText of the page and of its
-        frames that are shown (display:none and visibility:hidden content left out)."""
+        """The text a user can see: the rendered innerText of the page, of its frames that are shown
+        and of its web components (display:none and visibility:hidden content left out)."""
         page = self.page
         if page is None:
             return ""

@@ -52,7 +52,7 @@ def _regex(value: str) -> str:
 
 
 class TextExpectation(_Strict):
-    """Text a user can see on the page (the rendered innerText)."""
+    """Text a user can see on the page (the rendered innerText, frames and web components included)."""
 
     text: str = Field(min_length=1)
 
