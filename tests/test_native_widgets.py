@@ -339,6 +339,15 @@ async def test_download_caps_and_context_menus(browser_env, pages, tmp_path):
     assert "nothing usable opened" in await click(env, log["x"] + 2, log["y"] + 2, button="right")
 
 
+async def test_a_goto_to_a_file_downloads_it_and_is_not_an_error(browser_env, pages, tmp_path):
+    env = await browser_env(pages.url("widgets/files.html"), downloads_dir=tmp_path / "dl")
+    await env.context.route("**/export.csv", lambda route: route.fulfill(
+        body="a,b\n", headers={"Content-Type": "text/csv", "Content-Disposition": 'attachment; filename="export.csv"'}))
+    outcome = await env.perform(Goto(url="/export.csv"))
+    assert outcome.detail.startswith("/export.csv is a file, not a page: it downloads (the tab stays at ")
+    assert env.page.url == pages.url("widgets/files.html")
+
+
 def test_upload_file_flag_must_name_existing_files(tmp_path):
     result = CliRunner().invoke(app, ["run", "task", "--upload-file", str(tmp_path / "missing.pdf")], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "browser.upload_files" in result.output

@@ -293,7 +293,8 @@ class BrowserActions:
         await mouse.up()
         return f"dragged {action.point} → {action.to_point}"
 
-    async def _goto(self, url: str) -> None:
+    async def _goto(self, url: str) -> bool:
+        """Open `url` in the tab; False when it is a file the browser downloads instead."""
         current = self._page.url if self._page else ""
         self.url_policy.check(url, opener=current)  # before normalising: 'javascript:x' must not become 'https://javascript:x'
         target = normalize_url(url, current)
@@ -302,10 +303,14 @@ class BrowserActions:
             await self.page.goto(target, wait_until="domcontentloaded")
         except Exception as exc:  # noqa: BLE001
             self._check_alive()
+            if "Download is starting" in str(exc):  # a file, not a page: the download is reported as a link's is
+                return False
             raise ActionFailed(f"could not open {target}: {str(exc).splitlines()[0]}") from None
+        return True
 
     async def _act_goto(self, action: Goto) -> str:
-        await self._goto(action.url)
+        if not await self._goto(action.url):
+            return f"{action.url} is a file, not a page: it downloads (the tab stays at {self.page.url})"
         return f"opened {self.page.url}"
 
     async def _history(self, name: str) -> str:
