@@ -179,10 +179,12 @@ class BrowserActions:
             if "crashed" in message.lower():
                 raise BrowserCrashed(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
             raise ActionFailed(f"{action.type} failed: {message}") from None
+        arrived = self._downloads.take_new()
+        if arrived:
+            await self._close_download_tab()
         await self._leave_closed_tab()
         if self._dialog is None and await self.url_policy.leave_refused(self.page):
             outcome.settle_reason += "; left a refused page"
-        arrived = self._downloads.take_new()
         notes += [outcome.detail, *self._notices, *self.url_policy.take_notices(), *(r.describe() for r in arrived)]
         self._notices = []
         outcome.detail = "; ".join(part for part in notes if part)

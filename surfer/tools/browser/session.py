@@ -395,6 +395,17 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             page.on("download", self._downloads.on_download)
             self.url_policy.watch(page)
 
+    async def _close_download_tab(self) -> None:
+        """A tab the action opened only to download a file (a target=_blank link to one) never shows a page: the
+        full browser closes it, the headless shell leaves it blank. It is closed, and the run goes on in the
+        tab it left."""
+        page = self._page
+        if page is not None and not page.is_closed() and page.url in ("", "about:blank") and len(self._tabs) > 1:
+            await page.close()
+            self._use(self._tabs[-1])
+            await self._page.bring_to_front()
+            self._notices.append(f"the new tab only downloaded a file and was closed; the current tab is {self._page.url}")
+
     async def _leave_closed_tab(self) -> None:
         """When the current tab closed itself (`window.close()`: a sign-in popup that is done), the tab the
         agent works in becomes the last one still open (the one that opened it, most often), or a new blank
