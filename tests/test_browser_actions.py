@@ -122,6 +122,19 @@ async def test_a_tab_that_closes_itself_hands_back_to_the_tab_left_open(browser_
     assert observation.title == "Opener" and len(observation.tabs) == 1
 
 
+async def test_a_self_signed_test_server_opens_only_where_https_errors_are_ignored(browser_env):
+    from surfer.apps.demo.static_site import StaticSite
+
+    data = Path(__file__).with_name("data")
+    tls = (data / "self-signed-test-only.crt", data / "self-signed-test-only.key")  # 127.0.0.1, for these tests only
+    with StaticSite(Path(__file__).with_name("pages"), tls=tls) as site:
+        env = await browser_env(ignore_https_errors=True)
+        await env.perform(Goto(url=site.url("page2.html")))
+        assert await env.page.text_content("h1") == "Page two"
+        with pytest.raises(ActionFailed, match="certificate is not trusted: for a test server of yours, --ignore-https-errors"):
+            await (await browser_env()).perform(Goto(url=site.url("page2.html")))
+
+
 async def test_wait_action_waits(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
     outcome = await env.perform(Wait(seconds=0.2))

@@ -99,6 +99,10 @@ class BrowserSettings(_Strict):
     max_download_mb: float = Field(default=100.0, gt=0, description="Larger downloads are deleted and refused.")
     max_downloads: int = Field(default=20, ge=0, description="Downloads kept per run; later ones are cancelled.")
     allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
+    ignore_https_errors: bool = Field(
+        default=False, description="Open HTTPS sites whose certificate the browser does not trust (a test server's "
+        "self-signed one); only for servers you control.",
+    )
     trace: Literal["off", "on", "retain-on-failure"] = Field(
         default="off", description="Playwright trace of each run (screenshots, DOM snapshots, network) as trace.zip.",
     )

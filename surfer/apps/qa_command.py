@@ -166,6 +166,7 @@ def register(app: typer.Typer) -> None:
         policy_version: options.PolicyVersion = None,
         headful: bool = typer.Option(False, "--headful", help="Show the browser windows."),
         allow_file_urls: options.AllowFileUrls = False,
+        ignore_https_errors: options.IgnoreHttpsErrors = False,
         trace: options.Trace = None,
         video: options.Video = None,
         allow_domain: options.AllowDomain = None,
@@ -218,6 +219,7 @@ def register(app: typer.Typer) -> None:
                      "record_tokens": True if record_tokens else None, "policy_version": policy_version,
                      "video": video, **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
+                                 "ignore_https_errors": True if ignore_https_errors else None,
                                  "trace": trace, **options.signin_overrides(
                                      storage_state, user_data_dir=user_data_dir, cdp_url=cdp_url, browser_ws=browser_ws)}}
             runs = [

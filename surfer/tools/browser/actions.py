@@ -307,7 +307,9 @@ class BrowserActions:
             self._check_alive()
             if "Download is starting" in str(exc):  # a file, not a page: the download is reported as a link's is
                 return False
-            raise ActionFailed(f"could not open {target}: {str(exc).splitlines()[0]}") from None
+            hint = " (the site's certificate is not trusted: for a test server of yours, --ignore-https-errors)" \
+                if "ERR_CERT_" in str(exc) and not self.ignore_https_errors else ""
+            raise ActionFailed(f"could not open {target}: {str(exc).splitlines()[0]}{hint}") from None
         return True
 
     async def _act_goto(self, action: Goto) -> str:

@@ -70,6 +70,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         user_data_dir: str | Path | None = None,
         cdp_url: str | None = None,
         browser_ws: str | None = None,
+        ignore_https_errors: bool = False,
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -107,6 +108,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         self.navigation_timeout = navigation_timeout
         self._shared_browser = browser
         # An EarlyBrowser (surfer/tools/early_browser.py): a launch begun at process start, taken when it fits.
+        self.ignore_https_errors = ignore_https_errors  # (a context option: a test server's self-signed certificate)
         self._early = early
         self._early_taken = False
         # Capture only this CSS rectangle (x, y, width, height); points map back through the origin.
@@ -201,6 +203,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
         elif self.url_policy.has_domain_rules:
             options = {"service_workers": "block"}  # (a worker's requests would pass no route)
+        if self.ignore_https_errors:
+            options["ignore_https_errors"] = True
         if isinstance(self.storage_state, (str, Path)):
             from .state import loose_permissions, read_storage_state
 
