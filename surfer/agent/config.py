@@ -408,12 +408,13 @@ def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))  # (a byte order mark, as Windows editors write it)
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
 
