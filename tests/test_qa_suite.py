@@ -116,3 +116,24 @@ async def test_visible_text_reads_the_frames_and_web_components_that_are_shown(b
     text = await qa.visible_text()
     assert "Outside the frame" in text and "Inside the frame" in text and "Inside a web component" in text
     assert "In a hidden frame" not in text and "In a hidden component" not in text and "color" not in text
+
+
+def test_an_out_directory_that_holds_something_else_is_refused_and_kept(tmp_path):
+    from surfer.qa.runner import foreign_output
+
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\ncases:\n  - name: c\n    url: http://127.0.0.1:9/\n    task: t\n")
+    project = tmp_path / "project"  # `--out .` in a project with a cases/ folder of its own
+    (project / "cases").mkdir(parents=True)
+    (project / "cases" / "mine.txt").write_text("keep")
+    batch = tmp_path / "batch"  # a batch's output
+    batch.mkdir()
+    (batch / "results.jsonl").write_text('{"id": "q1", "status": "success"}\n')
+    proc = surfer("qa", str(suite), "--out", str(project), "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+    assert proc.returncode == 2 and "holds a cases/ folder of its own, not a QA run's" in " ".join(proc.stderr.split())
+    assert foreign_output(batch) == "a results.jsonl of something else"
+    assert (project / "cases" / "mine.txt").read_text() == "keep" and (batch / "results.jsonl").exists()
+    earlier = tmp_path / "qa-out"  # an earlier QA run's output is replaced, as before
+    (earlier / "cases" / "s" / "c" / "attempt-1").mkdir(parents=True)
+    (earlier / "results.jsonl").write_text('{"id": "s/c", "suite": "s", "case": "c", "status": "passed"}\n')
+    assert foreign_output(earlier) is None and foreign_output(tmp_path / "new") is None

@@ -236,6 +236,9 @@ def register(app: typer.Typer) -> None:
                               update_cache=update_cache, select=selector(tag, grep))
             if not runner.cases:
                 raise ConfigError("no case matches --tag/--grep")
+            from surfer.qa.runner import check_out_dir
+
+            check_out_dir(out_dir)  # (before the note: never replace what another command wrote)
             if (out_dir / "results.jsonl").exists() or (out_dir / "cases").exists():
                 options.say(console, "note:", "yellow", f"{out_dir} holds an earlier run's results: this run replaces them")
             junit_path, html_path = junit or out_dir / "junit.xml", html or out_dir / "index.html"
