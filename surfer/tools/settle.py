@@ -93,8 +93,8 @@ MUTATION_TRACKER = """
 """
 
 # Resolves when the DOM has been quiet for `quiet` ms (quiet but for the nodes
-# the page was changing on its own, 3 times or more in the second before `since`:
-# a clock or a ticker never holds a step for the whole timeout) and no timer started
+# the page was changing on its own, 3 times or more over at least half of the
+# second before `since`: a clock or a ticker never holds a step for the whole timeout) and no timer started
 # since `since` is due within `horizon` ms of it (bounded chains, so a page
 # that polls forever still settles), or when `timeout` ms have passed, with
 # [why, the document's title, whether a file field / a downloading link was activated since `since`]
@@ -105,10 +105,14 @@ async ({ quiet, timeout, since, horizon }) => {
   const t0 = Date.now();
   const state = window.__surferSettle;
   const started = () => [!!state && state.chooser >= since, !!state && state.download >= since];
-  const counts = new Map();
+  const seen = new Map();  // node -> [mutations, first, last] in the second before `since`
   if (state) for (const [t, node] of state.log)
-    if (t >= since - 1000 && t < since) counts.set(node, (counts.get(node) || 0) + 1);
-  const ambient = new Set([...counts].filter(([, n]) => n >= 3).map(([node]) => node));
+    if (t >= since - 1000 && t < since) {
+      const s = seen.get(node);
+      if (s) { s[0]++; s[2] = t; } else seen.set(node, [1, t, t]);
+    }
+  // changing on its own: 3 times or more, over half a second at least (not the burst of one earlier action)
+  const ambient = new Set([...seen].filter(([, [n, first, last]]) => n >= 3 && last - first >= 500).map(([node]) => node));
   const lastChange = () => {  // the last mutation of a node that is not one of those
     if (!ambient.size) return state.last;
     for (let i = state.log.length - 1; i >= 0; i--) if (!ambient.has(state.log[i][1])) return state.log[i][0];
