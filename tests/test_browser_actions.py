@@ -85,6 +85,12 @@ async def test_goto_back_forward_refresh(browser_env, pages):
     assert "no page in that direction" in outcome.detail
 
 
+async def test_the_start_url_waits_for_a_timer_its_page_started(browser_env, pages):
+    # a page that moves on by itself 300 ms after it loads: the first screenshot shows where it went
+    env = await browser_env(pages.url("redirect_soon.html"))
+    assert env.page.url.endswith("page2.html")
+
+
 async def test_back_through_a_single_page_apps_history(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
     await env.page.evaluate("history.pushState({}, '', 'next-view')")  # a view of the app, the same document

@@ -34,12 +34,6 @@ async def test_waits_for_the_first_tick_of_an_interval_the_action_started(browse
     assert outcome.settle_reason.endswith("quiet") and outcome.settle_seconds >= 0.25
 
 
-async def test_the_start_url_waits_for_a_timer_its_page_started(browser_env, pages):
-    # a page that moves on by itself 300 ms after it loads: the first screenshot shows where it went
-    env = await browser_env(pages.url("redirect_soon.html"))
-    assert env.page.url.endswith("page2.html")
-
-
 async def test_waits_for_a_request_the_action_started(browser_env, pages):
     env = await browser_env(pages.url("settle.html"))
 
