@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,20 @@ async def test_goto_back_forward_refresh(browser_env, pages):
     assert "no page in that direction" in outcome.detail
 
 
+async def test_the_start_url_waits_for_a_timer_its_page_started(browser_env, pages):
+    # a page that moves on by itself 300 ms after it loads: the first screenshot shows where it went
+    env = await browser_env(pages.url("redirect_soon.html"))
+    assert env.page.url.endswith("page2.html")
+
+
+async def test_back_through_a_single_page_apps_history(browser_env, pages):
+    env = await browser_env(pages.url("actions.html"))
+    await env.page.evaluate("history.pushState({}, '', 'next-view')")  # a view of the app, the same document
+    outcome = await env.perform(Back())
+    assert env.page.url == pages.url("actions.html")
+    assert outcome.detail == f"now at {pages.url('actions.html')}"
+
+
 async def test_click_that_opens_a_tab_makes_it_current_then_switch_and_close(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
     popup = await env.page.locator("#popup").bounding_box()
@@ -98,6 +113,32 @@ async def test_click_that_opens_a_tab_makes_it_current_then_switch_and_close(bro
     assert len((await env.observe()).tabs) == 1
     await env.perform(CloseTab())  # closing the last tab leaves a blank one
     assert env.page.url == "about:blank"
+
+
+async def test_a_tab_that_closes_itself_hands_back_to_the_tab_left_open(browser_env, pages):
+    # a sign-in popup that calls window.close() when it is done: the run goes on in its opener
+    env = await browser_env(pages.url("popup_closes.html"))
+    outcome = await env.perform(Click(target="Sign in", point=CssPoint(x=100, y=20)))
+    if "closed itself" not in outcome.detail:  # (a loaded machine: the popup closed after the click's settle)
+        await env.page.wait_for_event("close")
+        outcome = await env.perform(Wait(seconds=0.1))
+    assert env.page.url.endswith("popup_closes.html")
+    assert "closes_itself.html closed itself; the current tab is now" in outcome.detail
+    observation = await env.observe()
+    assert observation.title == "Opener" and len(observation.tabs) == 1
+
+
+async def test_a_self_signed_test_server_opens_only_where_https_errors_are_ignored(browser_env):
+    from surfer.apps.demo.static_site import StaticSite
+
+    data = Path(__file__).with_name("data")
+    tls = (data / "self-signed-test-only.crt", data / "self-signed-test-only.key")  # 127.0.0.1, for these tests only
+    with StaticSite(Path(__file__).with_name("pages"), tls=tls) as site:
+        env = await browser_env(ignore_https_errors=True)
+        await env.perform(Goto(url=site.url("page2.html")))
+        assert await env.page.text_content("h1") == "Page two"
+        with pytest.raises(ActionFailed, match="certificate is not trusted: for a test server of yours, --ignore-https-errors"):
+            await (await browser_env()).perform(Goto(url=site.url("page2.html")))
 
 
 async def test_wait_action_waits(browser_env, pages):
@@ -137,6 +178,28 @@ def test_urls_are_normalized():
     assert normalize_url("/a/b?c=1", "http://127.0.0.1:8000/x/y.html") == "http://127.0.0.1:8000/a/b?c=1"
     assert normalize_url("../z.html", "http://h/x/y/w.html") == "http://h/x/z.html"
     assert normalize_url("about:blank") == "about:blank"
+    # as an address bar reads them: a local path is a file, a bare loopback host is served over http
+    assert normalize_url("/tmp/a b.html") == "file:///tmp/a%20b.html"
+    assert normalize_url("~/x.html") == Path("~/x.html").expanduser().as_uri()
+    assert normalize_url("localhost:8000/x") == "http://localhost:8000/x"
+    assert normalize_url("127.0.0.1:8765") == "http://127.0.0.1:8765"
+    assert normalize_url("localhost.example.com") == "https://localhost.example.com"
+
+
+def test_a_start_url_that_is_a_local_path_is_a_file_url():
+    from surfer.core.errors import ConfigError
+    from surfer.tools.url_policy import UrlPolicy, check_start_url
+
+    with pytest.raises(ConfigError, match="start URL /tmp/page.html is refused: file: URLs are refused"):
+        check_start_url("/tmp/page.html", UrlPolicy())
+    check_start_url("/tmp/page.html", UrlPolicy(allow_file_urls=True))
+
+
+async def test_a_local_path_opens_the_file_where_file_urls_are_allowed(browser_env):
+    page = Path(__file__).with_name("pages") / "page2.html"
+    env = await browser_env(str(page), allow_file_urls=True)
+    assert env.page.url == page.as_uri()
+    assert await env.page.text_content("h1") == "Page two"
 
 
 async def test_goto_relative_url_resolves_against_the_current_page(browser_env, pages):

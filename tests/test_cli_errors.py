@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -49,6 +50,8 @@ def one_error_line(output: str) -> str:
     ("htp:/nowhere", "is not an http(s) URL with a host"),
     ("http:///v1", "is not an http(s) URL with a host"),
     ("http://a:port/v1", "is not a URL"),
+    ("http://127.0.0.1:8000/v1/chat/completions", "is a route of the server, not its base URL: did you mean http://127.0.0.1:8000/v1?"),
+    ("https://api.example.com/v1/models/", "did you mean https://api.example.com/v1?"),
 ])
 def test_a_server_url_that_is_not_http_names_itself_and_the_likely_one(url, message):
     with pytest.raises(ValueError, match=re.escape(f"{url!r}") + ".*" + re.escape(message)):
@@ -169,3 +172,24 @@ def test_flags_show_no_value_label_in_the_help():
     markdown = reference.cli_markdown()
     assert "- `-V, --version` — Print surfer's version and exit." in markdown
     assert "- `--base-url URL` — OpenAI-compatible endpoint" in markdown
+
+
+def test_files_saved_with_a_byte_order_mark_are_read(tmp_path):
+    # as Windows editors save UTF-8 (Notepad, PowerShell 5's Out-File -Encoding utf8)
+    from surfer.agent.answers import AnswerSchema
+    from surfer.agent.config import read_config_file
+    from surfer.agent.questions import PresetAnswers
+    from surfer.fleet.batch.tasks import load_tasks
+
+    def bom(name: str, text: str) -> Path:
+        (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+        return tmp_path / name
+
+    tasks = load_tasks(bom("tasks.jsonl", '{"id": "café", "task": "t", "url": "https://example.com"}\n'))
+    assert [task.id for task in tasks] == ["café"]
+    assert read_config_file(bom("surfer.toml", "max_steps = 5\n")) == {"max_steps": 5}
+    assert AnswerSchema.load(bom("schema.json", '{"type": "object", "properties": {"a": {"type": "string"}}}'))
+    assert PresetAnswers.load(bom("answers.json", '{"colour": "blue"}'))
+    (tmp_path / "latin1.toml").write_bytes("model = 'caf\xe9'\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="latin1.toml is not UTF-8 text"):
+        read_config_file(tmp_path / "latin1.toml")

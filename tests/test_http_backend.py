@@ -45,6 +45,20 @@ async def test_request_shape_schema_named_after_role_and_usage(standin):
     await backend.aclose()
 
 
+async def test_a_session_named_beyond_ascii_is_named_to_the_server_percent_encoded(standin):
+    # a batch task id or a QA case named in any script: HTTP headers carry ASCII only
+    from urllib.parse import unquote
+
+    from surfer.models.affinity import model_session
+
+    server = standin(lambda r: {"x": 7})
+    backend = backend_for(server)
+    with model_session("boutique/検索 café 100%"):
+        assert (await backend.complete(request("localizer"))).text == '{"x": 7}'
+    assert unquote(server.requests[0].session) == "boutique/検索 café 100%"
+    await backend.aclose()
+
+
 async def test_falls_back_when_server_rejects_response_format(standin):
     server = standin(lambda r: {"x": 1}, reject_response_format=True)
     backend = backend_for(server)
@@ -72,6 +86,35 @@ async def test_persistent_server_errors_end_with_a_clear_error(standin):
     backend = backend_for(server, max_retries=1)
     with pytest.raises(ModelRequestError, match="HTTP 500"):
         await backend.complete(request())
+    await backend.aclose()
+
+
+async def test_a_501_is_not_retried(standin):
+    # a server that does not implement the request (a plain web server at the base URL) answers the same every time
+    server = standin(lambda r: {"x": 2})
+    server.fail_next(501, count=10)
+    backend = backend_for(server, max_retries=4)
+    with pytest.raises(ModelRequestError, match="HTTP 501"):
+        await backend.complete(request())
+    assert server._next_failure() == 501 and len(server._failures) == 8  # one request sent, not five
+    await backend.aclose()
+
+
+def test_an_error_page_reads_as_one_line():
+    from surfer.models.json_http import one_line
+
+    page = ("<!DOCTYPE HTML>\n<html><head><title>Error response</title><style>p {}</style></head>\n<body>\n"
+            "  <h1>Error response</h1>\n  <p>Message: Unsupported method (&#x27;POST&#x27;).</p>\n</body></html>\n")
+    assert one_line(page) == "Error response Message: Unsupported method ('POST')."
+    assert one_line("x" * 500).endswith("…") and len(one_line("x" * 500)) == 200
+
+
+async def test_a_base_url_without_v1_is_named_by_preflight(standin):
+    server = standin(lambda r: {"x": 2}, strict_paths=True)
+    root = server.base_url.removesuffix("/v1")
+    backend = OpenAICompatibleBackend(Endpoint(base_url=root, model=server.model))
+    with pytest.raises(ConfigError, match=f"did you mean the base URL {root}/v1"):
+        await backend.check()
     await backend.aclose()
 
 

@@ -181,8 +181,12 @@ async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, t
     args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--no-validator",
             "--runs-dir", str(tmp_path / "runs")]
     async with mcp_session(*args, elicit=person) as session:
-        approved = payload(await session.call_tool("run_task", {"task": "buy the lamp", "url": pages.url("shop.html")}))
+        approved = payload(await session.call_tool("run_task", {"task": "buy the lamp (achète la lampe, ランプ)",
+                                                                "url": pages.url("shop.html")}))
         assert approved["status"] == "success" and len(asked) == 1
+        # a run named in any script is a resource like any other
+        assert Path(approved["run_dir"]).name.endswith("-buy-the-lamp-achète-la-lampe-ランプ")
+        assert "lamp" in (await session.read_resource(approved["resources"]["report"])).contents[0].text
         assert "Buy now" in asked[0] and "Allow it?" in asked[0]
         first = json.loads((Path(approved["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
         assert first["confirmation"]["approved"] is True and first["confirmation"]["by"] == "confirm"

@@ -23,6 +23,7 @@ from surfer.core.actions import Click, CssPoint, Dialog, Goto, PressKeys, Scroll
 from surfer.core.errors import ActionFailed
 from surfer.models.backend import ImagePart, ModelRequest
 from surfer.tools.browser import BrowserEnvironment
+from surfer.tools.settle import SettleConfig
 from surfer.tools.chromium import LAUNCH_ARGS, find_chromium
 from surfer.tools.dialogs import BLUE
 from surfer.tools.widgets import drawn
@@ -337,6 +338,26 @@ async def test_download_caps_and_context_menus(browser_env, pages, tmp_path):
     assert "context menu" not in detail and await env.page.locator("#menu").is_visible()
     log = await box_of(env, "#log")
     assert "nothing usable opened" in await click(env, log["x"] + 2, log["y"] + 2, button="right")
+
+
+async def test_a_goto_to_a_file_downloads_it_and_is_not_an_error(browser_env, pages, tmp_path):
+    env = await browser_env(pages.url("widgets/files.html"), downloads_dir=tmp_path / "dl")
+    await env.context.route("**/export.csv", lambda route: route.fulfill(
+        body="a,b\n", headers={"Content-Type": "text/csv", "Content-Disposition": 'attachment; filename="export.csv"'}))
+    outcome = await env.perform(Goto(url="/export.csv"))
+    assert outcome.detail.startswith("/export.csv is a file, not a page: it downloads (the tab stays at ")
+    assert env.page.url == pages.url("widgets/files.html")
+
+
+async def test_a_tab_opened_only_to_download_is_closed(browser_env, pages, tmp_path):
+    # the headless shell leaves the blank tab of a target=_blank link to a file open (Chromium closes it)
+    env = await browser_env(pages.url("download_tab.html"), downloads_dir=tmp_path / "dl", settle=SettleConfig(timeout=0.3))
+    await env.context.route("**/export.csv", lambda route: route.fulfill(
+        body="a,b\n", headers={"Content-Type": "text/csv", "Content-Disposition": 'attachment; filename="export.csv"'}))
+    outcome = await env.perform(Click(target="Export", point=CssPoint(x=100, y=20)))
+    assert "the new tab only downloaded a file and was closed" in outcome.detail
+    observation = await env.observe()
+    assert observation.title == "Exports" and len(observation.tabs) == 1
 
 
 def test_upload_file_flag_must_name_existing_files(tmp_path):

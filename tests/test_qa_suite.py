@@ -23,6 +23,13 @@ def test_sample_suite_loads_with_variables_and_keeps_secret_placeholders():
     assert suite.case_id(register) == "library-smoke/register-a-member"
 
 
+def test_case_names_in_any_script_are_their_own_cases(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: Boutique\ncases:\n  - name: ログイン\n    task: t\n  - name: 検索\n    task: t\n  - name: Café\n    task: t\n")
+    suite = load_suite(path, {}, {})
+    assert [suite.case_id(case) for case in suite.cases] == ["boutique/ログイン", "boutique/検索", "boutique/café"]
+
+
 def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nvars: {who: suite}\ncases:\n  - name: c\n    task: Greet {{who}} and {{HOME_TOWN}}\n")
@@ -48,6 +55,8 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
         ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model: max_steps: Input should be greater"),
         ("name: s\ncases:\n  - name: c\n    task: t\n   bad: [\n", 5, "not valid YAML"),
         ("name: s\nconcurency: 3\ncases:\n  - name: c\n    task: t\n", 2, "concurency: Extra inputs are not permitted"),
+        ("name: s\ncases:\n  - name: Prix 🍕\n    task: t\n  - name: prix 🚀\n    task: t\n", 1,
+         "cases 'Prix 🍕' and 'prix 🚀' differ only in punctuation or symbols, and would share the directory 'prix'"),
     ],
 )
 def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
@@ -97,3 +106,34 @@ def test_two_suites_with_one_name_exit_2(tmp_path):
     proc = surfer("qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert "the suite name 'shop' is already used by" in " ".join(proc.stderr.split())
+
+
+async def test_visible_text_reads_the_frames_and_web_components_that_are_shown(browser_env, pages):
+    # a `text:` expectation sees what a user sees: an iframe's text and a web component's too, not hidden ones'
+    from surfer.qa.executor import QaEnvironment
+
+    qa = QaEnvironment(await browser_env(pages.url("framed.html")), None, None)
+    text = await qa.visible_text()
+    assert "Outside the frame" in text and "Inside the frame" in text and "Inside a web component" in text
+    assert "In a hidden frame" not in text and "In a hidden component" not in text and "color" not in text
+
+
+def test_an_out_directory_that_holds_something_else_is_refused_and_kept(tmp_path):
+    from surfer.qa.runner import foreign_output
+
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\ncases:\n  - name: c\n    url: http://127.0.0.1:9/\n    task: t\n")
+    project = tmp_path / "project"  # `--out .` in a project with a cases/ folder of its own
+    (project / "cases").mkdir(parents=True)
+    (project / "cases" / "mine.txt").write_text("keep")
+    batch = tmp_path / "batch"  # a batch's output
+    batch.mkdir()
+    (batch / "results.jsonl").write_text('{"id": "q1", "status": "success"}\n')
+    proc = surfer("qa", str(suite), "--out", str(project), "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+    assert proc.returncode == 2 and "holds a cases/ folder of its own, not a QA run's" in " ".join(proc.stderr.split())
+    assert foreign_output(batch) == "a results.jsonl of something else"
+    assert (project / "cases" / "mine.txt").read_text() == "keep" and (batch / "results.jsonl").exists()
+    earlier = tmp_path / "qa-out"  # an earlier QA run's output is replaced, as before
+    (earlier / "cases" / "s" / "c" / "attempt-1").mkdir(parents=True)
+    (earlier / "results.jsonl").write_text('{"id": "s/c", "suite": "s", "case": "c", "status": "passed"}\n')
+    assert foreign_output(earlier) is None and foreign_output(tmp_path / "new") is None

@@ -128,3 +128,18 @@ def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tm
         result = agent.run_sync("task", url=pages.url("actions.html"), out_dir=out_dir)
         assert (result.status, result.error_kind, result.run_dir) == ("error", "unreachable", None), result
     assert not (tmp_path / "run").exists() and not runs_root.exists()
+
+
+async def test_the_blocking_calls_work_where_an_event_loop_runs():
+    # a Jupyter cell runs in an event loop: run_sync and session_sync run their own loop in a thread there
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import ReplayEnvironment
+
+    def agent(*answers: str) -> Agent:
+        replies = [{"thought": "t", "action": {"type": "answer", "text": a}} for a in answers]
+        return Agent(backend=ScriptedModel(policy=replies), validate_answers=False, out_dir=False,
+                     environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1280x800"))
+
+    assert agent("42").run_sync("task").answer == "42"
+    with agent("a", "b").session_sync() as session:
+        assert [session.run("one").answer, session.run("two").answer] == ["a", "b"]

@@ -62,6 +62,33 @@ async def test_endless_activity_is_bounded_by_the_timeout(browser_env, pages):
     assert 0.5 <= outcome.settle_seconds < 3.0
 
 
+async def test_what_the_page_was_already_doing_does_not_hold_the_settle(browser_env, pages):
+    # a clock ticking every 20 ms and a status polled from the server, both running before the action
+    env = await browser_env(pages.url("settle.html"), settle=SettleConfig(timeout=1.5, quiet=0.08))
+
+    async def slow(route):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(0.1)
+        await route.fulfill(status=200, body="{}")
+
+    await env.context.route("**/status-endpoint*", slow)
+    await env.page.evaluate("""() => {
+        const clock = document.body.appendChild(document.createElement('div'));
+        const status = document.body.appendChild(document.createElement('div'));
+        window.ticks = window.polls = 0;
+        setInterval(() => { clock.textContent = String(++window.ticks); }, 20);
+        const poll = async () => {
+            await fetch('status-endpoint?n=' + window.polls++);
+            status.textContent = 'polled ' + window.polls;
+            setTimeout(poll, 10);
+        };
+        poll();
+    }""")
+    await env.page.wait_for_function("window.ticks >= 30")  # (changing on its own for over half a second)
+    outcome = await env.perform(Click(target="late", point=LATE))  # renders 400 ms later: still waited for
+    assert await env.page.text_content("#out") == "late done"
+    assert outcome.settle_reason.endswith("quiet") and 0.35 <= outcome.settle_seconds < 1.0
+
+
 async def test_an_action_that_changes_nothing_waits_only_briefly(browser_env, pages):
     env = await browser_env(pages.url("settle.html"))
     outcome = await env.perform(Click(target="nothing", point=CssPoint(x=600, y=500)))

@@ -193,6 +193,29 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         await view.stop()
 
 
+def test_a_runs_folder_shows_the_tasks_of_a_terminal_session_and_a_qa_output_is_named(tmp_path):
+    from surfer.apps.view.state import OutDir
+    from surfer.core.errors import ConfigError
+
+    session = tmp_path / "runs" / "20260101-120000-ab12-open-my-account"  # `surfer run` at a terminal
+    (session / "session.json").parent.mkdir(parents=True)
+    (session / "session.json").write_text("{}")
+    for name, answer in (("01-open-my-account", "AB-7741"), ("02-which-name", "Alice")):
+        (session / name).mkdir()
+        (session / name / "run.json").write_text(json.dumps({"task": name}))
+        (session / name / "result.json").write_text(json.dumps({"status": "success", "answer": answer, "steps": 1}))
+    finished = OutDir(tmp_path / "runs").snapshot()["finished"]
+    assert [(row["id"], row["answer"]) for row in finished] == [
+        (f"{session.name}/01-open-my-account", "AB-7741"), (f"{session.name}/02-which-name", "Alice")]
+    assert finished[0]["report"] == f"{session.name}/01-open-my-account/report.html"
+    qa = tmp_path / "qa-out"
+    (qa / "cases").mkdir(parents=True)
+    (qa / "junit.xml").write_text("<testsuites/>")
+    (qa / "results.jsonl").write_text(json.dumps({"id": "s/c", "suite": "s", "case": "c", "status": "passed"}) + "\n")
+    with pytest.raises(ConfigError, match="is the output of `surfer qa`: open its index.html"):
+        OutDir(qa)
+
+
 async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monkeypatch):
     """Events return before their files are written; the files follow the events
     in order, and remove() waits for every pending write before deleting."""

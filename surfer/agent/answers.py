@@ -54,7 +54,7 @@ class AnswerSchema:
     def load(cls, path: str | Path) -> "AnswerSchema":
         """A JSON Schema file (the CLI's --answer-schema)."""
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(Path(path).read_text(encoding="utf-8-sig"))  # (a byte order mark, as Windows editors write it)
         except FileNotFoundError:
             raise ConfigError(f"answer schema file {path} does not exist") from None
         except (OSError, json.JSONDecodeError) as exc:

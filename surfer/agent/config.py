@@ -99,6 +99,10 @@ class BrowserSettings(_Strict):
     max_download_mb: float = Field(default=100.0, gt=0, description="Larger downloads are deleted and refused.")
     max_downloads: int = Field(default=20, ge=0, description="Downloads kept per run; later ones are cancelled.")
     allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
+    ignore_https_errors: bool = Field(
+        default=False, description="Open HTTPS sites whose certificate the browser does not trust (a test server's "
+        "self-signed one); only for servers you control.",
+    )
     trace: Literal["off", "on", "retain-on-failure"] = Field(
         default="off", description="Playwright trace of each run (screenshots, DOM snapshots, network) as trace.zip.",
     )
@@ -404,12 +408,13 @@ def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))  # (a byte order mark, as Windows editors write it)
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
 

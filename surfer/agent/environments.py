@@ -36,7 +36,7 @@ def browser_environment(config: AgentConfig, browser: Any = None, early: Any = N
         upload_files=b.upload_files, max_download_bytes=int(b.max_download_mb * 1024 * 1024), max_downloads=b.max_downloads,
         early=early, trace=b.trace, storage_state=b.storage_state, save_storage_state=b.save_storage_state,
         save_state_on_failure=b.save_storage_state_on_failure, keep_storage_state=b.keep_storage_state,
-        user_data_dir=b.user_data_dir, cdp_url=b.cdp_url, browser_ws=b.browser_ws,
+        user_data_dir=b.user_data_dir, cdp_url=b.cdp_url, browser_ws=b.browser_ws, ignore_https_errors=b.ignore_https_errors,
     )
 
 

@@ -241,8 +241,10 @@ class Agent:
     def run_sync(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, answer_schema: Any = None,
     ) -> RunResult:
-        """`run` for scripts without an event loop."""
-        return asyncio.run(self._run_and_close(task, url, out_dir, answer_schema))
+        """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own)."""
+        from .blocking import call_blocking
+
+        return call_blocking(lambda: asyncio.run(self._run_and_close(task, url, out_dir, answer_schema)))
 
     async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, answer_schema: Any) -> RunResult:
         try:

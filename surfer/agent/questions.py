@@ -101,7 +101,7 @@ class PresetAnswers:
         """An answers file (JSON): `{"pattern": "reply"}` or a list of entries."""
         path = Path(path)
         try:
-            value = json.loads(path.read_text(encoding="utf-8"))
+            value = json.loads(path.read_text(encoding="utf-8-sig"))  # (a byte order mark, as Windows editors write it)
         except FileNotFoundError:
             raise ConfigError(f"answers file {path} does not exist") from None
         except (OSError, UnicodeDecodeError) as exc:

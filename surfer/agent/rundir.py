@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -23,8 +24,12 @@ RUN_FILES = ("run.json", "trajectory.jsonl", "result.json")
 
 
 def slugify(text: str, limit: int = 40) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:limit].strip("-") or "run"
+    """A file name from `text`: its letters and digits (in any script: 'Café' -> 'café', '検索' stays),
+    lower case, the rest turned into dashes; at most `limit` characters and twice that in UTF-8 bytes."""
+    slug = re.sub(r"[\W_]+", "-", unicodedata.normalize("NFKC", text).lower()).strip("-")[:limit]
+    while len(slug.encode()) > 2 * limit:
+        slug = slug[:-1]
+    return slug.strip("-") or "run"
 
 
 def default_run_dir(task: str, root: str | Path | None = None) -> Path:

@@ -272,10 +272,18 @@ class SyncSession:
     """
 
     def __init__(self, agent: Agent, url: str | None = None, **options: Any) -> None:
+        from .blocking import worker_if_in_loop
+
         self._runner = asyncio.Runner()
+        self._worker = worker_if_in_loop()  # in a notebook: the session's loop runs in a thread of its own
         self._open = True
         self.agent = agent
-        self._session = self._runner.run(self._make(agent, url, options))
+        self._session = self._run(self._make(agent, url, options))
+
+    def _run(self, coroutine: Any) -> Any:
+        from .blocking import call_blocking
+
+        return call_blocking(lambda: self._runner.run(coroutine), self._worker)
 
     @staticmethod
     async def _make(agent: Agent, url: str | None, options: dict[str, Any]) -> Session:
@@ -291,17 +299,21 @@ class SyncSession:
 
     def run(self, task: str, url: str | None = None, *, answer_schema: Any = None, on_question: QuestionHandler | None = None,
             answers: Any = None) -> RunResult:
-        return self._runner.run(self._session.run(task, url, answer_schema=answer_schema, on_question=on_question, answers=answers))
+        return self._run(self._session.run(task, url, answer_schema=answer_schema, on_question=on_question, answers=answers))
 
     def close(self) -> None:
+        from .blocking import call_blocking
+
         if not self._open:
             return
         self._open = False
         try:
-            self._runner.run(self._session.close())
-            self._runner.run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
+            self._run(self._session.close())
+            self._run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
         finally:
-            self._runner.close()
+            call_blocking(self._runner.close, self._worker)
+            if self._worker is not None:
+                self._worker.shutdown()
 
     def __enter__(self) -> "SyncSession":
         return self

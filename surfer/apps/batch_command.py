@@ -45,6 +45,7 @@ def register(app: typer.Typer) -> None:
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
         upload_file: options.UploadFiles = None,
         allow_file_urls: options.AllowFileUrls = False,
+        ignore_https_errors: options.IgnoreHttpsErrors = False,
         trace: options.Trace = None,
         video: options.Video = None,
         allow_domain: options.AllowDomain = None,
@@ -104,6 +105,7 @@ def register(app: typer.Typer) -> None:
                     "browser": {
                         "viewport": viewport, "device_scale_factor": scale,
                         "allow_file_urls": True if allow_file_urls else None,
+                        "ignore_https_errors": True if ignore_https_errors else None,
                         "upload_files": [str(f) for f in upload_file] if upload_file else None,
                         "trace": trace,
                         **options.signin_overrides(storage_state, user_data_dir=user_data_dir, cdp_url=cdp_url,

@@ -109,6 +109,7 @@ def run(
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time limit in seconds (default 600)."),
     headful: bool = typer.Option(False, "--headful", help="Show the browser window."),
     allow_file_urls: options.AllowFileUrls = False,
+    ignore_https_errors: options.IgnoreHttpsErrors = False,
     allow_domain: options.AllowDomain = None,
     block_domain: options.BlockDomain = None,
     secret: options.Secret = None,
@@ -162,6 +163,7 @@ def run(
             "browser": {
                 "headless": False if headful else None, "viewport": viewport, "device_scale_factor": scale,
                 "allow_file_urls": True if allow_file_urls else None,
+                "ignore_https_errors": True if ignore_https_errors else None,
                 "upload_files": [str(f) for f in upload_file] if upload_file else None, "trace": trace,
                 **options.signin_overrides(storage_state, save_storage_state, save_storage_state_on_failure,
                                            user_data_dir, cdp_url, browser_ws),

@@ -38,6 +38,9 @@ UploadFiles = Annotated[Optional[list[Path]], typer.Option(
     "--upload-file", help="A file the agent may upload (repeat for several); no other file is ever read.")]
 AllowFileUrls = Annotated[bool, typer.Option(
     "--allow-file-urls", help="Let the agent open file: URLs (refused by default, like chrome:, devtools:, view-source:, javascript:).")]
+IgnoreHttpsErrors = Annotated[bool, typer.Option(
+    "--ignore-https-errors", help="Open HTTPS sites whose certificate the browser does not trust (a test server's "
+    "self-signed one); only for servers you control.")]
 AllowDomain = Annotated[Optional[list[str]], typer.Option(
     "--allow-domain", metavar="HOST", help="Host the browser may reach (repeatable; *.example.com wildcards; HOST:PORT for one port). "
     "Given at least once, every other host is blocked, on every request.")]

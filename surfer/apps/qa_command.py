@@ -166,6 +166,7 @@ def register(app: typer.Typer) -> None:
         policy_version: options.PolicyVersion = None,
         headful: bool = typer.Option(False, "--headful", help="Show the browser windows."),
         allow_file_urls: options.AllowFileUrls = False,
+        ignore_https_errors: options.IgnoreHttpsErrors = False,
         trace: options.Trace = None,
         video: options.Video = None,
         allow_domain: options.AllowDomain = None,
@@ -218,6 +219,7 @@ def register(app: typer.Typer) -> None:
                      "record_tokens": True if record_tokens else None, "policy_version": policy_version,
                      "video": video, **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                      "browser": {"headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
+                                 "ignore_https_errors": True if ignore_https_errors else None,
                                  "trace": trace, **options.signin_overrides(
                                      storage_state, user_data_dir=user_data_dir, cdp_url=cdp_url, browser_ws=browser_ws)}}
             runs = [
@@ -234,6 +236,9 @@ def register(app: typer.Typer) -> None:
                               update_cache=update_cache, select=selector(tag, grep))
             if not runner.cases:
                 raise ConfigError("no case matches --tag/--grep")
+            from surfer.qa.runner import check_out_dir
+
+            check_out_dir(out_dir)  # (before the note: never replace what another command wrote)
             if (out_dir / "results.jsonl").exists() or (out_dir / "cases").exists():
                 options.say(console, "note:", "yellow", f"{out_dir} holds an earlier run's results: this run replaces them")
             junit_path, html_path = junit or out_dir / "junit.xml", html or out_dir / "index.html"

@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 from surfer.core.errors import ModelServerUnreachable
 
@@ -34,6 +35,7 @@ from .endpoint import Endpoint
 from .servers import Lease, Server, ServerPool, ServerSpec, server_pool
 
 SESSION_HEADER = "X-Surfer-Session"
+_HEADER_SAFE = "".join(chr(c) for c in range(32, 127) if chr(c) != "%")  # printable ASCII stays as it is
 
 
 class ModelSession:
@@ -50,6 +52,13 @@ class ModelSession:
 
     def hold(self, lease: Lease) -> None:
         self.leases[id(lease.pool)] = lease
+
+    @property
+    def header(self) -> dict[str, str]:
+        """The header that names the session to a server: its id, with what HTTP cannot carry in a
+        header (letters beyond ASCII, as in a batch task id or a QA case named in Japanese, and '%')
+        percent-encoded as UTF-8."""
+        return {SESSION_HEADER: quote(self.id, safe=_HEADER_SAFE)}
 
     @property
     def server(self) -> Server | None:

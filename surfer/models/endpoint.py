@@ -29,6 +29,11 @@ def check_server_url(url: str) -> str:
     except ValueError:
         raise ValueError(f"{url!r} is not a URL (e.g. {EXAMPLE_URL})") from None
     if parts.scheme in ("http", "https") and parts.hostname:
+        path = parts.path.rstrip("/")
+        for endpoint in ("/chat/completions", "/v1/completions", "/v1/models"):
+            if path.endswith(endpoint):  # the client adds these: a base URL that holds one asks for .../v1/chat/completions/chat/completions
+                base = text[: text.index(path) + len(path) - len(endpoint)] + ("/v1" if endpoint.startswith("/v1") else "")
+                raise ValueError(f"{url!r} is a route of the server, not its base URL: did you mean {base}?")
         return text
     if "://" not in text and _SCHEMELESS.match(text):
         guess = "http://" + text.rstrip("/") + ("" if "/" in text.rstrip("/") else "/v1")

@@ -29,7 +29,7 @@ from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
 from .adapters import PolicyRef
-from .affinity import SESSION_HEADER, current_session, session_policy
+from .affinity import current_session, session_policy
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
@@ -149,7 +149,7 @@ class OpenAICompatibleBackend(ModelBackend):
             body = dict(body)
             body.update(body.pop("extra_body", {}))
         session = current_session()  # the run's session, named to the server (affinity.py)
-        return await self._http.request(method, path, timeout, body, {SESSION_HEADER: session.id} if session else None)
+        return await self._http.request(method, path, timeout, body, session.header if session else None)
 
     def _json_client(self) -> JsonClient:
         return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT)
@@ -189,6 +189,7 @@ class OpenAICompatibleBackend(ModelBackend):
             return await self.check()
         except HttpStatusError as exc:
             if exc.status_code == 404:
+                await self._check_root()
                 self._checked = True  # server without /models: nothing to check against
                 return
             if exc.status_code in (401, 403):
@@ -211,6 +212,18 @@ class OpenAICompatibleBackend(ModelBackend):
             )
         await self.choose_path()
         self._checked = True
+
+    async def _check_root(self) -> None:
+        """No /models here, but under /v1 (a base URL http://host:8000 for http://host:8000/v1): ConfigError saying
+        so, rather than every chat call failing with a 404 that reads as a missing model."""
+        base = self.endpoint.base_url.rstrip("/")
+        if base.endswith("/v1") or self.typed_requests:
+            return
+        try:
+            await self._call("GET", "v1/models", PROBE_TIMEOUT)
+        except Exception:  # noqa: BLE001 - no better guess: the check goes on as it would
+            return
+        raise ConfigError(f"model server at {base} has no /models, but {base}/v1/models answers: did you mean the base URL {base}/v1?")
 
     async def check_tokens(self) -> None:
         """Preflight of record_tokens: a one-token request must come back with its token ids and
@@ -369,7 +382,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     if self.structured_mode == mode:
                         self.structured_mode = next_mode
                     continue
-                if (exc.status_code == 429 or exc.status_code >= 500) and self._may_retry(transient):
+                # (501: the server does not implement the request at all, which no wait changes)
+                if (exc.status_code == 429 or exc.status_code >= 500 and exc.status_code != 501) and self._may_retry(transient):
                     transient += 1
                     await asyncio.sleep(self._backoff(transient))
                     continue

@@ -8,7 +8,9 @@ The errors here carry what the backend maps to surfer's errors (http.py)."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import Any
 
 
@@ -42,13 +44,23 @@ def _error_message(response: Any) -> str:
     try:
         payload = response.json()
     except ValueError:
-        return response.text[:500] or response.reason_phrase
+        return one_line(response.text) or response.reason_phrase
     error = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(error, dict) and error.get("message"):
         return str(error["message"])
     if isinstance(payload, dict) and payload.get("detail"):
         return json.dumps(payload["detail"]) if not isinstance(payload["detail"], str) else payload["detail"]
     return json.dumps(payload)[:500]
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """An error page (HTML from a proxy or a server that is not a model server) as one line of its text."""
+    if "<" in text and ">" in text:
+        text = re.sub(r"(?is)<(script|style|head)\b.*?</\1>", " ", text)
+        text = re.sub(r"(?s)<[^>]*>", " ", text)
+        text = html.unescape(text)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _tls: Any = None  # the process's TLS context, made on first use

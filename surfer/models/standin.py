@@ -23,6 +23,7 @@ then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
 prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
 that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
+`strict_paths=True` routes the OpenAI paths only under /v1, as vLLM does (a client missing /v1 gets a 404).
 `model_dir=DIR` (a model's tokenizer) adds SGLang's `/generate`, ids in (standin_generate.py).
 `engine="sglang"` plays SGLang instead: its /metrics names, `POST /flush_cache`
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
@@ -129,6 +130,7 @@ class StandInServer:
         tokenizer: ChatTokenizer | None = None,
         template: str = "chatml",
         model_dir: str | None = None,
+        strict_paths: bool = False,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -139,6 +141,7 @@ class StandInServer:
         self.tokenizer: ChatTokenizer = tokenizer or StandInTokenizer(template)
         self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
+        self.strict_paths = strict_paths  # only /v1/models and /v1/chat/completions, as vLLM routes them (404 elsewhere)
         self.adapters = StandInAdapters(lora, engine, model)  # runtime LoRA adapters (`lora`: off, on, not-enabled)
         self.delay = delay
         self.reject_response_format = reject_response_format
@@ -293,7 +296,17 @@ class StandInServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _unrouted(self) -> bool:
+                """With strict_paths, an OpenAI route outside /v1 gets FastAPI's 404, as from vLLM."""
+                path = self.path.split("?")[0].rstrip("/")
+                if server.strict_paths and path.endswith(("/models", "/chat/completions")) and not path.startswith("/v1/"):
+                    self._send(404, {"detail": "Not Found"})
+                    return True
+                return False
+
             def do_GET(self) -> None:  # noqa: N802
+                if self._unrouted():
+                    return
                 if self.path.rstrip("/") == "/metrics" and server.kv_capacity is not None:
                     self._send(200, server.metrics_text(), "text/plain; version=0.0.4")
                 elif self.path.rstrip("/").endswith("/models"):
@@ -310,6 +323,8 @@ class StandInServer:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self._unrouted():
+                    return
                 resets = ("/flush_cache",) if server.engine == "sglang" else ("/reset_prefix_cache", "/reset_mm_cache")
                 if self.path.split("?")[0].rstrip("/") in resets and server.kv_capacity is not None:
                     with server._kv:  # vLLM's dev-mode endpoints, SGLang's flush: the next run starts from an empty cache

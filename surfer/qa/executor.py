@@ -24,6 +24,24 @@ from .anchors import Fingerprint, crop_around, fingerprint_at, url_pattern
 from .cache import CachedAction
 
 
+# The rendered text of a document: its body's innerText, then that of the elements shown in each open shadow
+# root (web components: innerText does not enter them).
+_BODY_TEXT = """() => {
+  if (!document.body) return '';
+  const texts = [document.body.innerText];
+  const shown = (el) => (el.checkVisibility ? el.checkVisibility({ visibilityProperty: true }) : true);
+  const walk = (root) => {
+    for (const host of root.querySelectorAll('*')) {
+      if (!host.shadowRoot) continue;
+      for (const child of host.shadowRoot.children) if (child.innerText && shown(child)) texts.push(child.innerText);
+      walk(host.shadowRoot);
+    }
+  };
+  walk(document);
+  return texts.join('\\n');
+}"""
+
+
 class QaEnvironment(Environment):
     def __init__(self, inner: Environment, secrets: Optional[Secrets], base_url: Optional[str]) -> None:
         self.inner = inner
@@ -105,16 +123,21 @@ class QaEnvironment(Environment):
         return url_pattern(self.url, self.base_url) if self.url else ""
 
     async def visible_text(self) -> str:
-        """The text a user can see: the rendered innerText of the page
-        (display:none and visibility:hidden content left out)."""
+        """The text a user can see: the rendered innerText of the page, of its frames that are shown
+        and of its web components (display:none and visibility:hidden content left out)."""
         page = self.page
         if page is None:
             return ""
-        try:
-            text = await page.evaluate("() => document.body ? document.body.innerText : ''")
-        except Exception:  # noqa: BLE001 - mid-navigation: nothing readable yet
-            return ""
-        return self.conceal(" ".join(str(text).split()))
+        texts = []
+        for frame in page.frames:
+            try:
+                if frame is not page.main_frame and not await (await frame.frame_element()).is_visible():
+                    continue
+                texts.append(await frame.evaluate(_BODY_TEXT))
+            except Exception:  # noqa: BLE001 - mid-navigation: nothing readable yet
+                if frame is page.main_frame:
+                    return ""
+        return self.conceal(" ".join(" ".join(map(str, texts)).split()))
 
     async def fingerprint(self, point: CssPoint) -> Optional[Fingerprint]:
         """The element at `point` (browser), the same for the same point until the next observation."""

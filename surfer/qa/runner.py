@@ -25,7 +25,7 @@ from surfer.agent.environments import browser_environment
 from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
 from surfer.agent.video import make_video
 from surfer.core.retention import keeps
-from surfer.core.errors import ActionFailed, EnvironmentFailure, SurferError
+from surfer.core.errors import ActionFailed, ConfigError, EnvironmentFailure, SurferError
 from surfer.core import stopping
 from surfer.fleet.batch import BATCH_STOPPING_ERRORS, ResultsIndex, drain, shared_backends
 from surfer.models.affinity import model_session
@@ -99,6 +99,35 @@ async def run_goal(
     return calls
 
 
+def foreign_output(out_dir: Path) -> Optional[str]:
+    """What in `out_dir` a QA run would replace but did not write: a results.jsonl / attempts.jsonl whose lines
+    are not cases', or a cases/ folder that holds no case attempts. None when there is nothing, or a QA run's."""
+    import json
+
+    for name in ("results.jsonl", "attempts.jsonl"):
+        path = out_dir / name
+        if path.is_file():
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                first = handle.readline()
+            try:
+                record = json.loads(first) if first.strip() else {}
+            except ValueError:
+                record = None
+            if not isinstance(record, dict) or (record and not {"suite", "case"} <= record.keys()):
+                return f"a {name} of something else"
+    cases = out_dir / "cases"
+    if cases.is_dir() and any(cases.iterdir()) and not any(cases.glob("*/*/attempt-*")):
+        return "a cases/ folder of its own"
+    return None
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """ConfigError when `out_dir` holds what a QA run would replace but did not write (see foreign_output)."""
+    foreign = foreign_output(out_dir)
+    if foreign is not None:
+        raise ConfigError(f"--out {out_dir} holds {foreign}, not a QA run's results: choose another directory")
+
+
 class QaRunner:
     def __init__(
         self,
@@ -144,15 +173,17 @@ class QaRunner:
     # -- the run -------------------------------------------------------------------------
 
     def _clear_previous(self) -> None:
-        """An --out directory reused: the previous run's results give way to this one's."""
+        """An --out directory reused: the previous run's results give way to this one's (a directory that holds
+        something else there is refused, never cleared: a batch's results, a project's own cases/ folder)."""
+        check_out_dir(self.out_dir)
         shutil.rmtree(self.out_dir / "cases", ignore_errors=True)
         self.index.path.unlink(missing_ok=True)
         self.index.attempts_path.unlink(missing_ok=True)
 
     async def run(self) -> QaSummary:
         started = time.monotonic()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(self._clear_previous)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
         for run in self.suites:
             if not run.backends:
                 run.backends = shared_backends(run.config, None, self._backend)

@@ -52,7 +52,7 @@ def _regex(value: str) -> str:
 
 
 class TextExpectation(_Strict):
-    """Text a user can see on the page (the rendered innerText)."""
+    """Text a user can see on the page (the rendered innerText, frames and web components included)."""
 
     text: str = Field(min_length=1)
 
@@ -191,12 +191,17 @@ class Suite(_Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> "Suite":
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         for case in self.cases:
             key = slugify(case.name, 80)
             if key in seen:
-                raise ValueError(f"two cases are named {case.name!r} (case names must be unique)")
-            seen.add(key)
+                if seen[key] == case.name:
+                    raise ValueError(f"two cases are named {case.name!r} (case names must be unique)")
+                raise ValueError(
+                    f"cases {seen[key]!r} and {case.name!r} differ only in punctuation or symbols, and would share the "
+                    f"directory {key!r} (case names must differ in their letters or digits)"
+                )
+            seen[key] = case.name
         return self
 
     @model_validator(mode="after")

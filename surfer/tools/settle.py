@@ -2,7 +2,8 @@
 
 No fixed sleeps. After a browser action we wait, bounded by `timeout`, for:
 1. navigation started by the action to reach the `load` state;
-2. network requests started by the action to finish;
+2. network requests started by the action to finish (not those to an
+   address the page was already polling on its own before the action);
 3. the DOM to stay free of mutations for `quiet` seconds (measured from the
    last mutation, which is tracked from page load by an init script, so an
    action that changed nothing waits only for one animation frame), and
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Hashable
 
@@ -39,7 +41,9 @@ class SettleConfig(BaseModel):
 MUTATION_TRACKER = """
 (() => {
   if (window.__surferSettle) return;
-  const state = window.__surferSettle = { last: Date.now(), timers: new Map(), chooser: 0, download: 0 };
+  // `log`: [time, node] of the last 2 s of mutations (one per node and batch), to tell the nodes a page keeps
+  // changing on its own (a clock, a ticker, an animation driven by script) from what an action changed.
+  const state = window.__surferSettle = { last: Date.now(), start: Date.now(), log: [], timers: new Map(), chooser: 0, download: 0 };
   // A file field or a downloading link activated (and not prevented): the browser is about to report a
   // file chooser or a download.
   const later = window.setTimeout.bind(window);
@@ -62,7 +66,14 @@ MUTATION_TRACKER = """
     if (isFileField(this)) state.chooser = Date.now();
     return showPicker.apply(this, arguments);
   };
-  new MutationObserver(() => { state.last = Date.now(); })
+  new MutationObserver((records) => {
+    const now = state.last = Date.now();
+    const log = state.log;
+    for (const node of new Set(records.map((r) => r.target))) log.push([now, node]);
+    let drop = 0;
+    while (drop < log.length && (log[drop][0] < now - 2000 || log.length - drop > 5000)) drop++;
+    if (drop) log.splice(0, drop);
+  })
     .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   // Short timers count as pending work (a page that renders 150 ms after load);
   // an interval counts until its first tick.
@@ -81,7 +92,9 @@ MUTATION_TRACKER = """
 })();
 """
 
-# Resolves when the DOM has been quiet for `quiet` ms and no timer started
+# Resolves when the DOM has been quiet for `quiet` ms (quiet but for the nodes
+# the page was changing on its own, 3 times or more over at least half of the
+# second before `since`: a clock or a ticker never holds a step for the whole timeout) and no timer started
 # since `since` is due within `horizon` ms of it (bounded chains, so a page
 # that polls forever still settles), or when `timeout` ms have passed, with
 # [why, the document's title, whether a file field / a downloading link was activated since `since`]
@@ -92,11 +105,24 @@ async ({ quiet, timeout, since, horizon }) => {
   const t0 = Date.now();
   const state = window.__surferSettle;
   const started = () => [!!state && state.chooser >= since, !!state && state.download >= since];
+  const seen = new Map();  // node -> [mutations, first, last] in the second before `since`
+  if (state) for (const [t, node] of state.log)
+    if (t >= since - 1000 && t < since) {
+      const s = seen.get(node);
+      if (s) { s[0]++; s[2] = t; } else seen.set(node, [1, t, t]);
+    }
+  // changing on its own: 3 times or more, over half a second at least (not the burst of one earlier action)
+  const ambient = new Set([...seen].filter(([, [n, first, last]]) => n >= 3 && last - first >= 500).map(([node]) => node));
+  const lastChange = () => {  // the last mutation of a node that is not one of those
+    if (!ambient.size) return state.last;
+    for (let i = state.log.length - 1; i >= 0; i--) if (!ambient.has(state.log[i][1])) return state.log[i][0];
+    return state.start;
+  };
   // Let the action's handlers run (one frame at most: the screenshot waits for a fresh frame itself).
   await new Promise((resolve) => { requestAnimationFrame(() => resolve()); setTimeout(resolve, 16); });
   for (;;) {
     const now = Date.now();
-    const idle = state ? now - state.last : quiet;
+    const idle = state ? now - lastChange() : quiet;
     let nextDue = Infinity;
     if (state) for (const t of state.timers.values())
       if (t.created >= since && t.due <= since + horizon) nextDue = Math.min(nextDue, t.due);
@@ -123,11 +149,17 @@ class Mark:
 
 class NetworkTracker:
     """Counts requests per browser context so a settle wait can ask for the
-    ones started after a mark to be done."""
+    ones started after a mark to be done. It remembers which addresses were
+    asked for in the last seconds, so that a wait can leave out what the page
+    was already polling on its own before the action (a chat or a status page
+    that asks its server every few hundred milliseconds)."""
+
+    POLL_WINDOW_MS = 2000.0  # an address asked for twice in this long before the action is the page's own polling
 
     def __init__(self) -> None:
         self._seq = 0
-        self._inflight: dict[Any, int] = {}
+        self._inflight: dict[Any, tuple[int, str]] = {}
+        self._recent: deque[tuple[float, str]] = deque()  # (wall-clock ms, address) of requests started lately
         self._changed = asyncio.Event()
 
     def attach(self, context: Any) -> None:
@@ -141,18 +173,30 @@ class NetworkTracker:
 
     def _started(self, request: Any) -> None:
         self._seq += 1
+        now, address = time.time() * 1000, request.url.split("#", 1)[0].split("?", 1)[0]
+        self._recent.append((now, address))
+        while self._recent and (self._recent[0][0] < now - 2 * self.POLL_WINDOW_MS or len(self._recent) > 2000):
+            self._recent.popleft()
         if request.resource_type not in _LONG_LIVED:
-            self._inflight[request] = self._seq
+            self._inflight[request] = (self._seq, address)
 
     def _ended(self, request: Any) -> None:
         if self._inflight.pop(request, None) is not None:
             self._changed.set()
 
-    def pending_since(self, seq: int) -> int:
-        return sum(1 for s in self._inflight.values() if s > seq)
+    def polled_before(self, wall_ms: float) -> frozenset[str]:
+        """The addresses the page asked for twice or more in the POLL_WINDOW_MS before `wall_ms` (a mark's)."""
+        seen: dict[str, int] = {}
+        for at, address in self._recent:
+            if wall_ms - self.POLL_WINDOW_MS <= at < wall_ms:
+                seen[address] = seen.get(address, 0) + 1
+        return frozenset(address for address, count in seen.items() if count >= 2)
 
-    async def wait_idle_since(self, seq: int, deadline: float) -> bool:
-        return await wait_until(lambda: not self.pending_since(seq), self._changed, deadline)
+    def pending_since(self, seq: int, polled: frozenset[str] = frozenset()) -> int:
+        return sum(1 for s, address in self._inflight.values() if s > seq and address not in polled)
+
+    async def wait_idle_since(self, seq: int, deadline: float, polled: frozenset[str] = frozenset()) -> bool:
+        return await wait_until(lambda: not self.pending_since(seq, polled), self._changed, deadline)
 
 
 class BrowserReport:
@@ -225,6 +269,7 @@ async def settle_page(
     deadline = time.monotonic() + config.timeout
     seen = {} if seen is None else seen
     seen_navigations, seen_url = mark.navigations, mark.url
+    polled = tracker.polled_before(mark.wall_ms)  # the page's own polling is not the action's to wait for
     reasons: list[str] = []
     while True:
         page, navigations = current()
@@ -236,8 +281,8 @@ async def settle_page(
             except PlaywrightError:
                 reasons.append("load-timeout")
         quiet = await _wait_quiet(page, mark, config, deadline, seen)
-        if tracker.pending_since(mark.request_seq):
-            if not await tracker.wait_idle_since(mark.request_seq, deadline):
+        if tracker.pending_since(mark.request_seq, polled):
+            if not await tracker.wait_idle_since(mark.request_seq, deadline, polled):
                 reasons.append("network-timeout")
                 return "+".join(reasons)
             continue  # responses may change the page: look again

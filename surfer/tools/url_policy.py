@@ -20,10 +20,12 @@ no host: they are allowed when the page that opens them is.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from surfer.core.errors import ActionFailed, ConfigError
 
@@ -43,6 +45,26 @@ _IPV6 = re.compile(r"^[0-9a-f:.]+$")
 
 def url_scheme(url: str) -> str:
     return urlsplit(url.strip()).scheme.lower()
+
+
+_LOCAL_PATH = ("/", "./", "../", "~/")
+_LOOPBACK = re.compile(r"^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?([/?#]|$)", re.IGNORECASE)
+
+
+def normalize_url(url: str, current: str = "") -> str:
+    """Absolute URL for `url`, as a browser's address bar reads it: relative paths resolve against
+    `current` (a web page or a local file); a local path without a page to resolve it against
+    (`/tmp/page.html`, `./page.html`, `~/page.html`) is that file's `file:` URL (which the policy
+    then refuses unless file URLs are allowed); a bare loopback host (`localhost:8000/x`,
+    `127.0.0.1:8000`) gets http://, any other bare host https://."""
+    url = url.strip()
+    if url.startswith(("/", "./", "../", "?", "#")) and current.startswith(("http://", "https://", "file:")):
+        return urljoin(current, url)
+    if url.startswith(_LOCAL_PATH) and not url.startswith("//"):
+        return Path(os.path.abspath(os.path.expanduser(url))).as_uri()
+    if "://" not in url and not url.startswith(("about:", "data:", "file:", "chrome:")):
+        url = ("http://" if _LOOPBACK.match(url) else "https://") + url
+    return url
 
 
 @dataclass(frozen=True)
@@ -113,7 +135,8 @@ class UrlPolicy:
         if scheme in BROWSER_SCHEMES:
             return f"{scheme}: URLs are refused (they open the browser's internals or run code)"
         if scheme in FILE_SCHEMES and not self.allow_file_urls:
-            return f"{scheme}: URLs are refused (they expose local files); the user can allow them with --allow-file-urls"
+            return (f"{scheme}: URLs are refused (they expose local files); the user can allow them with "
+                    "--allow-file-urls (config: [browser] allow_file_urls = true)")
         return None
 
     def refusal(self, url: str, opener: str | None = None) -> str | None:
@@ -184,6 +207,6 @@ class UrlPolicy:
 
 def check_start_url(url: str, policy: UrlPolicy) -> None:
     """A start URL is the user's input: a refused one is a usage error (exit 2)."""
-    reason = policy.refusal(url)
+    reason = policy.refusal(url) or policy.refusal(normalize_url(url))  # ('/tmp/page.html' opens a file: URL)
     if reason is not None:
         raise ConfigError(f"the start URL {url} is refused: {reason}")

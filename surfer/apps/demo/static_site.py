@@ -25,14 +25,24 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 class StaticSite:
     """`with StaticSite(folder) as site: site.url("index.html")`"""
 
-    def __init__(self, folder: str | Path, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, folder: str | Path, host: str = "127.0.0.1", port: int = 0,
+                 tls: tuple[str | Path, str | Path] | None = None) -> None:
+        """`tls`: (certificate file, key file) to serve over HTTPS instead."""
         handler = functools.partial(_QuietHandler, directory=str(folder))
         self._httpd = QuietServer((host, port), handler)
+        self.scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(tls[0]), str(tls[1]))
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+            self.scheme = "https"
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/"
+        return f"{self.scheme}://{host}:{port}/"
 
     def url(self, path: str = "") -> str:
         return self.base_url + path.lstrip("/")

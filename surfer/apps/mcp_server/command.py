@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
         no_validator: bool = typer.Option(False, "--no-validator", help="Accept answers without the validator."),
         upload_file: options.UploadFiles = None,
         allow_file_urls: options.AllowFileUrls = False,
+        ignore_https_errors: options.IgnoreHttpsErrors = False,
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         secret: options.Secret = None,
@@ -87,6 +88,7 @@ def register(app: typer.Typer) -> None:
                 **options.safety_overrides(allow_domain, block_domain, approve_all, approve_domain),
                 "browser": {
                     "headless": False if headful else None, "allow_file_urls": True if allow_file_urls else None,
+                    "ignore_https_errors": True if ignore_https_errors else None,
                     "upload_files": [str(f) for f in upload_file] if upload_file else None, "trace": trace,
                     **options.signin_overrides(storage_state, save_storage_state, user_data_dir=user_data_dir,
                                                cdp_url=cdp_url, browser_ws=browser_ws),

@@ -40,7 +40,7 @@ INSTRUCTIONS = (
     "trajectory.jsonl, step screenshots (and trace.zip / video with --trace / --video) are resources: "
     "surfer://runs/{run_id}/..."
 )
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+RUN_ID = re.compile(r"^[^\W_][\w.-]*$")  # a run directory's name: letters and digits of any script, then also . _ -
 UNREACHABLE_OR_CONFIG = ("unreachable", "config")
 
 

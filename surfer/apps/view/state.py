@@ -80,6 +80,11 @@ class OutDir:
             from surfer.core.errors import ConfigError
 
             raise ConfigError(f"{root} is not a directory (give a batch --out directory, a runs/ folder or a run directory)")
+        if (self.root / "junit.xml").exists() and (self.root / "cases").is_dir():
+            from surfer.core.errors import ConfigError
+
+            raise ConfigError(f"{root} is the output of `surfer qa`: open its index.html (each case's report is linked "
+                              "there), or give `surfer view` one of its cases/<suite>/<case>/attempt-<n> folders")
         self.results = JsonLines(self.root / "results.jsonl")
         self.metrics = JsonLines(self.root / METRICS_FILE)
         self._runs: dict[str, dict[str, Any]] = {}  # finished run directories (runs/ folder, single run)
@@ -130,7 +135,13 @@ class OutDir:
     def _run_dirs(self) -> list[Path]:
         if self.kind == "run":
             return [self.root]
-        return sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "run.json").exists())
+        found = []
+        for path in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if (path / "run.json").exists():
+                found.append(path)
+            elif (path / "session.json").exists():  # a session of `surfer run` at a terminal: a run directory per task
+                found += sorted(p for p in path.iterdir() if p.is_dir() and (p / "run.json").exists())
+        return found
 
     def _from_run_dirs(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         finished, running = [], []

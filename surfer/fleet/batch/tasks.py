@@ -70,7 +70,7 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
         raise ConfigError(f"--samples must be at least 1, got {samples}")
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # (a byte order mark, as Windows editors write it)
     except FileNotFoundError:
         raise ConfigError(f"tasks file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -8,7 +8,6 @@ import asyncio
 import time
 from pathlib import Path
 from typing import Any, Awaitable
-from urllib.parse import urljoin
 
 from surfer.core.actions import (
     Action,
@@ -29,23 +28,12 @@ from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.typing import MAY_INSERT
+from surfer.tools.url_policy import normalize_url
 from surfer.tools.widgets import context_menu_note
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
 DOWNLOAD_WRAP_UP_S = 10.0
-
-
-def normalize_url(url: str, current: str = "") -> str:
-    """Absolute URL for `url`: relative paths resolve against `current`, a bare
-    host gets https://."""
-    url = url.strip()
-    if url.startswith(("/", "./", "../", "?", "#")) and current.startswith(("http://", "https://", "file:")):
-        return urljoin(current, url)
-    if "://" not in url and not url.startswith(("about:", "data:", "file:", "chrome:")):
-        url = "https://" + url
-    return url
-
 
 
 class BrowserActions:
@@ -191,9 +179,12 @@ class BrowserActions:
             if "crashed" in message.lower():
                 raise BrowserCrashed(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
             raise ActionFailed(f"{action.type} failed: {message}") from None
+        arrived = self._downloads.take_new()
+        if arrived:
+            await self._close_download_tab()
+        await self._leave_closed_tab()
         if self._dialog is None and await self.url_policy.leave_refused(self.page):
             outcome.settle_reason += "; left a refused page"
-        arrived = self._downloads.take_new()
         notes += [outcome.detail, *self._notices, *self.url_policy.take_notices(), *(r.describe() for r in arrived)]
         self._notices = []
         outcome.detail = "; ".join(part for part in notes if part)
@@ -304,7 +295,8 @@ class BrowserActions:
         await mouse.up()
         return f"dragged {action.point} → {action.to_point}"
 
-    async def _goto(self, url: str) -> None:
+    async def _goto(self, url: str) -> bool:
+        """Open `url` in the tab; False when it is a file the browser downloads instead."""
         current = self._page.url if self._page else ""
         self.url_policy.check(url, opener=current)  # before normalising: 'javascript:x' must not become 'https://javascript:x'
         target = normalize_url(url, current)
@@ -313,18 +305,26 @@ class BrowserActions:
             await self.page.goto(target, wait_until="domcontentloaded")
         except Exception as exc:  # noqa: BLE001
             self._check_alive()
-            raise ActionFailed(f"could not open {target}: {str(exc).splitlines()[0]}") from None
+            if "Download is starting" in str(exc):  # a file, not a page: the download is reported as a link's is
+                return False
+            hint = " (the site's certificate is not trusted: for a test server of yours, --ignore-https-errors)" \
+                if "ERR_CERT_" in str(exc) and not self.ignore_https_errors else ""
+            raise ActionFailed(f"could not open {target}: {str(exc).splitlines()[0]}{hint}") from None
+        return True
 
     async def _act_goto(self, action: Goto) -> str:
-        await self._goto(action.url)
+        if not await self._goto(action.url):
+            return f"{action.url} is a file, not a page: it downloads (the tab stays at {self.page.url})"
         return f"opened {self.page.url}"
 
     async def _history(self, name: str) -> str:
+        before = self.page.url
         try:
             response = await getattr(self.page, name)(wait_until="domcontentloaded")
         except Exception as exc:  # noqa: BLE001
             raise ActionFailed(f"{name.replace('_', ' ')} failed: {str(exc).splitlines()[0]}") from None
-        if response is None and name != "reload":
+        # (no response either for an entry of the same document: a single-page app's pushState history)
+        if response is None and name != "reload" and self.page.url == before:
             return f"{name.replace('_', ' ')}: no page in that direction (still at {self.page.url})"
         return f"now at {self.page.url}"
 

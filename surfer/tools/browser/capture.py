@@ -49,6 +49,7 @@ class BrowserCapture:
         return await self._guard(self._observe())
 
     async def _observe(self) -> Observation:
+        await self._leave_closed_tab()  # (one that closed itself between steps)
         page = self.page
         if self._dialog is None:  # (a page frozen by a dialog cannot be left)
             await self.url_policy.leave_refused(page)  # a refused page is never captured

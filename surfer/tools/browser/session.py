@@ -70,6 +70,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         user_data_dir: str | Path | None = None,
         cdp_url: str | None = None,
         browser_ws: str | None = None,
+        ignore_https_errors: bool = False,
     ) -> None:
         if viewport[0] <= 0 or viewport[1] <= 0:
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
@@ -107,6 +108,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         self.navigation_timeout = navigation_timeout
         self._shared_browser = browser
         # An EarlyBrowser (surfer/tools/early_browser.py): a launch begun at process start, taken when it fits.
+        self.ignore_https_errors = ignore_https_errors  # (a context option: a test server's self-signed certificate)
         self._early = early
         self._early_taken = False
         # Capture only this CSS rectangle (x, y, width, height); points map back through the origin.
@@ -168,8 +170,9 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             await self._guard(self._open_context())
         if url:
             check_start_url(url, self.url_policy)
+            mark = await self.mark()  # before the load: timers the page starts as it loads (a redirect in 300 ms) are waited for
             await self._guard(self._run_action(lambda _: self._goto(url), None))
-            await self._guard(self.settle(await self.mark()))
+            await self._guard(self.settle(mark))
 
     async def _launch(self) -> tuple[Any, Any]:
         """(playwright, browser) of this session's own: the early launch when it
@@ -200,6 +203,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
         elif self.url_policy.has_domain_rules:
             options = {"service_workers": "block"}  # (a worker's requests would pass no route)
+        if self.ignore_https_errors:
+            options["ignore_https_errors"] = True
         if isinstance(self.storage_state, (str, Path)):
             from .state import loose_permissions, read_storage_state
 
@@ -393,6 +398,32 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             page.on("filechooser", self._on_file_chooser)
             page.on("download", self._downloads.on_download)
             self.url_policy.watch(page)
+
+    async def _close_download_tab(self) -> None:
+        """A tab the action opened only to download a file (a target=_blank link to one) never shows a page: the
+        full browser closes it, the headless shell leaves it blank. It is closed, and the run goes on in the
+        tab it left."""
+        page = self._page
+        if page is not None and not page.is_closed() and page.url in ("", "about:blank") and len(self._tabs) > 1:
+            await page.close()
+            self._use(self._tabs[-1])
+            await self._page.bring_to_front()
+            self._notices.append(f"the new tab only downloaded a file and was closed; the current tab is {self._page.url}")
+
+    async def _leave_closed_tab(self) -> None:
+        """When the current tab closed itself (`window.close()`: a sign-in popup that is done), the tab the
+        agent works in becomes the last one still open (the one that opened it, most often), or a new blank
+        one when none is left, and the next outcome says so; never a closed page to screenshot."""
+        if self._page is None or not self._page.is_closed() or self._browser_gone or self._context is None:
+            return
+        closed = self._page.url
+        remaining = self._tabs
+        if remaining:
+            self._use(remaining[-1])
+            await self._page.bring_to_front()
+        else:
+            self._use(await self._new_tab())
+        self._notices.append(f"the tab at {closed} closed itself; the current tab is now {self._page.url}")
 
     def _on_crash(self, page: Any) -> None:
         if page is self._page:
