@@ -71,6 +71,16 @@ async def test_what_the_page_was_already_doing_does_not_hold_the_settle(browser_
         await route.fulfill(status=200, body="{}")
 
     await env.context.route("**/status-endpoint*", slow)
+    posted = asyncio.Event()
+
+    async def post(route):  # type: ignore[no-untyped-def]
+        if route.request.method != "POST":
+            return await route.fallback()
+        await asyncio.sleep(0.4)
+        await route.fulfill(status=200, body="{}")
+        posted.set()
+
+    await env.context.route("**/status-endpoint*", post)  # (the last route added is asked first)
     await env.page.evaluate("""() => {
         const clock = document.body.appendChild(document.createElement('div'));
         const status = document.body.appendChild(document.createElement('div'));
@@ -87,6 +97,10 @@ async def test_what_the_page_was_already_doing_does_not_hold_the_settle(browser_
     outcome = await env.perform(Click(target="late", point=LATE))  # renders 400 ms later: still waited for
     assert await env.page.text_content("#out") == "late done"
     assert outcome.settle_reason.endswith("quiet") and 0.35 <= outcome.settle_seconds < 1.0
+    # the action's own request to the polled address, by another method (a form's POST): waited for
+    await env.page.evaluate("""() => document.querySelector('#late').onclick = () => fetch('status-endpoint', {method: 'POST'})""")
+    await env.perform(Click(target="late", point=LATE))
+    assert posted.is_set()
 
 
 async def test_an_action_that_changes_nothing_waits_only_briefly(browser_env, pages):

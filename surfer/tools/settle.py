@@ -2,8 +2,9 @@
 
 No fixed sleeps. After a browser action we wait, bounded by `timeout`, for:
 1. navigation started by the action to reach the `load` state;
-2. network requests started by the action to finish (not those to an
-   address the page was already polling on its own before the action);
+2. network requests started by the action to finish (not those the page
+   was already polling on its own before the action: the same method and
+   address, asked for twice in the 2 s before it);
 3. the DOM to stay free of mutations for `quiet` seconds (measured from the
    last mutation, which is tracked from page load by an init script, so an
    action that changed nothing waits only for one animation frame), and
@@ -173,7 +174,8 @@ class NetworkTracker:
 
     def _started(self, request: Any) -> None:
         self._seq += 1
-        now, address = time.time() * 1000, request.url.split("#", 1)[0].split("?", 1)[0]
+        # the method and the address without its query: a poll's GETs are one, a form's POST to the same path another
+        now, address = time.time() * 1000, f'{request.method} {request.url.split("#", 1)[0].split("?", 1)[0]}'
         self._recent.append((now, address))
         while self._recent and (self._recent[0][0] < now - 2 * self.POLL_WINDOW_MS or len(self._recent) > 2000):
             self._recent.popleft()
