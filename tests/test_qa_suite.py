@@ -30,6 +30,15 @@ def test_case_names_in_any_script_are_their_own_cases(tmp_path):
     assert [suite.case_id(case) for case in suite.cases] == ["boutique/ログイン", "boutique/検索", "boutique/café"]
 
 
+def test_a_case_path_without_base_url_is_a_file_beside_the_suite(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ncases:\n  - name: c\n    url: ./pages/a b.html\n    task: t\n")
+    suite = load_suite(path, {}, {})  # (wherever surfer runs from, as a storage state's path)
+    assert suite.resolve_url(suite.cases[0].url) == (tmp_path / "pages" / "a b.html").as_uri()
+    assert suite.resolve_url("../x.html") == (tmp_path.parent / "x.html").as_uri()
+    assert suite.resolve_url("https://example.com/") == "https://example.com/"
+
+
 def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nvars: {who: suite}\ncases:\n  - name: c\n    task: Greet {{who}} and {{HOME_TOWN}}\n")

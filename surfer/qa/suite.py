@@ -254,11 +254,14 @@ class Suite(_Strict):
         return {"approve_domains": [own]}
 
     def resolve_url(self, url: Optional[str]) -> Optional[str]:
-        """A case URL, relative ones against `base_url`."""
+        """A case URL, relative ones against `base_url`; without one, a `./` or `../` path is a file beside
+        the suite file, as a storage state's path is (its `file:` URL, opened where file URLs are allowed)."""
         from urllib.parse import urljoin
 
         if url is None:
             return self.base_url
+        if not self.base_url and self.path is not None and url.startswith(("./", "../")):
+            return (self.path.parent / url).resolve().as_uri()
         if "://" in url or not self.base_url:
             return url
         return urljoin(self.base_url if self.base_url.endswith("/") else self.base_url + "/", url)
