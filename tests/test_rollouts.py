@@ -37,3 +37,10 @@ async def test_rollouts_stop_when_the_loop_breaks_and_refuse_bad_tasks(demo_site
     assert [r["id"] for r in ResultsIndex(tmp_path / "results.jsonl").read()] == [first["id"]]
     with pytest.raises(surfer.ConfigError, match="must be at least 1"):
         [r async for r in surfer.rollouts(config, tasks, samples=0, out_dir=tmp_path)]
+    # a task given twice would run twice and write its results line twice (GRPO groups of twice the size);
+    # a bad task is named in one line, as a tasks file's line is
+    with pytest.raises(surfer.ConfigError, match=r"task 5: duplicate task id 't0'"):
+        [r async for r in surfer.rollouts(config, tasks + tasks[:1], samples=2, out_dir=tmp_path)]
+    with pytest.raises(surfer.ConfigError, match=r"^task 2: bogus: Extra inputs are not permitted$"):
+        [r async for r in surfer.rollouts(config, [tasks[0], {"task": "x", "bogus": 1}], out_dir=tmp_path)]
+    assert [r["id"] for r in ResultsIndex(tmp_path / "results.jsonl").read()] == [first["id"]]  # nothing ran

@@ -33,23 +33,14 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
 from surfer.agent.config import AgentConfig
-from surfer.fleet.batch import BatchTask, ResultsIndex, expand_samples, load_tasks, make_batch
+from surfer.fleet.batch import BatchTask, ResultsIndex, load_tasks, make_batch
+from surfer.fleet.batch.tasks import tasks_of
 from surfer.fleet.batch.groups import check_advantages, fill_groups, group_of
 from surfer.fleet.batch.results import RESULTS_FILE
 
 
 def _tasks(tasks: str | Path | Iterable[BatchTask | dict[str, Any] | str], samples: int) -> list[BatchTask]:
-    if isinstance(tasks, (str, Path)):
-        return load_tasks(tasks, samples)
-    items = []
-    for n, task in enumerate(tasks, 1):
-        if isinstance(task, str):
-            task = BatchTask(task=task)
-        elif isinstance(task, dict):
-            task = BatchTask.model_validate(task)
-        task = task.model_copy(update={"id": task.id or f"task-{n}"})
-        items.extend(expand_samples(task, samples))
-    return items
+    return load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else tasks_of(tasks, samples)
 
 
 async def rollouts(
