@@ -20,6 +20,9 @@ async def test_rollouts_yield_each_sample_as_it_finishes_and_resume(demo_site, o
     async for record in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path, concurrency=2):
         assert (tmp_path / record["run_dir"] / "result.json").exists()  # published before it is yielded
         seen.append(record)
+        if len(seen) == 1:  # a second batch over the directory while this one runs is refused: nothing twice
+            with pytest.raises(surfer.ConfigError, match="another batch is running in"):
+                [r async for r in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path)]
     assert sorted(r["id"] for r in seen) == ["reg#0", "reg#1"]
     assert sorted((r["group"]["id"], r["group"]["index"], r["group"]["size"]) for r in seen) == [("reg", 0, 2), ("reg", 1, 2)]
     assert {r["status"] for r in seen} == {"success"} and {(r["reward"], r["reward_source"]) for r in seen} == {(1.0, "outcome")}
