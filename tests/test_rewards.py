@@ -129,6 +129,7 @@ async def test_batch_rewards_by_function_and_expectations_and_records_failing_fu
     assert result["reward"] == 1.0 and result["group"] == {"id": "met", "index": 0, "size": 1}
     written = {r["id"]: r for r in read_results(tmp_path / "out" / "results.jsonl")}
     assert written["fn"]["group"]["advantage"] is None and written["fn"]["group"]["mean"] == fn["reward"]
+    assert read_results(str(tmp_path / "out")) == list(written.values())  # a str path, or the batch's directory
 
 
 async def test_samples_form_a_group_whose_statistics_readers_fill_once_it_is_complete(demo_site, judging_server, tmp_path):
