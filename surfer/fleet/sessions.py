@@ -26,7 +26,6 @@ from surfer.models.affinity import current_session
 
 LIVE = "live"
 BATCH_FILE = "batch.json"
-LOCK_FILE = ".batch.lock"  # held (flock) by the batch running in the directory
 METRICS_FILE = "metrics.jsonl"
 THUMB_WIDTH = 320
 METRICS_EVERY_S = 2.0
@@ -161,22 +160,22 @@ class BatchFiles:
         self.out_dir = out_dir
         self.live_dir = out_dir / LIVE
         self.sessions: dict[str, SessionWatch] = {}
-        self._lock: Any = None  # the open lock file while this batch owns the directory
+        self._claim: int | None = None  # the directory, open and locked, while this batch owns it
 
     def claim(self) -> None:
         """Blocking: make this batch the only one running in the output directory, or a ConfigError naming the
         one that is (two batches over one directory would run its tasks twice and remove each other's runs).
-        The lock is the system's (flock): a batch that dies leaves none behind."""
+        The lock is the system's (flock, on the directory itself): a batch that dies leaves none behind."""
         import fcntl
 
         from surfer.core.errors import ConfigError
 
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(self.out_dir / LOCK_FILE, "a+b")
+        handle = os.open(self.out_dir, os.O_RDONLY)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            handle.close()
+            os.close(handle)
             try:
                 pid = json.loads((self.out_dir / BATCH_FILE).read_text(encoding="utf-8")).get("pid")
             except (OSError, ValueError, AttributeError):
@@ -184,12 +183,12 @@ class BatchFiles:
             by = f" (process {pid})" if pid else ""
             raise ConfigError(f"another batch is running in {self.out_dir}{by}: wait for it to end, or stop it, "
                               "before running one there (both would run the same tasks)") from None
-        self._lock = handle
+        self._claim = handle
 
     def release(self) -> None:
-        if self._lock is not None:
-            self._lock.close()  # (closing the file releases the lock)
-            self._lock = None
+        if self._claim is not None:
+            os.close(self._claim)  # (closing it releases the lock)
+            self._claim = None
 
     def start(self, tasks: Iterable[Any]) -> None:
         """Blocking (call off the event loop): the task list, and no stale session files."""
