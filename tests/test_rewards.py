@@ -165,6 +165,12 @@ def test_grpo_advantages_are_the_rewards_standardized_within_each_group():
     assert fill_groups(lines)[0]["group"]["advantage"] is None  # advantages only on request
     with pytest.raises(ConfigError, match="advantages must be one of grpo"):
         fill_groups(lines, advantages="ppo")
+    # resumed with more samples (2, then 3): the group is the 3 samples, not left without statistics
+    grown = [{"id": f"c#{k}", "group": {"id": "c", "index": k, "size": 3 if k == 2 else 2}, "reward": float(k == 0)}
+             for k in range(3)]
+    filled = fill_groups(grown, advantages="grpo")
+    assert [g["group"]["size"] for g in filled] == [3, 3, 3] and filled[0]["group"]["mean"] == pytest.approx(1 / 3)
+    assert fill_groups([grown[0], grown[2]])[0]["group"]["mean"] is None  # sample 1 is not final yet
 
 
 def test_bad_reward_settings_are_usage_errors_before_anything_runs(tmp_path, monkeypatch):
