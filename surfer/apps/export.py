@@ -299,6 +299,17 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
     return records
 
 
+def runs_without_tokens(root: str | Path) -> int:
+    """How many finished runs under `root` took steps but recorded no token ids (made without --record-tokens):
+    `--per trajectory` has no rows for them."""
+    from surfer.agent.rundir import read_trajectory
+    from surfer.agent.tokens_record import TOKENS_FILE
+
+    index = _batch_index(Path(root))
+    return sum(1 for run_dir in find_run_dirs(Path(root)) if not _unfinished_batch_run(run_dir, index)
+               and not (run_dir / TOKENS_FILE).exists() and read_trajectory(run_dir))
+
+
 def nothing_to_export(root: str | Path, per: Per = "step") -> str:
     """Why `root` gave no record, in one line: no run directory at all, only a
     batch's unfinished attempts, or runs that recorded no step."""
@@ -425,4 +436,6 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_USAGE) from None
         runs = len({r["run_dir"] for r in records})
-        typer.echo(f"wrote {len(records)} {per} record(s) from {runs} run(s) to {target}")
+        left = runs_without_tokens(runs_dir) if per == "trajectory" else 0
+        typer.echo(f"wrote {len(records)} {per} record(s) from {runs} run(s) to {target}"
+                   + (f"; {left} run(s) recorded without --record-tokens are not in it" if left else ""))
