@@ -14,6 +14,7 @@ from surfer.agent.events import StepFinished
 from surfer.agent.loop import Agent
 from surfer.apps.options import DEMO_RECORDINGS
 from surfer.core.errors import ConfigError
+from surfer.models.adapters import PolicyRef
 from surfer.models.affinity import model_session
 from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
 from surfer.models.chat_tokens import TemplateTokenizer
@@ -267,6 +268,15 @@ def test_recorded_calls_carry_the_ids_the_server_saw_and_sampled(tiny_models, st
         await backend.check_tokens()
         recorded = await backend.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
         await backend.aclose()
+        # a session on an adapter (a batch's --policy): /generate is told which (`lora_path`), the call records it
+        policed = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, tokens_in="on",
+                                                   record_tokens=True), follows_policy=True)
+        with model_session("on-adapter", PolicyRef.parse("step-1@7")):
+            adapted = await policed.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
+        await policed.aclose()
+        assert server.generate.requests[-1]["lora_path"] == "step-1" and "lora_path" not in server.generate.requests[1]
+        assert adapted.tokens is not None and (adapted.tokens.policy, adapted.tokens.policy_version) == ("step-1", "7")
+        assert (adapted.model, adapted.policy_version) == ("step-1", "7")
         return plain, recorded
 
     plain, recorded = asyncio.run(calls())
