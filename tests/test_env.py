@@ -112,8 +112,8 @@ async def test_an_episode_steps_on_the_policys_text_with_points_given_or_localiz
             await env.step(decision({"type": "wait"}))
         observation, _ = await env.reset(task=DEMO_TASK, url=demo_site.url("index.html"))
         assert observation["screenshot"].shape == (round(VIEWPORT[1] * scale), round(VIEWPORT[0] * scale), 3)
-        # a point in pixels of the observation's screenshot (twice the CSS pixels here)
-        click = {"type": "click", "target": "the 'Register as a member' link", "point": {"x": link.x * scale, "y": link.y * scale}}
+        # a point in pixels of the observation's screenshot (twice the CSS pixels here); no target needed with it
+        click = {"type": "click", "point": {"x": link.x * scale, "y": link.y * scale}}
         observation, reward, terminated, _, info = await env.step(decision(click))
         assert observation["url"].endswith("register.html") and (reward, terminated) == (0.0, False)
         assert info["points"] == [{"x": round(link.x, 2), "y": round(link.y, 2)}] and "error" not in info
@@ -122,7 +122,7 @@ async def test_an_episode_steps_on_the_policys_text_with_points_given_or_localiz
         _, _, _, _, info = await env.step(decision(typing))
         assert abs(info["points"][0]["x"] - name_field.x) < 2 and "error" not in info
         # errors are the step's information, the screen unchanged
-        _, _, terminated, _, info = await env.step('{"action": {"type": "click", "target": "x", "point": {"x": 99999, "y": 1}}}')
+        _, _, terminated, _, info = await env.step('```json\n{"type": "click", "point": {"x": 99999, "y": 1}}\n```')
         assert "outside the image" in info["error"] and not terminated
         _, _, _, _, info = await env.step("I would click the button")
         assert info["error"].startswith("The answer is not JSON") and env.steps == 4

@@ -111,6 +111,13 @@ def test_export_rejects_bad_arguments(tmp_path: Path):
         export_records(tmp_path, "episode")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="--format"):
         write_records([], tmp_path / "x.csv", "csv")
+    # --out a folder, or under a file: one line naming it, nothing half-written left behind
+    with pytest.raises(ConfigError, match="is a directory: name the file"):
+        write_records([{"a": 1}], tmp_path, "jsonl")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=r"^cannot write .*file/x.jsonl: "):
+        write_records([{"a": 1}], tmp_path / "file" / "x.jsonl", "jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
     assert export_records(tmp_path) == []
 
 

@@ -129,6 +129,7 @@ async def test_batch_rewards_by_function_and_expectations_and_records_failing_fu
     assert result["reward"] == 1.0 and result["group"] == {"id": "met", "index": 0, "size": 1}
     written = {r["id"]: r for r in read_results(tmp_path / "out" / "results.jsonl")}
     assert written["fn"]["group"]["advantage"] is None and written["fn"]["group"]["mean"] == fn["reward"]
+    assert read_results(str(tmp_path / "out")) == list(written.values())  # a str path, or the batch's directory
 
 
 async def test_samples_form_a_group_whose_statistics_readers_fill_once_it_is_complete(demo_site, judging_server, tmp_path):
@@ -164,6 +165,12 @@ def test_grpo_advantages_are_the_rewards_standardized_within_each_group():
     assert fill_groups(lines)[0]["group"]["advantage"] is None  # advantages only on request
     with pytest.raises(ConfigError, match="advantages must be one of grpo"):
         fill_groups(lines, advantages="ppo")
+    # resumed with more samples (2, then 3): the group is the 3 samples, not left without statistics
+    grown = [{"id": f"c#{k}", "group": {"id": "c", "index": k, "size": 3 if k == 2 else 2}, "reward": float(k == 0)}
+             for k in range(3)]
+    filled = fill_groups(grown, advantages="grpo")
+    assert [g["group"]["size"] for g in filled] == [3, 3, 3] and filled[0]["group"]["mean"] == pytest.approx(1 / 3)
+    assert fill_groups([grown[0], grown[2]])[0]["group"]["mean"] is None  # sample 1 is not final yet
 
 
 def test_bad_reward_settings_are_usage_errors_before_anything_runs(tmp_path, monkeypatch):

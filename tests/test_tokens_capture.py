@@ -22,6 +22,8 @@ from surfer.agent.tokens_record import (
 )
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.core.errors import ConfigError
+from surfer.models.adapters import PolicyRef
+from surfer.models.affinity import model_session
 from surfer.models.backend import Message, ModelRequest, Tokens
 from surfer.models.endpoint import Endpoint
 from surfer.models.http import OpenAICompatibleBackend
@@ -89,6 +91,12 @@ async def test_http_backend_reads_vllm_token_fields_from_the_standin(standin) ->
         assert sent["return_token_ids"] is True and sent["logprobs"] is True
         cut = await backend.complete(dataclasses.replace(request, max_tokens=3))
         assert cut.tokens is not None and cut.tokens.finish_reason == "length" and len(cut.tokens.completion_ids) == 3
+        # a session's policy named without a version (--policy NAME): the configured policy_version is recorded
+        policed = OpenAICompatibleBackend(backend.endpoint, follows_policy=True)
+        with model_session("named", PolicyRef.parse(server.model)):
+            named = await policed.complete(request)
+        await policed.aclose()
+        assert named.tokens is not None and (named.tokens.policy_version, named.policy_version) == ("step-7", "step-7")
     finally:
         await backend.aclose()
 

@@ -101,7 +101,11 @@ def test_trajectory_rows_of_runs_without_tokens_are_refused_clearly(rollouts_dir
 
     plain = tmp_path / "plain"
     shutil.copytree(rollouts_dir, plain)
-    for path in plain.rglob("tokens.jsonl"):
+    first, *others = sorted(plain.rglob("tokens.jsonl"))
+    first.unlink()  # a run made without --record-tokens beside the others: said, not silently left out
+    out = CliRunner().invoke(app, ["export", str(plain), "--per", "trajectory", "--out", str(tmp_path / "t.jsonl")])
+    assert out.exit_code == 0 and "; 1 run(s) recorded without --record-tokens are not in it" in out.output, out.output
+    for path in others:
         path.unlink()
     assert all(r["prompt_ids"] is None for r in export_records(plain, "call"))  # per call: null token columns
     out = CliRunner().invoke(app, ["export", str(plain), "--per", "trajectory"])

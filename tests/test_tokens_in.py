@@ -14,6 +14,7 @@ from surfer.agent.events import StepFinished
 from surfer.agent.loop import Agent
 from surfer.apps.options import DEMO_RECORDINGS
 from surfer.core.errors import ConfigError
+from surfer.models.adapters import PolicyRef
 from surfer.models.affinity import model_session
 from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
 from surfer.models.chat_tokens import TemplateTokenizer
@@ -231,17 +232,25 @@ def test_doctor_says_which_path_an_endpoint_gets_and_why(tiny_models, standin) -
     def probe_answer(request):  # type: ignore[no-untyped-def]
         return PROBE_ANSWER
 
+    def checks_of(server):  # type: ignore[no-untyped-def]
+        return {c.name: c for c in asyncio.run(run_checks(server.base_url, server.model, browser=False))}
+
     def path_check(server):  # type: ignore[no-untyped-def]
-        checks = asyncio.run(run_checks(server.base_url, server.model, browser=False))
-        return next(c for c in checks if c.name == "request path")
+        return checks_of(server)["request path"]
 
     sglang = standin(probe_answer, engine="sglang", model_dir=tiny_models["holotron"])
-    check = path_check(sglang)
+    checks = checks_of(sglang)
+    check = checks["request path"]
     assert check.status == "ok" and "tokens in: SGLang /generate" in check.detail and "screenshot accepted" in check.detail
+    # SGLang's chat completions return no token ids, its /generate does: --record-tokens works by tokens in
+    ids = checks["token ids"]
+    assert ids.status == "ok" and "tokens-in path" in ids.detail and "--record-tokens records them" in ids.detail
     assert len(sglang.generate.requests) == 1 and sglang.generate.requests[0]["image_data"]
     sglang.generate.refuse_images = True
-    check = path_check(sglang)
+    checks = checks_of(sglang)
+    check = checks["request path"]
     assert check.status == "warn" and "refused token ids with images" in check.detail and "surfer serve" in check.fix
+    assert checks["token ids"].status == "warn"  # requests with screenshots go by chat: no ids
     check = path_check(standin(probe_answer))
     assert check.status == "ok" and check.detail == "the server is not SGLang (no /get_model_info): chat completions"
 
@@ -259,6 +268,15 @@ def test_recorded_calls_carry_the_ids_the_server_saw_and_sampled(tiny_models, st
         await backend.check_tokens()
         recorded = await backend.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
         await backend.aclose()
+        # a session on an adapter (a batch's --policy): /generate is told which (`lora_path`), the call records it
+        policed = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model=server.model, tokens_in="on",
+                                                   record_tokens=True), follows_policy=True)
+        with model_session("on-adapter", PolicyRef.parse("step-1@7")):
+            adapted = await policed.complete(ModelRequest((Message("user", (_image(0), TextPart("Task"))),), "policy"))
+        await policed.aclose()
+        assert server.generate.requests[-1]["lora_path"] == "step-1" and "lora_path" not in server.generate.requests[1]
+        assert adapted.tokens is not None and (adapted.tokens.policy, adapted.tokens.policy_version) == ("step-1", "7")
+        assert (adapted.model, adapted.policy_version) == ("step-1", "7")
         return plain, recorded
 
     plain, recorded = asyncio.run(calls())

@@ -306,6 +306,11 @@ async def check_token_ids(client: Any, model: str) -> Check:
     return Check("token ids", "ok", "prompt and generated token ids with logprobs are returned (--record-tokens)")
 
 
+def _ids_by_tokens_in() -> Check:
+    return Check("token ids", "ok", "returned by the tokens-in path (SGLang's /generate: prompt and generated ids, "
+                 "logprobs), so --record-tokens records them (this server's chat completions do not)")
+
+
 async def run_checks(base_url: str | list[str] | None = None, model: str | None = None, api_key: str = "EMPTY", *,
                      browser: bool = True, profile: str | None = None, servers: list[Any] | None = None) -> list[Check]:
     """The local checks, then each server's: `base_url` (one or several, with `model` and `api_key`), or
@@ -326,7 +331,10 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
         found = await check_endpoint(url, served, key)
         if not any(c.name == "endpoint" and c.status == "fail" for c in found):
             found.extend(await check_serving(url, served, family))
-            found.append(await check_request_path(endpoint, probe=served is not None))
+            path = await check_request_path(endpoint, probe=served is not None)
+            found.append(path)
+            if path.status == "ok" and path.detail.startswith("tokens in"):  # the ids come back by /generate
+                found = [_ids_by_tokens_in() if c.name == "token ids" and c.status != "ok" else c for c in found]
         if len(targets) > 1:
             for check in found:
                 check.name = f"server {number}: {check.name}"

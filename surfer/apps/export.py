@@ -32,6 +32,7 @@ no path back to the run directories, ready to push to a dataset hub.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any, Iterator, Literal, Optional
@@ -298,6 +299,17 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
     return records
 
 
+def runs_without_tokens(root: str | Path) -> int:
+    """How many finished runs under `root` took steps but recorded no token ids (made without --record-tokens):
+    `--per trajectory` has no rows for them."""
+    from surfer.agent.rundir import read_trajectory
+    from surfer.agent.tokens_record import TOKENS_FILE
+
+    index = _batch_index(Path(root))
+    return sum(1 for run_dir in find_run_dirs(Path(root)) if not _unfinished_batch_run(run_dir, index)
+               and not (run_dir / TOKENS_FILE).exists() and read_trajectory(run_dir))
+
+
 def nothing_to_export(root: str | Path, per: Per = "step") -> str:
     """Why `root` gave no record, in one line: no run directory at all, only a
     batch's unfinished attempts, or runs that recorded no step."""
@@ -367,23 +379,30 @@ def _image_table(records: list[dict[str, Any]]) -> Any:
 def write_records(records: list[dict[str, Any]], out: str | Path, fmt: str, embed: bool = False) -> Path:
     if embed and fmt != "parquet":
         raise ConfigError("--embed-images is for --format parquet")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    if fmt == "jsonl":
-        with tmp.open("w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    elif fmt == "parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ConfigError("parquet export needs pyarrow: pip install 'surfer-agent[export]'") from None
-        pq.write_table(_image_table(records) if embed else pa.Table.from_pylist(records), tmp)
-    else:
+    if fmt not in ("jsonl", "parquet"):
         raise ConfigError(f"--format must be 'jsonl' or 'parquet', got {fmt!r}")
-    tmp.replace(out)
+    out = Path(out)
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a directory: name the file to write, e.g. {out / ('export.' + fmt)}")
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "jsonl":
+            with tmp.open("w", encoding="utf-8") as handle:
+                for record in records:
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        else:
+            try:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+            except ImportError:
+                raise ConfigError("parquet export needs pyarrow: pip install 'surfer-agent[export]'") from None
+            pq.write_table(_image_table(records) if embed else pa.Table.from_pylist(records), tmp)
+        tmp.replace(out)
+    except OSError as exc:  # a folder in the way, no permission, a full disk: said in one line, no partial file
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from None
     return out
 
 
@@ -417,4 +436,6 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_USAGE) from None
         runs = len({r["run_dir"] for r in records})
-        typer.echo(f"wrote {len(records)} {per} record(s) from {runs} run(s) to {target}")
+        left = runs_without_tokens(runs_dir) if per == "trajectory" else 0
+        typer.echo(f"wrote {len(records)} {per} record(s) from {runs} run(s) to {target}"
+                   + (f"; {left} run(s) recorded without --record-tokens are not in it" if left else ""))

@@ -60,9 +60,11 @@ def decode_screenshot(data: bytes) -> np.ndarray:
 
 def parse_action(action: str | dict[str, Any]) -> PolicyDecision:
     """The policy's answer as the agent reads it; ModelOutputError when it is unusable."""
-    if isinstance(action, dict):
-        action = json.dumps(action if "action" in action else {"action": action})
-    elif not isinstance(action, str):
+    if isinstance(action, str):
+        action = _pointed_text(action)
+    elif isinstance(action, dict):
+        action = json.dumps(_with_targets(action if "action" in action else {"action": action}))
+    else:
         raise ModelOutputError(f"an action is the policy's text or a dict, not {type(action).__name__}")
     parse = _pydantic_parser(PolicyDecision)
     try:
@@ -72,6 +74,37 @@ def parse_action(action: str | dict[str, Any]) -> PolicyDecision:
         if bare is None:
             raise
         return parse(json.dumps({"action": bare}))
+
+
+def _with_targets(decision: dict[str, Any]) -> dict[str, Any]:
+    """A policy that grounds its own clicks gives points, not descriptions: a point without its `target`
+    (`to_point` without `to_target`) is described by where it is, so that the action reads as the agent's."""
+    action = decision.get("action")
+    if not isinstance(action, dict):
+        return decision
+    action = dict(action)
+    for point_key, target_key in (("point", "target"), ("to_point", "to_target")):
+        point = action.get(point_key)
+        if isinstance(point, dict) and not action.get(target_key):
+            action[target_key] = f"the point ({point.get('x')}, {point.get('y')})"
+    return {**decision, "action": action}
+
+
+def _pointed_text(text: str) -> str:
+    """The policy's text, with `_with_targets` applied where it holds an action object with points."""
+    from surfer.models.schema import parse_json_object
+
+    if "point" not in text:
+        return text
+    try:
+        data = parse_json_object(text)
+    except ModelOutputError:
+        return text  # (the parser says what is wrong with it)
+    if not isinstance(data, dict):
+        return text
+    bare = "type" in data and "action" not in data
+    decision = _with_targets({"action": data} if bare else data)
+    return json.dumps(decision["action"] if bare else decision)
 
 
 def _bare_action(text: str) -> dict[str, Any] | None:

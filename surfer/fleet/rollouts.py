@@ -13,7 +13,9 @@ the run directory's tokens.jsonl, read back with `surfer.agent.tokens_record`).
 Each item is the task's results.jsonl line, yielded as soon as the task
 finishes (in finishing order), with its `reward`; the run directories are under `out_dir` (a new
 temporary directory when not given). Running the same call with the same
-`out_dir` resumes, like `surfer batch`. Closing the stream stops the batch
+`out_dir` resumes, like `surfer batch`. A batch that stops early — its model server gone past `server_wait`,
+or refusing the configuration — raises ModelServerUnreachable / ConfigError once the tasks finished before it
+are yielded (the others run when the same call runs again). Closing the stream stops the batch
 (`async with contextlib.aclosing(surfer.rollouts(...)) as stream:` to stop at once on `break`).
 
 With `groups=True` each item is a whole group instead (the `samples` rollouts of one task, a list,
@@ -33,23 +35,15 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
 from surfer.agent.config import AgentConfig
-from surfer.fleet.batch import BatchTask, ResultsIndex, expand_samples, load_tasks, make_batch
+from surfer.core.errors import ConfigError, ModelServerUnreachable
+from surfer.fleet.batch import BatchTask, ResultsIndex, load_tasks, make_batch
+from surfer.fleet.batch.tasks import tasks_of
 from surfer.fleet.batch.groups import check_advantages, fill_groups, group_of
 from surfer.fleet.batch.results import RESULTS_FILE
 
 
 def _tasks(tasks: str | Path | Iterable[BatchTask | dict[str, Any] | str], samples: int) -> list[BatchTask]:
-    if isinstance(tasks, (str, Path)):
-        return load_tasks(tasks, samples)
-    items = []
-    for n, task in enumerate(tasks, 1):
-        if isinstance(task, str):
-            task = BatchTask(task=task)
-        elif isinstance(task, dict):
-            task = BatchTask.model_validate(task)
-        task = task.model_copy(update={"id": task.id or f"task-{n}"})
-        items.extend(expand_samples(task, samples))
-    return items
+    return load_tasks(tasks, samples) if isinstance(tasks, (str, Path)) else tasks_of(tasks, samples)
 
 
 async def rollouts(
@@ -116,7 +110,9 @@ async def _records(batch: Any) -> AsyncIterator[dict[str, Any]]:
             waiter.cancel()
             while not finished.empty():
                 yield finished.get_nowait()
-            running.result()  # raises what the batch raised
+            summary = running.result()  # raises what the batch raised
+            if summary.stopped:  # the server gone past server_wait, or refusing the configuration: not a short stream
+                raise (ModelServerUnreachable if summary.stopped_kind == "unreachable" else ConfigError)(summary.stopped)
             return
     finally:
         if not running.done():

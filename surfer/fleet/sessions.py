@@ -160,6 +160,35 @@ class BatchFiles:
         self.out_dir = out_dir
         self.live_dir = out_dir / LIVE
         self.sessions: dict[str, SessionWatch] = {}
+        self._claim: int | None = None  # the directory, open and locked, while this batch owns it
+
+    def claim(self) -> None:
+        """Blocking: make this batch the only one running in the output directory, or a ConfigError naming the
+        one that is (two batches over one directory would run its tasks twice and remove each other's runs).
+        The lock is the system's (flock, on the directory itself): a batch that dies leaves none behind."""
+        import fcntl
+
+        from surfer.core.errors import ConfigError
+
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        handle = os.open(self.out_dir, os.O_RDONLY)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(handle)
+            try:
+                pid = json.loads((self.out_dir / BATCH_FILE).read_text(encoding="utf-8")).get("pid")
+            except (OSError, ValueError, AttributeError):
+                pid = None
+            by = f" (process {pid})" if pid else ""
+            raise ConfigError(f"another batch is running in {self.out_dir}{by}: wait for it to end, or stop it, "
+                              "before running one there (both would run the same tasks)") from None
+        self._claim = handle
+
+    def release(self) -> None:
+        if self._claim is not None:
+            os.close(self._claim)  # (closing it releases the lock)
+            self._claim = None
 
     def start(self, tasks: Iterable[Any]) -> None:
         """Blocking (call off the event loop): the task list, and no stale session files."""

@@ -68,6 +68,11 @@ class PolicyRef:
         return self.name if self.version is None else f"{self.name}@{self.version}"
 
 
+def version_of(policy: PolicyRef | None, configured: str | None) -> str | None:
+    """The version recorded with a call: its policy's (`name@version`), else the configured `policy_version`."""
+    return policy.version if policy is not None and policy.version is not None else configured
+
+
 @dataclass
 class Served:
     """What one server serves: its engine (vllm, sglang, or what /v1/models says), base models, and

@@ -28,7 +28,7 @@ from typing import Any
 from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
 
-from .adapters import PolicyRef
+from .adapters import PolicyRef, version_of
 from .affinity import current_session, session_policy
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
@@ -396,7 +396,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 self._generate_took_images = self._generate_took_images or bool(sent.prompt.images)
                 if self.on_generate is not None:
                     self.on_generate(request, sent.body)
-                return generate.completion(response, sent, started, self.endpoint.model)
+                return generate.completion(response, sent, started, self.endpoint.model, self.policy())
             if self.image_refs is not None:
                 self.image_refs.took(_image_uuids(request))
             return self._completion(response, mode, started, body)
@@ -430,7 +430,7 @@ class OpenAICompatibleBackend(ModelBackend):
         if unsupported_options(request):
             return None, None  # an option only the chat request carries: this request goes by chat
         session = current_session()
-        return generate, await generate.prepare(session.id if session else "", request)
+        return generate, await generate.prepare(session.id if session else "", request, self.policy(), self.endpoint.model)
 
     def _mark_answered(self) -> None:
         """Once per backend (not per call): the server answered, so losing it later is an outage;
@@ -488,13 +488,13 @@ class OpenAICompatibleBackend(ModelBackend):
             counts = response["usage"]
             usage = Usage(counts.get("prompt_tokens") or 0, counts.get("completion_tokens") or 0)
         policy = self.policy()
-        version = policy.version if policy else self.endpoint.policy_version
+        version = version_of(policy, self.endpoint.policy_version)
         tokens = None
         if self.endpoint.record_tokens:
             tokens = read_tokens(response, self.endpoint.base_url, sampling_of(body), version)
         return Completion(
             text=text, usage=usage, seconds=time.perf_counter() - started,
             model=response.get("model") or (policy.name if policy else self.endpoint.model),
-            structured=mode if mode != "none" else "prompt", policy_version=policy.version if policy else None,
+            structured=mode if mode != "none" else "prompt", policy_version=version if policy else None,
             tokens=tokens,
         )

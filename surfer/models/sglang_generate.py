@@ -26,6 +26,7 @@ from typing import Any
 
 from surfer.core.errors import ModelRequestError
 
+from .adapters import PolicyRef, version_of
 from .backend import Completion, ModelRequest, Tokens, Usage
 from .token_chain import TokenChain, TokensPrompt
 
@@ -60,13 +61,16 @@ class GenerateTransport:
         self.record = record  # ask for the prompt's expanded ids and the sampled tokens' logprobs (Completion.tokens)
         self.policy_version = policy_version  # recorded with each call (else the server's weight_version)
 
-    async def prepare(self, session: str, request: ModelRequest) -> GenerateCall:
-        """The request's ids (rendered and tokenised off the loop) and its body."""
+    async def prepare(self, session: str, request: ModelRequest, policy: PolicyRef | None = None,
+                      base_model: str = "") -> GenerateCall:
+        """The request's ids (rendered and tokenised off the loop) and its body; `policy`: the session's, an
+        adapter unless it is `base_model` (SGLang's /generate picks it by `lora_path`, as its chat completions do)."""
         options = dict(request.extra_body.get(TEMPLATE_KEY) or {})
         prompt = await asyncio.to_thread(self.chain.prompt, session, request, options)
-        return GenerateCall(session, prompt, self.body(request, prompt))
+        lora = policy.name if policy is not None and policy.name != base_model else None
+        return GenerateCall(session, prompt, self.body(request, prompt, lora))
 
-    def body(self, request: ModelRequest, prompt: TokensPrompt) -> dict[str, Any]:
+    def body(self, request: ModelRequest, prompt: TokensPrompt, lora: str | None = None) -> dict[str, Any]:
         sampling: dict[str, Any] = {k: v for k, v in request.extra_body.items() if k in SAMPLING_KEYS}
         if request.temperature is not None:
             sampling["temperature"] = request.temperature
@@ -78,12 +82,17 @@ class GenerateTransport:
                                 "rid": f"{request.schema_name}-{uuid.uuid4().hex}"}
         if prompt.images:
             body["image_data"] = [image.data_url() for image in prompt.images]
+        if lora is not None:
+            body["lora_path"] = lora  # the adapter (SGLang picks it by this field)
         if self.record:
             body.update(return_logprob=True, logprob_start_len=-1, return_prompt_token_ids=True)
         return body
 
-    def completion(self, answer: Any, call: GenerateCall, started: float, model: str) -> Completion:
-        """The Completion of `answer`; the chain keeps the generated ids for the session's next request."""
+    def completion(self, answer: Any, call: GenerateCall, started: float, model: str,
+                   policy: PolicyRef | None = None) -> Completion:
+        """The Completion of `answer`; the chain keeps the generated ids for the session's next request. `policy`:
+        the session's (`name@version`), which answered instead of `model`."""
+        version = version_of(policy, self.policy_version)
         if isinstance(answer, list) and answer:
             answer = answer[0]
         if not isinstance(answer, dict) or not isinstance(answer.get("output_ids"), list):
@@ -100,11 +109,12 @@ class GenerateTransport:
         tokens = Tokens(
             prompt_ids=tuple(answer.get("prompt_token_ids") or ()), completion_ids=tuple(generated),
             logprobs=logprobs if len(logprobs) == len(generated) else (), finish_reason=reason,
-            cached_tokens=meta.get("cached_tokens"), policy=model,
-            policy_version=self.policy_version or meta.get("weight_version"),
+            cached_tokens=meta.get("cached_tokens"), policy=policy.name if policy else model,
+            policy_version=version or meta.get("weight_version"),
             sampling=dict(call.body.get("sampling_params") or {}),
         ) if self.record else None
         return Completion(
             text=text, usage=Usage(prompt_tokens, int(meta.get("completion_tokens") or len(generated))),
-            seconds=time.perf_counter() - started, model=model, structured="json_schema", tokens=tokens,
+            seconds=time.perf_counter() - started, model=policy.name if policy else model, structured="json_schema",
+            tokens=tokens, policy_version=version if policy else None,
         )

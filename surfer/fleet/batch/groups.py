@@ -11,7 +11,8 @@ whoever reads the lines (`read_results(path, advantages=...)`,
     advantage = (reward - mean) / std  (0 where std is 0)       # "grpo"
 
 A group with a sample still to finish, or a sample without a reward (its
-reward function failed: `reward_error`), gets null statistics."""
+reward function failed: `reward_error`), gets null statistics. A group's size is
+the largest its lines give (a batch resumed with more samples per task)."""
 
 from __future__ import annotations
 
@@ -63,10 +64,13 @@ def fill_groups(records: Iterable[dict[str, Any]], advantages: str | None = None
     for line in lines:
         members.setdefault(str(line["group"]["id"]), []).append(line)
     for group in members.values():
-        stats = group_statistics([reward_of(line) for line in group], group[0]["group"].get("size"))
+        # a batch resumed with more --samples: the group is as large as its latest lines say
+        sizes = [line["group"]["size"] for line in group if isinstance(line["group"].get("size"), int)]
+        size = max(sizes) if sizes else None
+        stats = group_statistics([reward_of(line) for line in group], size)
         for line in group:
             mean, std = stats if stats is not None else (None, None)
-            line["group"].update(mean=mean, std=std, advantage=None)
+            line["group"].update(size=size, mean=mean, std=std, advantage=None)
             if stats is not None and advantages == "grpo":
                 line["group"]["advantage"] = advantage(reward_of(line) or 0.0, stats[0], stats[1])
     return lines

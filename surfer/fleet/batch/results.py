@@ -115,12 +115,14 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def read_results(path: Path, advantages: str | None = None) -> list[dict[str, Any]]:
-    """results.jsonl as its readers should count it: one final line per task, each `group` with its
-    statistics once the group is complete (and its GRPO advantage with `advantages="grpo"`, groups.py)."""
+def read_results(path: str | Path, advantages: str | None = None) -> list[dict[str, Any]]:
+    """results.jsonl (or the batch directory holding it) as its readers should count it: one final line per
+    task, each `group` with its statistics once the group is complete (and its GRPO advantage with
+    `advantages="grpo"`, groups.py)."""
     from .groups import fill_groups
 
-    return fill_groups(final_results(read_lines(path)).values(), advantages)
+    path = Path(path)
+    return fill_groups(final_results(read_lines(path / RESULTS_FILE if path.is_dir() else path)).values(), advantages)
 
 
 def append_line(path: Path, record: dict[str, Any]) -> None:

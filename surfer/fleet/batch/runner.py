@@ -199,6 +199,23 @@ class Batch:
         return todo
 
     async def run(self) -> BatchSummary:
+        """Run the tasks not finished yet, the only batch in the output directory while it runs."""
+        try:
+            await asyncio.to_thread(self.files.claim)
+        except ConfigError:
+            await self._close_backends()
+            raise
+        try:
+            return await self._run()
+        finally:
+            self.files.release()
+
+    async def _close_backends(self) -> None:
+        if self._owns_backend:
+            for backend in {id(b): b for b in self.backends.values()}.values():
+                await asyncio.shield(backend.aclose())
+
+    async def _run(self) -> BatchSummary:
         todo = await self.prepare()
         await self.policy.start()  # its adapter is on every server, or nothing runs
         if todo and not self.replay:
@@ -215,9 +232,7 @@ class Batch:
             switches.cancel()
             await asyncio.gather(metrics, switches, return_exceptions=True)
             await asyncio.shield(self._browser.close())
-            if self._owns_backend:
-                for backend in {id(b): b for b in self.backends.values()}.values():
-                    await asyncio.shield(backend.aclose())
+            await self._close_backends()
         return await asyncio.to_thread(self.summary, self._browser.relaunches)
 
     def summary(self, relaunches: int) -> BatchSummary:

@@ -85,8 +85,7 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"{path}:{number}: {problems}") from None
+            raise ConfigError(f"{path}:{number}: {_problems(exc)}") from None
         task.id = task.id or f"line-{number}"
         if task.answers is not None:
             from surfer.agent.questions import PresetAnswers
@@ -101,6 +100,31 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
     if not tasks:
         raise ConfigError(f"tasks file {path} holds no tasks")
     return tasks
+
+
+def tasks_of(items: Iterable[BatchTask | dict[str, Any] | str], samples: int = 1) -> list[BatchTask]:
+    """Tasks given as Python objects (a task's text, a dict of a tasks file's fields, a BatchTask), checked
+    as a tasks file is: a bad one or an id given twice is a ConfigError naming it. Tasks without an id get
+    `task-<n>`."""
+    if samples < 1:
+        raise ConfigError(f"--samples must be at least 1, got {samples}")
+    tasks: list[BatchTask] = []
+    seen: set[str] = set()
+    for number, item in enumerate(items, 1):
+        try:
+            task = BatchTask(task=item) if isinstance(item, str) else BatchTask.model_validate(item)
+        except ValidationError as exc:
+            raise ConfigError(f"task {number}: {_problems(exc)}") from None
+        task = task.model_copy(update={"id": task.id or f"task-{number}"})
+        if task.id in seen:
+            raise ConfigError(f"task {number}: duplicate task id {task.id!r}")
+        seen.add(task.id)
+        tasks.extend(expand_samples(task, samples))
+    return tasks
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
 
 
 def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:

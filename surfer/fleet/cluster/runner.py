@@ -134,7 +134,7 @@ class RayBatch(Batch):
         self.dispatch_started: float | None = None  # when the workers were up and the first task went out
         self.worker_status: list[dict[str, Any]] = []
 
-    async def run(self) -> BatchSummary:
+    async def _run(self) -> BatchSummary:
         todo = await self.prepare()
         await self.policy.start()  # its adapter is on every server, or nothing runs
         owns_ray = False
