@@ -402,7 +402,7 @@ def test_without_a_task_the_terminal_asks_for_one_a_line_typed_meanwhile_is_queu
     assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("second", "success")]
 
 
-async def test_time_waiting_for_a_reply_is_not_charged_to_the_time_limit(browser_env, pages):
+async def test_time_waiting_for_a_reply_is_not_charged_to_the_time_limit(browser_env, pages, tmp_path):
     import asyncio
 
     env = await browser_env(pages.url("actions.html"))
@@ -413,6 +413,8 @@ async def test_time_waiting_for_a_reply_is_not_charged_to_the_time_limit(browser
 
     model = ScriptedModel(policy=[act({"type": "ask_user", "question": "Which colour?"}), act({"type": "answer", "text": "blue"})])
     result = await Agent(backend=model, environment=env, on_question=slow_person, validate_answers=False,
-                         max_seconds=3).run("pick a colour")
+                         max_seconds=3).run("pick a colour", out_dir=tmp_path / "run")
     assert (result.status, result.answer, result.reason) == ("success", "blue", None)  # not answered at the limit
     assert result.timings.waiting_seconds >= 3.5 and result.timings.seconds > 3
+    asked = steps_of(tmp_path / "run")[0]["timings"]  # the wait is the person's, not surfer's overhead
+    assert asked["waiting"] >= 3.5 and asked["overhead"] < 1 and result.timings.overhead_p50 < 1, asked

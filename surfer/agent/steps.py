@@ -213,7 +213,7 @@ class Stepper:
         """A step's record: appended and announced when the step ends, also with an
         error; dropped when the step is cancelled (time limit, Ctrl-C, SIGTERM)."""
         run = self.run
-        started = time.perf_counter()
+        started, waited = time.perf_counter(), run.waited
         record = run.current = StepRecord(index)
         record.hints, run.hints = run.hints, []
         await self.emit(StepStarted(index))
@@ -222,9 +222,11 @@ class Stepper:
         except asyncio.CancelledError:
             raise
         except BaseException:
+            record.timings.waiting = run.waited - waited
             await self._finish_step(record, started)
             raise
         else:
+            record.timings.waiting = run.waited - waited
             await self._finish_step(record, started)
 
     async def _finish_step(self, record: StepRecord, started: float) -> None:

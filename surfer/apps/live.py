@@ -101,7 +101,8 @@ class LiveView:
         t = r.timings
         self._line(
             f"   model {t.model:.2f}s · action {t.action:.2f}s · settle {t.settle:.2f}s · "
-            f"screenshot {t.screenshot:.2f}s · overhead {t.overhead:.2f}s · tokens {r.usage.total_tokens}", style="dim",
+            f"screenshot {t.screenshot:.2f}s · overhead {t.overhead:.2f}s"
+            + (f" · waited for you {t.waiting:.1f}s" if t.waiting >= 0.05 else "") + f" · tokens {r.usage.total_tokens}", style="dim",
         )
         if r.error:
             self._line(f"   error: {r.error}", style="red")
