@@ -313,7 +313,9 @@ class Stepper:
     async def _ask(self, record: StepRecord, action: Any, reason: str) -> bool:
         confirm = self.inputs.guards.confirm
         request = ConfirmationRequest(record.index, action, reason, record.url, record.screenshot, record.screenshot_ext)
-        approved = await ask_confirmer(confirm, request)
+        asking = ask_confirmer(confirm, request)
+        # a person deciding (the terminal, an SDK callback) is waited for like a reply: not charged to the time limit
+        approved = await (asking if getattr(confirm, "fixed", False) else waiting_for_person(asking, self.run))
         record.confirmation = {"reason": reason, "approved": approved, "by": getattr(confirm, "__name__", "confirm")}
         return approved
 
