@@ -186,7 +186,7 @@ class TerminalControls:
         elif key == "t":
             self._take_over(handle)
         elif key == "q":
-            handle.cancel()
+            handle.cancel("q at the terminal")
         else:
             self.console.print(f"[dim]{HELP}[/dim]")
 
