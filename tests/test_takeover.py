@@ -199,6 +199,21 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     assert actions[5].action.url.endswith("/login") and actions[5].after.url.endswith("/login")  # not put on Enter
 
 
+async def test_a_task_stopped_while_a_person_holds_the_controls_keeps_what_they_did(window, acme_site, acme_centres, tmp_path):
+    agent = Agent(backend=ScriptedModel(policy=[ANSWER_ON_ACCOUNT]), profile="holotron", environment=window, validate_answers=False)
+    handle = agent.start(TASK, acme_site.url("/account"), out_dir=tmp_path / "run")
+    await handle.take_over()
+    username = acme_centres[USERNAME_FIELD]
+    await window.page.mouse.click(username.x, username.y)
+    await window.page.keyboard.type(USER)
+    handle.cancel("Ctrl-C")  # before handing back
+    result = await handle.result()
+    assert result.status == "interrupted" and result.timings.human_seconds > 0
+    human = [line for line in lines_of(tmp_path / "run") if line.get("actor") == "human"]
+    assert [(h["action"]["type"], h["action"].get("text")) for h in human] == [("click", None), ("type", USER)], human
+    assert all((tmp_path / "run" / h["screenshot_after"]).is_file() for h in human)
+
+
 async def test_a_person_who_declines_leaves_the_task_needing_input(window, acme_site, tmp_path):
     model = ScriptedModel(policy=[act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
     agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False,

@@ -232,9 +232,11 @@ async def _turn(run: Any, emit: Any, env: Any, memory: Any, index: int, handover
             last = now
             if done:
                 break
-    except BaseException:  # stopped while the person held the controls: the page is no longer watched
+    except BaseException:  # stopped while the person held the controls (Ctrl-C): what they did so far is kept
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(watch.stop(), 5)
+            for action in await asyncio.wait_for(watch.stop(), 5):
+                handover.taken += 1
+                await emit(HumanActed(HumanStep(handover.taken, index, action)))
         raise
     finally:
         for waiting in waits:
