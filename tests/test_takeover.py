@@ -8,18 +8,21 @@ refuses, in the SDK and when the agent itself asks."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from login_site import ORDER, PASSWORD, TASK, USER, USERNAME_FIELD, PASSWORD_FIELD, VIEWPORT
 from surfer import Agent, Reply, ScriptedModel, TakeOverRefused
 from surfer.agent.formats import TrajectoryLine
 from surfer.agent.handover import POLL_S
 from surfer.agent.questions import Question
+from surfer.apps.live import LiveView
 from surfer.apps.export import export_records
 from surfer.core.deadline import time_left
 from surfer.tools.person import REDACTED
@@ -218,8 +221,11 @@ async def test_a_person_who_declines_leaves_the_task_needing_input(window, acme_
     model = ScriptedModel(policy=[act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
     agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False,
                   on_question=lambda question: None)  # the person says no
-    result = await agent.run(TASK, url=acme_site.url("/account"), out_dir=tmp_path / "run")
+    shown = io.StringIO()
+    result = await agent.run(TASK, url=acme_site.url("/account"), out_dir=tmp_path / "run",
+                             listeners=[LiveView(Console(file=shown, width=200), spinner=False)])
     assert (result.status, result.question) == ("needs_input", CAPTCHA) and len(model.requests) == 1
+    assert "the person declined to take over" in shown.getvalue() and "looks again" not in shown.getvalue()
     assert not [line for line in lines_of(tmp_path / "run") if line.get("actor") == "human"]  # nothing was done
 
 

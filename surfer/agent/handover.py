@@ -100,11 +100,13 @@ class HandedOver:
 
 @dataclass
 class HandedBack:
-    """Event: the person handed back, after `seconds`, having done `actions` things."""
+    """Event: the person handed back, after `seconds`, having done `actions` things (`declined`:
+    the agent asked and the person said no: the task ends `needs_input`)."""
 
     step: int
     seconds: float
     actions: int
+    declined: bool = False
 
 
 def _screen(shot: Observation | None) -> dict[str, Any]:
@@ -253,7 +255,7 @@ async def _turn(run: Any, emit: Any, env: Any, memory: Any, index: int, handover
     reply = replying.result() if answered and replying.exception() is None else None
     declined = answered and reply is None
     await _record(run, emit, memory, index, handover, taken, reply)
-    await emit(HandedBack(index, round(seconds, 3), len(taken)))
+    await emit(HandedBack(index, round(seconds, 3), len(taken), declined))
     return declined
 
 

@@ -75,6 +75,8 @@ class LiveView:
             taken = event.step.taken
             what = headline(taken.action) if taken.action is not None else "(the screens before and after)"
             self._line(("person ", "bold yellow"), ("→ ", "bold"), (what, "yellow"), (f"  {taken.detail}" if taken.detail else "", "dim"))
+        elif isinstance(event, HandedBack) and event.declined:
+            self._line("   the person declined to take over: the task ends needing their input", style="dim")
         elif isinstance(event, HandedBack):
             self._line(f"   the person handed back after {event.seconds:.1f}s ({event.actions} action(s)); the agent looks again", style="dim")
         elif isinstance(event, ErrorOccurred):
