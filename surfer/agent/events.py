@@ -62,7 +62,7 @@ class Timings:
         return max(0.0, self.total - self.model - self.waiting)
 
     def to_dict(self) -> dict[str, float]:
-        data = {k: round(v, 4) for k, v in vars(self).items() if v or k != "waiting"}
+        data = {k: round(v, 4) for k, v in vars(self).items() if k != "waiting" or round(v, 4)}
         data["overhead"] = round(self.overhead, 4)
         return data
 
