@@ -392,13 +392,15 @@ async def test_on_the_desktop_the_screens_before_and_after_are_recorded(xvfb, tm
     env = DesktopEnvironment(display=xvfb)
     await env.start()
     try:
-        model = ScriptedModel(policy=[act({"type": "answer", "text": "done"})])
+        model = ScriptedModel(policy=[act({"type": "answer", "text": "done"}),
+                                      act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
         agent = Agent(backend=model, profile="holotron", environment=env, validate_answers=False)
-        async with agent.session(out_dir=tmp_path / "session") as session:
+        async with agent.session(out_dir=tmp_path / "session", on_question=lambda question: None) as session:
             handle = session.start("Say done")
             await session.take_over()
             assert session.hand_back()
             result = await handle.result()
+            declined = await session.run("Ask for a person")  # who says no: nothing they did is recorded
     finally:
         await env.close()
     assert result.status == "success"
@@ -406,3 +408,4 @@ async def test_on_the_desktop_the_screens_before_and_after_are_recorded(xvfb, tm
     assert len(human) == 1 and human[0]["action"] is None and human[0]["outcome"]["detail"] == NOT_READ
     assert (Path(result.run_dir) / human[0]["screenshot"]).is_file() and (Path(result.run_dir) / human[0]["screenshot_after"]).is_file()
     assert "A person took over the controls" in prompt_text(model.requests[0])
+    assert declined.status == "needs_input" and not [l for l in lines_of(Path(declined.run_dir)) if l.get("actor") == "human"]

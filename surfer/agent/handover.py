@@ -254,6 +254,8 @@ async def _turn(run: Any, emit: Any, env: Any, memory: Any, index: int, handover
         log.warning("on_question failed while a person held the controls: %r", replying.exception())
     reply = replying.result() if answered and replying.exception() is None else None
     declined = answered and reply is None
+    if declined:  # the person said no: only what was read of their actions is kept (not the screens of a turn not taken)
+        taken = [action for action in taken if action.action is not None]
     await _record(run, emit, memory, index, handover, taken, reply)
     await emit(HandedBack(index, round(seconds, 3), len(taken), declined))
     return declined
