@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 
 import pytest
 from inprocess import surfer
@@ -91,6 +92,23 @@ async def test_cancel_keeps_a_complete_record(browser_env, pages, tmp_path):
     lines = (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()
     assert saved["status"] == "interrupted" and saved["steps"] == len(lines) == result.steps >= 1
     assert (tmp_path / "run" / "report.html").exists()
+
+
+async def test_q_while_a_person_holds_the_controls_stops_the_task_instead_of_handing_back():
+    from surfer.agent.control import RunControl, RunHandle
+
+    control = RunControl()
+    handle = RunHandle(asyncio.ensure_future(asyncio.sleep(60)), control)
+    reading, writing = os.pipe()
+    with open(reading, closefd=True) as stream:
+        controls = TerminalControls(Console(file=io.StringIO()), ".", stream=stream)
+        controls.handle, controls._holding = handle, True  # (`t` was typed and the turn began)
+        os.write(writing, b"q\n")
+        os.close(writing)
+        controls._on_input()
+    assert control.stopped_by == "q at the terminal" and not controls._holding
+    with pytest.raises(asyncio.CancelledError):
+        await handle._task
 
 
 # -- typed answers --------------------------------------------------------------------
