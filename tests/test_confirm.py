@@ -3,6 +3,7 @@ approved by a callback or a person at the terminal, every decision recorded."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
@@ -45,12 +46,14 @@ async def test_a_confirm_callback_approves_and_sees_the_action(browser_env, page
 
     async def shopkeeper(request: ConfirmationRequest) -> bool:
         asked.append(request)
+        await asyncio.sleep(1.3)  # a person who thinks it over past the time limit's last step (1.2 s of 1.5)
         return True
 
     model = ScriptedModel(policy=[BUY, DONE], localizer=[AT_BUY])
-    agent = Agent(backend=model, profile="holo2", environment=env, confirm=shopkeeper, validate_answers=False)
+    agent = Agent(backend=model, profile="holo2", environment=env, confirm=shopkeeper, validate_answers=False, max_seconds=1.5)
     result = await agent.run("buy the lamp", out_dir=tmp_path / "run")
-    assert result.status == "success" and "bought=1" in env.page.url
+    assert result.status == "success" and "bought=1" in env.page.url, result.reason  # the wait is not charged
+    assert result.timings.waiting_seconds >= 1.3 and steps_of(tmp_path / "run")[0]["timings"]["waiting"] >= 1.3
     assert len(asked) == 1 and asked[0].action.target == "the Buy now button" and asked[0].screenshot[:2] == b"\xff\xd8"
     assert asked[0].url.endswith("shop.html")
     assert steps_of(tmp_path / "run")[0]["confirmation"]["by"] == "shopkeeper"

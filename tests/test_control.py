@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import os
 
 import pytest
 from inprocess import surfer
 from pydantic import BaseModel
+from rich.console import Console
 
 from surfer import Agent, ScriptedModel
 from surfer.agent.answers import AnswerSchema
+from surfer.apps.controls import TerminalControls
 from surfer.core.errors import ConfigError
 
 SCROLL = {"thought": "read on", "notes": "", "action": {"type": "scroll", "direction": "down", "amount": 2}}
@@ -78,13 +82,33 @@ async def test_cancel_keeps_a_complete_record(browser_env, pages, tmp_path):
     model = ScriptedModel(default={"policy": SCROLL})
     handle = Agent(backend=model, profile="holo2", environment=env, max_repeats=50).start("x", out_dir=tmp_path / "run")
     await wait_for(lambda: len(policy_requests(model)) >= 2)
-    handle.cancel()
+    controls = TerminalControls(Console(file=io.StringIO()), tmp_path / "run")
+    controls.handle = handle
+    controls.command("q")  # the person at the terminal stops it (handle.cancel, saying who)
     result = await handle.result()
     assert result.status == "interrupted" and handle.done
+    assert result.reason == "interrupted: stopped by q at the terminal"
     saved = json.loads((tmp_path / "run" / "result.json").read_text())
     lines = (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()
     assert saved["status"] == "interrupted" and saved["steps"] == len(lines) == result.steps >= 1
     assert (tmp_path / "run" / "report.html").exists()
+
+
+async def test_q_while_a_person_holds_the_controls_stops_the_task_instead_of_handing_back():
+    from surfer.agent.control import RunControl, RunHandle
+
+    control = RunControl()
+    handle = RunHandle(asyncio.ensure_future(asyncio.sleep(60)), control)
+    reading, writing = os.pipe()
+    with open(reading, closefd=True) as stream:
+        controls = TerminalControls(Console(file=io.StringIO()), ".", stream=stream)
+        controls.handle, controls._holding = handle, True  # (`t` was typed and the turn began)
+        os.write(writing, b"q\n")
+        os.close(writing)
+        controls._on_input()
+    assert control.stopped_by == "q at the terminal" and not controls._holding
+    with pytest.raises(asyncio.CancelledError):
+        await handle._task
 
 
 # -- typed answers --------------------------------------------------------------------

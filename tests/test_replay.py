@@ -94,6 +94,17 @@ def test_folder_of_images_and_bad_sources(tmp_path):
     (broken / "trajectory.jsonl").write_text(json.dumps({"index": 1, "screenshot": "screenshots/step-001.jpg"}) + "\n")
     with pytest.raises(ConfigError, match="trajectory.jsonl:1: screenshot .* is missing"):
         load_recording(broken)
+    # a run a person took over: their steps are not screens the agent looked at (no model request was made on them)
+    taken = tmp_path / "taken-over"
+    (taken / "screenshots").mkdir(parents=True)
+    lines = [{"index": 1, "screenshot": "screenshots/step-001.png"},
+             {"index": 1, "actor": "human", "human": 1, "screenshot": "screenshots/human-001-before.png",
+              "screenshot_after": "screenshots/human-001-after.png"},
+             {"index": 2, "screenshot": "screenshots/step-002.png"}]
+    for name in ("step-001", "human-001-before", "human-001-after", "step-002"):
+        Image.new("RGB", (64, 48), "green").save(taken / "screenshots" / f"{name}.png")
+    (taken / "trajectory.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert [f.path.name for f in load_recording(taken).frames] == ["step-001.png", "step-002.png"]
 
 
 def test_run_command_replays_a_recording_through_the_http_model_path(standin, tmp_path):

@@ -157,8 +157,13 @@ async def test_a_persistent_profile_keeps_the_sign_in_between_runs(model, site, 
     first = await agent(model, user_data_dir=profile).run(TASK, site.url("/account"), out_dir=tmp_path / "one")
     assert first.status == "success" and first.steps == SIGN_IN_STEPS
     logins = site.logins
-    second = await agent(model, user_data_dir=profile).run(TASK, site.url("/account"), out_dir=tmp_path / "two")
+    from surfer.tools.browser.profile import lock_holder
+
+    held: list[str | None] = []  # the profile is locked while a run has it, also in a headless shell (no lock of its own)
+    second = await agent(model, user_data_dir=profile).run(TASK, site.url("/account"), out_dir=tmp_path / "two",
+                                                           listeners=[lambda event: held.append(lock_holder(profile))])
     assert second.status == "success" and second.steps == 1 and site.logins == logins
+    assert f"process {os.getpid()}" in held and lock_holder(profile) is None, held  # (the first event comes before the launch)
     assert not any(p.name == "Cookies" for p in (tmp_path / "two").rglob("*"))  # the profile is never copied
 
 

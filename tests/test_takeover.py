@@ -8,18 +8,21 @@ refuses, in the SDK and when the agent itself asks."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from login_site import ORDER, PASSWORD, TASK, USER, USERNAME_FIELD, PASSWORD_FIELD, VIEWPORT
 from surfer import Agent, Reply, ScriptedModel, TakeOverRefused
 from surfer.agent.formats import TrajectoryLine
 from surfer.agent.handover import POLL_S
 from surfer.agent.questions import Question
+from surfer.apps.live import LiveView
 from surfer.apps.export import export_records
 from surfer.core.deadline import time_left
 from surfer.tools.person import REDACTED
@@ -189,18 +192,40 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     watch = window.watch_person()
     await watch.start()
     await sign_in_as_a_person(window.page, acme_centres)
+    while len(watch.actions) < 5:  # Enter's action ends (its quiet window passed, its screen after taken)
+        await asyncio.sleep(0.05)
+    await window.page.goto(acme_site.url("/login"))  # then the person types an address, well within 2 s
     actions = await watch.stop()
-    assert [type(a.action).__name__ for a in actions] == ["Click", "TypeText", "Click", "TypeText", "PressKeys"]
-    assert actions[-1].detail.endswith("/account") and not actions[3].detail, [a.detail for a in actions]
-    assert actions[-1].after is not None and actions[-1].after.url.endswith("/account")
+    assert [type(a.action).__name__ for a in actions] == ["Click", "TypeText", "Click", "TypeText", "PressKeys", "Goto"]
+    assert actions[4].detail.endswith("/account") and not actions[3].detail, [a.detail for a in actions]
+    assert actions[4].after is not None and actions[4].after.url.endswith("/account")
+    assert actions[5].action.url.endswith("/login") and actions[5].after.url.endswith("/login")  # not put on Enter
+
+
+async def test_a_task_stopped_while_a_person_holds_the_controls_keeps_what_they_did(window, acme_site, acme_centres, tmp_path):
+    agent = Agent(backend=ScriptedModel(policy=[ANSWER_ON_ACCOUNT]), profile="holotron", environment=window, validate_answers=False)
+    handle = agent.start(TASK, acme_site.url("/account"), out_dir=tmp_path / "run")
+    await handle.take_over()
+    username = acme_centres[USERNAME_FIELD]
+    await window.page.mouse.click(username.x, username.y)
+    await window.page.keyboard.type(USER)
+    handle.cancel("Ctrl-C")  # before handing back
+    result = await handle.result()
+    assert result.status == "interrupted" and result.timings.human_seconds > 0
+    human = [line for line in lines_of(tmp_path / "run") if line.get("actor") == "human"]
+    assert [(h["action"]["type"], h["action"].get("text")) for h in human] == [("click", None), ("type", USER)], human
+    assert all((tmp_path / "run" / h["screenshot_after"]).is_file() for h in human)
 
 
 async def test_a_person_who_declines_leaves_the_task_needing_input(window, acme_site, tmp_path):
     model = ScriptedModel(policy=[act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
     agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False,
                   on_question=lambda question: None)  # the person says no
-    result = await agent.run(TASK, url=acme_site.url("/account"), out_dir=tmp_path / "run")
+    shown = io.StringIO()
+    result = await agent.run(TASK, url=acme_site.url("/account"), out_dir=tmp_path / "run",
+                             listeners=[LiveView(Console(file=shown, width=200), spinner=False)])
     assert (result.status, result.question) == ("needs_input", CAPTCHA) and len(model.requests) == 1
+    assert "the person declined to take over" in shown.getvalue() and "looks again" not in shown.getvalue()
     assert not [line for line in lines_of(tmp_path / "run") if line.get("actor") == "human"]  # nothing was done
 
 
@@ -367,13 +392,15 @@ async def test_on_the_desktop_the_screens_before_and_after_are_recorded(xvfb, tm
     env = DesktopEnvironment(display=xvfb)
     await env.start()
     try:
-        model = ScriptedModel(policy=[act({"type": "answer", "text": "done"})])
+        model = ScriptedModel(policy=[act({"type": "answer", "text": "done"}),
+                                      act({"type": "ask_user", "question": CAPTCHA, "kind": "take_over"})])
         agent = Agent(backend=model, profile="holotron", environment=env, validate_answers=False)
-        async with agent.session(out_dir=tmp_path / "session") as session:
+        async with agent.session(out_dir=tmp_path / "session", on_question=lambda question: None) as session:
             handle = session.start("Say done")
             await session.take_over()
             assert session.hand_back()
             result = await handle.result()
+            declined = await session.run("Ask for a person")  # who says no: nothing they did is recorded
     finally:
         await env.close()
     assert result.status == "success"
@@ -381,3 +408,4 @@ async def test_on_the_desktop_the_screens_before_and_after_are_recorded(xvfb, tm
     assert len(human) == 1 and human[0]["action"] is None and human[0]["outcome"]["detail"] == NOT_READ
     assert (Path(result.run_dir) / human[0]["screenshot"]).is_file() and (Path(result.run_dir) / human[0]["screenshot_after"]).is_file()
     assert "A person took over the controls" in prompt_text(model.requests[0])
+    assert declined.status == "needs_input" and not [l for l in lines_of(Path(declined.run_dir)) if l.get("actor") == "human"]

@@ -135,6 +135,7 @@ def fixed_decision(approve: bool) -> Confirmer:
         return approve
 
     decide.__name__ = "approve_all" if approve else "deny_all"
+    decide.fixed = True  # type: ignore[attr-defined]  # decided at once: nobody is waited for
     return decide
 
 

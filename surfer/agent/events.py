@@ -54,14 +54,15 @@ class Timings:
     screenshot: float = 0.0
     encode: float = 0.0
     total: float = 0.0
+    waiting: float = 0.0  # waiting for a person: a reply, a yes, a take-over (not surfer's time)
 
     @property
     def overhead(self) -> float:
-        """Everything but model time."""
-        return max(0.0, self.total - self.model)
+        """Everything but model time and the time a person was waited for."""
+        return max(0.0, self.total - self.model - self.waiting)
 
     def to_dict(self) -> dict[str, float]:
-        data = {k: round(v, 4) for k, v in vars(self).items()}
+        data = {k: round(v, 4) for k, v in vars(self).items() if k != "waiting" or round(v, 4)}
         data["overhead"] = round(self.overhead, 4)
         return data
 

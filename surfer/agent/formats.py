@@ -76,7 +76,8 @@ class StepTimings(_Closed):
     screenshot: float = Field(description="Seconds taking the screenshot.")
     encode: float = Field(description="Seconds preparing images for the model.")
     total: float = Field(description="Seconds for the whole step.")
-    overhead: float = Field(description="total - model: everything that was not a model call.")
+    waiting: float = Field(default=0.0, description="Seconds waiting for a person (a reply, a yes, a take-over); only when there was a wait.")
+    overhead: float = Field(description="total - model - waiting: everything that was neither a model call nor a person.")
 
 
 class TrajectoryLine(_Closed):

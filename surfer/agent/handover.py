@@ -100,11 +100,13 @@ class HandedOver:
 
 @dataclass
 class HandedBack:
-    """Event: the person handed back, after `seconds`, having done `actions` things."""
+    """Event: the person handed back, after `seconds`, having done `actions` things (`declined`:
+    the agent asked and the person said no: the task ends `needs_input`)."""
 
     step: int
     seconds: float
     actions: int
+    declined: bool = False
 
 
 def _screen(shot: Observation | None) -> dict[str, Any]:
@@ -232,9 +234,11 @@ async def _turn(run: Any, emit: Any, env: Any, memory: Any, index: int, handover
             last = now
             if done:
                 break
-    except BaseException:  # stopped while the person held the controls: the page is no longer watched
+    except BaseException:  # stopped while the person held the controls (Ctrl-C): what they did so far is kept
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(watch.stop(), 5)
+            for action in await asyncio.wait_for(watch.stop(), 5):
+                handover.taken += 1
+                await emit(HumanActed(HumanStep(handover.taken, index, action)))
         raise
     finally:
         for waiting in waits:
@@ -250,8 +254,10 @@ async def _turn(run: Any, emit: Any, env: Any, memory: Any, index: int, handover
         log.warning("on_question failed while a person held the controls: %r", replying.exception())
     reply = replying.result() if answered and replying.exception() is None else None
     declined = answered and reply is None
+    if declined:  # the person said no: only what was read of their actions is kept (not the screens of a turn not taken)
+        taken = [action for action in taken if action.action is not None]
     await _record(run, emit, memory, index, handover, taken, reply)
-    await emit(HandedBack(index, round(seconds, 3), len(taken)))
+    await emit(HandedBack(index, round(seconds, 3), len(taken), declined))
     return declined
 
 

@@ -213,7 +213,7 @@ class Stepper:
         """A step's record: appended and announced when the step ends, also with an
         error; dropped when the step is cancelled (time limit, Ctrl-C, SIGTERM)."""
         run = self.run
-        started = time.perf_counter()
+        started, waited = time.perf_counter(), run.waited
         record = run.current = StepRecord(index)
         record.hints, run.hints = run.hints, []
         await self.emit(StepStarted(index))
@@ -222,9 +222,11 @@ class Stepper:
         except asyncio.CancelledError:
             raise
         except BaseException:
+            record.timings.waiting = run.waited - waited
             await self._finish_step(record, started)
             raise
         else:
+            record.timings.waiting = run.waited - waited
             await self._finish_step(record, started)
 
     async def _finish_step(self, record: StepRecord, started: float) -> None:
@@ -311,7 +313,9 @@ class Stepper:
     async def _ask(self, record: StepRecord, action: Any, reason: str) -> bool:
         confirm = self.inputs.guards.confirm
         request = ConfirmationRequest(record.index, action, reason, record.url, record.screenshot, record.screenshot_ext)
-        approved = await ask_confirmer(confirm, request)
+        asking = ask_confirmer(confirm, request)
+        # a person deciding (the terminal, an SDK callback) is waited for like a reply: not charged to the time limit
+        approved = await (asking if getattr(confirm, "fixed", False) else waiting_for_person(asking, self.run))
         record.confirmation = {"reason": reason, "approved": approved, "by": getattr(confirm, "__name__", "confirm")}
         return approved
 

@@ -4,7 +4,7 @@
     h TEXT     a hint for the policy's next prompt
     f          finish now: ask for the final answer
     t          take over: use the browser yourself (a headful or --cdp-url browser, the desktop);
-               Enter hands back, and what you did is recorded as human steps
+               Enter hands back (q stops instead), and what you did is recorded as human steps
     q          stop (like Ctrl-C)
 
 When a sensitive action needs a person's yes, the question is printed with
@@ -147,6 +147,9 @@ class TerminalControls:
         text = line.strip()
         if self._holding and self.handle is not None:
             self._holding = False
+            if text.lower() == "q":  # stop, not hand back: the agent does not go on
+                self.handle.cancel("q at the terminal")
+                return
             self.handle.hand_back()
             self.console.print("[cyan]handed back[/cyan]: the agent looks again")
             return
@@ -186,7 +189,7 @@ class TerminalControls:
         elif key == "t":
             self._take_over(handle)
         elif key == "q":
-            handle.cancel()
+            handle.cancel("q at the terminal")
         else:
             self.console.print(f"[dim]{HELP}[/dim]")
 

@@ -75,6 +75,8 @@ class LiveView:
             taken = event.step.taken
             what = headline(taken.action) if taken.action is not None else "(the screens before and after)"
             self._line(("person ", "bold yellow"), ("→ ", "bold"), (what, "yellow"), (f"  {taken.detail}" if taken.detail else "", "dim"))
+        elif isinstance(event, HandedBack) and event.declined:
+            self._line("   the person declined to take over: the task ends needing their input", style="dim")
         elif isinstance(event, HandedBack):
             self._line(f"   the person handed back after {event.seconds:.1f}s ({event.actions} action(s)); the agent looks again", style="dim")
         elif isinstance(event, ErrorOccurred):
@@ -101,7 +103,8 @@ class LiveView:
         t = r.timings
         self._line(
             f"   model {t.model:.2f}s · action {t.action:.2f}s · settle {t.settle:.2f}s · "
-            f"screenshot {t.screenshot:.2f}s · overhead {t.overhead:.2f}s · tokens {r.usage.total_tokens}", style="dim",
+            f"screenshot {t.screenshot:.2f}s · overhead {t.overhead:.2f}s"
+            + (f" · waited for you {t.waiting:.1f}s" if t.waiting >= 0.05 else "") + f" · tokens {r.usage.total_tokens}", style="dim",
         )
         if r.error:
             self._line(f"   error: {r.error}", style="red")

@@ -57,15 +57,16 @@ class Recording:
 
 
 def recorded_steps(run_dir: Path) -> Iterator[tuple[int, dict[str, Any], Path]]:
-    """(line number, step, screenshot path) for each step of a run directory that has a
-    screenshot; a torn line is skipped, a missing screenshot is a ConfigError."""
+    """(line number, step, screenshot path) for each agent step of a run directory that has a
+    screenshot; a torn line and a person's step (a take-over: no model looked at it) are
+    skipped, a missing screenshot is a ConfigError."""
     for number, line in enumerate((run_dir / "trajectory.jsonl").read_text(encoding="utf-8").splitlines(), 1):
         try:
             step = json.loads(line)
         except json.JSONDecodeError:
             continue  # a torn last line
         shot = step.get("screenshot") if isinstance(step, dict) else None
-        if not isinstance(shot, str) or not shot:
+        if not isinstance(shot, str) or not shot or step.get("actor") == "human":
             continue
         path = run_dir / shot
         if not path.is_file():

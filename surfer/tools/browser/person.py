@@ -13,7 +13,8 @@ Playwright. They become surfer actions:
                             (password, one-time code, card number) is recorded as REDACTED
     named key / chord       press
     wheel                   scroll (consecutive turns one way join)
-    navigation              where the action just before led, else goto(url) (an address typed, back)
+    navigation              where the action just before led, else goto(url) (an address typed, back); an
+                            action that ended after leading somewhere is not given a later navigation
 
 An action ends when nothing more comes for `QUIET` seconds (its screen after
 is taken then) or when the next one begins. The page's events and the
@@ -197,7 +198,9 @@ class BrowserPersonWatch(PersonWatch):
             if kind == "arrived":
                 url = str(event["url"])
                 cause = pending or last
-                if cause is not None and isinstance(cause.action, (Click, PressKeys, TypeText)) and time.monotonic() - cause.at < LED_TO:
+                # an action that ended after leading somewhere led there only: a later navigation is the person's own
+                if (cause is not None and isinstance(cause.action, (Click, PressKeys, TypeText)) and time.monotonic() - cause.at < LED_TO
+                        and (cause is pending or not cause.detail)):
                     cause.detail = f"went to {url}"
                     again = again or pending is None
                     continue
