@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 
 FIRST_PROBE, LONGEST_PROBE = 1.0, 15.0  # seconds between probes: doubling from the first to the longest
 PROBE_TIMEOUT = 5.0
+# What to do once the server is back, said by every outage error: a batch resumes where it stopped, a single
+# run starts over (and a run directory is written only once: `surfer run --out DIR` refuses a DIR that holds one)
+AGAIN = ("run the same command again once it is back (a batch resumes where it stopped; `surfer run` starts the "
+         "task over, into a new --out directory if it had one)")
 
 Probe = Callable[[float], Awaitable[bool]]
 
@@ -79,7 +83,7 @@ class ServerWatch:
         if not back:
             raise ModelServerUnreachable(
                 f"the model server at {self.base_url} has not answered for {limit:g} s (--server-wait); "
-                "nothing was recorded as finished because of it: run the same command again once it is back"
+                f"nothing was recorded as finished because of it: {AGAIN}"
             )
         return waited
 
