@@ -56,6 +56,7 @@ def test_step_records_group_samples_and_reference_screenshots(batch_dir: Path):
         assert steps[3]["images"][-1] == steps[3]["screenshot"]
         assert json.loads(steps[0]["action"])["target"] == "the 'Register as a member' link"
         assert steps[0]["localizer_completions"] and steps[0]["points"] and steps[0]["timings"]["total"] > 0
+        assert steps[0]["timings"]["waiting"] == 0.0  # (a column in every export: the time a person took)
         assert json.loads(steps[0]["metadata"]) == {"split": "train"}
     assert any(r["retries"] == 0 for r in records)
 

@@ -43,7 +43,7 @@ from surfer.core.errors import ConfigError
 
 Per = Literal["step", "call", "trajectory"]
 PERS = ("step", "call", "trajectory")
-TIMING_KEYS = ("model", "action", "settle", "screenshot", "encode", "total", "overhead")
+TIMING_KEYS = ("model", "action", "settle", "screenshot", "encode", "total", "overhead", "waiting")  # (waiting: a person)
 
 
 def _json(value: Any) -> str | None:
