@@ -182,6 +182,8 @@ async def test_a_batch_refuses_to_start_on_a_policy_a_server_lacks(standin, adap
     with pytest.raises(AdapterError, match=r"server 2 \(.*\): serves standin-model"):
         await batch.run()
     assert a.requests == [] == b.requests and ResultsIndex(tmp_path / "results.jsonl").read() == []
+    with pytest.raises(surfer.ConfigError, match="names version 1, and --policy-version .* v7: give the version once"):
+        Batch(config_of(a, b).model_copy(update={"policy_version": "v7"}), tasks(2), tmp_path, policy="step-1@1")
 
 
 def test_the_policy_commands_load_list_unload_and_say_what_failed(standin, adapter_dirs, tmp_path):

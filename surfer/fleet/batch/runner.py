@@ -148,6 +148,12 @@ class Batch:
 
         self.policy = BatchPolicy(policy, [s.endpoint for s in config.server_specs()] if backend is None else [],
                                   self.out_dir, self.say)
+        named = self.policy.current
+        if named is not None and named.version is not None and config.policy_version not in (None, named.version):
+            from surfer.core.errors import ConfigError
+
+            raise ConfigError(f"--policy {named} names version {named.version}, and --policy-version (policy_version) "
+                              f"{config.policy_version}: give the version once")
 
     # -- preparation -------------------------------------------------------------
 
