@@ -352,10 +352,6 @@ class BrowserActions:
             raise ActionFailed(f"there is no tab {index}; open tabs: 0..{len(pages) - 1}")
         closing = pages[index]
         await closing.close()
-        remaining = self._tabs
-        if not remaining:
-            self._use(await self._new_tab())
-        elif closing is self._page:
-            self._use(remaining[min(index, len(remaining) - 1)])
-            await self._page.bring_to_front()
+        if closing is self._page or not self._tabs:
+            await self._work_in_open_tab(index)
         return f"closed tab {index}; current tab is {self._page.url}"

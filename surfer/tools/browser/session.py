@@ -399,6 +399,16 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             page.on("download", self._downloads.on_download)
             self.url_policy.watch(page)
 
+    async def _work_in_open_tab(self, index: int = -1) -> None:
+        """After the agent's tab closed: work in the open tab at `index` (the last one by default; the last one
+        if fewer are open), brought to the front, or in a new blank tab when none is left."""
+        remaining = self._tabs
+        if not remaining:
+            self._use(await self._new_tab())
+            return
+        self._use(remaining[min(index, len(remaining) - 1)] if index >= 0 else remaining[index])
+        await self._page.bring_to_front()
+
     async def _close_download_tab(self) -> None:
         """A tab the action opened only to download a file (a target=_blank link to one) never shows a page: the
         full browser closes it, the headless shell leaves it blank. It is closed, and the run goes on in the
@@ -406,8 +416,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         page = self._page
         if page is not None and not page.is_closed() and page.url in ("", "about:blank") and len(self._tabs) > 1:
             await page.close()
-            self._use(self._tabs[-1])
-            await self._page.bring_to_front()
+            await self._work_in_open_tab()
             self._notices.append(f"the new tab only downloaded a file and was closed; the current tab is {self._page.url}")
 
     async def _leave_closed_tab(self) -> None:
@@ -417,12 +426,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         if self._page is None or not self._page.is_closed() or self._browser_gone or self._context is None:
             return
         closed = self._page.url
-        remaining = self._tabs
-        if remaining:
-            self._use(remaining[-1])
-            await self._page.bring_to_front()
-        else:
-            self._use(await self._new_tab())
+        await self._work_in_open_tab()
         self._notices.append(f"the tab at {closed} closed itself; the current tab is now {self._page.url}")
 
     def _on_crash(self, page: Any) -> None:
