@@ -27,7 +27,8 @@
 #   bash scripts/gpu_device.sh servers                  # in the background (results in /tmp/out; `collect` as for levers):
 #     SHAPE (default holotron) served on GPUS (default 2) replicas from one start: the first alone at SESSIONS (default
 #     64), then all at GPUS x SESSIONS with surfer's placement and with round-robin per request (VARIANT, WINDOW,
-#     PLAN_ARGS; DATA_PARALLEL_TOO=1: then the engine's data parallelism behind one endpoint)
+#     PLAN_ARGS; PLACEMENTS=session: placement alone; DATA_PARALLEL_TOO=1: then the engine's data parallelism behind
+#     one endpoint)
 # Serving apart from the bench lets one lease run the levels in several commands of under 10 minutes
 # (engine start: 3 to 6 minutes). SURFER_SRC: the directory holding the surfer package (default: this checkout).
 # ENGINE=sglang (default vllm): serve with SGLang from /tmp/sgl-site (its own transformers and tokenizers: never
@@ -249,7 +250,7 @@ servers-run)
     (sleep 60; nvidia-smi > /tmp/out/nvidia-smi-one-replica.txt) &
     OUT=/tmp/out BENCH_ARGS="$args" bash "$here/scripts/gpu_device.sh" bench-replicas "$shape" "$window" "$sessions" 1 \
       8000 one-replica
-    for placement in session round-robin-per-request; do
+    for placement in ${PLACEMENTS:-session round-robin-per-request}; do
       (sleep 60; nvidia-smi > /tmp/out/nvidia-smi-$placement.txt; top -b -n 1 -w 220 | head -40 > /tmp/out/top-$placement.txt) &
       PLACEMENT=$placement OUT=/tmp/out BENCH_ARGS="$args" bash "$here/scripts/gpu_device.sh" bench-replicas "$shape" \
         "$window" "$(( gpus * sessions ))" "$gpus" 8000 "replicas-$placement"
