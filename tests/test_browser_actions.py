@@ -186,13 +186,17 @@ def test_urls_are_normalized():
     assert normalize_url("localhost.example.com") == "https://localhost.example.com"
 
 
-def test_a_start_url_that_is_a_local_path_is_a_file_url():
+def test_a_start_url_is_a_page_a_browser_opens_and_a_local_path_is_a_file_url():
     from surfer.core.errors import ConfigError
     from surfer.tools.url_policy import UrlPolicy, check_start_url
 
     with pytest.raises(ConfigError, match="start URL /tmp/page.html is refused: file: URLs are refused"):
         check_start_url("/tmp/page.html", UrlPolicy())
     check_start_url("/tmp/page.html", UrlPolicy(allow_file_urls=True))
+    with pytest.raises(ConfigError, match=r"start URL ftp://files.example/a is not a web page: .* not ftp:$"):
+        check_start_url("ftp://files.example/a", UrlPolicy())
+    for fine in ("localhost:8000/x", "example.com", "about:blank", "data:text/html,<p>x</p>"):
+        check_start_url(fine, UrlPolicy())
 
 
 async def test_a_local_path_opens_the_file_where_file_urls_are_allowed(browser_env):

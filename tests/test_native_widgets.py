@@ -347,6 +347,14 @@ async def test_a_goto_to_a_file_downloads_it_and_is_not_an_error(browser_env, pa
     outcome = await env.perform(Goto(url="/export.csv"))
     assert outcome.detail.startswith("/export.csv is a file, not a page: it downloads (the tab stays at ")
     assert env.page.url == pages.url("widgets/files.html")
+    # a start URL that is itself a file: the first look says so (there is no action yet to report it), until an action
+    started = await browser_env(pages.url("widgets/report.zip"), downloads_dir=tmp_path / "dl2")
+    for _ in range(2):
+        notices = (await started.observe()).notices
+        assert notices[0].startswith("the start URL ") and "is a file, not a page" in notices[0], notices
+        assert notices[1].startswith("a file arrived: report.zip"), notices
+    await started.perform(Goto(url=pages.url("widgets/files.html")))
+    assert (await started.observe()).notices == ()
 
 
 async def test_a_tab_opened_only_to_download_is_closed(browser_env, pages, tmp_path):

@@ -38,6 +38,7 @@ _TOP_DATA_URL = "Not allowed to navigate top frame to data URL:"
 
 INLINE_SCHEMES = frozenset({"data", "blob", "about"})
 NETWORK_SCHEMES = frozenset({"http", "https", "ws", "wss"})
+START_SCHEMES = frozenset({"http", "https", "file", "data", "about"})  # what a start URL may open
 DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 _HOSTNAME = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
 _IPV6 = re.compile(r"^[0-9a-f:.]+$")
@@ -210,3 +211,7 @@ def check_start_url(url: str, policy: UrlPolicy) -> None:
     reason = policy.refusal(url) or policy.refusal(normalize_url(url))  # ('/tmp/page.html' opens a file: URL)
     if reason is not None:
         raise ConfigError(f"the start URL {url} is refused: {reason}")
+    scheme = url_scheme(normalize_url(url))
+    if scheme not in START_SCHEMES:  # (ftp:, ws:, an app's own scheme: the browser opens no page there)
+        raise ConfigError(f"the start URL {url} is not a web page: a browser opens http:// and https:// pages "
+                          f"(and file: ones with --allow-file-urls), not {scheme}:")

@@ -186,7 +186,7 @@ class BrowserActions:
         if self._dialog is None and await self.url_policy.leave_refused(self.page):
             outcome.settle_reason += "; left a refused page"
         notes += [outcome.detail, *self._notices, *self.url_policy.take_notices(), *(r.describe() for r in arrived)]
-        self._notices = []
+        self._notices, self._start_notices = [], []
         outcome.detail = "; ".join(part for part in notes if part)
         outcome.downloads = [record.to_dict() for record in arrived]
         return outcome

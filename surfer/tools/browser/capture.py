@@ -62,7 +62,7 @@ class BrowserCapture:
         else:
             data, title = self._last_capture = captured
         pages = self._tabs
-        notices = []
+        notices = list(self._start_notices)
         if self._dialog is not None:
             notices.append(f"Open dialog: {self._dialog.describe()} — {self._dialog.how_to_answer()}.")
         if self.uploads:

@@ -143,6 +143,9 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         self._area_shared: Any = None
         self._settled_title: tuple[Any, int, str] | None = None  # (page, navigations, title) the last settle saw
         self._notices: list[str] = []
+        # What the agent must know about the start before its first action (a start URL that is a file), shown with
+        # every observation until then.
+        self._start_notices: list[str] = []
         self._gone_listener: Any = None
 
     # -- lifecycle ---------------------------------------------------------
@@ -171,8 +174,12 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         if url:
             check_start_url(url, self.url_policy)
             mark = await self.mark()  # before the load: timers the page starts as it loads (a redirect in 300 ms) are waited for
-            await self._guard(self._run_action(lambda _: self._goto(url), None))
+            opened = await self._guard(self._run_action(lambda _: self._goto(url), None))
             await self._guard(self.settle(mark))
+            arrived = self._downloads.take_new()  # (with no action to report them: told with the first look)
+            if opened is False:
+                self._start_notices.append(f"the start URL {url} is a file, not a page: it downloads (the tab is blank)")
+            self._start_notices += [record.describe() for record in arrived]
 
     async def _launch(self) -> tuple[Any, Any]:
         """(playwright, browser) of this session's own: the early launch when it
