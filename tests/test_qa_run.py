@@ -140,7 +140,8 @@ SIGN_IN = """  - name: {name}
 """
 
 
-def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site, centres, tmp_path):
+def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site, centres, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a CI job runs in its checkout
     server = standin(qa_oracle(centres, FRAME, flaky_hours=True))
     suite = write_suite(tmp_path / "checks.yaml", demo_site.base_url, "".join([
         SIGN_IN.format(name="hidden text does not count", expect='[{text: "555.55"}]'),
@@ -150,17 +151,20 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
         "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
     ]))
     out = tmp_path / "out"
-    proc = qa(str(suite), "--out", str(out), "--retries", "1", "--no-cache", *endpoint(server),
+    proc = qa(str(suite), "--out", "out", "--junit", "reports/junit.xml", "--retries", "1", "--no-cache", *endpoint(server),
               "--trace", "retain-on-failure", "--video", "retain-on-failure")
     assert proc.returncode == 1, proc.stderr
-    cases = junit_cases(out / "junit.xml")
-    # a failed case carries its trace, video and report where CI servers read them, relative to the JUnit file
+    xml = (tmp_path / "reports" / "junit.xml").read_text()
+    assert '<testsuites name="surfer qa" tests="5" failures="3" errors="0" skipped="0" ' in xml  # the totals, as CI reads them
+    cases = junit_cases(tmp_path / "reports" / "junit.xml")
+    # a failed case carries its trace, video and report where CI servers read them: relative to the directory the
+    # command ran in (GitLab reads them against the project directory, Jenkins against the workspace)
     attached = [line.split("|", 1)[1].rstrip("]") for line in (cases["wrong order"].system_out or "").splitlines()
                 if line.startswith("[[ATTACHMENT|")]
     assert any(a.endswith("/attempt-2/trace.zip") for a in attached), attached
     assert any(a.rsplit("/", 1)[-1] in ("video.mp4", "video.webp") for a in attached), attached
-    assert any(a.endswith("report.html") for a in attached) and all(not a.startswith("/") for a in attached)
-    assert all((out / a).is_file() for a in attached)
+    assert any(a.endswith("report.html") for a in attached) and all(a.startswith("out/cases/") for a in attached)
+    assert all((tmp_path / a).is_file() for a in attached)
     assert "[[ATTACHMENT|" not in (cases["visible text"].system_out or "")  # a passed case keeps nothing
     assert not list((out / "cases").glob("*/visible-text/attempt-1/trace.zip"))
     assert "<video controls muted" in (out / "index.html").read_text()
@@ -179,14 +183,28 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
 
 
 def test_a_step_that_cannot_finish_fails_the_case_naming_the_step(standin, demo_site, centres, tmp_path):
+    import socket
+
     server = standin(qa_oracle(centres, FRAME))
+    with socket.socket() as sock:  # an app that is not up
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}/"
     suite = write_suite(tmp_path / "s.yaml", demo_site.base_url,
                         "  - name: impossible\n    url: index.html\n    steps: [Open the registration page, Fly to the moon]\n"
-                        "  - name: possible\n    url: index.html\n    steps: [Open the registration page]\n")
-    proc = qa(str(suite), "--out", str(tmp_path / "out"), *endpoint(server))
+                        "  - name: possible\n    url: index.html\n    steps: [Open the registration page]\n"
+                        f"  - name: app down\n    url: {down}\n    task: Find the opening hours\n")
+    # as in a CI log (no terminal, no --quiet): a plain line per case as it finishes, the summary on one line
+    proc = surfer("qa", str(suite), "--out", str(tmp_path / "out"), *endpoint(server), env={"COLUMNS": None})
     assert proc.returncode == 1
-    failure = junit_cases(tmp_path / "out" / "junit.xml")["impossible"].result[0]
+    lines = proc.stderr.splitlines()
+    assert "failed checks/impossible  (2 step(s), 0 from cache, " in proc.stderr and "passed checks/possible  (1 step(s)" in proc.stderr
+    assert not any(line.split() == ["case", "status", "step", "time"] for line in lines)  # no table
+    assert any(line.startswith("1 passed (0 flaky), 1 failed, 1 error(s), of 3 in ") and line.endswith(" step(s) from the cache") for line in lines)
+    cases = junit_cases(tmp_path / "out" / "junit.xml")
+    failure = cases["impossible"].result[0]
     assert isinstance(failure, Failure) and failure.message.startswith("step 2 (Fly to the moon) ended failed")
+    error = cases["app down"].result[0]  # the browser's error, said once
+    assert isinstance(error, Error) and error.message.count(f"could not open {down}") == 1 and "ERR_CONNECTION_REFUSED" in error.message
     # the default cache sits next to the suite file, and holds only the case that passed
     assert sorted(p.name for p in (tmp_path / "surfer-cache" / "checks").glob("*.json")) == ["possible.json"]
 
@@ -289,8 +307,19 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
     assert proc.returncode == 143, stderr
     assert "interrupted by SIGTERM" in stderr
     assert [(r["case"], r["status"]) for r in results(out).values()] == [("hours", "passed")]
+    assert f"finished cases are in {out / 'results.jsonl'}" in " ".join(stderr.split())
     cases = junit_cases(out / "junit.xml")
     assert cases["hours"].is_passed and cases["sign in"].is_skipped
+    # the case stopped while running: how long it ran (JUnit and attempts.jsonl), not 0
+    stopped = json.loads((out / "attempts.jsonl").read_text())
+    assert stopped["status"] == "interrupted" and stopped["seconds"] > 0 and cases["sign in"].time > 0
+
+    from surfer.apps.qa_command import stopped_line
+    from surfer.qa.outcomes import QaSummary
+
+    (out / "results.jsonl").unlink()  # a run stopped before any case finished names no results file
+    line = stopped_line(QaSummary(out, [], 1.0, "interrupted by SIGTERM"), out / "junit.xml")
+    assert line.endswith(f"no case finished ({out / 'junit.xml'} lists them as skipped)") and "results.jsonl" not in line
 
 
 def test_the_readme_commands_run_the_sample_suite_and_the_benchmark(tmp_path):

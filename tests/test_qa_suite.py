@@ -146,3 +146,21 @@ def test_an_out_directory_that_holds_something_else_is_refused_and_kept(tmp_path
     (earlier / "cases" / "s" / "c" / "attempt-1").mkdir(parents=True)
     (earlier / "results.jsonl").write_text('{"id": "s/c", "suite": "s", "case": "c", "status": "passed"}\n')
     assert foreign_output(earlier) is None and foreign_output(tmp_path / "new") is None
+
+
+def test_outputs_that_cannot_be_written_are_refused_before_anything_runs(tmp_path):
+    # found at the end of the run, they were a traceback with the run's reports lost
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\ncases:\n  - name: c\n    url: http://127.0.0.1:9/\n    task: t\n")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "a-file").write_text("mine")
+    endpoint = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    for flags, said in (
+        (["--junit", str(tmp_path / "reports")], f"--junit {tmp_path / 'reports'} is a directory: name the file to write"),
+        (["--out", str(tmp_path / "a-file")], f"--out {tmp_path / 'a-file'} is a file: name a directory"),
+        (["--html", str(tmp_path / "a-file" / "x.html")], f"--html {tmp_path / 'a-file' / 'x.html'}: a file is in the way"),
+    ):
+        proc = surfer("qa", str(suite), *endpoint, *(["--out", str(tmp_path / "out")] if "--out" not in flags else []), *flags)
+        assert proc.returncode == 2 and said in " ".join(proc.stderr.split()), proc.stderr
+        assert "Traceback" not in proc.stderr and not (tmp_path / "out" / "cases").exists()
+    assert (tmp_path / "a-file").read_text() == "mine"

@@ -18,7 +18,7 @@ import typer
 from surfer.apps import options
 
 if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads none of them
-    from surfer.qa.outcomes import QaSummary
+    from surfer.qa.outcomes import CaseReport, QaSummary
     from surfer.qa.runner import QaRunner, SuiteRun
     from surfer.qa.suite import Case, Suite
 
@@ -41,13 +41,25 @@ class LiveTable:
             table.add_column(column)
         for case in self.runner.cases:
             style = self.STYLE.get(case.status, "")
-            step = case.current_step
-            if case.status not in ("queued", "running") and case.last is not None:
-                last = case.last
-                step = f"{len(last.steps)} step(s), {last.cached_steps} from cache" + (
-                    f", {len(last.healed_steps)} healed" if last.healed_steps else "")
+            step = case.current_step if case.status in ("queued", "running") or case.last is None else steps_done(case)
             table.add_row(case.id, f"[{style}]{case.status}[/{style}]", step, f"{case.elapsed():.1f}s")
         return table
+
+
+def steps_done(case: CaseReport) -> str:
+    """A finished case's steps, as the live table and the progress lines say them."""
+    last = case.last
+    if last is None:
+        return "0 step(s)"
+    return f"{len(last.steps)} step(s), {last.cached_steps} from cache" + (f", {len(last.healed_steps)} healed" if last.healed_steps else "")
+
+
+def progress_lines(console: Any) -> Any:
+    """Off a terminal (a CI log): one plain line per case as it finishes, never wrapped, instead of the live
+    table (which such a log would get once, at the end, cut to 80 columns)."""
+    def said(case: CaseReport) -> None:
+        options.say(console, case.status, LiveTable.STYLE.get(case.status, ""), f"{case.id}  ({steps_done(case)}, {case.seconds:.1f} s)")
+    return said
 
 
 def selector(tags: list[str], grep: Optional[str]) -> Any:
@@ -96,7 +108,7 @@ def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
 
     from surfer.apps.signals import run_interruptible
 
-    live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet else None
+    live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
     if live:
         live.start()
     try:
@@ -104,8 +116,14 @@ def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
     finally:
         if live:
             live.stop()
-            if not console.is_terminal:
-                console.line()
+
+
+def stopped_line(summary: QaSummary, junit: Path) -> str:
+    """What a stopped run kept: the finished cases' results, or that none finished (no results.jsonl to name)."""
+    results = summary.out_dir / "results.jsonl"
+    if results.exists():
+        return f"{summary.line()}; finished cases are in {results} and {junit}"
+    return f"{summary.line()}; no case finished ({junit} lists them as skipped)"
 
 
 def check_start_urls(runs: list[SuiteRun]) -> None:
@@ -139,6 +157,32 @@ def check_state_files(runs: list[SuiteRun], console: Any) -> None:
             warning = loose_permissions(path)  # type: ignore[arg-type]
             if warning:
                 options.say(console, "warning:", "yellow", warning)
+
+
+def check_outputs(out_dir: Path, reports: dict[str, Path]) -> None:
+    """--out, --junit and --html are checked before anything runs (a directory where a file goes, a file where a
+    directory goes, no permission): a run whose reports cannot be written at its end is refused at its start."""
+    import os
+
+    from surfer.core.errors import ConfigError
+
+    def make(folder: Path, flag: str, path: Path) -> None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(f"{flag} {path}: a file is in the way of the folder {folder}") from None
+        except OSError as exc:
+            raise ConfigError(f"{flag} {path}: cannot create {folder}: {exc.strerror or exc}") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ConfigError(f"{flag} {path}: {folder} is not writable")
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file: name a directory")
+    make(out_dir, "--out", out_dir)
+    for flag, path in reports.items():
+        if path.is_dir():
+            raise ConfigError(f"{flag} {path} is a directory: name the file to write, e.g. {path / ('junit.xml' if flag == '--junit' else 'index.html')}")
+        make(path.parent, flag, path)
 
 
 def register(app: typer.Typer) -> None:
@@ -233,7 +277,8 @@ def register(app: typer.Typer) -> None:
                 options.check_browser(run.config, console)
             runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
                               cache=ActionCache(cache) if cache and not no_cache else None,
-                              update_cache=update_cache, select=selector(tag, grep))
+                              update_cache=update_cache, select=selector(tag, grep),
+                              on_finish=None if quiet or console.is_terminal else progress_lines(console))
             if not runner.cases:
                 raise ConfigError("no case matches --tag/--grep")
             from surfer.qa.runner import check_out_dir
@@ -242,23 +287,23 @@ def register(app: typer.Typer) -> None:
             if (out_dir / "results.jsonl").exists() or (out_dir / "cases").exists():
                 options.say(console, "note:", "yellow", f"{out_dir} holds an earlier run's results: this run replaces them")
             junit_path, html_path = junit or out_dir / "junit.xml", html or out_dir / "index.html"
+            check_outputs(out_dir, {"--junit": junit_path, "--html": html_path})
             started = time.monotonic()
             try:
                 summary = run_qa(runner, console, quiet)
             except Interrupted as stop:
                 stopped = QaSummary(out_dir, runner.cases, time.monotonic() - started, f"interrupted by {stop}", "interrupted")
                 write_reports(stopped, junit_path, html_path)
-                options.say(console, "interrupted", "yellow", f"by {stop}: {stopped.line()}; finished cases are in "
-                            f"{out_dir / 'results.jsonl'} and {junit_path}")
+                options.say(console, "interrupted", "yellow", f"by {stop}: {stopped_line(stopped, junit_path)}")
                 raise typer.Exit(stop.exit_code) from None
             write_reports(summary, junit_path, html_path)
-        console.print(summary.line())
+        console.print(summary.line(), soft_wrap=True)
         for case in summary.cases:
             if case.status in ("failed", "needs_approval", "needs_input", "error"):
                 options.say(console, case.status, "red", f"{case.id}: {case.failure}  ({case.dir / 'report.html'})")
             elif case.status == "flaky":
                 options.say(console, "flaky", "yellow", f"{case.id}: passed on attempt {len(case.attempts)}")
-        console.print(f"JUnit: {junit_path} · HTML: {html_path}")
+        console.print(f"JUnit: {junit_path} · HTML: {html_path}", soft_wrap=True)
         if summary.stopped:
             options.say(console, "stopped:", "red", summary.stopped)
             raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)

@@ -50,19 +50,24 @@ def failure_files(case: CaseReport) -> list[Path]:
     return files
 
 
-def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
+def attachment_path(target: Path, root: Path) -> str:
+    """How an `[[ATTACHMENT|...]]` line names `target`: relative to `root`, the directory the command runs in (a CI
+    job's checkout: GitLab reads these paths against $CI_PROJECT_DIR, Jenkins against the workspace), or absolute
+    when the file is outside it."""
+    resolved, base = Path(target).resolve(), root.resolve()
+    return resolved.relative_to(base).as_posix() if resolved.is_relative_to(base) else resolved.as_posix()
+
+
+def junit_xml(summary: QaSummary, path: Path | None = None, base: Path | None = None) -> str:
     """The JUnit report; with `path` (where it is written), a failed case's files are attached as
-    `[[ATTACHMENT|path]]` lines in its system-out (Jenkins, GitLab), relative to the report."""
-    root = ET.Element("testsuites", name="surfer qa", time=f"{summary.seconds:.3f}")
+    `[[ATTACHMENT|path]]` lines in its system-out (Jenkins, GitLab), relative to `base` (default: the working
+    directory; see attachment_path)."""
+    root = ET.Element("testsuites", name="surfer qa", **_counts(summary.cases), time=f"{summary.seconds:.3f}")
     by_suite: dict[str, list[CaseReport]] = {}
     for case in summary.cases:
         by_suite.setdefault(case.suite, []).append(case)
     for suite_name, cases in by_suite.items():
-        suite = ET.SubElement(
-            root, "testsuite", name=suite_name, tests=str(len(cases)),
-            failures=str(sum(c.status in ("failed", "needs_approval", "needs_input") for c in cases)), errors=str(sum(c.status in ("error", "unfinished") for c in cases)),
-            skipped=str(sum(c.status in ("queued", "running") for c in cases)), time=f"{sum(c.seconds for c in cases):.3f}",
-        )
+        suite = ET.SubElement(root, "testsuite", name=suite_name, **_counts(cases), time=f"{sum(c.seconds for c in cases):.3f}")
         for case in cases:
             element = ET.SubElement(suite, "testcase", classname=suite_name, name=case.case.name, time=f"{case.seconds:.3f}")
             props = ET.SubElement(element, "properties")
@@ -78,10 +83,20 @@ def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
                 ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
             out = str(case.dir)
             if path is not None and case.status in ("failed", "needs_approval", "needs_input", "error"):
-                out += "".join(f"\n[[ATTACHMENT|{_rel(f, path.parent)}]]" for f in failure_files(case))
+                out += "".join(f"\n[[ATTACHMENT|{attachment_path(f, base or Path.cwd())}]]" for f in failure_files(case))
             ET.SubElement(element, "system-out").text = out
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _counts(cases: list[CaseReport]) -> dict[str, str]:
+    """A testsuite's (or all testsuites') tests, failures, errors and skipped, as its testcases say them."""
+    return {
+        "tests": str(len(cases)),
+        "failures": str(sum(c.status in ("failed", "needs_approval", "needs_input") for c in cases)),
+        "errors": str(sum(c.status in ("error", "unfinished") for c in cases)),
+        "skipped": str(sum(c.status in ("queued", "running") for c in cases)),
+    }
 
 
 def _details(case: CaseReport) -> str:

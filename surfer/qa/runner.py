@@ -18,7 +18,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from surfer.agent.config import AgentConfig
 from surfer.agent.environments import browser_environment
@@ -141,7 +141,9 @@ class QaRunner:
         backend: Optional[ModelBackend] = None,
         environ: Optional[Mapping[str, str]] = None,
         select: Any = None,
+        on_finish: Optional[Callable[[CaseReport], None]] = None,
     ) -> None:
+        """`on_finish`: called with each case's report once it is recorded (its outcome, or unfinished)."""
         import os
 
         self.suites = suites
@@ -169,6 +171,7 @@ class QaRunner:
         self._stopped_kind: Optional[str] = None
         self._failed_setup: dict[str, str] = {}  # suite name -> why its setup case did not pass
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
+        self._on_finish = on_finish
 
     # -- the run -------------------------------------------------------------------------
 
@@ -223,6 +226,7 @@ class QaRunner:
             try:
                 attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
             except asyncio.CancelledError:  # stopped: the case has no outcome; its attempt is recorded
+                report.seconds = time.monotonic() - (report.started or time.monotonic())  # (how long it ran)
                 await asyncio.shield(self.index.append_attempt(
                     {**report.to_record(self.out_dir), "status": "interrupted", "failure": stopping.interrupted_reason()}))
                 raise
@@ -269,6 +273,8 @@ class QaRunner:
             await self.index.append_attempt(report.to_record(self.out_dir))
         else:
             await self.index.append(report.to_record(self.out_dir))
+        if self._on_finish is not None:
+            self._on_finish(report)
 
     def _entry(self, run: SuiteRun, report: CaseReport) -> CaseEntry:
         last = report.last
@@ -365,7 +371,9 @@ class QaRunner:
         try:
             await env.start(start_url)
         except (ActionFailed, EnvironmentFailure) as exc:
-            attempt.status, attempt.error_kind, attempt.failure = "error", "environment", f"could not open {start_url}: {exc}"
+            said = str(exc)  # (the browser's own error names the address already)
+            attempt.status, attempt.error_kind = "error", "environment"
+            attempt.failure = said if said.startswith("could not open ") else f"could not open {start_url}: {said}"
             return
         goals = case.goals
         answer_checked = any(isinstance(e, AnswerExpectation) for e in case.expect)
