@@ -205,6 +205,17 @@ def test_a_step_that_cannot_finish_fails_the_case_naming_the_step(standin, demo_
     assert isinstance(failure, Failure) and failure.message.startswith("step 2 (Fly to the moon) ended failed")
     error = cases["app down"].result[0]  # the browser's error, said once
     assert isinstance(error, Error) and error.message.count(f"could not open {down}") == 1 and "ERR_CONNECTION_REFUSED" in error.message
+
+    # --rerun-failed: only the cases that did not pass there (with --tag/--grep, those among them)
+    from surfer.qa.outcomes import failed_in
+
+    assert failed_in(tmp_path / "out") == {"checks/impossible", "checks/app-down"}  # (a run of them: the SIGTERM test)
+    (tmp_path / "green").mkdir()
+    (tmp_path / "green" / "results.jsonl").write_text(json.dumps({"id": "checks/possible", "case": "possible", "status": "passed"}) + "\n")
+    green = qa(str(suite), "--out", str(tmp_path / "none"), "--rerun-failed", str(tmp_path / "green"), *endpoint(server))
+    assert green.returncode == 0 and "nothing to re-run: every case passed in" in green.stderr and not (tmp_path / "none").exists()
+    nowhere = qa(str(suite), "--rerun-failed", str(tmp_path / "nowhere"), *endpoint(server))
+    assert nowhere.returncode == 2 and "no results.jsonl or attempts.jsonl of a surfer qa run there" in nowhere.stderr
     # the default cache sits next to the suite file, and holds only the case that passed
     assert sorted(p.name for p in (tmp_path / "surfer-cache" / "checks").glob("*.json")) == ["possible.json"]
 
@@ -290,14 +301,21 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
 
     server = standin(qa_oracle(centres, FRAME), hang_after=2)  # case 1: policy + validator; case 2 hangs
     suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "".join([
+        "  - name: passed before\n    url: index.html\n    task: Find the opening hours\n",
         "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
         SIGN_IN.format(name="sign in", expect='[{text: "794.36"}]'),
     ]))
+    # a re-run of the cases an earlier run did not pass: one failed, one it did not finish, not the one that passed
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    line = lambda case, status: json.dumps({"id": f"checks/{case.replace(' ', '-')}", "case": case, "status": status}) + "\n"  # noqa: E731
+    (earlier / "results.jsonl").write_text(line("passed before", "passed") + line("hours", "failed"))
+    (earlier / "attempts.jsonl").write_text(line("sign in", "interrupted"))
     out = tmp_path / "out"
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "LIBRARY_PASSWORD": SECRET}
     proc = subprocess.Popen(
         [sys.executable, "-m", "surfer", "qa", str(suite), "--out", str(out), "--concurrency", "1", "--no-cache", "--quiet",
-         *endpoint(server)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+         "--rerun-failed", str(earlier), *endpoint(server)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     deadline = time.monotonic() + 60
     while server.hung < 1 and time.monotonic() < deadline:
@@ -309,7 +327,7 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
     assert [(r["case"], r["status"]) for r in results(out).values()] == [("hours", "passed")]
     assert f"finished cases are in {out / 'results.jsonl'}" in " ".join(stderr.split())
     cases = junit_cases(out / "junit.xml")
-    assert cases["hours"].is_passed and cases["sign in"].is_skipped
+    assert cases["hours"].is_passed and cases["sign in"].is_skipped and "passed before" not in cases
     # the case stopped while running: how long it ran (JUnit and attempts.jsonl), not 0
     stopped = json.loads((out / "attempts.jsonl").read_text())
     assert stopped["status"] == "interrupted" and stopped["seconds"] > 0 and cases["sign in"].time > 0

@@ -62,9 +62,12 @@ def progress_lines(console: Any) -> Any:
     return said
 
 
-def selector(tags: list[str], grep: Optional[str]) -> Any:
-    def select(case: Case) -> bool:
+def selector(tags: list[str], grep: Optional[str], ids: Optional[set[str]] = None) -> Any:
+    """Cases with one of `tags`, whose name contains `grep`, and (given `ids`, suite -> case ids) among those ids."""
+    def select(case: Case, case_id: Optional[str] = None) -> bool:
         if tags and not set(tags) & set(case.tags):
+            return False
+        if ids is not None and case_id not in ids:
             return False
         return not grep or grep.lower() in case.name.lower()
     return select
@@ -200,6 +203,9 @@ def register(app: typer.Typer) -> None:
         no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the action cache."),
         update_cache: bool = typer.Option(False, "--update-cache", help="Run every step with the model and rewrite the cache."),
         out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default qa-runs/<timestamp>)."),
+        rerun_failed: Optional[Path] = typer.Option(
+            None, "--rerun-failed", metavar="DIR", help="Run only the cases that did not pass in an earlier run's output "
+            "directory (failed, errors, not finished); none: exit 0. With --tag/--grep: those among them."),
         demo: bool = typer.Option(False, "--demo", help="Serve the bundled demo site and its oracle model (sets {{demo_url}}); no GPU."),
         base_url: options.BaseUrl = None,
         model: options.Model = None,
@@ -231,7 +237,7 @@ def register(app: typer.Typer) -> None:
         from surfer.core.errors import ConfigError
 
         from surfer.qa.cache import ActionCache
-        from surfer.qa.outcomes import QaSummary
+        from surfer.qa.outcomes import QaSummary, failed_in
         from surfer.qa.reports import write_reports
         from surfer.qa.runner import QaRunner, SuiteRun
         from surfer.qa.suite import load_suite, parse_vars
@@ -275,12 +281,17 @@ def register(app: typer.Typer) -> None:
             check_state_files(runs, console)
             for run in runs:
                 options.check_browser(run.config, console)
+            again = failed_in(rerun_failed) if rerun_failed is not None else None
+            if again is not None and not again:
+                options.say(console, "nothing to re-run:", "green", f"every case passed in {rerun_failed}")
+                raise typer.Exit(EXIT_OK)
             runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
                               cache=ActionCache(cache) if cache and not no_cache else None,
-                              update_cache=update_cache, select=selector(tag, grep),
+                              update_cache=update_cache, select=selector(tag, grep, again),
                               on_finish=None if quiet or console.is_terminal else progress_lines(console))
             if not runner.cases:
-                raise ConfigError("no case matches --tag/--grep")
+                raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep else "")
+                                  if again else "no case matches --tag/--grep")
             from surfer.qa.runner import check_out_dir
 
             check_out_dir(out_dir)  # (before the note: never replace what another command wrote)

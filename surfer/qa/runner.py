@@ -160,9 +160,9 @@ class QaRunner:
         self._runs: dict[str, SuiteRun] = {}
         for run in suites:
             for case in run.suite.cases:
-                if select is not None and not select(case):
-                    continue
                 case_id = run.suite.case_id(case)
+                if select is not None and not select(case, case_id):
+                    continue
                 self.cases.append(CaseReport(run.suite.name, case, case_id, self.out_dir / "cases" / case_id))
                 self._runs[case_id] = run
         self._secrets = secrets_for([g for c in self.cases for g in c.case.goals], environ)
