@@ -92,7 +92,7 @@ def test_the_qa_guide_shows_the_sample_suite_as_it_is():
     assert '<!-- sample-suite -->\n```yaml\n--8<-- "examples/qa/library.yaml"\n```' in guide
 
 
-def test_tag_and_grep_select_cases():
+def test_tag_and_grep_select_cases(tmp_path):
     from surfer.agent.config import AgentConfig
     from surfer.apps.qa_command import selector
     from surfer.qa.runner import QaRunner, SuiteRun
@@ -107,6 +107,16 @@ def test_tag_and_grep_select_cases():
     assert chosen(["smoke"], None) == ["sign in and read an order", "register a member"]
     assert chosen(["smoke"], "REGISTER") == ["register a member"]
     assert chosen(["nightly"], None) == []
+
+    # a suite's setup case runs whenever another of its cases does: they start with the state it saves
+    (tmp_path / "signed.yaml").write_text(
+        "name: s\nstorage_state: alice.json\ncases:\n  - name: sign in\n    setup: true\n    task: t\n"
+        "  - name: orders\n    task: t\n    tags: [smoke]\n  - name: account\n    task: t\n")
+    signed = load_suite(tmp_path / "signed.yaml", {}, {})
+    for tags, grep, ids, expected in (([], "orders", None, ["sign in", "orders"]), (["smoke"], None, None, ["sign in", "orders"]),
+                                      ([], None, {"s/account"}, ["sign in", "account"]), ([], "sign", None, ["sign in"])):
+        runner = QaRunner([SuiteRun(signed, AgentConfig())], "unused", select=selector(tags, grep, ids), environ={})
+        assert [c.case.name for c in runner.cases] == expected
 
 
 def test_two_suites_with_one_name_exit_2(tmp_path):
@@ -146,6 +156,11 @@ def test_an_out_directory_that_holds_something_else_is_refused_and_kept(tmp_path
     (earlier / "cases" / "s" / "c" / "attempt-1").mkdir(parents=True)
     (earlier / "results.jsonl").write_text('{"id": "s/c", "suite": "s", "case": "c", "status": "passed"}\n')
     assert foreign_output(earlier) is None and foreign_output(tmp_path / "new") is None
+    down = tmp_path / "app-down"  # an earlier QA run whose case could not start (its page did not open): a report, no attempt
+    (down / "cases" / "s" / "c").mkdir(parents=True)
+    (down / "cases" / "s" / "c" / "report.html").write_text("<html></html>")
+    (down / "results.jsonl").write_text('{"id": "s/c", "suite": "s", "case": "c", "status": "error"}\n')
+    assert foreign_output(down) is None
 
 
 def test_outputs_that_cannot_be_written_are_refused_before_anything_runs(tmp_path):

@@ -116,7 +116,8 @@ def foreign_output(out_dir: Path) -> Optional[str]:
             if not isinstance(record, dict) or (record and not {"suite", "case"} <= record.keys()):
                 return f"a {name} of something else"
     cases = out_dir / "cases"
-    if cases.is_dir() and any(cases.iterdir()) and not any(cases.glob("*/*/attempt-*")):
+    # a case of a QA run has attempt folders, or only its report.html when it could not start (its page did not open)
+    if cases.is_dir() and any(cases.iterdir()) and not any(cases.glob("*/*/attempt-*")) and not any(cases.glob("*/*/report.html")):
         return "a cases/ folder of its own"
     return None
 
@@ -159,9 +160,14 @@ class QaRunner:
         self.cases: list[CaseReport] = []
         self._runs: dict[str, SuiteRun] = {}
         for run in suites:
+            chosen = {run.suite.case_id(c) for c in run.suite.cases if select is None or select(c, run.suite.case_id(c))}
+            if any(not c.setup and run.suite.case_id(c) in chosen for c in run.suite.cases):
+                # the cases chosen start with what their suite's setup cases save: those run too (--tag, --grep,
+                # --rerun-failed leaving them out ran the others on a state file that was never written)
+                chosen |= {run.suite.case_id(c) for c in run.suite.cases if c.setup}
             for case in run.suite.cases:
                 case_id = run.suite.case_id(case)
-                if select is not None and not select(case, case_id):
+                if case_id not in chosen:
                     continue
                 self.cases.append(CaseReport(run.suite.name, case, case_id, self.out_dir / "cases" / case_id))
                 self._runs[case_id] = run
