@@ -193,9 +193,11 @@ def test_a_step_that_cannot_finish_fails_the_case_naming_the_step(standin, demo_
                         "  - name: impossible\n    url: index.html\n    steps: [Open the registration page, Fly to the moon]\n"
                         "  - name: possible\n    url: index.html\n    steps: [Open the registration page]\n"
                         f"  - name: app down\n    url: {down}\n    task: Find the opening hours\n")
-    # as in a CI log (no terminal, no --quiet): a plain line per case as it finishes, the summary on one line
-    proc = surfer("qa", str(suite), "--out", str(tmp_path / "out"), *endpoint(server), env={"COLUMNS": None})
+    # as in a CI log (no terminal, no --quiet; colour forced, as CI jobs often do): a plain line per case as it
+    # finishes, no live table redrawn into the log, the summary on one line
+    proc = surfer("qa", str(suite), "--out", str(tmp_path / "out"), *endpoint(server), env={"COLUMNS": None, "FORCE_COLOR": "1"})
     assert proc.returncode == 1
+    assert "\x1b[1A" not in proc.stderr and "\x1b[2K" not in proc.stderr  # (cursor movements)
     lines = proc.stderr.splitlines()
     assert "failed checks/impossible  (2 step(s), 0 from cache, " in proc.stderr and "passed checks/possible  (1 step(s)" in proc.stderr
     assert not any(line.split() == ["case", "status", "step", "time"] for line in lines)  # no table

@@ -109,9 +109,11 @@ def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
     (`Interrupted`), the cases finished so far kept."""
     from rich.live import Live
 
+    from surfer.apps.console import redraws
+
     from surfer.apps.signals import run_interruptible
 
-    live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
+    live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet and redraws(console) else None
     if live:
         live.start()
     try:
@@ -232,6 +234,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run QA suites written in plain language: cases in parallel, JUnit + HTML reports, an action cache."""
 
+        from surfer.apps.console import redraws
         from surfer.apps.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
         from surfer.apps.signals import Interrupted
         from surfer.core.errors import ConfigError
@@ -288,7 +291,7 @@ def register(app: typer.Typer) -> None:
             runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
                               cache=ActionCache(cache) if cache and not no_cache else None,
                               update_cache=update_cache, select=selector(tag, grep, again),
-                              on_finish=None if quiet or console.is_terminal else progress_lines(console))
+                              on_finish=None if quiet or redraws(console) else progress_lines(console))
             if not runner.cases:
                 raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep else "")
                                   if again else "no case matches --tag/--grep")
