@@ -57,8 +57,6 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
         ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [{url: '(unclosed'}]\n", 5, "cases[0].expect[0].url: not a valid regular expression"),
         ("name: s\ncases:\n  - name: c\n    task: t\n  - name: d\n    task: Use {{nowhere}}\n", 6,
          "cases[1].task: variable {{nowhere}} is not defined"),
-        ("name: s\ncases:\n  - name: c\n    steps:\n      - Type {{secret:QA_TEST_UNSET_SECRET}}\n", 5,
-         "cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set"),
         ("name: s\nbase_url: 'http://x/{{secret:HOME}}'\ncases:\n  - name: c\n    task: t\n", 2,
          "base_url: secrets may appear only in steps and task"),
         ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model: max_steps: Input should be greater"),
@@ -75,6 +73,23 @@ def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
         load_suite(path, {}, {"HOME": "/root"})
     assert f"{path}:{line}: " in str(info.value)
     assert message in str(info.value)
+
+
+def test_an_unset_secret_is_refused_for_the_cases_that_run_only(tmp_path):
+    # a CI job that runs the smoke cases needs no secret of the admin ones
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.qa_command import selector
+    from surfer.qa.runner import QaRunner, SuiteRun
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ncases:\n  - name: admin\n    steps:\n      - Type {{secret:QA_TEST_UNSET_SECRET}}\n"
+                    "    tags: [admin]\n  - name: home\n    task: t\n    tags: [smoke]\n")
+    suite = load_suite(path, {}, {})
+    smoke = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(["smoke"], None), environ={})
+    assert [c.case.name for c in smoke.cases] == ["home"]
+    with pytest.raises(SuiteError) as info:
+        QaRunner([SuiteRun(suite, AgentConfig())], "unused", environ={})
+    assert str(info.value) == f"{path}:5: cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set in the environment"
 
 
 def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):

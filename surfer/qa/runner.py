@@ -38,7 +38,7 @@ from .executor import QaEnvironment
 from .expectations import check_expectations
 from .outcomes import AttemptReport, CaseReport, QaSummary, StepReport
 from .replay import StepReplay
-from .suite import AnswerExpectation, Suite, agent_goal, secrets_for
+from .suite import AnswerExpectation, Suite, SuiteError, agent_goal, secrets_for
 
 
 @dataclass
@@ -171,6 +171,10 @@ class QaRunner:
                     continue
                 self.cases.append(CaseReport(run.suite.name, case, case_id, self.out_dir / "cases" / case_id))
                 self._runs[case_id] = run
+        for report in self.cases:  # the secrets of the cases that run must be set (others' need not be)
+            unset = self._runs[report.id].suite.unset_secrets.get(report.case.name)
+            if unset is not None:
+                raise SuiteError(unset)
         self._secrets = secrets_for([g for c in self.cases for g in c.case.goals], environ)
         self._browser = SharedBrowser.of(suites[0].config.browser, self.concurrency) if suites else SharedBrowser()
         self._stopped: Optional[str] = None
