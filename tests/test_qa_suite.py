@@ -194,3 +194,16 @@ def test_outputs_that_cannot_be_written_are_refused_before_anything_runs(tmp_pat
         assert proc.returncode == 2 and said in " ".join(proc.stderr.split()), proc.stderr
         assert "Traceback" not in proc.stderr and not (tmp_path / "out" / "cases").exists()
     assert (tmp_path / "a-file").read_text() == "mine"
+
+
+def test_the_formats_page_names_every_field_of_a_case_line(tmp_path):
+    import re
+
+    from surfer.qa.outcomes import CaseReport
+
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
+    record = CaseReport(suite.name, suite.cases[0], suite.case_id(suite.cases[0]), tmp_path / "cases" / "c").to_record(tmp_path)
+    page = (SAMPLE.parents[2] / "docs" / "reference" / "formats.md").read_text()
+    table = page.split("A case's line:", 1)[1].split("\n\n", 2)[1]
+    documented = {name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split("|")[1])}
+    assert documented == set(record)
