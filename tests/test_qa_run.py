@@ -176,6 +176,8 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
     assert "URL is" in cases["wrong page"].result[0].message and "orders.html" in cases["wrong page"].result[0].message
     hours = cases["hours"]
     assert hours.is_passed and properties(hours)["flaky"] == "true" and properties(hours)["attempts"] == "2"
+    flaky = hours._elem.findall("flakyFailure")  # Surefire's element: the failed attempt's reason is kept
+    assert len(flaky) == 1 and "9:00" in flaky[0].get("message") and flaky[0].get("type") == "failed"
     records = results(out)
     assert records["hours"]["status"] == "flaky" and records["wrong order"]["attempts"] == 2  # retried, failed again
     assert "flaky" in (out / "index.html").read_text()

@@ -81,6 +81,10 @@ def junit_xml(summary: QaSummary, path: Path | None = None, base: Path | None = 
                 ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
             elif not case.passed:
                 ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
+            for attempt in case.attempts[:-1] if case.status == "flaky" else ():  # Surefire's record of a flaky test
+                tag = "flakyError" if attempt.status == "error" else "flakyFailure"
+                ET.SubElement(element, tag, message=attempt.failure or attempt.status, type=attempt.error_kind or attempt.status).text = (
+                    f"attempt {attempt.number} ({attempt.kind}): {attempt.status}")
             out = str(case.dir)
             if path is not None and case.status in ("failed", "needs_approval", "needs_input", "error"):
                 out += "".join(f"\n[[ATTACHMENT|{attachment_path(f, base or Path.cwd())}]]" for f in failure_files(case))
