@@ -207,3 +207,19 @@ def test_the_formats_page_names_every_field_of_a_case_line(tmp_path):
     table = page.split("A case's line:", 1)[1].split("\n\n", 2)[1]
     documented = {name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split("|")[1])}
     assert documented == set(record)
+
+
+def test_junit_is_xml_whatever_the_model_or_page_said(tmp_path):
+    # a control character in a failure (a model's reason, a terminal colour code) made junit.xml unreadable to CI
+    import xml.etree.ElementTree as ET
+
+    from surfer.qa.outcomes import AttemptReport, CaseReport, QaSummary
+    from surfer.qa.reports import junit_xml
+
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
+    case = CaseReport(suite.name, suite.cases[0], suite.case_id(suite.cases[0]), tmp_path / "c", status="failed")
+    attempt = AttemptReport(1, str(tmp_path / "c" / "attempt-1"), status="failed", failure="the validator said \x1b[2mno\x1b[0m\x08")
+    case.attempts.append(attempt)
+    root = ET.fromstring(junit_xml(QaSummary(tmp_path, [case], 1.0), tmp_path / "junit.xml").split("\n", 1)[1])
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("message") == "the validator said \\x1b[2mno\\x1b[0m\\x08"

@@ -63,7 +63,7 @@ def progress_lines(console: Any) -> Any:
 
 
 def selector(tags: list[str], grep: Optional[str], ids: Optional[set[str]] = None) -> Any:
-    """Cases with one of `tags`, whose name contains `grep`, and (given `ids`, suite -> case ids) among those ids."""
+    """Cases with one of `tags`, whose name contains `grep`, and (given `ids`: `<suite>/<case>` ids) among those."""
     def select(case: Case, case_id: Optional[str] = None) -> bool:
         if tags and not set(tags) & set(case.tags):
             return False
@@ -110,7 +110,6 @@ def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
     from rich.live import Live
 
     from surfer.apps.console import redraws
-
     from surfer.apps.signals import run_interruptible
 
     live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet and redraws(console) else None

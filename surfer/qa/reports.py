@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,16 @@ from typing import Any
 from surfer.agent.rundir import write_atomic
 
 from .outcomes import AttemptReport, CaseReport, QaSummary
+
+
+# characters XML 1.0 cannot hold, even escaped (control characters but tab, newline and carriage return)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml(value: Any) -> str:
+    """Text as a JUnit attribute or element can hold it: a control character (in a model's reason, a page's text,
+    a terminal colour code) is written as its escape (\\x1b), else the report is not XML that CI can read."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", str(value))
 
 
 def _e(value: Any) -> str:
@@ -67,28 +78,28 @@ def junit_xml(summary: QaSummary, path: Path | None = None, base: Path | None = 
     for case in summary.cases:
         by_suite.setdefault(case.suite, []).append(case)
     for suite_name, cases in by_suite.items():
-        suite = ET.SubElement(root, "testsuite", name=suite_name, **_counts(cases), time=f"{sum(c.seconds for c in cases):.3f}")
+        suite = ET.SubElement(root, "testsuite", name=_xml(suite_name), **_counts(cases), time=f"{sum(c.seconds for c in cases):.3f}")
         for case in cases:
-            element = ET.SubElement(suite, "testcase", classname=suite_name, name=case.case.name, time=f"{case.seconds:.3f}")
+            element = ET.SubElement(suite, "testcase", classname=_xml(suite_name), name=_xml(case.case.name), time=f"{case.seconds:.3f}")
             props = ET.SubElement(element, "properties")
             for name, value in _properties(case).items():
-                ET.SubElement(props, "property", name=name, value=value)
+                ET.SubElement(props, "property", name=name, value=_xml(value))
             if case.status in ("failed", "needs_approval", "needs_input", "error", "unfinished"):  # unfinished: it could not run (server gone)
                 last = case.last
                 message = (last.failure if last else None) or "not run"
                 tag = "error" if case.status in ("error", "unfinished") else "failure"
                 kind = case.status if case.status in ("needs_approval", "needs_input") else (last.error_kind if last else None) or tag
-                ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
+                ET.SubElement(element, tag, message=_xml(message), type=kind).text = _xml(_details(case))
             elif not case.passed:
-                ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
+                ET.SubElement(element, "skipped", message=_xml(f"not finished: the run stopped early ({summary.stopped or case.status})"))
             for attempt in case.attempts[:-1] if case.status == "flaky" else ():  # Surefire's record of a flaky test
                 tag = "flakyError" if attempt.status == "error" else "flakyFailure"
-                ET.SubElement(element, tag, message=attempt.failure or attempt.status, type=attempt.error_kind or attempt.status).text = (
+                ET.SubElement(element, tag, message=_xml(attempt.failure or attempt.status), type=attempt.error_kind or attempt.status).text = (
                     f"attempt {attempt.number} ({attempt.kind}): {attempt.status}")
             out = str(case.dir)
             if path is not None and case.status in ("failed", "needs_approval", "needs_input", "error"):
                 out += "".join(f"\n[[ATTACHMENT|{attachment_path(f, base or Path.cwd())}]]" for f in failure_files(case))
-            ET.SubElement(element, "system-out").text = out
+            ET.SubElement(element, "system-out").text = _xml(out)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
