@@ -39,6 +39,15 @@ def test_a_case_path_without_base_url_is_a_file_beside_the_suite(tmp_path):
     assert suite.resolve_url("https://example.com/") == "https://example.com/"
 
 
+def test_a_base_url_without_a_scheme_is_read_as_an_address_bar_reads_it(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nbase_url: '{{APP}}'\ncases:\n  - name: c\n    url: login.html\n    task: t\n")
+    suite = load_suite(path, {}, {"APP": "localhost:3000/app/"})  # (it opened 'login.html', and approved nothing)
+    assert suite.resolve_url(suite.cases[0].url) == "http://localhost:3000/app/login.html"
+    assert suite.confirm_settings(suite.cases[0]) == {"approve_domains": ["localhost:3000"]}
+    assert load_suite(path, {}, {"APP": "shop.example.com"}).base_url == "https://shop.example.com"
+
+
 def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nvars: {who: suite}\ncases:\n  - name: c\n    task: Greet {{who}} and {{HOME_TOWN}}\n")

@@ -176,6 +176,18 @@ class Suite(_Strict):
     # (a CI job running the cases of one tag need not hold the secrets of the others)
     unset_secrets: dict[str, str] = Field(default_factory=dict, exclude=True)
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: Optional[str]) -> Optional[str]:
+        """A bare host is read as an address bar reads it (`localhost:3000` is http://localhost:3000, a bare
+        host https://): it was joined with the case paths as a scheme of its own ('localhost:3000/login.html'
+        became 'login.html'), and its host's sensitive actions were not approved."""
+        from surfer.tools.url_policy import normalize_url
+
+        if value is None or "://" in value or value.strip().startswith(("/", "./", "../", "~/", "file:", "about:", "data:")):
+            return value
+        return normalize_url(value)
+
     @field_validator("viewport", mode="before")
     @classmethod
     def _viewport(cls, value: Any) -> Any:
