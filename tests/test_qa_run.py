@@ -151,9 +151,15 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
         "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
     ]))
     out = tmp_path / "out"
-    proc = qa(str(suite), "--out", "out", "--junit", "reports/junit.xml", "--retries", "1", "--no-cache", *endpoint(server),
-              "--trace", "retain-on-failure", "--video", "retain-on-failure")
+    proc = qa(str(suite), "--out", "out", "--junit", "reports/junit.xml", "--markdown", "reports/summary.md", "--retries", "1",
+              "--no-cache", *endpoint(server), "--trace", "retain-on-failure", "--video", "retain-on-failure")
     assert proc.returncode == 1, proc.stderr
+    # the Markdown summary (a CI job's summary page): the totals, then a row a case, those that did not pass first
+    summary = (tmp_path / "reports" / "summary.md").read_text().splitlines()
+    assert summary[0] == "### surfer qa" and summary[2].startswith("2 passed (1 flaky), 3 failed, 0 error(s), of 5 in ")
+    rows = [line.split(" | ")[2:4] for line in summary if line.startswith("| ") and " | checks | " in line]
+    assert [status for _, status in rows] == ["failed"] * 3 + ["passed", "flaky"]
+    assert next(line for line in summary if "| wrong order |" in line).endswith("does not list order #9999. |")
     xml = (tmp_path / "reports" / "junit.xml").read_text()
     assert '<testsuites name="surfer qa" tests="5" failures="3" errors="0" skipped="0" ' in xml  # the totals, as CI reads them
     cases = junit_cases(tmp_path / "reports" / "junit.xml")

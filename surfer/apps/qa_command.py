@@ -185,7 +185,8 @@ def check_outputs(out_dir: Path, reports: dict[str, Path]) -> None:
     make(out_dir, "--out", out_dir)
     for flag, path in reports.items():
         if path.is_dir():
-            raise ConfigError(f"{flag} {path} is a directory: name the file to write, e.g. {path / ('junit.xml' if flag == '--junit' else 'index.html')}")
+            example = {"--junit": "junit.xml", "--html": "index.html"}.get(flag, "summary.md")
+            raise ConfigError(f"{flag} {path} is a directory: name the file to write, e.g. {path / example}")
         make(path.parent, flag, path)
 
 
@@ -199,6 +200,8 @@ def register(app: typer.Typer) -> None:
         var: list[str] = typer.Option([], "--var", help="Variable NAME=VALUE for {{NAME}} (repeatable)."),
         junit: Optional[Path] = typer.Option(None, "--junit", help="JUnit XML file (default OUT/junit.xml)."),
         html: Optional[Path] = typer.Option(None, "--html", help="HTML summary (default OUT/index.html)."),
+        markdown: Optional[Path] = typer.Option(
+            None, "--markdown", help="A Markdown summary too (e.g. $GITHUB_STEP_SUMMARY): the totals and a row a case."),
         retries: Optional[int] = typer.Option(None, "--retries", help="Extra tries of a failing case (default: the suite's)."),
         cache: Optional[Path] = typer.Option(None, "--cache", help=f"Action cache directory (default {DEFAULT_CACHE}/ next to each suite file)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the action cache."),
@@ -300,23 +303,23 @@ def register(app: typer.Typer) -> None:
             if (out_dir / "results.jsonl").exists() or (out_dir / "cases").exists():
                 options.say(console, "note:", "yellow", f"{out_dir} holds an earlier run's results: this run replaces them")
             junit_path, html_path = junit or out_dir / "junit.xml", html or out_dir / "index.html"
-            check_outputs(out_dir, {"--junit": junit_path, "--html": html_path})
+            check_outputs(out_dir, {"--junit": junit_path, "--html": html_path, **({"--markdown": markdown} if markdown else {})})
             started = time.monotonic()
             try:
                 summary = run_qa(runner, console, quiet)
             except Interrupted as stop:
                 stopped = QaSummary(out_dir, runner.cases, time.monotonic() - started, f"interrupted by {stop}", "interrupted")
-                write_reports(stopped, junit_path, html_path)
+                write_reports(stopped, junit_path, html_path, markdown)
                 options.say(console, "interrupted", "yellow", f"by {stop}: {stopped_line(stopped, junit_path)}")
                 raise typer.Exit(stop.exit_code) from None
-            write_reports(summary, junit_path, html_path)
+            write_reports(summary, junit_path, html_path, markdown)
         console.print(summary.line(), soft_wrap=True)
         for case in summary.cases:
             if case.status in ("failed", "needs_approval", "needs_input", "error"):
                 options.say(console, case.status, "red", f"{case.id}: {case.failure}  ({case.dir / 'report.html'})")
             elif case.status == "flaky":
                 options.say(console, "flaky", "yellow", f"{case.id}: passed on attempt {len(case.attempts)}")
-        console.print(f"JUnit: {junit_path} · HTML: {html_path}", soft_wrap=True)
+        console.print(f"JUnit: {junit_path} · HTML: {html_path}" + (f" · Markdown: {markdown}" if markdown else ""), soft_wrap=True)
         if summary.stopped:
             options.say(console, "stopped:", "red", summary.stopped)
             raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)

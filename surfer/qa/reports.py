@@ -202,8 +202,29 @@ def write_case_report(case: CaseReport) -> None:
     write_atomic(case.dir / "report.html", _page(case.case.name, header, body))
 
 
-def write_reports(summary: QaSummary, junit: Path, html_path: Path) -> None:
-    for path in (junit, html_path):
+_MARK = {"passed": "✅", "flaky": "⚠️", "failed": "❌", "error": "❌", "unfinished": "⏹️", "needs_approval": "✋", "needs_input": "✋"}
+
+
+def _cell(value: Any) -> str:
+    """Text as one cell of a Markdown table: on one line, its pipes escaped."""
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def summary_markdown(summary: QaSummary) -> str:
+    """The summary as Markdown (a CI job's summary page: GitHub's $GITHUB_STEP_SUMMARY): the totals, then a row a
+    case, the cases that did not pass first."""
+    order = sorted(summary.cases, key=lambda c: c.passed)  # (a stable sort: the suite's order otherwise)
+    rows = [f"| {_MARK.get(c.status, '·')} | {_cell(c.suite)} | {_cell(c.case.name)} | {c.status} | {c.seconds:.1f} s | "
+            f"{len(c.attempts)} | {_cell(c.failure or '')} |" for c in order]
+    stopped = f"\n**Stopped:** {_cell(summary.stopped)}\n" if summary.stopped else ""
+    return (f"### surfer qa\n\n{_cell(summary.line())}\n{stopped}\n| | suite | case | status | time | attempts | failure |\n"
+            "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def write_reports(summary: QaSummary, junit: Path, html_path: Path, markdown: Path | None = None) -> None:
+    for path in (junit, html_path, *([markdown] if markdown else [])):
         path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(junit, junit_xml(summary, junit))
     write_atomic(html_path, summary_html(summary, html_path))
+    if markdown is not None:
+        write_atomic(markdown, summary_markdown(summary))
