@@ -232,3 +232,16 @@ def test_junit_is_xml_whatever_the_model_or_page_said(tmp_path):
     root = ET.fromstring(junit_xml(QaSummary(tmp_path, [case], 1.0), tmp_path / "junit.xml").split("\n", 1)[1])
     failure = root.find("testsuite/testcase/failure")
     assert failure is not None and failure.get("message") == "the validator said \\x1b[2mno\\x1b[0m\\x08"
+
+
+def test_a_missing_state_file_is_refused_for_the_cases_that_run_only(tmp_path):
+    # a CI job that runs the smoke cases needs no sign-in of the admin ones
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\ncases:\n  - name: home\n    url: http://127.0.0.1:9/\n    task: t\n    tags: [smoke]\n"
+                     "  - name: admin\n    url: http://127.0.0.1:9/\n    task: t\n    storage_state: admin.json\n")
+    (tmp_path / "reports").mkdir()  # (a --junit refused after the state files are checked: nothing runs)
+    args = [str(suite), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--out", str(tmp_path / "out"), "--junit", str(tmp_path / "reports")]
+    every = surfer("qa", *args)
+    assert every.returncode == 2 and "admin.json does not exist" in " ".join(every.stderr.split())
+    smoke = surfer("qa", *args, "--tag", "smoke")
+    assert smoke.returncode == 2 and "admin.json" not in smoke.stderr and "is a directory" in smoke.stderr

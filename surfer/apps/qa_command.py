@@ -146,14 +146,16 @@ def check_start_urls(runs: list[SuiteRun]) -> None:
                     raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}") from None
 
 
-def check_state_files(runs: list[SuiteRun], console: Any) -> None:
-    """A storage-state file a case starts with must be readable now, unless a setup case of its suite writes it."""
+def check_state_files(runs: list[SuiteRun], console: Any, chosen: Optional[set[str]] = None) -> None:
+    """A storage-state file a case that runs (its id in `chosen`; None: every case) starts with must be readable
+    now, unless a setup case of its suite writes it. Cases left out by --tag / --grep need none."""
     from surfer.core.errors import ConfigError
     from surfer.tools.browser.state import loose_permissions, read_storage_state
 
     for run in runs:
+        cases = [c for c in run.suite.cases if chosen is None or run.suite.case_id(c) in chosen]
         written = {run.suite.setup_output(c) for c in run.suite.cases if c.setup}
-        for path in {run.suite.state_file(c) for c in run.suite.cases} - written - {None}:
+        for path in {run.suite.state_file(c) for c in cases} - written - {None}:
             try:
                 read_storage_state(path)  # type: ignore[arg-type]
             except ConfigError as exc:
@@ -283,7 +285,6 @@ def register(app: typer.Typer) -> None:
                 for s, path in zip(suites, files)
             ]
             check_start_urls(runs)
-            check_state_files(runs, console)
             for run in runs:
                 options.check_browser(run.config, console)
             again = failed_in(rerun_failed) if rerun_failed is not None else None
@@ -297,6 +298,7 @@ def register(app: typer.Typer) -> None:
             if not runner.cases:
                 raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep else "")
                                   if again else "no case matches --tag/--grep")
+            check_state_files(runs, console, {c.id for c in runner.cases})
             from surfer.qa.runner import check_out_dir
 
             check_out_dir(out_dir)  # (before the note: never replace what another command wrote)
