@@ -236,15 +236,19 @@ def test_unreachable_model_server_exits_3(demo_site, tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "  - name: c\n    url: index.html\n    task: t\n")
-    proc = qa_process(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m")
+    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "  - name: c\n    url: index.html\n    task: t\n"
+                        "  - name: d\n    url: index.html\n    task: t\n")
+    proc = qa_process(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+                      "--concurrency", "1")
     assert proc.returncode == 3, proc.stderr
     assert "cannot reach the model server" in " ".join(proc.stderr.split())
     assert isinstance(junit_cases(tmp_path / "out" / "junit.xml")["c"].result[0], Error)
     # the case has no outcome: results.jsonl holds none, attempts.jsonl says why
     assert not (tmp_path / "out" / "results.jsonl").exists()
     attempts = [json.loads(line) for line in (tmp_path / "out" / "attempts.jsonl").read_text().splitlines()]
-    assert [(a["case"], a["status"], a["error_kind"]) for a in attempts] == [("c", "unfinished", "unreachable")]
+    assert [(a["case"], a["status"], a["error_kind"]) for a in attempts][0] == ("c", "unfinished", "unreachable")
+    # the case the stopped run never started is there too (no attempt), for --rerun-failed
+    assert [(a["case"], a["status"], a["attempts"]) for a in attempts][1:] == [("d", "unfinished", 0)]
 
 
 async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, shared_browser, tmp_path):
@@ -314,13 +318,14 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
         "  - name: passed before\n    url: index.html\n    task: Find the opening hours\n",
         "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
         SIGN_IN.format(name="sign in", expect='[{text: "794.36"}]'),
+        "  - name: never started\n    url: index.html\n    task: Find the opening hours\n",
     ]))
-    # a re-run of the cases an earlier run did not pass: one failed, one it did not finish, not the one that passed
+    # a re-run of the cases an earlier run did not pass: one failed, those it did not finish, not the one that passed
     earlier = tmp_path / "earlier"
     earlier.mkdir()
     line = lambda case, status: json.dumps({"id": f"checks/{case.replace(' ', '-')}", "case": case, "status": status}) + "\n"  # noqa: E731
     (earlier / "results.jsonl").write_text(line("passed before", "passed") + line("hours", "failed"))
-    (earlier / "attempts.jsonl").write_text(line("sign in", "interrupted"))
+    (earlier / "attempts.jsonl").write_text(line("sign in", "interrupted") + line("never started", "interrupted"))
     out = tmp_path / "out"
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "LIBRARY_PASSWORD": SECRET}
     proc = subprocess.Popen(
@@ -338,9 +343,12 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
     assert f"finished cases are in {out / 'results.jsonl'}" in " ".join(stderr.split())
     cases = junit_cases(out / "junit.xml")
     assert cases["hours"].is_passed and cases["sign in"].is_skipped and "passed before" not in cases
-    # the case stopped while running: how long it ran (JUnit and attempts.jsonl), not 0
-    stopped = json.loads((out / "attempts.jsonl").read_text())
-    assert stopped["status"] == "interrupted" and stopped["seconds"] > 0 and cases["sign in"].time > 0
+    # the case stopped while running: how long it ran (JUnit and attempts.jsonl), not 0; the one never started is
+    # there too (with no attempt), so that the next --rerun-failed runs it
+    stopped = {r["case"]: r for r in map(json.loads, (out / "attempts.jsonl").read_text().splitlines())}
+    assert stopped["sign in"]["status"] == "interrupted" and stopped["sign in"]["seconds"] > 0 and cases["sign in"].time > 0
+    assert stopped["never started"]["status"] == "interrupted" and stopped["never started"]["attempts"] == 0
+    assert cases["never started"].is_skipped
 
     from surfer.apps.qa_command import stopped_line
     from surfer.qa.outcomes import QaSummary

@@ -207,6 +207,11 @@ class QaRunner:
             # setup cases first, one at a time (Playwright's setup projects): the others start with what they saved
             await drain([c for c in self.cases if c.case.setup], 1, self.run_case, keep_going)
             await drain([c for c in self.cases if not c.case.setup], self.concurrency, self.run_case, keep_going)
+            if self._stopped is not None:
+                await self._record_not_started("unfinished", f"not started: the run stopped ({self._stopped})")
+        except asyncio.CancelledError:
+            await asyncio.shield(self._record_not_started("interrupted", stopping.interrupted_reason()))
+            raise
         finally:
             await asyncio.shield(self._browser.close())
             if self._backend is None:
@@ -217,6 +222,13 @@ class QaRunner:
                             closed.add(id(backend))
                             await asyncio.shield(backend.aclose())
         return QaSummary(self.out_dir, self.cases, time.monotonic() - started, self._stopped, self._stopped_kind)
+
+    async def _record_not_started(self, status: str, why: str) -> None:
+        """The cases a stopped run never started go to attempts.jsonl as the stopped ones do (with no attempt), so
+        that a re-run of what did not pass (--rerun-failed) runs them too."""
+        for report in self.cases:
+            if report.status == "queued":
+                await self.index.append_attempt({**report.to_record(self.out_dir), "status": status, "failure": why})
 
     async def run_case(self, report: CaseReport) -> None:
         run = self._runs[report.id]
