@@ -140,7 +140,8 @@ SIGN_IN = """  - name: {name}
 """
 
 
-def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site, centres, tmp_path):
+def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site, centres, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a CI job runs in its checkout
     server = standin(qa_oracle(centres, FRAME, flaky_hours=True))
     suite = write_suite(tmp_path / "checks.yaml", demo_site.base_url, "".join([
         SIGN_IN.format(name="hidden text does not count", expect='[{text: "555.55"}]'),
@@ -150,17 +151,26 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
         "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
     ]))
     out = tmp_path / "out"
-    proc = qa(str(suite), "--out", str(out), "--retries", "1", "--no-cache", *endpoint(server),
-              "--trace", "retain-on-failure", "--video", "retain-on-failure")
+    proc = qa(str(suite), "--out", "out", "--junit", "reports/junit.xml", "--markdown", "reports/summary.md", "--retries", "1",
+              "--no-cache", *endpoint(server), "--trace", "retain-on-failure", "--video", "retain-on-failure")
     assert proc.returncode == 1, proc.stderr
-    cases = junit_cases(out / "junit.xml")
-    # a failed case carries its trace, video and report where CI servers read them, relative to the JUnit file
+    # the Markdown summary (a CI job's summary page): the totals, then a row a case, those that did not pass first
+    summary = (tmp_path / "reports" / "summary.md").read_text().splitlines()
+    assert summary[0] == "### surfer qa" and summary[2].startswith("2 passed (1 flaky), 3 failed, 0 error(s), of 5 in ")
+    rows = [line.split(" | ")[2:4] for line in summary if line.startswith("| ") and " | checks | " in line]
+    assert [status for _, status in rows] == ["failed"] * 3 + ["passed", "flaky"]
+    assert next(line for line in summary if "| wrong order |" in line).endswith("does not list order #9999. |")
+    xml = (tmp_path / "reports" / "junit.xml").read_text()
+    assert '<testsuites name="surfer qa" tests="5" failures="3" errors="0" skipped="0" ' in xml  # the totals, as CI reads them
+    cases = junit_cases(tmp_path / "reports" / "junit.xml")
+    # a failed case carries its trace, video and report where CI servers read them: relative to the directory the
+    # command ran in (GitLab reads them against the project directory, Jenkins against the workspace)
     attached = [line.split("|", 1)[1].rstrip("]") for line in (cases["wrong order"].system_out or "").splitlines()
                 if line.startswith("[[ATTACHMENT|")]
     assert any(a.endswith("/attempt-2/trace.zip") for a in attached), attached
     assert any(a.rsplit("/", 1)[-1] in ("video.mp4", "video.webp") for a in attached), attached
-    assert any(a.endswith("report.html") for a in attached) and all(not a.startswith("/") for a in attached)
-    assert all((out / a).is_file() for a in attached)
+    assert any(a.endswith("report.html") for a in attached) and all(a.startswith("out/cases/") for a in attached)
+    assert all((tmp_path / a).is_file() for a in attached)
     assert "[[ATTACHMENT|" not in (cases["visible text"].system_out or "")  # a passed case keeps nothing
     assert not list((out / "cases").glob("*/visible-text/attempt-1/trace.zip"))
     assert "<video controls muted" in (out / "index.html").read_text()
@@ -172,6 +182,8 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
     assert "URL is" in cases["wrong page"].result[0].message and "orders.html" in cases["wrong page"].result[0].message
     hours = cases["hours"]
     assert hours.is_passed and properties(hours)["flaky"] == "true" and properties(hours)["attempts"] == "2"
+    flaky = hours._elem.findall("flakyFailure")  # Surefire's element: the failed attempt's reason is kept
+    assert len(flaky) == 1 and "9:00" in flaky[0].get("message") and flaky[0].get("type") == "failed"
     records = results(out)
     assert records["hours"]["status"] == "flaky" and records["wrong order"]["attempts"] == 2  # retried, failed again
     assert "flaky" in (out / "index.html").read_text()
@@ -179,14 +191,41 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
 
 
 def test_a_step_that_cannot_finish_fails_the_case_naming_the_step(standin, demo_site, centres, tmp_path):
+    import socket
+
     server = standin(qa_oracle(centres, FRAME))
+    with socket.socket() as sock:  # an app that is not up
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}/"
     suite = write_suite(tmp_path / "s.yaml", demo_site.base_url,
                         "  - name: impossible\n    url: index.html\n    steps: [Open the registration page, Fly to the moon]\n"
-                        "  - name: possible\n    url: index.html\n    steps: [Open the registration page]\n")
-    proc = qa(str(suite), "--out", str(tmp_path / "out"), *endpoint(server))
+                        "  - name: possible\n    url: index.html\n    steps: [Open the registration page]\n"
+                        f"  - name: app down\n    url: {down}\n    task: Find the opening hours\n")
+    # as in a CI log (no terminal, no --quiet; colour forced, as CI jobs often do): a plain line per case as it
+    # finishes, no live table redrawn into the log, the summary on one line
+    proc = surfer("qa", str(suite), "--out", str(tmp_path / "out"), *endpoint(server), env={"COLUMNS": None, "FORCE_COLOR": "1"})
     assert proc.returncode == 1
-    failure = junit_cases(tmp_path / "out" / "junit.xml")["impossible"].result[0]
+    assert "\x1b[1A" not in proc.stderr and "\x1b[2K" not in proc.stderr  # (cursor movements)
+    lines = proc.stderr.splitlines()
+    assert "failed checks/impossible  (2 step(s), 0 from cache, " in proc.stderr and "passed checks/possible  (1 step(s)" in proc.stderr
+    assert not any(line.split() == ["case", "status", "step", "time"] for line in lines)  # no table
+    assert any(line.startswith("1 passed (0 flaky), 1 failed, 1 error(s), of 3 in ") and line.endswith(" step(s) from the cache") for line in lines)
+    cases = junit_cases(tmp_path / "out" / "junit.xml")
+    failure = cases["impossible"].result[0]
     assert isinstance(failure, Failure) and failure.message.startswith("step 2 (Fly to the moon) ended failed")
+    error = cases["app down"].result[0]  # the browser's error, said once
+    assert isinstance(error, Error) and error.message.count(f"could not open {down}") == 1 and "ERR_CONNECTION_REFUSED" in error.message
+
+    # --rerun-failed: only the cases that did not pass there (with --tag/--grep, those among them)
+    from surfer.qa.outcomes import failed_in
+
+    assert failed_in(tmp_path / "out") == {"checks/impossible", "checks/app-down"}  # (a run of them: the SIGTERM test)
+    (tmp_path / "green").mkdir()
+    (tmp_path / "green" / "results.jsonl").write_text(json.dumps({"id": "checks/possible", "case": "possible", "status": "passed"}) + "\n")
+    green = qa(str(suite), "--out", str(tmp_path / "none"), "--rerun-failed", str(tmp_path / "green"), *endpoint(server))
+    assert green.returncode == 0 and "nothing to re-run: every case passed in" in green.stderr and not (tmp_path / "none").exists()
+    nowhere = qa(str(suite), "--rerun-failed", str(tmp_path / "nowhere"), *endpoint(server))
+    assert nowhere.returncode == 2 and "no results.jsonl or attempts.jsonl of a surfer qa run there" in nowhere.stderr
     # the default cache sits next to the suite file, and holds only the case that passed
     assert sorted(p.name for p in (tmp_path / "surfer-cache" / "checks").glob("*.json")) == ["possible.json"]
 
@@ -197,15 +236,19 @@ def test_unreachable_model_server_exits_3(demo_site, tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "  - name: c\n    url: index.html\n    task: t\n")
-    proc = qa_process(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m")
+    suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "  - name: c\n    url: index.html\n    task: t\n"
+                        "  - name: d\n    url: index.html\n    task: t\n")
+    proc = qa_process(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+                      "--concurrency", "1")
     assert proc.returncode == 3, proc.stderr
     assert "cannot reach the model server" in " ".join(proc.stderr.split())
     assert isinstance(junit_cases(tmp_path / "out" / "junit.xml")["c"].result[0], Error)
     # the case has no outcome: results.jsonl holds none, attempts.jsonl says why
     assert not (tmp_path / "out" / "results.jsonl").exists()
     attempts = [json.loads(line) for line in (tmp_path / "out" / "attempts.jsonl").read_text().splitlines()]
-    assert [(a["case"], a["status"], a["error_kind"]) for a in attempts] == [("c", "unfinished", "unreachable")]
+    assert [(a["case"], a["status"], a["error_kind"]) for a in attempts][0] == ("c", "unfinished", "unreachable")
+    # the case the stopped run never started is there too (no attempt), for --rerun-failed
+    assert [(a["case"], a["status"], a["attempts"]) for a in attempts][1:] == [("d", "unfinished", 0)]
 
 
 async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, shared_browser, tmp_path):
@@ -272,14 +315,22 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
 
     server = standin(qa_oracle(centres, FRAME), hang_after=2)  # case 1: policy + validator; case 2 hangs
     suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "".join([
+        "  - name: passed before\n    url: index.html\n    task: Find the opening hours\n",
         "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
         SIGN_IN.format(name="sign in", expect='[{text: "794.36"}]'),
+        "  - name: never started\n    url: index.html\n    task: Find the opening hours\n",
     ]))
+    # a re-run of the cases an earlier run did not pass: one failed, those it did not finish, not the one that passed
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    line = lambda case, status: json.dumps({"id": f"checks/{case.replace(' ', '-')}", "case": case, "status": status}) + "\n"  # noqa: E731
+    (earlier / "results.jsonl").write_text(line("passed before", "passed") + line("hours", "failed"))
+    (earlier / "attempts.jsonl").write_text(line("sign in", "interrupted") + line("never started", "interrupted"))
     out = tmp_path / "out"
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "LIBRARY_PASSWORD": SECRET}
     proc = subprocess.Popen(
         [sys.executable, "-m", "surfer", "qa", str(suite), "--out", str(out), "--concurrency", "1", "--no-cache", "--quiet",
-         *endpoint(server)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+         "--rerun-failed", str(earlier), *endpoint(server)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     deadline = time.monotonic() + 60
     while server.hung < 1 and time.monotonic() < deadline:
@@ -289,8 +340,22 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
     assert proc.returncode == 143, stderr
     assert "interrupted by SIGTERM" in stderr
     assert [(r["case"], r["status"]) for r in results(out).values()] == [("hours", "passed")]
+    assert f"finished cases are in {out / 'results.jsonl'}" in " ".join(stderr.split())
     cases = junit_cases(out / "junit.xml")
-    assert cases["hours"].is_passed and cases["sign in"].is_skipped
+    assert cases["hours"].is_passed and cases["sign in"].is_skipped and "passed before" not in cases
+    # the case stopped while running: how long it ran (JUnit and attempts.jsonl), not 0; the one never started is
+    # there too (with no attempt), so that the next --rerun-failed runs it
+    stopped = {r["case"]: r for r in map(json.loads, (out / "attempts.jsonl").read_text().splitlines())}
+    assert stopped["sign in"]["status"] == "interrupted" and stopped["sign in"]["seconds"] > 0 and cases["sign in"].time > 0
+    assert stopped["never started"]["status"] == "interrupted" and stopped["never started"]["attempts"] == 0
+    assert cases["never started"].is_skipped
+
+    from surfer.apps.qa_command import stopped_line
+    from surfer.qa.outcomes import QaSummary
+
+    (out / "results.jsonl").unlink()  # a run stopped before any case finished names no results file
+    line = stopped_line(QaSummary(out, [], 1.0, "interrupted by SIGTERM"), out / "junit.xml")
+    assert line.endswith(f"no case finished ({out / 'junit.xml'} lists them as skipped)") and "results.jsonl" not in line
 
 
 def test_the_readme_commands_run_the_sample_suite_and_the_benchmark(tmp_path):

@@ -39,6 +39,15 @@ def test_a_case_path_without_base_url_is_a_file_beside_the_suite(tmp_path):
     assert suite.resolve_url("https://example.com/") == "https://example.com/"
 
 
+def test_a_base_url_without_a_scheme_is_read_as_an_address_bar_reads_it(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nbase_url: '{{APP}}'\ncases:\n  - name: c\n    url: login.html\n    task: t\n")
+    suite = load_suite(path, {}, {"APP": "localhost:3000/app/"})  # (it opened 'login.html', and approved nothing)
+    assert suite.resolve_url(suite.cases[0].url) == "http://localhost:3000/app/login.html"
+    assert suite.confirm_settings(suite.cases[0]) == {"approve_domains": ["localhost:3000"]}
+    assert load_suite(path, {}, {"APP": "shop.example.com"}).base_url == "https://shop.example.com"
+
+
 def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nvars: {who: suite}\ncases:\n  - name: c\n    task: Greet {{who}} and {{HOME_TOWN}}\n")
@@ -57,8 +66,6 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
         ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [{url: '(unclosed'}]\n", 5, "cases[0].expect[0].url: not a valid regular expression"),
         ("name: s\ncases:\n  - name: c\n    task: t\n  - name: d\n    task: Use {{nowhere}}\n", 6,
          "cases[1].task: variable {{nowhere}} is not defined"),
-        ("name: s\ncases:\n  - name: c\n    steps:\n      - Type {{secret:QA_TEST_UNSET_SECRET}}\n", 5,
-         "cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set"),
         ("name: s\nbase_url: 'http://x/{{secret:HOME}}'\ncases:\n  - name: c\n    task: t\n", 2,
          "base_url: secrets may appear only in steps and task"),
         ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model: max_steps: Input should be greater"),
@@ -77,6 +84,23 @@ def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
     assert message in str(info.value)
 
 
+def test_an_unset_secret_is_refused_for_the_cases_that_run_only(tmp_path):
+    # a CI job that runs the smoke cases needs no secret of the admin ones
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.qa_command import selector
+    from surfer.qa.runner import QaRunner, SuiteRun
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ncases:\n  - name: admin\n    steps:\n      - Type {{secret:QA_TEST_UNSET_SECRET}}\n"
+                    "    tags: [admin]\n  - name: home\n    task: t\n    tags: [smoke]\n")
+    suite = load_suite(path, {}, {})
+    smoke = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(["smoke"], None), environ={})
+    assert [c.case.name for c in smoke.cases] == ["home"]
+    with pytest.raises(SuiteError) as info:
+        QaRunner([SuiteRun(suite, AgentConfig())], "unused", environ={})
+    assert str(info.value) == f"{path}:5: cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set in the environment"
+
+
 def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("name: s\ncases:\n  - name: c\n    stepz: [a]\n")
@@ -92,7 +116,7 @@ def test_the_qa_guide_shows_the_sample_suite_as_it_is():
     assert '<!-- sample-suite -->\n```yaml\n--8<-- "examples/qa/library.yaml"\n```' in guide
 
 
-def test_tag_and_grep_select_cases():
+def test_tag_and_grep_select_cases(tmp_path):
     from surfer.agent.config import AgentConfig
     from surfer.apps.qa_command import selector
     from surfer.qa.runner import QaRunner, SuiteRun
@@ -107,6 +131,16 @@ def test_tag_and_grep_select_cases():
     assert chosen(["smoke"], None) == ["sign in and read an order", "register a member"]
     assert chosen(["smoke"], "REGISTER") == ["register a member"]
     assert chosen(["nightly"], None) == []
+
+    # a suite's setup case runs whenever another of its cases does: they start with the state it saves
+    (tmp_path / "signed.yaml").write_text(
+        "name: s\nstorage_state: alice.json\ncases:\n  - name: sign in\n    setup: true\n    task: t\n"
+        "  - name: orders\n    task: t\n    tags: [smoke]\n  - name: account\n    task: t\n")
+    signed = load_suite(tmp_path / "signed.yaml", {}, {})
+    for tags, grep, ids, expected in (([], "orders", None, ["sign in", "orders"]), (["smoke"], None, None, ["sign in", "orders"]),
+                                      ([], None, {"s/account"}, ["sign in", "account"]), ([], "sign", None, ["sign in"])):
+        runner = QaRunner([SuiteRun(signed, AgentConfig())], "unused", select=selector(tags, grep, ids), environ={})
+        assert [c.case.name for c in runner.cases] == expected
 
 
 def test_two_suites_with_one_name_exit_2(tmp_path):
@@ -146,3 +180,68 @@ def test_an_out_directory_that_holds_something_else_is_refused_and_kept(tmp_path
     (earlier / "cases" / "s" / "c" / "attempt-1").mkdir(parents=True)
     (earlier / "results.jsonl").write_text('{"id": "s/c", "suite": "s", "case": "c", "status": "passed"}\n')
     assert foreign_output(earlier) is None and foreign_output(tmp_path / "new") is None
+    down = tmp_path / "app-down"  # an earlier QA run whose case could not start (its page did not open): a report, no attempt
+    (down / "cases" / "s" / "c").mkdir(parents=True)
+    (down / "cases" / "s" / "c" / "report.html").write_text("<html></html>")
+    (down / "results.jsonl").write_text('{"id": "s/c", "suite": "s", "case": "c", "status": "error"}\n')
+    assert foreign_output(down) is None
+
+
+def test_outputs_that_cannot_be_written_are_refused_before_anything_runs(tmp_path):
+    # found at the end of the run, they were a traceback with the run's reports lost
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\ncases:\n  - name: c\n    url: http://127.0.0.1:9/\n    task: t\n")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "a-file").write_text("mine")
+    endpoint = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    for flags, said in (
+        (["--junit", str(tmp_path / "reports")], f"--junit {tmp_path / 'reports'} is a directory: name the file to write"),
+        (["--out", str(tmp_path / "a-file")], f"--out {tmp_path / 'a-file'} is a file: name a directory"),
+        (["--html", str(tmp_path / "a-file" / "x.html")], f"--html {tmp_path / 'a-file' / 'x.html'}: a file is in the way"),
+    ):
+        proc = surfer("qa", str(suite), *endpoint, *(["--out", str(tmp_path / "out")] if "--out" not in flags else []), *flags)
+        assert proc.returncode == 2 and said in " ".join(proc.stderr.split()), proc.stderr
+        assert "Traceback" not in proc.stderr and not (tmp_path / "out" / "cases").exists()
+    assert (tmp_path / "a-file").read_text() == "mine"
+
+
+def test_the_formats_page_names_every_field_of_a_case_line(tmp_path):
+    import re
+
+    from surfer.qa.outcomes import CaseReport
+
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
+    record = CaseReport(suite.name, suite.cases[0], suite.case_id(suite.cases[0]), tmp_path / "cases" / "c").to_record(tmp_path)
+    page = (SAMPLE.parents[2] / "docs" / "reference" / "formats.md").read_text()
+    table = page.split("A case's line:", 1)[1].split("\n\n", 2)[1]
+    documented = {name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split("|")[1])}
+    assert documented == set(record)
+
+
+def test_junit_is_xml_whatever_the_model_or_page_said(tmp_path):
+    # a control character in a failure (a model's reason, a terminal colour code) made junit.xml unreadable to CI
+    import xml.etree.ElementTree as ET
+
+    from surfer.qa.outcomes import AttemptReport, CaseReport, QaSummary
+    from surfer.qa.reports import junit_xml
+
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
+    case = CaseReport(suite.name, suite.cases[0], suite.case_id(suite.cases[0]), tmp_path / "c", status="failed")
+    attempt = AttemptReport(1, str(tmp_path / "c" / "attempt-1"), status="failed", failure="the validator said \x1b[2mno\x1b[0m\x08")
+    case.attempts.append(attempt)
+    root = ET.fromstring(junit_xml(QaSummary(tmp_path, [case], 1.0), tmp_path / "junit.xml").split("\n", 1)[1])
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("message") == "the validator said \\x1b[2mno\\x1b[0m\\x08"
+
+
+def test_a_missing_state_file_is_refused_for_the_cases_that_run_only(tmp_path):
+    # a CI job that runs the smoke cases needs no sign-in of the admin ones
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\ncases:\n  - name: home\n    url: http://127.0.0.1:9/\n    task: t\n    tags: [smoke]\n"
+                     "  - name: admin\n    url: http://127.0.0.1:9/\n    task: t\n    storage_state: admin.json\n")
+    (tmp_path / "reports").mkdir()  # (a --junit refused after the state files are checked: nothing runs)
+    args = [str(suite), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--out", str(tmp_path / "out"), "--junit", str(tmp_path / "reports")]
+    every = surfer("qa", *args)
+    assert every.returncode == 2 and "admin.json does not exist" in " ".join(every.stderr.split())
+    smoke = surfer("qa", *args, "--tag", "smoke")
+    assert smoke.returncode == 2 and "admin.json" not in smoke.stderr and "is a directory" in smoke.stderr

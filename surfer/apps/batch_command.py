@@ -80,6 +80,7 @@ def register(app: typer.Typer) -> None:
         """Run many tasks concurrently in one browser; resumable; results.jsonl + run directories."""
         from rich.live import Live
 
+        from surfer.apps.console import redraws
         from surfer.apps.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
         from surfer.apps.signals import Interrupted, run_interruptible
 
@@ -127,7 +128,7 @@ def register(app: typer.Typer) -> None:
                              retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
                              ray_address=ray, crash_retries=crash_retries, say=console.print, policy=policy,
                              **({"answers": PresetAnswers.load(answers)} if answers else {}))
-        live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and console.is_terminal else None
+        live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and redraws(console) else None
 
         async def main() -> Any:
             server = None

@@ -20,3 +20,15 @@ class Console(RichConsole):
     def on_broken_pipe(self) -> None:
         self.quiet = True
         signals.reader_gone(self.file)
+
+
+def redraws(console: RichConsole) -> bool:
+    """Whether a live display (a table, a spinner) may redraw in place: the output is an interactive terminal, not
+    only one told to use colour (FORCE_COLOR in a CI job, whose log would get every redraw appended as new lines)."""
+    if not console.is_terminal or console.is_dumb_terminal:
+        return False
+    isatty = getattr(console.file, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed file
+        return False

@@ -15,6 +15,7 @@ from surfer.agent.events import (
     ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated, Waiting,
 )
 from surfer.agent.handover import HandedBack, HumanActed
+from surfer.apps.console import redraws
 from surfer.core.actions import headline
 
 _STATUS_STYLE = {"success": "bold green", "failed": "bold red", "error": "bold red", "limit": "bold yellow", "stuck": "bold yellow", "needs_approval": "bold magenta", "needs_input": "bold magenta", "interrupted": "bold yellow"}
@@ -25,7 +26,7 @@ class LiveView:
 
     def __init__(self, console: Console, spinner: bool = True) -> None:
         self.console = console
-        self.spinner = spinner and console.is_terminal
+        self.spinner = spinner and redraws(console)
         self._status: Any = None
         self._verdicts: list[Text] = []  # printed under the step they judge
         self._run_dir: str | None = None  # where the run said it would be recorded

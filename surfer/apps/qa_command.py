@@ -18,7 +18,7 @@ import typer
 from surfer.apps import options
 
 if TYPE_CHECKING:  # imported where used: building the CLI (`surfer --help`) loads none of them
-    from surfer.qa.outcomes import QaSummary
+    from surfer.qa.outcomes import CaseReport, QaSummary
     from surfer.qa.runner import QaRunner, SuiteRun
     from surfer.qa.suite import Case, Suite
 
@@ -41,18 +41,33 @@ class LiveTable:
             table.add_column(column)
         for case in self.runner.cases:
             style = self.STYLE.get(case.status, "")
-            step = case.current_step
-            if case.status not in ("queued", "running") and case.last is not None:
-                last = case.last
-                step = f"{len(last.steps)} step(s), {last.cached_steps} from cache" + (
-                    f", {len(last.healed_steps)} healed" if last.healed_steps else "")
+            step = case.current_step if case.status in ("queued", "running") or case.last is None else steps_done(case)
             table.add_row(case.id, f"[{style}]{case.status}[/{style}]", step, f"{case.elapsed():.1f}s")
         return table
 
 
-def selector(tags: list[str], grep: Optional[str]) -> Any:
-    def select(case: Case) -> bool:
+def steps_done(case: CaseReport) -> str:
+    """A finished case's steps, as the live table and the progress lines say them."""
+    last = case.last
+    if last is None:
+        return "0 step(s)"
+    return f"{len(last.steps)} step(s), {last.cached_steps} from cache" + (f", {len(last.healed_steps)} healed" if last.healed_steps else "")
+
+
+def progress_lines(console: Any) -> Any:
+    """Off a terminal (a CI log): one plain line per case as it finishes, never wrapped, instead of the live
+    table (which such a log would get once, at the end, cut to 80 columns)."""
+    def said(case: CaseReport) -> None:
+        options.say(console, case.status, LiveTable.STYLE.get(case.status, ""), f"{case.id}  ({steps_done(case)}, {case.seconds:.1f} s)")
+    return said
+
+
+def selector(tags: list[str], grep: Optional[str], ids: Optional[set[str]] = None) -> Any:
+    """Cases with one of `tags`, whose name contains `grep`, and (given `ids`: `<suite>/<case>` ids) among those."""
+    def select(case: Case, case_id: Optional[str] = None) -> bool:
         if tags and not set(tags) & set(case.tags):
+            return False
+        if ids is not None and case_id not in ids:
             return False
         return not grep or grep.lower() in case.name.lower()
     return select
@@ -94,9 +109,10 @@ def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
     (`Interrupted`), the cases finished so far kept."""
     from rich.live import Live
 
+    from surfer.apps.console import redraws
     from surfer.apps.signals import run_interruptible
 
-    live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet else None
+    live = Live(LiveTable(runner), console=console, refresh_per_second=4, transient=False) if not quiet and redraws(console) else None
     if live:
         live.start()
     try:
@@ -104,8 +120,14 @@ def run_qa(runner: QaRunner, console: Any, quiet: bool) -> QaSummary:
     finally:
         if live:
             live.stop()
-            if not console.is_terminal:
-                console.line()
+
+
+def stopped_line(summary: QaSummary, junit: Path) -> str:
+    """What a stopped run kept: the finished cases' results, or that none finished (no results.jsonl to name)."""
+    results = summary.out_dir / "results.jsonl"
+    if results.exists():
+        return f"{summary.line()}; finished cases are in {results} and {junit}"
+    return f"{summary.line()}; no case finished ({junit} lists them as skipped)"
 
 
 def check_start_urls(runs: list[SuiteRun]) -> None:
@@ -124,14 +146,16 @@ def check_start_urls(runs: list[SuiteRun]) -> None:
                     raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}") from None
 
 
-def check_state_files(runs: list[SuiteRun], console: Any) -> None:
-    """A storage-state file a case starts with must be readable now, unless a setup case of its suite writes it."""
+def check_state_files(runs: list[SuiteRun], console: Any, chosen: Optional[set[str]] = None) -> None:
+    """A storage-state file a case that runs (its id in `chosen`; None: every case) starts with must be readable
+    now, unless a setup case of its suite writes it. Cases left out by --tag / --grep need none."""
     from surfer.core.errors import ConfigError
     from surfer.tools.browser.state import loose_permissions, read_storage_state
 
     for run in runs:
+        cases = [c for c in run.suite.cases if chosen is None or run.suite.case_id(c) in chosen]
         written = {run.suite.setup_output(c) for c in run.suite.cases if c.setup}
-        for path in {run.suite.state_file(c) for c in run.suite.cases} - written - {None}:
+        for path in {run.suite.state_file(c) for c in cases} - written - {None}:
             try:
                 read_storage_state(path)  # type: ignore[arg-type]
             except ConfigError as exc:
@@ -139,6 +163,33 @@ def check_state_files(runs: list[SuiteRun], console: Any) -> None:
             warning = loose_permissions(path)  # type: ignore[arg-type]
             if warning:
                 options.say(console, "warning:", "yellow", warning)
+
+
+def check_outputs(out_dir: Path, reports: dict[str, Path]) -> None:
+    """--out, --junit and --html are checked before anything runs (a directory where a file goes, a file where a
+    directory goes, no permission): a run whose reports cannot be written at its end is refused at its start."""
+    import os
+
+    from surfer.core.errors import ConfigError
+
+    def make(folder: Path, flag: str, path: Path) -> None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(f"{flag} {path}: a file is in the way of the folder {folder}") from None
+        except OSError as exc:
+            raise ConfigError(f"{flag} {path}: cannot create {folder}: {exc.strerror or exc}") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ConfigError(f"{flag} {path}: {folder} is not writable")
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file: name a directory")
+    make(out_dir, "--out", out_dir)
+    for flag, path in reports.items():
+        if path.is_dir():
+            example = {"--junit": "junit.xml", "--html": "index.html"}.get(flag, "summary.md")
+            raise ConfigError(f"{flag} {path} is a directory: name the file to write, e.g. {path / example}")
+        make(path.parent, flag, path)
 
 
 def register(app: typer.Typer) -> None:
@@ -151,11 +202,16 @@ def register(app: typer.Typer) -> None:
         var: list[str] = typer.Option([], "--var", help="Variable NAME=VALUE for {{NAME}} (repeatable)."),
         junit: Optional[Path] = typer.Option(None, "--junit", help="JUnit XML file (default OUT/junit.xml)."),
         html: Optional[Path] = typer.Option(None, "--html", help="HTML summary (default OUT/index.html)."),
+        markdown: Optional[Path] = typer.Option(
+            None, "--markdown", help="A Markdown summary too (e.g. $GITHUB_STEP_SUMMARY): the totals and a row a case."),
         retries: Optional[int] = typer.Option(None, "--retries", help="Extra tries of a failing case (default: the suite's)."),
         cache: Optional[Path] = typer.Option(None, "--cache", help=f"Action cache directory (default {DEFAULT_CACHE}/ next to each suite file)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the action cache."),
         update_cache: bool = typer.Option(False, "--update-cache", help="Run every step with the model and rewrite the cache."),
         out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default qa-runs/<timestamp>)."),
+        rerun_failed: Optional[Path] = typer.Option(
+            None, "--rerun-failed", metavar="DIR", help="Run only the cases that did not pass in an earlier run's output "
+            "directory (failed, errors, not finished); none: exit 0. With --tag/--grep: those among them."),
         demo: bool = typer.Option(False, "--demo", help="Serve the bundled demo site and its oracle model (sets {{demo_url}}); no GPU."),
         base_url: options.BaseUrl = None,
         model: options.Model = None,
@@ -182,12 +238,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run QA suites written in plain language: cases in parallel, JUnit + HTML reports, an action cache."""
 
+        from surfer.apps.console import redraws
         from surfer.apps.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
         from surfer.apps.signals import Interrupted
         from surfer.core.errors import ConfigError
 
         from surfer.qa.cache import ActionCache
-        from surfer.qa.outcomes import QaSummary
+        from surfer.qa.outcomes import QaSummary, failed_in
         from surfer.qa.reports import write_reports
         from surfer.qa.runner import QaRunner, SuiteRun
         from surfer.qa.suite import load_suite, parse_vars
@@ -228,37 +285,43 @@ def register(app: typer.Typer) -> None:
                 for s, path in zip(suites, files)
             ]
             check_start_urls(runs)
-            check_state_files(runs, console)
             for run in runs:
                 options.check_browser(run.config, console)
+            again = failed_in(rerun_failed) if rerun_failed is not None else None
+            if again is not None and not again:
+                options.say(console, "nothing to re-run:", "green", f"every case passed in {rerun_failed}")
+                raise typer.Exit(EXIT_OK)
             runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
                               cache=ActionCache(cache) if cache and not no_cache else None,
-                              update_cache=update_cache, select=selector(tag, grep))
+                              update_cache=update_cache, select=selector(tag, grep, again),
+                              on_finish=None if quiet or redraws(console) else progress_lines(console))
             if not runner.cases:
-                raise ConfigError("no case matches --tag/--grep")
+                raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep else "")
+                                  if again else "no case matches --tag/--grep")
+            check_state_files(runs, console, {c.id for c in runner.cases})
             from surfer.qa.runner import check_out_dir
 
             check_out_dir(out_dir)  # (before the note: never replace what another command wrote)
             if (out_dir / "results.jsonl").exists() or (out_dir / "cases").exists():
                 options.say(console, "note:", "yellow", f"{out_dir} holds an earlier run's results: this run replaces them")
             junit_path, html_path = junit or out_dir / "junit.xml", html or out_dir / "index.html"
+            check_outputs(out_dir, {"--junit": junit_path, "--html": html_path, **({"--markdown": markdown} if markdown else {})})
             started = time.monotonic()
             try:
                 summary = run_qa(runner, console, quiet)
             except Interrupted as stop:
                 stopped = QaSummary(out_dir, runner.cases, time.monotonic() - started, f"interrupted by {stop}", "interrupted")
-                write_reports(stopped, junit_path, html_path)
-                options.say(console, "interrupted", "yellow", f"by {stop}: {stopped.line()}; finished cases are in "
-                            f"{out_dir / 'results.jsonl'} and {junit_path}")
+                write_reports(stopped, junit_path, html_path, markdown)
+                options.say(console, "interrupted", "yellow", f"by {stop}: {stopped_line(stopped, junit_path)}")
                 raise typer.Exit(stop.exit_code) from None
-            write_reports(summary, junit_path, html_path)
-        console.print(summary.line())
+            write_reports(summary, junit_path, html_path, markdown)
+        console.print(summary.line(), soft_wrap=True)
         for case in summary.cases:
             if case.status in ("failed", "needs_approval", "needs_input", "error"):
                 options.say(console, case.status, "red", f"{case.id}: {case.failure}  ({case.dir / 'report.html'})")
             elif case.status == "flaky":
                 options.say(console, "flaky", "yellow", f"{case.id}: passed on attempt {len(case.attempts)}")
-        console.print(f"JUnit: {junit_path} · HTML: {html_path}")
+        console.print(f"JUnit: {junit_path} · HTML: {html_path}" + (f" · Markdown: {markdown}" if markdown else ""), soft_wrap=True)
         if summary.stopped:
             options.say(console, "stopped:", "red", summary.stopped)
             raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)

@@ -137,3 +137,36 @@ class QaSummary:
             f"{sum(c.model_calls for c in self.cases)} model call(s) · "
             f"{sum(c.last.cached_steps for c in self.cases if c.last)} step(s) from the cache"
         )
+
+
+def failed_in(out_dir: Path) -> set[str]:
+    """The ids of the cases that did not pass in an earlier run's output directory: its results.jsonl lines of any
+    status but passed / flaky, and the cases its attempts.jsonl holds (not finished: server gone, stopped).
+    ConfigError when the directory holds no QA run's results."""
+    import json
+
+    from surfer.core.errors import ConfigError
+
+    out_dir = Path(out_dir)
+    results, attempts = out_dir / "results.jsonl", out_dir / "attempts.jsonl"
+    if not results.is_file() and not attempts.is_file():
+        raise ConfigError(f"--rerun-failed {out_dir}: no results.jsonl or attempts.jsonl of a surfer qa run there")
+    failed: set[str] = set()
+    passed: set[str] = set()
+    for path in (results, attempts):
+        if not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str) or "case" not in record:
+                raise ConfigError(f"--rerun-failed {out_dir}: {path.name}:{number} is not a surfer qa case's line")
+            if path is results and record.get("status") in ("passed", "flaky"):
+                passed.add(record["id"])
+            else:
+                failed.add(record["id"])
+    return failed - passed

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,16 @@ from typing import Any
 from surfer.agent.rundir import write_atomic
 
 from .outcomes import AttemptReport, CaseReport, QaSummary
+
+
+# characters XML 1.0 cannot hold, even escaped (control characters but tab, newline and carriage return)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml(value: Any) -> str:
+    """Text as a JUnit attribute or element can hold it: a control character (in a model's reason, a page's text,
+    a terminal colour code) is written as its escape (\\x1b), else the report is not XML that CI can read."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", str(value))
 
 
 def _e(value: Any) -> str:
@@ -50,38 +61,57 @@ def failure_files(case: CaseReport) -> list[Path]:
     return files
 
 
-def junit_xml(summary: QaSummary, path: Path | None = None) -> str:
+def attachment_path(target: Path, root: Path) -> str:
+    """How an `[[ATTACHMENT|...]]` line names `target`: relative to `root`, the directory the command runs in (a CI
+    job's checkout: GitLab reads these paths against $CI_PROJECT_DIR, Jenkins against the workspace), or absolute
+    when the file is outside it."""
+    resolved, base = Path(target).resolve(), root.resolve()
+    return resolved.relative_to(base).as_posix() if resolved.is_relative_to(base) else resolved.as_posix()
+
+
+def junit_xml(summary: QaSummary, path: Path | None = None, base: Path | None = None) -> str:
     """The JUnit report; with `path` (where it is written), a failed case's files are attached as
-    `[[ATTACHMENT|path]]` lines in its system-out (Jenkins, GitLab), relative to the report."""
-    root = ET.Element("testsuites", name="surfer qa", time=f"{summary.seconds:.3f}")
+    `[[ATTACHMENT|path]]` lines in its system-out (Jenkins, GitLab), relative to `base` (default: the working
+    directory; see attachment_path)."""
+    root = ET.Element("testsuites", name="surfer qa", **_counts(summary.cases), time=f"{summary.seconds:.3f}")
     by_suite: dict[str, list[CaseReport]] = {}
     for case in summary.cases:
         by_suite.setdefault(case.suite, []).append(case)
     for suite_name, cases in by_suite.items():
-        suite = ET.SubElement(
-            root, "testsuite", name=suite_name, tests=str(len(cases)),
-            failures=str(sum(c.status in ("failed", "needs_approval", "needs_input") for c in cases)), errors=str(sum(c.status in ("error", "unfinished") for c in cases)),
-            skipped=str(sum(c.status in ("queued", "running") for c in cases)), time=f"{sum(c.seconds for c in cases):.3f}",
-        )
+        suite = ET.SubElement(root, "testsuite", name=_xml(suite_name), **_counts(cases), time=f"{sum(c.seconds for c in cases):.3f}")
         for case in cases:
-            element = ET.SubElement(suite, "testcase", classname=suite_name, name=case.case.name, time=f"{case.seconds:.3f}")
+            element = ET.SubElement(suite, "testcase", classname=_xml(suite_name), name=_xml(case.case.name), time=f"{case.seconds:.3f}")
             props = ET.SubElement(element, "properties")
             for name, value in _properties(case).items():
-                ET.SubElement(props, "property", name=name, value=value)
+                ET.SubElement(props, "property", name=name, value=_xml(value))
             if case.status in ("failed", "needs_approval", "needs_input", "error", "unfinished"):  # unfinished: it could not run (server gone)
                 last = case.last
                 message = (last.failure if last else None) or "not run"
                 tag = "error" if case.status in ("error", "unfinished") else "failure"
                 kind = case.status if case.status in ("needs_approval", "needs_input") else (last.error_kind if last else None) or tag
-                ET.SubElement(element, tag, message=message, type=kind).text = _details(case)
+                ET.SubElement(element, tag, message=_xml(message), type=kind).text = _xml(_details(case))
             elif not case.passed:
-                ET.SubElement(element, "skipped", message=f"not finished: the run stopped early ({summary.stopped or case.status})")
+                ET.SubElement(element, "skipped", message=_xml(f"not finished: the run stopped early ({summary.stopped or case.status})"))
+            for attempt in case.attempts[:-1] if case.status == "flaky" else ():  # Surefire's record of a flaky test
+                tag = "flakyError" if attempt.status == "error" else "flakyFailure"
+                ET.SubElement(element, tag, message=_xml(attempt.failure or attempt.status), type=attempt.error_kind or attempt.status).text = (
+                    f"attempt {attempt.number} ({attempt.kind}): {attempt.status}")
             out = str(case.dir)
             if path is not None and case.status in ("failed", "needs_approval", "needs_input", "error"):
-                out += "".join(f"\n[[ATTACHMENT|{_rel(f, path.parent)}]]" for f in failure_files(case))
-            ET.SubElement(element, "system-out").text = out
+                out += "".join(f"\n[[ATTACHMENT|{attachment_path(f, base or Path.cwd())}]]" for f in failure_files(case))
+            ET.SubElement(element, "system-out").text = _xml(out)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _counts(cases: list[CaseReport]) -> dict[str, str]:
+    """A testsuite's (or all testsuites') tests, failures, errors and skipped, as its testcases say them."""
+    return {
+        "tests": str(len(cases)),
+        "failures": str(sum(c.status in ("failed", "needs_approval", "needs_input") for c in cases)),
+        "errors": str(sum(c.status in ("error", "unfinished") for c in cases)),
+        "skipped": str(sum(c.status in ("queued", "running") for c in cases)),
+    }
 
 
 def _details(case: CaseReport) -> str:
@@ -172,8 +202,29 @@ def write_case_report(case: CaseReport) -> None:
     write_atomic(case.dir / "report.html", _page(case.case.name, header, body))
 
 
-def write_reports(summary: QaSummary, junit: Path, html_path: Path) -> None:
-    for path in (junit, html_path):
+_MARK = {"passed": "✅", "flaky": "⚠️", "failed": "❌", "error": "❌", "unfinished": "⏹️", "needs_approval": "✋", "needs_input": "✋"}
+
+
+def _cell(value: Any) -> str:
+    """Text as one cell of a Markdown table: on one line, its pipes escaped."""
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def summary_markdown(summary: QaSummary) -> str:
+    """The summary as Markdown (a CI job's summary page: GitHub's $GITHUB_STEP_SUMMARY): the totals, then a row a
+    case, the cases that did not pass first."""
+    order = sorted(summary.cases, key=lambda c: c.passed)  # (a stable sort: the suite's order otherwise)
+    rows = [f"| {_MARK.get(c.status, '·')} | {_cell(c.suite)} | {_cell(c.case.name)} | {c.status} | {c.seconds:.1f} s | "
+            f"{len(c.attempts)} | {_cell(c.failure or '')} |" for c in order]
+    stopped = f"\n**Stopped:** {_cell(summary.stopped)}\n" if summary.stopped else ""
+    return (f"### surfer qa\n\n{_cell(summary.line())}\n{stopped}\n| | suite | case | status | time | attempts | failure |\n"
+            "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def write_reports(summary: QaSummary, junit: Path, html_path: Path, markdown: Path | None = None) -> None:
+    for path in (junit, html_path, *([markdown] if markdown else [])):
         path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(junit, junit_xml(summary, junit))
     write_atomic(html_path, summary_html(summary, html_path))
+    if markdown is not None:
+        write_atomic(markdown, summary_markdown(summary))

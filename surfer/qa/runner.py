@@ -18,7 +18,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from surfer.agent.config import AgentConfig
 from surfer.agent.environments import browser_environment
@@ -38,7 +38,7 @@ from .executor import QaEnvironment
 from .expectations import check_expectations
 from .outcomes import AttemptReport, CaseReport, QaSummary, StepReport
 from .replay import StepReplay
-from .suite import AnswerExpectation, Suite, agent_goal, secrets_for
+from .suite import AnswerExpectation, Suite, SuiteError, agent_goal, secrets_for
 
 
 @dataclass
@@ -116,7 +116,8 @@ def foreign_output(out_dir: Path) -> Optional[str]:
             if not isinstance(record, dict) or (record and not {"suite", "case"} <= record.keys()):
                 return f"a {name} of something else"
     cases = out_dir / "cases"
-    if cases.is_dir() and any(cases.iterdir()) and not any(cases.glob("*/*/attempt-*")):
+    # a case of a QA run has attempt folders, or only its report.html when it could not start (its page did not open)
+    if cases.is_dir() and any(cases.iterdir()) and not any(cases.glob("*/*/attempt-*")) and not any(cases.glob("*/*/report.html")):
         return "a cases/ folder of its own"
     return None
 
@@ -141,7 +142,9 @@ class QaRunner:
         backend: Optional[ModelBackend] = None,
         environ: Optional[Mapping[str, str]] = None,
         select: Any = None,
+        on_finish: Optional[Callable[[CaseReport], None]] = None,
     ) -> None:
+        """`on_finish`: called with each case's report once it is recorded (its outcome, or unfinished)."""
         import os
 
         self.suites = suites
@@ -157,18 +160,28 @@ class QaRunner:
         self.cases: list[CaseReport] = []
         self._runs: dict[str, SuiteRun] = {}
         for run in suites:
+            chosen = {run.suite.case_id(c) for c in run.suite.cases if select is None or select(c, run.suite.case_id(c))}
+            if any(not c.setup and run.suite.case_id(c) in chosen for c in run.suite.cases):
+                # the cases chosen start with what their suite's setup cases save: those run too (--tag, --grep,
+                # --rerun-failed leaving them out ran the others on a state file that was never written)
+                chosen |= {run.suite.case_id(c) for c in run.suite.cases if c.setup}
             for case in run.suite.cases:
-                if select is not None and not select(case):
-                    continue
                 case_id = run.suite.case_id(case)
+                if case_id not in chosen:
+                    continue
                 self.cases.append(CaseReport(run.suite.name, case, case_id, self.out_dir / "cases" / case_id))
                 self._runs[case_id] = run
+        for report in self.cases:  # the secrets of the cases that run must be set (others' need not be)
+            unset = self._runs[report.id].suite.unset_secrets.get(report.case.name)
+            if unset is not None:
+                raise SuiteError(unset)
         self._secrets = secrets_for([g for c in self.cases for g in c.case.goals], environ)
         self._browser = SharedBrowser.of(suites[0].config.browser, self.concurrency) if suites else SharedBrowser()
         self._stopped: Optional[str] = None
         self._stopped_kind: Optional[str] = None
         self._failed_setup: dict[str, str] = {}  # suite name -> why its setup case did not pass
         self.index = ResultsIndex(self.out_dir / "results.jsonl")
+        self._on_finish = on_finish
 
     # -- the run -------------------------------------------------------------------------
 
@@ -194,6 +207,11 @@ class QaRunner:
             # setup cases first, one at a time (Playwright's setup projects): the others start with what they saved
             await drain([c for c in self.cases if c.case.setup], 1, self.run_case, keep_going)
             await drain([c for c in self.cases if not c.case.setup], self.concurrency, self.run_case, keep_going)
+            if self._stopped is not None:
+                await self._record_not_started("unfinished", f"not started: the run stopped ({self._stopped})")
+        except asyncio.CancelledError:
+            await asyncio.shield(self._record_not_started("interrupted", stopping.interrupted_reason()))
+            raise
         finally:
             await asyncio.shield(self._browser.close())
             if self._backend is None:
@@ -204,6 +222,13 @@ class QaRunner:
                             closed.add(id(backend))
                             await asyncio.shield(backend.aclose())
         return QaSummary(self.out_dir, self.cases, time.monotonic() - started, self._stopped, self._stopped_kind)
+
+    async def _record_not_started(self, status: str, why: str) -> None:
+        """The cases a stopped run never started go to attempts.jsonl as the stopped ones do (with no attempt), so
+        that a re-run of what did not pass (--rerun-failed) runs them too."""
+        for report in self.cases:
+            if report.status == "queued":
+                await self.index.append_attempt({**report.to_record(self.out_dir), "status": status, "failure": why})
 
     async def run_case(self, report: CaseReport) -> None:
         run = self._runs[report.id]
@@ -223,6 +248,7 @@ class QaRunner:
             try:
                 attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
             except asyncio.CancelledError:  # stopped: the case has no outcome; its attempt is recorded
+                report.seconds = time.monotonic() - (report.started or time.monotonic())  # (how long it ran)
                 await asyncio.shield(self.index.append_attempt(
                     {**report.to_record(self.out_dir), "status": "interrupted", "failure": stopping.interrupted_reason()}))
                 raise
@@ -269,6 +295,8 @@ class QaRunner:
             await self.index.append_attempt(report.to_record(self.out_dir))
         else:
             await self.index.append(report.to_record(self.out_dir))
+        if self._on_finish is not None:
+            self._on_finish(report)
 
     def _entry(self, run: SuiteRun, report: CaseReport) -> CaseEntry:
         last = report.last
@@ -365,7 +393,9 @@ class QaRunner:
         try:
             await env.start(start_url)
         except (ActionFailed, EnvironmentFailure) as exc:
-            attempt.status, attempt.error_kind, attempt.failure = "error", "environment", f"could not open {start_url}: {exc}"
+            said = str(exc)  # (the browser's own error names the address already)
+            attempt.status, attempt.error_kind = "error", "environment"
+            attempt.failure = said if said.startswith("could not open ") else f"could not open {start_url}: {said}"
             return
         goals = case.goals
         answer_checked = any(isinstance(e, AnswerExpectation) for e in case.expect)

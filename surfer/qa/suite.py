@@ -172,6 +172,21 @@ class Suite(_Strict):
     # set by the loader
     path: Optional[Path] = Field(default=None, exclude=True)
     lines: dict[str, int] = Field(default_factory=dict, exclude=True)  # case name -> line of its entry
+    # case name -> "file:line: field: secret NAME is not set in the environment": refused only when the case runs
+    # (a CI job running the cases of one tag need not hold the secrets of the others)
+    unset_secrets: dict[str, str] = Field(default_factory=dict, exclude=True)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: Optional[str]) -> Optional[str]:
+        """A bare host is read as an address bar reads it (`localhost:3000` is http://localhost:3000, a bare
+        host https://): it was joined with the case paths as a scheme of its own ('localhost:3000/login.html'
+        became 'login.html'), and its host's sensitive actions were not approved."""
+        from surfer.tools.url_policy import normalize_url
+
+        if value is None or "://" in value or value.strip().startswith(("/", "./", "../", "~/", "file:", "about:", "data:")):
+            return value
+        return normalize_url(value)
 
     @field_validator("viewport", mode="before")
     @classmethod
@@ -310,12 +325,14 @@ def _fail(path: Path, located: _Located, loc: tuple[Any, ...], message: str) -> 
 
 def _substitute(
     value: Any, loc: tuple[Any, ...], variables: Mapping[str, str], environ: Mapping[str, str],
-    path: Path, located: _Located,
+    path: Path, located: _Located, unset: dict[int, str],
 ) -> Any:
+    """`value` with its variables replaced; a secret not set in the environment is noted in `unset` (case index ->
+    the located message), for the runner to refuse if that case runs."""
     if isinstance(value, dict):
-        return {k: _substitute(v, (*loc, k), variables, environ, path, located) for k, v in value.items()}
+        return {k: _substitute(v, (*loc, k), variables, environ, path, located, unset) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(v, (*loc, i), variables, environ, path, located) for i, v in enumerate(value)]
+        return [_substitute(v, (*loc, i), variables, environ, path, located, unset) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
     for match in SECRET.finditer(value):
@@ -323,7 +340,10 @@ def _substitute(
         if field not in SECRET_FIELDS:
             raise _fail(path, located, loc, f"secrets may appear only in steps and task, not in {field!r}")
         if not environ.get(match.group(1)):
-            raise _fail(path, located, loc, f"secret {match.group(1)} is not set in the environment")
+            problem = _fail(path, located, loc, f"secret {match.group(1)} is not set in the environment")
+            if len(loc) < 2 or loc[0] != "cases" or not isinstance(loc[1], int):
+                raise problem
+            unset.setdefault(loc[1], str(problem))
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -373,7 +393,8 @@ def load_suite(
         raise _fail(path, located, ("vars",), "must be a mapping of names to values")
     merged = {**{str(k): str(v) for k, v in raw_vars.items()}, **dict(variables or {})}
     body = {k: v for k, v in data.items() if k != "vars"}
-    body = _substitute(body, (), merged, environ, path, located)
+    unset: dict[int, str] = {}
+    body = _substitute(body, (), merged, environ, path, located, unset)
     body["vars"] = raw_vars
     try:
         suite = Suite.model_validate(body)
@@ -384,6 +405,7 @@ def load_suite(
         raise SuiteError("\n".join(problems)) from None
     suite.path = path
     suite.lines = {case.name: located.line(("cases", i)) for i, case in enumerate(suite.cases)}
+    suite.unset_secrets = {suite.cases[i].name: message for i, message in unset.items()}
     if suite.environment == "desktop":
         for i, case in enumerate(suite.cases):
             for j, expectation in enumerate(case.expect):
