@@ -131,6 +131,9 @@ class RoleClient:
                 value = parse(text)
             except ModelOutputError as exc:
                 last_error = str(exc)
+                if completion.finish_reason == "length":  # not malformed: cut off, which "not JSON" would hide
+                    limit = f"max_tokens {request.max_tokens}" if request.max_tokens else "the server's limit"
+                    last_error = f"The answer was cut off at the token limit ({limit}) before it was complete. Answer more briefly."
                 call.error = last_error
                 await sink(call)
                 # the rejected reply as the server computed it (the generation prompt's tail first), so that the
