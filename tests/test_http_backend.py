@@ -372,3 +372,15 @@ async def test_a_server_still_loading_at_the_start_is_unreachable_with_its_messa
     with pytest.raises(ModelServerUnreachable, match=r"is not ready: /models answered HTTP 503 \(HTTP 503 from the stand-in\)"):
         await backend.check()
     await backend.aclose()
+
+
+async def test_error_bodies_of_other_servers_say_their_message(standin):
+    replies = [RawReply({"object": "error", "message": "image too large", "type": "BadRequestError", "code": 400}, 400),
+               RawReply({"error": {"message": "upstream overloaded", "code": 502}})]   # a proxy's HTTP 200 with an error
+    server = standin(lambda r: replies[len(server.requests) - 1])
+    backend = backend_for(server, max_retries=0)
+    with pytest.raises(ModelRequestError, match=r"answered HTTP 400: image too large$"):
+        await backend.complete(request())
+    with pytest.raises(ModelRequestError, match=r"answered without choices: upstream overloaded$"):
+        await backend.complete(request())
+    await backend.aclose()

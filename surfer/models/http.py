@@ -471,8 +471,10 @@ class OpenAICompatibleBackend(ModelBackend):
 
     def _completion(self, response: Any, mode: str, started: float, body: dict[str, Any]) -> Completion:
         choices = response.get("choices") if isinstance(response, dict) else None
-        if not choices:
-            raise ModelRequestError(f"model server at {self.endpoint.base_url} answered without choices")
+        if not choices:  # (a proxy may answer HTTP 200 with an error object instead)
+            error = response.get("error") if isinstance(response, dict) else None
+            said = f": {error.get('message') or error}" if isinstance(error, dict) else ""
+            raise ModelRequestError(f"model server at {self.endpoint.base_url} answered without choices{said}")
         text = reply_text(choices[0].get("message"))
         usage = Usage(*usage_of(response.get("usage")))
         policy = self.policy()

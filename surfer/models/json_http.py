@@ -70,6 +70,8 @@ def _error_message(response: Any) -> str:
     error = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(error, dict) and error.get("message"):
         return str(error["message"])
+    if isinstance(payload, dict) and isinstance(payload.get("message"), str) and payload["message"]:
+        return payload["message"]  # vLLM's older {"object": "error", "message": ..., "code": 400}
     if isinstance(payload, dict) and payload.get("detail"):
         return json.dumps(payload["detail"]) if not isinstance(payload["detail"], str) else payload["detail"]
     return json.dumps(payload)[:500]
