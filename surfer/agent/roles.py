@@ -272,7 +272,15 @@ class Validator:
 
     async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink,
                     after: Turn | None = None) -> Verdict:
-        alone = (lambda: self.messages(task, answer, images)) if after is not None else None
-        parsed: ValidatorAnswer = await self.client.ask_continuing(
-            self.messages(task, answer, images, after), alone, self.schema, _pydantic_parser(ValidatorAnswer), sink)
+        shown, parsed = images, None
+        while parsed is None:
+            alone = (lambda shown=shown: self.messages(task, answer, shown)) if after is not None else None
+            try:
+                parsed = await self.client.ask_continuing(
+                    self.messages(task, answer, shown, after), alone, self.schema, _pydantic_parser(ValidatorAnswer), sink)
+            except ContextTooLong:  # too long, or more images than the server takes: the later half of them
+                count = min(len(shown), self.client.profile.max_images)
+                if count <= 1:
+                    raise
+                shown, after = shown[-(count // 2):], None
         return Verdict(accepted=parsed.verdict == "accept", reasons=parsed.reasons, answer=answer)

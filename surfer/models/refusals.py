@@ -30,12 +30,15 @@ def key_refused(endpoint: Endpoint, exc: HttpStatusError) -> ConfigError:
 
 def context_too_long(exc: HttpStatusError) -> bool:
     """The request is longer than the model's context: vLLM's "exceeds model's maximum context
-    length", OpenAI's `context_length_exceeded`, and the like."""
+    length", OpenAI's `context_length_exceeded`, and the like; or it holds more images than the
+    server takes (vLLM's "At most 1 image(s) may be provided in one request"): fewer screenshots
+    is the remedy for both."""
     text = str(exc).lower()
     return exc.status_code in (400, 413, 422) and any(
         words in text for words in ("maximum context length", "context_length_exceeded", "context length exceeded",
                                     "prompt is too long", "too many input tokens",
-                                    "longer than the model's context length")
+                                    "longer than the model's context length",
+                                    "may be provided in one request", "too many images")
     )
 
 
