@@ -132,6 +132,10 @@ async def test_unknown_model_is_reported_by_preflight_and_by_requests(standin):
     with pytest.raises(ModelNotFound):
         await backend.complete(request())
     await backend.aclose()
+    from surfer.models.refusals import named  # a hosted router lists hundreds: the first ten, and how many more
+
+    assert named([f"m{i}" for i in range(12)]) == ", ".join(f"m{i}" for i in range(10)) + " and 2 more (GET /models lists them all)"
+    assert named(["a", "b"]) == "a, b"
 
 
 def free_port() -> int:

@@ -36,7 +36,7 @@ from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers, retry_after
 from .outage import answered_before, server_watch
-from .refusals import context_too_long, key_refused, rejects_structured_param, server_gone
+from .refusals import context_too_long, key_refused, named, rejects_structured_param, server_gone
 from .replies import reply_text, usage_of
 from .tokens_in import PROBE_TIMEOUT, RequestPath, choose_path
 
@@ -187,12 +187,12 @@ class OpenAICompatibleBackend(ModelBackend):
         if served and policy is not None and policy.name not in served:
             raise ModelNotFound(
                 f"model server at {self.endpoint.base_url} does not serve policy {policy.name!r} (load the adapter "
-                f"first: `surfer policy load`); it serves: {', '.join(map(str, served))}"
+                f"first: `surfer policy load`); it serves: {named(served)}"
             )
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
                 f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
-                f"it serves: {', '.join(map(str, served))}"
+                f"it serves: {named(served)}"
             )
         await self.choose_path()
         self._checked = True

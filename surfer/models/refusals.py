@@ -10,6 +10,13 @@ from .endpoint import Endpoint
 from .json_http import HttpStatusError
 
 GONE_STATUSES = (502, 503, 504)  # a proxy without its server, a server starting or stopping
+NAMED = 10  # model names an error lists (a hosted router lists hundreds)
+
+
+def named(names: list[object]) -> str:
+    """The first NAMED of a server's model names, and how many more there are."""
+    shown = ", ".join(map(str, names[:NAMED]))
+    return shown + (f" and {len(names) - NAMED} more (GET /models lists them all)" if len(names) > NAMED else "")
 
 
 def server_gone(exc: HttpStatusError) -> bool:
