@@ -4,6 +4,7 @@ prompts, the event stream and page crashes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -177,6 +178,28 @@ async def test_crashed_page_ends_the_run_with_a_browser_crash(env):
     result = await make_agent(model, env).run("crash")
     assert result.status == "error" and result.error_kind == "browser_crash"  # an environment error of its own kind
     assert "crashed" in result.reason
+
+
+async def test_the_step_a_server_outage_ends_says_why_and_counts_its_wait_as_the_model_s(env, tmp_path):
+    # the localizer's call waits for a server that never comes back: that step's record names the error, the
+    # failed call is in it, and its wait is model time (it was surfer's overhead, and its p50)
+    from surfer.core.errors import ModelServerUnreachable
+
+    class GoneMidStep(ScriptedModel):
+        async def complete(self, request: ModelRequest):  # type: ignore[no-untyped-def]
+            if request.schema_name == "localizer":
+                await asyncio.sleep(0.3)
+                raise ModelServerUnreachable("the model server at http://x/v1 has not answered for 0.3 s (--server-wait)")
+            return await super().complete(request)
+
+    result = await make_agent(GoneMidStep(policy=[CLICK]), env).run("click", out_dir=tmp_path / "run")
+    assert result.status == "error" and result.error_kind == "unreachable"
+    step = json.loads((tmp_path / "run" / "trajectory.jsonl").read_text())
+    assert step["error"] == result.reason and "has not answered" in step["error"]
+    failed = step["calls"]["localizer"][0]
+    assert failed["completion"] == "" and failed["error"].startswith("no answer: the model server") and failed["seconds"] >= 0.3
+    assert step["timings"]["model"] >= 0.3 and step["timings"]["overhead"] < 0.3
+    assert result.timings.overhead_p50 < 0.3
 
 
 async def test_scripted_model_reports_exhaustion_clearly():

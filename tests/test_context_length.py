@@ -60,3 +60,23 @@ def test_a_single_screenshot_over_the_context_is_a_clear_error(standin) -> None:
     result = _run(server, role_continuation=True)
     assert result.status == "error" and "exceeds model's maximum context length (100)" in (result.reason or "")
     assert [len(r.image_urls) for r in server.requests] == [1]  # nothing left to drop: asked once
+
+
+def test_a_server_that_takes_fewer_images_gets_fewer_and_the_run_goes_on(standin) -> None:
+    # vLLM's refusal of more images than --limit-mm-per-prompt allows is met as a request too long: the policy
+    # and the validator ask again with fewer screenshots (the run ended at the 2nd step with the HTTP 400)
+    from surfer.models.standin import RawReply
+
+    def one_image_only(request):  # type: ignore[no-untyped-def]
+        if len(request.image_urls) > 1:
+            return RawReply({"error": {"message": "At most 1 image(s) may be provided in one request.", "code": 400}}, 400)
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "shown"}
+        done = sum(r.role == "policy" and len(r.image_urls) == 1 for r in server.requests) > 2
+        return {"thought": "seen", "notes": "", "action": {"type": "answer", "text": "done"}} if done else _answer(request)
+
+    server = standin(one_image_only)
+    result = _run(server, "window", role_continuation=False)
+    assert result.status == "success" and result.steps == 3, result.reason
+    refused = [r.role for r in server.requests if len(r.image_urls) > 1]
+    assert refused == ["policy", "validator"]  # once each: the policy's cap holds for the rest of the run

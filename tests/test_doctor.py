@@ -33,6 +33,12 @@ async def test_a_server_that_honours_the_schema_passes(standin) -> None:
     assert [checks[n].status for n in ("endpoint", "model", "structured outputs")] == ["ok", "ok", "ok"]
     assert "response_format" in checks["structured outputs"].detail
     assert server.requests[0].schema is not None  # the probe carried a schema
+    # a server that answers with text parts (no traceback), read as a run reads them
+    from surfer.models.standin import RawReply
+
+    parts = [{"type": "text", "text": json.dumps(PROBE_ANSWER)}]
+    server.respond = lambda r: RawReply({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": parts}}]})
+    assert by_name(await check_endpoint(server.base_url, server.model))["structured outputs"].status == "ok"
 
 
 async def test_a_server_that_ignores_the_schema_is_flagged(standin) -> None:

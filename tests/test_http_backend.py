@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -10,6 +11,7 @@ import pytest
 from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
 from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
 from surfer.models.http import Endpoint, OpenAICompatibleBackend
+from surfer.models.standin import RawReply
 
 SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 
@@ -71,16 +73,20 @@ async def test_falls_back_when_server_rejects_response_format(standin):
     await backend.aclose()
 
 
-async def test_transient_errors_are_retried_with_backoff(standin):
+async def test_transient_errors_are_retried_with_backoff(standin, monkeypatch):
+    waits: list[int] = []
+    monkeypatch.setattr(OpenAICompatibleBackend, "_backoff", staticmethod(lambda attempt, jitter=True: waits.append(attempt) or 0.01))
     server = standin(lambda r: {"x": 2})
     server.fail_next(503, count=2)
     backend = backend_for(server, max_retries=3)
     completion = await backend.complete(request())
     assert completion.text == '{"x": 2}'
+    assert [w for w in waits if w] == [1, 2]  # a back-off before each retry
     await backend.aclose()
 
 
-async def test_persistent_server_errors_end_with_a_clear_error(standin):
+async def test_persistent_server_errors_end_with_a_clear_error(standin, monkeypatch):
+    monkeypatch.setattr(OpenAICompatibleBackend, "_backoff", staticmethod(lambda attempt, jitter=True: 0.01))
     server = standin(lambda r: {"x": 2})
     server.fail_next(500, count=10)
     backend = backend_for(server, max_retries=1)
@@ -126,6 +132,10 @@ async def test_unknown_model_is_reported_by_preflight_and_by_requests(standin):
     with pytest.raises(ModelNotFound):
         await backend.complete(request())
     await backend.aclose()
+    from surfer.models.refusals import named  # a hosted router lists hundreds: the first ten, and how many more
+
+    assert named([f"m{i}" for i in range(12)]) == ", ".join(f"m{i}" for i in range(10)) + " and 2 more (GET /models lists them all)"
+    assert named(["a", "b"]) == "a, b"
 
 
 def free_port() -> int:
@@ -167,10 +177,16 @@ async def test_plain_json_and_the_sdk_path_agree(standin, typed):
     body = server.requests[-1].body
     assert body["chat_template_kwargs"] == {"thinking": False} and "extra_body" not in body
     assert server.requests[-1].images == [b"\xff\xd8fakejpeg"]
-    server.fail_next(401)
-    with pytest.raises(ConfigError, match="refused the API key"):
+    server.fail_next(401)  # no key given: the message says how to give one
+    with pytest.raises(ConfigError, match=r"wants an API key \(HTTP 401: .*injected failure 401\); give it with --api-key or SURFER_API_KEY"):
         await backend.complete(request())
     await backend.aclose()
+    keyed = backend_for(server, api_key="sk-wrong")
+    keyed.typed_requests = typed
+    server.fail_next(403)
+    with pytest.raises(ConfigError, match=r"refused the API key given \(HTTP 403: .*injected failure 403\); check --api-key"):
+        await keyed.complete(request())
+    await keyed.aclose()
     wrong = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model="no-such-model"))
     wrong.typed_requests = typed
     with pytest.raises(ModelNotFound):
@@ -259,3 +275,116 @@ def test_a_miss_halves_the_images_trusted_to_the_server_and_successes_grow_them_
     for _ in range(10):
         refs.missed([])
     assert refs.limit == LEAST_TRUSTED
+
+
+def _message_reply(message: dict, **fields) -> RawReply:  # type: ignore[type-arg]
+    return RawReply({"id": "c", "object": "chat.completion", "model": "standin-model",
+                     "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}], **fields})
+
+
+def _streamed(*deltas: dict, usage: dict | None = None) -> RawReply:  # type: ignore[type-arg]
+    chunks = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks[-1]["choices"][0]["finish_reason"] = "length"
+    if usage:
+        chunks.append({"choices": [], "usage": usage})
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    return RawReply(body, headers={"Content-Type": "text/event-stream"})
+
+
+async def test_a_reply_is_read_wherever_the_server_put_its_text(standin):
+    """Servers put the answer's text in other places than a string `content`, and count usage
+    in part: each reply here is understood, its tokens counted from what the server gave."""
+    replies = [
+        _message_reply({"content": [{"type": "text", "text": '{"x": '}, {"type": "text", "text": "1}"}]},
+                       usage={"prompt_tokens": 90, "total_tokens": 100}),   # a list of parts; completion = total - prompt
+        _message_reply({"content": None, "tool_calls": [{"id": "t", "type": "function",
+                        "function": {"name": "localizer", "arguments": '{"x": 2}'}}]}),   # a tool call
+        _message_reply({"content": "", "reasoning_content": '{"x": 3}'}),   # a reasoning parser that kept it all
+        _message_reply({"content": '{"x": 4}', "reasoning_content": "not {this}"}, usage={"prompt_tokens": None}),
+        _streamed({"role": "assistant", "content": '{"x"'}, {"content": ": 5}"}, usage={"prompt_tokens": 7, "completion_tokens": 3}),
+    ]
+    server = standin(lambda r: replies[len(server.requests) - 1])
+    backend = backend_for(server)
+    got = [await backend.complete(request()) for _ in replies]
+    assert [c.text for c in got] == ['{"x": 1}', '{"x": 2}', '{"x": 3}', '{"x": 4}', '{"x": 5}']
+    assert [(c.usage.prompt_tokens, c.usage.completion_tokens) for c in got] == [(90, 10), (0, 0), (0, 0), (0, 0), (7, 3)]
+    assert [c.finish_reason for c in got] == ["stop", "stop", "stop", "stop", "length"]
+    await backend.aclose()
+
+
+async def test_a_reply_cut_at_the_token_limit_says_so(standin):
+    """finish_reason "length": the feedback and the step's reason say the reply was cut off at
+    max_tokens (not that it "is not JSON", which sends a user looking at the model)."""
+    from surfer.agent.roles import RoleClient, StepFailed
+    from surfer.models.profiles import get_profile
+    from surfer.models.schema import parse_json_object
+
+    server = standin(lambda r: RawReply({"choices": [{"index": 0, "finish_reason": "length",
+                                                      "message": {"role": "assistant", "content": '{"x": 1'}}]}))
+    client = RoleClient("localizer", backend_for(server), get_profile("openai"), max_tokens=16, output_retries=1)
+    calls: list = []  # type: ignore[type-arg]
+
+    async def sink(call) -> None:  # type: ignore[no-untyped-def]
+        calls.append(call)
+
+    with pytest.raises(StepFailed, match=r"cut off at the token limit \(max_tokens 16\)"):
+        await client.ask([Message.text("user", "where?")], SCHEMA, parse_json_object, sink)
+    assert len(calls) == 2 and "cut off at the token limit" in calls[0].error
+    assert "cut off at the token limit (max_tokens 16)" in server.requests[1].last_text  # the feedback the model got
+    await client.backend.aclose()
+
+
+def test_retry_after_reads_seconds_and_http_dates():
+    from email.utils import formatdate
+
+    from surfer.models.json_http import retry_after
+
+    assert retry_after("7") == 7.0 and retry_after(" 0.5 ") == 0.5 and retry_after(None) is None
+    assert retry_after(formatdate(1_000_030, usegmt=True), now=1_000_000) == 30.0
+    assert retry_after(formatdate(1_000_000, usegmt=True), now=1_000_030) == 0.0 and retry_after("soon") is None
+
+
+async def test_a_429_waits_as_long_as_retry_after_asks(standin, monkeypatch):
+    """Retried after the server's Retry-After (not the shorter back-off); one longer than a minute
+    (a spent quota) is not waited for."""
+    monkeypatch.setattr(OpenAICompatibleBackend, "_backoff", staticmethod(lambda attempt, jitter=True: 0.01))
+    seen: list[float] = []
+
+    def answer(r):  # type: ignore[no-untyped-def]
+        seen.append(time.monotonic())
+        if len(seen) == 1:
+            return RawReply({"error": {"message": "rate limited"}}, 429, {"Retry-After": "0.3"})
+        if len(seen) == 2:
+            return {"x": 1}
+        return RawReply({"error": {"message": "quota spent"}}, 429, {"Retry-After": "3600"})
+
+    server = standin(answer)
+    backend = backend_for(server)
+    assert (await backend.complete(request())).text == '{"x": 1}'
+    assert seen[1] - seen[0] >= 0.3
+    with pytest.raises(ModelRequestError, match="HTTP 429: quota spent"):
+        await backend.complete(request())
+    assert len(seen) == 3  # not retried
+    await backend.aclose()
+
+
+async def test_a_server_still_loading_at_the_start_is_unreachable_with_its_message(standin):
+    # 503 at /models (a server loading its model, a proxy without its server): exit 3, as a server not there
+    server = standin(lambda r: {"x": 1})
+    server.models_status = 503
+    backend = backend_for(server)
+    with pytest.raises(ModelServerUnreachable, match=r"is not ready: /models answered HTTP 503 \(HTTP 503 from the stand-in\)"):
+        await backend.check()
+    await backend.aclose()
+
+
+async def test_error_bodies_of_other_servers_say_their_message(standin):
+    replies = [RawReply({"object": "error", "message": "image too large", "type": "BadRequestError", "code": 400}, 400),
+               RawReply({"error": {"message": "upstream overloaded", "code": 502}})]   # a proxy's HTTP 200 with an error
+    server = standin(lambda r: replies[len(server.requests) - 1])
+    backend = backend_for(server, max_retries=0)
+    with pytest.raises(ModelRequestError, match=r"answered HTTP 400: image too large$"):
+        await backend.complete(request())
+    with pytest.raises(ModelRequestError, match=r"answered without choices: upstream overloaded$"):
+        await backend.complete(request())
+    await backend.aclose()

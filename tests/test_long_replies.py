@@ -29,6 +29,11 @@ def test_fenced_json_is_still_unwrapped():
     assert parse_json_object('```json\n{"x": 1}\n```') == {"x": 1}
     assert parse_json_object('```\n {"x": 2} \n```') == {"x": 2}
     assert parse_json_object('Here it is: {"x": 3} hope that helps') == {"x": 3}
+    # what real models wrap their JSON in: a reasoning block with braces of its own, a fence with prose after it
+    assert parse_json_object('<think>\nIt wants {x, y}.\n</think>\n\n{"x": 5}') == {"x": 5}
+    assert parse_json_object('The {x, y} pair.</think>{"x": 6}') == {"x": 6}   # the template opened the block
+    assert parse_json_object('Sure:\n```json\n{"x": 7}\n```\nThis clicks {the} button.') == {"x": 7}
+    assert parse_json_object('I click {the} button: {"x": 8} (done)') == {"x": 8}
 
 
 def test_a_fence_opened_on_a_long_run_of_whitespace_is_refused_quickly():

@@ -78,6 +78,20 @@ async def test_suggest_profile_for_an_unreachable_endpoint_says_so() -> None:
         await suggest_profile_for_endpoint("http://127.0.0.1:9/v1")
 
 
+
+async def test_suggest_profile_for_an_endpoint_that_wants_a_key_or_is_loading_says_so(standin) -> None:
+    # not "choose --profile explicitly": the key is what to fix, or the server is not ready (exit 3)
+    from surfer.core.errors import ConfigError, ModelServerUnreachable
+
+    server = standin(lambda request: {})
+    server.models_status = 401
+    with pytest.raises(ConfigError, match=r"wants an API key \(HTTP 401: HTTP 401 from the stand-in\); give it with --api-key"):
+        await suggest_profile_for_endpoint(server.base_url)
+    server.models_status = 503
+    with pytest.raises(ModelServerUnreachable, match=r"is not ready: /models answered HTTP 503"):
+        await suggest_profile_for_endpoint(server.base_url)
+
+
 def test_policy_schema_requires_every_action_tag_and_raw_newlines_parse() -> None:
     """Structured-output engines fill in only required fields: a variant whose `type` has a
     default once let `{"action": {}}` through (seen with random-weight models under xgrammar)."""

@@ -11,6 +11,9 @@ from surfer.core.actions import Action, CssPoint
 from surfer.models.backend import Tokens, Usage
 
 
+NO_ANSWER = "no answer: "  # the error of a call the server never answered (the step's error says why too)
+
+
 @dataclass
 class ModelCall:
     """One request to one role's model."""

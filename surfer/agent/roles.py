@@ -8,22 +8,23 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import time
 from typing import Any, Awaitable, Callable, Literal, TypeVar, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
 from surfer.core.actions import Action, Answer, CssPoint, Fail
 from surfer.core.coordinates import model_to_css
-from surfer.core.errors import ContextTooLong, ModelOutputError, ModelRequestError
+from surfer.core.errors import ConfigError, ContextTooLong, ModelOutputError, ModelRequestError, RunError
 from surfer.core.observation import Observation
-from surfer.models.backend import Message, ModelBackend, ModelRequest, TextPart
+from surfer.models.backend import Completion, Message, ModelBackend, ModelRequest, TextPart, Usage
 from surfer.models.imaging import PreparedImage
 from surfer.models.profiles import Profile
 from surfer.models.schema import parse_json_object, portable_schema
 from surfer.prompts import render
 
 from .answers import AnswerSchema
-from .events import ModelCall, Verdict
+from .events import NO_ANSWER, ModelCall, Verdict
 from .layouts import DEFAULT_LAYOUT, Layout, image_parts
 from .memory import Memory, Turn
 
@@ -121,7 +122,7 @@ class RoleClient:
                 messages=self._redacted(conversation), schema_name=self.name, schema=schema,
                 temperature=self.temperature, max_tokens=self.max_tokens, extra_body=self.extra_body,
             )
-            completion = await self.backend.complete(request)
+            completion = await self._complete(request, sink)
             if self.record_tokens and completion.tokens is None:
                 raise ModelRequestError(f"{self.backend.label} answered the {self.name} without its token ids (record_tokens)")
             text = self.redact(completion.text) if self.redact else completion.text
@@ -131,6 +132,9 @@ class RoleClient:
                 value = parse(text)
             except ModelOutputError as exc:
                 last_error = str(exc)
+                if completion.finish_reason == "length":  # not malformed: cut off, which "not JSON" would hide
+                    limit = f"max_tokens {request.max_tokens}" if request.max_tokens else "the server's limit"
+                    last_error = f"The answer was cut off at the token limit ({limit}) before it was complete. Answer more briefly."
                 call.error = last_error
                 await sink(call)
                 # the rejected reply as the server computed it (the generation prompt's tail first), so that the
@@ -142,6 +146,19 @@ class RoleClient:
             return value, Turn(request.messages, text)
         raise StepFailed(f"{self.name} output unusable after {self.output_retries + 1} attempt(s): {last_error}")
 
+
+    async def _complete(self, request: ModelRequest, sink: CallSink) -> Completion:
+        """The backend's completion of `request`. A call that ends in an error the run stops for (the server
+        gone past its wait, a refused request) is recorded with it, and its time as the model's, not surfer's."""
+        started = time.perf_counter()
+        try:
+            return await self.backend.complete(request)
+        except ContextTooLong:
+            raise  # asked again, shorter (ask_continuing, Layout.shorten)
+        except (RunError, ConfigError) as exc:
+            await sink(ModelCall(self.name, request.summary(), "", time.perf_counter() - started, Usage(),
+                                 error=f"{NO_ANSWER}{exc}"))
+            raise
 
     def _redacted(self, messages: list[Message]) -> tuple[Message, ...]:
         if self.redact is None:
@@ -255,7 +272,15 @@ class Validator:
 
     async def judge(self, task: str, answer: str, images: list[PreparedImage], sink: CallSink,
                     after: Turn | None = None) -> Verdict:
-        alone = (lambda: self.messages(task, answer, images)) if after is not None else None
-        parsed: ValidatorAnswer = await self.client.ask_continuing(
-            self.messages(task, answer, images, after), alone, self.schema, _pydantic_parser(ValidatorAnswer), sink)
+        shown, parsed = images, None
+        while parsed is None:
+            alone = (lambda shown=shown: self.messages(task, answer, shown)) if after is not None else None
+            try:
+                parsed = await self.client.ask_continuing(
+                    self.messages(task, answer, shown, after), alone, self.schema, _pydantic_parser(ValidatorAnswer), sink)
+            except ContextTooLong:  # too long, or more images than the server takes: the later half of them
+                count = min(len(shown), self.client.profile.max_images)
+                if count <= 1:
+                    raise
+                shown, after = shown[-(count // 2):], None
         return Verdict(accepted=parsed.verdict == "accept", reasons=parsed.reasons, answer=answer)

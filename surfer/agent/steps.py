@@ -20,7 +20,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 from surfer.core.actions import Answer, AskUser, Fail, headline, targets_of, with_points
 from surfer.core.deadline import RunClock
-from surfer.core.errors import ActionFailed, ActionNotSupported, BrowserCrashed, EnvironmentFailure
+from surfer.core.errors import ActionFailed, ActionNotSupported, BrowserCrashed, EnvironmentFailure, SurferError
 from surfer.models.imaging import ImagePolicy, prepare_image
 from surfer.tools.base import Environment
 
@@ -221,7 +221,9 @@ class Stepper:
             yield record
         except asyncio.CancelledError:
             raise
-        except BaseException:
+        except BaseException as exc:
+            if record.error is None and isinstance(exc, SurferError):
+                record.error = str(exc)  # the step the run ended in says why (the server gone, a refused request)
             record.timings.waiting = run.waited - waited
             await self._finish_step(record, started)
             raise

@@ -240,8 +240,10 @@ async def _probe(client: Any, model: str, mode: str) -> tuple[int, str, str]:
         return exc.status_code, str(exc.message)[:200], ""
     if not response.choices:
         return 200, "", ""
-    choice = response.choices[0]
-    return 200, choice.message.content or "", choice.finish_reason or ""
+    from surfer.models.replies import reply_text
+
+    choice = response.choices[0]  # its text read as a run reads it (text parts, a tool call, reasoning alone)
+    return 200, reply_text(choice.message.model_dump(warnings=False)), choice.finish_reason or ""
 
 
 def probe_verdict(text: str, finish_reason: str) -> str:
@@ -300,7 +302,7 @@ async def check_token_ids(client: Any, model: str) -> Check:
         return Check("token ids", "warn", f"a request for token ids was refused (HTTP {exc.status_code}: {str(exc.message)[:120]})", fix)
     except openai.APIError as exc:
         return Check("token ids", "warn", f"the probe request failed ({exc})", fix)
-    missing = missing_fields(response.model_dump())
+    missing = missing_fields(response.model_dump(warnings=False))  # (content may be text parts, not the str it types)
     if missing:
         return Check("token ids", "warn", f"not returned (no {', '.join(missing)}): --record-tokens cannot be used", fix)
     return Check("token ids", "ok", "prompt and generated token ids with logprobs are returned (--record-tokens)")

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from surfer.agent.events import (
-    ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated, Waiting,
+    NO_ANSWER, ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, RunStarted, StepFinished, StepStarted, Validated, Waiting,
 )
 from surfer.agent.handover import HandedBack, HumanActed
 from surfer.apps.console import redraws
@@ -63,7 +63,7 @@ class LiveView:
             self._spin(Waiting(event.step, event.role))
         elif isinstance(event, ModelCalled):
             self._stop_spin()
-            if event.call.error:
+            if event.call.error and not event.call.error.startswith(NO_ANSWER):  # (no answer: the step's error says why)
                 self._line(f"   {event.call.role} answer rejected: {event.call.error}", style="red")
         elif isinstance(event, Validated):
             verdict = ("accepted", "green") if event.verdict.accepted else ("rejected", "red")

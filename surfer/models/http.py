@@ -34,25 +34,21 @@ from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest,
 from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
-from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers
+from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers, retry_after
 from .outage import answered_before, server_watch
+from .refusals import context_too_long, key_refused, named, rejects_structured_param, server_gone
+from .replies import reply_text, usage_of
 from .tokens_in import PROBE_TIMEOUT, RequestPath, choose_path
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to_openai_messages"]
 
 STRUCTURED_MODES = ("response_format", "structured_outputs", "none")
 MIN_REQUEST_TIMEOUT = 0.05
-GONE_STATUSES = (502, 503, 504)  # a proxy without its server, a server starting or stopping
+MAX_RETRY_AFTER = 60.0  # a Retry-After longer than this (a spent quota) is not waited for: the call fails, saying it
 
 
 class ServerGone(ModelServerUnreachable):
     """The connection was refused or reset: the server is not there (as against not answering in time)."""
-
-
-def _server_gone(exc: HttpStatusError) -> bool:
-    """An answer that means the server is gone, not that the request was wrong: 502 / 503 / 504,
-    or vLLM's dead engine (HTTP 500 naming EngineDeadError)."""
-    return exc.status_code in GONE_STATUSES or (exc.status_code == 500 and "enginedead" in str(exc).lower().replace(" ", ""))
 
 
 def to_openai_messages(messages: tuple[Message, ...], refs: ImageRefs | None = None) -> list[dict[str, Any]]:
@@ -83,24 +79,6 @@ def _image_uuids(request: ModelRequest) -> list[str]:
 def _schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
     note = "Reply with one JSON object that follows this JSON schema, and nothing else:\n" + json.dumps(schema)
     return [*messages, {"role": "user", "content": note}]
-
-
-def _context_too_long(exc: HttpStatusError) -> bool:
-    """The request is longer than the model's context: vLLM's "exceeds model's maximum context
-    length", OpenAI's `context_length_exceeded`, and the like."""
-    text = str(exc).lower()
-    return exc.status_code in (400, 413, 422) and any(
-        words in text for words in ("maximum context length", "context_length_exceeded", "context length exceeded",
-                                    "prompt is too long", "too many input tokens",
-                                    "longer than the model's context length")
-    )
-
-
-def _rejects_structured_param(exc: HttpStatusError) -> bool:
-    text = str(exc).lower()
-    return exc.status_code in (400, 422) and any(
-        word in text for word in ("response_format", "json_schema", "structured_outputs", "extra_forbidden", "extra inputs")
-    )
 
 
 class OpenAICompatibleBackend(ModelBackend):
@@ -171,7 +149,7 @@ class OpenAICompatibleBackend(ModelBackend):
         except openai.APIConnectionError as exc:
             raise ConnectFailed(str(exc.__cause__ or exc)) from None
         except openai.APIStatusError as exc:
-            raise HttpStatusError(exc.status_code, exc.message) from None
+            raise HttpStatusError(exc.status_code, exc.message, retry_after(exc.response.headers.get("retry-after"))) from None
 
     async def check(self) -> None:
         """Preflight: reachable, and the model is listed (when /models exists)."""
@@ -193,7 +171,13 @@ class OpenAICompatibleBackend(ModelBackend):
                 self._checked = True  # server without /models: nothing to check against
                 return
             if exc.status_code in (401, 403):
-                raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
+                raise key_refused(self.endpoint, exc) from None
+            if server_gone(exc):  # a server still loading its model (503), or a proxy without its server
+                if self._outage():
+                    await self._hold()
+                    return await self.check()
+                raise ServerGone(f"model server at {self.endpoint.base_url} is not ready: /models answered HTTP "
+                                 f"{exc.status_code} ({exc.message}); run again once it answers") from None
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
         self._mark_answered()
         cards = [m for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
@@ -203,12 +187,12 @@ class OpenAICompatibleBackend(ModelBackend):
         if served and policy is not None and policy.name not in served:
             raise ModelNotFound(
                 f"model server at {self.endpoint.base_url} does not serve policy {policy.name!r} (load the adapter "
-                f"first: `surfer policy load`); it serves: {', '.join(map(str, served))}"
+                f"first: `surfer policy load`); it serves: {named(served)}"
             )
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
                 f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
-                f"it serves: {', '.join(map(str, served))}"
+                f"it serves: {named(served)}"
             )
         await self.choose_path()
         self._checked = True
@@ -359,7 +343,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 await asyncio.sleep(self._backoff(transient))
                 continue
             except HttpStatusError as exc:
-                if _server_gone(exc) and self._outage():
+                if server_gone(exc) and self._outage():
                     # a server that answers /models but keeps failing chat calls this way is held for at most
                     # server_wait in all, never sent the call again forever
                     held += await self._hold(held)
@@ -372,22 +356,23 @@ class OpenAICompatibleBackend(ModelBackend):
                     what = f"policy {policy.name!r} (its adapter unloaded?)" if policy else f"model {self.endpoint.model!r}"
                     raise ModelNotFound(f"model server at {self.endpoint.base_url} does not serve {what}: {exc.message}") from None
                 if exc.status_code in (401, 403):
-                    raise ConfigError(f"model server at {self.endpoint.base_url} refused the API key: {exc.message}") from None
+                    raise key_refused(self.endpoint, exc) from None
                 if self.image_refs is not None and exc.status_code == 400 and is_cache_miss(str(exc)) and not resent:
                     self.image_refs.missed(_image_uuids(request))  # evicted, or a restarted server: send them again
                     resent = True
                     continue
-                if request.schema is not None and _rejects_structured_param(exc) and mode != "none":
+                if request.schema is not None and rejects_structured_param(exc) and mode != "none":
                     next_mode = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
                     if self.structured_mode == mode:
                         self.structured_mode = next_mode
                     continue
                 # (501: the server does not implement the request at all, which no wait changes)
-                if (exc.status_code == 429 or exc.status_code >= 500 and exc.status_code != 501) and self._may_retry(transient):
+                wait = self._retry_wait(transient + 1, exc.retry_after)
+                if (exc.status_code == 429 or exc.status_code >= 500 and exc.status_code != 501) and self._may_retry(transient, wait):
                     transient += 1
-                    await asyncio.sleep(self._backoff(transient))
+                    await asyncio.sleep(wait)
                     continue
-                failure = ContextTooLong if _context_too_long(exc) else ModelRequestError
+                failure = ContextTooLong if context_too_long(exc) else ModelRequestError
                 raise failure(
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
@@ -405,7 +390,7 @@ class OpenAICompatibleBackend(ModelBackend):
         """Whether /generate refused the form of a request (not its length): SGLang's processor for some
         models refuses token ids with images. The endpoint then keeps the chat path, and says so once."""
         images = bool(sent.prompt.images)
-        if exc.status_code not in ((400, 422, 500) if images else (400, 422)) or _context_too_long(exc) or _server_gone(exc):
+        if exc.status_code not in ((400, 422, 500) if images else (400, 422)) or context_too_long(exc) or server_gone(exc):
             return False
         if images and self._generate_took_images and self.generate is not None:
             # the form was taken before: this request's ids were refused (e.g. SGLang's processor counting
@@ -468,11 +453,17 @@ class OpenAICompatibleBackend(ModelBackend):
         """Whether the server is back: /models answers (json_http.answers)."""
         return await answers(lambda: self._call("GET", "models", timeout))
 
-    def _may_retry(self, done: int) -> bool:
-        """Another try of a transient failure: within max_retries, and only when the
-        run has time left for the back-off and a request after it."""
+    def _may_retry(self, done: int, wait: float | None = None) -> bool:
+        """Another try of a transient failure: within max_retries, and only when the run has time left
+        for the wait (the back-off, or what the server's Retry-After asked) and a request after it."""
         left = time_left()
-        return done < self.endpoint.max_retries and (left is None or left > 2 * self._backoff(done + 1, jitter=False))
+        wait = self._backoff(done + 1, jitter=False) if wait is None else wait
+        return done < self.endpoint.max_retries and wait <= MAX_RETRY_AFTER and (left is None or left > 2 * wait)
+
+    def _retry_wait(self, attempt: int, asked: float | None) -> float:
+        """Seconds before retry `attempt`: the back-off, or longer where the server's Retry-After asks."""
+        backoff = self._backoff(attempt)
+        return backoff if asked is None else max(backoff, asked)
 
     @staticmethod
     def _backoff(attempt: int, jitter: bool = True) -> float:
@@ -480,13 +471,12 @@ class OpenAICompatibleBackend(ModelBackend):
 
     def _completion(self, response: Any, mode: str, started: float, body: dict[str, Any]) -> Completion:
         choices = response.get("choices") if isinstance(response, dict) else None
-        if not choices:
-            raise ModelRequestError(f"model server at {self.endpoint.base_url} answered without choices")
-        text = (choices[0].get("message") or {}).get("content") or ""
-        usage = Usage()
-        if response.get("usage"):
-            counts = response["usage"]
-            usage = Usage(counts.get("prompt_tokens") or 0, counts.get("completion_tokens") or 0)
+        if not choices:  # (a proxy may answer HTTP 200 with an error object instead)
+            error = response.get("error") if isinstance(response, dict) else None
+            said = f": {error.get('message') or error}" if isinstance(error, dict) else ""
+            raise ModelRequestError(f"model server at {self.endpoint.base_url} answered without choices{said}")
+        text = reply_text(choices[0].get("message"))
+        usage = Usage(*usage_of(response.get("usage")))
         policy = self.policy()
         version = version_of(policy, self.endpoint.policy_version)
         tokens = None
@@ -496,5 +486,5 @@ class OpenAICompatibleBackend(ModelBackend):
             text=text, usage=usage, seconds=time.perf_counter() - started,
             model=response.get("model") or (policy.name if policy else self.endpoint.model),
             structured=mode if mode != "none" else "prompt", policy_version=version if policy else None,
-            tokens=tokens,
+            tokens=tokens, finish_reason=choices[0].get("finish_reason"),
         )

@@ -24,12 +24,34 @@ def http_library() -> Any:
 
 
 class HttpStatusError(Exception):
-    """The server answered with an error status."""
+    """The server answered with an error status (`retry_after`: the seconds its Retry-After header asks for)."""
 
-    def __init__(self, status_code: int, message: str) -> None:
+    def __init__(self, status_code: int, message: str, retry_after: float | None = None) -> None:
         super().__init__(f"Error code: {status_code} - {message}")
         self.status_code = status_code
         self.message = message
+        self.retry_after = retry_after
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """The seconds a Retry-After header asks to wait: a number of seconds, or an HTTP date; None when
+    absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value.strip()))
+    except ValueError:
+        pass
+    import time
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 class ConnectFailed(Exception):
@@ -48,6 +70,8 @@ def _error_message(response: Any) -> str:
     error = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(error, dict) and error.get("message"):
         return str(error["message"])
+    if isinstance(payload, dict) and isinstance(payload.get("message"), str) and payload["message"]:
+        return payload["message"]  # vLLM's older {"object": "error", "message": ..., "code": 400}
     if isinstance(payload, dict) and payload.get("detail"):
         return json.dumps(payload["detail"]) if not isinstance(payload["detail"], str) else payload["detail"]
     return json.dumps(payload)[:500]
@@ -99,7 +123,9 @@ class JsonClient:
         except httpx.TransportError as exc:
             raise ConnectFailed(str(exc) or type(exc).__name__) from None
         if response.status_code >= 400:
-            raise HttpStatusError(response.status_code, _error_message(response))
+            raise HttpStatusError(response.status_code, _error_message(response), retry_after(response.headers.get("retry-after")))
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return _streamed(response)  # a server that answers only in server-sent events
         try:
             return response.json()
         except ValueError:
@@ -107,6 +133,21 @@ class JsonClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _streamed(response: Any) -> Any:
+    """A streamed chat completion as the one it streams (replies.py); an error it streamed as HttpStatusError."""
+    from .replies import from_stream
+
+    try:
+        answer = from_stream(response.text)
+    except ValueError:
+        raise HttpStatusError(response.status_code, f"answer is not JSON: {response.text[:200]!r}") from None
+    error = answer.get("error")
+    if isinstance(error, dict) and not any(c["message"]["content"] or c["message"].get("tool_calls") for c in answer["choices"]):
+        code = error.get("code")
+        raise HttpStatusError(code if isinstance(code, int) and code >= 400 else 500, str(error.get("message") or error))
+    return answer
 
 
 async def answers(request: Any) -> bool:

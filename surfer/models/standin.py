@@ -23,7 +23,9 @@ then also keeps a prefix cache the way vLLM does (chained hashes of whole
 blocks: 64 characters of text, or one image), without eviction, and counts
 prompt, generated and prefix-cache tokens in vLLM's counter names (and empties
 that cache at `POST /reset_prefix_cache`, as vLLM does in its dev mode).
-`strict_paths=True` routes the OpenAI paths only under /v1, as vLLM does (a client missing /v1 gets a 404).
+A responder may return a `RawReply` (a body, status and headers sent as they are: another server's
+shape of answer, a Retry-After); `models_status` makes `GET /v1/models` answer that status (a server
+still loading). `strict_paths=True` routes the OpenAI paths only under /v1, as vLLM does (a client missing /v1 gets a 404).
 `model_dir=DIR` (a model's tokenizer) adds SGLang's `/generate`, ids in (standin_generate.py).
 `engine="sglang"` plays SGLang instead: its /metrics names, `POST /flush_cache`
 and `GET /server_info` (surfer/models/standin_pages.py); `settings` is the
@@ -44,6 +46,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
@@ -55,7 +58,19 @@ from surfer.models.standin_request import ChatRequest, ImageNotHeld, parse_chat_
 from surfer.models.standin_tokenizer import ChatTokenizer, StandInTokenizer
 from surfer.models.standin_tokens import chat_completion
 
-Answer = Union[str, dict[str, Any]]
+
+
+@dataclass
+class RawReply:
+    """An answer sent as it is: `body` (a dict as JSON, a str as text), `status` and `headers`
+    (a Retry-After; `Content-Type: text/event-stream` for a streamed answer)."""
+
+    body: Union[str, dict[str, Any]]
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Answer = Union[str, dict[str, Any], RawReply]
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -141,6 +156,7 @@ class StandInServer:
         self.tokenizer: ChatTokenizer = tokenizer or StandInTokenizer(template)
         self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
+        self.models_status: int | None = None  # GET /v1/models answers this status (e.g. 503 while loading)
         self.strict_paths = strict_paths  # only /v1/models and /v1/chat/completions, as vLLM routes them (404 elsewhere)
         self.adapters = StandInAdapters(lora, engine, model)  # runtime LoRA adapters (`lora`: off, on, not-enabled)
         self.delay = delay
@@ -287,11 +303,13 @@ class StandInServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any] | str, kind: str = "") -> None:
+            def _send(self, status: int, payload: dict[str, Any] | str, kind: str = "", headers: dict[str, str] | None = None) -> None:
                 """JSON; a str as is (`kind`: its content type; plain text by default, as vLLM answers a load)."""
                 data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", kind or ("text/plain; charset=utf-8" if isinstance(payload, str) else "application/json"))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -309,6 +327,8 @@ class StandInServer:
                     return
                 if self.path.rstrip("/") == "/metrics" and server.kv_capacity is not None:
                     self._send(200, server.metrics_text(), "text/plain; version=0.0.4")
+                elif self.path.rstrip("/").endswith("/models") and server.models_status is not None:
+                    self._send(server.models_status, {"error": {"message": f"HTTP {server.models_status} from the stand-in"}})
                 elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [
                         {"id": server.model, "object": "model", "owned_by": server.engine, "max_model_len": server.max_model_len},
@@ -379,6 +399,10 @@ class StandInServer:
                     return
                 finally:
                     server._release(prompt_tokens)
+                if isinstance(answer, RawReply):
+                    headers = {k: v for k, v in answer.headers.items() if k.lower() != "content-type"}
+                    kind = next((v for k, v in answer.headers.items() if k.lower() == "content-type"), "")
+                    return self._send(answer.status, answer.body, kind, headers)
                 content = answer if isinstance(answer, str) else json.dumps(answer)
                 if server.kv_capacity is not None:
                     with server._kv:

@@ -98,6 +98,7 @@ class VLLMBackend(ModelBackend):
             text=generated.text, usage=usage, seconds=time.perf_counter() - started, model=self.model,
             structured="structured_outputs" if request.schema is not None else "none",
             tokens=tokens_of(output, parts["sampling"], self.model) if self.record_tokens else None,
+            finish_reason=generated.finish_reason,
         )
 
 

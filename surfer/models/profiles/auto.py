@@ -55,6 +55,16 @@ async def suggest_profile_for_endpoint(
     except openai.APIConnectionError as exc:
         raise ModelServerUnreachable(f"--profile auto: cannot reach {base_url} to list its models ({exc.__cause__ or exc})") from None
     except openai.APIStatusError as exc:
+        from surfer.models.endpoint import Endpoint
+        from surfer.models.json_http import HttpStatusError
+        from surfer.models.refusals import key_refused, server_gone
+
+        refusal = HttpStatusError(exc.status_code, str(exc.body.get("message") if isinstance(exc.body, dict) else exc.message))
+        if exc.status_code in (401, 403):  # the key, not the profile, is what to fix
+            raise ConfigError(f"--profile auto: {key_refused(Endpoint(base_url=base_url, api_key=api_key or 'EMPTY'), refusal)}") from None
+        if server_gone(refusal):
+            raise ModelServerUnreachable(f"--profile auto: the model server at {base_url} is not ready: /models answered "
+                                         f"HTTP {exc.status_code} ({refusal.message}); run again once it answers") from None
         raise ConfigError(f"--profile auto: {base_url}/models answered HTTP {exc.status_code}; choose --profile explicitly") from None
     finally:
         await client.close()
