@@ -14,6 +14,9 @@ the completion records the policy's version.
 With `record_tokens` on the endpoint, every request asks for its token ids and
 logprobs and the completion carries them (`Completion.tokens`, capture.py);
 `check_tokens` probes the server for them before a run starts.
+
+A server with several data-parallel ranks is found out when the backend is checked; each session's
+requests then carry the rank it keeps there (data_parallel.py), unless the endpoint's `session_rank` is off.
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ from .adapters import PolicyRef, version_of
 from .affinity import current_session, session_policy
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
+from .data_parallel import count_ranks_at
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
-from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers
+from .json_http import (ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers, context_too_long,
+                        rejects_structured_param, server_gone)
 from .outage import answered_before, server_watch
 from .tokens_in import PROBE_TIMEOUT, RequestPath, choose_path
 
@@ -42,17 +47,10 @@ __all__ = ["DEFAULT_REQUEST_TIMEOUT", "Endpoint", "OpenAICompatibleBackend", "to
 
 STRUCTURED_MODES = ("response_format", "structured_outputs", "none")
 MIN_REQUEST_TIMEOUT = 0.05
-GONE_STATUSES = (502, 503, 504)  # a proxy without its server, a server starting or stopping
 
 
 class ServerGone(ModelServerUnreachable):
     """The connection was refused or reset: the server is not there (as against not answering in time)."""
-
-
-def _server_gone(exc: HttpStatusError) -> bool:
-    """An answer that means the server is gone, not that the request was wrong: 502 / 503 / 504,
-    or vLLM's dead engine (HTTP 500 naming EngineDeadError)."""
-    return exc.status_code in GONE_STATUSES or (exc.status_code == 500 and "enginedead" in str(exc).lower().replace(" ", ""))
 
 
 def to_openai_messages(messages: tuple[Message, ...], refs: ImageRefs | None = None) -> list[dict[str, Any]]:
@@ -83,24 +81,6 @@ def _image_uuids(request: ModelRequest) -> list[str]:
 def _schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
     note = "Reply with one JSON object that follows this JSON schema, and nothing else:\n" + json.dumps(schema)
     return [*messages, {"role": "user", "content": note}]
-
-
-def _context_too_long(exc: HttpStatusError) -> bool:
-    """The request is longer than the model's context: vLLM's "exceeds model's maximum context
-    length", OpenAI's `context_length_exceeded`, and the like."""
-    text = str(exc).lower()
-    return exc.status_code in (400, 413, 422) and any(
-        words in text for words in ("maximum context length", "context_length_exceeded", "context length exceeded",
-                                    "prompt is too long", "too many input tokens",
-                                    "longer than the model's context length")
-    )
-
-
-def _rejects_structured_param(exc: HttpStatusError) -> bool:
-    text = str(exc).lower()
-    return exc.status_code in (400, 422) and any(
-        word in text for word in ("response_format", "json_schema", "structured_outputs", "extra_forbidden", "extra inputs")
-    )
 
 
 class OpenAICompatibleBackend(ModelBackend):
@@ -148,8 +128,9 @@ class OpenAICompatibleBackend(ModelBackend):
         if body is not None:
             body = dict(body)
             body.update(body.pop("extra_body", {}))
-        session = current_session()  # the run's session, named to the server (affinity.py)
-        return await self._http.request(method, path, timeout, body, session.header if session else None)
+        session = current_session()  # the run's session, named to the server (affinity.py), with its rank there
+        headers = session.headers_at(self.endpoint.base_url, self.endpoint.session_rank) if session else None
+        return await self._http.request(method, path, timeout, body, headers)
 
     def _json_client(self) -> JsonClient:
         return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT)
@@ -211,6 +192,8 @@ class OpenAICompatibleBackend(ModelBackend):
                 f"it serves: {', '.join(map(str, served))}"
             )
         await self.choose_path()
+        if self.endpoint.session_rank and self._http is not None:  # its data-parallel ranks, asked once (never fails)
+            await count_ranks_at(self.endpoint.base_url, self.engine, self._http)
         self._checked = True
 
     async def _check_root(self) -> None:
@@ -359,7 +342,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 await asyncio.sleep(self._backoff(transient))
                 continue
             except HttpStatusError as exc:
-                if _server_gone(exc) and self._outage():
+                if server_gone(exc) and self._outage():
                     # a server that answers /models but keeps failing chat calls this way is held for at most
                     # server_wait in all, never sent the call again forever
                     held += await self._hold(held)
@@ -377,7 +360,7 @@ class OpenAICompatibleBackend(ModelBackend):
                     self.image_refs.missed(_image_uuids(request))  # evicted, or a restarted server: send them again
                     resent = True
                     continue
-                if request.schema is not None and _rejects_structured_param(exc) and mode != "none":
+                if request.schema is not None and rejects_structured_param(exc) and mode != "none":
                     next_mode = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
                     if self.structured_mode == mode:
                         self.structured_mode = next_mode
@@ -387,7 +370,7 @@ class OpenAICompatibleBackend(ModelBackend):
                     transient += 1
                     await asyncio.sleep(self._backoff(transient))
                     continue
-                failure = ContextTooLong if _context_too_long(exc) else ModelRequestError
+                failure = ContextTooLong if context_too_long(exc) else ModelRequestError
                 raise failure(
                     f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
@@ -405,7 +388,7 @@ class OpenAICompatibleBackend(ModelBackend):
         """Whether /generate refused the form of a request (not its length): SGLang's processor for some
         models refuses token ids with images. The endpoint then keeps the chat path, and says so once."""
         images = bool(sent.prompt.images)
-        if exc.status_code not in ((400, 422, 500) if images else (400, 422)) or _context_too_long(exc) or _server_gone(exc):
+        if exc.status_code not in ((400, 422, 500) if images else (400, 422)) or context_too_long(exc) or server_gone(exc):
             return False
         if images and self._generate_took_images and self.generate is not None:
             # the form was taken before: this request's ids were refused (e.g. SGLang's processor counting
@@ -430,7 +413,8 @@ class OpenAICompatibleBackend(ModelBackend):
         if unsupported_options(request):
             return None, None  # an option only the chat request carries: this request goes by chat
         session = current_session()
-        return generate, await generate.prepare(session.id if session else "", request, self.policy(), self.endpoint.model)
+        rank = session.rank_at(self.endpoint.base_url) if session is not None and self.endpoint.session_rank else None
+        return generate, await generate.prepare(session.id if session else "", request, self.policy(), self.endpoint.model, rank)
 
     def _mark_answered(self) -> None:
         """Once per backend (not per call): the server answered, so losing it later is an outage;

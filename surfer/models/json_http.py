@@ -32,6 +32,34 @@ class HttpStatusError(Exception):
         self.message = message
 
 
+GONE_STATUSES = (502, 503, 504)  # a proxy without its server, a server starting or stopping
+
+
+def server_gone(exc: HttpStatusError) -> bool:
+    """An answer that means the server is gone, not that the request was wrong: 502 / 503 / 504,
+    or vLLM's dead engine (HTTP 500 naming EngineDeadError)."""
+    return exc.status_code in GONE_STATUSES or (exc.status_code == 500 and "enginedead" in str(exc).lower().replace(" ", ""))
+
+
+def context_too_long(exc: HttpStatusError) -> bool:
+    """The request is longer than the model's context: vLLM's "exceeds model's maximum context
+    length", OpenAI's `context_length_exceeded`, and the like."""
+    text = str(exc).lower()
+    return exc.status_code in (400, 413, 422) and any(
+        words in text for words in ("maximum context length", "context_length_exceeded", "context length exceeded",
+                                    "prompt is too long", "too many input tokens",
+                                    "longer than the model's context length")
+    )
+
+
+def rejects_structured_param(exc: HttpStatusError) -> bool:
+    """The server refused a structured-outputs parameter (the backend then tries the next way of asking)."""
+    text = str(exc).lower()
+    return exc.status_code in (400, 422) and any(
+        word in text for word in ("response_format", "json_schema", "structured_outputs", "extra_forbidden", "extra inputs")
+    )
+
+
 class ConnectFailed(Exception):
     """No connection (refused, reset, name not found)."""
 
@@ -91,6 +119,18 @@ class JsonClient:
     async def request(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None,
                       headers: dict[str, str] | None = None) -> Any:
         """The decoded JSON answer; HttpStatusError, ConnectFailed or TimedOut."""
+        response = await self._send(method, path, timeout, body, headers)
+        try:
+            return response.json()
+        except ValueError:
+            raise HttpStatusError(response.status_code, f"answer is not JSON: {response.text[:200]!r}") from None
+
+    async def text(self, path: str, timeout: float) -> str:
+        """The text of a page (a /metrics page); HttpStatusError, ConnectFailed or TimedOut."""
+        return str((await self._send("GET", path, timeout)).text)
+
+    async def _send(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None,
+                    headers: dict[str, str] | None = None) -> Any:
         httpx = self._httpx
         try:
             response = await self._client.request(method, path.lstrip("/"), json=body, timeout=timeout, headers=headers)
@@ -100,10 +140,7 @@ class JsonClient:
             raise ConnectFailed(str(exc) or type(exc).__name__) from None
         if response.status_code >= 400:
             raise HttpStatusError(response.status_code, _error_message(response))
-        try:
-            return response.json()
-        except ValueError:
-            raise HttpStatusError(response.status_code, f"answer is not JSON: {response.text[:200]!r}") from None
+        return response
 
     async def aclose(self) -> None:
         await self._client.aclose()
