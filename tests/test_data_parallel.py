@@ -20,11 +20,14 @@ from surfer.tools.replay import load_recordings
 
 
 class Answerer:
-    """Clicks once, then answers (the validator accepts): every session asks all three roles."""
+    """Clicks once, then answers (the validator accepts): every session asks all three roles. The first request
+    of each session is answered once `together` sessions have asked (they are all live at once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, together: int = 1) -> None:
         self.lock = threading.Lock()
         self.policy_calls: Counter[str] = Counter()
+        self.together = together
+        self.all_asked = threading.Event()
 
     def __call__(self, request):  # type: ignore[no-untyped-def]
         if request.role == "localizer":
@@ -34,6 +37,10 @@ class Answerer:
         with self.lock:
             self.policy_calls[request.session or ""] += 1
             calls = self.policy_calls[request.session or ""]
+            if len(self.policy_calls) >= self.together:
+                self.all_asked.set()
+        if calls == 1:
+            assert self.all_asked.wait(20), "the sessions did not all start"
         if calls >= 2:
             return {"thought": "done", "notes": "", "action": {"type": "answer", "text": "done"}}
         return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
@@ -56,12 +63,13 @@ async def batch_on(server: StandInServer, tmp_path, n: int, **settings) -> Batch
 
 
 async def test_each_session_keeps_one_rank_of_a_data_parallel_endpoint(standin, tmp_path):
-    server = standin(Answerer(), data_parallel=2)  # vLLM: its /metrics has a series per engine
+    server = standin(Answerer(together=4), data_parallel=2)  # vLLM: its /metrics has a series per engine
     batch = await batch_on(server, tmp_path / "dp", 4)
     where = ranks_by_session(server)
     assert set(where) == {f"t{k}" for k in range(4)}
     assert all(len(ranks) == 1 and None not in ranks for ranks in where.values()), where  # every request: one rank
     assert Counter(next(iter(r)) for r in where.values()) == {"0": 2, "1": 2}  # the fewest live sessions: two each
+    assert data_parallel.ranks_of(server.base_url).sessions == [0, 0]  # each given back when its session ended
     assert all({r.role for r in server.requests if r.session == s} == {"policy", "localizer", "validator"} for s in where)
     lines = {r["id"]: r for r in batch.index.read()}
     for task, ranks in where.items():  # the record says which rank the session had
