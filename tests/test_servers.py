@@ -287,7 +287,7 @@ async def test_the_sdk_places_each_run_and_round_robin_per_request_spreads_one(s
 
 
 def test_doctor_checks_each_server_and_names_the_one_that_fails(standin):
-    server = standin(Answerer())
+    server = standin(Answerer(), data_parallel=2)  # one endpoint over the engine's two data-parallel ranks
     gone = StandInServer(Answerer()).start()
     gone.stop()
     result = CliRunner().invoke(app, ["doctor", "--no-browser", "--json", "--base-url", server.base_url,
@@ -295,6 +295,7 @@ def test_doctor_checks_each_server_and_names_the_one_that_fails(standin):
     assert result.exit_code == 1, result.output
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["server 1: endpoint"]["status"] == "ok"
+    assert checks["server 1: data parallel"]["detail"] == f"{server.base_url}: 2 data-parallel ranks; each session kept on one"
     assert checks["server 2: endpoint"]["status"] == "fail" and gone.base_url in checks["server 2: endpoint"]["detail"]
     bad = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", "nowhere"])
     assert bad.exit_code == 2 and "'nowhere' is not an http(s) URL" in bad.output

@@ -108,10 +108,12 @@ def _run(server, profile: str, tokens_in: str, layout: str = "conversation"):  #
 def test_a_run_by_tokens_in_reuses_every_earlier_request_and_acts_as_by_chat(profile, retry, tiny_models, standin) -> None:
     """`retry`: the first step's first reply is unusable; the step's retry holds it and the feedback, and so do
     the later requests (measured on SGLang: leaving them out sent 13 of 787 requests whole)."""
-    by_ids = standin(_responder(retry), engine="sglang", model_dir=tiny_models[profile])
+    # SGLang with two data-parallel ranks (its /server_info says dp_size): the run keeps one, in header and body
+    by_ids = standin(_responder(retry), engine="sglang", model_dir=tiny_models[profile], data_parallel=2)
     result, steps = _run(by_ids, profile, "on")
     bodies, cached, routes = by_ids.generate.requests, by_ids.generate.cached, by_ids.generate
     assert len(bodies) >= 4 and all(b["sampling_params"]["json_schema"] for b in bodies)
+    assert {b["routed_dp_rank"] for b in bodies} == {0} and {r.rank for r in by_ids.requests} == {"0"}
     # every request after the first extends an earlier one, token for token, and finds all of it cached
     answers = routes.answers
     for i in range(1, len(bodies)):
@@ -124,9 +126,10 @@ def test_a_run_by_tokens_in_reuses_every_earlier_request_and_acts_as_by_chat(pro
         assert answers[i]["meta_info"]["prompt_tokens"] > cached[i] >= \
             answers[j]["meta_info"]["prompt_tokens"] + len(answers[j]["output_ids"]) - 1
     # the same run by chat completions: the responder was asked the same, the same actions followed
-    by_chat = standin(_responder(retry), engine="sglang")
+    by_chat = standin(_responder(retry), engine="sglang", data_parallel=2)
     chat_result, chat_steps = _run(by_chat, profile, "off")
     assert not by_chat.generate and len(by_chat.requests) == len(by_ids.requests)
+    assert {r.rank for r in by_chat.requests} == {"0"}  # SGLang's chat completions: the header
     assert chat_steps == steps and chat_result.answer == result.answer == "ABC-123"
     for asked_by_ids, asked_by_chat in zip(by_ids.requests, by_chat.requests):
         assert asked_by_ids.role == asked_by_chat.role

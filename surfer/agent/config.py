@@ -211,9 +211,10 @@ class AgentConfig(_Strict):
         "Empty: `base_url` alone.",
     )
     server_placement: Literal["session", "round-robin-per-request"] = Field(
-        default="session", description="How several servers share the load: `session` (each session keeps one server), "
-        "or `round-robin-per-request`, each request to the next server as a load balancer without affinity would "
-        "(for benchmarks only: it loses every session's prefix cache).",
+        default="session", description="How several servers share the load: `session` (each session keeps one server, "
+        "and one data-parallel rank of a server that has several), or `round-robin-per-request`, each request to the "
+        "next server as a load balancer without affinity would, and no rank asked of a data-parallel server (the "
+        "engine spreads the requests) (for benchmarks only: it loses every session's prefix cache).",
     )
     profile: str = Field(
         default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, openai or auto.",
@@ -340,7 +341,8 @@ class AgentConfig(_Strict):
             Endpoint(base_url=e.base_url, model=e.model or self.model, api_key=e.api_key or self.api_key,
                      timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs,
                      record_tokens=self.record_tokens, policy_version=self.policy_version,
-                     tokens_in=self.tokens_in, tokenizer=self.tokenizer),
+                     tokens_in=self.tokens_in, tokenizer=self.tokenizer,
+                     session_rank=self.server_placement == "session"),
             e.profile or self.profile, e.weight, e.node,
         ) for e in entries]
 
@@ -375,6 +377,7 @@ class AgentConfig(_Strict):
             policy_version=self.policy_version,
             tokens_in=self.tokens_in,
             tokenizer=self.tokenizer,
+            session_rank=self.server_placement == "session",
         )
 
 

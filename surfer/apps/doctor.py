@@ -6,7 +6,8 @@ serves the model, and honours structured outputs — a tiny request whose
 schema allows exactly one reply a model would not produce by chance — whether
 it returns token ids and logprobs (what `--record-tokens` needs), and
 which engine it is (vLLM or SGLang) and whether it runs with the serving
-flags the profile needs (a warning names each one missing). vLLM
+flags the profile needs (a warning names each one missing), and how many
+data-parallel ranks it has where it has several (each session is kept on one). vLLM
 answers parameters it ignores with 200, so only the reply's content proves
 the schema was applied.
 """
@@ -151,6 +152,22 @@ async def check_serving(base_url: str, model: str | None, profile_name: str | No
     else:
         checks.append(Check("serving flags", "ok", f"what {profile.name} needs on {ENGINE_NAMES[engine]}"))
     return checks
+
+
+async def check_data_parallel(endpoint: Any) -> list[Check]:
+    """A server with several data-parallel ranks says so, and that each session is kept on one
+    (surfer/models/data_parallel.py); nothing for one rank."""
+    from surfer.models.data_parallel import count_ranks
+    from surfer.models.json_http import JsonClient
+    from surfer.models.tokens_in import server_root
+
+    client = JsonClient(endpoint.base_url, endpoint.api_key, 10.0)
+    try:
+        ranks = await count_ranks(server_root(endpoint.base_url), None, lambda url: client.text(url, 10.0),
+                                  lambda url: client.request("GET", url, 10.0))
+    finally:
+        await client.aclose()
+    return [Check("data parallel", "ok", f"{ranks} data-parallel ranks; each session kept on one")] if ranks > 1 else []
 
 
 async def check_request_path(endpoint: Any, probe: bool = True) -> Check:
@@ -333,6 +350,7 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
         found = await check_endpoint(url, served, key)
         if not any(c.name == "endpoint" and c.status == "fail" for c in found):
             found.extend(await check_serving(url, served, family))
+            found.extend(await check_data_parallel(endpoint))
             path = await check_request_path(endpoint, probe=served is not None)
             found.append(path)
             if path.status == "ok" and path.detail.startswith("tokens in"):  # the ids come back by /generate

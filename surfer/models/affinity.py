@@ -6,7 +6,8 @@ A run opens a `ModelSession` (the agent does, or a batch before it builds the
 agent); the session lives in a context variable, so the backends that serve
 its roles find it without being told, and the HTTP backend names it to the
 server in the `X-Surfer-Session` header (a proxy may route on it; the
-stand-in server records it). The session also carries the policy its calls go to
+stand-in server records it), and at a server with several data-parallel ranks
+the rank the session keeps there (data_parallel.py). The session also carries the policy its calls go to
 (`policy`: an adapter's name and version, adapters.py), fixed for its whole
 run. A `PlacedBackend` is the backend of the roles
 that use the configured servers: on a session's first call it places the
@@ -31,8 +32,10 @@ from surfer.core.errors import ModelServerUnreachable
 
 from .adapters import PolicyRef
 from .backend import Completion, ModelBackend, ModelRequest
+from .data_parallel import RANK_HEADER, RankHold, rank_for
 from .endpoint import Endpoint
 from .servers import Lease, Server, ServerPool, ServerSpec, server_pool
+from .tokens_in import server_root
 
 SESSION_HEADER = "X-Surfer-Session"
 _HEADER_SAFE = "".join(chr(c) for c in range(32, 127) if chr(c) != "%")  # printable ASCII stays as it is
@@ -45,6 +48,7 @@ class ModelSession:
     def __init__(self, session_id: str, policy: PolicyRef | None = None) -> None:
         self.id = session_id
         self.leases: dict[int, Lease] = {}
+        self.ranks: dict[str, RankHold] = {}  # per endpoint with several data-parallel ranks: the one it keeps
         self.policy = policy
 
     def lease(self, pool: ServerPool) -> Lease | None:
@@ -60,6 +64,30 @@ class ModelSession:
         percent-encoded as UTF-8."""
         return {SESSION_HEADER: quote(self.id, safe=_HEADER_SAFE)}
 
+    def rank_at(self, base_url: str) -> int | None:
+        """The data-parallel rank this session keeps at the server at `base_url` (taken on its first request
+        there); None where the server has one rank (data_parallel.py)."""
+        return rank_for(self, base_url)
+
+    def headers_at(self, base_url: str, keep_rank: bool = True) -> dict[str, str]:
+        """What names the session to the server at `base_url`: its header, and (with `keep_rank`) the rank it
+        keeps there, where the server has several."""
+        headers = self.header
+        rank = self.rank_at(base_url) if keep_rank else None
+        if rank is not None:
+            headers[RANK_HEADER] = str(rank)
+        return headers
+
+    @property
+    def data_parallel_rank(self) -> int | None:
+        """The rank it kept at its server (with several servers, the one it is on; else the first it asked):
+        what records show. None: no server with several ranks."""
+        held = {root: hold.rank for root, hold in self.ranks.items()}
+        server = self.server
+        if server is not None:
+            return held.get(server_root(server.base_url))
+        return next(iter(held.values()), None)
+
     @property
     def server(self) -> Server | None:
         """The server of its (first) lease: what displays show."""
@@ -72,6 +100,8 @@ class ModelSession:
     def release(self) -> None:
         for lease in self.leases.values():
             lease.pool.release(lease)
+        for hold in self.ranks.values():
+            hold.release()
 
 
 _SESSION: contextvars.ContextVar[ModelSession | None] = contextvars.ContextVar("surfer_model_session", default=None)

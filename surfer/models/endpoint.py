@@ -69,6 +69,11 @@ class Endpoint(BaseModel):
         description="The model's tokenizer and chat template for tokens in: a directory or a Hugging Face id "
         "(unset: the tokenizer path the SGLang server names, read from this machine).",
     )
+    session_rank: bool = Field(
+        default=True,
+        description="At a server with several data-parallel ranks (vLLM --data-parallel-size, SGLang --dp-size), keep "
+        "each session's requests on one rank (surfer/models/data_parallel.py); False: the engine spreads them.",
+    )
     server_wait: float = Field(
         default=DEFAULT_SERVER_WAIT, ge=0,
         description="Seconds to hold the calls while the server is gone (refused, 502/503/504) before giving up; 0: fail at once.",

@@ -14,6 +14,9 @@ the completion records the policy's version.
 With `record_tokens` on the endpoint, every request asks for its token ids and
 logprobs and the completion carries them (`Completion.tokens`, capture.py);
 `check_tokens` probes the server for them before a run starts.
+
+A server with several data-parallel ranks is found out when the backend is checked; each session's
+requests then carry the rank it keeps there (data_parallel.py), unless the endpoint's `session_rank` is off.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .adapters import PolicyRef, version_of
 from .affinity import current_session, session_policy
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
+from .data_parallel import count_ranks_at
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers, retry_after
@@ -126,8 +130,9 @@ class OpenAICompatibleBackend(ModelBackend):
         if body is not None:
             body = dict(body)
             body.update(body.pop("extra_body", {}))
-        session = current_session()  # the run's session, named to the server (affinity.py)
-        return await self._http.request(method, path, timeout, body, session.header if session else None)
+        session = current_session()  # the run's session, named to the server (affinity.py), with its rank there
+        headers = session.headers_at(self.endpoint.base_url, self.endpoint.session_rank) if session else None
+        return await self._http.request(method, path, timeout, body, headers)
 
     def _json_client(self) -> JsonClient:
         return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT)
@@ -195,6 +200,8 @@ class OpenAICompatibleBackend(ModelBackend):
                 f"it serves: {named(served)}"
             )
         await self.choose_path()
+        if self.endpoint.session_rank and self._http is not None:  # its data-parallel ranks, asked once (never fails)
+            await count_ranks_at(self.endpoint.base_url, self.engine, self._http)
         self._checked = True
 
     async def _check_root(self) -> None:
@@ -415,7 +422,8 @@ class OpenAICompatibleBackend(ModelBackend):
         if unsupported_options(request):
             return None, None  # an option only the chat request carries: this request goes by chat
         session = current_session()
-        return generate, await generate.prepare(session.id if session else "", request, self.policy(), self.endpoint.model)
+        rank = session.rank_at(self.endpoint.base_url) if session is not None and self.endpoint.session_rank else None
+        return generate, await generate.prepare(session.id if session else "", request, self.policy(), self.endpoint.model, rank)
 
     def _mark_answered(self) -> None:
         """Once per backend (not per call): the server answered, so losing it later is an outage;

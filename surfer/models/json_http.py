@@ -115,6 +115,20 @@ class JsonClient:
     async def request(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None,
                       headers: dict[str, str] | None = None) -> Any:
         """The decoded JSON answer; HttpStatusError, ConnectFailed or TimedOut."""
+        response = await self._send(method, path, timeout, body, headers)
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return _streamed(response)  # a server that answers only in server-sent events
+        try:
+            return response.json()
+        except ValueError:
+            raise HttpStatusError(response.status_code, f"answer is not JSON: {response.text[:200]!r}") from None
+
+    async def text(self, path: str, timeout: float) -> str:
+        """The text of a page (a /metrics page); HttpStatusError, ConnectFailed or TimedOut."""
+        return str((await self._send("GET", path, timeout)).text)
+
+    async def _send(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None,
+                    headers: dict[str, str] | None = None) -> Any:
         httpx = self._httpx
         try:
             response = await self._client.request(method, path.lstrip("/"), json=body, timeout=timeout, headers=headers)
@@ -124,12 +138,7 @@ class JsonClient:
             raise ConnectFailed(str(exc) or type(exc).__name__) from None
         if response.status_code >= 400:
             raise HttpStatusError(response.status_code, _error_message(response), retry_after(response.headers.get("retry-after")))
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            return _streamed(response)  # a server that answers only in server-sent events
-        try:
-            return response.json()
-        except ValueError:
-            raise HttpStatusError(response.status_code, f"answer is not JSON: {response.text[:200]!r}") from None
+        return response
 
     async def aclose(self) -> None:
         await self._client.aclose()

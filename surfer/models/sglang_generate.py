@@ -28,6 +28,7 @@ from surfer.core.errors import ModelRequestError
 
 from .adapters import PolicyRef, version_of
 from .backend import Completion, ModelRequest, Tokens, Usage
+from .data_parallel import RANK_FIELD
 from .token_chain import TokenChain, TokensPrompt
 
 # The chat request's extra body keys that /generate carries as sampling parameters (same names in SGLang).
@@ -62,15 +63,17 @@ class GenerateTransport:
         self.policy_version = policy_version  # recorded with each call (else the server's weight_version)
 
     async def prepare(self, session: str, request: ModelRequest, policy: PolicyRef | None = None,
-                      base_model: str = "") -> GenerateCall:
+                      base_model: str = "", rank: int | None = None) -> GenerateCall:
         """The request's ids (rendered and tokenised off the loop) and its body; `policy`: the session's, an
-        adapter unless it is `base_model` (SGLang's /generate picks it by `lora_path`, as its chat completions do)."""
+        adapter unless it is `base_model` (SGLang's /generate picks it by `lora_path`, as its chat completions do);
+        `rank`: the data-parallel rank the session keeps at the server (data_parallel.py; None: the server's choice)."""
         options = dict(request.extra_body.get(TEMPLATE_KEY) or {})
         prompt = await asyncio.to_thread(self.chain.prompt, session, request, options)
         lora = policy.name if policy is not None and policy.name != base_model else None
-        return GenerateCall(session, prompt, self.body(request, prompt, lora))
+        return GenerateCall(session, prompt, self.body(request, prompt, lora, rank))
 
-    def body(self, request: ModelRequest, prompt: TokensPrompt, lora: str | None = None) -> dict[str, Any]:
+    def body(self, request: ModelRequest, prompt: TokensPrompt, lora: str | None = None,
+             rank: int | None = None) -> dict[str, Any]:
         sampling: dict[str, Any] = {k: v for k, v in request.extra_body.items() if k in SAMPLING_KEYS}
         if request.temperature is not None:
             sampling["temperature"] = request.temperature
@@ -84,6 +87,8 @@ class GenerateTransport:
             body["image_data"] = [image.data_url() for image in prompt.images]
         if lora is not None:
             body["lora_path"] = lora  # the adapter (SGLang picks it by this field)
+        if rank is not None:
+            body[RANK_FIELD] = rank  # the session's data-parallel rank (as the header also says)
         if self.record:
             body.update(return_logprob=True, logprob_start_len=-1, return_prompt_token_ids=True)
         return body

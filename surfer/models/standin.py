@@ -33,6 +33,10 @@ engine's own account of how it was started (SGLang's server arguments, vLLM's
 cache configuration labels). `lora="on"`: runtime LoRA adapters like vLLM's (standin_adapters.py).
 A request for `return_token_ids` / `logprobs` gets vLLM's token fields from `tokenizer` (default: a
 `StandInTokenizer` of `template`; standin_tokens.py); `token_fields=False` (SGLang's default): without them.
+`data_parallel=N` plays an engine with N data-parallel ranks behind this one URL: vLLM's /metrics
+with a series per engine, SGLang's /server_info with `dp_size` (standin_pages.py); each request
+records the rank it asked for (`ChatRequest.rank`; /generate bodies keep `routed_dp_rank`). GET paths in
+`hang_paths` are accepted and never answered, like a wedged server's.
 `prefix_capacity=N` bounds that cache to N tokens, least recently used blocks
 evicted first, and `token_seconds` makes each prompt token the cache did not
 hold cost that long on one shared "GPU" (prefills take turns): with more
@@ -146,6 +150,7 @@ class StandInServer:
         template: str = "chatml",
         model_dir: str | None = None,
         strict_paths: bool = False,
+        data_parallel: int = 1,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -157,6 +162,8 @@ class StandInServer:
         self.max_model_len = max_model_len  # longer prompts get vLLM's HTTP 400
         self.model = model
         self.models_status: int | None = None  # GET /v1/models answers this status (e.g. 503 while loading)
+        self.data_parallel = data_parallel  # ranks behind this URL (their series, dp_size)
+        self.hang_paths: set[str] = set()  # GET paths never answered
         self.strict_paths = strict_paths  # only /v1/models and /v1/chat/completions, as vLLM routes them (404 elsewhere)
         self.adapters = StandInAdapters(lora, engine, model)  # runtime LoRA adapters (`lora`: off, on, not-enabled)
         self.delay = delay
@@ -262,7 +269,7 @@ class StandInServer:
                       "running": self.running, "waiting": self.waiting, "preemptions": self.preemptions,
                       "prompt": self.prompt_tokens, "cached": self.cache_hits, "generated": self.generation_tokens,
                       "cache_queries": self.cache_queries, "mm_queries": self.mm_queries, "mm_hits": self.mm_hits}
-        return metrics_page(self.engine, self.model, counts, self.settings)
+        return metrics_page(self.engine, self.model, counts, self.settings, self.data_parallel)
 
     def _count_prompt(self, body: dict[str, Any], prompt_tokens: int) -> int:
         """Prefix-cache accounting of one request (only with a KV capacity); the prompt tokens to compute."""
@@ -325,7 +332,10 @@ class StandInServer:
             def do_GET(self) -> None:  # noqa: N802
                 if self._unrouted():
                     return
-                if self.path.rstrip("/") == "/metrics" and server.kv_capacity is not None:
+                if self.path.rstrip("/") in server.hang_paths:
+                    server._stopping.wait()  # accepted, never answered
+                    return
+                if self.path.rstrip("/") == "/metrics" and (server.kv_capacity is not None or server.data_parallel > 1):
                     self._send(200, server.metrics_text(), "text/plain; version=0.0.4")
                 elif self.path.rstrip("/").endswith("/models") and server.models_status is not None:
                     self._send(server.models_status, {"error": {"message": f"HTTP {server.models_status} from the stand-in"}})
@@ -336,7 +346,7 @@ class StandInServer:
                 elif self.path.rstrip("/") == "/get_model_info" and server.generate is not None:
                     self._send(200, server.generate.model_info())
                 elif self.path.rstrip("/") == "/server_info" and server.engine == "sglang":
-                    self._send(200, server_info(server.model, server.settings, server.max_model_len), "application/json")
+                    self._send(200, server_info(server.model, server.settings, server.max_model_len, server.data_parallel), "application/json")
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -357,7 +367,8 @@ class StandInServer:
                 if verb is not None:
                     return self._send(*server.adapters.handle(verb, body))
                 if self.path.rstrip("/") == "/generate" and server.generate is not None:
-                    return self._send(*server.generate.answer(body, self.headers.get("X-Surfer-Session")))
+                    return self._send(*server.generate.answer(body, self.headers.get("X-Surfer-Session"),
+                                                              self.headers.get("X-Data-Parallel-Rank")))
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
@@ -380,6 +391,7 @@ class StandInServer:
                     self._send(400, {"error": {"message": str(exc), "type": "BadRequestError"}})
                     return
                 request.session = self.headers.get("X-Surfer-Session")
+                request.rank = self.headers.get("X-Data-Parallel-Rank")
                 with server._lock:
                     server.requests.append(request)
                 prompt_tokens = len(request.text) // 4 + 256 * len(request.image_urls)

@@ -94,8 +94,8 @@ class GenerateRoutes:
             turns.append({"role": role, "content": parts})
         return turns
 
-    def answer(self, body: dict[str, Any], session: str | None) -> tuple[int, dict[str, Any]]:
-        """(HTTP status, JSON) of one /generate request."""
+    def answer(self, body: dict[str, Any], session: str | None, rank: str | None = None) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, JSON) of one /generate request (`session`, `rank`: its headers)."""
         failure = self.server._next_failure()
         if failure is not None:
             return failure, {"error": {"message": f"injected failure {failure}"}}
@@ -122,7 +122,7 @@ class GenerateRoutes:
             chat_body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": role, "schema": json.loads(sampling["json_schema"])}}
         request = self.parse(chat_body)
-        request.session = session
+        request.session, request.rank = session, rank
         with self.server._lock:
             self.server.requests.append(request)
         reply = self.server.respond(request)

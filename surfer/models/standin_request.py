@@ -17,6 +17,7 @@ class ChatRequest:
     image_urls: list[str] = field(default_factory=list)
     image_uuids: list[tuple[str, bool]] = field(default_factory=list)  # (uuid, the server held it before)
     session: str | None = None  # the X-Surfer-Session header: the run (or batch task) that sent it
+    rank: str | None = None  # the X-Data-Parallel-Rank header: the engine copy it asked for (data_parallel.py)
 
     @property
     def last_text(self) -> str:

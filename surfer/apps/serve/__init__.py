@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
                                "(vLLM --tensor-parallel-size, SGLang --tp-size)."),
         data_parallel: bool = typer.Option(
             False, "--data-parallel", help="With --gpus: one endpoint over the engine's own data parallelism (vLLM "
-            "--data-parallel-size, SGLang --dp-size) instead of replicas with surfer's placement."),
+            "--data-parallel-size, SGLang --dp-size) instead of replicas; surfer keeps each session on one of its ranks."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the engine's command (every replica's) and exit."),
         vllm_version: str | None = typer.Option(None, "--vllm-version", help=f"With --dry-run and no vLLM installed: the version to plan for (default {DEFAULT_VLLM})."),
         sglang_version: str | None = typer.Option(None, "--sglang-version", help=f"With --dry-run and no SGLang installed: the version to plan for (default {sglang.DEFAULT_SGLANG})."),

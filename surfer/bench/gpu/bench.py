@@ -387,7 +387,8 @@ def register(bench_app: typer.Typer) -> None:
         placement: str = typer.Option(
             "session", "--placement", help="With several --base-url: session (each session keeps one server, surfer's "
             "placement) or round-robin-per-request (each request to the next server: a load balancer without affinity, "
-            "for comparison)."),
+            "for comparison). At one data-parallel endpoint: session keeps each session on one rank, "
+            "round-robin-per-request asks for none (the engine spreads the requests)."),
         engine: str = typer.Option("vllm", "--engine", help="The engine to start (vllm or sglang), without --base-url."),
         port: int = typer.Option(8000, "--port", help="Port for the servers started."),
         serve_timeout: float = typer.Option(600.0, "--serve-timeout", help="Seconds to wait for the server to answer."),

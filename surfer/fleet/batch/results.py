@@ -71,6 +71,9 @@ class ResultLine(BaseModel):
                                   "(its base URL).")
     server_moves: Optional[int] = Field(default=None, description="Several model servers: times the session moved to "
                                         "another server (one that did not come back within --server-wait).")
+    data_parallel_rank: Optional[int] = Field(default=None, description="A server with several data-parallel ranks "
+                                              "(vLLM --data-parallel-size, SGLang --dp-size): the rank the session was "
+                                              "kept on.")
     policy: Optional[str] = Field(default=None, description="The policy (`NAME@VERSION`: an adapter and its version) "
                                   "the session's calls went to, with --policy (docs: Adapters).")
     superseded: Optional[bool] = Field(default=None, description="attempts.jsonl: a line moved out of an older "

@@ -129,7 +129,8 @@ class Batch:
         self.backends = shared_backends(config, max_inflight, backend)
         self.servers = BatchServers(self.backends)  # with several model servers: where each session goes
         self.stats.servers = self.servers.snapshot
-        self._server_of: dict[str, tuple[str, int]] = {}  # task id -> (its server, moves), until its line is written
+        # task id -> (its server, moves, its data-parallel rank there), until its line is written
+        self._server_of: dict[str, tuple[str | None, int, int | None]] = {}
         self._owns_backend = backend is None
         self.replay = list(replay or [])
         self._replay_of = self._assign_recordings()
@@ -382,8 +383,9 @@ class Batch:
             try:
                 async with self.servers.session(task.id, server, chosen) as (session, profile):
                     executed = await self._attempts(task, config, tmp, watch, started, profile)
-                    if session.server is not None and executed is not None:
-                        self._server_of[task.id] = (session.server.base_url, session.moves)
+                    rank = session.data_parallel_rank
+                    if (session.server is not None or rank is not None) and executed is not None:
+                        self._server_of[task.id] = (session.server.base_url if session.server else None, session.moves, rank)
             except ModelServerUnreachable as exc:  # no server left to place the session on: the batch stops
                 unplaced = RunResult(status="error", task=task.task, url=task.url, reason=str(exc), error_kind="unreachable")
                 executed = unplaced, tmp, time.monotonic() - started
@@ -459,11 +461,13 @@ class Batch:
         }
 
     def _server_line(self, task_id: str) -> dict[str, Any]:
-        """With several servers: the one the session ended on, and how often it moved."""
+        """With several servers: the one the session ended on, and how often it moved; at a server with several
+        data-parallel ranks, the one the session kept."""
         if task_id not in self._server_of:
             return {}
-        url, moves = self._server_of.pop(task_id)
-        return {"server": url, "server_moves": moves}
+        url, moves, rank = self._server_of.pop(task_id)
+        return {**({"server": url, "server_moves": moves} if url else {}),
+                **({"data_parallel_rank": rank} if rank is not None else {})}
 
     async def _unfinished_attempt(self, record: dict[str, Any]) -> None:
         """An attempt that ended no task (a stop, a server gone): a line in attempts.jsonl, counted apart."""
