@@ -103,7 +103,10 @@ async def test_a_probe_that_fails_or_goes_unanswered_sends_no_rank_and_the_run_g
         return text
 
     assert await data_parallel.count_ranks("http://x", "vllm", refused, refused) == 0
-    assert await data_parallel.count_ranks("http://x", None, late, lambda url: page({"dp_size": "two"})) == 0
+    assert await data_parallel.count_ranks("http://x", "vllm", late, refused) == 0
+    assert await data_parallel.count_ranks("http://x", "sglang", refused, lambda url: page({"dp_size": "two"})) == 0
     assert await data_parallel.count_ranks("http://x", "sglang", refused, lambda url: page({"dp_size": 4})) == 4
     metrics = 'vllm:num_requests_running{engine="0",model_name="m"} 1.0\nvllm:num_requests_running{engine="1",model_name="m"} 0.0\n'
-    assert await data_parallel.count_ranks("http://x", None, lambda url: page(metrics), refused) == 2
+    assert await data_parallel.count_ranks("http://x", "vllm", lambda url: page(metrics), refused) == 2
+    # a server that is neither (a hosted API, owned_by "openai") is not asked for pages it does not have
+    assert await data_parallel.count_ranks("http://x", "openai", lambda url: page(metrics), lambda url: page({"dp_size": 4})) == 0

@@ -9,7 +9,8 @@ each session on one.
 
 How many ranks an endpoint has is asked once per endpoint (and event loop),
 when its backend is checked before a run: vLLM's /metrics carries one series
-per engine (label `engine="K"`), SGLang's /server_info its `dp_size`. A probe
+per engine (label `engine="K"`), SGLang's /server_info its `dp_size` (which
+engine a server is, its /models says; any other server is not asked). A probe
 that fails or is not answered in time means no rank is sent; it never fails
 a run. With two ranks or more, each model session takes the rank with the
 fewest live sessions on its first request there (as servers.py places
@@ -53,16 +54,17 @@ def engines_in_metrics(text: str) -> int:
 
 async def count_ranks(root: str, engine: str | None, get_text: GetText, get_json: GetJson) -> int:
     """The data-parallel ranks of the server at `root` (its URL without /v1): vLLM's engines in its /metrics,
-    SGLang's `dp_size` in its /server_info (`engine`: what its /models says it is; None: either). 0 where
-    neither says (no such page, no answer in PROBE_TIMEOUT, an engine without data parallelism)."""
-    if engine != "sglang":
+    SGLang's `dp_size` in its /server_info (`engine`: what its /models says it is). 0 where neither says (no
+    such page, no answer in PROBE_TIMEOUT, an engine without data parallelism), and for any other server
+    (a hosted API is not asked for pages it does not have)."""
+    if engine not in ("vllm", "sglang"):
+        return 0
+    if engine == "vllm":
         try:
-            found = engines_in_metrics(await asyncio.wait_for(get_text(root + "/metrics"), PROBE_TIMEOUT))
+            return engines_in_metrics(await asyncio.wait_for(get_text(root + "/metrics"), PROBE_TIMEOUT))
         except Exception as exc:  # noqa: BLE001 - any failure of the probe: no rank is sent
             log.debug("%s/metrics did not say its data-parallel ranks: %r", root, exc)
-            found = 0
-        if found or engine == "vllm":
-            return found
+            return 0
     try:
         info = await asyncio.wait_for(get_json(root + "/server_info"), PROBE_TIMEOUT)
     except Exception as exc:  # noqa: BLE001
