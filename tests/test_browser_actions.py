@@ -152,8 +152,10 @@ async def test_unsupported_and_failing_actions_give_clear_errors(browser_env, pa
     env = await browser_env(pages.url("actions.html"))
     with pytest.raises(ActionNotSupported, match="cannot perform 'answer'"):
         await env.perform(Answer(text="42"))
-    with pytest.raises(ActionFailed, match=re.escape("cannot press 'Control+Nope'")):
+    with pytest.raises(ActionFailed, match=re.escape("cannot press 'Control+Nope': unknown key 'Nope'; use key names")):
         await env.perform(PressKeys(keys="Control+Nope"))
+    outcome = await env.perform(PressKeys(keys="ctrl+k"))  # as models often write it (the desktop took it already)
+    assert await page_log(env) == ["key:Control+k"] and outcome.detail == "pressed Control+k"
     with pytest.raises(ActionFailed, match="could not open"):
         await env.perform(Goto(url="http://127.0.0.1:1/unreachable"))
     with pytest.raises(ActionFailed, match="no tab 5"):
@@ -169,6 +171,15 @@ async def test_observation_geometry_with_scale_factor_2(browser_env, pages):
     assert (shot.size.width, shot.size.height) == (1800, 1200)
     assert shot.scale == 2 and shot.mime == "image/jpeg"
     assert observation.url.endswith("actions.html") and observation.title == "Actions"
+
+
+def test_key_names_as_models_write_them():
+    from surfer.tools.keys import playwright_keys
+
+    assert playwright_keys("ctrl+shift+k") == "Control+Shift+k"
+    assert [playwright_keys(k) for k in ("enter", "esc", "cmd+a", "down", "pgdn", " ", "Control++", "F5", "a")] == [
+        "Enter", "Escape", "Meta+a", "ArrowDown", "PageDown", "Space", "Control++", "F5", "a"]
+    assert playwright_keys("Control+Nope") == "Control+Nope"  # left for Playwright to refuse
 
 
 def test_urls_are_normalized():

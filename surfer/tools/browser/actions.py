@@ -5,6 +5,7 @@ downloads. A mixin of `BrowserEnvironment` (session.py)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any, Awaitable
@@ -27,6 +28,7 @@ from surfer.core.errors import ActionFailed, BrowserCrashed, SurferError
 from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
 from surfer.tools.dialogs import PendingDialog
+from surfer.tools.keys import KEY_NAMES_HINT, playwright_keys
 from surfer.tools.typing import MAY_INSERT
 from surfer.tools.url_policy import normalize_url
 from surfer.tools.widgets import context_menu_note
@@ -122,7 +124,7 @@ class BrowserActions:
                 action.point is None or self._dialog_part(action.point) == "field"
             )
         if isinstance(action, PressKeys):
-            return action.keys in ("Enter", "Escape")
+            return playwright_keys(action.keys) in ("Enter", "Escape")
         return False
 
     def _on_file_chooser(self, chooser: Any) -> None:
@@ -270,13 +272,16 @@ class BrowserActions:
         await page.keyboard.type(text)
 
     async def _act_press(self, action: PressKeys) -> str:
-        if self._dialog is not None and action.keys in ("Enter", "Escape"):
-            return await self._answer_dialog("accept" if action.keys == "Enter" else "dismiss")
+        keys = playwright_keys(action.keys)  # 'ctrl+a', 'esc' and the like, as models write them
+        if self._dialog is not None and keys in ("Enter", "Escape"):
+            return await self._answer_dialog("accept" if keys == "Enter" else "dismiss")
         try:
-            await self.page.keyboard.press(action.keys)
-        except Exception as exc:  # noqa: BLE001 - Playwright: 'Unknown key: ...'
-            raise ActionFailed(f"cannot press {action.keys!r}: {str(exc).splitlines()[0]}") from None
-        return f"pressed {action.keys}"
+            await self.page.keyboard.press(keys)
+        except Exception as exc:  # noqa: BLE001 - Playwright: 'Unknown key: "Nope"'
+            unknown = re.search(r'Unknown key: "(.*)"', str(exc))
+            why = f"unknown key {unknown.group(1)!r}; {KEY_NAMES_HINT}" if unknown else str(exc).splitlines()[0]
+            raise ActionFailed(f"cannot press {action.keys!r}: {why}") from None
+        return f"pressed {keys}"
 
     async def _act_scroll(self, action: Scroll) -> str:
         page = self.page
