@@ -60,14 +60,20 @@ async def test_type_without_clear_appends_into_focused_field(browser_env, pages)
 
 async def test_scroll_page_and_inside_element(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
-    await env.perform(Scroll(direction="down", amount=3))
+    outcome = await env.perform(Scroll(direction="up", amount=1))  # at the top already: the model is told
+    assert outcome.detail == "scrolling up at (640, 400) moved nothing: already at the top there"
+    outcome = await env.perform(Scroll(direction="down", amount=3))
     assert await env.page.evaluate("window.scrollY") == 300
+    assert outcome.detail == "scrolled the page down 300 px at (640, 400)"
     await env.perform(Scroll(direction="up", amount=1))
     assert await env.page.evaluate("window.scrollY") == 200
+    outcome = await env.perform(Scroll(direction="down", amount=50))  # 2000 px of room left: as far as it goes
+    assert outcome.detail == "scrolled the page down 2000 px at (640, 400) (now at its bottom)"
     await env.page.evaluate("window.scrollTo(0, 0)")
-    await env.perform(Scroll(direction="down", amount=2, target="box", point=CssPoint(x=600, y=150)))
+    outcome = await env.perform(Scroll(direction="down", amount=2, target="box", point=CssPoint(x=600, y=150)))
     assert await env.page.evaluate("document.getElementById('box').scrollTop") == 200
     assert await env.page.evaluate("window.scrollY") == 0
+    assert outcome.detail == "scrolled the scrolling area down 200 px at (600, 150)"
 
 
 async def test_goto_back_forward_refresh(browser_env, pages):

@@ -27,6 +27,7 @@ from surfer.core.actions import (
 from surfer.core.errors import ActionFailed, BrowserCrashed, SurferError
 from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
+from surfer.tools.browser import scrolling
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.keys import KEY_NAMES_HINT, playwright_keys
 from surfer.tools.typing import MAY_INSERT
@@ -165,9 +166,12 @@ class BrowserActions:
     def step_group(self, name: str) -> Any:
         return self.trace.group(name)
 
+    _scrolled: tuple[Any, str, int, float, float] | None = None  # a scroll to measure once the page settled
+
     async def perform(self, action: Action) -> ActionOutcome:
         self._check_alive()
         self._settled_title = None
+        self._scrolled = None
         notes: list[str] = []
         if self._dialog is not None and not self._answers_dialog(action):
             notes.append(await self._answer_dialog("dismiss", why=" by default (the step did not answer it)"))
@@ -181,6 +185,9 @@ class BrowserActions:
             if "crashed" in message.lower():
                 raise BrowserCrashed(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
             raise ActionFailed(f"{action.type} failed: {message}") from None
+        if self._scrolled is not None and self._dialog is None and self._scrolled[0] is self._page:
+            told = await self._guard(scrolling.describe(*self._scrolled))
+            outcome.detail = told or outcome.detail
         arrived = self._downloads.take_new()
         if arrived:
             await self._close_download_tab()
@@ -289,7 +296,10 @@ class BrowserActions:
         await page.mouse.move(x, y)
         distance = action.amount * WHEEL_NOTCH_PX
         dx, dy = {"up": (0, -distance), "down": (0, distance), "left": (-distance, 0), "right": (distance, 0)}[action.direction]
+        measured = not self.legacy_step and await scrolling.note_positions(page, x, y)
         await page.mouse.wheel(dx, dy)
+        if measured:  # what moved is told once the page settled (perform)
+            self._scrolled = (page, action.direction, distance, x, y)
         return f"scrolled {action.direction} {distance} px at ({x:.0f}, {y:.0f})"
 
     async def _act_drag(self, action: Drag) -> str:
