@@ -44,9 +44,16 @@ async def test_pointer_and_key_actions(browser_env, pages, action, expected):
 
 async def test_type_clears_then_types_and_submits(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
-    await env.perform(TypeText(text="hello world", target="field", point=FIELD, clear=True, submit=True))
+    outcome = await env.perform(TypeText(text="hello world", target="field", point=FIELD, clear=True, submit=True))
     assert await env.page.input_value("#field") == "hello world"
     assert [e for e in await page_log(env) if e.startswith("submit")] == ["submit:hello world"]
+    assert outcome.detail == "typed 11 characters and pressed Enter"
+    # a click that missed the field: the model is told the text went into no field
+    outcome = await env.perform(TypeText(text="lost", target="field", point=CssPoint(x=700, y=600)))
+    assert await env.page.input_value("#field") == "hello world"
+    assert outcome.detail == (
+        "typed 4 characters; the click at (700, 600) focused no text field, so the keys went to the page, not into a field"
+    )
 
 
 async def test_type_without_clear_appends_into_focused_field(browser_env, pages):

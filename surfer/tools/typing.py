@@ -11,7 +11,9 @@ keypress listener or handler the page adds, and `MAY_INSERT` allows an insert
 only into a focused text field of the main frame (not one inside an iframe, not
 one with a datalist or an open surfer popup, whose key handling
 widgets.js owns) when no such listener exists. Otherwise the caller types
-key by key. (It runs after widgets.js, whose own key handling does not count.)
+key by key. It also says when nothing that takes text has the focus, so the
+step can tell the model its text went into no field. (It runs after
+widgets.js, whose own key handling does not count.)
 """
 
 from __future__ import annotations
@@ -36,28 +38,35 @@ KEY_LISTENERS = """
 })();
 """
 
-# True when `text` may go in as one insert (Input.insertText: `beforeinput` and
-# `input` as from an input method, no key events), false when the caller must
-# type it key by key. With `clear` it also selects the field's content, which
-# the insert then replaces (what Ctrl+A, Delete and typing do, without keys).
+# 'insert' when `text` may go in as one insert (Input.insertText: `beforeinput` and
+# `input` as from an input method, no key events), 'keys' when the caller must
+# type it key by key, 'nowhere' when nothing that takes text has the focus (the
+# page's body, a button: the keys reach the page, no field; the caller types key
+# by key and says so). With `clear` an insert also selects the field's content,
+# which the insert then replaces (what Ctrl+A, Delete and typing do, without keys).
 MAY_INSERT = r"""
 ({ text, clear }) => {
-  if (/[\n\r\t]/.test(text)) return false;  // Enter and Tab are keys: they submit forms and move focus
+  let focused = document.activeElement;
+  while (focused && focused.shadowRoot && focused.shadowRoot.activeElement) focused = focused.shadowRoot.activeElement;
+  const takesText = focused && focused !== document.body && focused !== document.documentElement &&
+    (focused.isContentEditable || /^(INPUT|TEXTAREA|SELECT|IFRAME|FRAME|EMBED|OBJECT)$/.test(focused.tagName));
+  if (!takesText && document.designMode !== 'on') return 'nowhere';
+  if (/[\n\r\t]/.test(text)) return 'keys';  // Enter and Tab are keys: they submit forms and move focus
   const keys = window.__surferKeys;
-  if (!keys || keys.listening || document.querySelector('[onkeydown],[onkeyup],[onkeypress]')) return false;
+  if (!keys || keys.listening || document.querySelector('[onkeydown],[onkeyup],[onkeypress]')) return 'keys';
   let el = document.activeElement;
-  if (!el || el.shadowRoot || el.tagName === 'IFRAME' || el.tagName === 'FRAME') return false;
-  if (window.__surferWidgets && window.__surferWidgets.open) return false;
+  if (!el || el.shadowRoot || el.tagName === 'IFRAME' || el.tagName === 'FRAME') return 'keys';
+  if (window.__surferWidgets && window.__surferWidgets.open) return 'keys';
   const textual = el instanceof HTMLTextAreaElement || (el instanceof HTMLInputElement && !el.list &&
     ['text', 'search', 'email', 'url', 'tel', 'password', 'number', ''].includes(el.type));
-  if (!textual && !el.isContentEditable) return false;
-  if (el.disabled || el.readOnly) return false;
+  if (!textual && !el.isContentEditable) return 'keys';
+  if (el.disabled || el.readOnly) return 'keys';
   if (clear) {
     try {
       if (el.isContentEditable) getSelection().selectAllChildren(el); else el.select();
-    } catch (e) { return false; }
+    } catch (e) { return 'keys'; }
   }
-  return true;
+  return 'insert';
 }
 """
 

@@ -262,21 +262,28 @@ class BrowserActions:
         page = self.page
         if action.point is not None:
             await page.mouse.click(action.point.x, action.point.y)
-        await self._type_text(page, action.text, clear=action.clear)
+        into_field = await self._type_text(page, action.text, clear=action.clear)
         if action.submit:
             await page.keyboard.press("Enter")
-        return f"typed {len(action.text)} characters" + (" and pressed Enter" if action.submit else "")
+        detail = f"typed {len(action.text)} characters" + (" and pressed Enter" if action.submit else "")
+        if not into_field:
+            where = f"the click at {action.point} focused no text field" if action.point else "no text field had the focus"
+            detail += f"; {where}, so the keys went to the page, not into a field"
+        return detail
 
-    async def _type_text(self, page: Any, text: str, *, clear: bool) -> None:
+    async def _type_text(self, page: Any, text: str, *, clear: bool) -> bool:
         """One insert when the page listens to no key (surfer/tools/typing.py), else
-        key by key; `clear` first empties the field (select-all + delete)."""
-        if not self.legacy_step and text and await page.evaluate(MAY_INSERT, {"text": text, "clear": clear}):
+        key by key; `clear` first empties the field (select-all + delete). False when
+        nothing that takes text had the focus (the keys went to the page)."""
+        way = "keys" if self.legacy_step or not text else await page.evaluate(MAY_INSERT, {"text": text, "clear": clear})
+        if way == "insert":
             await page.keyboard.insert_text(text)  # replaces the selection `clear` made
-            return
+            return True
         if clear:
             await page.keyboard.press("ControlOrMeta+A")
             await page.keyboard.press("Delete")
         await page.keyboard.type(text)
+        return way != "nowhere"
 
     async def _act_press(self, action: PressKeys) -> str:
         keys = playwright_keys(action.keys)  # 'ctrl+a', 'esc' and the like, as models write them
