@@ -48,8 +48,7 @@ MAY_INSERT = r"""
 ({ text, clear }) => {
   let focused = document.activeElement;
   while (focused && focused.shadowRoot && focused.shadowRoot.activeElement) focused = focused.shadowRoot.activeElement;
-  const takesText = focused && focused !== document.body && focused !== document.documentElement &&
-    (focused.isContentEditable || /^(INPUT|TEXTAREA|SELECT|IFRAME|FRAME|EMBED|OBJECT)$/.test(focused.tagName));
+  const takesText = focused && (focused.isContentEditable || /^(INPUT|TEXTAREA|SELECT|IFRAME|FRAME|EMBED|OBJECT)$/.test(focused.tagName));
   if (!takesText && document.designMode !== 'on') return 'nowhere';
   if (/[\n\r\t]/.test(text)) return 'keys';  // Enter and Tab are keys: they submit forms and move focus
   const keys = window.__surferKeys;
