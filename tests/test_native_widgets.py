@@ -108,7 +108,7 @@ async def test_select_option_is_chosen_where_the_screenshot_draws_it(widget_env)
     assert await drawn(env.page) == []  # the popup closed
 
 
-async def test_select_option_groups_long_lists_and_iframes(widget_env):
+async def test_select_option_groups_long_lists_iframes_and_shadow_roots(widget_env):
     env = await widget_env("select.html")
     car = await box_of(env, "#car")
     await click(env, car["x"] + 10, car["y"] + 5)
@@ -121,6 +121,9 @@ async def test_select_option_groups_long_lists_and_iframes(widget_env):
     first = next(i for i in await drawn(env.page) if i["label"] == "Country 01")
     await env.perform(Scroll(direction="down", amount=10, point=CssPoint(x=first["x"] + 20, y=first["y"] + 40)))
     await click_drawn(env, "Country 45")
+    shade = await box_of(env, "#shade")  # a select in a component's shadow root
+    await click(env, shade["x"] + 10, shade["y"] + 5)
+    await click_drawn(env, "Blue")
     frame = env.page.frame_locator("#frame")
     size = await frame.locator("#size").bounding_box()
     await click(env, size["x"] + 10, size["y"] + 5)
@@ -128,6 +131,7 @@ async def test_select_option_groups_long_lists_and_iframes(widget_env):
     child = env.page.frames[1]
     assert await received(env) == [
         "car:input:Audi", "car:change:Audi", "country:input:Country 45", "country:change:Country 45",
+        "shade:input:Blue", "shade:change:Blue",
     ]
     assert await received(env, child) == ["size:change:Large"]
 
