@@ -11,7 +11,7 @@
 // working (arrows, typing to jump, Enter, Escape).
 (() => {
   if (window.__surferWidgets) return;
-  const api = (window.__surferWidgets = { open: null, contextMenu: null });
+  const api = (window.__surferWidgets = { open: null, contextMenu: null, printed: 0 });
   const BLUE = "#1967d2", BORDER = "#767676", ROW = 24, MAX_ROWS = 20;
   const PICKERS = new Set(["date", "datetime-local", "month", "week", "time", "color"]);
   let host = null, root = null, state = null, typed = "", typedAt = 0;
@@ -540,6 +540,11 @@
       if (isMenuList(this)) return openList(this);
       return selectPicker.call(this);
     };
+
+  // window.print(): the headless shell ignores it; a browser with a window opens its print preview, which
+  // holds the page (and the action that clicked Print) until a person closes it. Neither prints: the call
+  // is noted, and the click's outcome says so (widgets.py).
+  window.print = function print() { api.printed = Date.now(); };
 
   // Right clicks: did the page offer its own menu (it cancels the event), or would Chromium's appear?
   // (the event is kept: after dispatch, defaultPrevented says whether any handler cancelled it)

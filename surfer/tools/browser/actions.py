@@ -32,7 +32,7 @@ from surfer.tools.dialogs import PendingDialog
 from surfer.tools.keys import KEY_NAMES_HINT, playwright_keys
 from surfer.tools.typing import MAY_INSERT
 from surfer.tools.url_policy import normalize_url
-from surfer.tools.widgets import context_menu_note
+from surfer.tools.widgets import context_menu_note, print_note
 
 WHEEL_NOTCH_PX = 100
 FILE_CHOOSER_TIMEOUT_MS = 5_000
@@ -222,6 +222,8 @@ class BrowserActions:
         detail = f"{held + '+' if held else ''}{'double-' if action.double else ''}{action.button} click at {p}"
         if action.button == "right" and self._dialog is None:
             detail += await context_menu_note(self.page, since)
+        elif self._dialog is None:
+            detail += await print_note(self.page, since)
         return detail
 
     async def _act_dialog(self, action: Dialog) -> str:
