@@ -24,7 +24,7 @@ BEFORE = r"""
   const root = document.scrollingElement || document.documentElement;
   const nodes = [];
   for (let node = el; node && node.nodeType === 1; node = node.parentElement || (node.getRootNode().host || null)) {
-    if (node !== root && node !== document.body) nodes.push(node);
+    if (node !== root) nodes.push(node);
   }
   nodes.push(root);
   const state = window.__surferScroll = { nodes, before: nodes.map((n) => [n.scrollLeft, n.scrollTop]), prevented: false };
@@ -48,7 +48,8 @@ async ({ vertical }) => {
       if (Math.abs(moved) >= 1) {
         const room = vertical ? node.scrollHeight - node.clientHeight : node.scrollWidth - node.clientWidth;
         const at = position(node)[axis];
-        return { moved: Math.round(Math.abs(moved)), what: node === root ? 'page' : 'area',
+        const page = node === root || node === document.body || node === document.documentElement;
+        return { moved: Math.round(Math.abs(moved)), what: page ? 'page' : 'area',
                  end: moved > 0 ? at >= room - 1 : at <= 0 };
       }
     }
