@@ -208,6 +208,13 @@ async def test_typing_into_date_and_datalist_fields(widget_env):
     got = await received(env)
     assert [r for r in got if r.startswith("date")][-1] == "date:change:2024-03-15"  # (a change per year digit)
     assert got[-1] == "fruit:change:Apricot"
+    # a click on the day part puts the caret there; typing as the field shows a date starts at its month (it gave
+    # 202025-03-06), and text in the field's value format is its value (typed part by part from the caret before)
+    mid = CssPoint(x=date["x"] + 36, y=date["y"] + date["height"] / 2)  # on its day
+    await env.perform(TypeText(text="06/20/2025", target="date", point=mid))
+    assert (await received(env))[-1] == "date:change:2025-06-20"
+    await env.perform(TypeText(text="2025-07-04", target="date", point=mid))
+    assert (await received(env))[-1] == "date:change:2025-07-04"
 
 
 # -- dialogs ------------------------------------------------------------------------

@@ -44,12 +44,32 @@ KEY_LISTENERS = """
 # page's body, a button: the keys reach the page, no field; the caller types key
 # by key and says so). With `clear` an insert also selects the field's content,
 # which the insert then replaces (what Ctrl+A, Delete and typing do, without keys).
+# A date, time, month or week field is typed into part by part (month, day, year),
+# starting at the part the click landed on: text in the field's value format
+# (2024-05-10, 14:30) is 'set' as its value, the way a click in its picker sets it;
+# other text ('segments') is typed key by key from the field's first part.
 MAY_INSERT = r"""
 ({ text, clear }) => {
   let focused = document.activeElement;
   while (focused && focused.shadowRoot && focused.shadowRoot.activeElement) focused = focused.shadowRoot.activeElement;
   const takesText = focused && (focused.isContentEditable || /^(INPUT|TEXTAREA|SELECT|IFRAME|FRAME|EMBED|OBJECT)$/.test(focused.tagName));
   if (!takesText && document.designMode !== 'on') return 'nowhere';
+  if (focused instanceof HTMLInputElement && ['date', 'datetime-local', 'month', 'week', 'time'].includes(focused.type) &&
+      !focused.readOnly && !focused.disabled) {
+    const before = focused.value, wanted = text.trim();
+    if (wanted && !(window.__surferWidgets && window.__surferWidgets.open)) {
+      focused.value = wanted;
+      if (focused.value) {  // a value the field takes (2024-05-10, 14:30): set, as its picker sets it
+        if (focused.value !== before) {
+          focused.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+          focused.dispatchEvent(new Event('change', { bubbles: true }));
+        }
+        return 'set';
+      }
+      focused.value = before;
+    }
+    return 'segments';  // typed as the field shows it (05/10/2024): from its first part, wherever the click put the caret
+  }
   if (/[\n\r\t]/.test(text)) return 'keys';  // Enter and Tab are keys: they submit forms and move focus
   const keys = window.__surferKeys;
   if (!keys || keys.listening || document.querySelector('[onkeydown],[onkeyup],[onkeypress]')) return 'keys';

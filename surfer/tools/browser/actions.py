@@ -35,6 +35,7 @@ from surfer.tools.url_policy import normalize_url
 from surfer.tools.widgets import context_menu_note, print_note
 
 WHEEL_NOTCH_PX = 100
+DATE_FIELD_PARTS = 6  # a date-and-time field's parts: month, day, year, hour, minute, AM/PM
 FILE_CHOOSER_TIMEOUT_MS = 5_000
 DOWNLOAD_WRAP_UP_S = 10.0
 
@@ -281,6 +282,11 @@ class BrowserActions:
         if way == "insert":
             await page.keyboard.insert_text(text)  # replaces the selection `clear` made
             return True
+        if way == "set":  # a date or time field took the text as its value
+            return True
+        if way == "segments":  # a date or time field, typed as shown: from its first part (month, hour)
+            for _ in range(DATE_FIELD_PARTS):
+                await page.keyboard.press("ArrowLeft")
         if clear:
             await page.keyboard.press("ControlOrMeta+A")
             await page.keyboard.press("Delete")
