@@ -96,6 +96,14 @@ async def test_goto_back_forward_refresh(browser_env, pages):
     assert await env.page.evaluate("window.marker === undefined")
     outcome = await env.perform(Forward())
     assert "no page in that direction" in outcome.detail
+    # the browser's own keys reach no page through the DevTools protocol: surfer does what the browser would
+    outcome = await env.perform(PressKeys(keys="alt+left"))
+    assert env.page.url.endswith("actions.html") and outcome.detail.startswith("Alt+ArrowLeft is the browser's key to go back")
+    await env.page.evaluate("window.marker = 1")
+    await env.perform(PressKeys(keys="F5"))
+    assert await env.page.evaluate("window.marker === undefined")
+    with pytest.raises(ActionFailed, match=r"Control\+l opens the browser's address bar.*use the goto action"):
+        await env.perform(PressKeys(keys="ctrl+l"))
 
 
 async def test_the_start_url_waits_for_a_timer_its_page_started(browser_env, pages):
@@ -193,6 +201,10 @@ def test_key_names_as_models_write_them():
     assert [playwright_keys(k) for k in ("enter", "esc", "cmd+a", "down", "pgdn", " ", "Control++", "F5", "a")] == [
         "Enter", "Escape", "Meta+a", "ArrowDown", "PageDown", "Space", "Control++", "F5", "a"]
     assert playwright_keys("Control+Nope") == "Control+Nope"  # left for Playwright to refuse
+    from surfer.tools.keys import browser_shortcut
+
+    assert [browser_shortcut(playwright_keys(k)) for k in ("shift+ctrl+tab", "Control+R", "ctrl+a", "F6", "Enter")] == [
+        "previous_tab", "refresh", None, "address bar", None]
 
 
 def test_urls_are_normalized():

@@ -43,3 +43,26 @@ def playwright_keys(keys: str) -> str:
     if keys == " ":
         return "Space"
     return "+".join(part if len(part) == 1 else _BY_LOWER.get(part.lower(), part) for part in split_keys(keys))
+
+
+# The browser's own shortcuts: Chromium acts on them before the page sees them, but keys sent through the DevTools
+# protocol reach only the page, so surfer does what the browser would (or says it cannot). Modifiers in the order
+# `_shortcut_name` writes them, letters in lower case.
+BROWSER_SHORTCUTS = {
+    "F5": "refresh", "Control+r": "refresh", "Shift+F5": "refresh", "Control+F5": "refresh", "Control+Shift+r": "refresh",
+    "Meta+r": "refresh", "Alt+ArrowLeft": "back", "Meta+[": "back", "Alt+ArrowRight": "forward", "Meta+]": "forward",
+    "Control+w": "close_tab", "Control+F4": "close_tab", "Meta+w": "close_tab",
+    "Control+Tab": "next_tab", "Control+PageDown": "next_tab",
+    "Control+Shift+Tab": "previous_tab", "Control+PageUp": "previous_tab",
+    "Control+l": "address bar", "Alt+d": "address bar", "F6": "address bar", "Meta+l": "address bar",
+    "Control+t": "new tab", "Meta+t": "new tab", "Control+n": "new window", "Meta+n": "new window",
+}
+_MODIFIER_ORDER = ("Control", "Alt", "Shift", "Meta")
+
+
+def browser_shortcut(keys: str) -> str | None:
+    """What `keys` (Playwright's names) asks of the browser rather than the page, from BROWSER_SHORTCUTS; else None."""
+    parts = split_keys(keys)
+    held = sorted({p for p in parts[:-1]}, key=lambda p: _MODIFIER_ORDER.index(p) if p in _MODIFIER_ORDER else 9)
+    last = parts[-1].lower() if len(parts[-1]) == 1 else parts[-1]
+    return BROWSER_SHORTCUTS.get("+".join([*held, last]))

@@ -29,12 +29,14 @@ from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
 from surfer.tools.browser import scrolling
 from surfer.tools.dialogs import PendingDialog
-from surfer.tools.keys import KEY_NAMES_HINT, playwright_keys
+from surfer.tools.keys import KEY_NAMES_HINT, browser_shortcut, playwright_keys
 from surfer.tools.typing import MAY_INSERT
 from surfer.tools.url_policy import normalize_url
 from surfer.tools.widgets import context_menu_note, print_note
 
 WHEEL_NOTCH_PX = 100
+SHORTCUT_VERBS = {"refresh": "reload the page", "back": "go back", "forward": "go forward", "close_tab": "close the tab",
+                  "next_tab": "switch to the next tab", "previous_tab": "switch to the previous tab"}
 DATE_FIELD_PARTS = 6  # a date-and-time field's parts: month, day, year, hour, minute, AM/PM
 FILE_CHOOSER_TIMEOUT_MS = 5_000
 DOWNLOAD_WRAP_UP_S = 10.0
@@ -297,6 +299,9 @@ class BrowserActions:
         keys = playwright_keys(action.keys)  # 'ctrl+a', 'esc' and the like, as models write them
         if self._dialog is not None and keys in ("Enter", "Escape"):
             return await self._answer_dialog("accept" if keys == "Enter" else "dismiss")
+        shortcut = browser_shortcut(keys)
+        if shortcut is not None:
+            return await self._browser_shortcut(keys, shortcut)
         try:
             await self.page.keyboard.press(keys)
         except Exception as exc:  # noqa: BLE001 - Playwright: 'Unknown key: "Nope"'
@@ -304,6 +309,20 @@ class BrowserActions:
             why = f"unknown key {unknown.group(1)!r}; {KEY_NAMES_HINT}" if unknown else str(exc).splitlines()[0]
             raise ActionFailed(f"cannot press {action.keys!r}: {why}") from None
         return f"pressed {keys}"
+
+    async def _browser_shortcut(self, keys: str, shortcut: str) -> str:
+        """A key the browser acts on, never the page (F5, Alt+ArrowLeft, Control+W): what the browser would do."""
+        if shortcut in ("refresh", "back", "forward"):
+            done = await self._history({"refresh": "reload", "back": "go_back", "forward": "go_forward"}[shortcut])
+        elif shortcut == "close_tab":
+            done = await self._act_close_tab(CloseTab())
+        elif shortcut in ("next_tab", "previous_tab"):
+            index = self._tabs.index(self._page) + (1 if shortcut == "next_tab" else -1)
+            done = await self._act_switch_tab(SwitchTab(index=index % len(self._tabs)))
+        else:
+            raise ActionFailed(f"{keys} opens the browser's {shortcut}, which surfer's browser does not show: to open "
+                               "an address, use the goto action")
+        return f"{keys} is the browser's key to {SHORTCUT_VERBS[shortcut]}: {done}"
 
     async def _act_scroll(self, action: Scroll) -> str:
         page = self.page
