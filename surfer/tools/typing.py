@@ -41,8 +41,8 @@ KEY_LISTENERS = """
 # 'insert' when `text` may go in as one insert (Input.insertText: `beforeinput` and
 # `input` as from an input method, no key events), 'keys' when the caller must
 # type it key by key, 'nowhere' when nothing that takes text has the focus (the
-# page's body, a button: the keys reach the page, no field; the caller types key
-# by key and says so). With `clear` an insert also selects the field's content,
+# page's body, a link or a button: the keys reach the page, no field; the caller
+# types key by key and says so). With `clear` an insert also selects the field's content,
 # which the insert then replaces (what Ctrl+A, Delete and typing do, without keys).
 # A date, time, month or week field is typed into part by part (month, day, year),
 # starting at the part the click landed on: text in the field's value format
@@ -52,8 +52,10 @@ MAY_INSERT = r"""
 ({ text, clear }) => {
   let focused = document.activeElement;
   while (focused && focused.shadowRoot && focused.shadowRoot.activeElement) focused = focused.shadowRoot.activeElement;
-  const takesText = focused && (focused.isContentEditable || /^(INPUT|TEXTAREA|SELECT|IFRAME|FRAME|EMBED|OBJECT)$/.test(focused.tagName));
-  if (!takesText && document.designMode !== 'on') return 'nowhere';
+  // (a widget of the page's own that holds the focus, a combobox with a tabindex, takes its keys: not 'nowhere')
+  const noField = !focused || (!focused.isContentEditable &&
+    (focused === document.body || focused === document.documentElement || /^(A|BUTTON|SUMMARY|IMG)$/.test(focused.tagName)));
+  if (noField && document.designMode !== 'on') return 'nowhere';
   if (focused instanceof HTMLInputElement && ['date', 'datetime-local', 'month', 'week', 'time'].includes(focused.type) &&
       !focused.readOnly && !focused.disabled) {
     const before = focused.value, wanted = text.trim();
