@@ -199,8 +199,10 @@ async def test_pickers_set_what_is_clicked_in_them(widget_env):
 async def test_typing_into_date_and_datalist_fields(widget_env):
     env = await widget_env("pickers.html")
     date = await box_of(env, "#date")
-    await env.perform(TypeText(text="03152024", target="date", clear=False,
-                               point=CssPoint(x=date["x"] + 12, y=date["y"] + date["height"] / 2)))
+    # a click on the day part puts the caret there; a date typed as the field shows it starts at its month (it
+    # gave 202025-03-06)
+    day = CssPoint(x=date["x"] + 36, y=date["y"] + date["height"] / 2)
+    await env.perform(TypeText(text="03152024", target="date", clear=False, point=day))
     fruit = await box_of(env, "#fruit")
     await env.perform(TypeText(text="Ap", target="fruit", point=CssPoint(x=fruit["x"] + 10, y=fruit["y"] + 5)))
     assert [i["label"] for i in await drawn(env.page)] == ["Apple", "Apricot"]  # the suggestions under the field
@@ -208,12 +210,8 @@ async def test_typing_into_date_and_datalist_fields(widget_env):
     got = await received(env)
     assert [r for r in got if r.startswith("date")][-1] == "date:change:2024-03-15"  # (a change per year digit)
     assert got[-1] == "fruit:change:Apricot"
-    # a click on the day part puts the caret there; typing as the field shows a date starts at its month (it gave
-    # 202025-03-06), and text in the field's value format is its value (typed part by part from the caret before)
-    mid = CssPoint(x=date["x"] + 36, y=date["y"] + date["height"] / 2)  # on its day
-    await env.perform(TypeText(text="06/20/2025", target="date", point=mid))
-    assert (await received(env))[-1] == "date:change:2025-06-20"
-    await env.perform(TypeText(text="2025-07-04", target="date", point=mid))
+    # text in the field's value format is its value (it was typed part by part from the caret: 40510-02-02)
+    await env.perform(TypeText(text="2025-07-04", target="date", point=day))
     assert (await received(env))[-1] == "date:change:2025-07-04"
 
 
@@ -248,10 +246,9 @@ async def test_dialogs_are_drawn_and_answered(widget_env):
     assert await received(env) == ["confirm:true", "prompt:Ada", "later:false", "alert:done"]
     # a Print button: with a window, Chromium's print preview held the click (and the run) until a person closed it
     assert "the page asked to print" in await click(env, *points["print"])
-    assert "asked to print" not in await click(env, *points["alert"][:1], points["print"][1] + 60)  # told once
     assert (await received(env))[-1] == "printed"
 
-    await click(env, *points["guard"])
+    assert "asked to print" not in await click(env, *points["guard"])  # told once
     outcome = await env.perform(Goto(url=env.page.url.replace("dialogs.html", "files.html")))
     assert "beforeunload" in outcome.detail and env.page.url.endswith("files.html")
 
@@ -395,7 +392,7 @@ async def test_upload_outside_the_allowed_list_is_refused_unread(browser_env, pa
 
 
 async def test_upload_target_that_opens_no_chooser_is_an_error(browser_env, pages, tmp_path, monkeypatch):
-    monkeypatch.setattr("surfer.tools.browser.actions.FILE_CHOOSER_TIMEOUT_MS", 1_000)
+    monkeypatch.setattr("surfer.tools.browser.actions.FILE_CHOOSER_TIMEOUT_MS", 300)  # (none opens: no need to wait long)
     allowed = tmp_path / "a.txt"
     allowed.write_text("a")
     env = await browser_env(pages.url("widgets/files.html"), upload_files=[allowed])
