@@ -91,6 +91,17 @@ MAY_INSERT = r"""
 }
 """
 
+# Whether the focus moves within `ms` (a click on a search button whose field appears and takes the focus
+# a moment later): checked when the click before typing left no field focused, so the text goes where the
+# page puts the focus rather than, key by key, partly into the page and partly into the field.
+FOCUS_MOVES = r"""
+(ms) => new Promise((done) => {
+  const was = document.activeElement, start = performance.now();
+  const look = () => document.activeElement !== was ? done(true) : performance.now() - start >= ms ? done(false) : setTimeout(look, 10);
+  look();
+})
+"""
+
 # A caret that does not blink (CSS `caret-animation: manual`, Chromium >= 139):
 # a blinking caret repaints its page twice a second, ~5 ms of Chromium's CPU
 # per second per session with a focused field, all the while the model thinks

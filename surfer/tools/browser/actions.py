@@ -30,13 +30,14 @@ from surfer.tools.base import ActionOutcome
 from surfer.tools.browser import scrolling
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.keys import KEY_NAMES_HINT, browser_shortcut, playwright_keys
-from surfer.tools.typing import MAY_INSERT
+from surfer.tools.typing import FOCUS_MOVES, MAY_INSERT
 from surfer.tools.url_policy import normalize_url
 from surfer.tools.widgets import context_menu_note, print_note
 
 WHEEL_NOTCH_PX = 100
 SHORTCUT_VERBS = {"refresh": "reload the page", "back": "go back", "forward": "go forward", "close_tab": "close the tab",
                   "next_tab": "switch to the next tab", "previous_tab": "switch to the previous tab"}
+FOCUS_WAIT_MS = 150  # after a click that left no field focused: how long the page may take to focus one
 DATE_FIELD_PARTS = 6  # a date-and-time field's parts: month, day, year, hour, minute, AM/PM
 FILE_CHOOSER_TIMEOUT_MS = 5_000
 DOWNLOAD_WRAP_UP_S = 10.0
@@ -267,7 +268,7 @@ class BrowserActions:
         page = self.page
         if action.point is not None:
             await page.mouse.click(action.point.x, action.point.y)
-        into_field = await self._type_text(page, action.text, clear=action.clear)
+        into_field = await self._type_text(page, action.text, clear=action.clear, clicked=action.point is not None)
         if action.submit:
             await page.keyboard.press("Enter")
         detail = f"typed {len(action.text)} characters" + (" and pressed Enter" if action.submit else "")
@@ -276,11 +277,15 @@ class BrowserActions:
             detail += f"; {where}, so the keys went to the page, not into a field"
         return detail
 
-    async def _type_text(self, page: Any, text: str, *, clear: bool) -> bool:
+    async def _type_text(self, page: Any, text: str, *, clear: bool, clicked: bool = False) -> bool:
         """One insert when the page listens to no key (surfer/tools/typing.py), else
         key by key; `clear` first empties the field (select-all + delete). False when
-        nothing that takes text had the focus (the keys went to the page)."""
+        nothing that takes text had the focus (the keys went to the page). After a
+        click (`clicked`) that left no field focused, the focus the page moves a
+        moment later is waited for, briefly."""
         way = "keys" if self.legacy_step or not text else await page.evaluate(MAY_INSERT, {"text": text, "clear": clear})
+        if way == "nowhere" and clicked and await page.evaluate(FOCUS_MOVES, FOCUS_WAIT_MS):
+            way = await page.evaluate(MAY_INSERT, {"text": text, "clear": clear})
         if way == "insert":
             await page.keyboard.insert_text(text)  # replaces the selection `clear` made
             return True
