@@ -46,8 +46,8 @@ def playwright_keys(keys: str) -> str:
 
 
 # The browser's own shortcuts: Chromium acts on them before the page sees them, but keys sent through the DevTools
-# protocol reach only the page, so surfer does what the browser would (or says it cannot). Modifiers in the order
-# `_shortcut_name` writes them, letters in lower case.
+# protocol reach only the page, so surfer does what the browser would (or says it cannot). Written with modifiers
+# in `_MODIFIER_ORDER`, letters in lower case (as `browser_shortcut` looks them up).
 BROWSER_SHORTCUTS = {
     "F5": "refresh", "Control+r": "refresh", "Shift+F5": "refresh", "Control+F5": "refresh", "Control+Shift+r": "refresh",
     "Meta+r": "refresh", "Alt+ArrowLeft": "back", "Meta+[": "back", "Alt+ArrowRight": "forward", "Meta+]": "forward",
