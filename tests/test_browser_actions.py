@@ -44,9 +44,19 @@ async def test_pointer_and_key_actions(browser_env, pages, action, expected):
 
 async def test_type_clears_then_types_and_submits(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
-    await env.perform(TypeText(text="hello world", target="field", point=FIELD, clear=True, submit=True))
+    outcome = await env.perform(TypeText(text="hello world", target="field", point=FIELD, clear=True, submit=True))
     assert await env.page.input_value("#field") == "hello world"
     assert [e for e in await page_log(env) if e.startswith("submit")] == ["submit:hello world"]
+    assert outcome.detail == "typed 11 characters and pressed Enter"
+    # a click that missed the field: the model is told the text went into no field
+    outcome = await env.perform(TypeText(text="lost", target="field", point=CssPoint(x=700, y=600)))
+    assert await env.page.input_value("#field") == "hello world"
+    assert outcome.detail == (
+        "typed 4 characters; the click at (700, 600) focused no text field, so the keys went to the page, not into a field"
+    )
+    # a search button whose field appears and takes the focus a moment after the click: the text goes into it whole
+    outcome = await env.perform(TypeText(text="shoes", target="Search", point=CssPoint(x=160, y=535)))
+    assert await env.page.input_value("#late") == "shoes" and outcome.detail == "typed 5 characters"
 
 
 async def test_type_without_clear_appends_into_focused_field(browser_env, pages):
@@ -60,14 +70,20 @@ async def test_type_without_clear_appends_into_focused_field(browser_env, pages)
 
 async def test_scroll_page_and_inside_element(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
-    await env.perform(Scroll(direction="down", amount=3))
+    outcome = await env.perform(Scroll(direction="up", amount=1))  # at the top already: the model is told
+    assert outcome.detail == "scrolling up at (640, 400) moved nothing: already at the top there"
+    outcome = await env.perform(Scroll(direction="down", amount=3))
     assert await env.page.evaluate("window.scrollY") == 300
+    assert outcome.detail == "scrolled the page down 300 px at (640, 400)"
     await env.perform(Scroll(direction="up", amount=1))
     assert await env.page.evaluate("window.scrollY") == 200
+    outcome = await env.perform(Scroll(direction="down", amount=50))  # 2000 px of room left: as far as it goes
+    assert outcome.detail == "scrolled the page down 2000 px at (640, 400) (now at its bottom)"
     await env.page.evaluate("window.scrollTo(0, 0)")
-    await env.perform(Scroll(direction="down", amount=2, target="box", point=CssPoint(x=600, y=150)))
+    outcome = await env.perform(Scroll(direction="down", amount=2, target="box", point=CssPoint(x=600, y=150)))
     assert await env.page.evaluate("document.getElementById('box').scrollTop") == 200
     assert await env.page.evaluate("window.scrollY") == 0
+    assert outcome.detail == "scrolled the scrolling area down 200 px at (600, 150)"
 
 
 async def test_goto_back_forward_refresh(browser_env, pages):
@@ -83,6 +99,13 @@ async def test_goto_back_forward_refresh(browser_env, pages):
     assert await env.page.evaluate("window.marker === undefined")
     outcome = await env.perform(Forward())
     assert "no page in that direction" in outcome.detail
+    # the browser's own keys reach no page through the DevTools protocol: surfer does what the browser would
+    await env.page.evaluate("window.marker = 1")
+    outcome = await env.perform(PressKeys(keys="F5"))
+    assert await env.page.evaluate("window.marker === undefined")
+    assert outcome.detail.startswith("F5 is the browser's key to reload the page: now at")
+    with pytest.raises(ActionFailed, match=r"Control\+l opens the browser's address bar.*use the goto action"):
+        await env.perform(PressKeys(keys="ctrl+l"))
 
 
 async def test_the_start_url_waits_for_a_timer_its_page_started(browser_env, pages):
@@ -152,8 +175,10 @@ async def test_unsupported_and_failing_actions_give_clear_errors(browser_env, pa
     env = await browser_env(pages.url("actions.html"))
     with pytest.raises(ActionNotSupported, match="cannot perform 'answer'"):
         await env.perform(Answer(text="42"))
-    with pytest.raises(ActionFailed, match=re.escape("cannot press 'Control+Nope'")):
+    with pytest.raises(ActionFailed, match=re.escape("cannot press 'Control+Nope': unknown key 'Nope'; use key names")):
         await env.perform(PressKeys(keys="Control+Nope"))
+    outcome = await env.perform(PressKeys(keys="ctrl+k"))  # as models often write it (the desktop took it already)
+    assert await page_log(env) == ["key:Control+k"] and outcome.detail == "pressed Control+k"
     with pytest.raises(ActionFailed, match="could not open"):
         await env.perform(Goto(url="http://127.0.0.1:1/unreachable"))
     with pytest.raises(ActionFailed, match="no tab 5"):
@@ -169,6 +194,19 @@ async def test_observation_geometry_with_scale_factor_2(browser_env, pages):
     assert (shot.size.width, shot.size.height) == (1800, 1200)
     assert shot.scale == 2 and shot.mime == "image/jpeg"
     assert observation.url.endswith("actions.html") and observation.title == "Actions"
+
+
+def test_key_names_as_models_write_them():
+    from surfer.tools.keys import playwright_keys
+
+    assert playwright_keys("ctrl+shift+k") == "Control+Shift+k"
+    assert [playwright_keys(k) for k in ("enter", "esc", "cmd+a", "down", "pgdn", " ", "Control++", "F5", "a")] == [
+        "Enter", "Escape", "Meta+a", "ArrowDown", "PageDown", "Space", "Control++", "F5", "a"]
+    assert playwright_keys("Control+Nope") == "Control+Nope"  # left for Playwright to refuse
+    from surfer.tools.keys import browser_shortcut
+
+    assert [browser_shortcut(playwright_keys(k)) for k in ("shift+ctrl+tab", "Control+R", "ctrl+a", "F6", "Enter")] == [
+        "previous_tab", "refresh", None, "address bar", None]
 
 
 def test_urls_are_normalized():

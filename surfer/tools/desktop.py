@@ -31,6 +31,7 @@ from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, En
 from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
+from .keys import KEY_NAMES_HINT, split_keys
 from .settle import ScreenSettleConfig, settle_screen
 
 log = logging.getLogger("surfer.desktop")
@@ -51,11 +52,6 @@ KEY_ALIASES = {
     "return": "enter", "escape": "esc", "del": "delete", "arrowup": "up", "arrowdown": "down",
     "arrowleft": "left", "arrowright": "right", "spacebar": "space", " ": "space", "plus": "+",
 }
-
-
-def split_keys(keys: str) -> list[str]:
-    """'Control+Shift+A' → ['Control', 'Shift', 'A']; 'Control++' → ['Control', '+']."""
-    return [part for part in re.split(r"\+(?=.)", keys.strip()) if part] or [keys]
 
 
 def pyautogui_key(part: str, mapping: dict[str, Any] | None) -> str | None:
@@ -300,8 +296,7 @@ class DesktopEnvironment(Environment):
             name = pyautogui_key(part, self._keys)
             if name is None:
                 raise ActionFailed(
-                    f"unknown key {part!r} in {keys!r}: use key names such as Enter, Tab, Escape, Backspace, Delete, "
-                    "ArrowUp, PageDown, Home, F5 or single characters, joined with '+' (e.g. 'Control+A')"
+                    f"unknown key {part!r} in {keys!r}: {KEY_NAMES_HINT}"
                 )
             names.append(name)
         return names

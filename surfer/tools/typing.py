@@ -11,7 +11,9 @@ keypress listener or handler the page adds, and `MAY_INSERT` allows an insert
 only into a focused text field of the main frame (not one inside an iframe, not
 one with a datalist or an open surfer popup, whose key handling
 widgets.js owns) when no such listener exists. Otherwise the caller types
-key by key. (It runs after widgets.js, whose own key handling does not count.)
+key by key. It also says when nothing that takes text has the focus, so the
+step can tell the model its text went into no field. (It runs after
+widgets.js, whose own key handling does not count.)
 """
 
 from __future__ import annotations
@@ -36,29 +38,68 @@ KEY_LISTENERS = """
 })();
 """
 
-# True when `text` may go in as one insert (Input.insertText: `beforeinput` and
-# `input` as from an input method, no key events), false when the caller must
-# type it key by key. With `clear` it also selects the field's content, which
-# the insert then replaces (what Ctrl+A, Delete and typing do, without keys).
+# 'insert' when `text` may go in as one insert (Input.insertText: `beforeinput` and
+# `input` as from an input method, no key events), 'keys' when the caller must
+# type it key by key, 'nowhere' when nothing that takes text has the focus (the
+# page's body, a link or a button: the keys reach the page, no field; the caller
+# types key by key and says so). With `clear` an insert also selects the field's content,
+# which the insert then replaces (what Ctrl+A, Delete and typing do, without keys).
+# A date, time, month or week field is typed into part by part (month, day, year),
+# starting at the part the click landed on: text in the field's value format
+# (2024-05-10, 14:30) is 'set' as its value, the way a click in its picker sets it;
+# other text ('segments') is typed key by key from the field's first part.
 MAY_INSERT = r"""
 ({ text, clear }) => {
-  if (/[\n\r\t]/.test(text)) return false;  // Enter and Tab are keys: they submit forms and move focus
+  let focused = document.activeElement;
+  while (focused && focused.shadowRoot && focused.shadowRoot.activeElement) focused = focused.shadowRoot.activeElement;
+  // (a widget of the page's own that holds the focus, a combobox with a tabindex, takes its keys: not 'nowhere')
+  const noField = !focused || (!focused.isContentEditable &&
+    (focused === document.body || focused === document.documentElement || /^(A|BUTTON|SUMMARY|IMG)$/.test(focused.tagName)));
+  if (noField && document.designMode !== 'on') return 'nowhere';
+  if (focused instanceof HTMLInputElement && ['date', 'datetime-local', 'month', 'week', 'time'].includes(focused.type) &&
+      !focused.readOnly && !focused.disabled) {
+    const before = focused.value, wanted = text.trim();
+    if (wanted && !(window.__surferWidgets && window.__surferWidgets.open)) {
+      focused.value = wanted;
+      if (focused.value) {  // a value the field takes (2024-05-10, 14:30): set, as its picker sets it
+        if (focused.value !== before) {
+          focused.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+          focused.dispatchEvent(new Event('change', { bubbles: true }));
+        }
+        return 'set';
+      }
+      focused.value = before;
+    }
+    return 'segments';  // typed as the field shows it (05/10/2024): from its first part, wherever the click put the caret
+  }
+  if (/[\n\r\t]/.test(text)) return 'keys';  // Enter and Tab are keys: they submit forms and move focus
   const keys = window.__surferKeys;
-  if (!keys || keys.listening || document.querySelector('[onkeydown],[onkeyup],[onkeypress]')) return false;
+  if (!keys || keys.listening || document.querySelector('[onkeydown],[onkeyup],[onkeypress]')) return 'keys';
   let el = document.activeElement;
-  if (!el || el.shadowRoot || el.tagName === 'IFRAME' || el.tagName === 'FRAME') return false;
-  if (window.__surferWidgets && window.__surferWidgets.open) return false;
+  if (!el || el.shadowRoot || el.tagName === 'IFRAME' || el.tagName === 'FRAME') return 'keys';
+  if (window.__surferWidgets && window.__surferWidgets.open) return 'keys';
   const textual = el instanceof HTMLTextAreaElement || (el instanceof HTMLInputElement && !el.list &&
     ['text', 'search', 'email', 'url', 'tel', 'password', 'number', ''].includes(el.type));
-  if (!textual && !el.isContentEditable) return false;
-  if (el.disabled || el.readOnly) return false;
+  if (!textual && !el.isContentEditable) return 'keys';
+  if (el.disabled || el.readOnly) return 'keys';
   if (clear) {
     try {
       if (el.isContentEditable) getSelection().selectAllChildren(el); else el.select();
-    } catch (e) { return false; }
+    } catch (e) { return 'keys'; }
   }
-  return true;
+  return 'insert';
 }
+"""
+
+# Whether the focus moves within `ms` (a click on a search button whose field appears and takes the focus
+# a moment later): checked when the click before typing left no field focused, so the text goes where the
+# page puts the focus rather than, key by key, partly into the page and partly into the field.
+FOCUS_MOVES = r"""
+(ms) => new Promise((done) => {
+  const was = document.activeElement, start = performance.now();
+  const look = () => document.activeElement !== was ? done(true) : performance.now() - start >= ms ? done(false) : setTimeout(look, 10);
+  look();
+})
 """
 
 # A caret that does not blink (CSS `caret-animation: manual`, Chromium >= 139):

@@ -11,7 +11,7 @@
 // working (arrows, typing to jump, Enter, Escape).
 (() => {
   if (window.__surferWidgets) return;
-  const api = (window.__surferWidgets = { open: null, contextMenu: null });
+  const api = (window.__surferWidgets = { open: null, contextMenu: null, printed: 0 });
   const BLUE = "#1967d2", BORDER = "#767676", ROW = 24, MAX_ROWS = 20;
   const PICKERS = new Set(["date", "datetime-local", "month", "week", "time", "color"]);
   let host = null, root = null, state = null, typed = "", typedAt = 0;
@@ -457,17 +457,24 @@
   // ---- event wiring --------------------------------------------------------------------------
 
   const inPopup = (e) => host && e.composedPath().includes(host);
+  // The element an event is really for: a control inside a page's (open) shadow root, not its host.
+  const targetOf = (e) => e.composedPath()[0] || e.target;
+  const deepActive = () => {
+    let el = document.activeElement;
+    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    return el;
+  };
 
   addEventListener("mousedown", (e) => {
     if (inPopup(e) || e.button !== 0) return;
-    const el = e.target;
+    const el = targetOf(e);
     const kind = isMenuList(el) ? "select" : pickerKind(el);
     if (state && state.el === el && (kind === "select" || kind === state.kind)) {
       e.preventDefault();
       close();
       return;
     }
-    if (state && (!state.hex || e.target !== state.hex)) close();
+    if (state && (!state.hex || el !== state.hex)) close();
     if (kind === "select") {
       e.preventDefault(); // no native popup: it could not be clicked
       el.focus({ focusVisible: false });
@@ -481,7 +488,7 @@
 
   addEventListener("click", (e) => {
     if (inPopup(e)) return;
-    const el = e.target;
+    const el = targetOf(e);
     // the click that ends a press on an indicator would open the native picker too
     if (pickerKind(el) && state && state.el === el) {
       e.preventDefault();
@@ -491,11 +498,12 @@
   }, true);
 
   addEventListener("input", (e) => {
-    if (listOf(e.target) && !inPopup(e) && (!state || state.el === e.target)) openList(e.target);
+    const el = targetOf(e);
+    if (listOf(el) && !inPopup(e) && (!state || state.el === el)) openList(el);
   }, true);
 
   addEventListener("keydown", (e) => {
-    const el = e.target;
+    const el = targetOf(e);
     if (state && (state.kind === "select" || state.kind === "datalist") && el === state.el) return listKey(e);
     if (state && e.key === "Escape") { close(); e.preventDefault(); return; }
     if (isMenuList(el) && !state && (e.key === "Enter" || e.key === " " || e.key === "F4" || (e.altKey && e.key.startsWith("Arrow")))) {
@@ -512,8 +520,8 @@
   }, true);
 
   addEventListener("focusout", (e) => {
-    if (!state || e.target !== state.el) return;
-    setTimeout(() => { if (state && document.activeElement !== state.el && !(state.hex && root.activeElement === state.hex)) close(); });
+    if (!state || targetOf(e) !== state.el) return;
+    setTimeout(() => { if (state && deepActive() !== state.el && !(state.hex && root.activeElement === state.hex)) close(); });
   }, true);
   addEventListener("scroll", (e) => { if (state && !inPopup(e)) close(); }, true);
   addEventListener("resize", () => close());
@@ -532,6 +540,11 @@
       if (isMenuList(this)) return openList(this);
       return selectPicker.call(this);
     };
+
+  // window.print(): the headless shell ignores it; a browser with a window opens its print preview, which
+  // holds the page (and the action that clicked Print) until a person closes it. Neither prints: the call
+  // is noted, and the click's outcome says so (widgets.py).
+  window.print = function print() { api.printed = Date.now(); };
 
   // Right clicks: did the page offer its own menu (it cancels the event), or would Chromium's appear?
   // (the event is kept: after dispatch, defaultPrevented says whether any handler cancelled it)

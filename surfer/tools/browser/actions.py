@@ -5,6 +5,7 @@ downloads. A mixin of `BrowserEnvironment` (session.py)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any, Awaitable
@@ -26,12 +27,18 @@ from surfer.core.actions import (
 from surfer.core.errors import ActionFailed, BrowserCrashed, SurferError
 from surfer.tools import dialogs
 from surfer.tools.base import ActionOutcome
+from surfer.tools.browser import scrolling
 from surfer.tools.dialogs import PendingDialog
-from surfer.tools.typing import MAY_INSERT
+from surfer.tools.keys import KEY_NAMES_HINT, browser_shortcut, playwright_keys
+from surfer.tools.typing import FOCUS_MOVES, MAY_INSERT
 from surfer.tools.url_policy import normalize_url
-from surfer.tools.widgets import context_menu_note
+from surfer.tools.widgets import context_menu_note, print_note
 
 WHEEL_NOTCH_PX = 100
+SHORTCUT_VERBS = {"refresh": "reload the page", "back": "go back", "forward": "go forward", "close_tab": "close the tab",
+                  "next_tab": "switch to the next tab", "previous_tab": "switch to the previous tab"}
+FOCUS_WAIT_MS = 150  # after a click that left no field focused: how long the page may take to focus one
+DATE_FIELD_PARTS = 6  # a date-and-time field's parts: month, day, year, hour, minute, AM/PM
 FILE_CHOOSER_TIMEOUT_MS = 5_000
 DOWNLOAD_WRAP_UP_S = 10.0
 
@@ -122,7 +129,7 @@ class BrowserActions:
                 action.point is None or self._dialog_part(action.point) == "field"
             )
         if isinstance(action, PressKeys):
-            return action.keys in ("Enter", "Escape")
+            return playwright_keys(action.keys) in ("Enter", "Escape")
         return False
 
     def _on_file_chooser(self, chooser: Any) -> None:
@@ -163,9 +170,12 @@ class BrowserActions:
     def step_group(self, name: str) -> Any:
         return self.trace.group(name)
 
+    _scrolled: tuple[Any, str, int, float, float] | None = None  # a scroll to measure once the page settled
+
     async def perform(self, action: Action) -> ActionOutcome:
         self._check_alive()
         self._settled_title = None
+        self._scrolled = None
         notes: list[str] = []
         if self._dialog is not None and not self._answers_dialog(action):
             notes.append(await self._answer_dialog("dismiss", why=" by default (the step did not answer it)"))
@@ -179,6 +189,9 @@ class BrowserActions:
             if "crashed" in message.lower():
                 raise BrowserCrashed(f"the page crashed (at {self._page.url if self._page else 'about:blank'})") from None
             raise ActionFailed(f"{action.type} failed: {message}") from None
+        if self._scrolled is not None and self._dialog is None and self._scrolled[0] is self._page:
+            told = await self._guard(scrolling.describe(*self._scrolled))
+            outcome.detail = told or outcome.detail
         arrived = self._downloads.take_new()
         if arrived:
             await self._close_download_tab()
@@ -213,6 +226,8 @@ class BrowserActions:
         detail = f"{held + '+' if held else ''}{'double-' if action.double else ''}{action.button} click at {p}"
         if action.button == "right" and self._dialog is None:
             detail += await context_menu_note(self.page, since)
+        elif self._dialog is None:
+            detail += await print_note(self.page, since)
         return detail
 
     async def _act_dialog(self, action: Dialog) -> str:
@@ -253,30 +268,66 @@ class BrowserActions:
         page = self.page
         if action.point is not None:
             await page.mouse.click(action.point.x, action.point.y)
-        await self._type_text(page, action.text, clear=action.clear)
+        into_field = await self._type_text(page, action.text, clear=action.clear, clicked=action.point is not None)
         if action.submit:
             await page.keyboard.press("Enter")
-        return f"typed {len(action.text)} characters" + (" and pressed Enter" if action.submit else "")
+        detail = f"typed {len(action.text)} characters" + (" and pressed Enter" if action.submit else "")
+        if not into_field:
+            where = f"the click at {action.point} focused no text field" if action.point else "no text field had the focus"
+            detail += f"; {where}, so the keys went to the page, not into a field"
+        return detail
 
-    async def _type_text(self, page: Any, text: str, *, clear: bool) -> None:
+    async def _type_text(self, page: Any, text: str, *, clear: bool, clicked: bool = False) -> bool:
         """One insert when the page listens to no key (surfer/tools/typing.py), else
-        key by key; `clear` first empties the field (select-all + delete)."""
-        if not self.legacy_step and text and await page.evaluate(MAY_INSERT, {"text": text, "clear": clear}):
+        key by key; `clear` first empties the field (select-all + delete). False when
+        nothing that takes text had the focus (the keys went to the page). After a
+        click (`clicked`) that left no field focused, the focus the page moves a
+        moment later is waited for, briefly."""
+        way = "keys" if self.legacy_step or not text else await page.evaluate(MAY_INSERT, {"text": text, "clear": clear})
+        if way == "nowhere" and clicked and await page.evaluate(FOCUS_MOVES, FOCUS_WAIT_MS):
+            way = await page.evaluate(MAY_INSERT, {"text": text, "clear": clear})
+        if way == "insert":
             await page.keyboard.insert_text(text)  # replaces the selection `clear` made
-            return
+            return True
+        if way == "set":  # a date or time field took the text as its value
+            return True
+        if way == "segments":  # a date or time field, typed as shown: from its first part (month, hour)
+            for _ in range(DATE_FIELD_PARTS):
+                await page.keyboard.press("ArrowLeft")
         if clear:
             await page.keyboard.press("ControlOrMeta+A")
             await page.keyboard.press("Delete")
         await page.keyboard.type(text)
+        return way != "nowhere"
 
     async def _act_press(self, action: PressKeys) -> str:
-        if self._dialog is not None and action.keys in ("Enter", "Escape"):
-            return await self._answer_dialog("accept" if action.keys == "Enter" else "dismiss")
+        keys = playwright_keys(action.keys)  # 'ctrl+a', 'esc' and the like, as models write them
+        if self._dialog is not None and keys in ("Enter", "Escape"):
+            return await self._answer_dialog("accept" if keys == "Enter" else "dismiss")
+        shortcut = browser_shortcut(keys)
+        if shortcut is not None:
+            return await self._browser_shortcut(keys, shortcut)
         try:
-            await self.page.keyboard.press(action.keys)
-        except Exception as exc:  # noqa: BLE001 - Playwright: 'Unknown key: ...'
-            raise ActionFailed(f"cannot press {action.keys!r}: {str(exc).splitlines()[0]}") from None
-        return f"pressed {action.keys}"
+            await self.page.keyboard.press(keys)
+        except Exception as exc:  # noqa: BLE001 - Playwright: 'Unknown key: "Nope"'
+            unknown = re.search(r'Unknown key: "(.*)"', str(exc))
+            why = f"unknown key {unknown.group(1)!r}; {KEY_NAMES_HINT}" if unknown else str(exc).splitlines()[0]
+            raise ActionFailed(f"cannot press {action.keys!r}: {why}") from None
+        return f"pressed {keys}"
+
+    async def _browser_shortcut(self, keys: str, shortcut: str) -> str:
+        """A key the browser acts on, never the page (F5, Alt+ArrowLeft, Control+W): what the browser would do."""
+        if shortcut in ("refresh", "back", "forward"):
+            done = await self._history({"refresh": "reload", "back": "go_back", "forward": "go_forward"}[shortcut])
+        elif shortcut == "close_tab":
+            done = await self._act_close_tab(CloseTab())
+        elif shortcut in ("next_tab", "previous_tab"):
+            index = self._tabs.index(self._page) + (1 if shortcut == "next_tab" else -1)
+            done = await self._act_switch_tab(SwitchTab(index=index % len(self._tabs)))
+        else:
+            raise ActionFailed(f"{keys} opens the browser's {shortcut}, which surfer's browser does not show: to open "
+                               "an address, use the goto action")
+        return f"{keys} is the browser's key to {SHORTCUT_VERBS[shortcut]}: {done}"
 
     async def _act_scroll(self, action: Scroll) -> str:
         page = self.page
@@ -284,7 +335,10 @@ class BrowserActions:
         await page.mouse.move(x, y)
         distance = action.amount * WHEEL_NOTCH_PX
         dx, dy = {"up": (0, -distance), "down": (0, distance), "left": (-distance, 0), "right": (distance, 0)}[action.direction]
+        measured = not self.legacy_step and await scrolling.note_positions(page, x, y)
         await page.mouse.wheel(dx, dy)
+        if measured:  # what moved is told once the page settled (perform)
+            self._scrolled = (page, action.direction, distance, x, y)
         return f"scrolled {action.direction} {distance} px at ({x:.0f}, {y:.0f})"
 
     async def _act_drag(self, action: Drag) -> str:

@@ -1,0 +1,68 @@
+"""Key names in a `press` action, as models write them.
+
+The action's schema asks for Playwright's names ('Control+A', 'Enter',
+'Shift+Tab'), but vision models write 'ctrl+a', 'enter', 'esc', 'cmd+k' or
+'down' as often. Every environment takes both: the desktop maps them to
+pyautogui's names (desktop.py), the browser to Playwright's (`playwright_keys`).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Playwright's names for keys that are not one character, found whatever their case.
+_NAMED = (
+    "Backspace", "Tab", "Enter", "Escape", "Space", "PageUp", "PageDown", "End", "Home", "Insert", "Delete",
+    "ArrowLeft", "ArrowUp", "ArrowRight", "ArrowDown", "Shift", "Control", "Alt", "Meta", "ControlOrMeta",
+    "CapsLock", "NumLock", "ScrollLock", "Pause", "PrintScreen", "ContextMenu",
+    *(f"F{n}" for n in range(1, 25)),
+)
+# Other names models use for them.
+_ALIASES = {
+    "ctrl": "Control", "cmd": "Meta", "command": "Meta", "super": "Meta", "win": "Meta", "windows": "Meta",
+    "option": "Alt", "opt": "Alt", "return": "Enter", "esc": "Escape", "del": "Delete", "ins": "Insert",
+    "up": "ArrowUp", "down": "ArrowDown", "left": "ArrowLeft", "right": "ArrowRight", "spacebar": "Space",
+    "pgup": "PageUp", "pgdn": "PageDown", "plus": "+", "menu": "ContextMenu",
+}
+_BY_LOWER = {**{name.lower(): name for name in _NAMED}, **_ALIASES}
+
+KEY_NAMES_HINT = (
+    "use key names such as Enter, Tab, Escape, Backspace, Delete, ArrowUp, PageDown, Home, F5 or single characters, "
+    "joined with '+' (e.g. 'Control+A')"
+)
+
+
+def split_keys(keys: str) -> list[str]:
+    """'Control+Shift+A' → ['Control', 'Shift', 'A']; 'Control++' → ['Control', '+']."""
+    return [part for part in re.split(r"\+(?=.)", keys.strip()) if part] or [keys]
+
+
+def playwright_keys(keys: str) -> str:
+    """`keys` in Playwright's names: 'ctrl+a' → 'Control+a', 'esc' → 'Escape', 'cmd+shift+k' →
+    'Meta+Shift+k'. Characters stay as written; a name it does not know is left for Playwright to refuse."""
+    if keys == " ":
+        return "Space"
+    return "+".join(part if len(part) == 1 else _BY_LOWER.get(part.lower(), part) for part in split_keys(keys))
+
+
+# The browser's own shortcuts: Chromium acts on them before the page sees them, but keys sent through the DevTools
+# protocol reach only the page, so surfer does what the browser would (or says it cannot). Written with modifiers
+# in `_MODIFIER_ORDER`, letters in lower case (as `browser_shortcut` looks them up).
+BROWSER_SHORTCUTS = {
+    "F5": "refresh", "Control+r": "refresh", "Shift+F5": "refresh", "Control+F5": "refresh", "Control+Shift+r": "refresh",
+    "Meta+r": "refresh", "Alt+ArrowLeft": "back", "Meta+[": "back", "Alt+ArrowRight": "forward", "Meta+]": "forward",
+    "Control+w": "close_tab", "Control+F4": "close_tab", "Meta+w": "close_tab",
+    "Control+Tab": "next_tab", "Control+PageDown": "next_tab",
+    "Control+Shift+Tab": "previous_tab", "Control+PageUp": "previous_tab",
+    "Control+l": "address bar", "Alt+d": "address bar", "F6": "address bar", "Meta+l": "address bar",
+    "Control+t": "new tab", "Meta+t": "new tab", "Control+n": "new window", "Meta+n": "new window",
+}
+_MODIFIER_ORDER = ("Control", "Alt", "Shift", "Meta")
+
+
+def browser_shortcut(keys: str) -> str | None:
+    """What `keys` (Playwright's names) asks of the browser rather than the page, from BROWSER_SHORTCUTS; else None."""
+    parts = split_keys(keys)
+    held = sorted({p for p in parts[:-1]}, key=lambda p: _MODIFIER_ORDER.index(p) if p in _MODIFIER_ORDER else 9)
+    last = parts[-1].lower() if len(parts[-1]) == 1 else parts[-1]
+    return BROWSER_SHORTCUTS.get("+".join([*held, last]))
