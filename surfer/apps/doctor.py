@@ -163,7 +163,12 @@ async def check_data_parallel(endpoint: Any) -> list[Check]:
 
     client = JsonClient(endpoint.base_url, endpoint.api_key, 10.0)
     try:
-        ranks = await count_ranks(server_root(endpoint.base_url), None, lambda url: client.text(url, 10.0),
+        try:  # which engine it is, as a run reads it: its /models' owned_by
+            cards = (await client.request("GET", "models", 10.0)).get("data") or []
+            engine = next((str(c["owned_by"]) for c in cards if isinstance(c, dict) and c.get("owned_by")), None)
+        except Exception:  # noqa: BLE001 - the endpoint check says why the server does not answer
+            return []
+        ranks = await count_ranks(server_root(endpoint.base_url), engine, lambda url: client.text(url, 10.0),
                                   lambda url: client.request("GET", url, 10.0))
     finally:
         await client.aclose()

@@ -163,10 +163,15 @@ class NetworkTracker:
         self._recent: deque[tuple[float, str]] = deque()  # (wall-clock ms, address) of requests started lately
         self._changed = asyncio.Event()
 
-    def attach(self, context: Any) -> None:
-        context.on("request", self._started)
-        context.on("requestfinished", self._ended)
-        context.on("requestfailed", self._ended)
+    def attach(self, target: Any) -> None:
+        """Count the requests of `target`: a browser context (its tabs, popups included), or one tab."""
+        target.on("request", self._started)
+        target.on("requestfinished", self._ended)
+        target.on("requestfailed", self._ended)
+        if hasattr(target, "main_frame"):  # a tab
+            self._watch(target)
+        else:
+            target.on("page", self._watch)
 
     @property
     def seq(self) -> int:
@@ -186,6 +191,16 @@ class NetworkTracker:
         if self._inflight.pop(request, None) is not None:
             self._changed.set()
 
+    def _watch(self, page: Any) -> None:
+        """A tab that closes with requests in flight (a sign-in popup calling window.close()) reports none of
+        them finished: they are dropped when it closes, not waited for until the timeout."""
+        page.on("close", lambda _=None: self._page_closed(page))
+
+    def _page_closed(self, page: Any) -> None:
+        for request in [r for r in self._inflight if _page_of(r) is page]:
+            del self._inflight[request]
+        self._changed.set()
+
     def polled_before(self, wall_ms: float) -> frozenset[str]:
         """The addresses the page asked for twice or more in the POLL_WINDOW_MS before `wall_ms` (a mark's)."""
         seen: dict[str, int] = {}
@@ -199,6 +214,13 @@ class NetworkTracker:
 
     async def wait_idle_since(self, seq: int, deadline: float, polled: frozenset[str] = frozenset()) -> bool:
         return await wait_until(lambda: not self.pending_since(seq, polled), self._changed, deadline)
+
+
+def _page_of(request: Any) -> Any:
+    try:
+        return request.frame.page
+    except Exception:  # noqa: BLE001
+        return None
 
 
 class BrowserReport:
