@@ -17,6 +17,7 @@ FETCH = CssPoint(x=95, y=100)
 FOREVER = CssPoint(x=95, y=160)
 NAV = CssPoint(x=95, y=220)
 TICK = CssPoint(x=275, y=40)
+FADE = CssPoint(x=275, y=100)
 
 
 async def test_waits_for_a_timer_the_action_started(browser_env, pages):
@@ -32,6 +33,14 @@ async def test_waits_for_the_first_tick_of_an_interval_the_action_started(browse
     outcome = await env.perform(Click(target="tick", point=TICK))
     assert await env.page.text_content("#out") == "ticked"
     assert outcome.settle_reason.endswith("quiet") and outcome.settle_seconds >= 0.25
+
+
+async def test_waits_for_a_transition_the_action_started_to_end(browser_env, pages):
+    # a menu fading in over 0.4 s: a screenshot taken at once shows it (nearly) invisible
+    env = await browser_env(pages.url("settle.html"))
+    outcome = await env.perform(Click(target="fade", point=FADE))
+    assert await env.page.evaluate("getComputedStyle(document.getElementById('menu')).opacity") == "1", outcome
+    assert outcome.settle_reason.endswith("quiet")
 
 
 async def test_waits_for_a_request_the_action_started(browser_env, pages):

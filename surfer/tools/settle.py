@@ -9,7 +9,8 @@ No fixed sleeps. After a browser action we wait, bounded by `timeout`, for:
    last mutation, which is tracked from page load by an init script, so an
    action that changed nothing waits only for one animation frame), and
    timers the action started (setTimeout, and an interval's first tick) that
-   are due within `timer_horizon` to fire.
+   are due within `timer_horizon` to fire, and CSS transitions and animations
+   that end within it (a menu fading in; an endless spinner is not waited for).
 The in-page check also says whether the action activated a file field (a
 click on it, a label's or a script's `click()`, `showPicker()`) or a link
 that downloads (`<a download>`): the browser reports the file chooser or the
@@ -36,7 +37,7 @@ from pydantic import BaseModel, Field
 class SettleConfig(BaseModel):
     timeout: float = Field(default=3.0, ge=0, description="Upper bound on one settle wait, seconds.")
     quiet: float = Field(default=0.08, ge=0, description="DOM quiet window, seconds.")
-    timer_horizon: float = Field(default=1.0, ge=0, description="Wait for timers the action started that fire within this many seconds.")
+    timer_horizon: float = Field(default=1.0, ge=0, description="Wait for timers the action started that fire, and CSS transitions and animations it started that end, within this many seconds.")
 
 
 MUTATION_TRACKER = """
@@ -119,6 +120,20 @@ async ({ quiet, timeout, since, horizon }) => {
     for (let i = state.log.length - 1; i >= 0; i--) if (!ambient.has(state.log[i][1])) return state.log[i][0];
     return state.start;
   };
+  // CSS transitions and animations started since `since` that end within `horizon` (a menu fading in, a panel
+  // sliding open: drawn half-way, a screenshot shows what is not there yet); endless ones (a spinner), and
+  // those the page was already playing, are not waited for.
+  const drawnBy = () => {
+    let end = -Infinity;
+    for (const a of (document.getAnimations ? document.getAnimations() : [])) {
+      if (a.playState !== 'running' || !a.effect || a.currentTime === null) continue;
+      // (its start is the time of the frame it began in, which can precede the action by a frame or more)
+      if (a.startTime !== null && performance.timeOrigin + a.startTime < since - 250) continue;
+      const left = (a.effect.getComputedTiming().endTime - a.currentTime) / Math.abs(a.playbackRate || 1);
+      if (left > 0 && left <= horizon) end = Math.max(end, Date.now() + left);
+    }
+    return end;
+  };
   // Let the action's handlers run (one frame at most: the screenshot waits for a fresh frame itself).
   await new Promise((resolve) => { requestAnimationFrame(() => resolve()); setTimeout(resolve, 16); });
   for (;;) {
@@ -127,9 +142,10 @@ async ({ quiet, timeout, since, horizon }) => {
     let nextDue = Infinity;
     if (state) for (const t of state.timers.values())
       if (t.created >= since && t.due <= since + horizon) nextDue = Math.min(nextDue, t.due);
-    if (idle >= quiet && nextDue === Infinity) return ["quiet", document.title, ...started()];
+    const drawn = drawnBy();
+    if (idle >= quiet && nextDue === Infinity && drawn <= now) return ["quiet", document.title, ...started()];
     if (now - t0 >= timeout) return ["timeout", document.title, ...started()];
-    const wait = nextDue === Infinity ? quiet - idle : Math.max(quiet - idle, nextDue - now + 1);
+    const wait = Math.max(quiet - idle, nextDue === Infinity ? 0 : nextDue - now + 1, drawn - now + 1);
     await new Promise((r) => setTimeout(r, Math.max(1, Math.min(wait, timeout - (now - t0)))));
   }
 }
