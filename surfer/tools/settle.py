@@ -37,7 +37,9 @@ from pydantic import BaseModel, Field
 class SettleConfig(BaseModel):
     timeout: float = Field(default=3.0, ge=0, description="Upper bound on one settle wait, seconds.")
     quiet: float = Field(default=0.08, ge=0, description="DOM quiet window, seconds.")
-    timer_horizon: float = Field(default=1.0, ge=0, description="Wait for timers the action started that fire, and CSS transitions and animations it started that end, within this many seconds.")
+    timer_horizon: float = Field(default=1.0, ge=0, description=(
+        "Wait for timers the action started that fire, and CSS transitions and animations it started that end, "
+        "within this many seconds."))
 
 
 MUTATION_TRACKER = """
