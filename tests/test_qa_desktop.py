@@ -36,6 +36,12 @@ def test_a_desktop_suite_runs_then_replays_from_the_cache(xvfb, form_factory, st
     args = ["qa", str(suite), "--cache", str(tmp_path / "cache"), "--quiet",
             "--base-url", server.base_url, "--model", server.model, "--profile", "holotron"]
 
+    # No display, or one that does not answer: refused once before anything runs (each case was an 'internal error').
+    unused = next(n for n in range(4000, 4100) if not Path(f"/tmp/.X11-unix/X{n}").exists())
+    for display, said in ((None, "no display: DISPLAY is not set"), (f":{unused}", f"cannot reach the X server at DISPLAY=:{unused}")):
+        refused = surfer(*args, "--out", str(tmp_path / "o0"), env={"DISPLAY": display})
+        assert refused.returncode == 2 and said in refused.stderr and not (tmp_path / "o0").exists(), refused.stderr
+
     first = surfer(*args, "--out", str(tmp_path / "o1"), env={"DISPLAY": xvfb})  # (in this process: tests/inprocess.py)
     assert first.returncode == 0, first.stderr
     entry = json.loads((tmp_path / "cache" / "desktop" / "multiply.json").read_text())

@@ -11,7 +11,10 @@ worker thread.
 pyautogui reads DISPLAY once, when it is first imported, so a process drives
 one X display: `display=` binds it on first use, and a later environment
 asking for another display gets a `ConfigError`. pyautogui's fail-safe stays
-on by default: moving the mouse into a screen corner (0, 0) stops the run.
+on by default: moving the mouse into a corner of the screen stops the run. The
+agent's own points never end in a corner (a model's answer there is moved one
+pixel in), so a pointer in a corner is always a person's brake; an action that
+fails half-way releases the keys and mouse buttons it held.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ log = logging.getLogger("surfer.desktop")
 EXTRA_HINT = "the desktop environment needs pyautogui and mss: pip install 'surfer-agent[desktop]'"
 DISPLAY_HINT = (
     "start a virtual one with `Xvfb :99 -screen 0 1280x800x24 & export DISPLAY=:99` "
-    "(or run surfer under `xvfb-run -s '-screen 0 1280x800x24'`), or pass display=':N' / --display :N"
+    "(or run surfer under `xvfb-run -s '-screen 0 1280x800x24'`), or pass display=':N' (surfer run --display :N)"
 )
 BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "close_tab", "upload", "dialog"})
 
@@ -108,6 +111,17 @@ def _load_pyautogui(display: str | None) -> Any:
     return loaded
 
 
+def _display_answers(display: str | None) -> bool:
+    """Whether an X server answers at `display` now (a fresh connection, closed at once)."""
+    try:
+        import mss
+
+        mss.MSS(display=display).close() if _linux() else mss.MSS().close()
+    except Exception:  # noqa: BLE001 - whatever the connection raises, it did not answer
+        return False
+    return True
+
+
 def _open_screen(display: str | None) -> Any:
     try:
         import mss
@@ -117,6 +131,26 @@ def _open_screen(display: str | None) -> Any:
         return mss.MSS(display=display) if _linux() else mss.MSS()
     except mss.ScreenShotError as exc:
         raise ConfigError(f"cannot reach the X server at DISPLAY={display} ({exc}); {DISPLAY_HINT}") from None
+
+
+def resolve_display(display: str | None) -> str | None:
+    """The X display a desktop environment drives: `display`, else $DISPLAY (None off Linux); ConfigError if none."""
+    if not _linux():
+        return None
+    display = display or os.environ.get("DISPLAY")
+    if not display:
+        raise ConfigError(f"no display: DISPLAY is not set. The desktop environment needs an X server; {DISPLAY_HINT}")
+    return display
+
+
+def check_display(display: str | None = None) -> None:
+    """Refuse (ConfigError) before anything runs when the desktop has no display, or its X server does not answer."""
+    import importlib.util
+
+    missing = [name for name in ("mss", "pyautogui") if importlib.util.find_spec(name) is None]  # (pyautogui is
+    if missing:  # not imported: it reads DISPLAY when it is)
+        raise ConfigError(f"{EXTRA_HINT} ({', '.join(missing)} missing)")
+    _open_screen(resolve_display(display)).close()
 
 
 class DesktopEnvironment(Environment):
@@ -164,18 +198,12 @@ class DesktopEnvironment(Environment):
         self._gui: Any = None  # the pyautogui module
         self._keys: dict[str, Any] | None = None
         self._area: dict[str, int] = {}
+        self._gone = False  # the X display went away under a run
 
     # -- lifecycle ---------------------------------------------------------
 
     def _resolve_display(self) -> str | None:
-        if not _linux():
-            return None
-        display = self.display or os.environ.get("DISPLAY")
-        if not display:
-            raise ConfigError(
-                f"no display: DISPLAY is not set. The desktop environment needs an X server; {DISPLAY_HINT}"
-            )
-        return display
+        return resolve_display(self.display)
 
     async def start(self, url: str | None = None) -> None:
         if url:
@@ -208,7 +236,24 @@ class DesktopEnvironment(Environment):
     async def close(self) -> None:
         screen, self._screen = self._screen, None
         if screen is not None:
-            await asyncio.to_thread(screen.close)
+            try:
+                await asyncio.to_thread(screen.close)
+            except Exception as exc:  # noqa: BLE001 - an X server already gone cannot be said goodbye to
+                log.debug("closing the screen of display %s: %r", self.display, exc)
+
+    @property
+    def alive(self) -> bool:
+        return not self._gone
+
+    def _failure(self, doing: str, exc: Exception) -> EnvironmentFailure:
+        """What an X call that raised means: the display went away (its X server stopped), or the call failed."""
+        if not _display_answers(self.display):
+            self._gone = True
+            return EnvironmentFailure(
+                f"{doing} failed: the X display {self.display} went away (its X server stopped or was killed); "
+                "the applications on it are gone with it"
+            )
+        return EnvironmentFailure(f"{doing} failed: {type(exc).__name__}{f': {exc}' if str(exc) else ''}")
 
     @property
     def screen(self) -> Any:
@@ -234,28 +279,36 @@ class DesktopEnvironment(Environment):
             scale=shot.size[0] / area["width"], origin=(float(area["left"]), float(area["top"])),
         )
 
-    def _digest(self) -> bytes:
+    def _grab_digest(self) -> bytes:
         return hashlib.blake2b(self.screen.grab(self._area).raw, digest_size=16).digest()
+
+    async def _digest(self) -> bytes:
+        try:
+            return await asyncio.to_thread(self._grab_digest)
+        except EnvironmentFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - mss raises ScreenShotError, AssertionError, X errors, ...
+            raise await asyncio.to_thread(self._failure, "watching the screen", exc) from None
 
     async def observe(self) -> Observation:
         try:
             screenshot = await asyncio.to_thread(self._capture)
         except EnvironmentFailure:
             raise
-        except Exception as exc:  # noqa: BLE001 - mss raises ScreenShotError, X errors, ...
-            raise EnvironmentFailure(f"screenshot of the desktop failed: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - mss raises ScreenShotError, AssertionError, X errors, ...
+            raise await asyncio.to_thread(self._failure, "the screenshot of the desktop", exc) from None
         a = self._area
         where = f"region {a['width']}x{a['height']}+{a['left']}+{a['top']}" if self.region else f"monitor {self.monitor}"
         title = f"Desktop (display {self.display}, {where})" if self.display else f"Desktop ({where})"
         return Observation(screenshot=screenshot, title=title)
 
     async def mark(self) -> bytes | None:
-        return None if self.dry_run else await asyncio.to_thread(self._digest)
+        return None if self.dry_run else await self._digest()
 
     async def settle(self, mark: bytes | None) -> str:
         if self.dry_run:
             return "dry-run"
-        return await settle_screen(lambda: asyncio.to_thread(self._digest), mark, self.settle_config)
+        return await settle_screen(self._digest, mark, self.settle_config)
 
     # -- performing ----------------------------------------------------------
 
@@ -272,16 +325,44 @@ class DesktopEnvironment(Environment):
     def _run(self, steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
         gui = self._gui
         gui.FAILSAFE = self.failsafe
+        held: list[str] = []  # keys pressed down by these steps and not released yet
         try:
             for name, args, kwargs in steps:
+                if name == "dragTo":
+                    held.append("mouse")
                 getattr(gui, name)(*args, _pause=False, **kwargs)
-        except gui.FailSafeException:
-            raise EnvironmentFailure(
-                "pyautogui fail-safe: the mouse is in a screen corner, so the run was stopped "
-                "(move the mouse away to continue; on a headless Xvfb display use failsafe=False)"
-            ) from None
-        except gui.PyAutoGUIException as exc:
-            raise ActionFailed(f"desktop input failed: {exc}") from None
+                if name == "keyDown":
+                    held.append(args[0])
+                elif name == "keyUp" and args[0] in held:
+                    held.remove(args[0])
+                elif name == "dragTo":
+                    held.remove("mouse")
+        except BaseException as exc:
+            self._release(held)
+            if isinstance(exc, gui.FailSafeException):
+                raise EnvironmentFailure(
+                    "pyautogui fail-safe: the mouse is in a screen corner, so the run was stopped "
+                    "(move the mouse away to continue; on a headless Xvfb display use failsafe=False)"
+                ) from None
+            if isinstance(exc, gui.PyAutoGUIException):
+                raise ActionFailed(f"desktop input failed: {exc}") from None
+            if isinstance(exc, Exception) and not isinstance(exc, EnvironmentFailure):
+                raise self._failure("desktop input", exc) from None
+            raise
+
+    def _release(self, held: list[str]) -> None:
+        """Release what a failed action held down (a modifier of a Shift+click, the button of a drag), past the
+        fail-safe's check: a Shift left pressed would stay pressed on the user's desktop after the run."""
+        platform = self._gui.platformModule
+        for key in reversed(held):
+            try:
+                if key == "mouse":
+                    x, y = platform._position()
+                    platform._mouseUp(x, y, "left")
+                else:
+                    platform._keyUp(key)
+            except Exception as exc:  # noqa: BLE001 - a display gone meanwhile: nothing is held any more
+                log.debug("releasing %s after a failed action: %r", key, exc)
 
     async def _input(self, detail: str, *steps: tuple[str, tuple[Any, ...], dict[str, Any]]) -> str:
         """Perform pyautogui calls (name, args, kwargs) in a worker thread, or only log them in dry-run mode."""
@@ -316,9 +397,19 @@ class DesktopEnvironment(Environment):
                 "pyautogui types only characters on the keyboard layout (ASCII)"
             )
 
-    @staticmethod
-    def _xy(point: Any) -> tuple[int, int]:
-        return round(point.x), round(point.y)
+    def _xy(self, point: Any) -> tuple[int, int]:
+        """The pixel pyautogui acts at: inside the watched monitor or region (a model's x=1000 of 0..1000 is its
+        right edge, one past its last pixel, which is the next monitor's), and never a fail-safe corner, so that
+        the agent does not pull the brake that is the person's (a maximized window's close button there)."""
+        if self._gui is None:
+            raise EnvironmentFailure("the desktop environment is not started (call start() first)")
+        area = self._area
+        x = min(max(round(point.x), area["left"]), area["left"] + area["width"] - 1)
+        y = min(max(round(point.y), area["top"]), area["top"] + area["height"] - 1)
+        if self.failsafe and (x, y) in self._gui.FAILSAFE_POINTS:
+            width, height = self._gui.size()
+            x, y = min(max(x, 1), width - 2), min(max(y, 1), height - 2)
+        return x, y
 
     async def _act_click(self, action: Click) -> str:
         x, y = self._xy(action.point)
