@@ -35,6 +35,7 @@ from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
 from .settle import ScreenSettleConfig, settle_screen
+from .x11_keys import X11Keyboard, keysym_of
 
 log = logging.getLogger("surfer.desktop")
 
@@ -199,6 +200,7 @@ class DesktopEnvironment(Environment):
         self._keys: dict[str, Any] | None = None
         self._area: dict[str, int] = {}
         self._gone = False  # the X display went away under a run
+        self._keyboard: X11Keyboard | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -221,6 +223,8 @@ class DesktopEnvironment(Environment):
             screen.close()
             raise
         self._keys = getattr(self._gui.platformModule, "keyboardMapping", None)
+        if _linux():  # text typed by the X server's own keymap, any character (x11_keys.py)
+            self._keyboard = X11Keyboard(self._gui.platformModule._display)
         self._screen, self.display = screen, display
 
     def _pick_area(self, monitors: list[dict[str, int]]) -> dict[str, int]:
@@ -234,6 +238,12 @@ class DesktopEnvironment(Environment):
         return {key: area[key] for key in ("left", "top", "width", "height")}
 
     async def close(self) -> None:
+        keyboard, self._keyboard = self._keyboard, None
+        if keyboard is not None and not self._gone:
+            try:
+                await asyncio.to_thread(keyboard.release)
+            except Exception as exc:  # noqa: BLE001 - the display went away: its keymap with it
+                log.debug("giving back the spare keys of display %s: %r", self.display, exc)
         screen, self._screen = self._screen, None
         if screen is not None:
             try:
@@ -330,7 +340,10 @@ class DesktopEnvironment(Environment):
             for name, args, kwargs in steps:
                 if name == "dragTo":
                     held.append("mouse")
-                getattr(gui, name)(*args, _pause=False, **kwargs)
+                if name == "write" and self._keyboard is not None:
+                    self._write(args[0])
+                else:
+                    getattr(gui, name)(*args, _pause=False, **kwargs)
                 if name == "keyDown":
                     held.append(args[0])
                 elif name == "keyUp" and args[0] in held:
@@ -349,6 +362,14 @@ class DesktopEnvironment(Environment):
             if isinstance(exc, Exception) and not isinstance(exc, EnvironmentFailure):
                 raise self._failure("desktop input", exc) from None
             raise
+
+    def _write(self, text: str) -> None:
+        """Type `text` by the X server's keymap (a spare key for a character on none); the fail-safe is checked
+        before each character, as pyautogui's write does."""
+        assert self._keyboard is not None
+        for keycode, shift in self._keyboard.plan(text):
+            self._gui.failSafeCheck()
+            self._keyboard.press(keycode, shift)
 
     def _release(self, held: list[str]) -> None:
         """Release what a failed action held down (a modifier of a Shift+click, the button of a drag), past the
@@ -388,6 +409,10 @@ class DesktopEnvironment(Environment):
         return names
 
     def _check_typeable(self, text: str) -> None:
+        if self._keyboard is not None:  # any character but control ones (X11)
+            for char in text:
+                keysym_of(char)
+            return
         if self._keys is None:
             return
         missing = sorted({c for c in text if not self._keys.get(c)})
