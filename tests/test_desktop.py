@@ -231,9 +231,11 @@ async def test_type_clears_appends_and_submits(desktop: DesktopEnvironment, tk_f
 async def test_type_any_character_by_the_keymap(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
     """'<' is the <> key's first level ('>' with the Shift pyautogui added); é, €, 日本 are on no key (spare keys
     mapped for them); a control character is refused before anything is typed."""
-    text = "if a<b: café Grüße 5€ 日本"
-    await desktop.perform(TypeText(text=text, target="First number", point=tk_form.centre("first"), submit=True))
-    assert (await tk_form.event(is_event("submit", field="first")))["value"] == text
+    for text in ("if a<b: café Grüße 5€ 日本", "Съешь же ещё этих мягких французских булок, да выпей чаю. ÜÉ"):
+        # (the second: more letters on no key than the spare keys hold one each; those of the first give way)
+        tk_form.forget_events()
+        await desktop.perform(TypeText(text=text, target="First number", point=tk_form.centre("first"), submit=True))
+        assert (await tk_form.event(is_event("submit", field="first")))["value"] == text
     with pytest.raises(ActionFailed, match=r"cannot type the control character '\\x07'"):
         await desktop.perform(TypeText(text="ding\x07", target="First number", point=tk_form.centre("first")))
 

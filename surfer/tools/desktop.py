@@ -30,7 +30,7 @@ from typing import Any
 
 from surfer.core.actions import Action, Click, Drag, Hover, PressKeys, Scroll, TypeText
 from surfer.core.coordinates import Size
-from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure
+from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, SurferError
 from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
@@ -359,7 +359,7 @@ class DesktopEnvironment(Environment):
                 ) from None
             if isinstance(exc, gui.PyAutoGUIException):
                 raise ActionFailed(f"desktop input failed: {exc}") from None
-            if isinstance(exc, Exception) and not isinstance(exc, EnvironmentFailure):
+            if isinstance(exc, Exception) and not isinstance(exc, SurferError):
                 raise self._failure("desktop input", exc) from None
             raise
 

@@ -6,8 +6,10 @@ pc105 keymap (Xvfb's too) '<' is the first level of the <> key, so Shift made
 it '>'; and it cannot type a character that is on no key (é, ß, €, 日本).
 Here each character's keycode and level come from the X server's own keymap
 (level 1: with Shift), and a character on no key is given a spare keycode
-(one with no keysym) mapped to it for as long as the display is driven, as
-xdotool does; `release()` gives the spare keycodes back.
+(one with no keysym; two characters each, plain and with Shift) mapped to it
+for as long as the display is driven, as xdotool does; a later text that
+needs room takes back the keycodes of earlier ones, and `release()` gives
+them all back.
 """
 
 from __future__ import annotations
@@ -36,35 +38,61 @@ class X11Keyboard:
     def __init__(self, display: Any) -> None:
         self.display = display
         self._shift: int | None = None
-        self._mapped: dict[int, int] = {}  # keysym -> the spare keycode mapped to it
-        self._spare: list[int] | None = None
+        self._spare: list[int] | None = None  # keycodes with no keysym, not mapped by us yet
+        self._codes: dict[int, list[int]] = {}  # a spare keycode we mapped -> its keysyms (plain, with Shift; 0 free)
 
-    def _keycode(self, keysym: int) -> tuple[int, bool]:
-        """(keycode, with Shift) for a keysym: the keymap's plain level first, then its Shift level."""
-        if keysym in self._mapped:
-            return self._mapped[keysym], False
+    def _on_keymap(self, keysym: int) -> tuple[int, bool] | None:
         for keycode, index in sorted(self.display.keysym_to_keycodes(keysym), key=lambda pair: (pair[1], pair[0])):
-            if index in (0, 1):
+            if index in (0, 1) and keycode not in self._codes:
                 return keycode, index == 1
-        return self._map_spare(keysym), False
+        return None
 
-    def _map_spare(self, keysym: int) -> int:
-        if self._spare is None:
-            first = self.display.display.info.min_keycode
-            count = self.display.display.info.max_keycode - first + 1
-            mapping = self.display.get_keyboard_mapping(first, count)
-            self._spare = [first + i for i, syms in enumerate(mapping) if not any(syms)]
-        if not self._spare:
-            raise ActionFailed("cannot type this text: the X keymap has no spare key left for its characters")
-        keycode = self._spare.pop()
-        self.display.change_keyboard_mapping(keycode, [(keysym, keysym)])
-        self.display.sync()
-        self._mapped[keysym] = keycode
-        return keycode
+    def _mapped(self, keysym: int) -> tuple[int, bool] | None:
+        return next(((code, level == 1) for code, syms in self._codes.items()
+                     for level, sym in enumerate(syms) if sym == keysym), None)
 
     def plan(self, text: str) -> list[tuple[int, bool]]:
-        """(keycode, with Shift) for every character, spare keys mapped; ActionFailed before anything is typed."""
-        return [self._keycode(keysym_of(char)) for char in text]
+        """(keycode, with Shift) for every character: its key and level on the keymap (level 1: with Shift), or a
+        spare keycode mapped to it (two characters a keycode, plain and with Shift). Spare keycodes mapped for
+        earlier texts are taken back when this one needs room. ActionFailed before anything is typed."""
+        keysyms = [keysym_of(char) for char in text]
+        missing = list(dict.fromkeys(k for k in keysyms if self._on_keymap(k) is None and self._mapped(k) is None))
+        if missing:
+            self._make_room(set(keysyms), len(missing))
+            for keysym in missing:
+                self._map(keysym)
+        return [self._on_keymap(k) or self._mapped(k) for k in keysyms]  # type: ignore[misc]
+
+    def _free_slots(self) -> int:
+        assert self._spare is not None
+        return 2 * len(self._spare) + sum(syms.count(0) for syms in self._codes.values())
+
+    def _make_room(self, needed: set[int], count: int) -> None:
+        if self._spare is None:
+            first = self.display.display.info.min_keycode
+            mapping = self.display.get_keyboard_mapping(first, self.display.display.info.max_keycode - first + 1)
+            self._spare = [first + i for i, syms in enumerate(mapping) if not any(syms)]
+        if self._free_slots() < count:  # earlier texts' characters give way (their keys were read long ago)
+            for code, syms in list(self._codes.items()):
+                self._codes[code] = [sym if sym in needed else 0 for sym in syms]
+        if self._free_slots() < count:
+            raise ActionFailed(
+                f"cannot type this text: {count} of its characters are on no key, and the X keymap has room for "
+                f"{self._free_slots()}; type it in parts"
+            )
+
+    def _map(self, keysym: int) -> None:
+        assert self._spare is not None
+        code = next((c for c, syms in self._codes.items() if 0 in syms), None)
+        if code is None:
+            code = self._spare.pop()
+            self._codes[code] = [0, 0]
+        syms = self._codes[code]
+        syms[syms.index(0)] = keysym
+        plain, shifted = syms
+        # A lone keysym would be read as a case pair (Xlib: 'Ü' alone is 'ü', and 'Ü' with Shift): both levels set.
+        self.display.change_keyboard_mapping(code, [(plain or shifted, shifted or plain)])
+        self.display.sync()
 
     def shift(self) -> int:
         if self._shift is None:
@@ -88,8 +116,8 @@ class X11Keyboard:
 
     def release(self) -> None:
         """Give the spare keycodes back (their keysyms cleared)."""
-        mapped, self._mapped = self._mapped, {}
-        for keycode in mapped.values():
-            self.display.change_keyboard_mapping(keycode, [(0, 0)])
-        if mapped:
+        codes, self._codes = self._codes, {}
+        for code in codes:
+            self.display.change_keyboard_mapping(code, [(0, 0)])
+        if codes:
             self.display.sync()
