@@ -401,8 +401,8 @@ async def test_failsafe_stops_the_run_unless_turned_off(
     # The agent's own points never pull the brake: a Shift+click at the top-left corner, a drag to the bottom-right
     # one (a model's 1000, 1000) land one pixel in, and nothing stays held.
     desktop.settle_config, desktop.drag_seconds = ScreenSettleConfig(quiet=0.02, grace=0), 0.02  # (what lands is read)
-    await desktop.perform(Click(target="top-left corner", point=CssPoint(x=0, y=0), modifiers=["Shift"]))
-    assert held_down(xvfb) == ([], 0, (1, 1))
+    outcome = await desktop.perform(Click(target="top-left corner", point=CssPoint(x=0, y=0), modifiers=["Shift"]))
+    assert held_down(xvfb) == ([], 0, (1, 1)) and outcome.detail == "Shift+left click at (1, 1)"  # (where it clicked)
     await desktop.perform(Drag(target="pad", point=tk_form.centre("pad"), to_target="corner", to_point=CssPoint(x=SCREEN[0], y=SCREEN[1])))
     assert held_down(xvfb) == ([], 0, (SCREEN[0] - 2, SCREEN[1] - 2))
     # A person who moves the mouse into a corner in the middle of a Shift+click stops it, and Shift is let go.

@@ -440,7 +440,7 @@ class DesktopEnvironment(Environment):
         x, y = self._xy(action.point)
         clicks = 2 if action.double else 1
         held = self._key_names("+".join(action.modifiers)) if action.modifiers else []
-        detail = f"{''.join(m + '+' for m in action.modifiers)}{'double-' if action.double else ''}{action.button} click at {action.point}"
+        detail = f"{''.join(m + '+' for m in action.modifiers)}{'double-' if action.double else ''}{action.button} click at ({x}, {y})"
         return await self._input(
             detail,
             *(("keyDown", (key,), {}) for key in held),
@@ -449,19 +449,21 @@ class DesktopEnvironment(Environment):
         )
 
     async def _act_hover(self, action: Hover) -> str:
-        return await self._input(f"hover at {action.point}", ("moveTo", self._xy(action.point), {}))
+        x, y = self._xy(action.point)
+        return await self._input(f"hover at ({x}, {y})", ("moveTo", (x, y), {}))
 
     async def _act_type(self, action: TypeText) -> str:
         self._check_typeable(action.text)
         steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        if action.point is not None:
-            steps.append(("click", self._xy(action.point), {}))
+        xy = self._xy(action.point) if action.point is not None else None
+        if xy is not None:
+            steps.append(("click", xy, {}))
         if action.clear:
             steps += [("hotkey", (_PRIMARY_MODIFIER, "a"), {}), ("press", ("delete",), {})]
         steps.append(("write", (action.text,), {}))
         if action.submit:
             steps.append(("press", ("enter",), {}))
-        where = f" into {action.point}" if action.point is not None else ""
+        where = f" into ({xy[0]}, {xy[1]})" if xy is not None else ""
         detail = f"typed {len(action.text)} characters{where}" + (" and pressed Enter" if action.submit else "")
         return await self._input(detail, *steps)
 
@@ -473,13 +475,14 @@ class DesktopEnvironment(Environment):
         clicks = action.amount if action.direction in ("up", "right") else -action.amount
         call = "scroll" if action.direction in ("up", "down") else "hscroll"
         xy = self._xy(action.point) if action.point is not None else (None, None)
-        where = f"at {action.point}" if action.point is not None else "at the mouse pointer"
+        where = f"at ({xy[0]}, {xy[1]})" if action.point is not None else "at the mouse pointer"
         detail = f"scrolled {action.direction} {action.amount} notches {where}"
         return await self._input(detail, (call, (clicks, *xy), {}))
 
     async def _act_drag(self, action: Drag) -> str:
+        start, end = self._xy(action.point), self._xy(action.to_point)
         return await self._input(
-            f"dragged {action.point} → {action.to_point}",
-            ("moveTo", self._xy(action.point), {}),
-            ("dragTo", self._xy(action.to_point), {"duration": self.drag_seconds, "button": "left"}),
+            f"dragged ({start[0]}, {start[1]}) → ({end[0]}, {end[1]})",
+            ("moveTo", start, {}),
+            ("dragTo", end, {"duration": self.drag_seconds, "button": "left"}),
         )
