@@ -14,7 +14,7 @@ import time
 
 from surfer import Agent, ScriptedModel
 from surfer.agent.confirm import ConfirmationRequest, SensitiveRules
-from surfer.core.actions import Click, Scroll, TypeText
+from surfer.core.actions import Click, CssPoint, Drag, Scroll, TypeText
 
 BUY = {"thought": "buy it", "notes": "", "action": {"type": "click", "target": "the Buy now button"}}
 AT_BUY = {"x": 156, "y": 162}  # the button's centre, 0..1000 of 1280x800
@@ -70,6 +70,13 @@ def test_rules():
     assert rules.reason(Scroll(), "https://bank.test/home") == "bank.test is a domain where every action is confirmed"
     assert SensitiveRules(words=["archive"]).reason(Click(target="the 'Archive' button"), "https://a.test/") is not None
     assert SensitiveRules(exempt=["buy"]).reason(Click(target="the 'Buy' button"), "https://a.test/") is None
+    # A drag is judged by where it lands: onto the Trash deletes (the desktop's file managers), onto a column does not.
+    at = CssPoint(x=1, y=1)
+    drag = lambda target, to: Drag(target=target, point=at, to_target=to, to_point=at)  # noqa: E731
+    assert rules.reason(drag("the report.pdf file icon", "the Trash icon"), "") == \
+        "it drops 'the report.pdf file icon' onto 'the Trash icon' (as described)"
+    assert rules.reason(drag("the card", "the 'Done' column"), "") is None
+    assert rules.reason(drag("the file", "the Documents folder"), "") is None
 
 
 def test_the_person_at_the_terminal_confirms_and_steers(standin, pages, tmp_path):

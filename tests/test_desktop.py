@@ -216,21 +216,23 @@ async def test_drag_drops_the_token_on_the_target(desktop: DesktopEnvironment, t
 
 
 async def test_type_clears_appends_and_submits(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    """Text is typed by the display's keymap: '<' is the <> key's first level (pyautogui's Shift made it '>'); é, €,
+    日本 are on no key (spare keys are mapped for them: the Cyrillic needs more than they hold one each, and those of
+    the text before give way); a control character is refused before anything is typed."""
     field = tk_form.centre("first")
     await desktop.perform(TypeText(text="12", target="First number", point=field, submit=True))
     await tk_form.event(is_event("submit", field="first", value="12"))
-    await desktop.perform(TypeText(text="3", target="First number", point=field, clear=False, submit=True))
-    await tk_form.event(is_event("submit", field="first", value="123"))
-    await desktop.perform(TypeText(text="Hi 9!", target="First number", point=field, clear=True, submit=True))
-    await tk_form.event(is_event("submit", field="first", value="Hi 9!"))
+    await desktop.perform(TypeText(text="<3", target="First number", point=field, clear=False, submit=True))
+    await tk_form.event(is_event("submit", field="first", value="12<3"))
+    text = "Hi 9! if a<b: café Grüße 5€ 日本"
+    await desktop.perform(TypeText(text=text, target="First number", point=field, clear=True, submit=True))
+    await tk_form.event(is_event("submit", field="first", value=text))
     # Without a target, typing goes to the focused field.
-    await desktop.perform(TypeText(text="5", submit=True))
-    await tk_form.event(is_event("submit", field="first", value="5"))
-
-
-async def test_type_refuses_characters_it_cannot_type(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
-    with pytest.raises(ActionFailed, match="cannot type 'é'"):
-        await desktop.perform(TypeText(text="café", target="First number", point=tk_form.centre("first")))
+    text = "Съешь же ещё этих мягких французских булок, да выпей чаю. ÜÉ"
+    await desktop.perform(TypeText(text=text, submit=True))
+    await tk_form.event(is_event("submit", field="first", value=text))
+    with pytest.raises(ActionFailed, match=r"cannot type the control character '\\x07'"):
+        await desktop.perform(TypeText(text="ding\x07", target="First number", point=field))
 
 
 async def test_press_key_combinations(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
@@ -296,7 +298,7 @@ async def test_hidpi_scale_and_origin_map_through_the_coordinates_module() -> No
 
 async def test_region_screenshot_carries_its_origin(xvfb: str, tk_form: TkForm) -> None:
     box = tk_form.widgets["multiply"]
-    env = DesktopEnvironment(display=xvfb, region=(100, 80, 400, 300))
+    env = DesktopEnvironment(display=xvfb, region=(100, 80, 400, 300), settle=ScreenSettleConfig(quiet=0.02, grace=0))
     await env.start()
     try:
         shot = (await env.observe()).screenshot
@@ -306,6 +308,9 @@ async def test_region_screenshot_carries_its_origin(xvfb: str, tk_form: TkForm) 
         point = model_to_css(box["x"] - 100 + box["width"] / 2, box["y"] - 80 + box["height"] / 2, "absolute", prepared.geometry)
         await env.perform(Click(target="Multiply", point=point))
         await tk_form.event(is_event("checkbox", multiply=True))
+        # The image's right edge (x = its width, a normalised model's 1000) is the region's last pixel, not the next one.
+        await env.perform(Hover(target="right edge", point=model_to_css(400, 150, "absolute", prepared.geometry)))
+        assert held_down(xvfb)[2] == (499, 230)
     finally:
         await env.close()
 
@@ -325,6 +330,32 @@ async def test_unreachable_display_is_a_clear_config_error() -> None:
         await DesktopEnvironment(display=f":{unused}").start()
 
 
+async def test_a_display_that_goes_away_is_an_environment_failure(xvfb: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from surfer.tools import desktop as desktop_module
+
+    gui = _load_pyautogui(xvfb)  # (bound to the session's display: this one is watched, not typed on)
+    monkeypatch.setattr(desktop_module, "_load_pyautogui", lambda display: gui)
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "64x48x24", "-nolisten", "tcp"],
+                              pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    try:
+        display = ":" + os.read(read_end, 32).decode().strip()
+        env = DesktopEnvironment(display=display)
+        await env.start()
+        assert (await env.observe()).screenshot.size == Size(64, 48) and env.alive
+    finally:
+        os.close(read_end)
+        server.terminate()
+        server.wait(10)
+    with pytest.raises(EnvironmentFailure, match=f"^the screenshot of the desktop failed: the X display {display} went away"):
+        await env.observe()
+    with pytest.raises(EnvironmentFailure, match=f"^watching the screen failed: the X display {display} went away"):
+        await env.perform(Click(target="x", point=CssPoint(x=5, y=5)))
+    assert not env.alive
+    await env.close()  # (it raised the X connection's error)
+
+
 async def test_pyautogui_stays_on_its_first_display(desktop: DesktopEnvironment) -> None:
     with pytest.raises(ConfigError, match="already drives display"):
         _load_pyautogui(":4242")
@@ -337,9 +368,45 @@ async def test_bad_monitor_and_url_are_refused(xvfb: str) -> None:
         await DesktopEnvironment(display=xvfb).start("https://example.com")
 
 
-async def test_failsafe_stops_the_run_unless_turned_off(xvfb: str, desktop: DesktopEnvironment, tk_form: TkForm) -> None:
-    corner = CssPoint(x=0, y=0)
-    await desktop.perform(Hover(target="top-left corner", point=corner))
+def held_down(display: str) -> tuple[list[int], int, tuple[int, int]]:
+    """What the X server holds pressed now (keycodes, the pointer's button and modifier mask) and where the pointer is."""
+    from Xlib import display as xdisplay
+
+    conn = xdisplay.Display(display)
+    try:
+        keys = [i * 8 + bit for i, byte in enumerate(conn.query_keymap()) for bit in range(8) if byte >> bit & 1]
+        pointer = conn.screen().root.query_pointer()
+        return keys, pointer.mask, (pointer.root_x, pointer.root_y)
+    finally:
+        conn.close()
+
+
+def person_moves_the_mouse_to(display: str, x: int, y: int) -> None:
+    from Xlib import display as xdisplay
+
+    conn = xdisplay.Display(display)
+    conn.screen().root.warp_pointer(x, y)
+    conn.sync()
+    conn.close()
+
+
+async def test_failsafe_stops_the_run_unless_turned_off(
+    xvfb: str, desktop: DesktopEnvironment, tk_form: TkForm, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The agent's own points never pull the brake: a Shift+click at the top-left corner, a drag to the bottom-right
+    # one (a model's 1000, 1000) land one pixel in, and nothing stays held.
+    desktop.settle_config, desktop.drag_seconds = ScreenSettleConfig(quiet=0.02, grace=0), 0.02  # (what lands is read)
+    outcome = await desktop.perform(Click(target="top-left corner", point=CssPoint(x=0, y=0), modifiers=["Shift"]))
+    assert held_down(xvfb) == ([], 0, (1, 1)) and outcome.detail == "Shift+left click at (1, 1)"  # (where it clicked)
+    await desktop.perform(Drag(target="pad", point=tk_form.centre("pad"), to_target="corner", to_point=CssPoint(x=SCREEN[0], y=SCREEN[1])))
+    assert held_down(xvfb) == ([], 0, (SCREEN[0] - 2, SCREEN[1] - 2))
+    # A person who moves the mouse into a corner in the middle of a Shift+click stops it, and Shift is let go.
+    click = desktop._gui.click
+    monkeypatch.setattr(desktop._gui, "click", lambda *a, **k: (person_moves_the_mouse_to(xvfb, 0, 0), click(*a, **k)))
+    with pytest.raises(EnvironmentFailure, match="fail-safe: the mouse is in a screen corner"):
+        await desktop.perform(Click(target="Multiply", point=tk_form.centre("multiply"), modifiers=["Shift"]))
+    monkeypatch.undo()
+    assert held_down(xvfb) == ([], 0, (0, 0))
     with pytest.raises(EnvironmentFailure, match="fail-safe: the mouse is in a screen corner"):
         await desktop.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
     assert tk_form.find(is_event("checkbox")) is None

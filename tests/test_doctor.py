@@ -5,6 +5,7 @@ server that is down is flagged with a fix."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -86,6 +87,18 @@ def test_server_down_is_flagged_clearly() -> None:
     assert result.exit_code == 1
     assert "✗ endpoint" in result.stdout and f"cannot reach http://127.0.0.1:{port}/v1/models" in result.stdout
     assert "surfer serve MODEL" in result.stdout
+
+
+def test_a_display_no_x_server_answers_is_a_warning(xvfb: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DISPLAY left set after its Xvfb stopped was 'ok'; the desktop run then failed to start."""
+    from surfer.apps.doctor import check_display
+
+    unused = next(n for n in range(4000, 4100) if not Path(f"/tmp/.X11-unix/X{n}").exists())
+    monkeypatch.setenv("DISPLAY", f":{unused}")
+    found = check_display()
+    assert found.status == "warn" and f"DISPLAY=:{unused}, but no X server answers there" in found.detail
+    monkeypatch.setenv("DISPLAY", f"{xvfb}.0")
+    assert check_display().status == "ok"
 
 
 @pytest.mark.browser

@@ -5,6 +5,8 @@ no model call."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Iterator
 
@@ -36,6 +38,12 @@ def test_a_desktop_suite_runs_then_replays_from_the_cache(xvfb, form_factory, st
     args = ["qa", str(suite), "--cache", str(tmp_path / "cache"), "--quiet",
             "--base-url", server.base_url, "--model", server.model, "--profile", "holotron"]
 
+    # No display, or one that does not answer: refused once before anything runs (each case was an 'internal error').
+    unused = next(n for n in range(4000, 4100) if not Path(f"/tmp/.X11-unix/X{n}").exists())
+    for display, said in ((None, "no display: DISPLAY is not set"), (f":{unused}", f"cannot reach the X server at DISPLAY=:{unused}")):
+        refused = surfer(*args, "--out", str(tmp_path / "o0"), env={"DISPLAY": display})
+        assert refused.returncode == 2 and said in refused.stderr and not (tmp_path / "o0").exists(), refused.stderr
+
     first = surfer(*args, "--out", str(tmp_path / "o1"), env={"DISPLAY": xvfb})  # (in this process: tests/inprocess.py)
     assert first.returncode == 0, first.stderr
     entry = json.loads((tmp_path / "cache" / "desktop" / "multiply.json").read_text())
@@ -53,3 +61,19 @@ def test_a_desktop_suite_runs_then_replays_from_the_cache(xvfb, form_factory, st
     assert (computed["first"], computed["second"], computed["multiply"], computed["result"]) == ("6", "7", True, "42")
     record = json.loads((tmp_path / "o2" / "results.jsonl").read_text())
     assert record["cached_steps"] == 1 and record["model_calls"] == 0
+
+    # A case whose desktop cannot start (here: another display than the one this process's pyautogui drives) stops
+    # the run, exit 2, as a model server that is gone does; it was an 'internal error' per case.
+    read_end, write_end = os.pipe()
+    other = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "64x48x24", "-nolisten", "tcp"],
+                             pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    try:
+        display = ":" + os.read(read_end, 32).decode().strip()
+        stopped = surfer(*args, "--out", str(tmp_path / "o3"), env={"DISPLAY": display})
+    finally:
+        os.close(read_end)
+        other.terminate()
+        other.wait(10)
+    assert stopped.returncode == 2 and "stopped: pyautogui in this process already drives display" in stopped.stderr
+    assert json.loads((tmp_path / "o3" / "attempts.jsonl").read_text())["status"] == "unfinished"

@@ -124,6 +124,8 @@ class SensitiveRules:
         if isinstance(action, (Click, Upload)):
             return rules.click(element) if element is not None else rules.described(action.target)
         if isinstance(action, Drag):  # dropping onto "Trash" or "Delete": judged by where it lands
+            if action.to_target and rules.described(action.to_target):
+                return f"it drops {action.target!r} onto {action.to_target!r} (as described)"
             return rules.described(f"{action.target} to {action.to_target}")
         return None
 

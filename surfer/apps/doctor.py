@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -86,8 +87,35 @@ async def check_chromium() -> list[Check]:
     return checks
 
 
+def x_server_answers(display: str) -> bool:
+    """Whether an X server accepts connections at `display` (':99', ':99.0', 'host:10'): its socket, nothing sent."""
+    import re
+    import socket
+
+    found = re.fullmatch(r"(?:unix)?(?P<host>[^:]*):(?P<number>\d+)(?:\.\d+)?", display.strip())
+    if found is None:
+        return False
+    number, host = int(found["number"]), found["host"]
+    try:
+        if host and host != "unix":
+            socket.create_connection((host, 6000 + number), timeout=1).close()
+            return True
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(1)
+            path = f"/tmp/.X11-unix/X{number}"
+            sock.connect(path if os.path.exists(path) else "\0" + path)  # (else Linux's abstract socket)
+        return True
+    except OSError:
+        return False
+
+
 def check_display() -> Check:
-    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    x11 = os.environ.get("DISPLAY")
+    if x11 and sys.platform.startswith("linux") and not x_server_answers(x11):
+        return Check("display", "warn", f"DISPLAY={x11}, but no X server answers there: desktop use and --headful "
+                     "need one (headless browsing works)", f"start one (`Xvfb {x11} -screen 0 1280x800x24 &`), run under "
+                     "`xvfb-run -a`, or set DISPLAY to a running one")
+    display = x11 or os.environ.get("WAYLAND_DISPLAY")
     if display:
         return Check("display", "ok", f"display {display} (desktop use and --headful)")
     return Check("display", "warn", "no DISPLAY: desktop use and --headful need one (headless browsing works)",

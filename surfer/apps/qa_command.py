@@ -299,6 +299,10 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep else "")
                                   if again else "no case matches --tag/--grep")
             check_state_files(runs, console, {c.id for c in runner.cases})
+            if {c.suite for c in runner.cases} & {r.suite.name for r in runs if r.suite.environment == "desktop"}:
+                from surfer.tools.desktop import check_display
+
+                check_display()  # no display, or one that does not answer: refused once, not an error per case
             from surfer.qa.runner import check_out_dir
 
             check_out_dir(out_dir)  # (before the note: never replace what another command wrote)

@@ -326,6 +326,8 @@ class QaRunner:
             except asyncio.CancelledError:
                 attempt.status, attempt.failure = "error", "interrupted"
                 raise
+            except ConfigError as exc:  # the environment cannot start (the desktop's display went away): the run stops
+                attempt.status, attempt.error_kind, attempt.failure = "error", "config", str(exc)
             except Exception as exc:  # noqa: BLE001 - recorded for this case; the run goes on
                 attempt.status, attempt.error_kind = "error", "internal"
                 attempt.failure = f"internal error: {exc!r}"

@@ -11,7 +11,10 @@ worker thread.
 pyautogui reads DISPLAY once, when it is first imported, so a process drives
 one X display: `display=` binds it on first use, and a later environment
 asking for another display gets a `ConfigError`. pyautogui's fail-safe stays
-on by default: moving the mouse into a screen corner (0, 0) stops the run.
+on by default: moving the mouse into a corner of the screen stops the run. The
+agent's own points never end in a corner (a model's answer there is moved one
+pixel in), so a pointer in a corner is always a person's brake; an action that
+fails half-way releases the keys and mouse buttons it held.
 """
 
 from __future__ import annotations
@@ -27,19 +30,20 @@ from typing import Any
 
 from surfer.core.actions import Action, Click, Drag, Hover, PressKeys, Scroll, TypeText
 from surfer.core.coordinates import Size
-from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure
+from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, SurferError
 from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
 from .keys import KEY_NAMES_HINT, split_keys
 from .settle import ScreenSettleConfig, settle_screen
+from .x11_keys import X11Keyboard, keysym_of
 
 log = logging.getLogger("surfer.desktop")
 
 EXTRA_HINT = "the desktop environment needs pyautogui and mss: pip install 'surfer-agent[desktop]'"
 DISPLAY_HINT = (
     "start a virtual one with `Xvfb :99 -screen 0 1280x800x24 & export DISPLAY=:99` "
-    "(or run surfer under `xvfb-run -s '-screen 0 1280x800x24'`), or pass display=':N' / --display :N"
+    "(or run surfer under `xvfb-run -s '-screen 0 1280x800x24'`), or pass display=':N' (surfer run --display :N)"
 )
 BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "close_tab", "upload", "dialog"})
 
@@ -104,6 +108,17 @@ def _load_pyautogui(display: str | None) -> Any:
     return loaded
 
 
+def _display_answers(display: str | None) -> bool:
+    """Whether an X server answers at `display` now (a fresh connection, closed at once)."""
+    try:
+        import mss
+
+        mss.MSS(display=display).close() if _linux() else mss.MSS().close()
+    except Exception:  # noqa: BLE001 - whatever the connection raises, it did not answer
+        return False
+    return True
+
+
 def _open_screen(display: str | None) -> Any:
     try:
         import mss
@@ -113,6 +128,26 @@ def _open_screen(display: str | None) -> Any:
         return mss.MSS(display=display) if _linux() else mss.MSS()
     except mss.ScreenShotError as exc:
         raise ConfigError(f"cannot reach the X server at DISPLAY={display} ({exc}); {DISPLAY_HINT}") from None
+
+
+def resolve_display(display: str | None) -> str | None:
+    """The X display a desktop environment drives: `display`, else $DISPLAY (None off Linux); ConfigError if none."""
+    if not _linux():
+        return None
+    display = display or os.environ.get("DISPLAY")
+    if not display:
+        raise ConfigError(f"no display: DISPLAY is not set. The desktop environment needs an X server; {DISPLAY_HINT}")
+    return display
+
+
+def check_display(display: str | None = None) -> None:
+    """Refuse (ConfigError) before anything runs when the desktop has no display, or its X server does not answer."""
+    import importlib.util
+
+    missing = [name for name in ("mss", "pyautogui") if importlib.util.find_spec(name) is None]  # (pyautogui is
+    if missing:  # not imported: it reads DISPLAY when it is)
+        raise ConfigError(f"{EXTRA_HINT} ({', '.join(missing)} missing)")
+    _open_screen(resolve_display(display)).close()
 
 
 class DesktopEnvironment(Environment):
@@ -160,18 +195,13 @@ class DesktopEnvironment(Environment):
         self._gui: Any = None  # the pyautogui module
         self._keys: dict[str, Any] | None = None
         self._area: dict[str, int] = {}
+        self._gone = False  # the X display went away under a run
+        self._keyboard: X11Keyboard | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
     def _resolve_display(self) -> str | None:
-        if not _linux():
-            return None
-        display = self.display or os.environ.get("DISPLAY")
-        if not display:
-            raise ConfigError(
-                f"no display: DISPLAY is not set. The desktop environment needs an X server; {DISPLAY_HINT}"
-            )
-        return display
+        return resolve_display(self.display)
 
     async def start(self, url: str | None = None) -> None:
         if url:
@@ -189,6 +219,8 @@ class DesktopEnvironment(Environment):
             screen.close()
             raise
         self._keys = getattr(self._gui.platformModule, "keyboardMapping", None)
+        if _linux():  # text typed by the X server's own keymap, any character (x11_keys.py)
+            self._keyboard = X11Keyboard(self._gui.platformModule._display)
         self._screen, self.display = screen, display
 
     def _pick_area(self, monitors: list[dict[str, int]]) -> dict[str, int]:
@@ -202,9 +234,32 @@ class DesktopEnvironment(Environment):
         return {key: area[key] for key in ("left", "top", "width", "height")}
 
     async def close(self) -> None:
+        keyboard, self._keyboard = self._keyboard, None
+        if keyboard is not None and not self._gone:
+            try:
+                await asyncio.to_thread(keyboard.release)
+            except Exception as exc:  # noqa: BLE001 - the display went away: its keymap with it
+                log.debug("giving back the spare keys of display %s: %r", self.display, exc)
         screen, self._screen = self._screen, None
         if screen is not None:
-            await asyncio.to_thread(screen.close)
+            try:
+                await asyncio.to_thread(screen.close)
+            except Exception as exc:  # noqa: BLE001 - an X server already gone cannot be said goodbye to
+                log.debug("closing the screen of display %s: %r", self.display, exc)
+
+    @property
+    def alive(self) -> bool:
+        return not self._gone
+
+    def _failure(self, doing: str, exc: Exception) -> EnvironmentFailure:
+        """What an X call that raised means: the display went away (its X server stopped), or the call failed."""
+        if not _display_answers(self.display):
+            self._gone = True
+            return EnvironmentFailure(
+                f"{doing} failed: the X display {self.display} went away (its X server stopped or was killed); "
+                "the applications on it are gone with it"
+            )
+        return EnvironmentFailure(f"{doing} failed: {type(exc).__name__}{f': {exc}' if str(exc) else ''}")
 
     @property
     def screen(self) -> Any:
@@ -230,28 +285,36 @@ class DesktopEnvironment(Environment):
             scale=shot.size[0] / area["width"], origin=(float(area["left"]), float(area["top"])),
         )
 
-    def _digest(self) -> bytes:
+    def _grab_digest(self) -> bytes:
         return hashlib.blake2b(self.screen.grab(self._area).raw, digest_size=16).digest()
+
+    async def _digest(self) -> bytes:
+        try:
+            return await asyncio.to_thread(self._grab_digest)
+        except EnvironmentFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - mss raises ScreenShotError, AssertionError, X errors, ...
+            raise await asyncio.to_thread(self._failure, "watching the screen", exc) from None
 
     async def observe(self) -> Observation:
         try:
             screenshot = await asyncio.to_thread(self._capture)
         except EnvironmentFailure:
             raise
-        except Exception as exc:  # noqa: BLE001 - mss raises ScreenShotError, X errors, ...
-            raise EnvironmentFailure(f"screenshot of the desktop failed: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - mss raises ScreenShotError, AssertionError, X errors, ...
+            raise await asyncio.to_thread(self._failure, "the screenshot of the desktop", exc) from None
         a = self._area
         where = f"region {a['width']}x{a['height']}+{a['left']}+{a['top']}" if self.region else f"monitor {self.monitor}"
         title = f"Desktop (display {self.display}, {where})" if self.display else f"Desktop ({where})"
         return Observation(screenshot=screenshot, title=title)
 
     async def mark(self) -> bytes | None:
-        return None if self.dry_run else await asyncio.to_thread(self._digest)
+        return None if self.dry_run else await self._digest()
 
     async def settle(self, mark: bytes | None) -> str:
         if self.dry_run:
             return "dry-run"
-        return await settle_screen(lambda: asyncio.to_thread(self._digest), mark, self.settle_config)
+        return await settle_screen(self._digest, mark, self.settle_config)
 
     # -- performing ----------------------------------------------------------
 
@@ -268,16 +331,55 @@ class DesktopEnvironment(Environment):
     def _run(self, steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
         gui = self._gui
         gui.FAILSAFE = self.failsafe
+        held: list[str] = []  # keys pressed down by these steps and not released yet
         try:
             for name, args, kwargs in steps:
-                getattr(gui, name)(*args, _pause=False, **kwargs)
-        except gui.FailSafeException:
-            raise EnvironmentFailure(
-                "pyautogui fail-safe: the mouse is in a screen corner, so the run was stopped "
-                "(move the mouse away to continue; on a headless Xvfb display use failsafe=False)"
-            ) from None
-        except gui.PyAutoGUIException as exc:
-            raise ActionFailed(f"desktop input failed: {exc}") from None
+                if name == "dragTo":
+                    held.append("mouse")
+                if name == "write" and self._keyboard is not None:
+                    self._write(args[0])
+                else:
+                    getattr(gui, name)(*args, _pause=False, **kwargs)
+                if name == "keyDown":
+                    held.append(args[0])
+                elif name == "keyUp" and args[0] in held:
+                    held.remove(args[0])
+                elif name == "dragTo":
+                    held.remove("mouse")
+        except BaseException as exc:
+            self._release(held)
+            if isinstance(exc, gui.FailSafeException):
+                raise EnvironmentFailure(
+                    "pyautogui fail-safe: the mouse is in a screen corner, so the run was stopped "
+                    "(move the mouse away to continue; on a headless Xvfb display use failsafe=False)"
+                ) from None
+            if isinstance(exc, gui.PyAutoGUIException):
+                raise ActionFailed(f"desktop input failed: {exc}") from None
+            if isinstance(exc, Exception) and not isinstance(exc, SurferError):
+                raise self._failure("desktop input", exc) from None
+            raise
+
+    def _write(self, text: str) -> None:
+        """Type `text` by the X server's keymap (a spare key for a character on none); the fail-safe is checked
+        before each character, as pyautogui's write does."""
+        assert self._keyboard is not None
+        for keycode, shift in self._keyboard.plan(text):
+            self._gui.failSafeCheck()
+            self._keyboard.press(keycode, shift)
+
+    def _release(self, held: list[str]) -> None:
+        """Release what a failed action held down (a modifier of a Shift+click, the button of a drag), past the
+        fail-safe's check: a Shift left pressed would stay pressed on the user's desktop after the run."""
+        platform = self._gui.platformModule
+        for key in reversed(held):
+            try:
+                if key == "mouse":
+                    x, y = platform._position()
+                    platform._mouseUp(x, y, "left")
+                else:
+                    platform._keyUp(key)
+            except Exception as exc:  # noqa: BLE001 - a display gone meanwhile: nothing is held any more
+                log.debug("releasing %s after a failed action: %r", key, exc)
 
     async def _input(self, detail: str, *steps: tuple[str, tuple[Any, ...], dict[str, Any]]) -> str:
         """Perform pyautogui calls (name, args, kwargs) in a worker thread, or only log them in dry-run mode."""
@@ -302,6 +404,10 @@ class DesktopEnvironment(Environment):
         return names
 
     def _check_typeable(self, text: str) -> None:
+        if self._keyboard is not None:  # any character but control ones (X11)
+            for char in text:
+                keysym_of(char)
+            return
         if self._keys is None:
             return
         missing = sorted({c for c in text if not self._keys.get(c)})
@@ -311,15 +417,25 @@ class DesktopEnvironment(Environment):
                 "pyautogui types only characters on the keyboard layout (ASCII)"
             )
 
-    @staticmethod
-    def _xy(point: Any) -> tuple[int, int]:
-        return round(point.x), round(point.y)
+    def _xy(self, point: Any) -> tuple[int, int]:
+        """The pixel pyautogui acts at: inside the watched monitor or region (a model's x=1000 of 0..1000 is its
+        right edge, one past its last pixel, which is the next monitor's), and never a fail-safe corner, so that
+        the agent does not pull the brake that is the person's (a maximized window's close button there)."""
+        if self._gui is None:
+            raise EnvironmentFailure("the desktop environment is not started (call start() first)")
+        area = self._area
+        x = min(max(round(point.x), area["left"]), area["left"] + area["width"] - 1)
+        y = min(max(round(point.y), area["top"]), area["top"] + area["height"] - 1)
+        if self.failsafe and (x, y) in self._gui.FAILSAFE_POINTS:
+            width, height = self._gui.size()
+            x, y = min(max(x, 1), width - 2), min(max(y, 1), height - 2)
+        return x, y
 
     async def _act_click(self, action: Click) -> str:
         x, y = self._xy(action.point)
         clicks = 2 if action.double else 1
         held = self._key_names("+".join(action.modifiers)) if action.modifiers else []
-        detail = f"{''.join(m + '+' for m in action.modifiers)}{'double-' if action.double else ''}{action.button} click at {action.point}"
+        detail = f"{''.join(m + '+' for m in action.modifiers)}{'double-' if action.double else ''}{action.button} click at ({x}, {y})"
         return await self._input(
             detail,
             *(("keyDown", (key,), {}) for key in held),
@@ -328,19 +444,21 @@ class DesktopEnvironment(Environment):
         )
 
     async def _act_hover(self, action: Hover) -> str:
-        return await self._input(f"hover at {action.point}", ("moveTo", self._xy(action.point), {}))
+        x, y = self._xy(action.point)
+        return await self._input(f"hover at ({x}, {y})", ("moveTo", (x, y), {}))
 
     async def _act_type(self, action: TypeText) -> str:
         self._check_typeable(action.text)
         steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        if action.point is not None:
-            steps.append(("click", self._xy(action.point), {}))
+        xy = self._xy(action.point) if action.point is not None else None
+        if xy is not None:
+            steps.append(("click", xy, {}))
         if action.clear:
             steps += [("hotkey", (_PRIMARY_MODIFIER, "a"), {}), ("press", ("delete",), {})]
         steps.append(("write", (action.text,), {}))
         if action.submit:
             steps.append(("press", ("enter",), {}))
-        where = f" into {action.point}" if action.point is not None else ""
+        where = f" into ({xy[0]}, {xy[1]})" if xy is not None else ""
         detail = f"typed {len(action.text)} characters{where}" + (" and pressed Enter" if action.submit else "")
         return await self._input(detail, *steps)
 
@@ -352,13 +470,14 @@ class DesktopEnvironment(Environment):
         clicks = action.amount if action.direction in ("up", "right") else -action.amount
         call = "scroll" if action.direction in ("up", "down") else "hscroll"
         xy = self._xy(action.point) if action.point is not None else (None, None)
-        where = f"at {action.point}" if action.point is not None else "at the mouse pointer"
+        where = f"at ({xy[0]}, {xy[1]})" if action.point is not None else "at the mouse pointer"
         detail = f"scrolled {action.direction} {action.amount} notches {where}"
         return await self._input(detail, (call, (clicks, *xy), {}))
 
     async def _act_drag(self, action: Drag) -> str:
+        start, end = self._xy(action.point), self._xy(action.to_point)
         return await self._input(
-            f"dragged {action.point} → {action.to_point}",
-            ("moveTo", self._xy(action.point), {}),
-            ("dragTo", self._xy(action.to_point), {"duration": self.drag_seconds, "button": "left"}),
+            f"dragged ({start[0]}, {start[1]}) → ({end[0]}, {end[1]})",
+            ("moveTo", start, {}),
+            ("dragTo", end, {"duration": self.drag_seconds, "button": "left"}),
         )

@@ -1,0 +1,123 @@
+"""Typing text on an X display, character by character, by keysym.
+
+pyautogui types a character by the keycode of its keysym and presses Shift
+when the character is one that needs Shift on a US keyboard: on the usual
+pc105 keymap (Xvfb's too) '<' is the first level of the <> key, so Shift made
+it '>'; and it cannot type a character that is on no key (é, ß, €, 日本).
+Here each character's keycode and level come from the X server's own keymap
+(level 1: with Shift), and a character on no key is given a spare keycode
+(one with no keysym; two characters each, plain and with Shift) mapped to it
+for as long as the display is driven, as xdotool does; a later text that
+needs room takes back the keycodes of earlier ones, and `release()` gives
+them all back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from surfer.core.errors import ActionFailed
+
+# Keysyms of the characters that are keys rather than text.
+CONTROL_KEYSYMS = {"\n": 0xFF0D, "\r": 0xFF0D, "\t": 0xFF09}  # Return, Tab
+
+
+def keysym_of(char: str) -> int:
+    """The X keysym that types `char` (Latin-1 keysyms are their code points; others are 0x1000000 + it)."""
+    if char in CONTROL_KEYSYMS:
+        return CONTROL_KEYSYMS[char]
+    code = ord(char)
+    if code < 0x20 or 0x7F <= code < 0xA0:
+        raise ActionFailed(f"cannot type the control character {char!r}: press keys for it instead")
+    return code if code < 0x100 else 0x1000000 + code
+
+
+class X11Keyboard:
+    """Types text through XTest on one Xlib display connection (pyautogui's)."""
+
+    def __init__(self, display: Any) -> None:
+        self.display = display
+        self._shift: int | None = None
+        self._spare: list[int] | None = None  # keycodes with no keysym, not mapped by us yet
+        self._codes: dict[int, list[int]] = {}  # a spare keycode we mapped -> its keysyms (plain, with Shift; 0 free)
+
+    def _on_keymap(self, keysym: int) -> tuple[int, bool] | None:
+        for keycode, index in sorted(self.display.keysym_to_keycodes(keysym), key=lambda pair: (pair[1], pair[0])):
+            if index in (0, 1) and keycode not in self._codes:
+                return keycode, index == 1
+        return None
+
+    def _mapped(self, keysym: int) -> tuple[int, bool] | None:
+        return next(((code, level == 1) for code, syms in self._codes.items()
+                     for level, sym in enumerate(syms) if sym == keysym), None)
+
+    def plan(self, text: str) -> list[tuple[int, bool]]:
+        """(keycode, with Shift) for every character: its key and level on the keymap (level 1: with Shift), or a
+        spare keycode mapped to it (two characters a keycode, plain and with Shift). Spare keycodes mapped for
+        earlier texts are taken back when this one needs room. ActionFailed before anything is typed."""
+        keysyms = [keysym_of(char) for char in text]
+        missing = list(dict.fromkeys(k for k in keysyms if self._on_keymap(k) is None and self._mapped(k) is None))
+        if missing:
+            self._make_room(set(keysyms), len(missing))
+            for keysym in missing:
+                self._map(keysym)
+        return [self._on_keymap(k) or self._mapped(k) for k in keysyms]  # type: ignore[misc]
+
+    def _free_slots(self) -> int:
+        assert self._spare is not None
+        return 2 * len(self._spare) + sum(syms.count(0) for syms in self._codes.values())
+
+    def _make_room(self, needed: set[int], count: int) -> None:
+        if self._spare is None:
+            first = self.display.display.info.min_keycode
+            mapping = self.display.get_keyboard_mapping(first, self.display.display.info.max_keycode - first + 1)
+            self._spare = [first + i for i, syms in enumerate(mapping) if not any(syms)]
+        if self._free_slots() < count:  # earlier texts' characters give way (their keys were read long ago)
+            for code, syms in list(self._codes.items()):
+                self._codes[code] = [sym if sym in needed else 0 for sym in syms]
+        if self._free_slots() < count:
+            raise ActionFailed(
+                f"cannot type this text: {count} of its characters are on no key, and the X keymap has room for "
+                f"{self._free_slots()}; type it in parts"
+            )
+
+    def _map(self, keysym: int) -> None:
+        assert self._spare is not None
+        code = next((c for c, syms in self._codes.items() if 0 in syms), None)
+        if code is None:
+            code = self._spare.pop()
+            self._codes[code] = [0, 0]
+        syms = self._codes[code]
+        syms[syms.index(0)] = keysym
+        plain, shifted = syms
+        # A lone keysym would be read as a case pair (Xlib: 'Ü' alone is 'ü', and 'Ü' with Shift): both levels set.
+        self.display.change_keyboard_mapping(code, [(plain or shifted, shifted or plain)])
+        self.display.sync()
+
+    def shift(self) -> int:
+        if self._shift is None:
+            self._shift = self.display.keysym_to_keycode(0xFFE1)  # Shift_L
+        return self._shift
+
+    def press(self, keycode: int, shift: bool) -> None:
+        """One character: Shift held around the key when its level needs it, released whatever happens."""
+        from Xlib import X
+        from Xlib.ext.xtest import fake_input
+
+        if shift:
+            fake_input(self.display, X.KeyPress, self.shift())
+        try:
+            fake_input(self.display, X.KeyPress, keycode)
+            fake_input(self.display, X.KeyRelease, keycode)
+        finally:
+            if shift:
+                fake_input(self.display, X.KeyRelease, self.shift())
+            self.display.sync()
+
+    def release(self) -> None:
+        """Give the spare keycodes back (their keysyms cleared)."""
+        codes, self._codes = self._codes, {}
+        for code in codes:
+            self.display.change_keyboard_mapping(code, [(0, 0)])
+        if codes:
+            self.display.sync()
