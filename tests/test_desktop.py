@@ -173,6 +173,10 @@ async def test_agent_fills_the_form_on_the_desktop(desktop: DesktopEnvironment, 
 
     assert result.status == "success", result.reason
     assert result.answer == "42"
+    # the policy is offered the desktop's actions only (a browser action offered would cost a step, refused)
+    system = next(r for r in server.requests if r.role == "policy").body["messages"][0]["content"]
+    assert '{"type": "click"' in system and '{"type": "answer"' in system, system
+    assert '"goto"' not in system and '"switch_tab"' not in system and '"upload"' not in system, system
     computed = tk_form.wait_for(is_event("computed"))
     assert (computed["first"], computed["second"], computed["multiply"]) == ("6", "7", True)
     assert responder.image_sizes and set(responder.image_sizes) == {SCREEN}

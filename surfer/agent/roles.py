@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
 import time
 from typing import Any, Awaitable, Callable, Literal, TypeVar, Union
 
@@ -181,13 +182,31 @@ def role_schema(model: type[BaseModel]) -> dict[str, Any]:
     return copy.deepcopy(_made_schema(model))
 
 
+def without_actions(prompt: str, unsupported: frozenset[str]) -> str:
+    """`prompt` less the lines of its action list that offer only action types in `unsupported`."""
+    if not unsupported:
+        return prompt
+    kept = []
+    for line in prompt.splitlines():
+        offered = re.findall(r'\{"type": "(\w+)"', line)
+        if not (line.startswith("  {") and offered and set(offered) <= unsupported):
+            kept.append(line)
+    return "\n".join(kept)
+
+
 class Policy:
-    def __init__(self, client: RoleClient, layout: Layout | None = None) -> None:
+    def __init__(self, client: RoleClient, layout: Layout | None = None, unsupported: frozenset[str] = frozenset()) -> None:
         self.client = client
         self.layout = layout or Layout(DEFAULT_LAYOUT, client.profile.max_images)
         self.schema = role_schema(PolicyDecision)
         self.final_schema = role_schema(FinalDecision)
-        self._system = Message.text("system", render(client.profile.templates.get("policy", "policy")))
+        self.unsupported = unsupported
+        prompt = render(client.profile.templates.get("policy", "policy"))
+        self._system = Message.text("system", without_actions(prompt, unsupported))
+
+    def for_environment(self, unsupported: frozenset[str]) -> "Policy":
+        """This policy for an environment that refuses `unsupported` action types: they are not offered."""
+        return self if unsupported == self.unsupported else Policy(self.client, self.layout, unsupported)
 
     def messages(self, memory: Memory, observation: Observation, *, final: bool = False) -> list[Message]:
         closing = render("policy_final" if final else "policy_next")

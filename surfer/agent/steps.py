@@ -62,6 +62,11 @@ class Roles:
         """The policy's turn for `role` to continue (None: a request of its own)."""
         return memory.policy_turn if self.continuation[role] else None
 
+    def for_environment(self, environment: Any) -> "Roles":
+        """These roles for a run in `environment`: its policy offered only the actions it takes."""
+        policy = self.policy.for_environment(frozenset(getattr(environment, "unsupported_actions", frozenset())))
+        return self if policy is self.policy else dataclasses.replace(self, policy=policy)
+
 
 @dataclass(frozen=True)
 class Guards:

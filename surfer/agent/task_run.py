@@ -98,7 +98,7 @@ class TaskRun:
         memory = Memory(task_prompt(run, parts.secrets), max_images=parts.layout.memory_images,
                         history_window=parts.config.history_window)
         return Stepper(StepInputs(
-            roles=parts.roles, layout=parts.layout, imaging=parts.imaging, config=parts.config, secrets=parts.secrets,
+            roles=parts.roles.for_environment(self.environment), layout=parts.layout, imaging=parts.imaging, config=parts.config, secrets=parts.secrets,
             guards=parts.guards, environment=self.environment, memory=memory, control=self.control, emit=self.emit,
         ), run)
 

@@ -51,6 +51,8 @@ class Environment(abc.ABC):
     points, runs the action, then settles, timing both."""
 
     kind: str = "environment"
+    # Action types it refuses (the policy is not offered them: each would cost the run a step).
+    unsupported_actions: frozenset[str] = frozenset()
     # Where the current run's files go (downloads); None when nothing is kept.
     run_dir: Path | None = None
     # Asked (file name, URL) before a download is kept; set by the agent for its confirmation rules.

@@ -161,6 +161,8 @@ class DesktopEnvironment(Environment):
     dry_run:   log every action (in the outcome detail) without performing it
     """
 
+    unsupported_actions = BROWSER_ONLY
+
     kind = "desktop"
 
     def __init__(
