@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -155,6 +156,19 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         assert "file" in error_text(refused)
         assert len((await session.list_tools()).tools) >= 5  # the server is still there
 
+        # SIGTERM while the client keeps stdin open and a task runs: the run is recorded and the server exits
+        server.delay, server.hang_after = 0, len(server.requests) + 2  # one step, then a model call that never ends
+        again = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "session_id": started["session_id"]}))
+        while payload(await session.call_tool("task_status", {"task_id": again["task_id"]}))["steps"] < 1:
+            assert time.monotonic() < deadline + 20
+        pid = server_pid(tmp_path)
+        os.kill(pid, signal.SIGTERM)
+        while Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline + 40, "SIGTERM left the stdio server running"
+            await asyncio.sleep(0.05)
+    saved = json.loads((Path(again["run_dir"]) / "result.json").read_text())
+    assert saved["status"] == "interrupted" and saved["reason"].startswith("cancelled: the MCP server closed"), saved
+
 
 BUY = {"thought": "buy it", "notes": "", "action": {"type": "click", "target": "the Buy now button"}}
 AT_BUY = {"x": 156, "y": 162}  # the button's centre, 0..1000 of 1280x800
@@ -207,6 +221,19 @@ async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, t
         assert run["status"] == "needs_approval" and len(asked) == before, run
         first = json.loads((Path(run["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
         assert first["confirmation"]["approved"] is False and first["confirmation"]["by"] != "confirm"
+
+
+def server_pid(tmp_path: Path) -> int:
+    """The `surfer mcp` process this test started (a child of this process) with its runs under tmp_path."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and b"mcp" in cmdline and str(tmp_path).encode() in b" ".join(cmdline):
+            return int(stat.parent.name)
+    raise AssertionError("no surfer mcp process found")
 
 
 def free_port() -> int:
@@ -288,6 +315,8 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
     finally:
         proc.terminate()
         proc.wait(10)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 0 and "Traceback" not in stderr, stderr  # SIGTERM: a quiet exit
 
 
 async def test_runs_of_one_mcp_server_are_placed_on_several_model_servers(standin, demo_site, centres, tmp_path):
@@ -315,7 +344,7 @@ async def test_a_session_id_continues_in_the_same_browser_until_the_session_idle
 
     server = standin(FollowingUp(acme_centres, normalized))
     logins = acme_site.logins
-    args = [*endpoint(server, tmp_path), "--secret", "PASSWORD=ACME_PW", "--no-validator", "--session-idle", "2"]
+    args = [*endpoint(server, tmp_path), "--secret", "PASSWORD=ACME_PW", "--no-validator", "--session-idle", "1"]
     async with mcp_session(*args, env=server_env(ACME_PW=PASSWORD)) as session:
         first = payload(await session.call_tool("run_task", {"task": TASK, "url": acme_site.url("/account")}))
         assert (first["status"], first["answer"]) == ("success", ORDER) and first["session_id"]
@@ -327,11 +356,11 @@ async def test_a_session_id_continues_in_the_same_browser_until_the_session_idle
         while (state := payload(await session.call_tool("task_status", {"task_id": second["task_id"]}))["session"]) == "open":
             assert time.monotonic() < deadline, "the idle session was never closed"
             await asyncio.sleep(0.2)
-        assert state == "closed: it was closed after 2 s without a task"
+        assert state == "closed: it was closed after 1 s without a task"
         (summary,) = (tmp_path / "runs").glob("*-session/session.json")  # beside the tasks, not in the working directory
         assert [t["task"] for t in json.loads(summary.read_text())["tasks"]] == [TASK, follow_up]
         gone = error_text(await session.call_tool("run_task", {"task": follow_up, "session_id": first["session_id"]}))
-        assert "was closed after 2 s without a task" in gone and "leave out session_id" in gone
+        assert "was closed after 1 s without a task" in gone and "leave out session_id" in gone
         unknown = error_text(await session.call_tool("end_session", {"session_id": "nope"}))
         assert "unknown session id 'nope'" in unknown
 

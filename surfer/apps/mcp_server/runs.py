@@ -158,6 +158,7 @@ class RunManager:
         self.runs: dict[str, TaskRun] = {}
         self.sessions: dict[str, ServerSession] = {}
         self.closed: dict[str, str] = {}  # session id -> why it was closed
+        self.closing = False  # the server is closing (a signal, the client gone): what it stops, it stops for that
 
     def session_state(self, session_id: str) -> str:
         """"open", or why the session was closed."""
@@ -308,7 +309,7 @@ class RunManager:
         try:
             await asyncio.shield(run.driver)
         except asyncio.CancelledError:
-            self._stop(run, "cancelled by the MCP client (its run_task request was cancelled)")
+            self._stop(run, CLOSED_REASON if self.closing else "cancelled by the MCP client (its run_task request was cancelled)")
             raise
         return run
 
