@@ -371,6 +371,8 @@ async def test_a_question_waits_in_task_status_until_answer_task_replies(standin
     class Asking(AcmeOracle):  # asks the user for the password instead of knowing a secret
         def policy(self, request: Any) -> dict[str, Any]:
             history = request.text.split("History:", 1)[-1].rsplit("Current page:", 1)[0]
+            if "favourite colour" in request.text:
+                return {"thought": "", "notes": "", "action": {"type": "ask_user", "question": "Which colour?"}}
             if "Current page: Sign in" in request.text and f"text={USER!r}" in history:
                 action = ({"type": "ask_user", "question": "What is your password?", "secret": True}
                           if "the user replied" not in history else
@@ -393,6 +395,9 @@ async def test_a_question_waits_in_task_status_until_answer_task_replies(standin
         assert (status["status"], status["answer"]) == ("success", ORDER)
         late = error_text(await session.call_tool("answer_task", {"task_id": started["task_id"], "answer": "x"}))
         assert "is not waiting for an answer" in late
+        # run_task's client has no task id to answer with until it returns: a question ends it at once
+        asked = payload(await session.call_tool("run_task", {"task": "my favourite colour", "session_id": status["session_id"]}))
+        assert (asked["status"], asked["question"], asked["steps"]) == ("needs_input", "Which colour?", 1), asked
     run_dir = Path(status["run_dir"])
     assert not [p for p in run_dir.rglob("*") if p.is_file() and PASSWORD.encode() in p.read_bytes()]
 

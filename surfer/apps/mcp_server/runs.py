@@ -183,12 +183,14 @@ class RunManager:
         self, task: str, url: Optional[str] = None, *, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
         confirm: "Confirmer | None" = None, storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
-        session_id: Optional[str] = None, ask: Any = None,
+        session_id: Optional[str] = None, ask: Any = None, wait_for_answer: bool = True,
     ) -> TaskRun:
         """Check the input and start the run (inside the server's event loop), in the session
         `session_id` names (else a new one). Bad input raises RunRefused with the reason;
         nothing is started then. `ask`: who replies to the agent's questions (the client's user
-        through elicitation); None: the question waits for answer_task, up to `session_idle_s`."""
+        through elicitation); None: the question waits for answer_task, up to `session_idle_s`,
+        or with `wait_for_answer=False` (a run_task, whose client has no task id to answer with
+        until it ends) the run ends `needs_input` at once, the question in its result."""
         from surfer.agent.answers import AnswerSchema
         from surfer.agent.environments import check_start_url
         from surfer.agent.loop import Agent, default_run_dir
@@ -214,7 +216,8 @@ class RunManager:
             signin = {k: v for k, v in (("storage_state", storage_state), ("save_storage_state", save_storage_state)) if v}
             if signin:
                 limits["browser"] = signin
-            agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, on_question=ask or self._asker(holder), **limits)
+            replier = ask if ask is not None else self._asker(holder) if wait_for_answer else None
+            agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, on_question=replier, **limits)
             if signin:
                 from surfer.agent.environments import check_browser_start
 

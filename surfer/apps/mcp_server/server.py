@@ -131,7 +131,8 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         try:
             return runs.start(task, url, max_steps=max_steps, max_seconds=max_seconds, answer_schema=answer_schema,
                               confirm=confirm, storage_state=storage_state, save_storage_state=save_storage_state,
-                              session_id=session_id, ask=elicit_replier(ctx) if ctx is not None else None)
+                              session_id=session_id, ask=elicit_replier(ctx) if ctx is not None else None,
+                              wait_for_answer=ctx is None)  # run_task: its client has no task id for answer_task
         except RunRefused as exc:
             raise ToolError(str(exc)) from None
 
@@ -144,7 +145,9 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         """Run one task in a real browser to its end: status (success, failed, limit, stuck,
         needs_approval, needs_input with the agent's question, error), answer, data (with
         answer_schema, a JSON Schema the answer's data must follow), reason, steps, run_dir, the
-        run's resources and session_id. Each finished step is a progress notification when the
+        run's resources and session_id. The agent's questions are asked of the user through
+        elicitation; a client without it gets needs_input at once (reply with a follow-up run_task
+        in the same session_id). Each finished step is a progress notification when the
         request carries a progressToken. session_id (from an earlier call): continue in that
         session's browser, where its last task ended (url: go there first). storage_state: a
         Playwright storage-state file on the server's machine to start signed in; save_storage_state:
