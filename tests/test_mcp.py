@@ -424,3 +424,14 @@ async def test_run_task_asks_the_agents_question_through_elicitation(standin, pa
     assert (result["status"], result["answer"]) == ("success", "teal") and asked == ["surfer's agent asks: Which colour?"]
     first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
     assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}
+
+
+def test_an_outage_tells_the_mcp_client_to_call_again_not_to_run_a_command():
+    from surfer.apps.mcp_server.runs import for_client
+    from surfer.models.outage import AGAIN
+
+    for again in (AGAIN, AGAIN.replace("it is back", "one is back")):  # one server, several
+        reason = for_client(f"the model server at http://h/v1 has not answered for 2 s (--server-wait); nothing was recorded: {again}")
+        assert "surfer run" not in reason and "--out" not in reason and reason.endswith(
+            "call run_task or start_task again once it is back (a new task, into a new run directory)"), reason
+    assert for_client(None) is None and for_client("stuck on the page") == "stuck on the page"

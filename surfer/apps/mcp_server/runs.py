@@ -36,6 +36,18 @@ ARTIFACT_TYPES = {"trace.zip": "application/zip", "video.mp4": "video/mp4", "vid
 SCREENSHOT_TYPES = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 
 
+def for_client(reason: Optional[str]) -> Optional[str]:
+    """A run's reason as an MCP client reads it: an outage says to call the tool again (the
+    command-line advice, to run `surfer run` again into a new --out, is not the client's to follow)."""
+    from surfer.models.outage import AGAIN
+
+    if not reason:
+        return reason
+    for advice in (AGAIN, AGAIN.replace("it is back", "one is back")):
+        reason = reason.replace(advice, "call run_task or start_task again once it is back (a new task, into a new run directory)")
+    return reason
+
+
 class RunRefused(Exception):
     """A run the server will not start or a task it does not know: the tool's error message."""
 
@@ -97,7 +109,7 @@ class TaskRun:
                 data.update(question=self.question.text, waiting_for_answer=True)
             return {k: v for k, v in data.items() if v is not None}
         if result is not None:
-            data.update(answer=result.answer, data=result.data, reason=result.reason, error_kind=result.error_kind,
+            data.update(answer=result.answer, data=result.data, reason=for_client(result.reason), error_kind=result.error_kind,
                         question=result.question,
                         seconds=round(result.timings.seconds, 2),
                         usage=result.usage.model_dump())

@@ -22,7 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field
 
-from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, step_line
+from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, for_client, step_line
 
 if TYPE_CHECKING:
     from surfer.agent.confirm import ConfirmationRequest, Confirmer
@@ -113,7 +113,7 @@ def _tool_result(run: TaskRun) -> dict[str, Any]:
     if result is not None and result.status == "error" and result.error_kind in UNREACHABLE_OR_CONFIG:
         what = "model server unreachable" if result.error_kind == "unreachable" else "bad configuration"
         where = f" (run directory {run.run_dir})" if result.run_dir else ""  # none: the server was never reached
-        raise ToolError(f"{what}: {result.reason}{where}")
+        raise ToolError(f"{what}: {for_client(result.reason)}{where}")
     return run.summary()
 
 
