@@ -92,6 +92,9 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         assert {"run_task", "start_task", "task_status", "cancel_task", "run_suite"} <= set(tools)
         assert "task" in tools["run_task"].input_schema["properties"]
+        undescribed = [f"{tool.name}.{name}" for tool in tools.values()
+                       for name, field in tool.input_schema["properties"].items() if not field.get("description")]
+        assert not undescribed, undescribed  # what a client's model reads of each argument
 
         result = payload(await session.call_tool(
             "run_task", {"task": DEMO_TASK, "url": demo_site.url("index.html"), "max_steps": 12},

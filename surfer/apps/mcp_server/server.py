@@ -22,6 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field
 
+from . import arguments as args
 from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, for_client, step_line
 
 if TYPE_CHECKING:
@@ -138,9 +139,10 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
 
     @server.tool()
     async def run_task(
-        task: str, ctx: Context, url: Optional[str] = None, max_steps: Optional[int] = None,
-        max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
-        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None, session_id: Optional[str] = None,
+        task: args.Task, ctx: Context, url: args.Url = None, max_steps: args.MaxSteps = None,
+        max_seconds: args.MaxSeconds = None, answer_schema: args.AnswerSchema = None,
+        storage_state: args.StorageState = None, save_storage_state: args.SaveStorageState = None,
+        session_id: args.SessionId = None,
     ) -> dict[str, Any]:
         """Run one task in a real browser to its end: status (success, failed, limit, stuck,
         needs_approval, needs_input with the agent's question, error), answer, data (with
@@ -163,9 +165,10 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
 
     @server.tool()
     async def start_task(
-        task: str, url: Optional[str] = None, max_steps: Optional[int] = None,
-        max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
-        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None, session_id: Optional[str] = None,
+        task: args.Task, url: args.Url = None, max_steps: args.MaxSteps = None,
+        max_seconds: args.MaxSeconds = None, answer_schema: args.AnswerSchema = None,
+        storage_state: args.StorageState = None, save_storage_state: args.SaveStorageState = None,
+        session_id: args.SessionId = None,
     ) -> dict[str, Any]:
         """Start a task in the background and return its task_id and session_id at once; follow it
         with task_status, stop it with cancel_task. Sensitive actions follow the server's default
@@ -175,7 +178,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         return run.summary()
 
     @server.tool()
-    async def task_status(task_id: str) -> dict[str, Any]:
+    async def task_status(task_id: args.TaskId) -> dict[str, Any]:
         """A task's status (running, or its final status), steps so far and the last step; when it
         has ended, its answer, data, reason and resources; and whether its session is still open."""
         try:
@@ -185,7 +188,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         return {**run.summary(), "session": runs.session_state(run.session_id)}
 
     @server.tool()
-    async def cancel_task(task_id: str) -> dict[str, Any]:
+    async def cancel_task(task_id: args.TaskId) -> dict[str, Any]:
         """Stop a running task: the step in progress is dropped (its session keeps the browser), and the run
         directory records it (status interrupted). A task that already ended is left as it is."""
         try:
@@ -196,7 +199,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         return run.summary()
 
     @server.tool()
-    async def answer_task(task_id: str, answer: str, secret: bool = False) -> dict[str, Any]:
+    async def answer_task(task_id: args.TaskId, answer: args.Reply, secret: args.Secret = False) -> dict[str, Any]:
         """Reply to the question a running task waits on (task_status shows it with
         waiting_for_answer); secret: keep the reply out of every record (the model sees a
         placeholder). An empty answer leaves the question unanswered: the task ends needs_input."""
@@ -208,7 +211,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         return run.summary()
 
     @server.tool()
-    async def end_session(session_id: str) -> dict[str, Any]:
+    async def end_session(session_id: args.SessionToEnd) -> dict[str, Any]:
         """Close a session's browser now (a task of it still running is cancelled first);
         sessions without a task for the server's --session-idle are closed anyway."""
         try:
@@ -219,8 +222,8 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
 
     @server.tool()
     async def run_suite(
-        suite: str, tags: Optional[list[str]] = None, grep: Optional[str] = None,
-        variables: Optional[dict[str, str]] = None, concurrency: Optional[int] = None, no_cache: bool = False,
+        suite: args.Suite, tags: args.Tags = None, grep: args.Grep = None,
+        variables: args.Variables = None, concurrency: args.Concurrency = None, no_cache: args.NoCache = False,
     ) -> dict[str, Any]:
         """Run a QA suite file (YAML, as `surfer qa` runs it): passed / failed per case, the
         JUnit and HTML summary paths, and each case's report."""
