@@ -118,6 +118,9 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
         assert len(shots) == 5
         image = (await session.read_resource(shots[0])).contents[0]
         assert image.mime_type in ("image/jpeg", "image/png") and len(image.blob) > 1000
+        listed = {r.uri: r for r in (await session.list_resources()).resources}  # past runs, for a client to show
+        assert listed[report_uri].title.endswith("— success") and listed[report_uri].mime_type == "text/html"
+        assert result["resources"]["result"] in listed
         templates = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
         assert "surfer://runs/{run_id}/report.html" in templates
         video_uri = result["resources"]["video"]  # --video on: the run's video is a resource too

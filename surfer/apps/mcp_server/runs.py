@@ -33,6 +33,7 @@ CANCELLED_REASON = "cancelled by the MCP client (cancel_task)"
 CLOSED_REASON = "cancelled: the MCP server closed (its client went away, or a signal)"
 CANCEL_WAIT_S = 30.0  # how long cancel_task waits for the run to write its record
 ARTIFACT_TYPES = {"trace.zip": "application/zip", "video.mp4": "video/mp4", "video.webp": "image/webp"}  # --trace, --video
+LISTED_RUNS = 50  # resources/list: the reports and results of the most recent runs
 SCREENSHOT_TYPES = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 
 
@@ -119,6 +120,24 @@ class TaskRun:
             data["cancelled"] = True
         data["resources"] = run_resources(self.run_dir)
         return {k: v for k, v in data.items() if v is not None}
+
+
+def past_runs(root: Path, limit: int = LISTED_RUNS) -> list[tuple[str, dict[str, Any]]]:
+    """The most recent run directories under `root` that hold a result.json, newest first (their names
+    begin with the date and time): (run id, its result). Blocking: call it off the event loop."""
+    if not root.is_dir():
+        return []
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(root.iterdir(), key=lambda p: p.name, reverse=True):
+        try:
+            result = json.loads((path / "result.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # a session's directory, a run still going, a broken file
+            continue
+        if isinstance(result, dict):
+            found.append((path.name, result))
+        if len(found) >= limit:
+            break
+    return found
 
 
 def run_resources(run_dir: Path) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field
 
 from . import arguments as args
-from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, for_client, step_line
+from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, for_client, past_runs, step_line
 
 if TYPE_CHECKING:
     from surfer.agent.confirm import ConfirmationRequest, Confirmer
@@ -109,6 +109,28 @@ def elicit_confirmer(ctx: Context, settings: ServerSettings) -> "Confirmer | Non
     return confirm
 
 
+class SurferServer(MCPServer):
+    """The SDK's server, its resources/list holding the past runs under --runs-dir (a client lists
+    what its user may open; the templates alone needed a run id it had no way to learn)."""
+
+    def __init__(self, runs_root: Path, **options: Any) -> None:
+        super().__init__("surfer", **options)
+        self.runs_root = runs_root
+
+    async def list_resources(self) -> list[Any]:
+        from mcp_types import Resource
+
+        listed = await super().list_resources()
+        for run_id, result in await asyncio.to_thread(past_runs, self.runs_root):
+            if not RUN_ID.match(run_id):
+                continue
+            title = f"{str(result.get('task') or run_id)[:120]} — {result.get('status')}"
+            for name, mime, what in (("report.html", "text/html", "report"), ("result.json", "application/json", "result")):
+                listed.append(Resource(uri=f"surfer://runs/{run_id}/{name}", name=f"{run_id}/{name}", title=title,
+                                       description=f"The {what} of run {run_id}.", mime_type=mime))
+        return listed
+
+
 def _tool_result(run: TaskRun) -> dict[str, Any]:
     result = run.result
     if result is not None and result.status == "error" and result.error_kind in UNREACHABLE_OR_CONFIG:
@@ -122,7 +144,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
     from surfer import __version__
 
     runs = RunManager(settings)
-    server: MCPServer = MCPServer("surfer", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = SurferServer(settings.runs_root, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def start(ctx: Optional[Context], task: str, url: Optional[str], max_steps: Optional[int],
               max_seconds: Optional[float], answer_schema: Optional[dict[str, Any]],
