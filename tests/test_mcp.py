@@ -270,6 +270,10 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
         surfer, "mcp", "--http", str(port), "--host", "0.0.0.0", env={"SURFER_MCP_TOKEN": None})
     assert refused.returncode == 2 and "without a bearer token" in refused.stderr, refused.stderr
     assert refused.stdout == ""
+    (tmp_path / "a-file").write_text("")  # a --runs-dir that cannot be made: refused at the start, not at every run
+    unwritable = await asyncio.to_thread(surfer, "mcp", "--runs-dir", str(tmp_path / "a-file" / "runs"), "--base-url",
+                                         "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holotron")
+    assert unwritable.returncode == 2 and "a-file is not a directory; give --runs-dir" in unwritable.stderr, unwritable.stderr
 
     down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     proc = subprocess.Popen([sys.executable, "-m", "surfer", "mcp", "--http", str(port), "--runs-dir", str(tmp_path),

@@ -88,6 +88,14 @@ class TaskRun:
     reply: "asyncio.Future[Any] | None" = None
 
     @property
+    def failure(self) -> Optional[str]:
+        """Why the run failed without a result (its directory could not be written, a bug), or None."""
+        if not self.driver.done() or self.driver.cancelled() or self.driver.exception() is None:
+            return None
+        exc = self.driver.exception()
+        return f"the run failed: {type(exc).__name__}: {exc}"
+
+    @property
     def status(self) -> str:
         if not self.driver.done():
             return "running"
@@ -116,6 +124,8 @@ class TaskRun:
                         usage=result.usage.model_dump())
         elif self.cancelled:
             data["reason"] = self.cancel_reason + ", before the run began"
+        elif self.failure is not None:
+            data["reason"] = self.failure
         if self.cancelled:
             data["cancelled"] = True
         data["resources"] = run_resources(self.run_dir)

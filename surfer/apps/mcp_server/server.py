@@ -182,7 +182,11 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
             await ctx.report_progress(record.index, run.max_steps, step_line(record))
 
         run.listeners.append(progress)
-        await runs.wait(run)
+        try:
+            await runs.wait(run)
+        except Exception:  # noqa: BLE001 - said to the client (the SDK's error said only 'Error executing tool')
+            log.exception("task %s failed", run.id)
+            raise ToolError(str(run.failure)) from None
         return _tool_result(run)
 
     @server.tool()
