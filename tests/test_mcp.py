@@ -408,6 +408,10 @@ async def test_a_question_waits_in_task_status_until_answer_task_replies(standin
         # run_task's client has no task id to answer with until it returns: a question ends it at once
         asked = payload(await session.call_tool("run_task", {"task": "my favourite colour", "session_id": status["session_id"]}))
         assert (asked["status"], asked["question"], asked["steps"]) == ("needs_input", "Which colour?", 1), asked
+        waiting = payload(await session.call_tool("start_task", {"task": "my favourite colour", "session_id": asked["session_id"]}))
+        payload(await session.call_tool("end_session", {"session_id": asked["session_id"]}))  # its running task is cancelled
+        ended = payload(await session.call_tool("task_status", {"task_id": waiting["task_id"]}))
+        assert "by the MCP client (end_session)" in ended["reason"] and ended["session"].startswith("closed: it was ended"), ended
     run_dir = Path(status["run_dir"])
     assert not [p for p in run_dir.rglob("*") if p.is_file() and PASSWORD.encode() in p.read_bytes()]
 

@@ -30,6 +30,7 @@ log = logging.getLogger("surfer.mcp")
 
 StepListener = Callable[["StepRecord"], Awaitable[None]]
 CANCELLED_REASON = "cancelled by the MCP client (cancel_task)"
+ENDED_REASON = "cancelled by the MCP client (end_session)"
 CLOSED_REASON = "cancelled: the MCP server closed (its client went away, or a signal)"
 CANCEL_WAIT_S = 30.0  # how long cancel_task waits for the run to write its record
 ARTIFACT_TYPES = {"trace.zip": "application/zip", "video.mp4": "video/mp4", "video.webp": "image/webp"}  # --trace, --video
@@ -394,7 +395,7 @@ class RunManager:
         """Close a session's browser now (its running tasks are cancelled first)."""
         held = self.session(session_id)
         running = [run for run in self.runs.values() if run.session_id == held.id and not run.driver.done()]
-        await asyncio.gather(*(self.cancel(run) for run in running), return_exceptions=True)
+        await asyncio.gather(*(self.cancel(run, ENDED_REASON) for run in running), return_exceptions=True)
         if held.closer is not None:
             held.closer.cancel()
         await self._close_session(held, "was ended by the client (end_session)")
