@@ -128,6 +128,16 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
         assert video_uri.rsplit(".", 1)[1] in ("mp4", "webp") and video.mime_type.endswith(video_uri.rsplit(".", 1)[1])
         assert len(video.blob) > 1000
 
+    # a later server on the same --runs-dir (the client app restarted it) still answers task_status for the task
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.mcp_server.runs import ServerSettings
+    from surfer.apps.mcp_server.server import build_server
+
+    later, _ = build_server(ServerSettings(AgentConfig(), None, {}, None, tmp_path / "runs", tmp_path / "qa"))
+    past = (await later.call_tool("task_status", {"task_id": result["task_id"]})).structured_content
+    assert (past["status"], past["answer"], past["steps"], past["resources"]) == ("success", result["answer"], 5, result["resources"])
+    assert past["session"].startswith("closed: it was a session of an earlier")
+
 
 async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(standin, demo_site, centres, tmp_path):
     server = standin(DemoOracle(centres, normalized), delay=0.3)  # a slow model: the run lasts

@@ -151,6 +151,25 @@ def past_runs(root: Path, limit: int = LISTED_RUNS) -> list[tuple[str, dict[str,
     return found
 
 
+def past_summary(root: Path, task_id: str) -> Optional[dict[str, Any]]:
+    """What task_status says of a task an earlier server ran (its id is its run directory's name under
+    `root`), read from its result.json; None when there is no such run. Blocking: off the event loop."""
+    if not task_id or Path(task_id).name != task_id or task_id in (".", ".."):
+        return None
+    run_dir = root / task_id
+    try:
+        result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(result, dict):
+        return None
+    data = {key: result.get(key) for key in ("status", "task", "url", "steps", "answer", "data", "question", "error_kind", "usage")}
+    data.update(task_id=task_id, run_dir=str(run_dir.absolute()), reason=for_client(result.get("reason")),
+                seconds=(result.get("timings") or {}).get("seconds"), resources=run_resources(run_dir),
+                session="closed: it was a session of an earlier surfer mcp server")
+    return {k: v for k, v in data.items() if v is not None}
+
+
 def run_resources(run_dir: Path) -> dict[str, Any]:
     """The `surfer://runs/{id}/...` URIs of what a run directory holds now."""
     base = f"surfer://runs/{run_dir.name}"

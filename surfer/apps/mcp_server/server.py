@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field
 
 from . import arguments as args
-from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, for_client, past_runs, step_line
+from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, for_client, past_runs, past_summary, step_line
 
 if TYPE_CHECKING:
     from surfer.agent.confirm import ConfirmationRequest, Confirmer
@@ -206,12 +206,19 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
     @server.tool()
     async def task_status(task_id: args.TaskId) -> dict[str, Any]:
         """A task's status (running, or its final status), steps so far and the last step; when it
-        has ended, its answer, data, reason and resources; and whether its session is still open."""
+        has ended, its answer, data, reason and resources; and whether its session is still open.
+        A task of an earlier server under the same --runs-dir is read from its run directory."""
         try:
             run = runs.get(task_id)
         except RunRefused as exc:
-            raise ToolError(str(exc)) from None
+            return await past(task_id, exc)
         return {**run.summary(), "session": runs.session_state(run.session_id)}
+
+    async def past(task_id: str, unknown: RunRefused) -> dict[str, Any]:
+        found = await asyncio.to_thread(past_summary, settings.runs_root, task_id)
+        if found is None:
+            raise ToolError(str(unknown))
+        return found
 
     @server.tool()
     async def cancel_task(task_id: args.TaskId) -> dict[str, Any]:
@@ -220,7 +227,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         try:
             run = runs.get(task_id)
         except RunRefused as exc:
-            raise ToolError(str(exc)) from None
+            return await past(task_id, exc)  # an earlier server's task ended with that server
         await runs.cancel(run)
         return run.summary()
 
