@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -91,6 +92,9 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         assert {"run_task", "start_task", "task_status", "cancel_task", "run_suite"} <= set(tools)
         assert "task" in tools["run_task"].input_schema["properties"]
+        undescribed = [f"{tool.name}.{name}" for tool in tools.values()
+                       for name, field in tool.input_schema["properties"].items() if not field.get("description")]
+        assert not undescribed, undescribed  # what a client's model reads of each argument
 
         result = payload(await session.call_tool(
             "run_task", {"task": DEMO_TASK, "url": demo_site.url("index.html"), "max_steps": 12},
@@ -114,12 +118,25 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
         assert len(shots) == 5
         image = (await session.read_resource(shots[0])).contents[0]
         assert image.mime_type in ("image/jpeg", "image/png") and len(image.blob) > 1000
+        listed = {r.uri: r for r in (await session.list_resources()).resources}  # past runs, for a client to show
+        assert listed[report_uri].title.endswith("— success") and listed[report_uri].mime_type == "text/html"
+        assert result["resources"]["result"] in listed
         templates = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
         assert "surfer://runs/{run_id}/report.html" in templates
         video_uri = result["resources"]["video"]  # --video on: the run's video is a resource too
         video = (await session.read_resource(video_uri)).contents[0]
         assert video_uri.rsplit(".", 1)[1] in ("mp4", "webp") and video.mime_type.endswith(video_uri.rsplit(".", 1)[1])
         assert len(video.blob) > 1000
+
+    # a later server on the same --runs-dir (the client app restarted it) still answers task_status for the task
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.mcp_server.runs import ServerSettings
+    from surfer.apps.mcp_server.server import build_server
+
+    later, _ = build_server(ServerSettings(AgentConfig(), None, {}, None, tmp_path / "runs", tmp_path / "qa"))
+    past = (await later.call_tool("task_status", {"task_id": result["task_id"]})).structured_content
+    assert (past["status"], past["answer"], past["steps"], past["resources"]) == ("success", result["answer"], 5, result["resources"])
+    assert past["session"].startswith("closed: it was a session of an earlier")
 
 
 async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(standin, demo_site, centres, tmp_path):
@@ -154,6 +171,20 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         refused = await session.call_tool("start_task", {"task": "t", "url": "file:///etc/passwd"})
         assert "file" in error_text(refused)
         assert len((await session.list_tools()).tools) >= 5  # the server is still there
+
+        # SIGTERM while the client keeps stdin open and a task runs: the run is recorded and the server exits
+        server.hang_after = len(server.requests)  # its first model call never answered: the task runs until stopped
+        again = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "session_id": started["session_id"]}))
+        while not server.hung:
+            assert time.monotonic() < deadline + 20
+            await asyncio.sleep(0.02)
+        pid = server_pid(tmp_path)
+        os.kill(pid, signal.SIGTERM)
+        while Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline + 40, "SIGTERM left the stdio server running"
+            await asyncio.sleep(0.05)
+    saved = json.loads((Path(again["run_dir"]) / "result.json").read_text())
+    assert saved["status"] == "interrupted" and saved["reason"].startswith("cancelled: the MCP server closed"), saved
 
 
 BUY = {"thought": "buy it", "notes": "", "action": {"type": "click", "target": "the Buy now button"}}
@@ -209,6 +240,19 @@ async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, t
         assert first["confirmation"]["approved"] is False and first["confirmation"]["by"] != "confirm"
 
 
+def server_pid(tmp_path: Path) -> int:
+    """The `surfer mcp` process this test started (a child of this process) with its runs under tmp_path."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and b"mcp" in cmdline and str(tmp_path).encode() in b" ".join(cmdline):
+            return int(stat.parent.name)
+    raise AssertionError("no surfer mcp process found")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -237,6 +281,10 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
         surfer, "mcp", "--http", str(port), "--host", "0.0.0.0", env={"SURFER_MCP_TOKEN": None})
     assert refused.returncode == 2 and "without a bearer token" in refused.stderr, refused.stderr
     assert refused.stdout == ""
+    (tmp_path / "a-file").write_text("")  # a --runs-dir that cannot be made: refused at the start, not at every run
+    unwritable = await asyncio.to_thread(surfer, "mcp", "--runs-dir", str(tmp_path / "a-file" / "runs"), "--base-url",
+                                         "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holotron")
+    assert unwritable.returncode == 2 and "a-file is not a directory; give --runs-dir" in unwritable.stderr, unwritable.stderr
 
     down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     proc = subprocess.Popen([sys.executable, "-m", "surfer", "mcp", "--http", str(port), "--runs-dir", str(tmp_path),
@@ -288,6 +336,8 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
     finally:
         proc.terminate()
         proc.wait(10)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 0 and "Traceback" not in stderr, stderr  # SIGTERM: a quiet exit
 
 
 async def test_runs_of_one_mcp_server_are_placed_on_several_model_servers(standin, demo_site, centres, tmp_path):
@@ -315,7 +365,7 @@ async def test_a_session_id_continues_in_the_same_browser_until_the_session_idle
 
     server = standin(FollowingUp(acme_centres, normalized))
     logins = acme_site.logins
-    args = [*endpoint(server, tmp_path), "--secret", "PASSWORD=ACME_PW", "--no-validator", "--session-idle", "2"]
+    args = [*endpoint(server, tmp_path), "--secret", "PASSWORD=ACME_PW", "--no-validator", "--session-idle", "1"]
     async with mcp_session(*args, env=server_env(ACME_PW=PASSWORD)) as session:
         first = payload(await session.call_tool("run_task", {"task": TASK, "url": acme_site.url("/account")}))
         assert (first["status"], first["answer"]) == ("success", ORDER) and first["session_id"]
@@ -327,11 +377,11 @@ async def test_a_session_id_continues_in_the_same_browser_until_the_session_idle
         while (state := payload(await session.call_tool("task_status", {"task_id": second["task_id"]}))["session"]) == "open":
             assert time.monotonic() < deadline, "the idle session was never closed"
             await asyncio.sleep(0.2)
-        assert state == "closed: it was closed after 2 s without a task"
+        assert state == "closed: it was closed after 1 s without a task"
         (summary,) = (tmp_path / "runs").glob("*-session/session.json")  # beside the tasks, not in the working directory
         assert [t["task"] for t in json.loads(summary.read_text())["tasks"]] == [TASK, follow_up]
         gone = error_text(await session.call_tool("run_task", {"task": follow_up, "session_id": first["session_id"]}))
-        assert "was closed after 2 s without a task" in gone and "leave out session_id" in gone
+        assert "was closed after 1 s without a task" in gone and "leave out session_id" in gone
         unknown = error_text(await session.call_tool("end_session", {"session_id": "nope"}))
         assert "unknown session id 'nope'" in unknown
 
@@ -342,6 +392,8 @@ async def test_a_question_waits_in_task_status_until_answer_task_replies(standin
     class Asking(AcmeOracle):  # asks the user for the password instead of knowing a secret
         def policy(self, request: Any) -> dict[str, Any]:
             history = request.text.split("History:", 1)[-1].rsplit("Current page:", 1)[0]
+            if "favourite colour" in request.text:
+                return {"thought": "", "notes": "", "action": {"type": "ask_user", "question": "Which colour?"}}
             if "Current page: Sign in" in request.text and f"text={USER!r}" in history:
                 action = ({"type": "ask_user", "question": "What is your password?", "secret": True}
                           if "the user replied" not in history else
@@ -364,6 +416,13 @@ async def test_a_question_waits_in_task_status_until_answer_task_replies(standin
         assert (status["status"], status["answer"]) == ("success", ORDER)
         late = error_text(await session.call_tool("answer_task", {"task_id": started["task_id"], "answer": "x"}))
         assert "is not waiting for an answer" in late
+        # run_task's client has no task id to answer with until it returns: a question ends it at once
+        asked = payload(await session.call_tool("run_task", {"task": "my favourite colour", "session_id": status["session_id"]}))
+        assert (asked["status"], asked["question"], asked["steps"]) == ("needs_input", "Which colour?", 1), asked
+        waiting = payload(await session.call_tool("start_task", {"task": "my favourite colour", "session_id": asked["session_id"]}))
+        payload(await session.call_tool("end_session", {"session_id": asked["session_id"]}))  # its running task is cancelled
+        ended = payload(await session.call_tool("task_status", {"task_id": waiting["task_id"]}))
+        assert "by the MCP client (end_session)" in ended["reason"] and ended["session"].startswith("closed: it was ended"), ended
     run_dir = Path(status["run_dir"])
     assert not [p for p in run_dir.rglob("*") if p.is_file() and PASSWORD.encode() in p.read_bytes()]
 
@@ -390,3 +449,14 @@ async def test_run_task_asks_the_agents_question_through_elicitation(standin, pa
     assert (result["status"], result["answer"]) == ("success", "teal") and asked == ["surfer's agent asks: Which colour?"]
     first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
     assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}
+
+
+def test_an_outage_tells_the_mcp_client_to_call_again_not_to_run_a_command():
+    from surfer.apps.mcp_server.runs import for_client
+    from surfer.models.outage import AGAIN
+
+    for again in (AGAIN, AGAIN.replace("it is back", "one is back")):  # one server, several
+        reason = for_client(f"the model server at http://h/v1 has not answered for 2 s (--server-wait); nothing was recorded: {again}")
+        assert "surfer run" not in reason and "--out" not in reason and reason.endswith(
+            "call run_task or start_task again once it is back (a new task, into a new run directory)"), reason
+    assert for_client(None) is None and for_client("stuck on the page") == "stuck on the page"

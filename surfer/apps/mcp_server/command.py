@@ -17,6 +17,25 @@ import typer
 from surfer.apps import options
 
 
+def writable_dir(path: Path, flag: str) -> Path:
+    """`path` made absolute (the results name it to a client that does not know the server's working
+    directory), checked that it is, or can be made, a directory surfer may write. A client app may
+    start `surfer mcp` in / (read-only on macOS): every run failed then, with no reason given."""
+    import os
+
+    from surfer.core.errors import ConfigError
+
+    path = path.expanduser().absolute()
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        why = "is not a directory" if not existing.is_dir() else "cannot be written"
+        raise ConfigError(f"{flag} {path}: {existing} {why}; give {flag} a directory surfer may write "
+                          "(a client app may start surfer mcp in /)")
+    return path
+
+
 def register(app: typer.Typer) -> None:
     @app.command("mcp")
     def mcp(
@@ -105,6 +124,7 @@ def register(app: typer.Typer) -> None:
 
             if session_idle <= 0:
                 raise ConfigError(f"--session-idle must be positive, got {session_idle:g}")
+            runs_dir, qa_dir = writable_dir(runs_dir, "--runs-dir"), writable_dir(qa_dir, "--qa-dir")
             settings = ServerSettings(cfg, config, flags, options.secrets_from(secret), runs_dir, qa_dir, session_idle)
         from .serve import serve
 

@@ -30,10 +30,24 @@ log = logging.getLogger("surfer.mcp")
 
 StepListener = Callable[["StepRecord"], Awaitable[None]]
 CANCELLED_REASON = "cancelled by the MCP client (cancel_task)"
+ENDED_REASON = "cancelled by the MCP client (end_session)"
 CLOSED_REASON = "cancelled: the MCP server closed (its client went away, or a signal)"
 CANCEL_WAIT_S = 30.0  # how long cancel_task waits for the run to write its record
 ARTIFACT_TYPES = {"trace.zip": "application/zip", "video.mp4": "video/mp4", "video.webp": "image/webp"}  # --trace, --video
+LISTED_RUNS = 50  # resources/list: the reports and results of the most recent runs
 SCREENSHOT_TYPES = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
+
+
+def for_client(reason: Optional[str]) -> Optional[str]:
+    """A run's reason as an MCP client reads it: an outage says to call the tool again (the
+    command-line advice, to run `surfer run` again into a new --out, is not the client's to follow)."""
+    from surfer.models.outage import AGAIN
+
+    if not reason:
+        return reason
+    for advice in (AGAIN, AGAIN.replace("it is back", "one is back")):
+        reason = reason.replace(advice, "call run_task or start_task again once it is back (a new task, into a new run directory)")
+    return reason
 
 
 class RunRefused(Exception):
@@ -75,6 +89,14 @@ class TaskRun:
     reply: "asyncio.Future[Any] | None" = None
 
     @property
+    def failure(self) -> Optional[str]:
+        """Why the run failed without a result (its directory could not be written, a bug), or None."""
+        if not self.driver.done() or self.driver.cancelled() or self.driver.exception() is None:
+            return None
+        exc = self.driver.exception()
+        return f"the run failed: {type(exc).__name__}: {exc}"
+
+    @property
     def status(self) -> str:
         if not self.driver.done():
             return "running"
@@ -97,16 +119,55 @@ class TaskRun:
                 data.update(question=self.question.text, waiting_for_answer=True)
             return {k: v for k, v in data.items() if v is not None}
         if result is not None:
-            data.update(answer=result.answer, data=result.data, reason=result.reason, error_kind=result.error_kind,
+            data.update(answer=result.answer, data=result.data, reason=for_client(result.reason), error_kind=result.error_kind,
                         question=result.question,
                         seconds=round(result.timings.seconds, 2),
                         usage=result.usage.model_dump())
         elif self.cancelled:
             data["reason"] = self.cancel_reason + ", before the run began"
+        elif self.failure is not None:
+            data["reason"] = self.failure
         if self.cancelled:
             data["cancelled"] = True
         data["resources"] = run_resources(self.run_dir)
         return {k: v for k, v in data.items() if v is not None}
+
+
+def past_runs(root: Path, limit: int = LISTED_RUNS) -> list[tuple[str, dict[str, Any]]]:
+    """The most recent run directories under `root` that hold a result.json, newest first (their names
+    begin with the date and time): (run id, its result). Blocking: call it off the event loop."""
+    if not root.is_dir():
+        return []
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(root.iterdir(), key=lambda p: p.name, reverse=True):
+        try:
+            result = json.loads((path / "result.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # a session's directory, a run still going, a broken file
+            continue
+        if isinstance(result, dict):
+            found.append((path.name, result))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def past_summary(root: Path, task_id: str) -> Optional[dict[str, Any]]:
+    """What task_status says of a task an earlier server ran (its id is its run directory's name under
+    `root`), read from its result.json; None when there is no such run. Blocking: off the event loop."""
+    if not task_id or Path(task_id).name != task_id or task_id in (".", ".."):
+        return None
+    run_dir = root / task_id
+    try:
+        result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(result, dict):
+        return None
+    data = {key: result.get(key) for key in ("status", "task", "url", "steps", "answer", "data", "question", "error_kind", "usage")}
+    data.update(task_id=task_id, run_dir=str(run_dir.absolute()), reason=for_client(result.get("reason")),
+                seconds=(result.get("timings") or {}).get("seconds"), resources=run_resources(run_dir),
+                session="closed: it was a session of an earlier surfer mcp server")
+    return {k: v for k, v in data.items() if v is not None}
 
 
 def run_resources(run_dir: Path) -> dict[str, Any]:
@@ -158,6 +219,7 @@ class RunManager:
         self.runs: dict[str, TaskRun] = {}
         self.sessions: dict[str, ServerSession] = {}
         self.closed: dict[str, str] = {}  # session id -> why it was closed
+        self.closing = False  # the server is closing (a signal, the client gone): what it stops, it stops for that
 
     def session_state(self, session_id: str) -> str:
         """"open", or why the session was closed."""
@@ -182,12 +244,14 @@ class RunManager:
         self, task: str, url: Optional[str] = None, *, max_steps: Optional[int] = None,
         max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
         confirm: "Confirmer | None" = None, storage_state: Optional[str] = None, save_storage_state: Optional[str] = None,
-        session_id: Optional[str] = None, ask: Any = None,
+        session_id: Optional[str] = None, ask: Any = None, wait_for_answer: bool = True,
     ) -> TaskRun:
         """Check the input and start the run (inside the server's event loop), in the session
         `session_id` names (else a new one). Bad input raises RunRefused with the reason;
         nothing is started then. `ask`: who replies to the agent's questions (the client's user
-        through elicitation); None: the question waits for answer_task, up to `session_idle_s`."""
+        through elicitation); None: the question waits for answer_task, up to `session_idle_s`,
+        or with `wait_for_answer=False` (a run_task, whose client has no task id to answer with
+        until it ends) the run ends `needs_input` at once, the question in its result."""
         from surfer.agent.answers import AnswerSchema
         from surfer.agent.environments import check_start_url
         from surfer.agent.loop import Agent, default_run_dir
@@ -213,7 +277,8 @@ class RunManager:
             signin = {k: v for k, v in (("storage_state", storage_state), ("save_storage_state", save_storage_state)) if v}
             if signin:
                 limits["browser"] = signin
-            agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, on_question=ask or self._asker(holder), **limits)
+            replier = ask if ask is not None else self._asker(holder) if wait_for_answer else None
+            agent = Agent(cfg, secrets=self.settings.secrets, confirm=confirm, on_question=replier, **limits)
             if signin:
                 from surfer.agent.environments import check_browser_start
 
@@ -308,7 +373,7 @@ class RunManager:
         try:
             await asyncio.shield(run.driver)
         except asyncio.CancelledError:
-            self._stop(run, "cancelled by the MCP client (its run_task request was cancelled)")
+            self._stop(run, CLOSED_REASON if self.closing else "cancelled by the MCP client (its run_task request was cancelled)")
             raise
         return run
 
@@ -349,7 +414,7 @@ class RunManager:
         """Close a session's browser now (its running tasks are cancelled first)."""
         held = self.session(session_id)
         running = [run for run in self.runs.values() if run.session_id == held.id and not run.driver.done()]
-        await asyncio.gather(*(self.cancel(run) for run in running), return_exceptions=True)
+        await asyncio.gather(*(self.cancel(run, ENDED_REASON) for run in running), return_exceptions=True)
         if held.closer is not None:
             held.closer.cancel()
         await self._close_session(held, "was ended by the client (end_session)")

@@ -22,7 +22,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field
 
-from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, step_line
+from . import arguments as args
+from .runs import ARTIFACT_TYPES, SCREENSHOT_TYPES, RunManager, RunRefused, ServerSettings, TaskRun, for_client, past_runs, past_summary, step_line
 
 if TYPE_CHECKING:
     from surfer.agent.confirm import ConfirmationRequest, Confirmer
@@ -35,7 +36,9 @@ INSTRUCTIONS = (
     "run_task runs one task to its end (progress notifications per step); for long tasks use start_task, "
     "then task_status / cancel_task. Each returns a session_id: pass it to a later run_task / start_task to continue "
     "in the same browser where the last task ended (end_session closes it; idle sessions are closed). "
-    "A task whose agent asks a question shows it in task_status (waiting_for_answer); answer_task replies. "
+    "The agent's question in run_task goes to the user through elicitation, or ends the task needs_input with the "
+    "question (reply in a follow-up run_task with its session_id); in start_task it shows in task_status "
+    "(waiting_for_answer) until answer_task replies. "
     "run_suite runs a QA suite file. Each run's report.html, result.json, "
     "trajectory.jsonl, step screenshots (and trace.zip / video with --trace / --video) are resources: "
     "surfer://runs/{run_id}/..."
@@ -108,12 +111,34 @@ def elicit_confirmer(ctx: Context, settings: ServerSettings) -> "Confirmer | Non
     return confirm
 
 
+class SurferServer(MCPServer):
+    """The SDK's server, its resources/list holding the past runs under --runs-dir (a client lists
+    what its user may open; the templates alone needed a run id it had no way to learn)."""
+
+    def __init__(self, runs_root: Path, **options: Any) -> None:
+        super().__init__("surfer", **options)
+        self.runs_root = runs_root
+
+    async def list_resources(self) -> list[Any]:
+        from mcp_types import Resource
+
+        listed = await super().list_resources()
+        for run_id, result in await asyncio.to_thread(past_runs, self.runs_root):
+            if not RUN_ID.match(run_id):
+                continue
+            title = f"{str(result.get('task') or run_id)[:120]} — {result.get('status')}"
+            for name, mime, what in (("report.html", "text/html", "report"), ("result.json", "application/json", "result")):
+                listed.append(Resource(uri=f"surfer://runs/{run_id}/{name}", name=f"{run_id}/{name}", title=title,
+                                       description=f"The {what} of run {run_id}.", mime_type=mime))
+        return listed
+
+
 def _tool_result(run: TaskRun) -> dict[str, Any]:
     result = run.result
     if result is not None and result.status == "error" and result.error_kind in UNREACHABLE_OR_CONFIG:
         what = "model server unreachable" if result.error_kind == "unreachable" else "bad configuration"
         where = f" (run directory {run.run_dir})" if result.run_dir else ""  # none: the server was never reached
-        raise ToolError(f"{what}: {result.reason}{where}")
+        raise ToolError(f"{what}: {for_client(result.reason)}{where}")
     return run.summary()
 
 
@@ -121,7 +146,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
     from surfer import __version__
 
     runs = RunManager(settings)
-    server: MCPServer = MCPServer("surfer", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = SurferServer(settings.runs_root, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def start(ctx: Optional[Context], task: str, url: Optional[str], max_steps: Optional[int],
               max_seconds: Optional[float], answer_schema: Optional[dict[str, Any]],
@@ -131,20 +156,24 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         try:
             return runs.start(task, url, max_steps=max_steps, max_seconds=max_seconds, answer_schema=answer_schema,
                               confirm=confirm, storage_state=storage_state, save_storage_state=save_storage_state,
-                              session_id=session_id, ask=elicit_replier(ctx) if ctx is not None else None)
+                              session_id=session_id, ask=elicit_replier(ctx) if ctx is not None else None,
+                              wait_for_answer=ctx is None)  # run_task: its client has no task id for answer_task
         except RunRefused as exc:
             raise ToolError(str(exc)) from None
 
     @server.tool()
     async def run_task(
-        task: str, ctx: Context, url: Optional[str] = None, max_steps: Optional[int] = None,
-        max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
-        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None, session_id: Optional[str] = None,
+        task: args.Task, ctx: Context, url: args.Url = None, max_steps: args.MaxSteps = None,
+        max_seconds: args.MaxSeconds = None, answer_schema: args.AnswerSchema = None,
+        storage_state: args.StorageState = None, save_storage_state: args.SaveStorageState = None,
+        session_id: args.SessionId = None,
     ) -> dict[str, Any]:
         """Run one task in a real browser to its end: status (success, failed, limit, stuck,
         needs_approval, needs_input with the agent's question, error), answer, data (with
         answer_schema, a JSON Schema the answer's data must follow), reason, steps, run_dir, the
-        run's resources and session_id. Each finished step is a progress notification when the
+        run's resources and session_id. The agent's questions are asked of the user through
+        elicitation; a client without it gets needs_input at once (reply with a follow-up run_task
+        in the same session_id). Each finished step is a progress notification when the
         request carries a progressToken. session_id (from an earlier call): continue in that
         session's browser, where its last task ended (url: go there first). storage_state: a
         Playwright storage-state file on the server's machine to start signed in; save_storage_state:
@@ -155,14 +184,19 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
             await ctx.report_progress(record.index, run.max_steps, step_line(record))
 
         run.listeners.append(progress)
-        await runs.wait(run)
+        try:
+            await runs.wait(run)
+        except Exception:  # noqa: BLE001 - said to the client (the SDK's error said only 'Error executing tool')
+            log.exception("task %s failed", run.id)
+            raise ToolError(str(run.failure)) from None
         return _tool_result(run)
 
     @server.tool()
     async def start_task(
-        task: str, url: Optional[str] = None, max_steps: Optional[int] = None,
-        max_seconds: Optional[float] = None, answer_schema: Optional[dict[str, Any]] = None,
-        storage_state: Optional[str] = None, save_storage_state: Optional[str] = None, session_id: Optional[str] = None,
+        task: args.Task, url: args.Url = None, max_steps: args.MaxSteps = None,
+        max_seconds: args.MaxSeconds = None, answer_schema: args.AnswerSchema = None,
+        storage_state: args.StorageState = None, save_storage_state: args.SaveStorageState = None,
+        session_id: args.SessionId = None,
     ) -> dict[str, Any]:
         """Start a task in the background and return its task_id and session_id at once; follow it
         with task_status, stop it with cancel_task. Sensitive actions follow the server's default
@@ -172,28 +206,35 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         return run.summary()
 
     @server.tool()
-    async def task_status(task_id: str) -> dict[str, Any]:
+    async def task_status(task_id: args.TaskId) -> dict[str, Any]:
         """A task's status (running, or its final status), steps so far and the last step; when it
-        has ended, its answer, data, reason and resources; and whether its session is still open."""
+        has ended, its answer, data, reason and resources; and whether its session is still open.
+        A task of an earlier server under the same --runs-dir is read from its run directory."""
         try:
             run = runs.get(task_id)
         except RunRefused as exc:
-            raise ToolError(str(exc)) from None
+            return await past(task_id, exc)
         return {**run.summary(), "session": runs.session_state(run.session_id)}
 
+    async def past(task_id: str, unknown: RunRefused) -> dict[str, Any]:
+        found = await asyncio.to_thread(past_summary, settings.runs_root, task_id)
+        if found is None:
+            raise ToolError(str(unknown))
+        return found
+
     @server.tool()
-    async def cancel_task(task_id: str) -> dict[str, Any]:
+    async def cancel_task(task_id: args.TaskId) -> dict[str, Any]:
         """Stop a running task: the step in progress is dropped (its session keeps the browser), and the run
         directory records it (status interrupted). A task that already ended is left as it is."""
         try:
             run = runs.get(task_id)
         except RunRefused as exc:
-            raise ToolError(str(exc)) from None
+            return await past(task_id, exc)  # an earlier server's task ended with that server
         await runs.cancel(run)
         return run.summary()
 
     @server.tool()
-    async def answer_task(task_id: str, answer: str, secret: bool = False) -> dict[str, Any]:
+    async def answer_task(task_id: args.TaskId, answer: args.Reply, secret: args.Secret = False) -> dict[str, Any]:
         """Reply to the question a running task waits on (task_status shows it with
         waiting_for_answer); secret: keep the reply out of every record (the model sees a
         placeholder). An empty answer leaves the question unanswered: the task ends needs_input."""
@@ -205,7 +246,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         return run.summary()
 
     @server.tool()
-    async def end_session(session_id: str) -> dict[str, Any]:
+    async def end_session(session_id: args.SessionToEnd) -> dict[str, Any]:
         """Close a session's browser now (a task of it still running is cancelled first);
         sessions without a task for the server's --session-idle are closed anyway."""
         try:
@@ -216,8 +257,8 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
 
     @server.tool()
     async def run_suite(
-        suite: str, tags: Optional[list[str]] = None, grep: Optional[str] = None,
-        variables: Optional[dict[str, str]] = None, concurrency: Optional[int] = None, no_cache: bool = False,
+        suite: args.Suite, tags: args.Tags = None, grep: args.Grep = None,
+        variables: args.Variables = None, concurrency: args.Concurrency = None, no_cache: args.NoCache = False,
     ) -> dict[str, Any]:
         """Run a QA suite file (YAML, as `surfer qa` runs it): passed / failed per case, the
         JUnit and HTML summary paths, and each case's report."""
