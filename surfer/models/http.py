@@ -25,6 +25,7 @@ import asyncio
 import json
 import random
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -85,6 +86,22 @@ def _schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) ->
     return [*messages, {"role": "user", "content": note}]
 
 
+class _LoopClients:
+    """What an OpenAICompatibleBackend keeps per event loop: its connections, and the lock of its
+    request path's choice (asyncio objects belong to one loop)."""
+
+    def __init__(self) -> None:
+        self.http: JsonClient | None = None
+        self.sdk: Any = None  # the openai SDK's client (typed_requests)
+        self.choosing = asyncio.Lock()
+
+    async def aclose(self) -> None:
+        if self.http is not None:
+            await self.http.aclose()
+        if self.sdk is not None:
+            await self.sdk.close()
+
+
 class OpenAICompatibleBackend(ModelBackend):
     def __init__(self, endpoint: Endpoint, *, follows_policy: bool = False,
                  on_generate: Callable[[ModelRequest, dict[str, Any]], None] | None = None) -> None:
@@ -94,8 +111,9 @@ class OpenAICompatibleBackend(ModelBackend):
         self.on_generate = on_generate
         self.engine: str | None = None  # what the server's /models says it is (`owned_by`: vllm, sglang), once checked
         self.structured_mode = STRUCTURED_MODES[0]
-        self._http: JsonClient | None = None
-        self._sdk_client: Any = None
+        # The connections of each event loop that calls (one a thread: `run_sync` from several threads);
+        # a loop's are closed by `aclose` in it, dropped with it when it is gone (an earlier `asyncio.run`).
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = weakref.WeakKeyDictionary()
         self._checked = False
         self._tokens_checked = False
         self._answered = False  # this backend has had an answer (outage.py learnt of it)
@@ -109,17 +127,34 @@ class OpenAICompatibleBackend(ModelBackend):
         self.path: RequestPath | None = None
         self._generate_took_images = False  # a /generate request with images was answered: its form is taken
         self.generate: Any = None  # the GenerateTransport where the path is tokens in
-        self._choosing: asyncio.Lock | None = None
 
     @property
     def label(self) -> str:
         return f"{self.endpoint.model} @ {self.endpoint.base_url}"
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-        if self._sdk_client is not None:
-            await self._sdk_client.close()
+        """Close this event loop's connections; a later call opens new ones (`run_sync` closes its
+        agent's backends after each run, and the agent may run again)."""
+        clients = self._loops.pop(asyncio.get_running_loop(), None)
+        if clients is not None:
+            await clients.aclose()
+
+    @property
+    def _clients(self) -> "_LoopClients":
+        """The connections of the running event loop (made on first use)."""
+        loop = asyncio.get_running_loop()
+        clients = self._loops.get(loop)
+        if clients is None:
+            clients = self._loops[loop] = _LoopClients()
+        return clients
+
+    @property
+    def _http(self) -> JsonClient | None:
+        return self._clients.http
+
+    @_http.setter
+    def _http(self, client: JsonClient | None) -> None:
+        self._clients.http = client
 
     async def _call(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None) -> Any:
         """The server's JSON answer to `method path`; HttpStatusError, ConnectFailed or TimedOut."""
@@ -140,15 +175,16 @@ class OpenAICompatibleBackend(ModelBackend):
     async def _sdk_call(self, path: str, timeout: float, body: dict[str, Any] | None) -> Any:
         import openai
 
-        if self._sdk_client is None:
-            self._sdk_client = openai.AsyncOpenAI(
+        clients = self._clients
+        if clients.sdk is None:
+            clients.sdk = openai.AsyncOpenAI(
                 base_url=self.endpoint.base_url, api_key=self.endpoint.api_key or "EMPTY",
                 timeout=self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT, max_retries=0,
             )
         try:
             if path == "models":
-                return (await self._sdk_client.models.list(timeout=timeout)).model_dump()
-            return (await self._sdk_client.chat.completions.create(**(body or {}), timeout=timeout)).model_dump()
+                return (await clients.sdk.models.list(timeout=timeout)).model_dump()
+            return (await clients.sdk.chat.completions.create(**(body or {}), timeout=timeout)).model_dump()
         except openai.APITimeoutError as exc:
             raise TimedOut(str(exc)) from None
         except openai.APIConnectionError as exc:
@@ -250,8 +286,7 @@ class OpenAICompatibleBackend(ModelBackend):
         if self.path is None and self.typed_requests:
             return RequestPath(False, "chat completions (the openai SDK's typed requests)")
         if self.path is None:
-            self._choosing = self._choosing or asyncio.Lock()
-            async with self._choosing:
+            async with self._clients.choosing:
                 if self.path is None:
                     path = await choose_path(self.endpoint, lambda url: self._call("GET", url, min(PROBE_TIMEOUT, self.request_timeout())))
                     if path.tokens_in and path.tokenizer is not None:
