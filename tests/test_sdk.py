@@ -54,6 +54,16 @@ def test_bad_settings_are_config_errors():
         Agent(AgentConfig(), max_rejections=-1)
     with pytest.raises(ConfigError, match="unknown role"):
         Agent(backends={"planner": ScriptedModel()})
+    # a task that says nothing, or is no string, is refused before a browser opens (it ran, or failed deep inside)
+    agent = Agent(backend=ScriptedModel())
+    with pytest.raises(ConfigError, match="the task is empty: say what the agent should do"):
+        agent.run_sync(" \n", url="http://127.0.0.1:9/")
+    with pytest.raises(TypeError, match="the task must be a str, not NoneType"):
+        agent.run_sync(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="url must be a str or None, not int"):
+        agent.run_sync("task", url=5)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="the task is empty"), agent.session_sync() as session:
+        session.run("")
 
 
 async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):

@@ -34,7 +34,7 @@ from .questions import PresetAnswers, QuestionHandler
 from .result import RunResult
 from .rewards import Rewarder
 from .rundir import claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
-from .run_state import RunState
+from .run_state import RunState, check_task
 from .secrets import Secrets
 from .steps import Guards, Imaging, Roles
 from .roles import Localizer, Policy, RoleClient, Validator
@@ -208,6 +208,7 @@ class Agent:
         environment: Environment | None = None, earlier: str = "", rewarder: Rewarder | None = None,
     ) -> RunResult:
         """`run`; a session (agent/session.py) passes its `environment` (kept open) and its `earlier` tasks."""
+        check_task(task, url)
         task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
         answer = AnswerSchema.of(answer_schema)
         listeners = [*self.listeners, *(listeners or [])]
@@ -232,6 +233,7 @@ class Agent:
     ) -> RunHandle:
         """Start a run in the background (inside a running event loop) and return
         a handle to pause, resume, hint, finish or cancel it, and await its result."""
+        check_task(task, url)
         control = RunControl()
         running = asyncio.ensure_future(
             self.run(task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control)

@@ -30,6 +30,7 @@ from surfer.tools.base import Environment
 from .control import RunControl, RunHandle
 from .questions import QuestionHandler
 from .result import RunResult
+from .run_state import check_task
 from .rundir import default_run_dir, slugify, write_atomic
 
 Agent = Any  # surfer.agent.loop.Agent, which makes sessions (not imported: loop imports this module)
@@ -145,6 +146,7 @@ class Session:
         account and directory stay)."""
         if self._closed:
             raise RuntimeError("this session is closed")
+        check_task(task, url)  # (before the browser opens)
         async with self._turn:
             first = not any(r.steps for r in self.results)  # (a first task that never began leaves the URL to the next)
             await self.renew_environment()  # it died between tasks
@@ -199,6 +201,7 @@ class Session:
     ) -> RunHandle:
         """Start the next task in the background (inside a running event loop): a handle
         to pause, resume, hint, finish or cancel it, and await its result."""
+        check_task(task, url)
         control = RunControl()
         self._started_controls.append(control)
         running = asyncio.ensure_future(self.run(
