@@ -153,3 +153,20 @@ async def test_the_blocking_calls_work_where_an_event_loop_runs():
     assert agent("42").run_sync("task").answer == "42"
     with agent("a", "b").session_sync() as session:
         assert [session.run("one").answer, session.run("two").answer] == ["a", "b"]
+
+
+def test_every_event_a_run_emits_is_public_and_documented():
+    """A UI that follows `agent.stream(...)` met Observed and ModelAsked (and a take-over's events), which
+    `surfer` did not export, the SDK guide did not name, and the API reference showed without their fields."""
+    import typing
+
+    import surfer
+
+    guide = (Path(__file__).parents[1] / "docs" / "guides" / "sdk.md").read_text()
+    for kind in typing.get_args(surfer.Event):
+        name = kind.__name__
+        assert name in surfer.__all__ and getattr(surfer, name) is kind, name
+        assert f"`{name}`" in guide, name
+        for field in kind.__dataclass_fields__:
+            assert f"`{field}`" in (kind.__doc__ or ""), f"{name}.{field}"
+    assert typing.get_type_hints(surfer.Finished)["result"] is RunResult
