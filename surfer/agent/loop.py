@@ -194,7 +194,8 @@ class Agent:
 
         `listeners` receive this run's events (after the agent's own). One
         Agent may run several tasks concurrently when it owns its environments
-        (no `environment=` given): each run opens its own browser session.
+        (no `environment=` given): each run opens its own browser session. Given
+        one, its runs take turns in it (a run begins when the one before has ended).
         `answer_schema` (a pydantic model class or a JSON Schema dict) makes
         the answer carry data of that shape, validated into `result.data`.
         `rewarder` rewards this run instead of the configured `reward` (agent/rewards.py).
@@ -329,19 +330,20 @@ class Agent:
         on_question: QuestionHandler | None = None, answers: Any = None, environment: Environment | None = None,
         earlier: str = "",
     ) -> RunResult:
-        run = RunState(
-            task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, self.secrets.scrub, answer,
-            on_question=on_question or self.on_question,
-            answers=PresetAnswers.of(answers, "answers") if answers is not None else self.answers, earlier=earlier,
-        )
-        with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
-            environment = environment or self.environment  # a session's, kept open after the run; else the agent's
-            owned = environment is None
-            task_run = TaskRun(
-                self.parts(), run, self._new_environment() if owned else environment, owned=owned, control=control,
-                emit=emit, rewarder=rewarder,
+        preset = PresetAnswers.of(answers, "answers") if answers is not None else self.answers
+        environment = environment or self.environment  # a session's, kept open after the run; else the agent's
+        owned = environment is None
+        environment = self._new_environment() if owned else environment
+        async with environment.turn():  # another run in it goes first: this one begins (its clock too) when it ends
+            run = RunState(
+                task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, self.secrets.scrub, answer,
+                on_question=on_question or self.on_question, answers=preset, earlier=earlier,
             )
-            return await task_run.execute()
+            with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
+                task_run = TaskRun(
+                    self.parts(), run, environment, owned=owned, control=control, emit=emit, rewarder=rewarder,
+                )
+                return await task_run.execute()
 
     def _describe(self) -> dict[str, Any]:
         return {
