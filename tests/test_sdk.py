@@ -54,6 +54,15 @@ def test_bad_settings_are_config_errors():
         Agent(AgentConfig(), max_rejections=-1)
     with pytest.raises(ConfigError, match="unknown role"):
         Agent(backends={"planner": ScriptedModel()})
+    # a Playwright context or page, or a sync-API browser, as browser=: one line (an AttributeError deep in the first run)
+    from surfer import BrowserEnvironment
+
+    class SyncBrowser:
+        def new_context(self) -> None: ...
+
+    for given, name in [(SyncBrowser(), "SyncBrowser"), (object(), "builtins.object")]:
+        with pytest.raises(ConfigError, match=f"browser= takes a Playwright Browser of the async API .*{name}"):
+            BrowserEnvironment(browser=given)
     # a task that says nothing, or is no string, is refused before a browser opens (it ran, or failed deep inside)
     agent = Agent(backend=ScriptedModel())
     with pytest.raises(ConfigError, match="the task is empty: say what the agent should do"):
