@@ -17,7 +17,22 @@ REPLIES = dict(
 
 
 def test_run_sync_and_run_agree(pages, tmp_path):
-    sync_result = Agent(backend=ScriptedModel(**REPLIES)).run_sync("task", url=pages.url("actions.html"), out_dir=tmp_path / "a")
+    import inspect
+
+    from surfer.agent.session import Session, SyncSession
+
+    def arguments(call) -> set[str]:  # type: ignore[no-untyped-def]
+        return set(inspect.signature(call).parameters)
+
+    # the twins take run's arguments (run_sync had no listeners, on_question or answers; stream none of them either)
+    for twin in (Agent.run_sync, Agent.stream, Agent.start):
+        assert arguments(twin) == arguments(Agent.run) - {"control"}, twin.__name__
+    assert arguments(SyncSession.run) == arguments(Session.run) - {"control", "agent"}
+    assert arguments(Agent.session_sync) == arguments(Agent.session)
+    events: list = []
+    sync_result = Agent(backend=ScriptedModel(**REPLIES)).run_sync(
+        "task", url=pages.url("actions.html"), out_dir=tmp_path / "a", listeners=[events.append])
+    assert type(events[0]).__name__ == "RunStarted" and events[-1].result == sync_result
 
     async def run_async() -> RunResult:
         agent = Agent(backend=ScriptedModel(**REPLIES))

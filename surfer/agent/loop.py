@@ -230,39 +230,50 @@ class Agent:
 
     def start(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunHandle:
         """Start a run in the background (inside a running event loop) and return
-        a handle to pause, resume, hint, finish or cancel it, and await its result."""
+        a handle to pause, resume, hint, finish or cancel it, and await its result.
+        The other arguments are `run`'s."""
         check_task(task, url)
         control = RunControl()
-        running = asyncio.ensure_future(
-            self.run(task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control)
-        )
+        running = asyncio.ensure_future(self.run(
+            task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control,
+            rewarder=rewarder, on_question=on_question, answers=answers,
+        ))
         return RunHandle(running, control)
 
     def run_sync(
-        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunResult:
-        """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own)."""
+        """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own),
+        with `run`'s arguments."""
         from .blocking import call_blocking
 
-        return call_blocking(lambda: asyncio.run(self._run_and_close(task, url, out_dir, answer_schema)))
+        async def run_and_close() -> RunResult:
+            try:
+                return await self.run(task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema,
+                                      rewarder=rewarder, on_question=on_question, answers=answers)
+            finally:
+                await self.aclose()  # its connections belong to this event loop, which ends here
 
-    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, answer_schema: Any) -> RunResult:
-        try:
-            return await self.run(task, url, out_dir=out_dir, answer_schema=answer_schema)
-        finally:
-            await self.aclose()
+        return call_blocking(lambda: asyncio.run(run_and_close()))
 
     async def stream(
-        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> AsyncIterator[Event]:
-        """Run the task, yielding typed events as they happen; the last is `Finished`."""
+        """Run the task, yielding typed events as they happen; the last is `Finished`. The other
+        arguments are `run`'s."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        runner = asyncio.ensure_future(
-            self.run(task, url, out_dir=out_dir, listeners=[queue.put], answer_schema=answer_schema)
-        )
+        runner = asyncio.ensure_future(self.run(
+            task, url, out_dir=out_dir, listeners=[*(listeners or []), queue.put], answer_schema=answer_schema,
+            rewarder=rewarder, on_question=on_question, answers=answers,
+        ))
         runner.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -292,13 +303,13 @@ class Agent:
 
     def session_sync(
         self, url: str | None = None, *, out_dir: str | Path | None = None, on_question: QuestionHandler | None = None,
-        answers: Any = None,
+        answers: Any = None, listeners: list[Listener] | None = None,
     ) -> "SyncSession":
         """`session` for scripts without an event loop: `with agent.session_sync(url=...) as s: s.run(task)`.
         Closing it also closes the agent's model clients, as `run_sync` does."""
         from .session import SyncSession
 
-        return SyncSession(self, url, out_dir=out_dir, on_question=on_question, answers=answers)
+        return SyncSession(self, url, out_dir=out_dir, on_question=on_question, answers=answers, listeners=listeners)
 
     def _writer(self, task: str, out_dir: str | Path | Literal[False] | None) -> Any:
         """The run's directory writer: in `out_dir` (a new or empty directory), else under

@@ -300,9 +300,11 @@ class SyncSession:
     def directory(self) -> Path | None:
         return self._session.directory
 
-    def run(self, task: str, url: str | None = None, *, answer_schema: Any = None, on_question: QuestionHandler | None = None,
-            answers: Any = None) -> RunResult:
-        return self._run(self._session.run(task, url, answer_schema=answer_schema, on_question=on_question, answers=answers))
+    def run(self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+            on_question: QuestionHandler | None = None, answers: Any = None, out_dir: str | Path | None = None) -> RunResult:
+        """`Session.run`: the next task, where the last one ended; returns when it has ended."""
+        return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
+                                           on_question=on_question, answers=answers, out_dir=out_dir))
 
     def close(self) -> None:
         from .blocking import call_blocking
