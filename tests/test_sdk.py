@@ -97,16 +97,21 @@ async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
     def policy(request):  # type: ignore[no-untyped-def]
         return replies("A" if "Task: first" in request.messages[1].content[0].text else "B")
 
-    agent = Agent(backend=ScriptedModel(default={"policy": policy}), validate_answers=False)
+    closed: list[bool] = []
 
-    async def collect(task: str) -> list:
-        return [event async for event in agent.stream(task, url=pages.url("actions.html"))]
+    class Model(ScriptedModel):
+        async def aclose(self) -> None:
+            closed.append(True)
 
-    first, second = await asyncio.gather(collect("first"), collect("second"))
+    async with Agent(backend=Model(default={"policy": policy}), validate_answers=False) as agent:  # closed on leaving
+
+        async def collect(task: str) -> list:
+            return [event async for event in agent.stream(task, url=pages.url("actions.html"))]
+
+        first, second = await asyncio.gather(collect("first"), collect("second"))
     assert first[0].task == "first" and first[-1].result.answer == "A"
     assert second[0].task == "second" and second[-1].result.answer == "B"
-    assert len(first) == len(second)
-    await agent.aclose()
+    assert len(first) == len(second) and closed == [True]
 
 
 async def test_runs_at_once_on_an_agent_given_one_environment_take_turns(browser_env, pages):

@@ -179,8 +179,15 @@ class Agent:
         return browser_environment(self.config)
 
     async def aclose(self) -> None:
+        """Close the model backends' connections (of this event loop); the agent may run again."""
         for backend in {id(b): b for b in self._backends.values()}.values():
             await backend.aclose()
+
+    async def __aenter__(self) -> "Agent":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- public API ----------------------------------------------------------
 
