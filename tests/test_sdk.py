@@ -88,6 +88,10 @@ def test_bad_settings_are_config_errors():
         agent.run_sync("task", url=5)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="the task is empty"), agent.session_sync() as session:
         session.run("")
+    # start() without a running event loop: its run never began, and the handle waited forever
+    for starter, name in [(agent, "agent"), (agent.session(), "session")]:
+        with pytest.raises(ConfigError, match=rf"{name}.start\(\) runs in the background of a running event loop"):
+            starter.start("task")
 
 
 async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):

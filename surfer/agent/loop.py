@@ -245,11 +245,10 @@ class Agent:
         The other arguments are `run`'s."""
         check_task(task, url)
         control = RunControl()
-        running = asyncio.ensure_future(self.run(
+        return RunHandle.started(self.run(
             task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control,
             rewarder=rewarder, on_question=on_question, answers=answers,
-        ))
-        return RunHandle(running, control)
+        ), control, "agent")
 
     def run_sync(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,

@@ -203,10 +203,11 @@ class Session:
         to pause, resume, hint, finish or cancel it, and await its result."""
         check_task(task, url)
         control = RunControl()
+        handle = RunHandle.started(self.run(
+            task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent,
+        ), control, "session")
         self._started_controls.append(control)
-        running = asyncio.ensure_future(self.run(
-            task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent))
-        return RunHandle(running, control)
+        return handle
 
     async def renew_environment(self) -> bool:
         """Replace the session's browser if it died since the last task (its pages, sign-ins
