@@ -58,6 +58,10 @@ class Agent:
         agent = Agent(base_url="http://127.0.0.1:8000/v1", model="Hcompany/Holotron-12B")
         result = await agent.run("Find the price of ...", url="https://example.com")
 
+    Every key of the configuration is an argument (`max_steps=15`, `base_url=...`, `model=...`,
+    `browser={"headless": False}`: the configuration reference), over `config` (a file's:
+    `Agent(load_config("surfer.toml"), ...)`) and SURFER_BASE_URL, SURFER_MODEL, SURFER_API_KEY and
+    SURFER_PROFILE; an unknown key or a bad value is a ConfigError.
     `backend=` sends every role to one backend (e.g. a `ScriptedModel`);
     `backends={"localizer": ...}` overrides single roles. Without an
     `environment=`, each run opens its own `BrowserEnvironment` from the
