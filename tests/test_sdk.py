@@ -118,23 +118,6 @@ async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
     assert len(first) == len(second) and closed == [True]
 
 
-async def test_runs_at_once_on_an_agent_given_one_environment_take_turns(browser_env, pages):
-    """`Agent(environment=...)` and two runs gathered: both drove the one page (one failed 'net::ERR_ABORTED');
-    the second now begins when the first has ended."""
-    env = await browser_env(pages.url("actions.html"))
-    answer = {"thought": "t", "action": {"type": "answer", "text": "done"}}
-    agent = Agent(environment=env, backend=ScriptedModel(default={"policy": answer}), validate_answers=False, out_dir=False)
-    seen: list[tuple[str, str]] = []
-
-    def follow(task: str):  # type: ignore[no-untyped-def]
-        return lambda event: seen.append((task, type(event).__name__))
-
-    first, second = await asyncio.gather(*(agent.run(task, listeners=[follow(task)]) for task in ("first", "second")))
-    assert first.status == second.status == "success"
-    order = [(task, kind) for task, kind in seen if kind in ("RunStarted", "Finished")]
-    assert order == [("first", "RunStarted"), ("first", "Finished"), ("second", "RunStarted"), ("second", "Finished")]
-
-
 @pytest.fixture
 def runs_root(tmp_path, monkeypatch) -> Path:
     """This test's own folder for the runs given no directory (runs/ by default)."""
