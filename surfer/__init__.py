@@ -22,10 +22,11 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS = {
     **dict.fromkeys(
-        ("ActionPerformed", "ErrorOccurred", "Event", "Finished", "ModelCalled", "RunStarted", "StepFinished",
-         "StepStarted", "Validated"),
+        ("ActionPerformed", "ErrorOccurred", "Event", "Finished", "ModelAsked", "ModelCalled", "Observed", "RunStarted",
+         "StepFinished", "StepStarted", "Validated"),
         "surfer.agent.events",
     ),
+    **dict.fromkeys(("HandedBack", "HandedOver", "HumanActed"), "surfer.agent.handover"),
     "Agent": "surfer.agent.loop",
     "AgentConfig": "surfer.agent.config",
     "load_config": "surfer.agent.config",
@@ -58,9 +59,10 @@ if TYPE_CHECKING:
     from surfer.agent.control import RunHandle
     from surfer.agent.questions import Question, Reply
     from surfer.agent.session import Session
-    from surfer.agent.handover import TakeOverRefused
+    from surfer.agent.handover import HandedBack, HandedOver, HumanActed, TakeOverRefused
     from surfer.agent.events import (
-        ActionPerformed, ErrorOccurred, Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted, Validated,
+        ActionPerformed, ErrorOccurred, Event, Finished, ModelAsked, ModelCalled, Observed, RunStarted, StepFinished,
+        StepStarted, Validated,
     )
     from surfer.agent.loop import Agent
     from surfer.agent.result import RunResult
@@ -94,7 +96,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
-    "ConfigError", "ConfirmationRequest", "Question", "Reply", "RunHandle", "Session", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "ModelCalled", "ModelNotFound",
-    "ModelOutputError", "ModelServerUnreachable", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
+    "ConfigError", "ConfirmationRequest", "Question", "Reply", "RunHandle", "Session", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "HandedBack", "HandedOver", "HumanActed", "ModelAsked", "ModelCalled", "ModelNotFound",
+    "ModelOutputError", "ModelServerUnreachable", "Observed", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
     "StepStarted", "SurferError", "TakeOverRefused", "Validated", "actions", "load_config", "policy", "rollouts", "__version__",
 ]

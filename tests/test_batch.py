@@ -256,6 +256,7 @@ def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
         ('{"task": "a", "id": "x"}\n{"task": "b", "id": "x"}', "duplicate task id 'x'"),
         ('{"task": "a", "colour": 1}', "colour: Extra inputs are not permitted"),
         ('{"url": "http://x"}', "task: Field required"),
+        ('{"task": "  "}', "task: the task is blank"),  # (it ran, the model guessing at a goal)
         ("", "holds no tasks"),
     ]:
         good.write_text(text)

@@ -145,3 +145,23 @@ async def test_parallel_captures_show_the_change_just_made(browser_env, pages) -
         shots = await asyncio.gather(*(e.page.screenshot(type="png", caret="initial") for e in envs))
         for shot in shots:
             assert Image.open(io.BytesIO(shot)).convert("RGB").getpixel((3, 797)) == colour, round_
+
+
+async def test_a_start_stopped_while_its_driver_spawns_leaves_no_process() -> None:
+    """`asyncio.timeout()` around a run, shorter than the browser's start: the driver spawned in a thread
+    meanwhile was left running (one Node.js process more each time, for as long as the program ran)."""
+    import asyncio
+
+    import psutil
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    starting = asyncio.ensure_future(chromium.start_chromium())
+    await asyncio.sleep(0)  # in the spawning thread now
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    deadline = asyncio.get_running_loop().time() + 3
+    while (left := {p.pid for p in me.children(recursive=True)} - before) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    assert not left

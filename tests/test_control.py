@@ -79,9 +79,14 @@ async def test_pause_hint_resume_and_finish_now(browser_env, pages, tmp_path):
 
 async def test_cancel_keeps_a_complete_record(browser_env, pages, tmp_path):
     env = await browser_env(pages.url("pingpong.html"))
-    model = ScriptedModel(default={"policy": SCROLL})
-    handle = Agent(backend=model, profile="holo2", environment=env, max_repeats=50).start("x", out_dir=tmp_path / "run")
+    model = ScriptedModel(default={"policy": lambda r: answer(None, "done") if "Task: next" in prompt_text(r) else SCROLL})
+    agent = Agent(backend=model, profile="holo2", environment=env, max_repeats=50, validate_answers=False)
+    handle = agent.start("x", out_dir=tmp_path / "run")
+    # a second run on the agent's one environment waits its turn (both drove the one page: net::ERR_ABORTED)
+    began: list[str] = []
+    waiting = agent.start("next", out_dir=False, listeners=[lambda e: began.append(type(e).__name__)])
     await wait_for(lambda: len(policy_requests(model)) >= 2)
+    assert began == [] and not any("Task: next" in prompt_text(r) for r in model.requests)
     controls = TerminalControls(Console(file=io.StringIO()), tmp_path / "run")
     controls.handle = handle
     controls.command("q")  # the person at the terminal stops it (handle.cancel, saying who)
@@ -92,6 +97,7 @@ async def test_cancel_keeps_a_complete_record(browser_env, pages, tmp_path):
     lines = (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()
     assert saved["status"] == "interrupted" and saved["steps"] == len(lines) == result.steps >= 1
     assert (tmp_path / "run" / "report.html").exists()
+    assert (await waiting.result()).answer == "done" and began[0] == "RunStarted"  # its turn, once the first ended
 
 
 async def test_q_while_a_person_holds_the_controls_stops_the_task_instead_of_handing_back():

@@ -89,3 +89,11 @@ def test_readme_sdk_imports() -> None:
 
     assert old_run_batch is run_batch and OldRayBatch is RayBatch
     assert surfer.rollouts is rollouts
+
+
+def test_the_package_says_it_is_typed() -> None:
+    """PEP 561: without `py.typed` in the package, mypy skips surfer (import-untyped) and a user's
+    `result = await agent.run(...)` is Any; hatchling ships every file of the package in the wheel."""
+    import surfer
+
+    assert (Path(surfer.__file__).parent / "py.typed").is_file()

@@ -194,6 +194,41 @@ async def test_plain_json_and_the_sdk_path_agree(standin, typed):
     await wrong.aclose()
 
 
+async def test_a_backend_serves_every_event_loop_that_calls_it_and_closes_only_its_own(standin):
+    """An agent outlives event loops: `run_sync` closes its backends after each run and may run again,
+    a script calls `asyncio.run(agent.run(...))` twice, threads each run_sync on one agent. The second run
+    met a closed client ('Cannot send a request, as the client has been closed') or the first loop's
+    ('Event loop is closed'); a thread's close closed the others' connections."""
+    import asyncio
+    import threading
+
+    server = standin(lambda r: {"x": 7})
+    backend = backend_for(server)
+    await backend.complete(request())
+
+    def in_another_loop(close: bool) -> str:
+        async def one() -> str:
+            text = (await backend.complete(request())).text
+            if close:
+                await backend.aclose()
+            return text
+
+        return asyncio.run(one())
+
+    for close in (True, True, False, False):  # closed after each run (run_sync), then left open to a loop now gone
+        assert await asyncio.to_thread(in_another_loop, close) == '{"x": 7}'
+    assert (await backend.complete(request())).text == '{"x": 7}'  # this loop's connections, open all along
+    texts: list[str] = []
+    threads = [threading.Thread(target=lambda: texts.append(in_another_loop(True))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    await asyncio.to_thread(lambda: [thread.join() for thread in threads])
+    assert texts == ['{"x": 7}'] * 3
+    await backend.aclose()
+    assert (await backend.complete(request())).text == '{"x": 7}'  # closed: a later call opens new connections
+    await backend.aclose()
+
+
 async def test_the_clients_of_a_process_read_the_certificates_once(standin, monkeypatch):
     """Each backend has a connection pool of its own (a batch: one per role of every session); the TLS
     context each would build from the certificate store is built once in a process and shared."""

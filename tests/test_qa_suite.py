@@ -63,6 +63,7 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
          7, "cases[0].expect[1]: an expectation is a sentence"),
         ("name: s\ncases:\n  - name: c\n    steps: [a]\n    retries: many\n", 5, "cases[0].retries: Input should be a valid integer"),
         ("name: s\ncases:\n  - name: c\n    url: /x\n", 3, "cases[0]: a case needs exactly one of 'steps'"),
+        ("name: s\ncases:\n  - name: c\n    task: ' '\n", 4, "cases[0].task: the task must not be blank"),
         ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [{url: '(unclosed'}]\n", 5, "cases[0].expect[0].url: not a valid regular expression"),
         ("name: s\ncases:\n  - name: c\n    task: t\n  - name: d\n    task: Use {{nowhere}}\n", 6,
          "cases[1].task: variable {{nowhere}} is not defined"),

@@ -113,6 +113,8 @@ def test_sdk_guide_examples_run(standin, demo_site, oracle_centres, monkeypatch,
     check_run_directory(run_dir)
     scripted = Path(namespace["result"].run_dir)  # the scripted example's run, recorded by default
     assert (scripted / "report.html").exists() and scripted.name.endswith("-open-the-registration-form")
+    exec(compile(example("backend"), "docs/guides/sdk.md:backend", "exec"), namespace)  # (it makes the agent)
+    assert type(namespace["agent"].policy.client.backend).__name__ == "MyModel"
 
 
 def check_run_directory(run_dir: Path) -> None:

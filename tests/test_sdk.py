@@ -17,7 +17,22 @@ REPLIES = dict(
 
 
 def test_run_sync_and_run_agree(pages, tmp_path):
-    sync_result = Agent(backend=ScriptedModel(**REPLIES)).run_sync("task", url=pages.url("actions.html"), out_dir=tmp_path / "a")
+    import inspect
+
+    from surfer.agent.session import Session, SyncSession
+
+    def arguments(call) -> set[str]:  # type: ignore[no-untyped-def]
+        return set(inspect.signature(call).parameters)
+
+    # the twins take run's arguments (run_sync had no listeners, on_question or answers; stream none of them either)
+    for twin in (Agent.run_sync, Agent.stream, Agent.start):
+        assert arguments(twin) == arguments(Agent.run) - {"control"}, twin.__name__
+    assert arguments(SyncSession.run) == arguments(Session.run) - {"control", "agent"}
+    assert arguments(Agent.session_sync) == arguments(Agent.session)
+    events: list = []
+    sync_result = Agent(backend=ScriptedModel(**REPLIES)).run_sync(
+        "task", url=pages.url("actions.html"), out_dir=tmp_path / "a", listeners=[events.append])
+    assert type(events[0]).__name__ == "RunStarted" and events[-1].result == sync_result
 
     async def run_async() -> RunResult:
         agent = Agent(backend=ScriptedModel(**REPLIES))
@@ -54,6 +69,29 @@ def test_bad_settings_are_config_errors():
         Agent(AgentConfig(), max_rejections=-1)
     with pytest.raises(ConfigError, match="unknown role"):
         Agent(backends={"planner": ScriptedModel()})
+    # a Playwright context or page, or a sync-API browser, as browser=: one line (an AttributeError deep in the first run)
+    from surfer import BrowserEnvironment
+
+    class SyncBrowser:
+        def new_context(self) -> None: ...
+
+    for given, name in [(SyncBrowser(), "SyncBrowser"), (object(), "builtins.object")]:
+        with pytest.raises(ConfigError, match=f"browser= takes a Playwright Browser of the async API .*{name}"):
+            BrowserEnvironment(browser=given)
+    # a task that says nothing, or is no string, is refused before a browser opens (it ran, or failed deep inside)
+    agent = Agent(backend=ScriptedModel())
+    with pytest.raises(ConfigError, match="the task is empty: say what the agent should do"):
+        agent.run_sync(" \n", url="http://127.0.0.1:9/")
+    with pytest.raises(TypeError, match="the task must be a str, not NoneType"):
+        agent.run_sync(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="url must be a str or None, not int"):
+        agent.run_sync("task", url=5)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="the task is empty"), agent.session_sync() as session:
+        session.run("")
+    # start() without a running event loop: its run never began, and the handle waited forever
+    for starter, name in [(agent, "agent"), (agent.session(), "session")]:
+        with pytest.raises(ConfigError, match=rf"{name}.start\(\) runs in the background of a running event loop"):
+            starter.start("task")
 
 
 async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
@@ -63,16 +101,21 @@ async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
     def policy(request):  # type: ignore[no-untyped-def]
         return replies("A" if "Task: first" in request.messages[1].content[0].text else "B")
 
-    agent = Agent(backend=ScriptedModel(default={"policy": policy}), validate_answers=False)
+    closed: list[bool] = []
 
-    async def collect(task: str) -> list:
-        return [event async for event in agent.stream(task, url=pages.url("actions.html"))]
+    class Model(ScriptedModel):
+        async def aclose(self) -> None:
+            closed.append(True)
 
-    first, second = await asyncio.gather(collect("first"), collect("second"))
+    async with Agent(backend=Model(default={"policy": policy}), validate_answers=False) as agent:  # closed on leaving
+
+        async def collect(task: str) -> list:
+            return [event async for event in agent.stream(task, url=pages.url("actions.html"))]
+
+        first, second = await asyncio.gather(collect("first"), collect("second"))
     assert first[0].task == "first" and first[-1].result.answer == "A"
     assert second[0].task == "second" and second[-1].result.answer == "B"
-    assert len(first) == len(second)
-    await agent.aclose()
+    assert len(first) == len(second) and closed == [True]
 
 
 @pytest.fixture
@@ -143,3 +186,20 @@ async def test_the_blocking_calls_work_where_an_event_loop_runs():
     assert agent("42").run_sync("task").answer == "42"
     with agent("a", "b").session_sync() as session:
         assert [session.run("one").answer, session.run("two").answer] == ["a", "b"]
+
+
+def test_every_event_a_run_emits_is_public_and_documented():
+    """A UI that follows `agent.stream(...)` met Observed and ModelAsked (and a take-over's events), which
+    `surfer` did not export, the SDK guide did not name, and the API reference showed without their fields."""
+    import typing
+
+    import surfer
+
+    guide = (Path(__file__).parents[1] / "docs" / "guides" / "sdk.md").read_text()
+    for kind in typing.get_args(surfer.Event):
+        name = kind.__name__
+        assert name in surfer.__all__ and getattr(surfer, name) is kind, name
+        assert f"`{name}`" in guide, name
+        for field in kind.__dataclass_fields__:
+            assert f"`{field}`" in (kind.__doc__ or ""), f"{name}.{field}"
+    assert typing.get_type_hints(surfer.Finished)["result"] is RunResult

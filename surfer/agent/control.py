@@ -17,7 +17,9 @@ running while a run is paused.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Coroutine
+
+from surfer.core.errors import ConfigError
 
 from .handover import HandOver
 
@@ -83,6 +85,18 @@ class RunControl:
 
 class RunHandle:
     """A run in progress, started by `Agent.start`."""
+
+    @classmethod
+    def started(cls, run: "Coroutine[Any, Any, RunResult]", control: RunControl, where: str) -> "RunHandle":
+        """`run` begun as a task of the running event loop; outside one, a ConfigError (the run was
+        made a task of a loop nobody runs: it never began, and its handle waited forever)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            run.close()
+            raise ConfigError(f"{where}.start() runs in the background of a running event loop (call it from async "
+                              f"code); without one, use run_sync(...)") from None
+        return cls(loop.create_task(run), control)
 
     def __init__(self, task: "asyncio.Task[RunResult]", control: RunControl) -> None:
         self._task = task

@@ -1,5 +1,12 @@
 """The typed event stream. The CLI live view, the SDK's iterator and the run
-directory writer are all consumers of these."""
+directory writer are all consumers of these.
+
+A run emits `RunStarted`, then for each step `StepStarted`, `Observed`, and per
+model request `ModelAsked` and its `ModelCalled` (policy, then localizer for a
+pointed action), then `ActionPerformed` (or `Validated` for an answer) and
+`StepFinished`; `ErrorOccurred` where something failed; `Finished` last, always
+(also for a run cancelled or ended by an error). A person's take-over adds
+`HandedOver`, `HumanActed` and `HandedBack` between steps (agent/handover.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +17,18 @@ from typing import Any, Union
 from surfer.core.actions import Action, CssPoint
 from surfer.models.backend import Tokens, Usage
 
+from .result import RunResult
+
 
 NO_ANSWER = "no answer: "  # the error of a call the server never answered (the step's error says why too)
 
 
 @dataclass
 class ModelCall:
-    """One request to one role's model."""
+    """One request to one role's model: its `role` (policy, localizer, validator), the `request` as
+    recorded (counts, sampling and the prompt, images named by step), the raw `completion`, its wall
+    `seconds` and token `usage`, `error` when the completion was rejected (the role asked again), and
+    the `model` the server answered with."""
 
     role: str
     request: dict[str, Any]
@@ -44,6 +56,8 @@ class ModelCall:
 
 @dataclass
 class Verdict:
+    """The validator's verdict on a proposed answer: `accepted`, its `reasons`, and the `answer` judged."""
+
     accepted: bool
     reasons: str
     answer: str
@@ -72,7 +86,11 @@ class Timings:
 
 @dataclass
 class StepRecord:
-    """Everything known about one step; one line of trajectory.jsonl."""
+    """Everything known about one step; one line of trajectory.jsonl (its fields are that line's,
+    docs/reference/formats.md): `index` (1, 2, ...), `url` and `title` of the page it looked at, the
+    `screenshot` bytes, the policy's `thought` and `notes`, the `action` (a surfer Action, None when the
+    step failed), the `points` acted at (CSS pixels), the action's `outcome`, the model `calls`, the
+    validator's `verdicts`, `error`, and `timings` (seconds: model, action, settle, screenshot, total)."""
 
     index: int
     url: str = ""
@@ -124,6 +142,9 @@ class StepRecord:
 
 @dataclass
 class RunStarted:
+    """A run began: its `run_id`, `task`, start `url`, `run_dir` (None when nothing is recorded) and
+    `config`, what the run directory's run.json says of the agent (profile, backends, limits)."""
+
     run_id: str
     task: str
     url: str | None
@@ -133,12 +154,15 @@ class RunStarted:
 
 @dataclass
 class StepStarted:
+    """Step `index` (1, 2, ...) began."""
+
     index: int
 
 
 @dataclass
 class Observed:
-    """The screen a step looks at, as soon as it is captured (before the model is asked)."""
+    """The screen step `step` looks at, as soon as it is captured (before the model is asked): the
+    page's `url` and the `screenshot` bytes, an image of type `extension` (jpg or png)."""
 
     step: int
     url: str
@@ -148,7 +172,8 @@ class Observed:
 
 @dataclass
 class ModelAsked:
-    """A request to `role`'s model is about to go out (the answer comes as ModelCalled)."""
+    """A request to `role`'s model (policy, localizer, validator) in step `step` is about to go out
+    (the answer comes as ModelCalled)."""
 
     step: int
     role: str
@@ -156,12 +181,18 @@ class ModelAsked:
 
 @dataclass
 class ModelCalled:
+    """A model request of step `step` was answered: `call` holds it (a ModelCall: role, completion,
+    seconds, usage, error)."""
+
     step: int
     call: ModelCall
 
 
 @dataclass
 class ActionPerformed:
+    """Step `step` performed `action` (a surfer Action) at `points` (CSS pixels; none for actions
+    without a point); `outcome`: what it did (detail, action_seconds, settle_seconds, settle_reason)."""
+
     step: int
     action: Action
     points: list[CssPoint]
@@ -170,17 +201,25 @@ class ActionPerformed:
 
 @dataclass
 class Validated:
+    """The validator judged the answer proposed in step `step`: `verdict` (accepted, reasons, answer)."""
+
     step: int
     verdict: Verdict
 
 
 @dataclass
 class StepFinished:
+    """A step ended: `record`, everything known about it (a StepRecord, its trajectory.jsonl line)."""
+
     record: StepRecord
 
 
 @dataclass
 class ErrorOccurred:
+    """Something failed in step `step` (None: outside a step): `message` says what. Not `fatal`: the
+    run goes on (an action that failed, a step cut off at the time limit); `fatal`: the run ends, with
+    status error (its `Finished` follows)."""
+
     step: int | None
     message: str
     fatal: bool = False
@@ -188,7 +227,10 @@ class ErrorOccurred:
 
 @dataclass
 class Finished:
-    result: Any  # RunResult (kept loose to avoid an import cycle)
+    """The run ended: `result`, its RunResult (the last event of every run, also one cancelled or
+    ended by an error)."""
+
+    result: "RunResult"
 
 
 from .handover import HandedBack, HandedOver, HumanActed  # noqa: E402  (a person's turn: agent/handover.py)

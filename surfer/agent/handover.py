@@ -85,14 +85,17 @@ class HumanStep:
 
 @dataclass
 class HumanActed:
-    """Event: a person's action during a take-over, emitted at the hand-back (the run directory writes it)."""
+    """Event: a person's action during a take-over, emitted at the hand-back (the run directory writes it):
+    `step`, the human step (its `number` in the run, `index` the last agent step before it, and what
+    the person did, `taken`: the action, where it could be read, and the screens before and after)."""
 
     step: HumanStep
 
 
 @dataclass
 class HandedOver:
-    """Event: a person holds the controls now (`asked`: the agent's reason, when the agent asked)."""
+    """Event: a person holds the controls now, after agent step `step` (`asked`: the agent's reason,
+    when the agent asked)."""
 
     step: int
     asked: str = ""
@@ -100,8 +103,8 @@ class HandedOver:
 
 @dataclass
 class HandedBack:
-    """Event: the person handed back, after `seconds`, having done `actions` things (`declined`:
-    the agent asked and the person said no: the task ends `needs_input`)."""
+    """Event: the person handed back, after agent step `step`, having held the controls `seconds` and
+    done `actions` things (`declined`: the agent asked and the person said no: the task ends `needs_input`)."""
 
     step: int
     seconds: float

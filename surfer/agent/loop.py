@@ -34,7 +34,7 @@ from .questions import PresetAnswers, QuestionHandler
 from .result import RunResult
 from .rewards import Rewarder
 from .rundir import claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
-from .run_state import RunState
+from .run_state import RunState, check_task
 from .secrets import Secrets
 from .steps import Guards, Imaging, Roles
 from .roles import Localizer, Policy, RoleClient, Validator
@@ -58,6 +58,10 @@ class Agent:
         agent = Agent(base_url="http://127.0.0.1:8000/v1", model="Hcompany/Holotron-12B")
         result = await agent.run("Find the price of ...", url="https://example.com")
 
+    Every key of the configuration is an argument (`max_steps=15`, `base_url=...`, `model=...`,
+    `browser={"headless": False}`: the configuration reference), over `config` (a file's:
+    `Agent(load_config("surfer.toml"), ...)`) and SURFER_BASE_URL, SURFER_MODEL, SURFER_API_KEY and
+    SURFER_PROFILE; an unknown key or a bad value is a ConfigError.
     `backend=` sends every role to one backend (e.g. a `ScriptedModel`);
     `backends={"localizer": ...}` overrides single roles. Without an
     `environment=`, each run opens its own `BrowserEnvironment` from the
@@ -179,8 +183,15 @@ class Agent:
         return browser_environment(self.config)
 
     async def aclose(self) -> None:
+        """Close the model backends' connections (of this event loop); the agent may run again."""
         for backend in {id(b): b for b in self._backends.values()}.values():
             await backend.aclose()
+
+    async def __aenter__(self) -> "Agent":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- public API ----------------------------------------------------------
 
@@ -194,7 +205,8 @@ class Agent:
 
         `listeners` receive this run's events (after the agent's own). One
         Agent may run several tasks concurrently when it owns its environments
-        (no `environment=` given): each run opens its own browser session.
+        (no `environment=` given): each run opens its own browser session. Given
+        one, its runs take turns in it (a run begins when the one before has ended).
         `answer_schema` (a pydantic model class or a JSON Schema dict) makes
         the answer carry data of that shape, validated into `result.data`.
         `rewarder` rewards this run instead of the configured `reward` (agent/rewards.py).
@@ -208,6 +220,7 @@ class Agent:
         environment: Environment | None = None, earlier: str = "", rewarder: Rewarder | None = None,
     ) -> RunResult:
         """`run`; a session (agent/session.py) passes its `environment` (kept open) and its `earlier` tasks."""
+        check_task(task, url)
         task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
         answer = AnswerSchema.of(answer_schema)
         listeners = [*self.listeners, *(listeners or [])]
@@ -228,38 +241,49 @@ class Agent:
 
     def start(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunHandle:
         """Start a run in the background (inside a running event loop) and return
-        a handle to pause, resume, hint, finish or cancel it, and await its result."""
+        a handle to pause, resume, hint, finish or cancel it, and await its result.
+        The other arguments are `run`'s."""
+        check_task(task, url)
         control = RunControl()
-        running = asyncio.ensure_future(
-            self.run(task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control)
-        )
-        return RunHandle(running, control)
+        return RunHandle.started(self.run(
+            task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control,
+            rewarder=rewarder, on_question=on_question, answers=answers,
+        ), control, "agent")
 
     def run_sync(
-        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunResult:
-        """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own)."""
+        """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own),
+        with `run`'s arguments."""
         from .blocking import call_blocking
 
-        return call_blocking(lambda: asyncio.run(self._run_and_close(task, url, out_dir, answer_schema)))
+        async def run_and_close() -> RunResult:
+            try:
+                return await self.run(task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema,
+                                      rewarder=rewarder, on_question=on_question, answers=answers)
+            finally:
+                await self.aclose()  # its connections belong to this event loop, which ends here
 
-    async def _run_and_close(self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, answer_schema: Any) -> RunResult:
-        try:
-            return await self.run(task, url, out_dir=out_dir, answer_schema=answer_schema)
-        finally:
-            await self.aclose()
+        return call_blocking(lambda: asyncio.run(run_and_close()))
 
     async def stream(
-        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
+        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> AsyncIterator[Event]:
-        """Run the task, yielding typed events as they happen; the last is `Finished`."""
+        """Run the task, yielding typed events as they happen; the last is `Finished`. The other
+        arguments are `run`'s."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        runner = asyncio.ensure_future(
-            self.run(task, url, out_dir=out_dir, listeners=[queue.put], answer_schema=answer_schema)
-        )
+        runner = asyncio.ensure_future(self.run(
+            task, url, out_dir=out_dir, listeners=[*(listeners or []), queue.put], answer_schema=answer_schema,
+            rewarder=rewarder, on_question=on_question, answers=answers,
+        ))
         runner.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -289,13 +313,13 @@ class Agent:
 
     def session_sync(
         self, url: str | None = None, *, out_dir: str | Path | None = None, on_question: QuestionHandler | None = None,
-        answers: Any = None,
+        answers: Any = None, listeners: list[Listener] | None = None,
     ) -> "SyncSession":
         """`session` for scripts without an event loop: `with agent.session_sync(url=...) as s: s.run(task)`.
         Closing it also closes the agent's model clients, as `run_sync` does."""
         from .session import SyncSession
 
-        return SyncSession(self, url, out_dir=out_dir, on_question=on_question, answers=answers)
+        return SyncSession(self, url, out_dir=out_dir, on_question=on_question, answers=answers, listeners=listeners)
 
     def _writer(self, task: str, out_dir: str | Path | Literal[False] | None) -> Any:
         """The run's directory writer: in `out_dir` (a new or empty directory), else under
@@ -327,19 +351,20 @@ class Agent:
         on_question: QuestionHandler | None = None, answers: Any = None, environment: Environment | None = None,
         earlier: str = "",
     ) -> RunResult:
-        run = RunState(
-            task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, self.secrets.scrub, answer,
-            on_question=on_question or self.on_question,
-            answers=PresetAnswers.of(answers, "answers") if answers is not None else self.answers, earlier=earlier,
-        )
-        with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
-            environment = environment or self.environment  # a session's, kept open after the run; else the agent's
-            owned = environment is None
-            task_run = TaskRun(
-                self.parts(), run, self._new_environment() if owned else environment, owned=owned, control=control,
-                emit=emit, rewarder=rewarder,
+        preset = PresetAnswers.of(answers, "answers") if answers is not None else self.answers
+        environment = environment or self.environment  # a session's, kept open after the run; else the agent's
+        owned = environment is None
+        environment = self._new_environment() if owned else environment
+        async with environment.turn():  # another run in it goes first: this one begins (its clock too) when it ends
+            run = RunState(
+                task, url, uuid.uuid4().hex[:12], str(run_dir) if run_dir else None, self.secrets.scrub, answer,
+                on_question=on_question or self.on_question, answers=preset, earlier=earlier,
             )
-            return await task_run.execute()
+            with model_session(run.run_id):  # every model call of the run goes to the server its session is placed on
+                task_run = TaskRun(
+                    self.parts(), run, environment, owned=owned, control=control, emit=emit, rewarder=rewarder,
+                )
+                return await task_run.execute()
 
     def _describe(self) -> dict[str, Any]:
         return {

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from surfer.core.deadline import pause_deadline
+from surfer.core.errors import ConfigError
 
 from .answers import AnswerSchema
 from .confirm import Refusal
@@ -19,6 +20,18 @@ from .events import StepRecord
 from .questions import PresetAnswers, QuestionHandler
 from .repetition import RepetitionDetector
 from .result import RunResult, TimingTotals, TokenTotals
+
+
+def check_task(task: object, url: object = None) -> None:
+    """A task as a run takes it, checked before anything starts (no browser, no directory): a task that
+    says nothing is a ConfigError (it ran, the model guessing at a goal), a task or URL that is not a
+    string a TypeError (it failed deep in the run)."""
+    if not isinstance(task, str):
+        raise TypeError(f"the task must be a str, not {type(task).__name__}")
+    if not task.strip():
+        raise ConfigError("the task is empty: say what the agent should do")
+    if url is not None and not isinstance(url, str):
+        raise TypeError(f"url must be a str or None, not {type(url).__name__}")
 
 
 @dataclass

@@ -30,6 +30,7 @@ from surfer.tools.base import Environment
 from .control import RunControl, RunHandle
 from .questions import QuestionHandler
 from .result import RunResult
+from .run_state import check_task
 from .rundir import default_run_dir, slugify, write_atomic
 
 Agent = Any  # surfer.agent.loop.Agent, which makes sessions (not imported: loop imports this module)
@@ -145,6 +146,7 @@ class Session:
         account and directory stay)."""
         if self._closed:
             raise RuntimeError("this session is closed")
+        check_task(task, url)  # (before the browser opens)
         async with self._turn:
             first = not any(r.steps for r in self.results)  # (a first task that never began leaves the URL to the next)
             await self.renew_environment()  # it died between tasks
@@ -199,11 +201,13 @@ class Session:
     ) -> RunHandle:
         """Start the next task in the background (inside a running event loop): a handle
         to pause, resume, hint, finish or cancel it, and await its result."""
+        check_task(task, url)
         control = RunControl()
+        handle = RunHandle.started(self.run(
+            task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent,
+        ), control, "session")
         self._started_controls.append(control)
-        running = asyncio.ensure_future(self.run(
-            task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent))
-        return RunHandle(running, control)
+        return handle
 
     async def renew_environment(self) -> bool:
         """Replace the session's browser if it died since the last task (its pages, sign-ins
@@ -297,9 +301,11 @@ class SyncSession:
     def directory(self) -> Path | None:
         return self._session.directory
 
-    def run(self, task: str, url: str | None = None, *, answer_schema: Any = None, on_question: QuestionHandler | None = None,
-            answers: Any = None) -> RunResult:
-        return self._run(self._session.run(task, url, answer_schema=answer_schema, on_question=on_question, answers=answers))
+    def run(self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+            on_question: QuestionHandler | None = None, answers: Any = None, out_dir: str | Path | None = None) -> RunResult:
+        """`Session.run`: the next task, where the last one ended; returns when it has ended."""
+        return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
+                                           on_question=on_question, answers=answers, out_dir=out_dir))
 
     def close(self) -> None:
         from .blocking import call_blocking

@@ -35,10 +35,11 @@ from .adapters import PolicyRef, version_of
 from .affinity import current_session, session_policy
 from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest, Usage
 from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
+from .connections import Connections
 from .data_parallel import count_ranks_at
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
-from .json_http import ConnectFailed, HttpStatusError, JsonClient, TimedOut, answers, retry_after
+from .json_http import ConnectFailed, HttpStatusError, TimedOut, answers
 from .outage import answered_before, server_watch
 from .refusals import context_too_long, key_refused, named, rejects_structured_param, server_gone
 from .replies import reply_text, usage_of
@@ -94,8 +95,7 @@ class OpenAICompatibleBackend(ModelBackend):
         self.on_generate = on_generate
         self.engine: str | None = None  # what the server's /models says it is (`owned_by`: vllm, sglang), once checked
         self.structured_mode = STRUCTURED_MODES[0]
-        self._http: JsonClient | None = None
-        self._sdk_client: Any = None
+        self.connections = Connections(endpoint)  # per event loop that calls (connections.py)
         self._checked = False
         self._tokens_checked = False
         self._answered = False  # this backend has had an answer (outage.py learnt of it)
@@ -109,59 +109,36 @@ class OpenAICompatibleBackend(ModelBackend):
         self.path: RequestPath | None = None
         self._generate_took_images = False  # a /generate request with images was answered: its form is taken
         self.generate: Any = None  # the GenerateTransport where the path is tokens in
-        self._choosing: asyncio.Lock | None = None
 
     @property
     def label(self) -> str:
         return f"{self.endpoint.model} @ {self.endpoint.base_url}"
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-        if self._sdk_client is not None:
-            await self._sdk_client.close()
+        """Close this event loop's connections; a later call opens new ones (`run_sync` closes its
+        agent's backends after each run, and the agent may run again: connections.py)."""
+        await self.connections.aclose()
 
     async def _call(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None) -> Any:
         """The server's JSON answer to `method path`; HttpStatusError, ConnectFailed or TimedOut."""
         if self.typed_requests:
-            return await self._sdk_call(path, timeout, body)
-        if self._http is None:
-            self._http = self._json_client()
+            return await self.connections.sdk_call(path, timeout, body)
+        http = self.connections.http
+        if http is None:
+            http = self.connections.http = self.connections.json_client()
         if body is not None:
             body = dict(body)
             body.update(body.pop("extra_body", {}))
         session = current_session()  # the run's session, named to the server (affinity.py), with its rank there
         headers = session.headers_at(self.endpoint.base_url, self.endpoint.session_rank) if session else None
-        return await self._http.request(method, path, timeout, body, headers)
-
-    def _json_client(self) -> JsonClient:
-        return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT)
-
-    async def _sdk_call(self, path: str, timeout: float, body: dict[str, Any] | None) -> Any:
-        import openai
-
-        if self._sdk_client is None:
-            self._sdk_client = openai.AsyncOpenAI(
-                base_url=self.endpoint.base_url, api_key=self.endpoint.api_key or "EMPTY",
-                timeout=self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT, max_retries=0,
-            )
-        try:
-            if path == "models":
-                return (await self._sdk_client.models.list(timeout=timeout)).model_dump()
-            return (await self._sdk_client.chat.completions.create(**(body or {}), timeout=timeout)).model_dump()
-        except openai.APITimeoutError as exc:
-            raise TimedOut(str(exc)) from None
-        except openai.APIConnectionError as exc:
-            raise ConnectFailed(str(exc.__cause__ or exc)) from None
-        except openai.APIStatusError as exc:
-            raise HttpStatusError(exc.status_code, exc.message, retry_after(exc.response.headers.get("retry-after"))) from None
+        return await http.request(method, path, timeout, body, headers)
 
     async def check(self) -> None:
         """Preflight: reachable, and the model is listed (when /models exists)."""
         if self._checked:
             return
-        if self._http is None and not self.typed_requests:  # its HTTP library imports off the loop, which starts the browser
-            self._http = await asyncio.to_thread(self._json_client)
+        if self.connections.http is None and not self.typed_requests:  # its HTTP library imports off the loop, which starts the browser
+            self.connections.http = await asyncio.to_thread(self.connections.json_client)
         try:
             page = await self._with_connect_retries(lambda timeout: self._call("GET", "models", timeout))
         except ServerGone:
@@ -200,8 +177,9 @@ class OpenAICompatibleBackend(ModelBackend):
                 f"it serves: {named(served)}"
             )
         await self.choose_path()
-        if self.endpoint.session_rank and self._http is not None:  # its data-parallel ranks, asked once (never fails)
-            await count_ranks_at(self.endpoint.base_url, self.engine, self._http)
+        http = self.connections.http
+        if self.endpoint.session_rank and http is not None:  # its data-parallel ranks, asked once (never fails)
+            await count_ranks_at(self.endpoint.base_url, self.engine, http)
         self._checked = True
 
     async def _check_root(self) -> None:
@@ -250,8 +228,7 @@ class OpenAICompatibleBackend(ModelBackend):
         if self.path is None and self.typed_requests:
             return RequestPath(False, "chat completions (the openai SDK's typed requests)")
         if self.path is None:
-            self._choosing = self._choosing or asyncio.Lock()
-            async with self._choosing:
+            async with self.connections.choosing:
                 if self.path is None:
                     path = await choose_path(self.endpoint, lambda url: self._call("GET", url, min(PROBE_TIMEOUT, self.request_timeout())))
                     if path.tokens_in and path.tokenizer is not None:

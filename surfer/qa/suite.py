@@ -132,6 +132,13 @@ class Case(_Strict):
             raise ValueError("a step must not be empty")
         return steps
 
+    @field_validator("task")
+    @classmethod
+    def _task_not_blank(cls, task: Optional[str]) -> Optional[str]:
+        if task is not None and not task.strip():
+            raise ValueError("the task must not be blank")
+        return task
+
     @model_validator(mode="after")
     def _steps_or_task(self) -> "Case":
         if (self.steps is None) == (self.task is None):

@@ -119,6 +119,16 @@ class Environment(abc.ABC):
         """Why a person cannot take over this environment now (None: they can; every desktop can)."""
         return None
 
+    def turn(self) -> asyncio.Lock:
+        """Held by the run in progress here: one run at a time in an environment (an agent given one
+        `environment=` and asked to run two tasks at once runs the second when the first has ended;
+        both drove one page before). A lock of the running event loop's."""
+        loop = asyncio.get_running_loop()
+        held = getattr(self, "_turn", None)
+        if held is None or held[0] is not loop:
+            held = self._turn = (loop, asyncio.Lock())
+        return held[1]
+
     def watch_person(self) -> Any:
         """What records a person's turn at the controls (`PersonWatch`, tools/person.py): by default
         the screens before and after it; the browser reads the page's events."""

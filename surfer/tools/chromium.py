@@ -153,12 +153,20 @@ async def start_chromium(
 
     playwright = None
     if driver is None:
-        driver = await asyncio.to_thread(spawn_driver)
+        spawning = asyncio.ensure_future(asyncio.to_thread(spawn_driver))
+        try:
+            driver = await asyncio.shield(spawning)
+        except asyncio.CancelledError:  # (a run stopped as it starts: the driver it spawns meanwhile is not left behind)
+            spawning.add_done_callback(lambda done: done.cancelled() or done.exception() or _kill(done.result()))
+            raise
     if driver is not None:
         try:
             playwright = await _connect_driver(driver)
         except Exception:  # noqa: BLE001 - Playwright's internals changed: start a driver as usual
             driver.kill()
+        except BaseException:
+            _kill(driver)
+            raise
     if playwright is None:
         use_node_compile_cache()
         playwright = await async_playwright().start()
@@ -181,6 +189,16 @@ async def with_playwright(open_with: Any) -> tuple[Any, Any]:
     except BaseException:
         await playwright.stop()
         raise
+
+
+def _kill(driver: subprocess.Popen[bytes] | None) -> None:
+    """A driver nobody will use: ended, and its pipes closed."""
+    if driver is not None:
+        driver.kill()
+        for pipe in (driver.stdin, driver.stdout):
+            if pipe is not None:
+                pipe.close()
+        driver.wait()
 
 
 def spawn_driver() -> subprocess.Popen[bytes] | None:

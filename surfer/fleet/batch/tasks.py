@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from surfer.agent.config import AgentConfig
 from surfer.core.errors import ConfigError
@@ -54,6 +54,13 @@ class BatchTask(BaseModel):
     group: Optional[str] = Field(default=None, description="Set by `--samples`: the id the samples share.")
     sample: Optional[int] = Field(default=None, description="Set by `--samples`: the sample number.")
     samples: Optional[int] = Field(default=None, description="Set by `--samples`: how many samples the group has.")
+
+    @field_validator("task")
+    @classmethod
+    def _says_something(cls, task: str) -> str:
+        if not task.strip():
+            raise ValueError("the task is blank: say what the agent should do")
+        return task
 
     @model_validator(mode="after")
     def _one_reward(self) -> "BatchTask":
@@ -124,7 +131,7 @@ def tasks_of(items: Iterable[BatchTask | dict[str, Any] | str], samples: int = 1
 
 
 def _problems(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
 
 
 def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
@@ -39,6 +40,20 @@ CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconn
 
 
 class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
+    """A browser the agent works in: one isolated context (its own cookies and tabs) in a Chromium it
+    launches, or in `browser=`, a Playwright `Browser` of the async API you launched (many environments,
+    one Chromium process); `close()` closes its context, and a Chromium it launched, never yours.
+
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch()
+            agent = Agent(environment=BrowserEnvironment(browser=browser), ...)
+
+    An agent given an environment starts it at each run (opening the run's URL), keeps it open after
+    the run, and runs one task at a time in it; close it yourself (`await env.close()`).
+    `headless`, `viewport` (CSS pixels) and `device_scale_factor` shape the screen; `allowed_domains` /
+    `blocked_domains`, `upload_files`, `storage_state`, `user_data_dir`, `cdp_url` / `browser_ws` are
+    the settings of the same names (docs: browser, safety, signed-in)."""
+
     kind = "browser"
 
     def __init__(
@@ -82,6 +97,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             self.trace = ContextTrace(trace)  # `--trace`: Playwright's trace of each run (tracing.py)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        if browser is not None and not inspect.iscoroutinefunction(getattr(browser, "new_context", None)):
+            kind = type(browser)
+            raise ConfigError(f"browser= takes a Playwright Browser of the async API (playwright.async_api), "
+                              f"not a {kind.__module__}.{kind.__qualname__}")
         if sum(bool(x) for x in (user_data_dir, cdp_url, browser_ws)) > 1:
             raise ConfigError("choose one of a persistent profile (user_data_dir), cdp_url and browser_ws")
         if user_data_dir and storage_state is not None:
