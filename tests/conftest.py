@@ -87,8 +87,8 @@ def pytest_runtest_protocol(item, nextitem):  # type: ignore[no-untyped-def]
 # (--no-loadscope-reorder). The files that take longest (browsers, subprocesses, a Ray
 # cluster: 15-110 s each on two cores) go first, so that no worker starts one of them
 # while the others have run out of work. The rest keep their order.
-LONGEST_FILES = ("test_qa_run.py", "test_batch_ray.py", "test_soak.py", "test_view.py", "test_miniwob.py",
-                 "test_inprocess_backends.py", "test_qa_pytest_plugin.py")
+LONGEST_FILES = ("test_qa_run.py", "test_batch_ray.py", "test_mcp.py", "test_soak.py", "test_view.py", "test_miniwob.py",
+                 "test_inprocess_backends.py", "test_qa_pytest_plugin.py", "test_batch.py")
 
 
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
