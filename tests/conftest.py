@@ -196,13 +196,13 @@ async def crash_page(page) -> None:  # type: ignore[no-untyped-def]
         pass
 
 
-@pytest.fixture(scope="session")
-def xvfb() -> Iterator[str]:
-    """A private Xvfb; `-displayfd` makes it pick a free display number and
-    write it once the server is ready to accept connections."""
+@contextmanager
+def private_xvfb(width: int, height: int) -> Iterator[str]:
+    """A private Xvfb of `width` x `height`, its display (":N") yielded, stopped on leaving; `-displayfd` makes
+    it pick a free display number and write it once the server is ready to accept connections."""
     read_end, write_end = os.pipe()
     server = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{XVFB_SCREEN[0]}x{XVFB_SCREEN[1]}x24", "-nolisten", "tcp"],
+        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
         pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     os.close(write_end)
@@ -216,3 +216,10 @@ def xvfb() -> Iterator[str]:
         os.close(read_end)
         server.terminate()
         server.wait(10)
+
+
+@pytest.fixture(scope="session")
+def xvfb() -> Iterator[str]:
+    """The session's private Xvfb (private_xvfb), of XVFB_SCREEN."""
+    with private_xvfb(*XVFB_SCREEN) as display:
+        yield display

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from conftest import private_xvfb
 
 from surfer.agent.loop import Agent
 from surfer.core.actions import (
@@ -339,19 +340,10 @@ async def test_a_display_that_goes_away_is_an_environment_failure(xvfb: str, mon
 
     gui = _load_pyautogui(xvfb)  # (bound to the session's display: this one is watched, not typed on)
     monkeypatch.setattr(desktop_module, "_load_pyautogui", lambda display: gui)
-    read_end, write_end = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "64x48x24", "-nolisten", "tcp"],
-                              pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_end)
-    try:
-        display = ":" + os.read(read_end, 32).decode().strip()
+    with private_xvfb(64, 48) as display:  # stopped on leaving: the display goes away under the environment
         env = DesktopEnvironment(display=display)
         await env.start()
         assert (await env.observe()).screenshot.size == Size(64, 48) and env.alive
-    finally:
-        os.close(read_end)
-        server.terminate()
-        server.wait(10)
     with pytest.raises(EnvironmentFailure, match=f"^the screenshot of the desktop failed: the X display {display} went away"):
         await env.observe()
     with pytest.raises(EnvironmentFailure, match=f"^watching the screen failed: the X display {display} went away"):

@@ -5,12 +5,11 @@ no model call."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from conftest import private_xvfb
 from inprocess import surfer
 
 from test_desktop import TASK, FormResponder, TkForm, is_event
@@ -64,16 +63,7 @@ def test_a_desktop_suite_runs_then_replays_from_the_cache(xvfb, form_factory, st
 
     # A case whose desktop cannot start (here: another display than the one this process's pyautogui drives) stops
     # the run, exit 2, as a model server that is gone does; it was an 'internal error' per case.
-    read_end, write_end = os.pipe()
-    other = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "64x48x24", "-nolisten", "tcp"],
-                             pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_end)
-    try:
-        display = ":" + os.read(read_end, 32).decode().strip()
+    with private_xvfb(64, 48) as display:
         stopped = surfer(*args, "--out", str(tmp_path / "o3"), env={"DISPLAY": display})
-    finally:
-        os.close(read_end)
-        other.terminate()
-        other.wait(10)
     assert stopped.returncode == 2 and "stopped: pyautogui in this process already drives display" in stopped.stderr
     assert json.loads((tmp_path / "o3" / "attempts.jsonl").read_text())["status"] == "unfinished"
