@@ -66,6 +66,9 @@ class LevelTally:
     completion_tokens: int = 0
     failed_calls: int = 0
     session_errors: list[str] = field(default_factory=list)  # why each session that ended in an error did
+    # (status, steps) of each session that ended on its own (not the ones the window's end cancelled), from its
+    # Finished event: the batch's index may not hold the last ones yet when the steady window closes
+    ended: list[tuple[str, int]] = field(default_factory=list)
     steady: SteadyWindow | None = None
     warm_steps: int = 0  # each session's first steps, answered by WarmStart: not counted
 
@@ -77,6 +80,8 @@ class LevelTally:
             if self.steady is not None:
                 self.steady.session_started(event.run_id)
         elif isinstance(event, Finished):
+            if event.result.status != "interrupted":
+                self.ended.append((str(event.result.status), int(event.result.steps)))
             if getattr(event.result, "status", None) == "error":
                 self.session_errors.append(str(event.result.reason or "no reason given"))
             if self.steady is not None:
@@ -228,17 +233,17 @@ async def surfer_level(config: Any, recordings: list[Any], concurrency: int | st
         seconds, stopped, readings = await _steady_run(batch.run(), window, steady, sampler)
     finally:
         await backend.aclose()
-    finished = batch.index.read()
+    finished = tally.ended
     statuses: dict[str, int] = {}
-    for record in finished:
-        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    for status, _ in finished:
+        statuses[status] = statuses.get(status, 0) + 1
     result = {
         "steps": len(tally.steps),
         "steps_per_s": round(len(tally.steps) / seconds, 4),
         "step_p50": _round(percentile(tally.steps, 0.5)),
         "step_p95": _round(percentile(tally.steps, 0.95)),
         "sessions_finished": len(finished),
-        "steps_per_session": round(sum(r["steps"] for r in finished) / len(finished), 2) if finished else None,
+        "steps_per_session": round(sum(steps for _, steps in finished) / len(finished), 2) if finished else None,
         "statuses": statuses,
         "unusable_outputs": tally.failed_calls,
         # sessions that errors ended (the load changed as they did: fewer ran, or shallower ones replaced them)
