@@ -6,7 +6,6 @@ and its /generate body: tests/test_tokens_in.py; `surfer doctor`: tests/test_ser
 
 from __future__ import annotations
 
-import threading
 from collections import Counter, defaultdict
 
 from surfer.agent.config import AgentConfig
@@ -17,33 +16,7 @@ from surfer.models import data_parallel
 from surfer.models.json_http import HttpStatusError, TimedOut
 from surfer.models.standin import StandInServer
 from surfer.tools.replay import load_recordings
-
-
-class Answerer:
-    """Clicks once, then answers (the validator accepts): every session asks all three roles. The first request
-    of each session is answered once `together` sessions have asked (they are all live at once)."""
-
-    def __init__(self, together: int = 1) -> None:
-        self.lock = threading.Lock()
-        self.policy_calls: Counter[str] = Counter()
-        self.together = together
-        self.all_asked = threading.Event()
-
-    def __call__(self, request):  # type: ignore[no-untyped-def]
-        if request.role == "localizer":
-            return {"x": 500, "y": 500}
-        if request.role == "validator":
-            return {"verdict": "accept", "reasons": "It is there."}
-        with self.lock:
-            self.policy_calls[request.session or ""] += 1
-            calls = self.policy_calls[request.session or ""]
-            if len(self.policy_calls) >= self.together:
-                self.all_asked.set()
-        if calls == 1:
-            assert self.all_asked.wait(20), "the sessions did not all start"
-        if calls >= 2:
-            return {"thought": "done", "notes": "", "action": {"type": "answer", "text": "done"}}
-        return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+from test_servers import Answerer
 
 
 def ranks_by_session(server: StandInServer) -> dict[str, set[str | None]]:
@@ -63,7 +36,7 @@ async def batch_on(server: StandInServer, tmp_path, n: int, **settings) -> Batch
 
 
 async def test_each_session_keeps_one_rank_of_a_data_parallel_endpoint(standin, tmp_path):
-    server = standin(Answerer(together=4), data_parallel=2)  # vLLM: its /metrics has a series per engine
+    server = standin(Answerer(answer_at=2, together=4), data_parallel=2)  # vLLM: its /metrics has a series per engine
     batch = await batch_on(server, tmp_path / "dp", 4)
     where = ranks_by_session(server)
     assert set(where) == {f"t{k}" for k in range(4)}
@@ -77,10 +50,10 @@ async def test_each_session_keeps_one_rank_of_a_data_parallel_endpoint(standin, 
         ResultLine.model_validate(lines[task])
 
     # the benchmarks' round-robin-per-request: no rank, the engine spreads the requests itself
-    naive = standin(Answerer(), data_parallel=2)
+    naive = standin(Answerer(answer_at=2), data_parallel=2)
     await batch_on(naive, tmp_path / "naive", 1, server_placement="round-robin-per-request")
     # a server of one rank: no rank header
-    plain = standin(Answerer(), kv_capacity=10**6)
+    plain = standin(Answerer(answer_at=2), kv_capacity=10**6)
     lines = (await batch_on(plain, tmp_path / "plain", 1)).index.read()
     assert all(s.requests and all(r.rank is None for r in s.requests) for s in (naive, plain))
     assert "data_parallel_rank" not in lines[0]
@@ -88,7 +61,7 @@ async def test_each_session_keeps_one_rank_of_a_data_parallel_endpoint(standin, 
 
 async def test_a_probe_that_fails_or_goes_unanswered_sends_no_rank_and_the_run_goes_on(standin, tmp_path, monkeypatch):
     monkeypatch.setattr(data_parallel, "PROBE_TIMEOUT", 0.2)
-    wedged = standin(Answerer(), data_parallel=2)
+    wedged = standin(Answerer(answer_at=2), data_parallel=2)
     wedged.hang_paths = {"/metrics"}  # accepted, never answered
     await batch_on(wedged, tmp_path, 1)
     assert wedged.requests and all(r.rank is None for r in wedged.requests)

@@ -12,7 +12,6 @@ import asyncio
 import json
 import threading
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
 from inprocess import surfer
@@ -33,12 +32,17 @@ ANSWER_AT = 3  # the policy answers at its third call of a session: policy, loca
 
 
 class Answerer:
-    """One model behind every stand-in: clicks twice, then answers (the validator accepts). Counts policy calls
-    per session (the X-Surfer-Session header), so a session that moved on goes on where it was."""
+    """One model behind every stand-in: clicks, then answers at the session's `answer_at`-th policy call (the
+    validator accepts). Counts policy calls per session (the X-Surfer-Session header), so a session that moved on
+    goes on where it was. With `together`, each session's first request is answered once that many sessions have
+    asked (they are all live at once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer_at: int = ANSWER_AT, together: int = 1) -> None:
         self.lock = threading.Lock()
         self.policy_calls: Counter[str] = Counter()
+        self.answer_at = answer_at
+        self.together = together
+        self.all_asked = threading.Event()
 
     def __call__(self, request):  # type: ignore[no-untyped-def]
         if request.role == "localizer":
@@ -48,7 +52,11 @@ class Answerer:
         with self.lock:
             self.policy_calls[request.session or ""] += 1
             calls = self.policy_calls[request.session or ""]
-        if calls >= ANSWER_AT:
+            if len(self.policy_calls) >= self.together:
+                self.all_asked.set()
+        if calls == 1 and self.together > 1:
+            assert self.all_asked.wait(20), "the sessions did not all start"
+        if calls >= self.answer_at:
             return {"thought": "done", "notes": "", "action": {"type": "answer", "text": "done"}}
         return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
 
