@@ -38,7 +38,8 @@ def cluster():  # type: ignore[no-untyped-def]
     from ray.cluster_utils import Cluster
 
     slots = {"num_cpus": 1, "resources": {"surfer_slots": 3}}
-    cluster = Cluster(initialize_head=True, head_node_args={**slots, "include_dashboard": False})
+    # no autoscaler monitor (a Python process of ~0.8 s of CPU at start): the test cluster's nodes are fixed
+    cluster = Cluster(initialize_head=True, head_node_args={**slots, "include_dashboard": False, "no_monitor": True})
     cluster.add_node(**slots)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, logging_level="warning")
