@@ -35,7 +35,8 @@ async def batch_dir(demo_site, measure, tmp_path_factory):  # type: ignore[no-un
     )
     with StandInServer(oracle) as server:
         config = AgentConfig(
-            base_url=server.base_url, model=server.model, max_steps=10, browser=BrowserSettings(viewport=VIEWPORT)
+            base_url=server.base_url, model=server.model, max_steps=10, browser=BrowserSettings(viewport=VIEWPORT),
+            policy_version="it-3",  # (tokens not recorded: the calls' policy is exported all the same)
         )
         summary = await run_batch(config, load_tasks(tasks, samples=2), out / "batch", concurrency=2)
     assert summary.statuses == {"success": 2}
@@ -59,6 +60,9 @@ def test_step_records_group_samples_and_reference_screenshots(batch_dir: Path):
         assert steps[0]["timings"]["waiting"] == 0.0  # (a column in every export: the time a person took)
         assert json.loads(steps[0]["metadata"]) == {"split": "train"}
     assert any(r["retries"] == 0 for r in records)
+    # every row says which policy answered, and where its run is wherever the rows are read
+    assert {(r["policy"], r["policy_version"]) for r in records} == {("standin-model", "it-3")}
+    assert all(Path(r["run_dir"]).is_absolute() and Path(r["run_dir"], "result.json").is_file() for r in records)
 
 
 def test_call_records_hold_each_model_call_with_its_parsed_output(batch_dir: Path):
@@ -84,6 +88,11 @@ def test_call_records_hold_each_model_call_with_its_parsed_output(batch_dir: Pat
     verdicts = [json.loads(c["parsed"])["accepted"] for c in calls if c["role"] == "validator" and c["sample"] == 0]
     assert verdicts == [False, True] or verdicts == [True]  # the oracle proposes one wrong code per server
     assert all(c["prompt_tokens"] > 0 and c["seconds"] >= 0 for c in calls)
+    # without --record-tokens: each call numbered in its run (as tokens.jsonl and the trajectory rows number
+    # them, not from 0 in each step), the policy that answered it recorded
+    for sample in (0, 1):
+        assert [c["call"] for c in calls if c["sample"] == sample] == list(range(sum(c["sample"] == sample for c in calls)))
+    assert {(c["policy"], c["policy_version"], c["prompt_ids"]) for c in calls} == {("standin-model", "it-3", None)}
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])

@@ -146,6 +146,11 @@ async def test_samples_form_a_group_whose_statistics_readers_fill_once_it_is_com
     assert first["group"] == {"id": "reg", "index": 0, "size": 2, "mean": 1.0, "std": 0.0, "advantage": 0.0}
     raw = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert [r["group"] for r in raw] == [{"id": "reg", "index": 0, "size": 2}, {"id": "reg", "index": 1, "size": 2}]
+    # a group finished and never yielded (none was: as after a `surfer batch` run) is yielded once, nothing run
+    (tmp_path / "out" / "delivered.jsonl").unlink()
+    again = [g async for g in surfer.rollouts(config_for(judging_server), tmp_path / "tasks.jsonl", samples=2,
+                                              out_dir=tmp_path / "out", groups=True, advantages="grpo")]
+    assert again == groups
 
 
 def test_grpo_advantages_are_the_rewards_standardized_within_each_group():

@@ -3,6 +3,7 @@ Ray runner shares the same recording path, see test_batch_ray.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import pytest
@@ -16,17 +17,23 @@ from surfer.apps.demo.oracle import DEMO_TASK
 async def test_rollouts_yield_each_sample_as_it_finishes_and_resume(demo_site, oracle_server, tmp_path):
     tasks = [{"id": "reg", "task": DEMO_TASK, "url": demo_site.url("index.html")}]
     config = config_for(oracle_server)
-    seen = []
-    async for record in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path, concurrency=2):
-        assert (tmp_path / record["run_dir"] / "result.json").exists()  # published before it is yielded
-        seen.append(record)
-        if len(seen) == 1:  # a second batch over the directory while this one runs is refused: nothing twice
+    seen, index = [], ResultsIndex(tmp_path / "results.jsonl")
+    async with contextlib.aclosing(surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path, concurrency=2)) as stream:
+        async for record in stream:
+            assert (tmp_path / record["run_dir"] / "result.json").exists()  # published before it is yielded
+            seen.append(record)
+            # a second batch over the directory while this one runs is refused: nothing twice
             with pytest.raises(surfer.ConfigError, match="another batch is running in"):
                 [r async for r in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path)]
+            async with asyncio.timeout(60):  # the trainer learns from it while the other sample finishes...
+                while len(index.read()) < 2:
+                    await asyncio.sleep(0.05)
+            break  # ...and stops: that sample's line is yielded by the next call over the directory, once
+    seen += [r async for r in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path)]
     assert sorted(r["id"] for r in seen) == ["reg#0", "reg#1"]
     assert sorted((r["group"]["id"], r["group"]["index"], r["group"]["size"]) for r in seen) == [("reg", 0, 2), ("reg", 1, 2)]
     assert {r["status"] for r in seen} == {"success"} and {(r["reward"], r["reward_source"]) for r in seen} == {(1.0, "outcome")}
-    assert ResultsIndex(tmp_path / "results.jsonl").read() == seen
+    assert index.read() == seen
     again = [r async for r in surfer.rollouts(config, tasks, samples=2, out_dir=tmp_path)]
     assert again == [] and oracle_server.oracle.answers_given == 2  # resumed: nothing ran twice
 

@@ -280,8 +280,8 @@ class AgentConfig(_Strict):
         "returns them (vLLM >= 0.10.2), checked before the run starts.",
     )
     policy_version: str | None = Field(
-        default=None, description="A version string recorded with every captured call's policy (e.g. the training "
-        "step of the weights or adapter served).",
+        default=None, description="A version string recorded with every model call (trajectory.jsonl; tokens.jsonl "
+        "with record_tokens) and export row, e.g. the training step of the weights or adapter served.",
     )
     tokens_in: Literal["auto", "on", "off"] = Field(
         default="auto", description="Send requests as token ids to SGLang's native /generate, each continuing the "

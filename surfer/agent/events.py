@@ -38,7 +38,7 @@ class ModelCall:
     structured: str = ""
     error: str | None = None  # why the completion was rejected, when it was
     model: str = ""  # the model (or adapter) the server answered with
-    policy_version: str | None = None  # the version of the session's policy that served it, where it had one
+    policy_version: str | None = None  # the session's policy's version, else the configured policy_version
     # token for token, when recorded (record_tokens); with a run directory the ids are in its tokens.jsonl and
     # dropped here once the step is finished (Tokens.without_ids), so a long run does not hold them all
     tokens: Tokens | None = None

@@ -52,7 +52,8 @@ class ModelCallLine(_Closed):
     model: str = Field(default="", description="The model the server answered with: with a batch's policy, the "
                        "adapter's name (docs: Adapters).")
     policy_version: str | None = Field(default=None, description="The version of the session's policy (`NAME@VERSION`) "
-                                       "that served the call; absent without a policy.")
+                                       "that served the call, else the configured policy_version (--policy-version); "
+                                       "absent without either.")
     call: int | None = Field(
         default=None, description="With record_tokens: the call's number in the run, its line in tokens.jsonl.",
     )

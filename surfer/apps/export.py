@@ -18,7 +18,7 @@ A person's actions after a take-over (human steps) are step records with
 `actor: "human"` (agent steps: `actor: "agent"`), their `screenshot` the
 screen before the action and `screenshot_after` the one after, no model
 call: demonstrations a trainer may weight or drop by `actor`.
-Images are referenced by absolute screenshot paths. Free-form objects
+Images are referenced by absolute screenshot paths, runs by absolute `run_dir`s. Free-form objects
 (actions, outcomes, request summaries, metadata) are JSON strings, so every
 column has one type and the file loads with `datasets`, pandas or pyarrow.
 
@@ -33,6 +33,7 @@ no path back to the run directories, ready to push to a dataset hub.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from pathlib import Path
 from typing import Any, Iterator, Literal, Optional
@@ -128,7 +129,7 @@ def _run_fields(run_dir: Path, batch: dict[str, Any]) -> dict[str, Any]:
         "reward": reward_of(result, batch),
         "final_answer": result.get("answer"),
         "metadata": _json(batch.get("metadata") or {}),
-        "run_dir": str(run_dir),
+        "run_dir": str(run_dir.resolve()),  # absolute, as the screenshots are: the rows are read elsewhere
         "processor": _json((meta.get("config") or {}).get("processor")),
     }
 
@@ -161,6 +162,7 @@ def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str
     usage = step.get("usage") or {}
     action = step.get("action")
     policy_request = ((calls.get("policy") or [{}])[0]).get("request") or {}
+    served = accepted.get("policy") or next(iter(calls.get("policy") or []), None) or {}
     return {
         **run,
         "step": step.get("index"),
@@ -184,6 +186,8 @@ def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str
         "timings": {k: float(timings.get(k, 0.0)) for k in TIMING_KEYS},
         "prompt_tokens": int(usage.get("prompt_tokens", 0)),
         "completion_tokens": int(usage.get("completion_tokens", 0)),
+        "policy": served.get("model"),  # the model or adapter that answered the step's policy call
+        "policy_version": served.get("policy_version"),
     }
 
 
@@ -191,18 +195,19 @@ TOKEN_COLUMNS = ("prompt_ids", "completion_ids", "logprobs", "policy", "policy_v
                  "cached_tokens", "extends_previous")
 
 
-def _token_columns(tokens: Any) -> dict[str, Any]:
+def _token_columns(tokens: Any, call: dict[str, Any]) -> dict[str, Any]:
     """A call's token columns (TRL's names) from its recorded CallTokens; None each where it has none."""
-    if tokens is None:
-        return dict.fromkeys(TOKEN_COLUMNS)
+    if tokens is None:  # (the policy that answered is in trajectory.jsonl all the same)
+        return {**dict.fromkeys(TOKEN_COLUMNS), "policy": call.get("model"), "policy_version": call.get("policy_version")}
     return {"prompt_ids": tokens.prompt_ids, "completion_ids": tokens.completion_ids, "logprobs": tokens.logprobs,
             "policy": tokens.policy, "policy_version": tokens.policy_version, "finish_reason": tokens.finish_reason,
             "cached_tokens": tokens.cached_tokens, "extends_previous": tokens.extends_previous}
 
 
 def _call_records(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str],
-                  tokens: dict[int, Any]) -> Iterator[dict[str, Any]]:
-    number = 0
+                  tokens: dict[int, Any], numbers: Iterator[int]) -> Iterator[dict[str, Any]]:
+    """The step's calls; `call` is the call's number in the run (tokens.jsonl's and the trajectory rows' `calls`),
+    counted by `numbers` for runs that did not record it."""
     localized = iter(step.get("points") or [])
     for role, calls in (step.get("calls") or {}).items():
         for call in calls:
@@ -224,7 +229,7 @@ def _call_records(run: dict[str, Any], step: dict[str, Any], shots: dict[int, st
             yield {
                 **run,
                 "step": step.get("index"),
-                "call": number,
+                "call": call["call"] if "call" in call else next(numbers),
                 "role": role,
                 "messages": _json(messages),
                 "images": images,
@@ -236,9 +241,8 @@ def _call_records(run: dict[str, Any], step: dict[str, Any], shots: dict[int, st
                 "seconds": float(call.get("seconds", 0.0)),
                 "prompt_tokens": int(usage.get("prompt_tokens", 0)),
                 "completion_tokens": int(usage.get("completion_tokens", 0)),
-                **_token_columns(tokens.get(call["call"]) if "call" in call else None),
+                **_token_columns(tokens.get(call["call"]) if "call" in call else None, call),
             }
-            number += 1
 
 
 def _trajectory_records(run: dict[str, Any], steps: list[dict[str, Any]], shots: dict[int, str],
@@ -289,11 +293,12 @@ def export_records(root: str | Path, per: Per = "step") -> list[dict[str, Any]]:
             records.extend(_trajectory_records(fields, steps, shots, calls))
             continue
         tokens = {c.call: c for c in calls}
+        numbers = itertools.count()
         for step in steps:
             if per == "step":
                 records.append(_step_record(fields, step, shots, run_dir))
             else:
-                records.extend(_call_records(fields, step, shots, tokens))
+                records.extend(_call_records(fields, step, shots, tokens, numbers))
     if per == "trajectory" and runs and not records:
         raise ConfigError(f"no run under {root} recorded its tokens: --per trajectory needs runs made with --record-tokens")
     return records

@@ -33,7 +33,8 @@ RecordTokens = Annotated[bool, typer.Option(
     "policy that served it) in each run's tokens.jsonl, for training; needs a server that returns them "
     "(vLLM >= 0.10.2), checked at the start.")]
 PolicyVersion = Annotated[Optional[str], typer.Option(
-    "--policy-version", help="A version string recorded with every captured call's policy (e.g. the training step).")]
+    "--policy-version", help="A version string recorded with every model call (trajectory.jsonl; tokens.jsonl with "
+    "--record-tokens) and export row, e.g. the training step.")]
 UploadFiles = Annotated[Optional[list[Path]], typer.Option(
     "--upload-file", help="A file the agent may upload (repeat for several); no other file is ever read.")]
 AllowFileUrls = Annotated[bool, typer.Option(

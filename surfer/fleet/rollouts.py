@@ -13,7 +13,9 @@ the run directory's tokens.jsonl, read back with `surfer.agent.tokens_record`).
 Each item is the task's results.jsonl line, yielded as soon as the task
 finishes (in finishing order), with its `reward`; the run directories are under `out_dir` (a new
 temporary directory when not given). Running the same call with the same
-`out_dir` resumes, like `surfer batch`. A batch that stops early — its model server gone past `server_wait`,
+`out_dir` resumes, like `surfer batch`, and first yields the lines of tasks that finished there but were
+never yielded (a stream closed or stopped while they finished, a `surfer batch` run): `out_dir`'s
+delivered.jsonl holds the ids of those yielded, so each line is yielded once. A batch that stops early — its model server gone past `server_wait`,
 or refusing the configuration — raises ModelServerUnreachable / ConfigError once the tasks finished before it
 are yielded (the others run when the same call runs again). Closing the stream stops the batch
 (`async with contextlib.aclosing(surfer.rollouts(...)) as stream:` to stop at once on `break`).
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import tempfile
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
@@ -39,7 +42,9 @@ from surfer.core.errors import ConfigError, ModelServerUnreachable
 from surfer.fleet.batch import BatchTask, ResultsIndex, load_tasks, make_batch
 from surfer.fleet.batch.tasks import tasks_of
 from surfer.fleet.batch.groups import check_advantages, fill_groups, group_of
-from surfer.fleet.batch.results import RESULTS_FILE
+from surfer.fleet.batch.results import RESULTS_FILE, read_lines
+
+DELIVERED_FILE = "delivered.jsonl"  # {"id": ...} per results line a stream yielded, appended before it is yielded
 
 
 def _tasks(tasks: str | Path | Iterable[BatchTask | dict[str, Any] | str], samples: int) -> list[BatchTask]:
@@ -73,10 +78,25 @@ async def rollouts(
         config, items, out, concurrency=concurrency, max_inflight=max_inflight, ray_address=ray_address,
         policy=policy, **options,
     )
-    stream = _groups(batch, items, out, advantages) if groups else _records(batch)
+    stream = _groups(batch, items, out, advantages) if groups else _records(batch, out)
     async with contextlib.aclosing(stream):  # closing this stream stops the batch at once
         async for item in stream:
+            await asyncio.to_thread(_deliver, out, [line["id"] for line in item] if groups else [item["id"]])
             yield item
+
+
+def _deliver(out: Path, ids: list[str]) -> None:
+    """Blocking: note that these lines are yielded (before they are), so a resumed stream does not yield them again."""
+    with open(out / DELIVERED_FILE, "a", encoding="utf-8") as file:
+        file.write("".join(json.dumps({"id": i}) + "\n" for i in ids))
+
+
+def _undelivered(batch: Any, out: Path, todo: list[BatchTask]) -> list[dict[str, Any]]:
+    """Blocking: the final lines of the batch's tasks that will not run again and were never yielded."""
+    delivered = {line.get("id") for line in read_lines(out / DELIVERED_FILE)}
+    ids, running = {t.id for t in batch.tasks}, {t.id for t in todo}
+    return [line for line in ResultsIndex(out / RESULTS_FILE).finished(batch.retry_errors).values()
+            if line["id"] in ids and line["id"] not in running and line["id"] not in delivered]
 
 
 async def _groups(batch: Any, items: list[BatchTask], out: Path, advantages: str | None) -> AsyncIterator[list[dict[str, Any]]]:
@@ -84,21 +104,29 @@ async def _groups(batch: Any, items: list[BatchTask], out: Path, advantages: str
     ids = {task.id for task in items}
     earlier = await asyncio.to_thread(ResultsIndex(out / RESULTS_FILE).finished)
     members: dict[str, dict[str, dict[str, Any]]] = {}  # group id -> task id -> its final line
+    yielded: set[Any] = set()
     for record in earlier.values():
         if record["id"] in ids:
             members.setdefault(str(group_of(record)["id"]), {})[record["id"]] = record
-    async with contextlib.aclosing(_records(batch)) as stream:
+    async with contextlib.aclosing(_records(batch, out)) as stream:
         async for record in stream:
             group = group_of(record)
             lines = members.setdefault(str(group["id"]), {})
             lines[record["id"]] = record
-            if len(lines) == group.get("size"):
+            if len(lines) == group.get("size") and group["id"] not in yielded:  # (resumed: all its lines may come)
+                yielded.add(group["id"])
                 yield fill_groups(sorted(lines.values(), key=lambda line: group_of(line)["index"]), advantages)
 
 
-async def _records(batch: Any) -> AsyncIterator[dict[str, Any]]:
+async def _records(batch: Any, out: Path) -> AsyncIterator[dict[str, Any]]:
+    """The lines of the tasks that finish, after those that finished before and were never yielded."""
     finished: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    batch.on_record = finished.put_nowait
+
+    async def resumed(todo: list[BatchTask]) -> None:  # (the batch holds the directory by then)
+        for line in await asyncio.to_thread(_undelivered, batch, out, todo):
+            finished.put_nowait(line)
+
+    batch.on_record, batch.on_resumed = finished.put_nowait, resumed
     running = asyncio.create_task(batch.run())
     try:
         while True:

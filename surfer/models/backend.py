@@ -132,7 +132,7 @@ class Completion:
     model: str = ""
     structured: str = "none"  # how the schema was enforced: response_format | structured_outputs | none
     tokens: Tokens | None = None  # the call's token ids and logprobs, where they were asked for and given
-    policy_version: str | None = None  # the version of the session's policy (an adapter) that served it, where it had one
+    policy_version: str | None = None  # the version of the session's policy (an adapter), else the configured one
     finish_reason: str | None = None  # why generation stopped, where the server said: stop, length (cut at max_tokens)
 
     def __post_init__(self) -> None:

@@ -470,6 +470,6 @@ class OpenAICompatibleBackend(ModelBackend):
         return Completion(
             text=text, usage=usage, seconds=time.perf_counter() - started,
             model=response.get("model") or (policy.name if policy else self.endpoint.model),
-            structured=mode if mode != "none" else "prompt", policy_version=version if policy else None,
+            structured=mode if mode != "none" else "prompt", policy_version=version,
             tokens=tokens, finish_reason=choices[0].get("finish_reason"),
         )

@@ -121,5 +121,5 @@ class GenerateTransport:
         return Completion(
             text=text, usage=Usage(prompt_tokens, int(meta.get("completion_tokens") or len(generated))),
             seconds=time.perf_counter() - started, model=policy.name if policy else model, structured="json_schema",
-            tokens=tokens, policy_version=version if policy else None, finish_reason=reason if isinstance(reason, str) else None,
+            tokens=tokens, policy_version=version, finish_reason=reason if isinstance(reason, str) else None,
         )

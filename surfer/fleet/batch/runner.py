@@ -80,14 +80,10 @@ class Batch:
         tasks: Iterable[BatchTask],
         out_dir: str | Path,
         *,
-        concurrency: int | str = 4,
-        max_inflight: int | None = None,
-        backend: ModelBackend | None = None,
-        retry_errors: bool = False,
-        listeners: list[Any] | None = None,
-        replay: list[Any] | None = None,
-        secrets: Any = None,
-        answers: Any = None,
+        concurrency: int | str = 4, max_inflight: int | None = None,
+        backend: ModelBackend | None = None, retry_errors: bool = False,
+        listeners: list[Any] | None = None, replay: list[Any] | None = None,
+        secrets: Any = None, answers: Any = None,
         crash_retries: int = 1,
         auto: dict[str, Any] | None = None,
         say: Any = None,
@@ -145,6 +141,7 @@ class Batch:
         self._stopped_kind: str | None = None
         self._unfinished: dict[str, int] = {}  # attempts of this run that ended no task, by kind
         self.on_record: Any = None  # called with each line appended to results.jsonl (surfer.rollouts)
+        self.on_resumed: Any = None  # awaited with the tasks to run, once the directory is held (surfer.rollouts)
         from surfer.fleet.policy import BatchPolicy
 
         self.policy = BatchPolicy(policy, [s.endpoint for s in config.server_specs()] if backend is None else [],
@@ -203,6 +200,8 @@ class Batch:
         todo = self.pending()
         self.stats.skipped = len(self.tasks) - len(todo)
         await asyncio.to_thread(self.files.start, self.tasks)
+        if self.on_resumed is not None:  # (the directory is this batch's now: no other one yields those lines)
+            await self.on_resumed(todo)
         return todo
 
     async def run(self) -> BatchSummary:
