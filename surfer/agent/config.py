@@ -1,5 +1,5 @@
-"""Configuration: defaults < config file (TOML) < environment < explicit
-arguments. Everything parsed from outside goes through pydantic; problems
+"""Configuration: defaults < OPENAI_BASE_URL / OPENAI_API_KEY (what every OpenAI client
+reads) < config file (TOML) < SURFER_* variables < explicit arguments. Everything parsed from outside goes through pydantic; problems
 become `ConfigError` with the offending field named."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from surfer.core.errors import ConfigError
 from surfer.models.endpoint import DEFAULT_SERVER_WAIT, Endpoint, check_server_url
@@ -21,6 +21,11 @@ ENV_VARS = {
     "SURFER_MODEL": "model",
     "SURFER_API_KEY": "api_key",
     "SURFER_PROFILE": "profile",
+}
+# read as every OpenAI client reads them, below a surfer config file and the SURFER_* variables
+OPENAI_ENV_VARS = {
+    "OPENAI_BASE_URL": "base_url",
+    "OPENAI_API_KEY": "api_key",
 }
 ROLE_NAMES = ("policy", "localizer", "validator")
 
@@ -190,6 +195,8 @@ class BrowserSettings(_Strict):
 
 
 class AgentConfig(_Strict):
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)  # where load_config found each setting
+
     base_url: str = Field(
         default="http://127.0.0.1:8000/v1",
         description="The OpenAI-compatible endpoint every role uses unless its own section says otherwise.",
@@ -217,7 +224,7 @@ class AgentConfig(_Strict):
         "engine spreads the requests) (for benchmarks only: it loses every session's prefix cache).",
     )
     profile: str = Field(
-        default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, openai or auto.",
+        default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, qwen3-vl, openai or auto.",
     )
     policy: RoleSettings = Field(default=RoleSettings(), description="The policy's own endpoint and sampling.")
     localizer: RoleSettings = Field(default=RoleSettings(), description="The localizer's own endpoint and sampling.")
@@ -333,6 +340,12 @@ class AgentConfig(_Strict):
             seen.add(key)
         return self
 
+    def origin(self, field: str) -> str:
+        """Where the top-level setting `field` came from, as load_config found it: the arguments' or flags'
+        name, an environment variable (SURFER_BASE_URL, OPENAI_BASE_URL...), the config file's path, or
+        "default"."""
+        return self._origins.get(field, "default")
+
     def server_specs(self) -> list[ServerSpec]:
         """The configured servers, each complete (the shared settings fill what it leaves unset); at
         least one: `base_url` when no `servers` are given."""
@@ -426,16 +439,21 @@ def load_config(
     path: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None, overrides_source: str = "arguments",
 ) -> AgentConfig:
-    """Build the configuration from a TOML file, SURFER_* variables and overrides
-    (None values in overrides are ignored). A bad value raises ConfigError naming the
-    field and where it came from (the file, the SURFER_* variable, `overrides_source`)."""
+    """Build the configuration from OPENAI_BASE_URL / OPENAI_API_KEY, a TOML file, SURFER_* variables
+    and overrides, each over the one before (None values in overrides are ignored). A bad value raises
+    ConfigError naming the field and where it came from (the file, the variable, `overrides_source`);
+    `AgentConfig.origin(field)` says where a top-level setting came from."""
     file_data: dict[str, Any] = read_config_file(path) if path else {}
     env = os.environ if environ is None else environ
-    from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var)}
+    from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var, "").strip()}
+    from_openai = {var: {field: env[var]} for var, field in OPENAI_ENV_VARS.items() if env.get(var, "").strip()}
     flags = _drop_none(overrides or {})
     # where a value came from: the first of these layers that holds it
-    layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data)]
-    data = file_data
+    layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data), *from_openai.items()]
+    data: dict[str, Any] = {}
+    for part in from_openai.values():
+        data = merge_settings(data, part)
+    data = merge_settings(data, file_data)
     for part in from_env.values():
         data = merge_settings(data, part)
     data = merge_settings(data, flags)
@@ -444,9 +462,11 @@ def load_config(
         return next((label for label, layer in layers if _holds(layer, loc)), str(path) if path else overrides_source)
 
     try:
-        return AgentConfig.model_validate(data)
+        config = AgentConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, "", origin)) from None
+    config._origins = {field: next(label for label, layer in layers if field in layer) for field in data}
+    return config
 
 
 def _holds(layer: Mapping[str, Any], loc: tuple[Any, ...]) -> bool:

@@ -19,7 +19,7 @@ BaseUrl = Annotated[Optional[list[str]], typer.Option(
 Model = Annotated[Optional[str], typer.Option("--model", help="Model name served at the endpoint \\[env: SURFER_MODEL].")]
 ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY].")]
 Profile = Annotated[Optional[str], typer.Option(
-    "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
+    "--profile", help="Model family profile: holotron, holo2, holo1.5, qwen3-vl, openai or auto \\[env: SURFER_PROFILE].")]
 ServerWait = Annotated[Optional[float], typer.Option(
     "--server-wait", min=0, help="Seconds to hold the sessions while the model server is gone mid-run (refused, "
     "502/503/504), then go on; past it: exit 3 with nothing recorded as finished (default 300; 0: fail at once). "

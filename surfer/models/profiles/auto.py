@@ -18,6 +18,10 @@ FAMILY_PATTERNS: tuple[tuple[str, str, str], ...] = (
     (r"holo-?2(?![0-9])", "holo2", "Holo2"),
     (r"holo-?1[._-]5", "holo1.5", "Holo1.5"),
     (r"holo-?1(?![0-9._-]5)", "holo1.5", "Holo1 (JSON output in Holo1.5's frame)"),
+    # the published bases, as servers name them: Qwen/Qwen3-VL-8B-Instruct, a local path ending in one,
+    # quantised (-AWQ, -FP8), Ollama's qwen3-vl:8b and qwen2.5vl:7b
+    (r"qwen[-_]?3[-_.]?vl", "qwen3-vl", "Qwen3-VL"),
+    (r"qwen[-_]?2[._-]?5[-_.]?vl", "holo1.5", "Qwen2.5-VL (Holo1.5's base: its image sizes and pixel frame)"),
 )
 FALLBACK = "openai"
 # What to do about a guessed frame; `surfer calibrate` passes its own (it is the check).
