@@ -163,6 +163,40 @@ async def test_timeouts_are_reported_as_unreachable(standin):
     await backend.aclose()
 
 
+async def test_a_server_that_stalls_or_trickles_mid_answer_is_cut_off_and_named():
+    """A server that starts its answer and then stalls is named after `read_timeout`, not the whole
+    call's timeout; one that trickles a byte at a time cannot outlast the call's timeout."""
+    import asyncio
+
+    async def answer(reader, writer, trickle: bool) -> None:  # type: ignore[no-untyped-def]
+        head = await reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"POST"):  # the probes of the request path: nothing here
+            writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return writer.close()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 999\r\n\r\n{")
+        try:
+            while trickle:
+                writer.write(b" ")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+            await reader.read()  # stalled: until the client hangs up
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        writer.close()
+
+    for trickle, options, said in ((False, {"timeout": 30, "read_timeout": 0.2}, "stalled: it sent nothing for 0.2 s"),
+                                   (True, {"timeout": 0.3}, "did not answer within 0.3 s")):
+        server = await asyncio.start_server(lambda r, w, t=trickle: answer(r, w, t), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        backend = OpenAICompatibleBackend(Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=0, **options))
+        started = time.monotonic()
+        with pytest.raises(ModelServerUnreachable, match=f"127.0.0.1:{port}/v1 {said}" if not trickle else said):
+            await asyncio.wait_for(backend.complete(request()), 5)
+        assert time.monotonic() - started < 2
+        await backend.aclose()
+        server.close()
+
+
 @pytest.mark.parametrize("typed", [False, True], ids=["plain-json", "openai-sdk"])
 async def test_plain_json_and_the_sdk_path_agree(standin, typed):
     """Requests go out as plain JSON without the openai SDK (json_http.py); the SDK's typed

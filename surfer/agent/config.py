@@ -206,6 +206,13 @@ class AgentConfig(_Strict):
     request_timeout: float | None = Field(
         default=None, gt=0, description="Seconds for one model request; unset: 120 s, or the time left in the run if less.",
     )
+    read_timeout: float | None = Field(
+        default=None, gt=0,
+        description="Seconds the model server may send nothing while answering one request (before its first byte, "
+        "or stalled mid-answer) before the request counts as stalled (retried, then the run ends with the server "
+        "named); unset: request_timeout. The server sends nothing until the whole reply is generated, so keep it "
+        "above the slowest complete answer.",
+    )
     server_wait: float = Field(
         default=DEFAULT_SERVER_WAIT, ge=0,
         description="Seconds to hold the sessions while the model server is gone mid-run, then give up (0: at once); "
@@ -352,7 +359,8 @@ class AgentConfig(_Strict):
         entries = self.servers or [ServerSettings(base_url=self.base_url)]
         return [ServerSpec(
             Endpoint(base_url=e.base_url, model=e.model or self.model, api_key=e.api_key or self.api_key,
-                     timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs,
+                     timeout=self.request_timeout, read_timeout=self.read_timeout, server_wait=self.server_wait,
+                     image_refs=self.image_refs,
                      record_tokens=self.record_tokens, policy_version=self.policy_version,
                      tokens_in=self.tokens_in, tokenizer=self.tokenizer,
                      session_rank=self.server_placement == "session"),
@@ -384,6 +392,7 @@ class AgentConfig(_Strict):
             model=settings.model or first.model,
             api_key=settings.api_key or first.api_key,
             timeout=self.request_timeout,
+            read_timeout=self.read_timeout,
             server_wait=self.server_wait,
             image_refs=self.image_refs,
             record_tokens=self.record_tokens,

@@ -256,7 +256,12 @@ class OpenAICompatibleBackend(ModelBackend):
             timeout = self.request_timeout()
             try:
                 return await call(timeout)
-            except TimedOut:
+            except TimedOut as exc:
+                if exc.stalled is not None:
+                    raise ModelServerUnreachable(
+                        f"model server at {self.endpoint.base_url} stalled: it sent nothing for {exc.stalled:.3g} s "
+                        f"while answering (read_timeout)"
+                    ) from None
                 raise ModelServerUnreachable(
                     f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s"
                 ) from None
