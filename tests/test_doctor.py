@@ -75,6 +75,11 @@ def test_cli_exit_codes_and_lines(standin) -> None:
     report = json.loads(flagged.stdout)
     assert report["ok"] is False
     assert {c["name"]: c["status"] for c in report["checks"]}["structured outputs"] == "fail"
+    # no flags: the endpoint and key `surfer run` would use, from OPENAI_* (or SURFER_*) variables, and whence
+    found = CliRunner().invoke(app, ["doctor", "--no-browser"], env={"OPENAI_BASE_URL": good.base_url, "OPENAI_API_KEY": "sk-x"})
+    assert found.exit_code == 0, found.output
+    assert f"✓ settings             endpoint {good.base_url} from OPENAI_BASE_URL; API key from OPENAI_API_KEY" in found.stdout
+    assert f"✓ endpoint             {good.base_url} answers" in found.stdout
 
 
 def test_server_down_is_flagged_clearly() -> None:

@@ -61,7 +61,7 @@ class Agent:
     Every key of the configuration is an argument (`max_steps=15`, `base_url=...`, `model=...`,
     `browser={"headless": False}`: the configuration reference), over `config` (a file's:
     `Agent(load_config("surfer.toml"), ...)`) and SURFER_BASE_URL, SURFER_MODEL, SURFER_API_KEY and
-    SURFER_PROFILE; an unknown key or a bad value is a ConfigError.
+    SURFER_PROFILE, over OPENAI_BASE_URL and OPENAI_API_KEY; an unknown key or a bad value is a ConfigError.
     `backend=` sends every role to one backend (e.g. a `ScriptedModel`);
     `backends={"localizer": ...}` overrides single roles. Without an
     `environment=`, each run opens its own `BrowserEnvironment` from the
