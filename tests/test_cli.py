@@ -124,7 +124,7 @@ def test_server_down_exits_3_with_a_clear_message(demo_site, tmp_path):
     assert proc.returncode == 3
     result = json.loads(proc.stdout)
     assert result["status"] == "error" and result["error_kind"] == "unreachable"
-    assert "cannot reach the model server" in result["reason"]
+    assert "cannot reach the model server" in result["reason"] and result["reason"].endswith("set --base-url or SURFER_BASE_URL.")
     # the run never reached its server: no run directory, and the live view says so
     assert result["run_dir"] is None and not (tmp_path / "run").exists()
     assert f"nothing recorded: the run never reached its model server ({tmp_path / 'run'} was not written)" in proc.stderr

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
+from surfer.core.surface import calling_from_cli
 from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
 from surfer.models.http import Endpoint, OpenAICompatibleBackend
 from surfer.models.standin import RawReply
@@ -147,7 +148,7 @@ def free_port() -> int:
 async def test_server_down_is_an_immediate_clear_error():
     backend = OpenAICompatibleBackend(Endpoint(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", max_retries=0))
     started = time.monotonic()
-    with pytest.raises(ModelServerUnreachable, match="cannot reach the model server"):
+    with pytest.raises(ModelServerUnreachable, match=r"cannot reach the model server.* set Agent\(base_url=\.\.\.\) or SURFER_BASE_URL\.$"):
         await backend.check()
     with pytest.raises(ModelServerUnreachable):
         await backend.complete(request())
@@ -211,14 +212,17 @@ async def test_plain_json_and_the_sdk_path_agree(standin, typed):
     body = server.requests[-1].body
     assert body["chat_template_kwargs"] == {"thinking": False} and "extra_body" not in body
     assert server.requests[-1].images == [b"\xff\xd8fakejpeg"]
-    server.fail_next(401)  # no key given: the message says how to give one
-    with pytest.raises(ConfigError, match=r"wants an API key \(HTTP 401: .*injected failure 401\); give it with --api-key or SURFER_API_KEY"):
+    server.fail_next(401)  # no key given: the message says how to give one, in the caller's words (Python here)
+    with pytest.raises(ConfigError, match=r"wants an API key \(HTTP 401: .*injected failure 401\); give it with Agent\(api_key=\.\.\.\) or SURFER_API_KEY"):
+        await backend.complete(request())
+    server.fail_next(401)
+    with calling_from_cli(), pytest.raises(ConfigError, match=r"give it with --api-key or SURFER_API_KEY"):
         await backend.complete(request())
     await backend.aclose()
     keyed = backend_for(server, api_key="sk-wrong")
     keyed.typed_requests = typed
     server.fail_next(403)
-    with pytest.raises(ConfigError, match=r"refused the API key given \(HTTP 403: .*injected failure 403\); check --api-key"):
+    with pytest.raises(ConfigError, match=r"refused the API key given \(HTTP 403: .*injected failure 403\); check Agent\(api_key=\.\.\.\)"):
         await keyed.complete(request())
     await keyed.aclose()
     wrong = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model="no-such-model"))

@@ -30,6 +30,7 @@ from typing import Any
 
 from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
+from surfer.core.surface import setting
 
 from .adapters import PolicyRef, version_of
 from .affinity import current_session, session_policy
@@ -174,7 +175,7 @@ class OpenAICompatibleBackend(ModelBackend):
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
                 f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
-                f"it serves: {named(served)}"
+                f"it serves: {named(served)} (choose one with {setting('model')})"
             )
         await self.choose_path()
         http = self.connections.http
@@ -260,7 +261,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 if exc.stalled is not None:
                     raise ModelServerUnreachable(
                         f"model server at {self.endpoint.base_url} stalled: it sent nothing for {exc.stalled:.3g} s "
-                        f"while answering (read_timeout)"
+                        f"while answering ({setting('read_timeout')})"
                     ) from None
                 raise ModelServerUnreachable(
                     f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s"
@@ -269,7 +270,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 if attempt == self.endpoint.connect_retries:
                     raise ServerGone(
                         f"cannot reach the model server at {self.endpoint.base_url} ({exc}). "
-                        "Is it running? Start one with `vllm serve` or set --base-url / SURFER_BASE_URL."
+                        f"Is it running? Start one with `vllm serve` or set {setting('base_url')}."
                     ) from None
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")
@@ -426,7 +427,7 @@ class OpenAICompatibleBackend(ModelBackend):
         limit = self.endpoint.server_wait
         if held >= limit:
             raise ModelServerUnreachable(
-                f"the model server at {self.endpoint.base_url} kept failing this call for {limit:g} s (--server-wait)"
+                f"the model server at {self.endpoint.base_url} kept failing this call for {limit:g} s ({setting('server_wait')})"
             )
         # the run's limits move past the longest possible wait first (a limit must not fire while held),
         # then back by what was not used: held time is not the task's

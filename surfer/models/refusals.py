@@ -5,6 +5,7 @@ than the model's context, structured outputs refused, an API key wanted or refus
 from __future__ import annotations
 
 from surfer.core.errors import ConfigError
+from surfer.core.surface import setting
 
 from .endpoint import Endpoint
 from .json_http import HttpStatusError
@@ -30,9 +31,9 @@ def key_refused(endpoint: Endpoint, exc: HttpStatusError) -> ConfigError:
     where = f"model server at {endpoint.base_url}"
     if endpoint.api_key in ("", "EMPTY"):
         return ConfigError(f"{where} wants an API key (HTTP {exc.status_code}: {exc.message}); "
-                           "give it with --api-key or SURFER_API_KEY (api_key= in Python, api_key in a config file)")
+                           f"give it with {setting('api_key')} (or api_key in a config file)")
     return ConfigError(f"{where} refused the API key given (HTTP {exc.status_code}: {exc.message}); "
-                       "check --api-key / SURFER_API_KEY")
+                       f"check {setting('api_key')}")
 
 
 def context_too_long(exc: HttpStatusError) -> bool:
