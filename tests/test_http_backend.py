@@ -198,6 +198,36 @@ async def test_a_server_that_stalls_or_trickles_mid_answer_is_cut_off_and_named(
         server.close()
 
 
+async def test_a_web_page_or_an_untrusted_certificate_is_named_not_retried_as_a_server_down():
+    """A base URL that answers web pages (HTTP 200, HTML) is not an API; an https server whose certificate is not
+    trusted needs its CA: both are configuration (exit 2), each with what to do, not 'Is it running?'."""
+    import asyncio
+    from pathlib import Path
+
+    from surfer.apps.demo.static_site import StaticSite
+
+    async def page(reader, writer) -> None:  # type: ignore[no-untyped-def]
+        await reader.readuntil(b"\r\n\r\n")
+        body = b"<html><head><title>App</title></head><body><h1>Welcome to my app</h1></body></html>"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(page, "127.0.0.1", 0)
+    backend = backend_for(type("S", (), {"base_url": f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", "model": "m"}))
+    with pytest.raises(ConfigError, match=r"/v1 is not an OpenAI-compatible API: GET /models answered HTTP 200, a text/html "
+                                          r"answer, not JSON: 'Welcome to my app'; check Agent\(base_url=\.\.\.\)"):
+        await backend.check()
+    await backend.aclose()
+    server.close()
+    data = Path(__file__).with_name("data")
+    with StaticSite(Path(__file__).with_name("pages"), tls=(data / "self-signed-test-only.crt", data / "self-signed-test-only.key")) as site:
+        backend = OpenAICompatibleBackend(Endpoint(base_url=site.url("v1"), model="m"))
+        with pytest.raises(ConfigError, match=r"its TLS certificate is not trusted here \(.*certificate verify failed.*SSL_CERT_FILE="):
+            await backend.check()
+        await backend.aclose()
+
+
 @pytest.mark.parametrize("typed", [False, True], ids=["plain-json", "openai-sdk"])
 async def test_plain_json_and_the_sdk_path_agree(standin, typed):
     """Requests go out as plain JSON without the openai SDK (json_http.py); the SDK's typed

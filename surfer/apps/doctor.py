@@ -252,13 +252,26 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
     client = openai.AsyncOpenAI(base_url=base, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
     try:
         try:
-            page = await client.models.list()
+            raw = await client.models.with_raw_response.list()
         except openai.APIConnectionError as exc:
+            if "certificate verify failed" in str(exc.__cause__ or exc).lower():
+                return [Check("endpoint", "fail", f"{base}: its TLS certificate is not trusted here ({exc.__cause__ or exc})",
+                              "give the certificate of its CA with SSL_CERT_FILE=/path/to/ca.pem", True)]
             return [Check("endpoint", "fail", f"cannot reach {base}/models ({exc.__cause__ or exc})",
                           "start the server (`surfer serve MODEL`) or fix --base-url", True)]
         except openai.APIStatusError as exc:
             return [Check("endpoint", "fail", f"{base}/models answered HTTP {exc.status_code}",
                           "check --base-url (it usually ends in /v1) and --api-key", True)]
+        try:
+            json.loads(raw.http_response.text)
+        except ValueError:  # a web page (HTTP 200, HTML), not an API: the SDK would fail to read it
+            from surfer.models.json_http import one_line
+
+            kind = raw.http_response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+            return [Check("endpoint", "fail", f"{base}/models answered HTTP {raw.http_response.status_code}, a {kind} answer, "
+                          f"not JSON: {one_line(raw.http_response.text, 120)!r}: not an OpenAI-compatible API",
+                          "check --base-url (it usually ends in /v1)", True)]
+        page = raw.parse()
         served = [m.id for m in page.data]
         checks = [Check("endpoint", "ok", f"{base} answers; serves {', '.join(served) or 'no models'}", required=True)]
         if model is None:

@@ -42,7 +42,8 @@ from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, TimedOut, answers
 from .outage import answered_before, server_watch
-from .refusals import context_too_long, key_refused, named, rejects_structured_param, server_gone
+from .refusals import (certificate_refused, context_too_long, key_refused, named, not_an_api, rejects_structured_param,
+                       server_gone)
 from .replies import reply_text, usage_of
 from .tokens_in import PROBE_TIMEOUT, RequestPath, choose_path
 
@@ -161,6 +162,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     return await self.check()
                 raise ServerGone(f"model server at {self.endpoint.base_url} is not ready: /models answered HTTP "
                                  f"{exc.status_code} ({exc.message}); run again once it answers") from None
+            if exc.status_code < 400:  # a success with no JSON: a web page, not an API
+                raise not_an_api(self.endpoint, "GET /models", exc) from None
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
         self._mark_answered()
         cards = [m for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
@@ -267,6 +270,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s"
                 ) from None
             except ConnectFailed as exc:
+                if "certificate verify failed" in str(exc).lower():  # no retry or outage makes it trusted
+                    raise certificate_refused(self.endpoint, str(exc)) from None
                 if attempt == self.endpoint.connect_retries:
                     raise ServerGone(
                         f"cannot reach the model server at {self.endpoint.base_url} ({exc}). "
@@ -347,6 +352,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     raise ModelNotFound(f"model server at {self.endpoint.base_url} does not serve {what}: {exc.message}") from None
                 if exc.status_code in (401, 403):
                     raise key_refused(self.endpoint, exc) from None
+                if exc.status_code < 400:
+                    raise not_an_api(self.endpoint, "POST /chat/completions", exc) from None
                 if self.image_refs is not None and exc.status_code == 400 and is_cache_miss(str(exc)) and not resent:
                     self.image_refs.missed(_image_uuids(request))  # evicted, or a restarted server: send them again
                     resent = True

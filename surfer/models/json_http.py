@@ -130,7 +130,8 @@ class JsonClient:
         try:
             return response.json()
         except ValueError:
-            raise HttpStatusError(response.status_code, f"answer is not JSON: {response.text[:200]!r}") from None
+            kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+            raise HttpStatusError(response.status_code, f"a {kind} answer, not JSON: {one_line(response.text, 120)!r}") from None
 
     async def text(self, path: str, timeout: float) -> str:
         """The text of a page (a /metrics page); HttpStatusError, ConnectFailed or TimedOut."""

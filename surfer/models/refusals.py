@@ -36,6 +36,19 @@ def key_refused(endpoint: Endpoint, exc: HttpStatusError) -> ConfigError:
                        f"check {setting('api_key')}")
 
 
+def not_an_api(endpoint: Endpoint, path: str, exc: HttpStatusError) -> ConfigError:
+    """A success status with an answer that is not JSON (a web page, a login portal): the base URL is
+    not an OpenAI-compatible API."""
+    return ConfigError(f"{endpoint.base_url} is not an OpenAI-compatible API: {path} answered HTTP {exc.status_code}, "
+                       f"{exc.message}; check {setting('base_url')} (a server's API usually ends in /v1)")
+
+
+def certificate_refused(endpoint: Endpoint, reason: str) -> ConfigError:
+    """An https server whose certificate this machine does not trust (self-signed, a private CA)."""
+    return ConfigError(f"model server at {endpoint.base_url}: its TLS certificate is not trusted here ({reason}); "
+                       "give the certificate of its CA with SSL_CERT_FILE=/path/to/ca.pem")
+
+
 def context_too_long(exc: HttpStatusError) -> bool:
     """The request is longer than the model's context: vLLM's "exceeds model's maximum context
     length", OpenAI's `context_length_exceeded`, and the like; or it holds more images than the
