@@ -182,6 +182,11 @@ def test_config_file_sets_per_role_endpoints(tmp_path):
     assert (bare.base_url, bare.origin("base_url")) == ("http://openai/v1", "OPENAI_BASE_URL")
     ours = load_config(environ={**openai, "SURFER_BASE_URL": "http://s/v1", "SURFER_API_KEY": "k"})
     assert (ours.base_url, ours.api_key, ours.origin("api_key")) == ("http://s/v1", "k", "SURFER_API_KEY")
+    # no profile given: the family the model's name shows (the default's frame would misplace every click), said
+    qwen = load_config(overrides={"model": "Qwen/Qwen2.5-VL-7B-Instruct"}, environ={})
+    assert qwen.profile == "holo1.5" and qwen.origin("profile").startswith("the model's name (model 'Qwen/Qwen2.5-VL-7B")
+    assert load_config(overrides={"model": "Qwen/Qwen3-VL-8B-Instruct", "profile": "openai"}, environ={}).profile == "openai"
+    assert load_config(overrides={"model": "served-name"}, environ={}).profile == "holotron"
     with pytest.raises(ConfigError, match=r"\(OPENAI_BASE_URL\): base_url: 'localhost:8000' is not an http"):
         load_config(environ={"OPENAI_BASE_URL": "localhost:8000"})
 

@@ -231,7 +231,9 @@ class AgentConfig(_Strict):
         "engine spreads the requests) (for benchmarks only: it loses every session's prefix cache).",
     )
     profile: str = Field(
-        default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, qwen3-vl, openai or auto.",
+        default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, qwen3-vl, openai or auto "
+        "(asks the server what it serves). Unset: the family the model's name shows (Hcompany/Holo2-8B: holo2; "
+        "Qwen/Qwen2.5-VL-7B-Instruct: holo1.5; Qwen/Qwen3-VL-8B-Instruct: qwen3-vl), else holotron.",
     )
     policy: RoleSettings = Field(default=RoleSettings(), description="The policy's own endpoint and sampling.")
     localizer: RoleSettings = Field(default=RoleSettings(), description="The localizer's own endpoint and sampling.")
@@ -466,6 +468,7 @@ def load_config(
     for part in from_env.values():
         data = merge_settings(data, part)
     data = merge_settings(data, flags)
+    guessed = _profile_of_model(data)
 
     def origin(loc: tuple[Any, ...]) -> str:
         return next((label for label, layer in layers if _holds(layer, loc)), str(path) if path else overrides_source)
@@ -474,8 +477,26 @@ def load_config(
         config = AgentConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, "", origin)) from None
-    config._origins = {field: next(label for label, layer in layers if field in layer) for field in data}
+    config._origins = {field: next((label for label, layer in layers if field in layer), "default") for field in data}
+    if guessed:
+        config._origins["profile"] = guessed
     return config
+
+
+def _profile_of_model(data: dict[str, Any]) -> str | None:
+    """No profile given, but a model whose name is of a known family (Qwen/Qwen2.5-VL-7B-Instruct, Hcompany/Holo2-8B):
+    its profile goes into `data` (the default one's coordinate frame would misplace every click), and the
+    origin to say ("the model's name: ..."); None where nothing was guessed."""
+    model = data.get("model")
+    if "profile" in data or not isinstance(model, str) or not model.strip():
+        return None
+    from surfer.models.profiles.auto import FALLBACK, suggest_profile
+
+    name, reason = suggest_profile([], model)
+    if name == FALLBACK or name == DEFAULT_PROFILE:
+        return None
+    data["profile"] = name
+    return f"the model's name ({reason})"
 
 
 def _holds(layer: Mapping[str, Any], loc: tuple[Any, ...]) -> bool:

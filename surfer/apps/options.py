@@ -171,6 +171,9 @@ def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console
     if isinstance(overrides.get("base_url"), list):  # the commands' repeatable --base-url
         overrides = {**overrides, "base_url": None, **server_overrides(overrides["base_url"])}
     cfg = load_config(config_file, overrides, overrides_source="flags")
+    if cfg.origin("profile").startswith("the model's name"):  # no profile given: the model's family's, said aloud
+        say(console, "profile:", "", cfg.origin("profile").removeprefix("the model's name (").removesuffix(")") +
+            " (pass --profile to choose)")
     if cfg.profile == "auto" or any(s.profile == "auto" for s in cfg.servers):
         from surfer.models.profiles.auto import suggest_profile_for_endpoint
 
