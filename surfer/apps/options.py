@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from surfer.agent.config import AgentConfig
 
 BaseUrl = Annotated[Optional[list[str]], typer.Option(
-    "--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL]; given more "
+    "--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL, OPENAI_BASE_URL]; given more "
     "than once, several servers: each session is placed on one (the one with the most room) and keeps it.")]
 Model = Annotated[Optional[str], typer.Option("--model", help="Model name served at the endpoint \\[env: SURFER_MODEL].")]
-ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY].")]
+ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY, OPENAI_API_KEY].")]
 Profile = Annotated[Optional[str], typer.Option(
-    "--profile", help="Model family profile: holotron, holo2, holo1.5, qwen3-vl, openai or auto \\[env: SURFER_PROFILE].")]
+    "--profile", help="Model family profile: holotron, holo2, holo1.5, qwen3-vl, openai or auto \\[env: SURFER_PROFILE] "
+    "(default: the family the model's name shows, else holotron).")]
 ServerWait = Annotated[Optional[float], typer.Option(
     "--server-wait", min=0, help="Seconds to hold the sessions while the model server is gone mid-run (refused, "
     "502/503/504), then go on; past it: exit 3 with nothing recorded as finished (default 300; 0: fail at once). "
