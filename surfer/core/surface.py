@@ -45,10 +45,10 @@ def calling_from_cli() -> Iterator[None]:
 
 def setting(name: str) -> str:
     """How the caller sets the configuration key `name`: "--base-url or SURFER_BASE_URL" from the CLI,
-    "Agent(base_url=...) or SURFER_BASE_URL" from Python; a key without a flag is the config file's."""
+    "Agent(base_url=...) or SURFER_BASE_URL" from Python; a key without a flag: "read_timeout, a config file key"."""
     flag, variable = _SETTINGS.get(name, (None, None))
     if caller() == "python":
         how = f"Agent({name}=...)"
     else:
-        how = flag or f"{name} in the config file (--config)"
+        how = flag or f"{name}, a config file key"
     return f"{how} or {variable}" if variable else how

@@ -267,7 +267,7 @@ class OpenAICompatibleBackend(ModelBackend):
                         f"while answering ({setting('read_timeout')})"
                     ) from None
                 raise ModelServerUnreachable(
-                    f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s"
+                    f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s ({setting('request_timeout')})"
                 ) from None
             except ConnectFailed as exc:
                 if "certificate verify failed" in str(exc).lower():  # no retry or outage makes it trusted
