@@ -80,6 +80,10 @@ async def test_suggest_profile_for_endpoint_asks_v1_models(standin) -> None:
     server = standin(lambda request: {}, model="Hcompany/Holo2-8B")
     name, reason = await suggest_profile_for_endpoint(server.base_url)
     assert name == "holo2" and "Hcompany/Holo2-8B" in reason
+    from surfer import Agent  # the SDK takes profile="auto" too (the configuration reference offers it), also in a loop
+
+    assert Agent(base_url=server.base_url, model="served-alias", profile="auto").profile.name == "openai"
+    assert Agent(base_url=server.base_url, model=server.model, profile="auto").profile.name == "holo2"
 
 
 async def test_suggest_profile_for_an_unreachable_endpoint_says_so() -> None:
