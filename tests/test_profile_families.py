@@ -100,7 +100,8 @@ async def test_suggest_profile_for_an_endpoint_that_wants_a_key_or_is_loading_sa
 
     server = standin(lambda request: {})
     server.models_status = 401
-    with pytest.raises(ConfigError, match=r"wants an API key \(HTTP 401: HTTP 401 from the stand-in\); give it with --api-key"):
+    with pytest.raises(ConfigError, match=r'^profile="auto": .*wants an API key \(HTTP 401: HTTP 401 from the stand-in\); '
+                                          r"give it with Agent\(api_key=\.\.\.\)"):  # in Python's words, called from Python
         await suggest_profile_for_endpoint(server.base_url)
     server.models_status = 503
     with pytest.raises(ModelServerUnreachable, match=r"is not ready: /models answered HTTP 503"):
