@@ -67,19 +67,18 @@ async def test_a_model_that_is_not_served_is_flagged(standin) -> None:
 
 def test_cli_exit_codes_and_lines(standin) -> None:
     good, bad = standin(honours_schema), standin(ignores_schema)
-    ok = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", good.base_url, "--model", good.model])
+    # no --base-url: the endpoint, key and model `surfer run` would use, from OPENAI_* / SURFER_* variables, and whence
+    env = {"OPENAI_BASE_URL": good.base_url, "OPENAI_API_KEY": "sk-x", "SURFER_MODEL": good.model}
+    ok = CliRunner().invoke(app, ["doctor", "--no-browser"], env=env)
     assert ok.exit_code == 0, ok.output
     assert "✓ structured outputs" in ok.stdout and "all required checks passed" in ok.stdout
+    assert f"✓ settings             endpoint {good.base_url} from OPENAI_BASE_URL; API key from OPENAI_API_KEY" in ok.stdout
+    assert f"✓ endpoint             {good.base_url} answers" in ok.stdout and f"✓ model                {good.model!r} is listed" in ok.stdout
     flagged = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", bad.base_url, "--model", bad.model, "--json"])
     assert flagged.exit_code == 1
     report = json.loads(flagged.stdout)
     assert report["ok"] is False
     assert {c["name"]: c["status"] for c in report["checks"]}["structured outputs"] == "fail"
-    # no flags: the endpoint and key `surfer run` would use, from OPENAI_* (or SURFER_*) variables, and whence
-    found = CliRunner().invoke(app, ["doctor", "--no-browser"], env={"OPENAI_BASE_URL": good.base_url, "OPENAI_API_KEY": "sk-x"})
-    assert found.exit_code == 0, found.output
-    assert f"✓ settings             endpoint {good.base_url} from OPENAI_BASE_URL; API key from OPENAI_API_KEY" in found.stdout
-    assert f"✓ endpoint             {good.base_url} answers" in found.stdout
 
 
 def test_server_down_is_flagged_clearly() -> None:
