@@ -25,6 +25,10 @@ pytest_plugins = ["pytester"]
 # process or a Ray worker launches). Every process the tests start inherits it.
 os.environ.setdefault("NODE_COMPILE_CACHE", os.path.join(tempfile.gettempdir(), "surfer-tests-node-compile-cache"))
 
+# A developer's OpenAI settings (surfer reads them below its own) never reach the tests' runs and processes.
+for _key in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+    os.environ.pop(_key, None)
+
 PAGES = Path(__file__).with_name("pages")
 XVFB_SCREEN = (1024, 768)
 

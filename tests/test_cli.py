@@ -124,7 +124,7 @@ def test_server_down_exits_3_with_a_clear_message(demo_site, tmp_path):
     assert proc.returncode == 3
     result = json.loads(proc.stdout)
     assert result["status"] == "error" and result["error_kind"] == "unreachable"
-    assert "cannot reach the model server" in result["reason"]
+    assert "cannot reach the model server" in result["reason"] and result["reason"].endswith("set --base-url or SURFER_BASE_URL.")
     # the run never reached its server: no run directory, and the live view says so
     assert result["run_dir"] is None and not (tmp_path / "run").exists()
     assert f"nothing recorded: the run never reached its model server ({tmp_path / 'run'} was not written)" in proc.stderr
@@ -165,13 +165,30 @@ def test_bad_flags_exit_2(tmp_path):
 
 def test_config_file_sets_per_role_endpoints(tmp_path):
     from surfer.agent.config import load_config
+    from surfer.core.errors import ConfigError
 
     config = tmp_path / "surfer.toml"
     config.write_text('base_url = "http://a/v1"\nmodel = "big"\n[localizer]\nbase_url = "http://b/v1"\nmodel = "small"\ntemperature = 0.0\n')
-    cfg = load_config(config, {"max_steps": 7}, environ={"SURFER_MODEL": "from-env"})
+    openai = {"OPENAI_BASE_URL": "http://openai/v1", "OPENAI_API_KEY": "sk-o"}  # what every OpenAI client reads
+    cfg = load_config(config, {"max_steps": 7}, environ={"SURFER_MODEL": "from-env", **openai})
     assert cfg.endpoint("policy").base_url == "http://a/v1" and cfg.endpoint("policy").model == "from-env"
     assert cfg.endpoint("localizer").base_url == "http://b/v1" and cfg.endpoint("localizer").model == "small"
     assert cfg.localizer.temperature == 0.0 and cfg.max_steps == 7
+    # flags > SURFER_* > config file > OPENAI_* > defaults, each setting's origin said
+    assert cfg.endpoint("policy").api_key == "sk-o" and cfg.origin("api_key") == "OPENAI_API_KEY"
+    assert (cfg.origin("base_url"), cfg.origin("model"), cfg.origin("max_steps"), cfg.origin("profile")) == \
+        (str(config), "SURFER_MODEL", "arguments", "default")
+    bare = load_config(environ=openai)
+    assert (bare.base_url, bare.origin("base_url")) == ("http://openai/v1", "OPENAI_BASE_URL")
+    ours = load_config(environ={**openai, "SURFER_BASE_URL": "http://s/v1", "SURFER_API_KEY": "k"})
+    assert (ours.base_url, ours.api_key, ours.origin("api_key")) == ("http://s/v1", "k", "SURFER_API_KEY")
+    # no profile given: the family the model's name shows (the default's frame would misplace every click), said
+    qwen = load_config(overrides={"model": "Qwen/Qwen2.5-VL-7B-Instruct"}, environ={})
+    assert qwen.profile == "holo1.5" and qwen.origin("profile").startswith("the model's name (model 'Qwen/Qwen2.5-VL-7B")
+    assert load_config(overrides={"model": "Qwen/Qwen3-VL-8B-Instruct", "profile": "openai"}, environ={}).profile == "openai"
+    assert load_config(overrides={"model": "served-name"}, environ={}).profile == "holotron"
+    with pytest.raises(ConfigError, match=r"\(OPENAI_BASE_URL\): base_url: 'localhost:8000' is not an http"):
+        load_config(environ={"OPENAI_BASE_URL": "localhost:8000"})
 
 
 async def test_ctrl_c_keeps_finished_steps_and_writes_the_result(standin, demo_site, centres, tmp_path):

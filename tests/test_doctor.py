@@ -67,9 +67,13 @@ async def test_a_model_that_is_not_served_is_flagged(standin) -> None:
 
 def test_cli_exit_codes_and_lines(standin) -> None:
     good, bad = standin(honours_schema), standin(ignores_schema)
-    ok = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", good.base_url, "--model", good.model])
+    # no --base-url: the endpoint, key and model `surfer run` would use, from OPENAI_* / SURFER_* variables, and whence
+    env = {"OPENAI_BASE_URL": good.base_url, "OPENAI_API_KEY": "sk-x", "SURFER_MODEL": good.model}
+    ok = CliRunner().invoke(app, ["doctor", "--no-browser"], env=env)
     assert ok.exit_code == 0, ok.output
     assert "✓ structured outputs" in ok.stdout and "all required checks passed" in ok.stdout
+    assert f"✓ settings             endpoint {good.base_url} from OPENAI_BASE_URL; API key from OPENAI_API_KEY" in ok.stdout
+    assert f"✓ endpoint             {good.base_url} answers" in ok.stdout and f"✓ model                {good.model!r} is listed" in ok.stdout
     flagged = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", bad.base_url, "--model", bad.model, "--json"])
     assert flagged.exit_code == 1
     report = json.loads(flagged.stdout)
@@ -87,6 +91,30 @@ def test_server_down_is_flagged_clearly() -> None:
     assert result.exit_code == 1
     assert "✗ endpoint" in result.stdout and f"cannot reach http://127.0.0.1:{port}/v1/models" in result.stdout
     assert "surfer serve MODEL" in result.stdout
+
+
+async def test_a_web_page_or_an_untrusted_certificate_is_flagged_not_a_traceback() -> None:
+    """An endpoint answering a web page (HTTP 200, HTML) made the openai SDK raise inside doctor (a traceback);
+    a self-signed https server said 'start the server'."""
+    import asyncio
+
+    from surfer.apps.demo.static_site import StaticSite
+
+    async def page(reader, writer) -> None:  # type: ignore[no-untyped-def]
+        await reader.readuntil(b"\r\n\r\n")
+        body = b"<html><body><h1>Welcome to my app</h1></body></html>"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(page, "127.0.0.1", 0)
+    [found] = await check_endpoint(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", "m")
+    server.close()
+    assert found.failed and "a text/html answer, not JSON: 'Welcome to my app': not an OpenAI-compatible API" in found.detail
+    data = Path(__file__).with_name("data")
+    with StaticSite(Path(__file__).with_name("pages"), tls=(data / "self-signed-test-only.crt", data / "self-signed-test-only.key")) as site:
+        [found] = await check_endpoint(site.url("v1"), "m")
+    assert found.failed and "TLS certificate is not trusted here" in found.detail and "SSL_CERT_FILE" in found.fix
 
 
 def test_a_display_no_x_server_answers_is_a_warning(xvfb: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from surfer.core.errors import ConfigError, ModelNotFound, ModelRequestError, ModelServerUnreachable
+from surfer.core.surface import calling_from_cli
 from surfer.models.backend import ImagePart, Message, ModelRequest, TextPart
 from surfer.models.http import Endpoint, OpenAICompatibleBackend
 from surfer.models.standin import RawReply
@@ -147,7 +148,7 @@ def free_port() -> int:
 async def test_server_down_is_an_immediate_clear_error():
     backend = OpenAICompatibleBackend(Endpoint(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", max_retries=0))
     started = time.monotonic()
-    with pytest.raises(ModelServerUnreachable, match="cannot reach the model server"):
+    with pytest.raises(ModelServerUnreachable, match=r"cannot reach the model server.* set Agent\(base_url=\.\.\.\) or SURFER_BASE_URL\.$"):
         await backend.check()
     with pytest.raises(ModelServerUnreachable):
         await backend.complete(request())
@@ -161,6 +162,70 @@ async def test_timeouts_are_reported_as_unreachable(standin):
     with pytest.raises(ModelServerUnreachable, match="did not answer within"):
         await backend.complete(request())
     await backend.aclose()
+
+
+async def test_a_server_that_stalls_or_trickles_mid_answer_is_cut_off_and_named():
+    """A server that starts its answer and then stalls is named after `read_timeout`, not the whole
+    call's timeout; one that trickles a byte at a time cannot outlast the call's timeout."""
+    import asyncio
+
+    async def answer(reader, writer, trickle: bool) -> None:  # type: ignore[no-untyped-def]
+        head = await reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"POST"):  # the probes of the request path: nothing here
+            writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return writer.close()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 999\r\n\r\n{")
+        try:
+            while trickle:
+                writer.write(b" ")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+            await reader.read()  # stalled: until the client hangs up
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        writer.close()
+
+    for trickle, options, said in ((False, {"timeout": 30, "read_timeout": 0.2}, "stalled: it sent nothing for 0.2 s"),
+                                   (True, {"timeout": 0.3}, "did not answer within 0.3 s")):
+        server = await asyncio.start_server(lambda r, w, t=trickle: answer(r, w, t), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        backend = OpenAICompatibleBackend(Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=0, **options))
+        started = time.monotonic()
+        with pytest.raises(ModelServerUnreachable, match=f"127.0.0.1:{port}/v1 {said}" if not trickle else said):
+            await asyncio.wait_for(backend.complete(request()), 5)
+        assert time.monotonic() - started < 2
+        await backend.aclose()
+        server.close()
+
+
+async def test_a_web_page_or_an_untrusted_certificate_is_named_not_retried_as_a_server_down():
+    """A base URL that answers web pages (HTTP 200, HTML) is not an API; an https server whose certificate is not
+    trusted needs its CA: both are configuration (exit 2), each with what to do, not 'Is it running?'."""
+    import asyncio
+    from pathlib import Path
+
+    from surfer.apps.demo.static_site import StaticSite
+
+    async def page(reader, writer) -> None:  # type: ignore[no-untyped-def]
+        await reader.readuntil(b"\r\n\r\n")
+        body = b"<html><head><title>App</title></head><body><h1>Welcome to my app</h1></body></html>"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(page, "127.0.0.1", 0)
+    backend = backend_for(type("S", (), {"base_url": f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", "model": "m"}))
+    with pytest.raises(ConfigError, match=r"/v1 is not an OpenAI-compatible API: GET /models answered HTTP 200, a text/html "
+                                          r"answer, not JSON: 'Welcome to my app'; check Agent\(base_url=\.\.\.\)"):
+        await backend.check()
+    await backend.aclose()
+    server.close()
+    data = Path(__file__).with_name("data")
+    with StaticSite(Path(__file__).with_name("pages"), tls=(data / "self-signed-test-only.crt", data / "self-signed-test-only.key")) as site:
+        backend = OpenAICompatibleBackend(Endpoint(base_url=site.url("v1"), model="m"))
+        with pytest.raises(ConfigError, match=r"its TLS certificate is not trusted here \(.*certificate verify failed.*SSL_CERT_FILE="):
+            await backend.check()
+        await backend.aclose()
 
 
 @pytest.mark.parametrize("typed", [False, True], ids=["plain-json", "openai-sdk"])
@@ -177,14 +242,17 @@ async def test_plain_json_and_the_sdk_path_agree(standin, typed):
     body = server.requests[-1].body
     assert body["chat_template_kwargs"] == {"thinking": False} and "extra_body" not in body
     assert server.requests[-1].images == [b"\xff\xd8fakejpeg"]
-    server.fail_next(401)  # no key given: the message says how to give one
-    with pytest.raises(ConfigError, match=r"wants an API key \(HTTP 401: .*injected failure 401\); give it with --api-key or SURFER_API_KEY"):
+    server.fail_next(401)  # no key given: the message says how to give one, in the caller's words (Python here)
+    with pytest.raises(ConfigError, match=r"wants an API key \(HTTP 401: .*injected failure 401\); give it with Agent\(api_key=\.\.\.\) or SURFER_API_KEY"):
+        await backend.complete(request())
+    server.fail_next(401)
+    with calling_from_cli(), pytest.raises(ConfigError, match=r"give it with --api-key or SURFER_API_KEY"):
         await backend.complete(request())
     await backend.aclose()
     keyed = backend_for(server, api_key="sk-wrong")
     keyed.typed_requests = typed
     server.fail_next(403)
-    with pytest.raises(ConfigError, match=r"refused the API key given \(HTTP 403: .*injected failure 403\); check --api-key"):
+    with pytest.raises(ConfigError, match=r"refused the API key given \(HTTP 403: .*injected failure 403\); check Agent\(api_key=\.\.\.\)"):
         await keyed.complete(request())
     await keyed.aclose()
     wrong = OpenAICompatibleBackend(Endpoint(base_url=server.base_url, model="no-such-model"))

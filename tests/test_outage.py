@@ -101,7 +101,7 @@ async def test_past_server_wait_the_call_fails_clearly():
     await backend.check()
     server.stop()
     started = time.monotonic()
-    with pytest.raises(ModelServerUnreachable, match=r"has not answered for 1.5 s .*run the same command again .*a new --out directory"):
+    with pytest.raises(ModelServerUnreachable, match=r"has not answered for 1.5 s \(Agent\(server_wait=\.\.\.\)\).*run the task again .*a new out_dir"):
         await backend.complete(_request())
     assert 1.2 < time.monotonic() - started < 10
     await backend.aclose()
@@ -187,7 +187,7 @@ async def test_a_server_gone_past_server_wait_stops_the_batch_and_a_plain_rerun_
     running = asyncio.create_task(batch.run())
     await _outage_after_records(batch, running, 1, server, down_for=None)
     summary = await running
-    assert summary.stopped_kind == "unreachable" and "--server-wait" in (summary.stopped or ""), summary
+    assert summary.stopped_kind == "unreachable" and "Agent(server_wait=...)" in (summary.stopped or ""), summary
     lines = batch.index.read()  # every line of results.jsonl, not only the final ones
     assert 1 <= len(lines) < 5 and [r["status"] for r in lines] == ["success"] * len(lines), lines  # the outage finished nothing
     done = {r["id"]: [r] for r in lines}

@@ -48,6 +48,9 @@ def test_holo2_turns_thinking_off_and_holotron_trusts_remote_code() -> None:
     assert holo2.extra_body_for("localizer") == {"chat_template_kwargs": {"thinking": False}}
     assert holo2.serving.reasoning_parser == "holo2" and holo2.max_images == 3
     assert holotron.serving.trust_remote_code and holotron.serving.hybrid
+    qwen3 = get_profile("qwen3-vl")  # Holo2's frame and image sizes, without its thinking block
+    assert (qwen3.frame, qwen3.image) == (holo2.frame, holo2.image)
+    assert qwen3.extra_body_for("policy") == {} and qwen3.reply_prefix == "" and qwen3.serving.reasoning_parser is None
 
 
 @pytest.mark.parametrize("ids,expected", [
@@ -58,6 +61,14 @@ def test_holo2_turns_thinking_off_and_holotron_trusts_remote_code() -> None:
     (["Hcompany/Holo1-7B"], "holo1.5"),
     (["gpt-4.1-mini"], "openai"),
     ([], "openai"),
+    # the bases as servers name them: a hub id, a local path, quantised, Ollama's tags
+    (["Qwen/Qwen2.5-VL-7B-Instruct"], "holo1.5"),
+    (["/models/Qwen2.5-VL-72B-Instruct-AWQ"], "holo1.5"),
+    (["qwen2.5vl:7b"], "holo1.5"),
+    (["Qwen/Qwen3-VL-8B-Instruct"], "qwen3-vl"),
+    (["/srv/Qwen3-VL-30B-A3B-Instruct-FP8"], "qwen3-vl"),
+    (["qwen3-vl:8b"], "qwen3-vl"),
+    (["Qwen/Qwen2-VL-7B-Instruct"], "openai"),  # 0..1000 boxes, not Qwen2.5-VL's pixels: not guessed
 ])
 def test_suggest_profile(ids: list[str], expected: str) -> None:
     name, reason = suggest_profile(ids)
@@ -69,6 +80,9 @@ async def test_suggest_profile_for_endpoint_asks_v1_models(standin) -> None:
     server = standin(lambda request: {}, model="Hcompany/Holo2-8B")
     name, reason = await suggest_profile_for_endpoint(server.base_url)
     assert name == "holo2" and "Hcompany/Holo2-8B" in reason
+    from surfer import Agent  # the SDK takes profile="auto" too (the configuration reference offers it), also in a loop
+
+    assert Agent(base_url=server.base_url, model=server.model, profile="auto").profile.name == "holo2"
 
 
 async def test_suggest_profile_for_an_unreachable_endpoint_says_so() -> None:
@@ -85,7 +99,8 @@ async def test_suggest_profile_for_an_endpoint_that_wants_a_key_or_is_loading_sa
 
     server = standin(lambda request: {})
     server.models_status = 401
-    with pytest.raises(ConfigError, match=r"wants an API key \(HTTP 401: HTTP 401 from the stand-in\); give it with --api-key"):
+    with pytest.raises(ConfigError, match=r'^profile="auto": .*wants an API key \(HTTP 401: HTTP 401 from the stand-in\); '
+                                          r"give it with Agent\(api_key=\.\.\.\)"):  # in Python's words, called from Python
         await suggest_profile_for_endpoint(server.base_url)
     server.models_status = 503
     with pytest.raises(ModelServerUnreachable, match=r"is not ready: /models answered HTTP 503"):

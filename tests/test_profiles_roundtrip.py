@@ -49,6 +49,18 @@ def page_html(viewport: tuple[int, int]) -> tuple[str, dict[str, tuple[float, fl
     return html, centres
 
 
+def _distinct(profiles: dict[str, Profile]) -> dict[str, Profile]:
+    """The profiles that differ in what a click's round trip depends on (frame, image sizes, localizer
+    schema): qwen3-vl is Holo2's, and its clicks are Holo2's."""
+    seen: dict[Any, str] = {}
+    for name, profile in profiles.items():
+        seen.setdefault((profile.frame, profile.image, json.dumps(profile.localizer_schema, sort_keys=True)), name)
+    return {name: profiles[name] for name in seen.values()}
+
+
+DISTINCT = _distinct(PROFILES)
+
+
 def perfect_answer(profile: Profile, centre: tuple[float, float], viewport: tuple[int, int], sent: tuple[int, int]) -> dict[str, Any]:
     """What a perfect model answers, from first principles: the CSS centre as a
     fraction of the viewport, times the frame's extent."""
@@ -84,7 +96,7 @@ async def test_clicks_land_on_target_for_every_profile(shared_browser, viewport:
         assert (shot.size.width, shot.size.height) == (viewport[0] * scale, viewport[1] * scale)
         misses = []
         budgets = (None, 800) if scale == 1 else (None,)  # an image budget: downscaled / fewer tiles
-        for name, profile, budget in [(n, p, b) for n, p in PROFILES.items() for b in budgets]:
+        for name, profile, budget in [(n, p, b) for n, p in DISTINCT.items() for b in budgets]:
             prepared = await prepare_image(shot, profile.image, budget)
             with Image.open(io.BytesIO(prepared.data)) as image:
                 sent = image.size  # the size of the bytes the model would really see

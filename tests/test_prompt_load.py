@@ -43,6 +43,8 @@ def test_every_layout_gives_valid_requests_for_every_profile(standin, tmp_path, 
     for k in range(12):
         shutil.copy(shots[k % len(shots)], frames / f"{k:03d}.jpg")
     for name, profile in PROFILES.items():
+        if name == "qwen3-vl":  # Holo2's images and templates with no reply prefix (as holo1.5's): covered
+            continue
         server = standin(_answer)
         agent = Agent(base_url=server.base_url, model=server.model, profile=name, prompt_layout=layout,
                       environment=ReplayEnvironment(frames, variant=7), max_steps=20, role_continuation=continuation)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+import surfer
 from surfer import Agent, ConfigError, RunResult, ScriptedModel
 
 REPLIES = dict(
@@ -114,6 +116,13 @@ async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
 
         first, second = await asyncio.gather(collect("first"), collect("second"))
     assert first[0].task == "first" and first[-1].result.answer == "A"
+    # every event's JSON form, as a program logging the stream writes it: no bytes, images as files
+    logged = [json.loads(json.dumps(event.to_dict())) for event in first]
+    assert [line["event"] for line in logged] == [type(event).__name__ for event in first]
+    assert not any(isinstance(event, surfer.Observed) and "screenshot" in line for event, line in zip(first, logged))
+    step = next(line["record"] for line in logged if line["event"] == "StepFinished")
+    assert step["screenshot"].startswith("screenshots/step-001.") and step["action"]["type"]
+    assert logged[-1]["result"]["answer"] == "A" and "reason" in logged[-1]["result"]
     assert second[0].task == "second" and second[-1].result.answer == "B"
     assert len(first) == len(second) and closed == [True]
 
@@ -202,4 +211,5 @@ def test_every_event_a_run_emits_is_public_and_documented():
         assert f"`{name}`" in guide, name
         for field in kind.__dataclass_fields__:
             assert f"`{field}`" in (kind.__doc__ or ""), f"{name}.{field}"
+        assert callable(kind.to_dict), name  # each with its JSON form
     assert typing.get_type_hints(surfer.Finished)["result"] is RunResult

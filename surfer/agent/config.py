@@ -1,6 +1,6 @@
-"""Configuration: defaults < config file (TOML) < environment < explicit
-arguments. Everything parsed from outside goes through pydantic; problems
-become `ConfigError` with the offending field named."""
+"""Configuration: defaults < OPENAI_BASE_URL / OPENAI_API_KEY (what every OpenAI client reads) <
+config file (TOML) < SURFER_* variables < explicit arguments. Everything parsed from outside goes
+through pydantic; problems become `ConfigError` with the offending field named."""
 
 from __future__ import annotations
 
@@ -9,18 +9,25 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from surfer.core.errors import ConfigError
 from surfer.models.endpoint import DEFAULT_SERVER_WAIT, Endpoint, check_server_url
 from surfer.models.servers import ServerSpec
 from surfer.models.profiles import DEFAULT_PROFILE
 
+from .browser_settings import BrowserSettings, parse_viewport  # noqa: F401  (imported from here too)
+
 ENV_VARS = {
     "SURFER_BASE_URL": "base_url",
     "SURFER_MODEL": "model",
     "SURFER_API_KEY": "api_key",
     "SURFER_PROFILE": "profile",
+}
+# read as every OpenAI client reads them, below a surfer config file and the SURFER_* variables
+OPENAI_ENV_VARS = {
+    "OPENAI_BASE_URL": "base_url",
+    "OPENAI_API_KEY": "api_key",
 }
 ROLE_NAMES = ("policy", "localizer", "validator")
 
@@ -70,126 +77,9 @@ class ServerSettings(_Strict):
         return check_server_url(value)
 
 
-def parse_viewport(value: Any) -> tuple[int, int]:
-    if isinstance(value, str):
-        parts = value.lower().replace("×", "x").split("x")
-        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-            raise ValueError(f"viewport must look like 1280x800, got {value!r}")
-        value = (int(parts[0]), int(parts[1]))
-    width, height = value
-    if not (100 <= width <= 10_000 and 100 <= height <= 10_000):
-        raise ValueError(f"viewport {width}x{height} is out of range (100..10000 per side)")
-    return int(width), int(height)
-
-
-class BrowserSettings(_Strict):
-    headless: bool = Field(default=True, description="Run Chromium without a window (`--headful` turns it off).")
-    viewport: tuple[int, int] = Field(default=(1280, 800), description='Viewport in CSS pixels, "WxH" or [W, H].')
-    device_scale_factor: float = Field(default=1.0, gt=0, le=4, description="Device pixels per CSS pixel.")
-    settle_timeout: float = Field(
-        default=3.0, ge=0, le=60, description="Upper bound on one settle wait after an action, seconds.",
-    )
-    settle_quiet: float = Field(
-        default=0.08, ge=0, le=5, description="How long the DOM must stay quiet to count as settled, seconds.",
-    )
-    screenshot_format: Literal["jpeg", "png"] = Field(
-        default="jpeg", description="Format of the screenshots taken and sent.",
-    )
-    upload_files: list[str] = Field(default=[], description="Files the agent may upload (the upload action).")
-    max_download_mb: float = Field(default=100.0, gt=0, description="Larger downloads are deleted and refused.")
-    max_downloads: int = Field(default=20, ge=0, description="Downloads kept per run; later ones are cancelled.")
-    allow_file_urls: bool = Field(default=False, description="Let the agent open file: URLs (refused by default).")
-    ignore_https_errors: bool = Field(
-        default=False, description="Open HTTPS sites whose certificate the browser does not trust (a test server's "
-        "self-signed one); only for servers you control.",
-    )
-    trace: Literal["off", "on", "retain-on-failure"] = Field(
-        default="off", description="Playwright trace of each run (screenshots, DOM snapshots, network) as trace.zip.",
-    )
-    storage_state: str | dict[str, Any] | None = Field(
-        default=None, description="Start signed in: a Playwright storage-state JSON file (cookies, localStorage per "
-        "origin; `surfer auth save`, --save-storage-state) loaded into each run's browser context. The SDK also takes "
-        "the state itself (a dict, e.g. a previous RunResult.storage_state).",
-    )
-    save_storage_state: str | None = Field(
-        default=None, description="Write the context's storage state to this file when a run ends (atomically, mode "
-        "0600); by default only after a successful run.",
-    )
-    save_storage_state_on_failure: bool = Field(
-        default=False, description="Write save_storage_state after a run that did not succeed too (failed, limit, error, interrupted).",
-    )
-    keep_storage_state: bool = Field(
-        default=False, description="Return the context's storage state at each run's end as RunResult.storage_state "
-        "(in memory only; also on whenever storage_state or save_storage_state is set).",
-    )
-    user_data_dir: str | None = Field(
-        default=None, description="Run in this persistent Chromium profile (logins, extensions' data and preferences "
-        "survive); one session at a time: a profile in use by another Chromium is an error.",
-    )
-    cdp_url: str | None = Field(
-        default=None, description="Attach to a running Chromium/Chrome over the DevTools protocol (started with "
-        "--remote-debugging-port), e.g. http://127.0.0.1:9222: the run is a new tab in its own context (the user's "
-        "logins), or a new context with storage_state; the browser and its tabs are left running.",
-    )
-    browser_ws: str | None = Field(
-        default=None, description="Connect to a Playwright browser server (chromium.launchServer(), `npx playwright "
-        "run-server`), e.g. ws://127.0.0.1:3000/: each run is a new context there.",
-    )
-
-    @field_validator("viewport", mode="before")
-    @classmethod
-    def _viewport(cls, value: Any) -> tuple[int, int]:
-        return parse_viewport(value)
-
-    @field_validator("upload_files")
-    @classmethod
-    def _upload_files(cls, value: list[str]) -> list[str]:
-        from surfer.tools.transfers import check_upload_files
-
-        try:
-            return [str(p) for p in check_upload_files(value)]
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-
-    @field_validator("storage_state")
-    @classmethod
-    def _storage_state(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            from surfer.tools.browser.state import state_problem
-
-            problem = state_problem(value)
-            if problem:
-                raise ValueError(f"not a Playwright storage state: {problem}")
-        return value
-
-    @field_validator("cdp_url", "browser_ws")
-    @classmethod
-    def _remote_url(cls, value: str | None, info: Any) -> str | None:
-        if value is not None:
-            from surfer.tools.browser.remote import check_remote_url
-
-            try:
-                check_remote_url("--cdp-url" if info.field_name == "cdp_url" else "--browser-ws", value)
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
-        return value
-
-    @model_validator(mode="after")
-    def _one_browser(self) -> "BrowserSettings":
-        chosen = [name for name in ("user_data_dir", "cdp_url", "browser_ws") if getattr(self, name)]
-        if len(chosen) > 1:
-            raise ValueError(f"choose one browser: {' and '.join(chosen)} contradict each other")
-        if self.user_data_dir and self.storage_state is not None:
-            raise ValueError("a persistent profile (user_data_dir) keeps its own state; storage_state does not go with it")
-        return self
-
-    @property
-    def attached(self) -> bool:
-        """The browser is one surfer did not launch (cdp_url, browser_ws)."""
-        return bool(self.cdp_url or self.browser_ws)
-
-
 class AgentConfig(_Strict):
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)  # where load_config found each setting
+
     base_url: str = Field(
         default="http://127.0.0.1:8000/v1",
         description="The OpenAI-compatible endpoint every role uses unless its own section says otherwise.",
@@ -198,6 +88,13 @@ class AgentConfig(_Strict):
     api_key: str = Field(default="EMPTY", description="API key sent to the endpoint.")
     request_timeout: float | None = Field(
         default=None, gt=0, description="Seconds for one model request; unset: 120 s, or the time left in the run if less.",
+    )
+    read_timeout: float | None = Field(
+        default=None, gt=0,
+        description="Seconds the model server may send nothing while answering one request (before its first byte, "
+        "or stalled mid-answer) before the request counts as stalled (retried, then the run ends with the server "
+        "named); unset: request_timeout. The server sends nothing until the whole reply is generated, so keep it "
+        "above the slowest complete answer.",
     )
     server_wait: float = Field(
         default=DEFAULT_SERVER_WAIT, ge=0,
@@ -217,7 +114,9 @@ class AgentConfig(_Strict):
         "engine spreads the requests) (for benchmarks only: it loses every session's prefix cache).",
     )
     profile: str = Field(
-        default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, openai or auto.",
+        default=DEFAULT_PROFILE, description="Model family profile: holotron, holo2, holo1.5, qwen3-vl, openai or auto "
+        "(asks the server what it serves). Unset: the family the model's name shows (Hcompany/Holo2-8B: holo2; "
+        "Qwen/Qwen2.5-VL-7B-Instruct: holo1.5; Qwen/Qwen3-VL-8B-Instruct: qwen3-vl), else holotron.",
     )
     policy: RoleSettings = Field(default=RoleSettings(), description="The policy's own endpoint and sampling.")
     localizer: RoleSettings = Field(default=RoleSettings(), description="The localizer's own endpoint and sampling.")
@@ -333,13 +232,20 @@ class AgentConfig(_Strict):
             seen.add(key)
         return self
 
+    def origin(self, field: str) -> str:
+        """Where the top-level setting `field` came from, as load_config found it: the arguments' or flags'
+        name, an environment variable (SURFER_BASE_URL, OPENAI_BASE_URL...), the config file's path, or
+        "default"."""
+        return self._origins.get(field, "default")
+
     def server_specs(self) -> list[ServerSpec]:
         """The configured servers, each complete (the shared settings fill what it leaves unset); at
         least one: `base_url` when no `servers` are given."""
         entries = self.servers or [ServerSettings(base_url=self.base_url)]
         return [ServerSpec(
             Endpoint(base_url=e.base_url, model=e.model or self.model, api_key=e.api_key or self.api_key,
-                     timeout=self.request_timeout, server_wait=self.server_wait, image_refs=self.image_refs,
+                     timeout=self.request_timeout, read_timeout=self.read_timeout, server_wait=self.server_wait,
+                     image_refs=self.image_refs,
                      record_tokens=self.record_tokens, policy_version=self.policy_version,
                      tokens_in=self.tokens_in, tokenizer=self.tokenizer,
                      session_rank=self.server_placement == "session"),
@@ -371,6 +277,7 @@ class AgentConfig(_Strict):
             model=settings.model or first.model,
             api_key=settings.api_key or first.api_key,
             timeout=self.request_timeout,
+            read_timeout=self.read_timeout,
             server_wait=self.server_wait,
             image_refs=self.image_refs,
             record_tokens=self.record_tokens,
@@ -426,27 +333,53 @@ def load_config(
     path: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None, overrides_source: str = "arguments",
 ) -> AgentConfig:
-    """Build the configuration from a TOML file, SURFER_* variables and overrides
-    (None values in overrides are ignored). A bad value raises ConfigError naming the
-    field and where it came from (the file, the SURFER_* variable, `overrides_source`)."""
+    """Build the configuration from OPENAI_BASE_URL / OPENAI_API_KEY, a TOML file, SURFER_* variables
+    and overrides, each over the one before (None values in overrides are ignored). A bad value raises
+    ConfigError naming the field and where it came from (the file, the variable, `overrides_source`);
+    `AgentConfig.origin(field)` says where a top-level setting came from."""
     file_data: dict[str, Any] = read_config_file(path) if path else {}
     env = os.environ if environ is None else environ
-    from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var)}
+    from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var, "").strip()}
+    from_openai = {var: {field: env[var]} for var, field in OPENAI_ENV_VARS.items() if env.get(var, "").strip()}
     flags = _drop_none(overrides or {})
     # where a value came from: the first of these layers that holds it
-    layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data)]
-    data = file_data
+    layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data), *from_openai.items()]
+    data: dict[str, Any] = {}
+    for part in from_openai.values():
+        data = merge_settings(data, part)
+    data = merge_settings(data, file_data)
     for part in from_env.values():
         data = merge_settings(data, part)
     data = merge_settings(data, flags)
+    guessed = _profile_of_model(data)
 
     def origin(loc: tuple[Any, ...]) -> str:
         return next((label for label, layer in layers if _holds(layer, loc)), str(path) if path else overrides_source)
 
     try:
-        return AgentConfig.model_validate(data)
+        config = AgentConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, "", origin)) from None
+    config._origins = {field: next((label for label, layer in layers if field in layer), "default") for field in data}
+    if guessed:
+        config._origins["profile"] = guessed
+    return config
+
+
+def _profile_of_model(data: dict[str, Any]) -> str | None:
+    """No profile given, but a model whose name is of a known family (Qwen/Qwen2.5-VL-7B-Instruct, Hcompany/Holo2-8B):
+    its profile goes into `data` (the default one's coordinate frame would misplace every click), and the
+    origin to say ("the model's name: ..."); None where nothing was guessed."""
+    model = data.get("model")
+    if "profile" in data or not isinstance(model, str) or not model.strip():
+        return None
+    from surfer.models.profiles.auto import FALLBACK, suggest_profile
+
+    name, reason = suggest_profile([], model)
+    if name == FALLBACK or name == DEFAULT_PROFILE:
+        return None
+    data["profile"] = name
+    return f"the model's name ({reason})"
 
 
 def _holds(layer: Mapping[str, Any], loc: tuple[Any, ...]) -> bool:

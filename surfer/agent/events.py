@@ -6,7 +6,10 @@ model request `ModelAsked` and its `ModelCalled` (policy, then localizer for a
 pointed action), then `ActionPerformed` (or `Validated` for an answer) and
 `StepFinished`; `ErrorOccurred` where something failed; `Finished` last, always
 (also for a run cancelled or ended by an error). A person's take-over adds
-`HandedOver`, `HumanActed` and `HandedBack` between steps (agent/handover.py)."""
+`HandedOver`, `HumanActed` and `HandedBack` between steps (agent/handover.py).
+
+Every event has `to_dict()`, its JSON-able form (agent/event_json.py): `{"event": "StepFinished", ...}`,
+never an image's bytes."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any, Union
 from surfer.core.actions import Action, CssPoint
 from surfer.models.backend import Tokens, Usage
 
+from .event_json import EventDict
 from .result import RunResult
 
 
@@ -141,7 +145,7 @@ class StepRecord:
 
 
 @dataclass
-class RunStarted:
+class RunStarted(EventDict):
     """A run began: its `run_id`, `task`, start `url`, `run_dir` (None when nothing is recorded) and
     `config`, what the run directory's run.json says of the agent (profile, backends, limits)."""
 
@@ -153,14 +157,14 @@ class RunStarted:
 
 
 @dataclass
-class StepStarted:
+class StepStarted(EventDict):
     """Step `index` (1, 2, ...) began."""
 
     index: int
 
 
 @dataclass
-class Observed:
+class Observed(EventDict):
     """The screen step `step` looks at, as soon as it is captured (before the model is asked): the
     page's `url` and the `screenshot` bytes, an image of type `extension` (jpg or png)."""
 
@@ -171,7 +175,7 @@ class Observed:
 
 
 @dataclass
-class ModelAsked:
+class ModelAsked(EventDict):
     """A request to `role`'s model (policy, localizer, validator) in step `step` is about to go out
     (the answer comes as ModelCalled)."""
 
@@ -180,7 +184,7 @@ class ModelAsked:
 
 
 @dataclass
-class ModelCalled:
+class ModelCalled(EventDict):
     """A model request of step `step` was answered: `call` holds it (a ModelCall: role, completion,
     seconds, usage, error)."""
 
@@ -189,7 +193,7 @@ class ModelCalled:
 
 
 @dataclass
-class ActionPerformed:
+class ActionPerformed(EventDict):
     """Step `step` performed `action` (a surfer Action) at `points` (CSS pixels; none for actions
     without a point); `outcome`: what it did (detail, action_seconds, settle_seconds, settle_reason)."""
 
@@ -200,7 +204,7 @@ class ActionPerformed:
 
 
 @dataclass
-class Validated:
+class Validated(EventDict):
     """The validator judged the answer proposed in step `step`: `verdict` (accepted, reasons, answer)."""
 
     step: int
@@ -208,14 +212,14 @@ class Validated:
 
 
 @dataclass
-class StepFinished:
+class StepFinished(EventDict):
     """A step ended: `record`, everything known about it (a StepRecord, its trajectory.jsonl line)."""
 
     record: StepRecord
 
 
 @dataclass
-class ErrorOccurred:
+class ErrorOccurred(EventDict):
     """Something failed in step `step` (None: outside a step): `message` says what. Not `fatal`: the
     run goes on (an action that failed, a step cut off at the time limit); `fatal`: the run ends, with
     status error (its `Finished` follows)."""
@@ -226,7 +230,7 @@ class ErrorOccurred:
 
 
 @dataclass
-class Finished:
+class Finished(EventDict):
     """The run ended: `result`, its RunResult (the last event of every run, also one cancelled or
     ended by an error)."""
 

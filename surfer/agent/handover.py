@@ -39,6 +39,7 @@ from surfer.core.errors import SurferError
 from surfer.core.observation import Observation
 from surfer.tools.person import PersonAction
 
+from .event_json import EventDict
 from .questions import Question
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ class HumanStep:
 
 
 @dataclass
-class HumanActed:
+class HumanActed(EventDict):
     """Event: a person's action during a take-over, emitted at the hand-back (the run directory writes it):
     `step`, the human step (its `number` in the run, `index` the last agent step before it, and what
     the person did, `taken`: the action, where it could be read, and the screens before and after)."""
@@ -93,7 +94,7 @@ class HumanActed:
 
 
 @dataclass
-class HandedOver:
+class HandedOver(EventDict):
     """Event: a person holds the controls now, after agent step `step` (`asked`: the agent's reason,
     when the agent asked)."""
 
@@ -102,7 +103,7 @@ class HandedOver:
 
 
 @dataclass
-class HandedBack:
+class HandedBack(EventDict):
     """Event: the person handed back, after agent step `step`, having held the controls `seconds` and
     done `actions` things (`declined`: the agent asked and the person said no: the task ends `needs_input`)."""
 

@@ -61,7 +61,7 @@ class Agent:
     Every key of the configuration is an argument (`max_steps=15`, `base_url=...`, `model=...`,
     `browser={"headless": False}`: the configuration reference), over `config` (a file's:
     `Agent(load_config("surfer.toml"), ...)`) and SURFER_BASE_URL, SURFER_MODEL, SURFER_API_KEY and
-    SURFER_PROFILE; an unknown key or a bad value is a ConfigError.
+    SURFER_PROFILE, over OPENAI_BASE_URL and OPENAI_API_KEY; an unknown key or a bad value is a ConfigError.
     `backend=` sends every role to one backend (e.g. a `ScriptedModel`);
     `backends={"localizer": ...}` overrides single roles. Without an
     `environment=`, each run opens its own `BrowserEnvironment` from the
@@ -115,7 +115,7 @@ class Agent:
         if isinstance(profile, Profile):
             self.profile = profile
         else:
-            self.profile = get_profile(profile or config.profile)
+            self.profile = get_profile(_resolve_auto(profile or config.profile, config))
         self.environment = environment
         self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
         self.sensitive = SensitiveRules(
@@ -387,3 +387,20 @@ class Agent:
         image = dataclasses.asdict(self.profile.image) if dataclasses.is_dataclass(self.profile.image) else vars(self.profile.image)
         return {"profile": self.profile.name, "image": image, "image_tokens_per_image": self.image_tokens,
                 "mm_processor_kwargs": dict(self.profile.serving.mm_processor_kwargs)}
+
+
+def _resolve_auto(name: str, config: AgentConfig) -> str:
+    """`profile="auto"`, as the CLI resolves it: the family of what the endpoint serves (its /models, the
+    model's name), its reason logged; another name as it is."""
+    if name != "auto":
+        return name
+    import logging
+
+    from surfer.models.profiles.auto import suggest_profile_for_endpoint
+
+    from .blocking import call_blocking
+
+    first = config.server_specs()[0].endpoint
+    chosen, reason = call_blocking(lambda: asyncio.run(suggest_profile_for_endpoint(first.base_url, first.model, first.api_key)))
+    logging.getLogger(__name__).info("profile auto: %s", reason)
+    return chosen

@@ -85,11 +85,15 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", "-V", callback=_print_version, is_eager=True, help="Print surfer's version and exit."
     ),
 ) -> None:
     """surfer — a computer-use agent: policy, localizer and validator over a real browser."""
+    from surfer.core.surface import calling_from_cli
+
+    ctx.with_resource(calling_from_cli())  # messages name flags (--base-url), not Agent(...) arguments
 
 
 @app.command()

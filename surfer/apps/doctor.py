@@ -252,13 +252,26 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
     client = openai.AsyncOpenAI(base_url=base, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
     try:
         try:
-            page = await client.models.list()
+            raw = await client.models.with_raw_response.list()
         except openai.APIConnectionError as exc:
+            if "certificate verify failed" in str(exc.__cause__ or exc).lower():
+                return [Check("endpoint", "fail", f"{base}: its TLS certificate is not trusted here ({exc.__cause__ or exc})",
+                              "give the certificate of its CA with SSL_CERT_FILE=/path/to/ca.pem", True)]
             return [Check("endpoint", "fail", f"cannot reach {base}/models ({exc.__cause__ or exc})",
                           "start the server (`surfer serve MODEL`) or fix --base-url", True)]
         except openai.APIStatusError as exc:
             return [Check("endpoint", "fail", f"{base}/models answered HTTP {exc.status_code}",
                           "check --base-url (it usually ends in /v1) and --api-key", True)]
+        try:
+            json.loads(raw.http_response.text)
+        except ValueError:  # a web page (HTTP 200, HTML), not an API: the SDK would fail to read it
+            from surfer.models.json_http import one_line
+
+            kind = raw.http_response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+            return [Check("endpoint", "fail", f"{base}/models answered HTTP {raw.http_response.status_code}, a {kind} answer, "
+                          f"not JSON: {one_line(raw.http_response.text, 120)!r}: not an OpenAI-compatible API",
+                          "check --base-url (it usually ends in /v1)", True)]
+        page = raw.parse()
         served = [m.id for m in page.data]
         checks = [Check("endpoint", "ok", f"{base} answers; serves {', '.join(served) or 'no models'}", required=True)]
         if model is None:
@@ -397,6 +410,19 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
     return checks
 
 
+def endpoint_origin(settings: Any, flagged: bool) -> Check | None:
+    """Where the endpoint and key checked came from, when any came from the environment (SURFER_* or
+    OPENAI_* variables, which `surfer run` reads too); None when nothing did."""
+    url = "--base-url" if flagged else settings.origin("base_url")
+    key = settings.origin("api_key")
+    if url in ("--base-url", "default") and key in ("flags", "default"):
+        return None
+    said = f"endpoint {settings.base_url} from {url}" if url not in ("--base-url", "default") else "endpoint from --base-url"
+    if key not in ("flags", "default"):
+        said += f"; API key from {key}"
+    return Check("settings", "ok", said)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def doctor(
@@ -423,10 +449,10 @@ def register(app: typer.Typer) -> None:
                 from surfer.models.profiles import get_profile
 
                 profile = get_profile(profile).name
-            servers = None
-            if config is not None:
-                from surfer.agent.config import load_config
+            servers, found = None, None
+            from surfer.agent.config import load_config
 
+            if config is not None:
                 if base_url:
                     raise ConfigError("--config and --base-url both name servers: give one of them")
                 overrides = {"model": model, "profile": profile, "api_key": api_key if api_key != "EMPTY" else None}
@@ -435,7 +461,16 @@ def register(app: typer.Typer) -> None:
                 from surfer.apps.options import check_base_urls
 
                 check_base_urls(base_url)
+                # what `surfer run` would use without these flags: SURFER_* or OPENAI_* variables
+                settings = load_config(overrides={"api_key": api_key if api_key != "EMPTY" else None, "model": model},
+                                       overrides_source="flags")
+                api_key, found = settings.api_key, endpoint_origin(settings, bool(base_url))
+                if not base_url and settings.origin("base_url") != "default":
+                    base_url = [settings.base_url]
+                    model = model or (settings.model if settings.origin("model") != "default" else None)
             checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile, servers=servers))
+            if config is None and found is not None:  # said just before the endpoint's checks
+                checks.insert(next((n for n, c in enumerate(checks) if c.name.endswith("endpoint")), len(checks)), found)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

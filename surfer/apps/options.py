@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from surfer.agent.config import AgentConfig
 
 BaseUrl = Annotated[Optional[list[str]], typer.Option(
-    "--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL]; given more "
+    "--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 \\[env: SURFER_BASE_URL, OPENAI_BASE_URL]; given more "
     "than once, several servers: each session is placed on one (the one with the most room) and keeps it.")]
 Model = Annotated[Optional[str], typer.Option("--model", help="Model name served at the endpoint \\[env: SURFER_MODEL].")]
-ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY].")]
+ApiKey = Annotated[Optional[str], typer.Option("--api-key", help="API key, if the server wants one \\[env: SURFER_API_KEY, OPENAI_API_KEY].")]
 Profile = Annotated[Optional[str], typer.Option(
-    "--profile", help="Model family profile: holotron, holo2, holo1.5, openai or auto \\[env: SURFER_PROFILE].")]
+    "--profile", help="Model family profile: holotron, holo2, holo1.5, qwen3-vl, openai or auto \\[env: SURFER_PROFILE] "
+    "(default: the family the model's name shows, else holotron).")]
 ServerWait = Annotated[Optional[float], typer.Option(
     "--server-wait", min=0, help="Seconds to hold the sessions while the model server is gone mid-run (refused, "
     "502/503/504), then go on; past it: exit 3 with nothing recorded as finished (default 300; 0: fail at once). "
@@ -172,6 +173,9 @@ def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console
     if isinstance(overrides.get("base_url"), list):  # the commands' repeatable --base-url
         overrides = {**overrides, "base_url": None, **server_overrides(overrides["base_url"])}
     cfg = load_config(config_file, overrides, overrides_source="flags")
+    if cfg.origin("profile").startswith("the model's name"):  # no profile given: the model's family's, said aloud
+        say(console, "profile:", "", cfg.origin("profile").removeprefix("the model's name (").removesuffix(")") +
+            " (pass --profile to choose)")
     if cfg.profile == "auto" or any(s.profile == "auto" for s in cfg.servers):
         from surfer.models.profiles.auto import suggest_profile_for_endpoint
 

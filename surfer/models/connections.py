@@ -62,7 +62,8 @@ class Connections:
 
     def json_client(self) -> JsonClient:
         """A new plain-JSON client (its HTTP library's first import is slow: callers may make it in a thread)."""
-        return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT)
+        return JsonClient(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.timeout or DEFAULT_REQUEST_TIMEOUT,
+                          self.endpoint.read_timeout)
 
     async def sdk_call(self, path: str, timeout: float, body: dict[str, Any] | None) -> Any:
         """`GET models` or `POST chat/completions` through the openai SDK, its errors as json_http's."""

@@ -51,6 +51,13 @@ class Endpoint(BaseModel):
         default=None, gt=0,
         description=f"Seconds for one request; unset: {DEFAULT_REQUEST_TIMEOUT:g} s, or the time left in the run if less.",
     )
+    read_timeout: float | None = Field(
+        default=None, gt=0,
+        description="Seconds the server may send nothing while answering (before its first byte, or stalled in the "
+        "middle of its answer) before the request counts as stalled and is retried; unset: the request's whole "
+        "timeout. Keep it above the longest time to a complete answer of one call: a server answers only once "
+        "the whole reply is generated.",
+    )
     max_retries: int = Field(default=4, ge=0, description="Retries for transient errors (429, 5xx, timeouts).")
     connect_retries: int = Field(default=2, ge=0, description="Quick retries when the connection is refused.")
     image_refs: bool = Field(

@@ -30,6 +30,7 @@ from typing import Any
 
 from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
+from surfer.core.surface import setting
 
 from .adapters import PolicyRef, version_of
 from .affinity import current_session, session_policy
@@ -41,7 +42,8 @@ from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, TimedOut, answers
 from .outage import answered_before, server_watch
-from .refusals import context_too_long, key_refused, named, rejects_structured_param, server_gone
+from .refusals import (certificate_refused, context_too_long, key_refused, named, not_an_api, rejects_structured_param,
+                       server_gone)
 from .replies import reply_text, usage_of
 from .tokens_in import PROBE_TIMEOUT, RequestPath, choose_path
 
@@ -160,6 +162,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     return await self.check()
                 raise ServerGone(f"model server at {self.endpoint.base_url} is not ready: /models answered HTTP "
                                  f"{exc.status_code} ({exc.message}); run again once it answers") from None
+            if exc.status_code < 400:  # a success with no JSON: a web page, not an API
+                raise not_an_api(self.endpoint, "GET /models", exc) from None
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
         self._mark_answered()
         cards = [m for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
@@ -174,7 +178,7 @@ class OpenAICompatibleBackend(ModelBackend):
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
                 f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
-                f"it serves: {named(served)}"
+                f"it serves: {named(served)} (choose one with {setting('model')})"
             )
         await self.choose_path()
         http = self.connections.http
@@ -256,15 +260,22 @@ class OpenAICompatibleBackend(ModelBackend):
             timeout = self.request_timeout()
             try:
                 return await call(timeout)
-            except TimedOut:
+            except TimedOut as exc:
+                if exc.stalled is not None:
+                    raise ModelServerUnreachable(
+                        f"model server at {self.endpoint.base_url} stalled: it sent nothing for {exc.stalled:.3g} s "
+                        f"while answering ({setting('read_timeout')})"
+                    ) from None
                 raise ModelServerUnreachable(
-                    f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s"
+                    f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s ({setting('request_timeout')})"
                 ) from None
             except ConnectFailed as exc:
+                if "certificate verify failed" in str(exc).lower():  # no retry or outage makes it trusted
+                    raise certificate_refused(self.endpoint, str(exc)) from None
                 if attempt == self.endpoint.connect_retries:
                     raise ServerGone(
                         f"cannot reach the model server at {self.endpoint.base_url} ({exc}). "
-                        "Is it running? Start one with `vllm serve` or set --base-url / SURFER_BASE_URL."
+                        f"Is it running? Start one with `vllm serve` or set {setting('base_url')}."
                     ) from None
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")
@@ -341,6 +352,8 @@ class OpenAICompatibleBackend(ModelBackend):
                     raise ModelNotFound(f"model server at {self.endpoint.base_url} does not serve {what}: {exc.message}") from None
                 if exc.status_code in (401, 403):
                     raise key_refused(self.endpoint, exc) from None
+                if exc.status_code < 400:
+                    raise not_an_api(self.endpoint, "POST /chat/completions", exc) from None
                 if self.image_refs is not None and exc.status_code == 400 and is_cache_miss(str(exc)) and not resent:
                     self.image_refs.missed(_image_uuids(request))  # evicted, or a restarted server: send them again
                     resent = True
@@ -421,7 +434,7 @@ class OpenAICompatibleBackend(ModelBackend):
         limit = self.endpoint.server_wait
         if held >= limit:
             raise ModelServerUnreachable(
-                f"the model server at {self.endpoint.base_url} kept failing this call for {limit:g} s (--server-wait)"
+                f"the model server at {self.endpoint.base_url} kept failing this call for {limit:g} s ({setting('server_wait')})"
             )
         # the run's limits move past the longest possible wait first (a limit must not fire while held),
         # then back by what was not used: held time is not the task's

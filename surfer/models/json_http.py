@@ -8,6 +8,7 @@ The errors here carry what the backend maps to surfer's errors (http.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import re
@@ -59,7 +60,12 @@ class ConnectFailed(Exception):
 
 
 class TimedOut(Exception):
-    """No answer within the timeout."""
+    """No answer within the timeout; `stalled`: the seconds the server sent nothing while answering, when
+    that (the read timeout) is what ran out rather than the whole call's time."""
+
+    def __init__(self, message: str, stalled: float | None = None) -> None:
+        super().__init__(message)
+        self.stalled = stalled
 
 
 def _error_message(response: Any) -> str:
@@ -101,9 +107,12 @@ def shared_tls_context(httpx: Any) -> Any:
 
 
 class JsonClient:
-    """One connection pool to `base_url` (e.g. http://host:8000/v1)."""
+    """One connection pool to `base_url` (e.g. http://host:8000/v1). A request's `timeout` bounds the
+    whole call (a server that trickles its answer byte by byte included); `read_timeout`, the silence
+    allowed between two reads of the answer (None: the call's timeout)."""
 
-    def __init__(self, base_url: str, api_key: str | None, timeout: float) -> None:
+    def __init__(self, base_url: str, api_key: str | None, timeout: float, read_timeout: float | None = None) -> None:
+        self.read_timeout = read_timeout
         httpx = self._httpx = http_library()
         self._client = httpx.AsyncClient(
             base_url=base_url.rstrip("/") + "/", timeout=timeout,
@@ -121,7 +130,8 @@ class JsonClient:
         try:
             return response.json()
         except ValueError:
-            raise HttpStatusError(response.status_code, f"answer is not JSON: {response.text[:200]!r}") from None
+            kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+            raise HttpStatusError(response.status_code, f"a {kind} answer, not JSON: {one_line(response.text, 120)!r}") from None
 
     async def text(self, path: str, timeout: float) -> str:
         """The text of a page (a /metrics page); HttpStatusError, ConnectFailed or TimedOut."""
@@ -130,8 +140,15 @@ class JsonClient:
     async def _send(self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None,
                     headers: dict[str, str] | None = None) -> Any:
         httpx = self._httpx
+        read = timeout if self.read_timeout is None else min(timeout, self.read_timeout)
         try:
-            response = await self._client.request(method, path.lstrip("/"), json=body, timeout=timeout, headers=headers)
+            async with asyncio.timeout(timeout):  # httpx's timeouts are per read: a trickle would outlast them
+                response = await self._client.request(method, path.lstrip("/"), json=body, headers=headers,
+                                                      timeout=httpx.Timeout(timeout, read=read))
+        except TimeoutError:
+            raise TimedOut(f"no complete answer within {timeout:g} s") from None
+        except httpx.ReadTimeout as exc:
+            raise TimedOut(str(exc) or type(exc).__name__, stalled=read if read < timeout else None) from None
         except httpx.TimeoutException as exc:
             raise TimedOut(str(exc) or type(exc).__name__) from None
         except httpx.TransportError as exc:

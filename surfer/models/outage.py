@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 
 from surfer.core.errors import ModelServerUnreachable
+from surfer.core.surface import caller, setting
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,15 @@ PROBE_TIMEOUT = 5.0
 # run starts over (and a run directory is written only once: `surfer run --out DIR` refuses a DIR that holds one)
 AGAIN = ("run the same command again once it is back (a batch resumes where it stopped; `surfer run` starts the "
          "task over, into a new --out directory if it had one)")
+AGAIN_PYTHON = ("run the task again once it is back (a run starts the task over, into a new out_dir if it had one; "
+                "a batch resumes where it stopped)")
+
+
+def again(several: bool = False) -> str:
+    """What to do after an outage, in the caller's words (the command line's, or Python's: core/surface.py);
+    `several`: once one of several servers is back."""
+    advice = AGAIN if caller() == "cli" else AGAIN_PYTHON
+    return advice.replace("it is back", "one is back") if several else advice
 
 Probe = Callable[[float], Awaitable[bool]]
 
@@ -82,8 +92,8 @@ class ServerWatch:
                 self._stop_watching()  # nobody waits any more: the next caller starts a fresh outage
         if not back:
             raise ModelServerUnreachable(
-                f"the model server at {self.base_url} has not answered for {limit:g} s (--server-wait); "
-                f"nothing was recorded as finished because of it: {AGAIN}"
+                f"the model server at {self.base_url} has not answered for {limit:g} s ({setting('server_wait')}); "
+                f"nothing was recorded as finished because of it: {again()}"
             )
         return waited
 

@@ -5,6 +5,7 @@ than the model's context, structured outputs refused, an API key wanted or refus
 from __future__ import annotations
 
 from surfer.core.errors import ConfigError
+from surfer.core.surface import setting
 
 from .endpoint import Endpoint
 from .json_http import HttpStatusError
@@ -30,9 +31,22 @@ def key_refused(endpoint: Endpoint, exc: HttpStatusError) -> ConfigError:
     where = f"model server at {endpoint.base_url}"
     if endpoint.api_key in ("", "EMPTY"):
         return ConfigError(f"{where} wants an API key (HTTP {exc.status_code}: {exc.message}); "
-                           "give it with --api-key or SURFER_API_KEY (api_key= in Python, api_key in a config file)")
+                           f"give it with {setting('api_key')} (or api_key in a config file)")
     return ConfigError(f"{where} refused the API key given (HTTP {exc.status_code}: {exc.message}); "
-                       "check --api-key / SURFER_API_KEY")
+                       f"check {setting('api_key')}")
+
+
+def not_an_api(endpoint: Endpoint, path: str, exc: HttpStatusError) -> ConfigError:
+    """A success status with an answer that is not JSON (a web page, a login portal): the base URL is
+    not an OpenAI-compatible API."""
+    return ConfigError(f"{endpoint.base_url} is not an OpenAI-compatible API: {path} answered HTTP {exc.status_code}, "
+                       f"{exc.message}; check {setting('base_url')} (a server's API usually ends in /v1)")
+
+
+def certificate_refused(endpoint: Endpoint, reason: str) -> ConfigError:
+    """An https server whose certificate this machine does not trust (self-signed, a private CA)."""
+    return ConfigError(f"model server at {endpoint.base_url}: its TLS certificate is not trusted here ({reason}); "
+                       "give the certificate of its CA with SSL_CERT_FILE=/path/to/ca.pem")
 
 
 def context_too_long(exc: HttpStatusError) -> bool:

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from surfer.core.errors import ModelServerUnreachable
 
 from .endpoint import Endpoint
-from .outage import AGAIN, FIRST_PROBE, LONGEST_PROBE, PROBE_TIMEOUT, watch_of
+from .outage import FIRST_PROBE, LONGEST_PROBE, PROBE_TIMEOUT, again, watch_of
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +238,7 @@ class ServerPool:
         which = f" of profile {profile}" if profile else ""
         states = ", ".join(f"{s.label}: {s.state}" for s in self.servers) or "none usable on this node"
         return (f"no model server{which} takes sessions ({states}); nothing was recorded as finished because of it: "
-                f"{AGAIN.replace('it is back', 'one is back')}")
+                f"{again(several=True)}")
 
     # -- what the servers say ------------------------------------------------------------
 

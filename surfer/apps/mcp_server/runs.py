@@ -41,11 +41,11 @@ SCREENSHOT_TYPES = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png
 def for_client(reason: Optional[str]) -> Optional[str]:
     """A run's reason as an MCP client reads it: an outage says to call the tool again (the
     command-line advice, to run `surfer run` again into a new --out, is not the client's to follow)."""
-    from surfer.models.outage import AGAIN
+    from surfer.models.outage import AGAIN, AGAIN_PYTHON
 
     if not reason:
         return reason
-    for advice in (AGAIN, AGAIN.replace("it is back", "one is back")):
+    for advice in (text.replace("it is back", back) for text in (AGAIN, AGAIN_PYTHON) for back in ("it is back", "one is back")):
         reason = reason.replace(advice, "call run_task or start_task again once it is back (a new task, into a new run directory)")
     return reason
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from surfer.core.errors import ConfigError, ModelServerUnreachable
+from surfer.core.surface import caller
 
 # (pattern over a lower-cased model id, profile, family named in the reason)
 FAMILY_PATTERNS: tuple[tuple[str, str, str], ...] = (
@@ -18,6 +19,10 @@ FAMILY_PATTERNS: tuple[tuple[str, str, str], ...] = (
     (r"holo-?2(?![0-9])", "holo2", "Holo2"),
     (r"holo-?1[._-]5", "holo1.5", "Holo1.5"),
     (r"holo-?1(?![0-9._-]5)", "holo1.5", "Holo1 (JSON output in Holo1.5's frame)"),
+    # the published bases, as servers name them: Qwen/Qwen3-VL-8B-Instruct, a local path ending in one,
+    # quantised (-AWQ, -FP8), Ollama's qwen3-vl:8b and qwen2.5vl:7b
+    (r"qwen[-_]?3[-_.]?vl", "qwen3-vl", "Qwen3-VL"),
+    (r"qwen[-_]?2[._-]?5[-_.]?vl", "holo1.5", "Qwen2.5-VL (Holo1.5's base: its image sizes and pixel frame)"),
 )
 FALLBACK = "openai"
 # What to do about a guessed frame; `surfer calibrate` passes its own (it is the check).
@@ -42,6 +47,11 @@ def suggest_profile(model_ids: list[str], model: str | None = None, *, advice: s
     )
 
 
+def _auto() -> str:
+    """How the caller asked for it: `--profile auto` on the command line, `profile="auto"` in Python."""
+    return "--profile auto" if caller() == "cli" else 'profile="auto"'
+
+
 async def suggest_profile_for_endpoint(
     base_url: str, model: str | None = None, api_key: str = "EMPTY", timeout: float = 10.0,
 ) -> tuple[str, str]:
@@ -53,7 +63,7 @@ async def suggest_profile_for_endpoint(
     try:
         page = await client.models.list()
     except openai.APIConnectionError as exc:
-        raise ModelServerUnreachable(f"--profile auto: cannot reach {base_url} to list its models ({exc.__cause__ or exc})") from None
+        raise ModelServerUnreachable(f"{_auto()}: cannot reach {base_url} to list its models ({exc.__cause__ or exc})") from None
     except openai.APIStatusError as exc:
         from surfer.models.endpoint import Endpoint
         from surfer.models.json_http import HttpStatusError
@@ -61,11 +71,11 @@ async def suggest_profile_for_endpoint(
 
         refusal = HttpStatusError(exc.status_code, str(exc.body.get("message") if isinstance(exc.body, dict) else exc.message))
         if exc.status_code in (401, 403):  # the key, not the profile, is what to fix
-            raise ConfigError(f"--profile auto: {key_refused(Endpoint(base_url=base_url, api_key=api_key or 'EMPTY'), refusal)}") from None
+            raise ConfigError(f"{_auto()}: {key_refused(Endpoint(base_url=base_url, api_key=api_key or 'EMPTY'), refusal)}") from None
         if server_gone(refusal):
-            raise ModelServerUnreachable(f"--profile auto: the model server at {base_url} is not ready: /models answered "
+            raise ModelServerUnreachable(f"{_auto()}: the model server at {base_url} is not ready: /models answered "
                                          f"HTTP {exc.status_code} ({refusal.message}); run again once it answers") from None
-        raise ConfigError(f"--profile auto: {base_url}/models answered HTTP {exc.status_code}; choose --profile explicitly") from None
+        raise ConfigError(f"{_auto()}: {base_url}/models answered HTTP {exc.status_code}; choose {'--profile' if caller() == 'cli' else 'Agent(profile=...)'} explicitly") from None
     finally:
         await client.close()
     ids: list[str] = []

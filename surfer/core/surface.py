@@ -1,0 +1,54 @@
+"""Who is calling surfer — its command line, or Python code through the SDK — so that a message
+that tells the user which setting to change names it the way that caller sets it: `--base-url` for
+`surfer run`, `Agent(base_url=...)` for a script. One owner for the words; the messages (a server
+down, an API key wanted, a server that stalled) ask `setting(...)` rather than spell a flag.
+
+The CLI marks its commands (`calling_from_cli`, for the length of a command); everything else —
+`from surfer import Agent` — is Python, the default.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Literal
+
+Caller = Literal["cli", "python"]
+
+_CALLER: ContextVar[Caller] = ContextVar("surfer_caller", default="python")
+
+# setting -> (its flag, where a command has one; its environment variable, where it has one)
+_SETTINGS: dict[str, tuple[str | None, str | None]] = {
+    "base_url": ("--base-url", "SURFER_BASE_URL"),
+    "api_key": ("--api-key", "SURFER_API_KEY"),
+    "model": ("--model", "SURFER_MODEL"),
+    "profile": ("--profile", "SURFER_PROFILE"),
+    "server_wait": ("--server-wait", None),
+    "read_timeout": (None, None),
+    "request_timeout": (None, None),
+}
+
+
+def caller() -> Caller:
+    return _CALLER.get()
+
+
+@contextmanager
+def calling_from_cli() -> Iterator[None]:
+    """The code inside runs a command of the CLI (its messages name flags)."""
+    token = _CALLER.set("cli")
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+def setting(name: str) -> str:
+    """How the caller sets the configuration key `name`: "--base-url or SURFER_BASE_URL" from the CLI,
+    "Agent(base_url=...) or SURFER_BASE_URL" from Python; a key without a flag: "read_timeout, a config file key"."""
+    flag, variable = _SETTINGS.get(name, (None, None))
+    if caller() == "python":
+        how = f"Agent({name}=...)"
+    else:
+        how = flag or f"{name}, a config file key"
+    return f"{how} or {variable}" if variable else how
