@@ -71,6 +71,22 @@ def payload(result: Any) -> dict[str, Any]:
     return result.structured_content if "status" in (result.structured_content or {}) else json.loads(result.content[0].text)
 
 
+def final_screen(result: Any) -> tuple[int, int]:
+    """The size of the image of the final screen beside a tool result's text (a JPEG, at most 1024 px a side)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    images = [part for part in result.content if part.type == "image"]
+    assert len(images) == 1 and images[0].mime_type == "image/jpeg", result.content
+    data = base64.b64decode(images[0].data)
+    assert len(data) < 200_000
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "JPEG"
+        return image.size
+
+
 def error_text(result: Any) -> str:
     assert result.is_error, result
     return " ".join(getattr(part, "text", "") for part in result.content)
@@ -96,10 +112,14 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
                        for name, field in tool.input_schema["properties"].items() if not field.get("description")]
         assert not undescribed, undescribed  # what a client's model reads of each argument
 
-        result = payload(await session.call_tool(
+        called = await session.call_tool(
             "run_task", {"task": DEMO_TASK, "url": demo_site.url("index.html"), "max_steps": 12},
-            progress_callback=on_progress))
+            progress_callback=on_progress)
+        result = payload(called)
         assert result["status"] == "success" and result["answer"] == confirmation_code(NAME, EMAIL)
+        # the screen it ended on, as an image a client shows: a small JPEG of the welcome page
+        width, height = final_screen(called)
+        assert width == 1024 and abs(height - 1024 / VIEWPORT[0] * VIEWPORT[1]) <= 1, (width, height)
         assert result["steps"] == 5
         run_dir = Path(result["run_dir"])
         assert run_dir.parent == tmp_path / "runs" and (run_dir / "result.json").exists()
@@ -170,6 +190,11 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         assert "not a valid JSON Schema" in error_text(bad_schema)
         refused = await session.call_tool("start_task", {"task": "t", "url": "file:///etc/passwd"})
         assert "file" in error_text(refused)
+        # a start URL that does not open (nothing listens there) is a tool error too, not a result saying error
+        down = f"http://127.0.0.1:{free_port()}/"
+        unopened = await session.call_tool("run_task", {"task": "t", "url": down, "session_id": started["session_id"]})
+        assert error_text(unopened).startswith(f"the task ended in error: could not open {down}"), error_text(unopened)
+        assert unopened.structured_content["status"] == "error" and unopened.structured_content["run_dir"] in error_text(unopened)
         assert len((await session.list_tools()).tools) >= 5  # the server is still there
 
         # SIGTERM while the client keeps stdin open and a task runs: the run is recorded and the server exits

@@ -124,14 +124,24 @@ def test_tag_and_grep_select_cases(tmp_path):
 
     suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
 
-    def chosen(tags, grep):  # type: ignore[no-untyped-def]
-        runner = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(tags, grep), environ={"LIBRARY_PASSWORD": "x" * 8})
+    def chosen(tags, grep, invert=None):  # type: ignore[no-untyped-def]
+        runner = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(tags, grep, grep_invert=invert),
+                          environ={"LIBRARY_PASSWORD": "x" * 8})
         return [c.case.name for c in runner.cases]
 
     assert chosen([], None) == ["sign in and read an order", "register a member", "opening hours"]
     assert chosen(["smoke"], None) == ["sign in and read an order", "register a member"]
     assert chosen(["smoke"], "REGISTER") == ["register a member"]
     assert chosen(["nightly"], None) == []
+    # --grep is a regular expression (any case, as Playwright's), --grep-invert leaves out what it matches
+    assert chosen([], "^(sign|OPENING) ") == ["sign in and read an order", "opening hours"]
+    assert chosen([], "(?-i:^Opening)") == [] and chosen([], "member$|hours$") == ["register a member", "opening hours"]
+    assert chosen([], None, "order") == ["register a member", "opening hours"]
+    assert chosen(["smoke"], "r", "^sign") == ["register a member"]
+    bad = surfer("qa", str(SAMPLE), "--grep", "order(", "--out", str(tmp_path / "out"))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "--grep 'order(' is no regular expression: missing ), unterminated subpattern" in bad.stderr
+    assert not (tmp_path / "out").exists()
 
     # a suite's setup case runs whenever another of its cases does: they start with the state it saves
     (tmp_path / "signed.yaml").write_text(
@@ -233,6 +243,12 @@ def test_junit_is_xml_whatever_the_model_or_page_said(tmp_path):
     root = ET.fromstring(junit_xml(QaSummary(tmp_path, [case], 1.0), tmp_path / "junit.xml").split("\n", 1)[1])
     failure = root.find("testsuite/testcase/failure")
     assert failure is not None and failure.get("message") == "the validator said \\x1b[2mno\\x1b[0m\\x08"
+    # valid against Surefire's strict schema: a testcase holds no properties; the case's are its testsuite's
+    allowed = {"failure", "rerunFailure", "rerunError", "flakyFailure", "flakyError", "skipped", "error", "system-out", "system-err"}
+    assert [child.tag for child in root.find("testsuite")] == ["properties", "testcase"]
+    assert {child.tag for child in root.find("testsuite/testcase")} <= allowed
+    props = {p.get("name"): p.get("value") for p in root.findall("testsuite/properties/property")}
+    assert props[f"{case.case.name}.status"] == "failed" and props[f"{case.case.name}.attempts"] == "1"
 
 
 def test_a_missing_state_file_is_refused_for_the_cases_that_run_only(tmp_path):

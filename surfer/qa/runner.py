@@ -201,7 +201,8 @@ class QaRunner:
             if not run.backends:
                 run.backends = shared_backends(run.config, None, self._backend)
         try:
-            if any(self._runs[c.id].suite.environment == "browser" for c in self.cases):
+            await self._check_apps()
+            if self._stopped is None and any(self._runs[c.id].suite.environment == "browser" for c in self.cases):
                 await self._browser.start()
             keep_going = lambda: self._stopped is None  # noqa: E731
             # setup cases first, one at a time (Playwright's setup projects): the others start with what they saved
@@ -223,11 +224,25 @@ class QaRunner:
                             await asyncio.shield(backend.aclose())
         return QaSummary(self.out_dir, self.cases, time.monotonic() - started, self._stopped, self._stopped_kind)
 
+    async def _check_apps(self) -> None:
+        """The app under test is checked once, before any case: down, the run stops and no case starts (each
+        is recorded unfinished, the reason in its JUnit error), rather than every case failing on its own."""
+        from .preflight import start_addresses, unreachable_app
+
+        if self._browser.attached:  # a browser on another machine reaches what it reaches
+            return
+        browser_cases = [c for c in self.cases if self._runs[c.id].suite.environment == "browser"]
+        down = await unreachable_app(start_addresses(self._runs[c.id].suite.resolve_url(c.case.url) for c in browser_cases))
+        if down is not None:
+            self._stopped, self._stopped_kind = down, "app_unreachable"
+            for report in self.cases:
+                report.status = "unfinished"
+
     async def _record_not_started(self, status: str, why: str) -> None:
         """The cases a stopped run never started go to attempts.jsonl as the stopped ones do (with no attempt), so
         that a re-run of what did not pass (--rerun-failed) runs them too."""
         for report in self.cases:
-            if report.status == "queued":
+            if report.status == "queued" or (report.status == "unfinished" and not report.attempts):
                 await self.index.append_attempt({**report.to_record(self.out_dir), "status": status, "failure": why})
 
     async def run_case(self, report: CaseReport) -> None:
