@@ -72,7 +72,7 @@ def payload(result: Any) -> dict[str, Any]:
 
 
 def final_screen(result: Any) -> tuple[int, int]:
-    """The size of the image of the final screen beside a tool result's text (a JPEG, at most 1024 px a side)."""
+    """The size of the image of the final screen beside a tool result's text (a JPEG, at most 1280 px a side)."""
     import base64
     import io
 
@@ -118,8 +118,7 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
         result = payload(called)
         assert result["status"] == "success" and result["answer"] == confirmation_code(NAME, EMAIL)
         # the screen it ended on, as an image a client shows: a small JPEG of the welcome page
-        width, height = final_screen(called)
-        assert width == 1024 and abs(height - 1024 / VIEWPORT[0] * VIEWPORT[1]) <= 1, (width, height)
+        assert final_screen(called) == VIEWPORT
         assert result["steps"] == 5
         run_dir = Path(result["run_dir"])
         assert run_dir.parent == tmp_path / "runs" and (run_dir / "result.json").exists()
@@ -474,6 +473,22 @@ async def test_run_task_asks_the_agents_question_through_elicitation(standin, pa
     assert (result["status"], result["answer"]) == ("success", "teal") and asked == ["surfer's agent asks: Which colour?"]
     first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
     assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}
+
+
+def test_the_final_screen_of_a_large_viewport_is_scaled_to_a_small_jpeg(tmp_path):
+    import io
+
+    from PIL import Image
+
+    from surfer.apps.mcp_server.screens import MAX_BYTES, MAX_SIDE, _bounded
+
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    Image.new("RGB", (2560, 1600), "white").save(shots / "step-001.png", compress_level=1)  # a HiDPI screen, as a PNG
+    scaled = _bounded(None, tmp_path) or b""
+    with Image.open(io.BytesIO(scaled)) as image:
+        assert image.format == "JPEG" and image.size == (MAX_SIDE, MAX_SIDE * 1600 // 2560) and len(scaled) < MAX_BYTES
+    assert _bounded(None, tmp_path / "none") is None  # no screen ever shown: no image
 
 
 def test_an_outage_tells_the_mcp_client_to_call_again_not_to_run_a_command():

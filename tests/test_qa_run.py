@@ -3,8 +3,8 @@ answering as the sample suite's oracle over real HTTP, real Chromium on the
 demo site; exit codes, JUnit read back by junitparser, the action cache
 (zero model calls on a re-run, healing after a layout change) and secrets.
 Checks of what a run leaves behind run the command in this process
-(tests/inprocess.py); exit codes of the real process, its signals and the
-README's commands in a child process."""
+(tests/inprocess.py), exit codes included (the real entry point's are
+test_cli's); its signals and the README's commands in a child process."""
 
 from __future__ import annotations
 
@@ -243,8 +243,8 @@ def test_unreachable_model_server_exits_3(demo_site, tmp_path):
         port = sock.getsockname()[1]
     suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "  - name: c\n    url: index.html\n    task: t\n"
                         "  - name: d\n    url: index.html\n    task: t\n")
-    proc = qa_process(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
-                      "--concurrency", "1")
+    proc = qa(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+              "--concurrency", "1")  # (in this process: the real process's exit codes are test_cli's)
     assert proc.returncode == 3, proc.stderr
     assert "cannot reach the model server" in " ".join(proc.stderr.split())
     assert isinstance(junit_cases(tmp_path / "out" / "junit.xml")["c"].result[0], Error)
@@ -267,13 +267,40 @@ def test_an_app_that_is_down_stops_the_run_before_any_case_exit_3(tmp_path):
     out = tmp_path / "out"
     proc = qa(str(suite), "--out", str(out), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holotron")
     assert proc.returncode == 3, proc.stderr  # not 1: no test failed, the app was not there
-    why = f"the app under test cannot be reached at {app}c.html: nothing listens on port {app[17:-1]} (is it running?)"
+    why = f"the app under test cannot be reached at {app}: nothing listens on port {app[17:-1]} (is it running?)"
     assert f"stopped: {why}" in proc.stderr.splitlines(), proc.stderr  # said once, on one line
     assert proc.stderr.count("nothing listens") == 1 and not (out / "cases").exists()  # no case started
     errors = {name: case.result[0] for name, case in junit_cases(out / "junit.xml").items()}
     assert set(errors) == {"c", "d", "e"} and all(isinstance(e, Error) and e.message == f"not run: {why}" for e in errors.values())
     attempts = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
     assert [(a["case"], a["status"], a["attempts"]) for a in attempts] == [(n, "unfinished", 0) for n in "cde"]
+
+
+def test_an_app_that_crashes_mid_suite_stops_the_run_at_the_first_case_it_fails(standin, tmp_path):
+    import threading
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("<h1>Opening hours: 9:00</h1>")
+    site = StaticSite(tmp_path / "site").__enter__()
+
+    def crash_then_answer(request):  # type: ignore[no-untyped-def]
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "The page shows 9:00."}
+        threading.Thread(target=site.__exit__, args=(None, None, None)).start()  # the app goes away during case 1
+        return {"thought": "done", "notes": "", "action": {"type": "answer", "text": "9:00"}}
+
+    server = standin(crash_then_answer)
+    suite = write_suite(tmp_path / "s.yaml", site.base_url, "".join(
+        f"  - name: c{i}\n    url: index.html\n    task: t\n    retries: 2\n" for i in range(4)))
+    out = tmp_path / "out"
+    proc = qa(str(suite), "--out", str(out), "--concurrency", "1", "--no-cache", *endpoint(server))
+    assert proc.returncode == 3, proc.stderr
+    assert f"stopped: the app under test cannot be reached at {site.base_url}: nothing listens" in proc.stderr
+    assert [r.role for r in server.requests] == ["policy", "validator"]  # case 1 only
+    cases = junit_cases(out / "junit.xml")
+    assert cases["c0"].is_passed and isinstance(cases["c1"].result[0], Error) and "nothing listens" in cases["c1"].result[0].message
+    assert cases["c2"].is_skipped and cases["c3"].is_skipped  # not started, and c1 not retried: one error, said once
+    assert [r["attempts"] for r in map(json.loads, (out / "attempts.jsonl").read_text().splitlines())] == [1, 0, 0]
 
 
 async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, shared_browser, tmp_path):

@@ -1,13 +1,16 @@
 """Is the app under test there? Checked once before a suite runs, before the
-browser starts: something must accept a connection at each origin the cases
-start on. Nothing listening there, a host name that does not resolve, or no
-answer in `APP_WAIT_S`: the run stops before any case, with one line that
-says so, instead of every case failing on its own with the same error.
+browser starts: something must accept a connection at the suite's
+`base_url`. Nothing listening there, a host name that does not resolve, or
+no connection in `APP_WAIT_S`: the run stops before any case, with one line
+that says so, instead of every case failing on its own with the same error.
+A case whose page does not open mid-suite has its base URL checked again
+(the app crashed): gone, the run stops there.
 
 Only the connection is checked (any HTTP answer, a 404 or a 500 included, is
-the app's, for the cases to judge). Addresses reached through a proxy (the
-`*_proxy` environment variables) and browsers surfer attaches to (on
-another machine, with its own network) are not checked."""
+the app's, for the cases to judge). Cases that start on another host fail on
+their own. Addresses reached through a proxy (the `*_proxy` environment
+variables) and browsers surfer attaches to (on another machine, with its own
+network) are not checked."""
 
 from __future__ import annotations
 
@@ -20,16 +23,12 @@ from urllib.parse import urlsplit
 APP_WAIT_S = 10.0  # how long a connection to the app may take
 
 
-def start_addresses(urls: Iterable[Optional[str]]) -> list[str]:
-    """The first http(s) start address of each origin, in order."""
-    seen: dict[str, str] = {}
-    for url in urls:
-        if not url:
-            continue
-        parts = urlsplit(url)
-        if parts.scheme in ("http", "https") and parts.hostname:
-            seen.setdefault(f"{parts.scheme}://{parts.netloc}", url)
-    return list(seen.values())
+def same_origin(url: Optional[str], base: Optional[str]) -> bool:
+    """Whether `url` is on `base`'s origin (scheme, host and port)."""
+    if not url or not base:
+        return False
+    a, b = urlsplit(url), urlsplit(base)
+    return (a.scheme, a.netloc) == (b.scheme, b.netloc) and a.scheme in ("http", "https")
 
 
 def _proxied(url: str, host: str) -> bool:

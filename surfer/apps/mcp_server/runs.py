@@ -352,7 +352,7 @@ class RunManager:
             if result.status != "interrupted" and not self.closing:  # while the session is still its own
                 from .screens import final_screen
 
-                holder[0].screen = await final_screen(held.session.environment, holder[0].run_dir)
+                holder[0].screen = await final_screen(held.session.environment, holder[0].run_dir, result.status)
         except asyncio.CancelledError:
             # cancelled before the run began (no record) or the server is closing
             if not handle.done:
