@@ -297,6 +297,11 @@ async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, s
         assert Path(summary["cases"][0]["report"]).exists()
         missing = await session.call_tool("run_suite", {"suite": str(tmp_path / "none.yaml")})
         assert "does not exist" in error_text(missing)
+        down = f"http://127.0.0.1:{free_port()}/"  # the app under test is not up: said once, no case started
+        (tmp_path / "down.yaml").write_text(f"name: s\nbase_url: {down}\ncases:\n  - name: c\n    task: t\n")
+        stopped = error_text(await session.call_tool("run_suite", {"suite": str(tmp_path / "down.yaml"), "grep": "^C$"}))
+        assert f"the app under test cannot be reached at {down}: nothing listens" in stopped and "no case ran" in stopped
+        assert "no regular expression" in error_text(await session.call_tool("run_suite", {"suite": str(tmp_path / "down.yaml"), "grep": "("}))
 
 
 async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool_error(demo_site, tmp_path):

@@ -57,7 +57,8 @@ async def run_suite_file(settings: ServerSettings, path: Path, *, tags: list[str
     if summary.stopped and summary.stopped_kind == "unreachable":
         raise SuiteRefused(f"model server unreachable: {summary.stopped} (reports in {runner.out_dir})")
     if summary.stopped and summary.stopped_kind == "app_unreachable":
-        raise SuiteRefused(f"{summary.stopped} (no case ran; reports in {runner.out_dir})")
+        ran = "no case ran" if all(c.status in ("queued", "unfinished") for c in summary.cases) else summary.line()
+        raise SuiteRefused(f"{summary.stopped} (the run stopped: {ran}; reports in {runner.out_dir})")
     return {
         "ok": summary.ok, "summary": summary.line(),
         "passed": summary.count("passed", "flaky"), "failed": summary.count("failed"),
