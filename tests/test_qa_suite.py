@@ -243,12 +243,23 @@ def test_junit_is_xml_whatever_the_model_or_page_said(tmp_path):
     root = ET.fromstring(junit_xml(QaSummary(tmp_path, [case], 1.0), tmp_path / "junit.xml").split("\n", 1)[1])
     failure = root.find("testsuite/testcase/failure")
     assert failure is not None and failure.get("message") == "the validator said \\x1b[2mno\\x1b[0m\\x08"
-    # valid against Surefire's strict schema: a testcase holds no properties; the case's are its testsuite's
-    allowed = {"failure", "rerunFailure", "rerunError", "flakyFailure", "flakyError", "skipped", "error", "system-out", "system-err"}
-    assert [child.tag for child in root.find("testsuite")] == ["properties", "testcase"]
-    assert {child.tag for child in root.find("testsuite/testcase")} <= allowed
+    # valid against Surefire's strict schema: a testcase holds no properties (the case's are its testsuite's), its
+    # elements come in the schema's order, and a flaky attempt's record is a stackTrace, not text
+    flaky = CaseReport(suite.name, suite.cases[1], suite.case_id(suite.cases[1]), tmp_path / "f", status="flaky")
+    flaky.attempts += [AttemptReport(1, "a1", status="failed", failure="no 9:00"), AttemptReport(2, "a2", status="error", failure="gone"),
+                       AttemptReport(3, "a3", status="failed", failure="no 10:00"), AttemptReport(4, "a4", status="passed")]
+    root = ET.fromstring(junit_xml(QaSummary(tmp_path, [case, flaky], 1.0), tmp_path / "junit.xml").split("\n", 1)[1])
+    order = ["failure", "rerunFailure", "flakyFailure", "skipped", "error", "rerunError", "flakyError", "system-out", "system-err"]
+    assert [child.tag for child in root.find("testsuite")] == ["properties", "testcase", "testcase"]
+    for testcase in root.iter("testcase"):
+        tags = [child.tag for child in testcase]
+        assert set(tags) <= set(order) and tags == sorted(tags, key=order.index), tags
+        for record in (e for e in testcase if e.tag.startswith("flaky")):
+            assert not (record.text or "").strip() and [c.tag for c in record] == ["stackTrace"] and record.get("type")
+    assert [e.get("message") for e in root.findall("testsuite/testcase/flakyFailure")] == ["no 9:00", "no 10:00"]
+    assert root.find("testsuite/testcase/flakyError/stackTrace").text == "attempt 2 (try): error — gone"
     props = {p.get("name"): p.get("value") for p in root.findall("testsuite/properties/property")}
-    assert props[f"{case.case.name}.status"] == "failed" and props[f"{case.case.name}.attempts"] == "1"
+    assert props[f"{case.case.name}.status"] == "failed" and props[f"{flaky.case.name}.flaky"] == "true"
 
 
 def test_a_missing_state_file_is_refused_for_the_cases_that_run_only(tmp_path):

@@ -96,10 +96,12 @@ def junit_xml(summary: QaSummary, path: Path | None = None, base: Path | None = 
                 ET.SubElement(element, tag, message=_xml(message), type=kind).text = _xml(_details(case) if last else message)
             elif not case.passed:
                 ET.SubElement(element, "skipped", message=_xml(f"not finished: the run stopped early ({summary.stopped or case.status})"))
-            for attempt in case.attempts[:-1] if case.status == "flaky" else ():  # Surefire's record of a flaky test
-                tag = "flakyError" if attempt.status == "error" else "flakyFailure"
-                ET.SubElement(element, tag, message=_xml(attempt.failure or attempt.status), type=attempt.error_kind or attempt.status).text = (
-                    f"attempt {attempt.number} ({attempt.kind}): {attempt.status}")
+            earlier = case.attempts[:-1] if case.status == "flaky" else []  # Surefire's record of a flaky test: its
+            for tag in ("flakyFailure", "flakyError"):  # schema's order (failures, then errors), each with a stackTrace
+                for attempt in (a for a in earlier if (a.status == "error") == (tag == "flakyError")):
+                    flaky = ET.SubElement(element, tag, message=_xml(attempt.failure or attempt.status), type=attempt.error_kind or attempt.status)
+                    ET.SubElement(flaky, "stackTrace").text = _xml(f"attempt {attempt.number} ({attempt.kind}): {attempt.status}"
+                                                                   + (f" — {attempt.failure}" if attempt.failure else ""))
             out = str(case.dir) if case.attempts else ""  # (a case that never ran has no directory)
             if path is not None and case.status in ("failed", "needs_approval", "needs_input", "error"):
                 out += "".join(f"\n[[ATTACHMENT|{attachment_path(f, base or Path.cwd())}]]" for f in failure_files(case))
