@@ -187,6 +187,8 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         bad_schema = await session.call_tool("run_task", {"task": "t", "url": demo_site.url("index.html"),
                                                           "answer_schema": {"type": "no-such-type"}})
         assert "not a valid JSON Schema" in error_text(bad_schema)
+        mistyped = error_text(await session.call_tool("run_task", {"task": "t", "max_steps": "many"}))
+        assert mistyped == "run_task: bad arguments: max_steps: Input should be a valid integer, unable to parse string as an integer"
         refused = await session.call_tool("start_task", {"task": "t", "url": "file:///etc/passwd"})
         assert "file" in error_text(refused)
         # a start URL that does not open (nothing listens there) is a tool error too, not a result saying error

@@ -120,6 +120,20 @@ class SurferServer(MCPServer):
         super().__init__("surfer", **options)
         self.runs_root = runs_root
 
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """The SDK's, with arguments that fail validation said on one line, per argument (its text was pydantic's
+        several lines with a link to pydantic's error pages)."""
+        from pydantic import ValidationError
+
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError) or type(exc) is not ToolError:
+                raise
+            said = "; ".join(f"{'.'.join(str(p) for p in error['loc']) or 'arguments'}: {error['msg']}" for error in cause.errors())
+            raise ToolError(f"{name}: bad arguments: {said}") from cause
+
     async def list_resources(self) -> list[Any]:
         from mcp_types import Resource
 
