@@ -71,6 +71,22 @@ def payload(result: Any) -> dict[str, Any]:
     return result.structured_content if "status" in (result.structured_content or {}) else json.loads(result.content[0].text)
 
 
+def final_screen(result: Any) -> tuple[int, int]:
+    """The size of the image of the final screen beside a tool result's text (a JPEG, at most 1280 px a side)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    images = [part for part in result.content if part.type == "image"]
+    assert len(images) == 1 and images[0].mime_type == "image/jpeg", result.content
+    data = base64.b64decode(images[0].data)
+    assert len(data) < 200_000
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "JPEG"
+        return image.size
+
+
 def error_text(result: Any) -> str:
     assert result.is_error, result
     return " ".join(getattr(part, "text", "") for part in result.content)
@@ -96,10 +112,13 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
                        for name, field in tool.input_schema["properties"].items() if not field.get("description")]
         assert not undescribed, undescribed  # what a client's model reads of each argument
 
-        result = payload(await session.call_tool(
+        called = await session.call_tool(
             "run_task", {"task": DEMO_TASK, "url": demo_site.url("index.html"), "max_steps": 12},
-            progress_callback=on_progress))
+            progress_callback=on_progress)
+        result = payload(called)
         assert result["status"] == "success" and result["answer"] == confirmation_code(NAME, EMAIL)
+        # the screen it ended on, as an image a client shows: a small JPEG of the welcome page
+        assert final_screen(called) == VIEWPORT
         assert result["steps"] == 5
         run_dir = Path(result["run_dir"])
         assert run_dir.parent == tmp_path / "runs" and (run_dir / "result.json").exists()
@@ -168,8 +187,15 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         bad_schema = await session.call_tool("run_task", {"task": "t", "url": demo_site.url("index.html"),
                                                           "answer_schema": {"type": "no-such-type"}})
         assert "not a valid JSON Schema" in error_text(bad_schema)
+        mistyped = error_text(await session.call_tool("run_task", {"task": "t", "max_steps": "many"}))
+        assert mistyped == "run_task: bad arguments: max_steps: Input should be a valid integer, unable to parse string as an integer"
         refused = await session.call_tool("start_task", {"task": "t", "url": "file:///etc/passwd"})
         assert "file" in error_text(refused)
+        # a start URL that does not open (nothing listens there) is a tool error too, not a result saying error
+        down = f"http://127.0.0.1:{free_port()}/"
+        unopened = await session.call_tool("run_task", {"task": "t", "url": down, "session_id": started["session_id"]})
+        assert error_text(unopened).startswith(f"the task ended in error: could not open {down}"), error_text(unopened)
+        assert unopened.structured_content["status"] == "error" and unopened.structured_content["run_dir"] in error_text(unopened)
         assert len((await session.list_tools()).tools) >= 5  # the server is still there
 
         # SIGTERM while the client keeps stdin open and a task runs: the run is recorded and the server exits
@@ -273,6 +299,11 @@ async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, s
         assert Path(summary["cases"][0]["report"]).exists()
         missing = await session.call_tool("run_suite", {"suite": str(tmp_path / "none.yaml")})
         assert "does not exist" in error_text(missing)
+        down = f"http://127.0.0.1:{free_port()}/"  # the app under test is not up: said once, no case started
+        (tmp_path / "down.yaml").write_text(f"name: s\nbase_url: {down}\ncases:\n  - name: c\n    task: t\n")
+        stopped = error_text(await session.call_tool("run_suite", {"suite": str(tmp_path / "down.yaml"), "grep": "^C$"}))
+        assert f"the app under test cannot be reached at {down}: nothing listens" in stopped and "no case ran" in stopped
+        assert "no regular expression" in error_text(await session.call_tool("run_suite", {"suite": str(tmp_path / "down.yaml"), "grep": "("}))
 
 
 async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool_error(demo_site, tmp_path):
@@ -449,6 +480,22 @@ async def test_run_task_asks_the_agents_question_through_elicitation(standin, pa
     assert (result["status"], result["answer"]) == ("success", "teal") and asked == ["surfer's agent asks: Which colour?"]
     first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
     assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}
+
+
+def test_the_final_screen_of_a_large_viewport_is_scaled_to_a_small_jpeg(tmp_path):
+    import io
+
+    from PIL import Image
+
+    from surfer.apps.mcp_server.screens import MAX_BYTES, MAX_SIDE, _bounded
+
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    Image.new("RGB", (2560, 1600), "white").save(shots / "step-001.png", compress_level=1)  # a HiDPI screen, as a PNG
+    scaled = _bounded(None, tmp_path) or b""
+    with Image.open(io.BytesIO(scaled)) as image:
+        assert image.format == "JPEG" and image.size == (MAX_SIDE, MAX_SIDE * 1600 // 2560) and len(scaled) < MAX_BYTES
+    assert _bounded(None, tmp_path / "none") is None  # no screen ever shown: no image
 
 
 def test_an_outage_tells_the_mcp_client_to_call_again_not_to_run_a_command():

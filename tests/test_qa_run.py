@@ -3,8 +3,8 @@ answering as the sample suite's oracle over real HTTP, real Chromium on the
 demo site; exit codes, JUnit read back by junitparser, the action cache
 (zero model calls on a re-run, healing after a layout change) and secrets.
 Checks of what a run leaves behind run the command in this process
-(tests/inprocess.py); exit codes of the real process, its signals and the
-README's commands in a child process."""
+(tests/inprocess.py), exit codes included (the real entry point's are
+test_cli's); its signals and the README's commands in a child process."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from inprocess import UNSET, Ran, surfer
-from junitparser import Error, Failure, JUnitXml, Properties, Property
+from junitparser import Error, Failure, JUnitXml, Properties
 
 from surfer.apps.demo.oracle import DEMO_SITE
 from surfer.apps.demo.qa_oracle import SAMPLE_SUITE, measure_qa_targets, qa_oracle
@@ -62,9 +62,13 @@ def junit_cases(path: Path) -> dict[str, object]:
     return {case.name: case for suite in JUnitXml.fromfile(str(path)) for case in suite}
 
 
-def properties(case) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    props = case.child(Properties)
-    return {p.name: p.value for p in props.iterchildren(Property)} if props is not None else {}
+def properties(path: Path, case: str) -> dict[str, str]:
+    """A case's properties: on its testsuite, `<case>.<key>` (Surefire's schema has none in a testcase)."""
+    found: dict[str, str] = {}
+    for suite in JUnitXml.fromfile(str(path)):
+        assert all(c.child(Properties) is None for c in suite)
+        found.update({p.name[len(case) + 1:]: p.value for p in suite.properties() if p.name.startswith(case + ".")})
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +89,7 @@ def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standi
     for name, case in cases.items():
         assert case.is_passed, name
         assert Path(case.system_out.strip()) == first / "cases" / "library-smoke" / results(first)[name]["dir"].split("/", 2)[2]
-        assert properties(case)["cached_steps"] == "0"
+        assert properties(tmp_path / "ci" / "junit.xml", name)["cached_steps"] == "0"
     first_calls = roles(server)
     assert first_calls["policy"] >= 8 and first_calls["localizer"] >= 6
     summary = (tmp_path / "ci" / "qa.html").read_text()
@@ -112,7 +116,7 @@ def test_sample_suite_passes_then_reruns_from_the_cache_without_the_model(standi
     new = server.requests[before:]
     assert [r.role for r in new] == ["validator"] and "lists order #1044" in new[0].text
     assert not any(r["cache_written"] for r in rerun.values())  # nothing changed, nothing rewritten
-    assert properties(junit_cases(second / "junit.xml")["register a member"])["cached_steps"] == "2"
+    assert properties(second / "junit.xml", "register a member")["cached_steps"] == "2"
 
     # the secret was typed (the site refuses a placeholder) but is in no file and no request
     for root in (first, second, cache, tmp_path / "ci"):
@@ -181,7 +185,8 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
     assert isinstance(wrong, Failure) and "does not list order #9999" in wrong.message  # the validator's reasons
     assert "URL is" in cases["wrong page"].result[0].message and "orders.html" in cases["wrong page"].result[0].message
     hours = cases["hours"]
-    assert hours.is_passed and properties(hours)["flaky"] == "true" and properties(hours)["attempts"] == "2"
+    assert hours.is_passed and properties(tmp_path / "reports" / "junit.xml", "hours")["flaky"] == "true"
+    assert properties(tmp_path / "reports" / "junit.xml", "hours")["attempts"] == "2"
     flaky = hours._elem.findall("flakyFailure")  # Surefire's element: the failed attempt's reason is kept
     assert len(flaky) == 1 and "9:00" in flaky[0].get("message") and flaky[0].get("type") == "failed"
     records = results(out)
@@ -238,8 +243,8 @@ def test_unreachable_model_server_exits_3(demo_site, tmp_path):
         port = sock.getsockname()[1]
     suite = write_suite(tmp_path / "s.yaml", demo_site.base_url, "  - name: c\n    url: index.html\n    task: t\n"
                         "  - name: d\n    url: index.html\n    task: t\n")
-    proc = qa_process(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
-                      "--concurrency", "1")
+    proc = qa(str(suite), "--out", str(tmp_path / "out"), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+              "--concurrency", "1")  # (in this process: the real process's exit codes are test_cli's)
     assert proc.returncode == 3, proc.stderr
     assert "cannot reach the model server" in " ".join(proc.stderr.split())
     assert isinstance(junit_cases(tmp_path / "out" / "junit.xml")["c"].result[0], Error)
@@ -249,6 +254,53 @@ def test_unreachable_model_server_exits_3(demo_site, tmp_path):
     assert [(a["case"], a["status"], a["error_kind"]) for a in attempts][0] == ("c", "unfinished", "unreachable")
     # the case the stopped run never started is there too (no attempt), for --rerun-failed
     assert [(a["case"], a["status"], a["attempts"]) for a in attempts][1:] == [("d", "unfinished", 0)]
+
+
+def test_an_app_that_is_down_stops_the_run_before_any_case_exit_3(tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        app = f"http://127.0.0.1:{sock.getsockname()[1]}/"  # nothing listens there
+    suite = write_suite(tmp_path / "s.yaml", app, "".join(f"  - name: {name}\n    url: {name}.html\n    task: t\n    retries: 2\n"
+                                                          for name in ("c", "d", "e")))
+    out = tmp_path / "out"
+    proc = qa(str(suite), "--out", str(out), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holotron")
+    assert proc.returncode == 3, proc.stderr  # not 1: no test failed, the app was not there
+    why = f"the app under test cannot be reached at {app}: nothing listens on port {app[17:-1]} (is it running?)"
+    assert f"stopped: {why}" in proc.stderr.splitlines(), proc.stderr  # said once, on one line
+    assert proc.stderr.count("nothing listens") == 1 and not (out / "cases").exists()  # no case started
+    errors = {name: case.result[0] for name, case in junit_cases(out / "junit.xml").items()}
+    assert set(errors) == {"c", "d", "e"} and all(isinstance(e, Error) and e.message == f"not run: {why}" for e in errors.values())
+    attempts = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
+    assert [(a["case"], a["status"], a["attempts"]) for a in attempts] == [(n, "unfinished", 0) for n in "cde"]
+
+
+def test_an_app_that_crashes_mid_suite_stops_the_run_at_the_first_case_it_fails(standin, tmp_path):
+    import threading
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("<h1>Opening hours: 9:00</h1>")
+    site = StaticSite(tmp_path / "site").__enter__()
+
+    def crash_then_answer(request):  # type: ignore[no-untyped-def]
+        if request.role == "validator":
+            return {"verdict": "accept", "reasons": "The page shows 9:00."}
+        threading.Thread(target=site.__exit__, args=(None, None, None)).start()  # the app goes away during case 1
+        return {"thought": "done", "notes": "", "action": {"type": "answer", "text": "9:00"}}
+
+    server = standin(crash_then_answer)
+    suite = write_suite(tmp_path / "s.yaml", site.base_url, "".join(
+        f"  - name: c{i}\n    url: index.html\n    task: t\n    retries: 2\n" for i in range(4)))
+    out = tmp_path / "out"
+    proc = qa(str(suite), "--out", str(out), "--concurrency", "1", "--no-cache", *endpoint(server))
+    assert proc.returncode == 3, proc.stderr
+    assert f"stopped: the app under test cannot be reached at {site.base_url}: nothing listens" in proc.stderr
+    assert [r.role for r in server.requests] == ["policy", "validator"]  # case 1 only
+    cases = junit_cases(out / "junit.xml")
+    assert cases["c0"].is_passed and isinstance(cases["c1"].result[0], Error) and "nothing listens" in cases["c1"].result[0].message
+    assert cases["c2"].is_skipped and cases["c3"].is_skipped  # not started, and c1 not retried: one error, said once
+    assert [r["attempts"] for r in map(json.loads, (out / "attempts.jsonl").read_text().splitlines())] == [1, 0, 0]
 
 
 async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, shared_browser, tmp_path):
@@ -275,7 +327,7 @@ async def test_cache_heals_after_the_button_moves_and_is_renamed(standin, shared
             assert roles(server, before) == {"localizer": 1}  # healed by the localizer alone, no policy call
             record = results(out)["sign in"]
             assert record["healed_steps"] == [1] and record["cache_written"] and record["cached_steps"] == 1
-            assert properties(junit_cases(out / "junit.xml")["sign in"])["healed_steps"] == "step 1"
+            assert properties(out / "junit.xml", "sign in")["healed_steps"] == "step 1"
             healed = json.loads(entry_file.read_text())["steps"][0]["actions"][2]
             assert healed["element"]["name"] == name and healed["element"]["selector"] == "#signin"
             assert healed["points"] != recorded["points"] or name != "Sign in"
@@ -301,7 +353,7 @@ def test_a_cache_entry_that_replays_into_a_failure_is_dropped_and_rerun(standin,
     assert record["cache_dropped"] and record["attempts"] == 2 and record["status"] == "passed"
     assert roles(server, before)["policy"] >= 4  # the re-run used the model
     assert '"text": "alice"' in entry_file.read_text() and "mallory" not in entry_file.read_text()
-    assert properties(junit_cases(tmp_path / "o2" / "junit.xml")["sign in"])["cache_dropped"] == "true"
+    assert properties(tmp_path / "o2" / "junit.xml", "sign in")["cache_dropped"] == "true"
 
     before = len(server.requests)  # --update-cache: every step with the model, the entry rewritten
     assert qa(*args, "--out", str(tmp_path / "o3"), "--update-cache").returncode == 0

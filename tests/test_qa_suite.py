@@ -124,14 +124,24 @@ def test_tag_and_grep_select_cases(tmp_path):
 
     suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
 
-    def chosen(tags, grep):  # type: ignore[no-untyped-def]
-        runner = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(tags, grep), environ={"LIBRARY_PASSWORD": "x" * 8})
+    def chosen(tags, grep, invert=None):  # type: ignore[no-untyped-def]
+        runner = QaRunner([SuiteRun(suite, AgentConfig())], "unused", select=selector(tags, grep, grep_invert=invert),
+                          environ={"LIBRARY_PASSWORD": "x" * 8})
         return [c.case.name for c in runner.cases]
 
     assert chosen([], None) == ["sign in and read an order", "register a member", "opening hours"]
     assert chosen(["smoke"], None) == ["sign in and read an order", "register a member"]
     assert chosen(["smoke"], "REGISTER") == ["register a member"]
     assert chosen(["nightly"], None) == []
+    # --grep is a regular expression (any case, as Playwright's), --grep-invert leaves out what it matches
+    assert chosen([], "^(sign|OPENING) ") == ["sign in and read an order", "opening hours"]
+    assert chosen([], "(?-i:^Opening)") == [] and chosen([], "member$|hours$") == ["register a member", "opening hours"]
+    assert chosen([], None, "order") == ["register a member", "opening hours"]
+    assert chosen(["smoke"], "r", "^sign") == ["register a member"]
+    bad = surfer("qa", str(SAMPLE), "--grep", "order(", "--out", str(tmp_path / "out"))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "--grep 'order(' is no regular expression: missing ), unterminated subpattern" in bad.stderr
+    assert not (tmp_path / "out").exists()
 
     # a suite's setup case runs whenever another of its cases does: they start with the state it saves
     (tmp_path / "signed.yaml").write_text(
@@ -233,6 +243,23 @@ def test_junit_is_xml_whatever_the_model_or_page_said(tmp_path):
     root = ET.fromstring(junit_xml(QaSummary(tmp_path, [case], 1.0), tmp_path / "junit.xml").split("\n", 1)[1])
     failure = root.find("testsuite/testcase/failure")
     assert failure is not None and failure.get("message") == "the validator said \\x1b[2mno\\x1b[0m\\x08"
+    # valid against Surefire's strict schema: a testcase holds no properties (the case's are its testsuite's), its
+    # elements come in the schema's order, and a flaky attempt's record is a stackTrace, not text
+    flaky = CaseReport(suite.name, suite.cases[1], suite.case_id(suite.cases[1]), tmp_path / "f", status="flaky")
+    flaky.attempts += [AttemptReport(1, "a1", status="failed", failure="no 9:00"), AttemptReport(2, "a2", status="error", failure="gone"),
+                       AttemptReport(3, "a3", status="failed", failure="no 10:00"), AttemptReport(4, "a4", status="passed")]
+    root = ET.fromstring(junit_xml(QaSummary(tmp_path, [case, flaky], 1.0), tmp_path / "junit.xml").split("\n", 1)[1])
+    order = ["failure", "rerunFailure", "flakyFailure", "skipped", "error", "rerunError", "flakyError", "system-out", "system-err"]
+    assert [child.tag for child in root.find("testsuite")] == ["properties", "testcase", "testcase"]
+    for testcase in root.iter("testcase"):
+        tags = [child.tag for child in testcase]
+        assert set(tags) <= set(order) and tags == sorted(tags, key=order.index), tags
+        for record in (e for e in testcase if e.tag.startswith("flaky")):
+            assert not (record.text or "").strip() and [c.tag for c in record] == ["stackTrace"] and record.get("type")
+    assert [e.get("message") for e in root.findall("testsuite/testcase/flakyFailure")] == ["no 9:00", "no 10:00"]
+    assert root.find("testsuite/testcase/flakyError/stackTrace").text == "attempt 2 (try): error — gone"
+    props = {p.get("name"): p.get("value") for p in root.findall("testsuite/properties/property")}
+    assert props[f"{case.case.name}.status"] == "failed" and props[f"{flaky.case.name}.flaky"] == "true"
 
 
 def test_a_missing_state_file_is_refused_for_the_cases_that_run_only(tmp_path):

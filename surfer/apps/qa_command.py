@@ -1,13 +1,15 @@
 """`surfer qa FILES...`: run suites, show a live table, write JUnit and HTML.
 
 Exit codes: 0 every case passed (flaky ones included), 1 a case failed,
-2 a bad suite file or configuration, 3 the model server cannot be reached,
+2 a bad suite file or configuration, 3 the model server or the app under
+test (the cases' start addresses, checked before any case) cannot be reached,
 130 / 143 stopped by SIGINT / SIGTERM (finished cases reported)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from datetime import datetime
 from pathlib import Path
@@ -62,14 +64,34 @@ def progress_lines(console: Any) -> Any:
     return said
 
 
-def selector(tags: list[str], grep: Optional[str], ids: Optional[set[str]] = None) -> Any:
-    """Cases with one of `tags`, whose name contains `grep`, and (given `ids`: `<suite>/<case>` ids) among those."""
+def pattern(flag: str, text: Optional[str]) -> Optional["re.Pattern[str]"]:
+    """--grep / --grep-invert as a regular expression, searched in a case's name ignoring case, as Playwright's
+    --grep is (`(?-i:...)` for a case-sensitive part); a bad one is a usage error naming it."""
+    import re
+
+    from surfer.core.errors import ConfigError
+
+    if not text:
+        return None
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except re.error as exc:
+        raise ConfigError(f"{flag} {text!r} is no regular expression: {exc}") from None
+
+
+def selector(tags: list[str], grep: Optional[str], ids: Optional[set[str]] = None, grep_invert: Optional[str] = None) -> Any:
+    """Cases with one of `tags`, whose name matches the regular expression `grep` and not `grep_invert`, and (given
+    `ids`: `<suite>/<case>` ids) among those. A bad expression raises ConfigError."""
+    chosen, left_out = pattern("--grep", grep), pattern("--grep-invert", grep_invert)
+
     def select(case: Case, case_id: Optional[str] = None) -> bool:
         if tags and not set(tags) & set(case.tags):
             return False
         if ids is not None and case_id not in ids:
             return False
-        return not grep or grep.lower() in case.name.lower()
+        if left_out is not None and left_out.search(case.name):
+            return False
+        return chosen is None or chosen.search(case.name) is not None
     return select
 
 
@@ -198,7 +220,10 @@ def register(app: typer.Typer) -> None:
         files: list[Path] = typer.Argument(..., help="Suite files (YAML)."),
         concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", help="Cases at once (default: the suite's, 4)."),
         tag: list[str] = typer.Option([], "--tag", help="Run only cases with this tag (repeatable)."),
-        grep: Optional[str] = typer.Option(None, "--grep", help="Run only cases whose name contains this text."),
+        grep: Optional[str] = typer.Option(
+            None, "--grep", "-g", metavar="REGEX", help="Run only cases whose name matches this regular expression (any case)."),
+        grep_invert: Optional[str] = typer.Option(
+            None, "--grep-invert", metavar="REGEX", help="Leave out cases whose name matches this regular expression (any case)."),
         var: list[str] = typer.Option([], "--var", help="Variable NAME=VALUE for {{NAME}} (repeatable)."),
         junit: Optional[Path] = typer.Option(None, "--junit", help="JUnit XML file (default OUT/junit.xml)."),
         html: Optional[Path] = typer.Option(None, "--html", help="HTML summary (default OUT/index.html)."),
@@ -258,6 +283,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"--retries must be at least 0, got {retries}")
             if concurrency is not None and concurrency < 1:
                 raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
+            pattern("--grep", grep), pattern("--grep-invert", grep_invert)  # a bad one refused before anything starts
             variables = parse_vars(var)
             if demo:
                 served = stack.enter_context(demo_servers(console))
@@ -293,11 +319,11 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_OK)
             runner = QaRunner(runs, out_dir, concurrency=concurrency, retries=retries,
                               cache=ActionCache(cache) if cache and not no_cache else None,
-                              update_cache=update_cache, select=selector(tag, grep, again),
+                              update_cache=update_cache, select=selector(tag, grep, again, grep_invert),
                               on_finish=None if quiet or redraws(console) else progress_lines(console))
             if not runner.cases:
-                raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep else "")
-                                  if again else "no case matches --tag/--grep")
+                raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep or grep_invert else "")
+                                  if again else "no case matches --tag/--grep/--grep-invert")
             check_state_files(runs, console, {c.id for c in runner.cases})
             if {c.suite for c in runner.cases} & {r.suite.name for r in runs if r.suite.environment == "desktop"}:
                 from surfer.tools.desktop import check_display
@@ -328,5 +354,5 @@ def register(app: typer.Typer) -> None:
         console.print(f"JUnit: {junit_path} · HTML: {html_path}" + (f" · Markdown: {markdown}" if markdown else ""), soft_wrap=True)
         if summary.stopped:
             options.say(console, "stopped:", "red", summary.stopped)
-            raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
+            raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind in ("unreachable", "app_unreachable") else EXIT_USAGE)
         raise typer.Exit(EXIT_OK if summary.ok else EXIT_FAILED)

@@ -79,27 +79,34 @@ def junit_xml(summary: QaSummary, path: Path | None = None, base: Path | None = 
         by_suite.setdefault(case.suite, []).append(case)
     for suite_name, cases in by_suite.items():
         suite = ET.SubElement(root, "testsuite", name=_xml(suite_name), **_counts(cases), time=f"{sum(c.seconds for c in cases):.3f}")
+        # each case's properties on its testsuite, named `<case>.<key>`: Surefire's schema (which some CI tools
+        # validate against) has no properties in a testcase
+        props = ET.SubElement(suite, "properties")
+        for case in cases:
+            for name, value in _properties(case).items():
+                ET.SubElement(props, "property", name=_xml(f"{case.case.name}.{name}"), value=_xml(value))
         for case in cases:
             element = ET.SubElement(suite, "testcase", classname=_xml(suite_name), name=_xml(case.case.name), time=f"{case.seconds:.3f}")
-            props = ET.SubElement(element, "properties")
-            for name, value in _properties(case).items():
-                ET.SubElement(props, "property", name=name, value=_xml(value))
             if case.status in ("failed", "needs_approval", "needs_input", "error", "unfinished"):  # unfinished: it could not run (server gone)
                 last = case.last
-                message = (last.failure if last else None) or "not run"
+                message = (last.failure if last else None) or (f"not run: {summary.stopped}" if summary.stopped else "not run")
                 tag = "error" if case.status in ("error", "unfinished") else "failure"
-                kind = case.status if case.status in ("needs_approval", "needs_input") else (last.error_kind if last else None) or tag
-                ET.SubElement(element, tag, message=_xml(message), type=kind).text = _xml(_details(case))
+                kind = case.status if case.status in ("needs_approval", "needs_input") else (
+                    last.error_kind if last else summary.stopped_kind) or tag
+                ET.SubElement(element, tag, message=_xml(message), type=kind).text = _xml(_details(case) if last else message)
             elif not case.passed:
                 ET.SubElement(element, "skipped", message=_xml(f"not finished: the run stopped early ({summary.stopped or case.status})"))
-            for attempt in case.attempts[:-1] if case.status == "flaky" else ():  # Surefire's record of a flaky test
-                tag = "flakyError" if attempt.status == "error" else "flakyFailure"
-                ET.SubElement(element, tag, message=_xml(attempt.failure or attempt.status), type=attempt.error_kind or attempt.status).text = (
-                    f"attempt {attempt.number} ({attempt.kind}): {attempt.status}")
-            out = str(case.dir)
+            earlier = case.attempts[:-1] if case.status == "flaky" else []  # Surefire's record of a flaky test: its
+            for tag in ("flakyFailure", "flakyError"):  # schema's order (failures, then errors), each with a stackTrace
+                for attempt in (a for a in earlier if (a.status == "error") == (tag == "flakyError")):
+                    flaky = ET.SubElement(element, tag, message=_xml(attempt.failure or attempt.status), type=attempt.error_kind or attempt.status)
+                    ET.SubElement(flaky, "stackTrace").text = _xml(f"attempt {attempt.number} ({attempt.kind}): {attempt.status}"
+                                                                   + (f" — {attempt.failure}" if attempt.failure else ""))
+            out = str(case.dir) if case.attempts else ""  # (a case that never ran has no directory)
             if path is not None and case.status in ("failed", "needs_approval", "needs_input", "error"):
                 out += "".join(f"\n[[ATTACHMENT|{attachment_path(f, base or Path.cwd())}]]" for f in failure_files(case))
-            ET.SubElement(element, "system-out").text = _xml(out)
+            if out:
+                ET.SubElement(element, "system-out").text = _xml(out)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

@@ -40,6 +40,8 @@ from .outcomes import AttemptReport, CaseReport, QaSummary, StepReport
 from .replay import StepReplay
 from .suite import AnswerExpectation, Suite, SuiteError, agent_goal, secrets_for
 
+STOPPING_ERRORS = BATCH_STOPPING_ERRORS | {"app_unreachable"}  # not a case's outcome: the run stops
+
 
 @dataclass
 class SuiteRun:
@@ -201,7 +203,8 @@ class QaRunner:
             if not run.backends:
                 run.backends = shared_backends(run.config, None, self._backend)
         try:
-            if any(self._runs[c.id].suite.environment == "browser" for c in self.cases):
+            await self._check_apps()
+            if self._stopped is None and any(self._runs[c.id].suite.environment == "browser" for c in self.cases):
                 await self._browser.start()
             keep_going = lambda: self._stopped is None  # noqa: E731
             # setup cases first, one at a time (Playwright's setup projects): the others start with what they saved
@@ -223,11 +226,29 @@ class QaRunner:
                             await asyncio.shield(backend.aclose())
         return QaSummary(self.out_dir, self.cases, time.monotonic() - started, self._stopped, self._stopped_kind)
 
+    async def _check_apps(self) -> None:
+        """The app under test is checked once, before any case: down, the run stops and no case starts (each
+        is recorded unfinished, the reason in its JUnit error), rather than every case failing on its own."""
+        from .preflight import same_origin, unreachable_app
+
+        if self._browser.attached:  # a browser on another machine reaches what it reaches
+            return
+        bases = {}  # the base URL of each suite with a case that starts there
+        for case in self.cases:
+            suite = self._runs[case.id].suite
+            if suite.environment == "browser" and same_origin(suite.resolve_url(case.case.url), suite.base_url):
+                bases.setdefault(suite.base_url, None)
+        down = await unreachable_app(list(bases))
+        if down is not None:
+            self._stopped, self._stopped_kind = down, "app_unreachable"
+            for report in self.cases:
+                report.status = "unfinished"
+
     async def _record_not_started(self, status: str, why: str) -> None:
         """The cases a stopped run never started go to attempts.jsonl as the stopped ones do (with no attempt), so
         that a re-run of what did not pass (--rerun-failed) runs them too."""
         for report in self.cases:
-            if report.status == "queued":
+            if report.status == "queued" or (report.status == "unfinished" and not report.attempts):
                 await self.index.append_attempt({**report.to_record(self.out_dir), "status": status, "failure": why})
 
     async def run_case(self, report: CaseReport) -> None:
@@ -252,13 +273,15 @@ class QaRunner:
                 await asyncio.shield(self.index.append_attempt(
                     {**report.to_record(self.out_dir), "status": "interrupted", "failure": stopping.interrupted_reason()}))
                 raise
-            if attempt.status != "passed" and attempt.used_cache and attempt.error_kind not in BATCH_STOPPING_ERRORS:
+            if attempt.error_kind == "environment":
+                await self._app_gone(run, report, attempt)
+            if attempt.status != "passed" and attempt.used_cache and attempt.error_kind not in STOPPING_ERRORS:
                 # a cache entry that replays into a failure is dropped; the case runs with the model once more
                 report.cache_dropped, entry = True, None
                 if cache is not None:
                     await asyncio.to_thread(cache.drop, report.id)
                 attempt = await self._attempt(run, report, None, "cache-dropped")
-            if attempt.status in ("passed", "needs_approval", "needs_input") or attempt.error_kind in BATCH_STOPPING_ERRORS:
+            if attempt.status in ("passed", "needs_approval", "needs_input") or attempt.error_kind in STOPPING_ERRORS:
                 break  # a refusal is not luck: trying again asks for the same approval
             failed_before = True
         last = report.last
@@ -269,13 +292,26 @@ class QaRunner:
                 report.cache_written = await asyncio.to_thread(cache.store, self._entry(run, report))
         else:
             report.status = last.status if last.status in ("error", "needs_approval", "needs_input") else "failed"
-            if last.error_kind in BATCH_STOPPING_ERRORS:  # not the case's outcome: the run stops, the case is not finished
+            if last.error_kind in STOPPING_ERRORS:  # not the case's outcome: the run stops, the case is not finished
                 report.status = "unfinished"
                 if self._stopped is None:
                     self._stopped, self._stopped_kind = last.failure, last.error_kind
         if report.case.setup and not report.passed:
             self._failed_setup.setdefault(run.suite.name, f"its setup case {report.case.name!r} did not pass ({report.failure})")
         await self._finish(report)
+
+    async def _app_gone(self, run: SuiteRun, report: CaseReport, attempt: AttemptReport) -> None:
+        """A case whose page did not open: if the app went away (it crashed mid-suite), the run stops here
+        rather than every case after it failing (and retrying) on its own with the same error."""
+        from .preflight import same_origin, unreachable_app
+
+        if self._browser.attached or not (attempt.failure or "").startswith("could not open "):
+            return
+        if not same_origin(run.suite.resolve_url(report.case.url), run.suite.base_url):
+            return  # a page of another host: the case's own failure
+        down = await unreachable_app([run.suite.base_url])
+        if down is not None:
+            attempt.error_kind, attempt.failure = "app_unreachable", down
 
     async def _skip(self, report: CaseReport, why: str) -> None:
         """A case whose suite's setup case did not pass: recorded as an error, never run signed out."""

@@ -30,7 +30,10 @@ Reply = Annotated[str, Field(description="The reply to the agent's question; emp
 Secret = Annotated[bool, Field(description="Keep the reply out of every record (the model sees a placeholder).")]
 Suite = Annotated[str, Field(description="A QA suite file (YAML) on the server's machine, as `surfer qa` takes it.")]
 Tags = Annotated[Optional[list[str]], Field(description="Run only the cases with one of these tags.")]
-Grep = Annotated[Optional[str], Field(description="Run only the cases whose name contains this text (any case).")]
+Grep = Annotated[Optional[str], Field(
+    description="Run only the cases whose name matches this regular expression (any case), as surfer qa --grep.")]
+GrepInvert = Annotated[Optional[str], Field(
+    description="Leave out the cases whose name matches this regular expression (any case), as surfer qa --grep-invert.")]
 Variables = Annotated[Optional[dict[str, str]], Field(description="Values for the suite's {{NAME}} variables.")]
 Concurrency = Annotated[Optional[int], Field(description="Cases run at once (default: the suite's, 4).")]
 NoCache = Annotated[bool, Field(description="Neither read nor write the suite's action cache.")]

@@ -87,6 +87,7 @@ class TaskRun:
     session_id: str = ""
     question: Any = None  # the agent's question waiting for answer_task (surfer.agent.questions.Question)
     reply: "asyncio.Future[Any] | None" = None
+    screen: Optional[bytes] = None  # the screen the run ended on, a small JPEG (screens.py)
 
     @property
     def failure(self) -> Optional[str]:
@@ -348,6 +349,10 @@ class RunManager:
     async def _drive(self, agent: Any, handle: "RunHandle", holder: list[TaskRun], held: ServerSession) -> "RunResult | None":
         try:
             result = await handle.result()
+            if result.status != "interrupted" and not self.closing:  # while the session is still its own
+                from .screens import final_screen
+
+                holder[0].screen = await final_screen(held.session.environment, holder[0].run_dir, result.status)
         except asyncio.CancelledError:
             # cancelled before the run began (no record) or the server is closing
             if not handle.done:

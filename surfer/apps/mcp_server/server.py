@@ -16,10 +16,12 @@ import asyncio
 import logging
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
+import pydantic_core
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
 from . import arguments as args
@@ -44,7 +46,6 @@ INSTRUCTIONS = (
     "surfer://runs/{run_id}/..."
 )
 RUN_ID = re.compile(r"^[^\W_][\w.-]*$")  # a run directory's name: letters and digits of any script, then also . _ -
-UNREACHABLE_OR_CONFIG = ("unreachable", "config")
 
 
 class Answer(BaseModel):
@@ -119,6 +120,20 @@ class SurferServer(MCPServer):
         super().__init__("surfer", **options)
         self.runs_root = runs_root
 
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """The SDK's, with arguments that fail validation said on one line, per argument (its text was pydantic's
+        several lines with a link to pydantic's error pages)."""
+        from pydantic import ValidationError
+
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError) or type(exc) is not ToolError:
+                raise
+            said = "; ".join(f"{'.'.join(str(p) for p in error['loc']) or 'arguments'}: {error['msg']}" for error in cause.errors())
+            raise ToolError(f"{name}: bad arguments: {said}") from cause
+
     async def list_resources(self) -> list[Any]:
         from mcp_types import Resource
 
@@ -133,13 +148,26 @@ class SurferServer(MCPServer):
         return listed
 
 
-def _tool_result(run: TaskRun) -> dict[str, Any]:
-    result = run.result
-    if result is not None and result.status == "error" and result.error_kind in UNREACHABLE_OR_CONFIG:
-        what = "model server unreachable" if result.error_kind == "unreachable" else "bad configuration"
-        where = f" (run directory {run.run_dir})" if result.run_dir else ""  # none: the server was never reached
-        raise ToolError(f"{what}: {for_client(result.reason)}{where}")
-    return run.summary()
+def _tool_result(run: TaskRun) -> CallToolResult:
+    """What run_task returns: the summary (structured, and as JSON text), the screen the run ended on as an image
+    (small JPEG), and `isError` for a run that ended in status error (its page did not open, the model server
+    went away, ...), the reason first in its text, as MCP's tool failures are."""
+    import base64
+
+    from mcp_types import ImageContent, TextContent
+
+    summary = run.summary()
+    content: list[Any] = [TextContent(type="text", text=pydantic_core.to_json(summary, fallback=str, indent=2).decode())]
+    failed = run.status == "error"
+    if failed:
+        result = run.result
+        kind = result.error_kind if result is not None else None
+        what = {"unreachable": "model server unreachable", "config": "bad configuration"}.get(kind or "", "the task ended in error")
+        where = f" (run directory {run.run_dir})" if result is None or result.run_dir else ""  # none: nothing was recorded
+        content.insert(0, TextContent(type="text", text=f"{what}: {summary.get('reason') or 'no reason given'}{where}"))
+    if run.screen:
+        content.append(ImageContent(type="image", data=base64.b64encode(run.screen).decode("ascii"), mime_type="image/jpeg"))
+    return CallToolResult(content=content, structured_content=summary, is_error=failed)
 
 
 def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
@@ -167,11 +195,12 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         max_seconds: args.MaxSeconds = None, answer_schema: args.AnswerSchema = None,
         storage_state: args.StorageState = None, save_storage_state: args.SaveStorageState = None,
         session_id: args.SessionId = None,
-    ) -> dict[str, Any]:
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
         """Run one task in a real browser to its end: status (success, failed, limit, stuck,
         needs_approval, needs_input with the agent's question, error), answer, data (with
         answer_schema, a JSON Schema the answer's data must follow), reason, steps, run_dir, the
-        run's resources and session_id. The agent's questions are asked of the user through
+        run's resources and session_id, with an image of the screen it ended on; a run that ended in
+        status error is a tool error (isError) with the reason. The agent's questions are asked of the user through
         elicitation; a client without it gets needs_input at once (reply with a follow-up run_task
         in the same session_id). Each finished step is a progress notification when the
         request carries a progressToken. session_id (from an earlier call): continue in that
@@ -257,7 +286,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
 
     @server.tool()
     async def run_suite(
-        suite: args.Suite, tags: args.Tags = None, grep: args.Grep = None,
+        suite: args.Suite, tags: args.Tags = None, grep: args.Grep = None, grep_invert: args.GrepInvert = None,
         variables: args.Variables = None, concurrency: args.Concurrency = None, no_cache: args.NoCache = False,
     ) -> dict[str, Any]:
         """Run a QA suite file (YAML, as `surfer qa` runs it): passed / failed per case, the
@@ -266,7 +295,7 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
 
         try:
             return await run_suite_file(settings, Path(suite), tags=tags or [], grep=grep, variables=variables or {},
-                                        concurrency=concurrency, no_cache=no_cache)
+                                        concurrency=concurrency, no_cache=no_cache, grep_invert=grep_invert)
         except SuiteRefused as exc:
             raise ToolError(str(exc)) from None
 

@@ -17,7 +17,7 @@ class SuiteRefused(Exception):
 
 
 def _prepare(settings: ServerSettings, path: Path, tags: list[str], grep: Optional[str], variables: dict[str, str],
-             concurrency: Optional[int], no_cache: bool) -> Any:
+             concurrency: Optional[int], no_cache: bool, grep_invert: Optional[str] = None) -> Any:
     """Load the suite and build its runner (blocking: files, and `--profile auto` asks the server)."""
     from surfer.apps import options
     from surfer.apps.qa_command import DEFAULT_CACHE, check_start_urls, selector, suite_config
@@ -35,25 +35,30 @@ def _prepare(settings: ServerSettings, path: Path, tags: list[str], grep: Option
         config = suite_config(settings.config_file, suite, settings.flags, options.console(stderr=True))
         run = SuiteRun(suite, config, cache=None if no_cache else ActionCache(path.parent / DEFAULT_CACHE))
         check_start_urls([run])
+        select = selector(tags, grep, grep_invert=grep_invert)
     except (ConfigError, ModelServerUnreachable) as exc:
         raise SuiteRefused(str(exc)) from None
     out_dir = settings.qa_root / f"{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}-{suite.slug}"
-    runner = QaRunner([run], out_dir, concurrency=concurrency, select=selector(tags, grep))
+    runner = QaRunner([run], out_dir, concurrency=concurrency, select=select)
     if not runner.cases:
-        raise SuiteRefused("no case matches tags/grep")
+        raise SuiteRefused("no case matches tags/grep/grep_invert")
     return runner
 
 
 async def run_suite_file(settings: ServerSettings, path: Path, *, tags: list[str], grep: Optional[str],
-                         variables: dict[str, str], concurrency: Optional[int], no_cache: bool) -> dict[str, Any]:
+                         variables: dict[str, str], concurrency: Optional[int], no_cache: bool,
+                         grep_invert: Optional[str] = None) -> dict[str, Any]:
     from surfer.qa.reports import write_reports
 
-    runner = await asyncio.to_thread(_prepare, settings, path, tags, grep, variables, concurrency, no_cache)
+    runner = await asyncio.to_thread(_prepare, settings, path, tags, grep, variables, concurrency, no_cache, grep_invert)
     summary = await runner.run()
     junit, html = runner.out_dir / "junit.xml", runner.out_dir / "index.html"
     await asyncio.to_thread(write_reports, summary, junit, html)
     if summary.stopped and summary.stopped_kind == "unreachable":
         raise SuiteRefused(f"model server unreachable: {summary.stopped} (reports in {runner.out_dir})")
+    if summary.stopped and summary.stopped_kind == "app_unreachable":
+        ran = "no case ran" if all(c.status in ("queued", "unfinished") for c in summary.cases) else summary.line()
+        raise SuiteRefused(f"{summary.stopped} (the run stopped: {ran}; reports in {runner.out_dir})")
     return {
         "ok": summary.ok, "summary": summary.line(),
         "passed": summary.count("passed", "flaky"), "failed": summary.count("failed"),
