@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
@@ -163,6 +164,27 @@ def test_runs_are_recorded_by_default_each_in_a_new_directory_and_a_used_one_is_
     assert Path(recorded.run_dir).parent == tmp_path / "mine" and (Path(recorded.run_dir) / "report.html").exists()
     assert unrecorded.status == "success" and unrecorded.run_dir is None
     assert len(list((tmp_path / "mine").iterdir())) == 1 and sorted(runs_root.iterdir()) == [run_dir]
+
+
+async def test_two_runs_started_at_once_with_one_directory_never_mix(tmp_path):
+    """Both pass the check for a new or empty directory before either opens it: the first to open
+    it keeps it, the other is refused (error_kind config) and writes nothing into it."""
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import ReplayEnvironment
+
+    same = tmp_path / "same"
+    agents = [Agent(backend=ScriptedModel(**REPLIES), environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1024x768"))
+              for _ in range(2)]
+    results = await asyncio.gather(*(agent.run(f"Count the rows {n}", url="http://ignored.example/", out_dir=same)
+                                     for n, agent in enumerate(agents)))
+    first_in, refused = sorted(results, key=lambda r: r.status != "success")
+    assert first_in.status == "success" and first_in.run_dir == str(same), first_in
+    assert (refused.status, refused.error_kind, refused.run_dir) == ("error", "config", None), refused
+    assert "was taken by another run started at the same time" in (refused.reason or "")
+    steps = [json.loads(line) for line in (same / "trajectory.jsonl").read_text().splitlines()]
+    meta, result = (json.loads((same / name).read_text()) for name in ("run.json", "result.json"))
+    assert len(steps) == first_in.steps == 2 and meta["task"] == result["task"] == first_in.task
+    assert sorted(p.name for p in same.iterdir()) == ["report.html", "result.json", "run.json", "screenshots", "trajectory.jsonl"]
 
 
 def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tmp_path, runs_root):
