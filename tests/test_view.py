@@ -164,7 +164,8 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         {"status": "interrupted", "task": "stopped", "reason": "interrupted: stopped by SIGTERM", "steps": 1}))
     (finished / "trace.zip").write_bytes(b"PK")
     Image.new("RGB", (640, 400), (200, 220, 240)).save(running / "screenshots" / "step-001.jpg")
-    (running / "trajectory.jsonl").write_text(json.dumps({"index": 1, "thought": attack}) + "\n")
+    (running / "trajectory.jsonl").write_text(json.dumps(
+        {"index": 1, "thought": attack, "action": {"type": "click", "target": "the 'Weiter' button", "button": "left"}}) + "\n")
     view = await ViewServer(tmp_path, port=0).start()
     context = await shared_browser.new_context()
     page = await context.new_page()
@@ -182,6 +183,7 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         assert [h.split("=")[0] for h in hrefs] == ["trace", "video"] and hrefs[0].endswith("20260101-a/trace.zip"), hrefs
         card = page.locator('[data-task-id="20260101-b"][data-status=running]')
         assert attack in await card.inner_text()
+        assert "click(target=\"the 'Weiter' button\")" in await card.inner_text()  # its last action, as a batch's card shows it
         await page.wait_for_function(
             "() => document.querySelector('[data-status=running] img').naturalWidth > 0")
         assert await page.locator("#injected").count() == 0 and await page.title() == "surfer view"

@@ -65,6 +65,20 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+def _described(action: Any) -> str | None:
+    """A step's action as the batch's live state and the terminal show it: `click(target='...')`."""
+    if not isinstance(action, dict):
+        return None
+    from pydantic import ValidationError
+
+    from surfer.core.actions import ACTION_ADAPTER, headline
+
+    try:
+        return ACTION_ADAPTER.validate_python(action).describe()
+    except ValidationError:  # an action of another version: as a person reads it
+        return headline(action)
+
+
 def failure_reason(reason: str | None) -> str:
     """A group key for failures: the reason with numbers, URLs and quoted text blanked."""
     text = (reason or "no reason given").splitlines()[0]
@@ -88,6 +102,7 @@ class OutDir:
         self.results = JsonLines(self.root / "results.jsonl")
         self.metrics = JsonLines(self.root / METRICS_FILE)
         self._runs: dict[str, dict[str, Any]] = {}  # finished run directories (runs/ folder, single run)
+        self._steps: dict[str, JsonLines] = {}  # running run directories' trajectory.jsonl
         self._derived: dict[str, tuple[Any, Any]] = {}  # what is computed from a file, by its row count
 
     def _cached(self, name: str, key: Any, compute: Any) -> Any:
@@ -166,15 +181,11 @@ class OutDir:
                 finished.append(row)
                 continue
             shots = sorted((run_dir / "screenshots").glob("step-*")) if (run_dir / "screenshots").is_dir() else []
-            steps = (run_dir / "trajectory.jsonl").read_text(encoding="utf-8").splitlines() if (run_dir / "trajectory.jsonl").exists() else []
-            last = {}
-            if steps:
-                try:
-                    last = json.loads(steps[-1])
-                except ValueError:
-                    last = {}
-            human = sum('"actor": "human"' in line for line in steps)  # a person's steps after a take-over
-            action = (last.get("action") or {}).get("describe") if isinstance(last.get("action"), dict) else None
+            # read incrementally: a long run's steps are not parsed again every second
+            steps = self._steps.setdefault(key, JsonLines(run_dir / "trajectory.jsonl")).read()
+            last = steps[-1] if steps else {}
+            human = sum(step.get("actor") == "human" for step in steps)  # a person's steps after a take-over
+            action = _described(last.get("action"))
             if last.get("actor") == "human":
                 from surfer.core.actions import headline
 
