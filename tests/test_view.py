@@ -218,6 +218,25 @@ def test_a_runs_folder_shows_the_tasks_of_a_terminal_session_and_a_qa_output_is_
         OutDir(qa)
 
 
+def test_a_stopped_batch_shows_as_stopped_with_its_elapsed_time_at_the_stop(tmp_path):
+    """A batch stopped before its tasks were done (Ctrl-C, a killed process) writes no more metrics: its elapsed
+    time stays where it stopped (it grew for as long as the page was open) and it shows as stopped."""
+    import time
+
+    from surfer.apps.view.state import OutDir
+
+    now = time.time()
+    tasks = [{"id": i, "task": "t", "url": "https://example.com"} for i in ("a", "b")]
+    (tmp_path / "batch.json").write_text(json.dumps({"started_at": now - 100, "pid": 1, "tasks": tasks}))
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"t": now - 60, "elapsed": 40, "steps": 3, "done": 0}) + "\n")
+    totals = OutDir(tmp_path).snapshot()["totals"]
+    assert totals["stopped"] is True and totals["eta"] is None and round(totals["elapsed"]) == 40, totals
+    with (tmp_path / "metrics.jsonl").open("a") as handle:  # still writing: running, its time going on
+        handle.write(json.dumps({"t": time.time(), "elapsed": 100, "steps": 5, "done": 0}) + "\n")
+    totals = OutDir(tmp_path).snapshot()["totals"]
+    assert totals["stopped"] is False and totals["elapsed"] >= 100, totals
+
+
 async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monkeypatch):
     """Events return before their files are written; the files follow the events
     in order, and remove() waits for every pending write before deleting."""

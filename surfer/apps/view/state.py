@@ -18,6 +18,9 @@ from typing import Any
 from surfer.fleet.batch.results import final_results
 from surfer.fleet.sessions import BATCH_FILE, LIVE, METRICS_FILE
 
+# A batch whose metrics.jsonl has not grown for this long is not running (it writes a line every 2 s).
+STALE_METRICS_S = 30.0
+
 # The page's statuses: queued, running, success, failure, needs_approval (a person must allow an action),
 # needs_input (the agent asked a question nobody answered), error,
 # and interrupted (a run directory of `surfer run` stopped by a signal; a batch's results hold no such line).
@@ -232,11 +235,11 @@ class OutDir:
         done = len(finished)
         started = (batch or {}).get("started_at")
         elapsed = None
+        # a batch writes metrics every few seconds while it runs: none for a while, it has ended or was stopped
+        last_written = (metrics[-1].get("t") if metrics else None) or None
+        ended = last_written is not None and (time.time() - last_written > STALE_METRICS_S or (not running and done >= total))
         if started:
-            end = time.time()
-            if not running and done >= total and metrics:
-                end = metrics[-1].get("t", end)
-            elapsed = max(0.0, end - started)
+            elapsed = max(0.0, (last_written if ended else time.time()) - started)
         last = metrics[-1] if metrics else {}
         steps = self._cached("steps", len(finished), lambda: sum(r.get("steps") or 0 for r in finished))
         steps_per_s = (last.get("steps", 0) / last["elapsed"]) if last.get("elapsed") else None
@@ -244,7 +247,9 @@ class OutDir:
         return {
             "done": done, "total": total, "running": len(running), **count,
             "browser_crashes": self._cached("crashes", len(finished), lambda: sum(r.get("browser_crashes") or 0 for r in finished)),
-            "steps": steps, "steps_per_s": steps_per_s, "elapsed": elapsed, "eta": eta,
+            "steps": steps, "steps_per_s": steps_per_s, "elapsed": elapsed, "eta": None if ended else eta,
+            # a batch that stopped before its tasks were done (Ctrl-C, a server gone, a killed process): they run on resume
+            "stopped": bool(batch) and ended and done < total,
             # "waiting for the model server at URL since HH:MM:SS" while the batch holds for it
             "server": last.get("server") if done < total else None,
             # several model servers: each one's state, sessions, steps/s and waiting requests (metrics.jsonl)
