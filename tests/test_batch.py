@@ -185,6 +185,12 @@ async def test_interrupted_batch_resumes_without_redoing_finished_work(demo_site
     kept = {r["id"]: r for r in read_results(tmp_path)}
     assert kept and len(kept) < 4
     kept_dirs = {i: (tmp_path / r["run_dir"] / "result.json").stat().st_mtime_ns for i, r in kept.items()}
+    # the attempts the stop cut short say how far they got, as their own (hidden, dropped on resume) records do
+    for attempt in (json.loads(line) for line in (tmp_path / "attempts.jsonl").read_text().splitlines()):
+        left = [p for p in (tmp_path / "runs").glob(f".tmp-{attempt['id']}-*") if (p / "trajectory.jsonl").exists()]
+        done = len((left[0] / "trajectory.jsonl").read_text().splitlines()) if left else 0
+        assert (attempt["status"], attempt["steps"]) == ("interrupted", done), attempt
+        assert (attempt["usage"]["prompt_tokens"] > 0) == (done > 0), attempt
 
     summary = await run_batch(config, tasks, tmp_path, concurrency=2)
     records = read_results(tmp_path)

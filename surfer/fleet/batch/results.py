@@ -191,6 +191,14 @@ class ResultsIndex:
             await asyncio.to_thread(append_line, self.attempts_path, record)
 
 
+def recorded_result(run_dir: Path) -> RunResult | None:
+    """The result a run wrote into its directory (a stopped one too), if it got that far."""
+    try:
+        return RunResult.model_validate_json((run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def _publish(tmp: Path, final: Path, result: RunResult) -> None:
     """Move a finished run directory into place (replacing leftovers of an
     earlier attempt that never reached results.jsonl)."""

@@ -23,7 +23,8 @@ from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
 
 from .rewards import TaskRewards, group_info
-from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final
+from .results import (BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final,
+                      recorded_result)
 from .servers import BatchServers, shared_backends
 from .stats import BatchStats
 from .summary import BatchSummary
@@ -392,6 +393,9 @@ class Batch:
         except asyncio.CancelledError:  # the batch was stopped: the attempt is recorded, the task runs on resume
             stopped = RunResult(status="interrupted", task=task.task, url=task.url,
                                 reason=stopping.interrupted_reason())
+            recorded = recorded_result(tmp)  # the steps and tokens the run had spent, as its own record says
+            if recorded is not None:
+                stopped = stopped.model_copy(update={"steps": recorded.steps, "usage": recorded.usage})
             await asyncio.shield(self._unfinished_attempt(self._line(task, stopped, time.monotonic() - started)))
             raise
         finally:  # the session's live state file goes (its thumbnail stays for a page still loading it)
