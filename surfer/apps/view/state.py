@@ -185,7 +185,7 @@ class OutDir:
                 continue
             shots = sorted((run_dir / "screenshots").glob("step-*")) if (run_dir / "screenshots").is_dir() else []
             # read incrementally: a long run's steps are not parsed again every second
-            steps = self._steps.setdefault(key, JsonLines(run_dir / "trajectory.jsonl")).read()
+            steps = [s for s in self._steps.setdefault(key, JsonLines(run_dir / "trajectory.jsonl")).read() if isinstance(s, dict)]
             last = steps[-1] if steps else {}
             human = sum(step.get("actor") == "human" for step in steps)  # a person's steps after a take-over
             action = _described(last.get("action"))

@@ -191,12 +191,14 @@ class ResultsIndex:
             await asyncio.to_thread(append_line, self.attempts_path, record)
 
 
-def recorded_result(run_dir: Path) -> RunResult | None:
-    """The result a run wrote into its directory (a stopped one too), if it got that far."""
+def spent(run_dir: Path) -> dict[str, Any]:
+    """The steps and tokens a run had spent, from the result it wrote into its directory (a stopped
+    run's too); empty if it got not that far."""
     try:
-        return RunResult.model_validate_json((run_dir / "result.json").read_text(encoding="utf-8"))
+        result = RunResult.model_validate_json((run_dir / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return {}
+    return {"steps": result.steps, "usage": result.usage}
 
 
 def _publish(tmp: Path, final: Path, result: RunResult) -> None:
