@@ -14,6 +14,7 @@ from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import Batch, BatchTask
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.apps.view.server import ViewServer
+from surfer.core.errors import ConfigError
 
 VIEWPORT = (1024, 700)
 
@@ -106,6 +107,8 @@ async def test_view_serves_only_files_inside_out(tmp_path):
     try:
         status, body, _ = await asyncio.to_thread(get, view.port, "/files/runs/a/report.html")
         assert status == 200 and b"report a" in body
+        with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{view.port}: the port is in use .*give another --port"):
+            await ViewServer(out, port=view.port).start()  # its port is taken: one line, not uvicorn's exit
         attempts = [
             "/files/../secret.txt", "/files/runs/../../secret.txt", "/files/%2e%2e/secret.txt",
             "/files/runs/%2E%2E%2F%2E%2E%2Fsecret.txt", "/files/..%2fsecret.txt", "/files/%252e%252e/secret.txt",
