@@ -187,6 +187,32 @@ async def test_two_runs_started_at_once_with_one_directory_never_mix(tmp_path):
     assert sorted(p.name for p in same.iterdir()) == ["report.html", "result.json", "run.json", "screenshots", "trajectory.jsonl"]
 
 
+async def test_a_stop_while_the_run_is_being_recorded_waits_for_the_record(tmp_path):
+    """A Ctrl-C after the run ended, while its Finished event is handled (the video made, result.json written):
+    the run unwinds once every listener has it, not before (the CLI then found no result.json and said nothing
+    was recorded, the writing going on behind its exit)."""
+    from surfer import Finished
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import ReplayEnvironment
+
+    handling, handled = asyncio.Event(), []
+
+    async def slow_listener(event) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(event, Finished):
+            handling.set()
+            await asyncio.sleep(0.2)
+            handled.append(event.result.status)
+
+    agent = Agent(backend=ScriptedModel(**REPLIES), environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1024x768"))
+    run = asyncio.create_task(agent.run("Count the rows", url="http://ignored.example/", out_dir=tmp_path / "run",
+                                        listeners=[slow_listener]))
+    await handling.wait()
+    run.cancel()  # the stop, while the record is being written
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert handled == ["success"] and json.loads((tmp_path / "run" / "result.json").read_text())["status"] == "success"
+
+
 def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tmp_path, runs_root):
     for out_dir in (tmp_path / "run", None):  # its own directory, or one under runs/
         agent = Agent(base_url="http://127.0.0.1:9/v1", model="m", server_wait=0)

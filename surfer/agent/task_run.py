@@ -179,7 +179,14 @@ class TaskRun:
         finally:  # the record is written even when closing a browser that died with the run fails
             if result is not None:
                 self.control.result = result
-                await asyncio.shield(self.emit(Finished(result)))
+                # The record is complete before a stop goes on: a Ctrl-C while it was written (the video made after
+                # the run) found no result.json yet, said nothing was recorded, and the writing went on behind it.
+                finishing = asyncio.ensure_future(self.emit(Finished(result)))
+                try:
+                    await asyncio.shield(finishing)
+                except asyncio.CancelledError:
+                    await asyncio.wait([finishing])
+                    raise
 
     async def _prepare(self) -> None:
         """Check the model servers while the browser starts and opens the task's URL
