@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
-from surfer.fleet.batch import Batch, BatchTask, ResultsIndex, load_tasks, run_batch
+from surfer.fleet.batch import Batch, BatchTask, ResultsIndex, load_tasks, run_batch, run_dir_name
 from surfer.fleet.batch.results import ResultLine
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.core.errors import ConfigError
@@ -185,6 +185,12 @@ async def test_interrupted_batch_resumes_without_redoing_finished_work(demo_site
     kept = {r["id"]: r for r in read_results(tmp_path)}
     assert kept and len(kept) < 4
     kept_dirs = {i: (tmp_path / r["run_dir"] / "result.json").stat().st_mtime_ns for i, r in kept.items()}
+    # the attempts the stop cut short say how far they got, as their own (hidden, dropped on resume) records do
+    for attempt in (json.loads(line) for line in (tmp_path / "attempts.jsonl").read_text().splitlines()):
+        left = [p for p in (tmp_path / "runs").glob(f".tmp-{attempt['id']}-*") if (p / "trajectory.jsonl").exists()]
+        done = len((left[0] / "trajectory.jsonl").read_text().splitlines()) if left else 0
+        assert (attempt["status"], attempt["steps"]) == ("interrupted", done), attempt
+        assert (attempt["usage"]["prompt_tokens"] > 0) == (done > 0), attempt
 
     summary = await run_batch(config, tasks, tmp_path, concurrency=2)
     records = read_results(tmp_path)
@@ -264,6 +270,12 @@ def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
             load_tasks(good)
     with pytest.raises(ConfigError, match="does not exist"):
         load_tasks(tmp_path / "missing.jsonl")
+    # a task's run directory is named by its id: letters of any script kept, the rest made safe (a hash keeps apart
+    # ids that differ only there), never over a file name's length in bytes
+    names = {i: run_dir_name(i) for i in ("café-1", "検索-3", "q1#0", "b/2", "b:2", "東" * 100, "東" * 100 + "x")}
+    assert (names["café-1"], names["検索-3"], names["q1#0"]) == ("café-1", "検索-3", "q1#0")
+    assert names["b/2"].startswith("b_2-") and names["b:2"].startswith("b_2-") and names["b/2"] != names["b:2"]
+    assert len(set(names.values())) == len(names) and max(len(n.encode()) for n in names.values()) <= 180
 
 
 class _Slow(ModelBackend):

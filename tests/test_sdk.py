@@ -174,6 +174,53 @@ def test_runs_are_recorded_by_default_each_in_a_new_directory_and_a_used_one_is_
     assert len(list((tmp_path / "mine").iterdir())) == 1 and sorted(runs_root.iterdir()) == [run_dir]
 
 
+async def test_two_runs_started_at_once_with_one_directory_never_mix(tmp_path):
+    """Both pass the check for a new or empty directory before either opens it: the first to open
+    it keeps it, the other is refused (error_kind config) and writes nothing into it."""
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import ReplayEnvironment
+
+    same = tmp_path / "same"
+    agents = [Agent(backend=ScriptedModel(**REPLIES), environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1024x768"))
+              for _ in range(2)]
+    results = await asyncio.gather(*(agent.run(f"Count the rows {n}", url="http://ignored.example/", out_dir=same)
+                                     for n, agent in enumerate(agents)))
+    first_in, refused = sorted(results, key=lambda r: r.status != "success")
+    assert first_in.status == "success" and first_in.run_dir == str(same), first_in
+    assert (refused.status, refused.error_kind, refused.run_dir) == ("error", "config", None), refused
+    assert "was taken by another run started at the same time" in (refused.reason or "")
+    steps = [json.loads(line) for line in (same / "trajectory.jsonl").read_text().splitlines()]
+    meta, result = (json.loads((same / name).read_text()) for name in ("run.json", "result.json"))
+    assert len(steps) == first_in.steps == 2 and meta["task"] == result["task"] == first_in.task
+    assert sorted(p.name for p in same.iterdir()) == ["report.html", "result.json", "run.json", "screenshots", "trajectory.jsonl"]
+
+
+async def test_a_stop_while_the_run_is_being_recorded_waits_for_the_record(tmp_path):
+    """A Ctrl-C after the run ended, while its Finished event is handled (the video made, result.json written):
+    the run unwinds once every listener has it, not before (the CLI then found no result.json and said nothing
+    was recorded, the writing going on behind its exit)."""
+    from surfer import Finished
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import ReplayEnvironment
+
+    handling, handled = asyncio.Event(), []
+
+    async def slow_listener(event) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(event, Finished):
+            handling.set()
+            await asyncio.sleep(0.2)
+            handled.append(event.result.status)
+
+    agent = Agent(backend=ScriptedModel(**REPLIES), environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1024x768"))
+    run = asyncio.create_task(agent.run("Count the rows", url="http://ignored.example/", out_dir=tmp_path / "run",
+                                        listeners=[slow_listener]))
+    await handling.wait()
+    run.cancel()  # the stop, while the record is being written
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert handled == ["success"] and json.loads((tmp_path / "run" / "result.json").read_text())["status"] == "success"
+
+
 def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tmp_path, runs_root):
     for out_dir in (tmp_path / "run", None):  # its own directory, or one under runs/
         agent = Agent(base_url="http://127.0.0.1:9/v1", model="m", server_wait=0)

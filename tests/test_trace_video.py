@@ -4,6 +4,7 @@ video made from the step screenshots, and failures attached to JUnit."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 
@@ -122,6 +123,13 @@ def test_without_an_encoder_the_video_is_an_animated_webp(tmp_path, monkeypatch)
         assert animation.n_frames == 2 and animation.size == (320, 200 + video.CAPTION_HEIGHT)
         first = animation.convert("RGB")
         assert first.getpixel((100, 50 - 7)) != (60, 90, 120)  # the click point is marked
+
+    def caption_band(error: str) -> bytes:
+        image = video.frame(tmp_path, {"index": 1, "screenshot": "screenshots/step-001.png", "error": error})
+        return hashlib.sha1(image.crop((0, 200, image.width, image.height)).tobytes()).digest()
+
+    # letters beyond ASCII are drawn as letters, not as the box of a letter no font has
+    assert caption_band("Crème brûlée") != caption_band("Cr\U0010fffdme br\U0010fffdl\U0010fffde")
 
 
 def test_the_ci_examples_run_the_documented_qa_command():

@@ -14,6 +14,7 @@ from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import Batch, BatchTask
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.apps.view.server import ViewServer
+from surfer.core.errors import ConfigError
 
 VIEWPORT = (1024, 700)
 
@@ -107,6 +108,8 @@ async def test_view_serves_only_files_inside_out(tmp_path):
     try:
         status, body, _ = await asyncio.to_thread(get, view.port, "/files/runs/a/report.html")
         assert status == 200 and b"report a" in body
+        with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{view.port}: the port is in use .*give another --port"):
+            await ViewServer(out, port=view.port).start()  # its port is taken: one line, not uvicorn's exit
         attempts = [
             "/files/../secret.txt", "/files/runs/../../secret.txt", "/files/%2e%2e/secret.txt",
             "/files/runs/%2E%2E%2F%2E%2E%2Fsecret.txt", "/files/..%2fsecret.txt", "/files/%252e%252e/secret.txt",
@@ -165,7 +168,8 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         {"status": "interrupted", "task": "stopped", "reason": "interrupted: stopped by SIGTERM", "steps": 1}))
     (finished / "trace.zip").write_bytes(b"PK")
     Image.new("RGB", (640, 400), (200, 220, 240)).save(running / "screenshots" / "step-001.jpg")
-    (running / "trajectory.jsonl").write_text(json.dumps({"index": 1, "thought": attack}) + "\n")
+    (running / "trajectory.jsonl").write_text(json.dumps(
+        {"index": 1, "thought": attack, "action": {"type": "click", "target": "the 'Weiter' button", "button": "left"}}) + "\n")
     view = await ViewServer(tmp_path, port=0).start()
     context = await shared_browser.new_context()
     page = await context.new_page()
@@ -183,6 +187,7 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         assert [h.split("=")[0] for h in hrefs] == ["trace", "video"] and hrefs[0].endswith("20260101-a/trace.zip"), hrefs
         card = page.locator('[data-task-id="20260101-b"][data-status=running]')
         assert attack in await card.inner_text()
+        assert "click(target=\"the 'Weiter' button\")" in await card.inner_text()  # its last action, as a batch's card shows it
         await page.wait_for_function(
             "() => document.querySelector('[data-status=running] img').naturalWidth > 0")
         assert await page.locator("#injected").count() == 0 and await page.title() == "surfer view"
@@ -215,6 +220,25 @@ def test_a_runs_folder_shows_the_tasks_of_a_terminal_session_and_a_qa_output_is_
     (qa / "results.jsonl").write_text(json.dumps({"id": "s/c", "suite": "s", "case": "c", "status": "passed"}) + "\n")
     with pytest.raises(ConfigError, match="is the output of `surfer qa`: open its index.html"):
         OutDir(qa)
+
+
+def test_a_stopped_batch_shows_as_stopped_with_its_elapsed_time_at_the_stop(tmp_path):
+    """A batch stopped before its tasks were done (Ctrl-C, a killed process) writes no more metrics: its elapsed
+    time stays where it stopped (it grew for as long as the page was open) and it shows as stopped."""
+    import time
+
+    from surfer.apps.view.state import OutDir
+
+    now = time.time()
+    tasks = [{"id": i, "task": "t", "url": "https://example.com"} for i in ("a", "b")]
+    (tmp_path / "batch.json").write_text(json.dumps({"started_at": now - 100, "pid": 1, "tasks": tasks}))
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"t": now - 60, "elapsed": 40, "steps": 3, "done": 0}) + "\n")
+    totals = OutDir(tmp_path).snapshot()["totals"]
+    assert totals["stopped"] is True and totals["eta"] is None and round(totals["elapsed"]) == 40, totals
+    with (tmp_path / "metrics.jsonl").open("a") as handle:  # still writing: running, its time going on
+        handle.write(json.dumps({"t": time.time(), "elapsed": 100, "steps": 5, "done": 0}) + "\n")
+    totals = OutDir(tmp_path).snapshot()["totals"]
+    assert totals["stopped"] is False and totals["elapsed"] >= 100, totals
 
 
 async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monkeypatch):

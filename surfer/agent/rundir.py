@@ -60,6 +60,35 @@ def claim_run_dir(path: str | Path) -> Path:
     return path
 
 
+class RunDirTaken(ConfigError):
+    """Another run opened this run's directory first: this run writes nothing into it."""
+
+
+def open_run_dir(path: Path, run_json: str) -> None:
+    """Make `path` a run's directory by writing its `run.json`, atomically and only if no other run
+    wrote one meanwhile: two runs started at once with the same directory both pass
+    `claim_run_dir`, and the second to open it is refused (ConfigError) rather than mixing its
+    steps into the first one's."""
+    (path / "screenshots").mkdir(parents=True, exist_ok=True)
+    tmp = path / f".run.json.{uuid.uuid4().hex[:8]}.tmp"
+    tmp.write_text(run_json, encoding="utf-8")
+    try:
+        try:
+            os.link(tmp, path / "run.json")  # fails if run.json exists: the directory is another run's
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: created exclusively, then written
+            with open(path / "run.json", "x", encoding="utf-8") as handle:
+                handle.write(run_json)
+    except FileExistsError:
+        raise RunDirTaken(
+            f"run directory {path} was taken by another run started at the same time: "
+            "a run is written into a new or empty directory, so that two runs never mix — give another directory"
+        ) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def leaves_record(status: str, error_kind: str | None, reached_server: bool) -> bool:
     """Whether a run leaves its directory behind: every run does, except one
     that ended for want of its model server before that server was ever

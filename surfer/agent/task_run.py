@@ -36,7 +36,7 @@ from .layouts import Layout
 from .memory import Memory
 from .result import RunResult
 from .rewards import Rewarder
-from .rundir import leaves_record
+from .rundir import RunDirTaken, leaves_record
 from .run_state import RunState, time_limit_reason
 from .secrets import Secrets
 from .steps import Guards, Imaging, Roles, StepInputs, Stepper, task_prompt
@@ -139,6 +139,8 @@ class TaskRun:
                 result = run.result("interrupted", reason=f"{stopping.interrupted_reason()} ({type(exc).__name__})")
             elif isinstance(exc, SurferError):
                 result = run.result("error", reason=str(exc), error_kind=error_kind(exc))
+                if isinstance(exc, RunDirTaken):  # another run's directory: nothing of this run goes into it
+                    result.run_dir = env.run_dir = None
                 await emit(ErrorOccurred(len(run.records) or None, self.parts.secrets.scrub(str(exc)), fatal=True))
             else:
                 result = run.result("error", reason=f"internal error: {exc!r}", error_kind="internal")
@@ -155,6 +157,8 @@ class TaskRun:
         run_dir = Path(self.run.run_dir) if self.run.run_dir else None
         if result is not None and not leaves_record(result.status, result.error_kind, reached_server):
             result.run_dir = env.run_dir = None  # no directory: the writer writes nothing (rundir.py)
+        if result is not None and result.run_dir is None:
+            run_dir = None  # (nor does a reward function read one)
         try:
             if result is not None:
                 await self.rewarder.score(result, self.run.records, run_dir, env)  # on the final page, before it closes
@@ -175,7 +179,14 @@ class TaskRun:
         finally:  # the record is written even when closing a browser that died with the run fails
             if result is not None:
                 self.control.result = result
-                await asyncio.shield(self.emit(Finished(result)))
+                # The record is complete before a stop goes on: a Ctrl-C while it was written (the video made after
+                # the run) found no result.json yet, said nothing was recorded, and the writing went on behind it.
+                finishing = asyncio.ensure_future(self.emit(Finished(result)))
+                try:
+                    await asyncio.shield(finishing)
+                except asyncio.CancelledError:
+                    await asyncio.wait([finishing])
+                    raise
 
     async def _prepare(self) -> None:
         """Check the model servers while the browser starts and opens the task's URL

@@ -26,7 +26,7 @@ from surfer.core.retention import keeps
 from .events import Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted
 from .handover import HumanActed
 from .report import render_report
-from .rundir import read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
+from .rundir import open_run_dir, read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
 from .video import make_video
 
 log = logging.getLogger(__name__)
@@ -68,8 +68,7 @@ class TrajectoryWriter:
         """The directory, with run.json and an empty trajectory.jsonl (present even if no step finishes)."""
         if self._made:
             return
-        (self.run_dir / "screenshots").mkdir(parents=True, exist_ok=True)
-        write_atomic(self.run_dir / "run.json", json.dumps(self.scrub(self._meta or {}), indent=2))
+        open_run_dir(self.run_dir, json.dumps(self.scrub(self._meta or {}), indent=2))
         (self.run_dir / "trajectory.jsonl").touch()
         self._made = True
 

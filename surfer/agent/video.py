@@ -8,6 +8,7 @@ screen recorder, nothing recorded while the run goes on."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import logging
@@ -39,6 +40,41 @@ def _ffmpeg() -> str | None:
         return None
 
 
+# Fonts tried for a caption, in order: the first with a glyph for each of its letters draws it (Pillow's own
+# font has ASCII only: 'Crème brûlée' was drawn 'Cr□me br□l□e'); the one missing fewest else.
+CAPTION_FONTS = ("DejaVuSans.ttf", "NotoSans-Regular.ttf", "LiberationSans-Regular.ttf", "Arial.ttf", "arial.ttf",
+                 "Arial Unicode.ttf", "segoeui.ttf", "Helvetica.ttc", "NotoSansCJK-Regular.ttc", "msyh.ttc")
+CAPTION_SIZE = 14
+
+
+@functools.lru_cache(maxsize=1)
+def _caption_fonts() -> tuple[Any, ...]:
+    from PIL import ImageFont
+
+    fonts = []
+    for name in CAPTION_FONTS:
+        with contextlib.suppress(OSError):  # not on this system
+            fonts.append(ImageFont.truetype(name, CAPTION_SIZE))
+    return (*fonts, ImageFont.load_default())
+
+
+@functools.lru_cache(maxsize=4096)
+def _lacks(font_index: int, letter: str) -> bool:
+    """Whether the font draws `letter` as its missing-glyph box."""
+    font = _caption_fonts()[font_index]
+    drawn, missing = font.getmask(letter), font.getmask("\U0010fffd")
+    return drawn.size == missing.size and all(
+        drawn.getpixel((x, y)) == missing.getpixel((x, y)) for x in range(drawn.size[0]) for y in range(drawn.size[1]))
+
+
+def caption_font(text: str) -> Any:
+    """The font a caption is drawn in: one that has all its letters where the system has one."""
+    letters = {c for c in text if not c.isspace()}
+    fonts = _caption_fonts()
+    lacking = [sum(_lacks(i, c) for c in letters) for i in range(len(fonts))]
+    return fonts[lacking.index(min(lacking))]
+
+
 def caption(step: dict[str, Any]) -> str:
     text = f"step {step.get('index')}: {headline(step.get('action') or {}, limit=60)}"
     if step.get("error"):
@@ -66,7 +102,8 @@ def frame(run_dir: Path, step: dict[str, Any]) -> Any:
     height += height % 2
     out = Image.new("RGB", (width, height), (20, 20, 20))
     out.paste(image, (0, 0))
-    ImageDraw.Draw(out).text((10, image.height + 10), caption(step), fill=(240, 240, 240))
+    text = caption(step)
+    ImageDraw.Draw(out).text((10, image.height + 9), text, fill=(240, 240, 240), font=caption_font(text))
     return out
 
 

@@ -122,5 +122,5 @@ class LiveView:
             self._line(f"reason: {res.reason}", style="dim" if res.ok else "red")
         if res.run_dir:
             self._line(f"report: {res.run_dir}/report.html", style="dim")
-        elif self._run_dir:
+        elif self._run_dir and res.error_kind == "unreachable":
             self._line(f"nothing recorded: the run never reached its model server ({self._run_dir} was not written)", style="dim")

@@ -12,6 +12,7 @@ leading out of OUT are refused."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import mimetypes
 import secrets
@@ -180,6 +181,28 @@ def _QuietServer(config: Any) -> Any:  # noqa: N802
     return _quiet_server_class()(config)
 
 
+def _listening_socket(host: str, port: int) -> Any:
+    """The page's socket, bound here: a port in use is one line (exit 2), not uvicorn's exit from the event loop."""
+    import socket
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ConfigError(f"surfer view cannot listen on {host}: {exc.strerror or exc} (give --host an address of this machine)") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"surfer view cannot listen on {host}:{port}: the port is in use (another surfer view or "
+                              "dashboard?): give another --port (--dashboard-port), or 0 for any free one") from None
+        raise ConfigError(f"surfer view cannot listen on {host}:{port}: {exc.strerror or exc} "
+                          "(give --host an address of this machine)") from None
+    return sock
+
+
 class ViewServer:
     """uvicorn serving `create_app` inside the current event loop (for `surfer batch --dashboard` and tests)."""
 
@@ -202,7 +225,7 @@ class ViewServer:
         config = uvicorn.Config(create_app(self.out_dir, token=self.token), host=self.host, port=self.port,
                                 log_level="warning", access_log=False, lifespan="off")
         self._server = _QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve())
+        self._task = asyncio.create_task(self._server.serve(sockets=[_listening_socket(self.host, self.port)]))
         while not self._server.started:
             if self._task.done():
                 self._task.result()

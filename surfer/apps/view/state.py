@@ -18,6 +18,9 @@ from typing import Any
 from surfer.fleet.batch.results import final_results
 from surfer.fleet.sessions import BATCH_FILE, LIVE, METRICS_FILE
 
+# A batch whose metrics.jsonl has not grown for this long is not running (it writes a line every 2 s).
+STALE_METRICS_S = 30.0
+
 # The page's statuses: queued, running, success, failure, needs_approval (a person must allow an action),
 # needs_input (the agent asked a question nobody answered), error,
 # and interrupted (a run directory of `surfer run` stopped by a signal; a batch's results hold no such line).
@@ -65,6 +68,20 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+def _described(action: Any) -> str | None:
+    """A step's action as the batch's live state and the terminal show it: `click(target='...')`."""
+    if not isinstance(action, dict):
+        return None
+    from pydantic import ValidationError
+
+    from surfer.core.actions import ACTION_ADAPTER, headline
+
+    try:
+        return ACTION_ADAPTER.validate_python(action).describe()
+    except ValidationError:  # an action of another version: as a person reads it
+        return headline(action)
+
+
 def failure_reason(reason: str | None) -> str:
     """A group key for failures: the reason with numbers, URLs and quoted text blanked."""
     text = (reason or "no reason given").splitlines()[0]
@@ -88,6 +105,7 @@ class OutDir:
         self.results = JsonLines(self.root / "results.jsonl")
         self.metrics = JsonLines(self.root / METRICS_FILE)
         self._runs: dict[str, dict[str, Any]] = {}  # finished run directories (runs/ folder, single run)
+        self._steps: dict[str, JsonLines] = {}  # running run directories' trajectory.jsonl
         self._derived: dict[str, tuple[Any, Any]] = {}  # what is computed from a file, by its row count
 
     def _cached(self, name: str, key: Any, compute: Any) -> Any:
@@ -166,15 +184,11 @@ class OutDir:
                 finished.append(row)
                 continue
             shots = sorted((run_dir / "screenshots").glob("step-*")) if (run_dir / "screenshots").is_dir() else []
-            steps = (run_dir / "trajectory.jsonl").read_text(encoding="utf-8").splitlines() if (run_dir / "trajectory.jsonl").exists() else []
-            last = {}
-            if steps:
-                try:
-                    last = json.loads(steps[-1])
-                except ValueError:
-                    last = {}
-            human = sum('"actor": "human"' in line for line in steps)  # a person's steps after a take-over
-            action = (last.get("action") or {}).get("describe") if isinstance(last.get("action"), dict) else None
+            # read incrementally: a long run's steps are not parsed again every second
+            steps = [s for s in self._steps.setdefault(key, JsonLines(run_dir / "trajectory.jsonl")).read() if isinstance(s, dict)]
+            last = steps[-1] if steps else {}
+            human = sum(step.get("actor") == "human" for step in steps)  # a person's steps after a take-over
+            action = _described(last.get("action"))
             if last.get("actor") == "human":
                 from surfer.core.actions import headline
 
@@ -221,11 +235,11 @@ class OutDir:
         done = len(finished)
         started = (batch or {}).get("started_at")
         elapsed = None
+        # a batch writes metrics every few seconds while it runs: none for a while, it has ended or was stopped
+        last_written = (metrics[-1].get("t") if metrics else None) or None
+        ended = last_written is not None and (time.time() - last_written > STALE_METRICS_S or (not running and done >= total))
         if started:
-            end = time.time()
-            if not running and done >= total and metrics:
-                end = metrics[-1].get("t", end)
-            elapsed = max(0.0, end - started)
+            elapsed = max(0.0, (last_written if ended else time.time()) - started)
         last = metrics[-1] if metrics else {}
         steps = self._cached("steps", len(finished), lambda: sum(r.get("steps") or 0 for r in finished))
         steps_per_s = (last.get("steps", 0) / last["elapsed"]) if last.get("elapsed") else None
@@ -233,7 +247,9 @@ class OutDir:
         return {
             "done": done, "total": total, "running": len(running), **count,
             "browser_crashes": self._cached("crashes", len(finished), lambda: sum(r.get("browser_crashes") or 0 for r in finished)),
-            "steps": steps, "steps_per_s": steps_per_s, "elapsed": elapsed, "eta": eta,
+            "steps": steps, "steps_per_s": steps_per_s, "elapsed": elapsed, "eta": None if ended else eta,
+            # a batch that stopped before its tasks were done (Ctrl-C, a server gone, a killed process): they run on resume
+            "stopped": bool(batch) and ended and done < total,
             # "waiting for the model server at URL since HH:MM:SS" while the batch holds for it
             "server": last.get("server") if done < total else None,
             # several model servers: each one's state, sessions, steps/s and waiting requests (metrics.jsonl)

@@ -191,6 +191,16 @@ class ResultsIndex:
             await asyncio.to_thread(append_line, self.attempts_path, record)
 
 
+def spent(run_dir: Path) -> dict[str, Any]:
+    """The steps and tokens a run had spent, from the result it wrote into its directory (a stopped
+    run's too); empty if it got not that far."""
+    try:
+        result = RunResult.model_validate_json((run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {"steps": result.steps, "usage": result.usage}
+
+
 def _publish(tmp: Path, final: Path, result: RunResult) -> None:
     """Move a finished run directory into place (replacing leftovers of an
     earlier attempt that never reached results.jsonl)."""

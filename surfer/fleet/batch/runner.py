@@ -23,7 +23,7 @@ from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
 
 from .rewards import TaskRewards, group_info
-from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final
+from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final, spent
 from .servers import BatchServers, shared_backends
 from .stats import BatchStats
 from .summary import BatchSummary
@@ -389,8 +389,8 @@ class Batch:
                 unplaced = RunResult(status="error", task=task.task, url=task.url, reason=str(exc), error_kind="unreachable")
                 executed = unplaced, tmp, time.monotonic() - started
         except asyncio.CancelledError:  # the batch was stopped: the attempt is recorded, the task runs on resume
-            stopped = RunResult(status="interrupted", task=task.task, url=task.url,
-                                reason=stopping.interrupted_reason())
+            stopped = RunResult(status="interrupted", task=task.task, url=task.url, reason=stopping.interrupted_reason(),
+                                **spent(tmp))  # the steps and tokens its run had spent, as its own record says
             await asyncio.shield(self._unfinished_attempt(self._line(task, stopped, time.monotonic() - started)))
             raise
         finally:  # the session's live state file goes (its thumbnail stays for a page still loading it)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 import uuid
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -145,11 +146,16 @@ def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:
 
 
 def run_dir_name(task_id: str) -> str:
-    """A file-system-safe directory name for a task id (stable across runs)."""
-    safe = re.sub(r"[^A-Za-z0-9._#=+-]", "_", task_id).lstrip(".") or "task"
-    if safe != task_id:
-        safe += "-" + uuid.uuid5(uuid.NAMESPACE_URL, task_id).hex[:8]
-    return safe[:180]
+    """A file-system-safe directory name for a task id (stable across runs): its letters and digits in any
+    script ('café-1', '検索-3'), `._#=+-`; anything else an underscore, and then a hash of the id appended
+    (ids that differ only there, or past the length kept, stay apart). At most 180 bytes in UTF-8 (file names hold 255)."""
+    text = unicodedata.normalize("NFC", task_id)
+    safe = re.sub(r"[^\w.#=+-]", "_", text).lstrip(".") or "task"
+    long = len(safe.encode()) > 180
+    suffix = "-" + uuid.uuid5(uuid.NAMESPACE_URL, task_id).hex[:8] if safe != task_id or long else ""
+    while len((safe + suffix).encode()) > 180:
+        safe = safe[:-1]
+    return safe + suffix
 
 
 
