@@ -54,6 +54,7 @@ async def test_type_clears_then_types_and_submits(browser_env, pages):
     assert outcome.detail == (
         "typed 4 characters; the click at (700, 600) focused no text field, so the keys went to the page, not into a field"
     )
+    assert await env.page.evaluate("getSelection().toString()") == ""  # no select-all of the page to "clear" it
     # a search button whose field appears and takes the focus a moment after the click: the text goes into it whole
     outcome = await env.perform(TypeText(text="shoes", target="Search", point=CssPoint(x=160, y=535)))
     assert await env.page.input_value("#late") == "shoes" and outcome.detail == "typed 5 characters"

@@ -280,7 +280,7 @@ class BrowserActions:
     async def _type_text(self, page: Any, text: str, *, clear: bool, clicked: bool = False) -> bool:
         """One insert when the page listens to no key (surfer/tools/typing.py), else
         key by key; `clear` first empties the field (select-all + delete). False when
-        nothing that takes text had the focus (the keys went to the page). After a
+        nothing that takes text had the focus (the keys went to the page; nothing is cleared). After a
         click (`clicked`) that left no field focused, the focus the page moves a
         moment later is waited for, briefly."""
         way = "keys" if self.legacy_step or not text else await page.evaluate(MAY_INSERT, {"text": text, "clear": clear})
@@ -294,7 +294,7 @@ class BrowserActions:
         if way == "segments":  # a date or time field, typed as shown: from its first part (month, hour)
             for _ in range(DATE_FIELD_PARTS):
                 await page.keyboard.press("ArrowLeft")
-        if clear:
+        if clear and way != "nowhere":  # (on the page itself, select-all would select the whole page's text)
             await page.keyboard.press("ControlOrMeta+A")
             await page.keyboard.press("Delete")
         await page.keyboard.type(text)
