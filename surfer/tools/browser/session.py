@@ -398,6 +398,13 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
 
         return await element_at(self._page, point.x, point.y)
 
+    async def focused_element(self) -> Any:
+        if self._page is None:
+            return None
+        from ..element_facts import focused_element
+
+        return await focused_element(self._page)
+
     def hand_over_refusal(self) -> str | None:
         if self.headless and not self.attached:
             return "a person cannot take over a headless browser: run with --headful, or attach a browser with --cdp-url"
