@@ -203,7 +203,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
     async def _launch(self) -> tuple[Any, Any]:
         """(playwright, browser) of this session's own: the early launch when it
         fits and succeeded, else a new one (whose error, if any, is the one reported)."""
-        launch = self._early.take(headless=self.headless) if self._early is not None else None
+        guarded = self.url_policy.has_domain_rules  # (its WebRTC held to the guard proxy: chromium.GUARDED_ARGS)
+        launch = self._early.take(headless=self.headless, guarded=guarded) if self._early is not None else None
         if launch is not None:
             try:
                 launched = await launch
@@ -212,7 +213,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             else:
                 self._early_taken = True
                 return launched
-        return await start_chromium(headless=self.headless)
+        return await start_chromium(headless=self.headless, guarded=guarded)
 
     @property
     def attached(self) -> bool:
@@ -225,6 +226,11 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             # Every request of the context, loopback included, passes the domain check.
             from surfer.tools.guard_proxy import GuardProxy
 
+            from surfer.tools.chromium import is_guarded
+
+            if self._browser is not None and not is_guarded(self._browser):
+                log.warning("this browser was not launched for domain rules: its WebRTC can reach hosts they refuse "
+                            "(launch it with the flags in surfer.tools.chromium.GUARDED_ARGS)")
             self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
             options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
         elif self.url_policy.has_domain_rules:
