@@ -235,6 +235,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
         elif self.url_policy.has_domain_rules:
             options = {"service_workers": "block"}  # (a worker's requests would pass no route)
+            self.url_policy.routed = True
         if self.ignore_https_errors:
             options["ignore_https_errors"] = True
         if isinstance(self.storage_state, (str, Path)):
