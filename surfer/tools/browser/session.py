@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import time
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
@@ -36,6 +37,10 @@ log = logging.getLogger(__name__)
 CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
 ALIVE_CHECK_S = 5.0  # a browser that does not answer its liveness check in this long is taken as alive (busy)
 STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origins no tab shows)
+# A page may open a tab this long after an action that gives it a user activation (a click, a key), and one per
+# action, as a browser's popup blocker allows; Playwright turns Chromium's blocker off, and the headless shell has none.
+POPUP_ACTIVATION_S = 5.0
+ACTIVATING = frozenset({"click", "type", "press", "drag", "upload", "dialog"})
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
@@ -166,6 +171,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         # every observation until then.
         self._start_notices: list[str] = []
         self._gone_listener: Any = None
+        self._activated_at: float | None = None  # (monotonic) when the last action gave the page a user activation
+        self._tabs_opened = 0  # tabs the page opened since then
+        self._opening_tab = 0  # surfer's own new_page() calls under way (those tabs are not the page's popups)
+        self.person_turn = False  # a person has the controls (surfer/tools/browser/person.py): their tabs are theirs
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -291,7 +300,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             self._tracker.attach(self._context)
             self._context.on("page", self._on_new_page)
         await self.trace.attach(self._context, shared=self.borrows_context)
-        self._use(page or await self._context.new_page())
+        self._use(page or await self._open_own_tab())
 
     async def capture_storage_state(self) -> dict[str, Any] | None:
         """The context's storage state now (cookies, localStorage per origin); None when the browser is gone."""
@@ -484,9 +493,39 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         if page is self._page and frame == page.main_frame:
             self._navigations += 1
 
+    async def _open_own_tab(self) -> Any:
+        """A tab surfer opens itself (never taken for a popup of the page)."""
+        self._opening_tab += 1
+        try:
+            return await self._context.new_page()
+        finally:
+            self._opening_tab -= 1
+
+    def activated(self, action_type: str) -> None:
+        """An action is performed: one of ACTIVATING gives the page a user activation (it may open one tab)."""
+        if action_type in ACTIVATING:
+            self._activated_at, self._tabs_opened = time.monotonic(), 0
+
+    def may_open_tab(self, page: Any) -> bool:
+        """Whether a tab the page opened may stay: one per action that activated the page, within
+        POPUP_ACTIVATION_S of it (as a popup blocker allows), any while a person has the controls; else it is
+        closed and the next outcome says so."""
+        if self._opening_tab or self.person_turn:
+            return True
+        fresh = self._activated_at is not None and time.monotonic() - self._activated_at <= POPUP_ACTIVATION_S
+        if fresh and self._tabs_opened < 1:
+            self._tabs_opened += 1
+            return True
+        self._notices.append(f"the page opened a tab by itself ({page.url or 'about:blank'}) without a click: "
+                             "closed, as a browser's popup blocker would")
+        closing = asyncio.ensure_future(page.close())
+        closing.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return False
+
     def _on_new_page(self, page: Any) -> None:
-        # A click that opens a tab makes that tab current.
-        self._use(page)
+        # A click that opens a tab makes that tab current; a tab the page opens by itself is closed.
+        if self.may_open_tab(page):
+            self._use(page)
 
     @property
     def alive(self) -> bool:
