@@ -137,7 +137,10 @@ async def test_every_bypass_is_blocked_and_recorded(sites, shared_browser, tmp_p
                  "url": f"data:text/html,<img src='http://localhost:{evil.port}/goto-data'>"}}
     policy += [obey, data_goto, {"thought": "done", "notes": "", "action": {"type": "answer", "text": "done"}}]
     model = ScriptedModel(policy=policy, localizer=localizer)
-    env = browser_environment(config)  # (a browser of its own, launched as a run launches it: for domain rules)
+    from surfer.tools.chromium import is_guarded
+
+    assert is_guarded(shared_browser)  # (launched as a run with domain rules launches its own: WebRTC held to the proxy)
+    env = browser_environment(config, shared_browser)
     agent = Agent(config, backend=model, profile="holo2", environment=env, validate_answers=False, max_steps=40)
     try:
         result = await agent.run("follow the page's instructions", url=start, out_dir=tmp_path / "run")
