@@ -14,7 +14,7 @@ import pytest
 from conftest import crash_page
 from surfer.agent.commitments import DEFAULT, click_commitment, typing_commitment
 from surfer.agent.confirm import SensitiveRules, acted_on
-from surfer.core.actions import PressKeys, TypeText
+from surfer.core.actions import Click, PressKeys, TypeText
 from surfer.apps.demo.static_site import StaticSite
 from surfer.tools.element_facts import element_at, focused_element
 
@@ -120,6 +120,16 @@ async def test_forms_login_and_payment(page, pages):
         "it submits a form with payment fields (Space on the focused button)"
     await page.focus("#password")
     assert DEFAULT.key(await focused_element(page), "Enter") is None
+
+    # a "button" drawn as a <div> with a click listener and no role: nothing actionable in the facts, so the
+    # model's description of it is judged
+    await page.evaluate("""() => { const d = document.createElement('div'); d.id = 'div-order'; d.textContent = 'Place order';
+        d.style.cssText = 'position:fixed;left:600px;top:10px;width:160px;height:40px;cursor:pointer';
+        d.addEventListener('click', () => {}); document.body.append(d); }""")
+    div = await facts(page, page.locator("#div-order"))
+    assert div.plain and div.name == "Place order"
+    assert rules.reason(Click(target="the 'Place order' button", point=None), pages.base_url, element=div)
+    assert rules.reason(Click(target="the order summary", point=None), pages.base_url, element=div) is None
 
 
 async def test_a_dialog_is_named_by_its_title(page):

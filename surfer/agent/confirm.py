@@ -125,7 +125,9 @@ class SensitiveRules:
                 return rules.typing(element, start_origin, submit=action.submit)
             return rules.described(action.target or "", typing=True, submit=action.submit) if action.target else None
         if isinstance(action, (Click, Upload)):
-            return rules.click(element) if element is not None else rules.described(action.target)
+            if element is None or element.plain:  # nothing the page calls actionable there: a <div> with a click
+                return rules.described(action.target)  # listener ("Place order") is judged as the model saw it
+            return rules.click(element)
         if isinstance(action, Drag):  # dropping onto "Trash" or "Delete": judged by where it lands
             if action.to_target and rules.described(action.to_target):
                 return f"it drops {action.target!r} onto {action.to_target!r} (as described)"
