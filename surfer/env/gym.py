@@ -74,7 +74,7 @@ class BrowserLoop:
         from surfer.fleet.browser_pool import SharedBrowser
 
         b = config.browser
-        guarded = bool(config.allowed_domains or config.blocked_domains)
+        guarded = config.has_domain_rules
         key = (b.headless, b.cdp_url, b.browser_ws, guarded)
         if key not in self.browsers:
             shared = SharedBrowser(headless=b.headless, cdp_url=b.cdp_url, browser_ws=b.browser_ws, guarded=guarded)

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import time
 from pathlib import Path
 from typing import Any, Awaitable, Iterable
 
@@ -25,6 +24,7 @@ from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
 from surfer.tools.browser.capture import BrowserCapture
 from surfer.tools.browser.own_tabs import OwnTabs, page_script
+from surfer.tools.browser.tabs import PageTabs
 from surfer.tools.chromium import start_chromium
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.settle import MUTATION_TRACKER, BrowserReport, NetworkTracker, SettleConfig
@@ -37,14 +37,10 @@ log = logging.getLogger(__name__)
 CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
 ALIVE_CHECK_S = 5.0  # a browser that does not answer its liveness check in this long is taken as alive (busy)
 STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origins no tab shows)
-# A page may open a tab this long after an action that gives it a user activation (a click, a key), and one per
-# action, as a browser's popup blocker allows; Playwright turns Chromium's blocker off, and the headless shell has none.
-POPUP_ACTIVATION_S = 5.0
-ACTIVATING = frozenset({"click", "type", "press", "drag", "upload", "dialog"})
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
-class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
+class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Environment):
     """A browser the agent works in: one isolated context (its own cookies and tabs) in a Chromium it
     launches, or in `browser=`, a Playwright `Browser` of the async API you launched (many environments,
     one Chromium process); `close()` closes its context, and a Chromium it launched, never yours.
@@ -448,36 +444,6 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             page.on("download", self._downloads.on_download)
             self.url_policy.watch(page)
 
-    async def _work_in_open_tab(self, index: int = -1) -> None:
-        """After the agent's tab closed: work in the open tab at `index` (the last one by default; the last one
-        if fewer are open), brought to the front, or in a new blank tab when none is left."""
-        remaining = self._tabs
-        if not remaining:
-            self._use(await self._new_tab())
-            return
-        self._use(remaining[min(index, len(remaining) - 1)] if index >= 0 else remaining[index])
-        await self._page.bring_to_front()
-
-    async def _close_download_tab(self) -> None:
-        """A tab the action opened only to download a file (a target=_blank link to one) never shows a page: the
-        full browser closes it, the headless shell leaves it blank. It is closed, and the run goes on in the
-        tab it left."""
-        page = self._page
-        if page is not None and not page.is_closed() and page.url in ("", "about:blank") and len(self._tabs) > 1:
-            await page.close()
-            await self._work_in_open_tab()
-            self._notices.append(f"the new tab only downloaded a file and was closed; the current tab is {self._page.url}")
-
-    async def _leave_closed_tab(self) -> None:
-        """When the current tab closed itself (`window.close()`: a sign-in popup that is done), the tab the
-        agent works in becomes the last one still open (the one that opened it, most often), or a new blank
-        one when none is left, and the next outcome says so; never a closed page to screenshot."""
-        if self._page is None or not self._page.is_closed() or self._browser_gone or self._context is None:
-            return
-        closed = self._page.url
-        await self._work_in_open_tab()
-        self._notices.append(f"the tab at {closed} closed itself; the current tab is now {self._page.url}")
-
     def _on_crash(self, page: Any) -> None:
         if page is self._page:
             self._crashed = page.url
@@ -492,40 +458,6 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
     def _on_navigated(self, page: Any, frame: Any) -> None:
         if page is self._page and frame == page.main_frame:
             self._navigations += 1
-
-    async def _open_own_tab(self) -> Any:
-        """A tab surfer opens itself (never taken for a popup of the page)."""
-        self._opening_tab += 1
-        try:
-            return await self._context.new_page()
-        finally:
-            self._opening_tab -= 1
-
-    def activated(self, action_type: str) -> None:
-        """An action is performed: one of ACTIVATING gives the page a user activation (it may open one tab)."""
-        if action_type in ACTIVATING:
-            self._activated_at, self._tabs_opened = time.monotonic(), 0
-
-    def may_open_tab(self, page: Any) -> bool:
-        """Whether a tab the page opened may stay: one per action that activated the page, within
-        POPUP_ACTIVATION_S of it (as a popup blocker allows), any while a person has the controls; else it is
-        closed and the next outcome says so."""
-        if self._opening_tab or self.person_turn:
-            return True
-        fresh = self._activated_at is not None and time.monotonic() - self._activated_at <= POPUP_ACTIVATION_S
-        if fresh and self._tabs_opened < 1:
-            self._tabs_opened += 1
-            return True
-        self._notices.append(f"the page opened a tab by itself ({page.url or 'about:blank'}) without a click: "
-                             "closed, as a browser's popup blocker would")
-        closing = asyncio.ensure_future(page.close())
-        closing.add_done_callback(lambda t: t.cancelled() or t.exception())
-        return False
-
-    def _on_new_page(self, page: Any) -> None:
-        # A click that opens a tab makes that tab current; a tab the page opens by itself is closed.
-        if self.may_open_tab(page):
-            self._use(page)
 
     @property
     def alive(self) -> bool:
