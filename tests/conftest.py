@@ -147,13 +147,14 @@ def standin() -> Iterator[Callable[..., StandInServer]]:
 
 @pytest.fixture(scope="session")
 async def shared_browser():
-    """One Chromium for the session; tests take isolated contexts from it."""
+    """One Chromium for the session; tests take isolated contexts from it. Launched as for sessions with domain
+    rules (`guarded`: WebRTC held to the guard proxy), which tests of those rules need and no other test minds."""
     from playwright.async_api import async_playwright
 
     from surfer.tools.browser import launch_chromium
 
     async with async_playwright() as playwright:
-        browser = await launch_chromium(playwright)
+        browser = await launch_chromium(playwright, guarded=True)
         yield browser
         await browser.close()
 

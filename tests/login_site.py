@@ -95,6 +95,8 @@ class AcmeSite:
                         self._send(303, headers={"Location": "/login?next=/account"})
                     else:
                         self._send(200, ACCOUNT_PAGE.format(user=user.title(), order=ORDER, visit=secrets.token_hex(8)))
+                elif parts.path == "/go":  # a redirect to anywhere (?to=URL)
+                    self._send(302, headers={"Location": query.get("to", ["/"])[0]})
                 elif parts.path == "/beacon":
                     self._send(200, BEACON_PAGE.format(other=query.get("other", [""])[0]))
                 elif parts.path == "/pixel.gif":

@@ -135,6 +135,14 @@ async def test_click_that_opens_a_tab_makes_it_current_then_switch_and_close(bro
     assert env.page.url.endswith("actions.html")
     await env.perform(CloseTab(index=1))
     assert len((await env.observe()).tabs) == 1
+    async with env.context.expect_page() as opened:  # the page opens a tab by itself (a timer, no click): closed
+        await env.page.evaluate("setTimeout(() => window.open('page2.html'), 0)")
+    tab = await opened.value
+    if not tab.is_closed():
+        await tab.wait_for_event("close")
+    outcome = await env.perform(Wait(seconds=0.05))
+    assert "opened a tab by itself (" in outcome.detail and "closed, as a browser's popup blocker would" in outcome.detail
+    assert env.page.url.endswith("actions.html") and len((await env.observe()).tabs) == 1
     await env.perform(CloseTab())  # closing the last tab leaves a blank one
     assert env.page.url == "about:blank"
 

@@ -282,3 +282,11 @@ def test_element_facts_round_trip():
     assert ElementFacts.from_dict(json.loads(json.dumps(data))) == el
     assert ElementFacts.from_dict(None) is None
     assert ElementFacts.from_dict({"role": "LINK", "name": "x", "unknown": 1}).role == "link"
+
+
+def test_keys_that_activate_the_focused_element():
+    from surfer.agent.commitments import activating_key
+
+    assert [activating_key(k) for k in ("Enter", "enter", "return", "Control+Enter", "cmd+enter", " ", "space")] == \
+        ["Enter", "Enter", "Enter", "Enter", "Enter", "Space", "Space"]
+    assert [activating_key(k) for k in ("Tab", "Shift+Tab", "Control+a", "ArrowDown", "Escape", "Shift+Space")] == [None] * 6

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import crash_page
-from surfer.agent.commitments import click_commitment, typing_commitment
+from surfer.agent.commitments import DEFAULT, click_commitment, typing_commitment
+from surfer.agent.confirm import SensitiveRules, acted_on
+from surfer.core.actions import Click, PressKeys, TypeText
 from surfer.apps.demo.static_site import StaticSite
-from surfer.tools.element_facts import element_at
+from surfer.tools.element_facts import element_at, focused_element
 
 pytestmark = pytest.mark.browser
 PAGES = Path(__file__).with_name("pages")
@@ -37,6 +39,16 @@ async def page(shared_browser, pages, other_origin):
     await page.frame_locator("#same").locator("#pay-now").wait_for()
     yield page
     await context.close()
+
+
+class Focus:
+    """What `acted_on` asks of an environment, on a bare page."""
+
+    def __init__(self, page) -> None:  # type: ignore[no-untyped-def]
+        self.page = page
+
+    async def focused_element(self):  # type: ignore[no-untyped-def]
+        return await focused_element(self.page)
 
 
 async def center(locator):
@@ -91,6 +103,34 @@ async def test_forms_login_and_payment(page, pages):
     card = await facts(page, page.locator("#cc"))
     assert (card.name, card.autocomplete, card.input_name) == ("Card number", "cc-number", "cardnumber")
 
+    # A key acts on what has the focus: Enter in the card field submits the payment form, Enter or Space on
+    # "Place order" presses it; Enter in the sign-in form's password field, or a Tab, commits nothing.
+    env = Focus(page)
+    assert await acted_on(env, PressKeys(keys="Enter")) is None  # nothing focused yet
+    await page.focus("#cc")
+    assert (await acted_on(env, PressKeys(keys="enter"))).autocomplete == "cc-number"
+    assert (await acted_on(env, TypeText(text="4242 4242 4242 4242", submit=True))).autocomplete == "cc-number"
+    assert await acted_on(env, PressKeys(keys="Tab")) is None  # (not asked: a Tab activates nothing)
+    rules = SensitiveRules()
+    assert rules.reason(PressKeys(keys="Enter"), pages.base_url, element=await focused_element(page)) == \
+        "it submits a form with payment fields (Enter in its field)"
+    assert rules.reason(TypeText(text="4242", submit=True), pages.base_url, element=await focused_element(page))
+    await page.focus("#place")
+    assert DEFAULT.key(await focused_element(page), "space") == \
+        "it submits a form with payment fields (Space on the focused button)"
+    await page.focus("#password")
+    assert DEFAULT.key(await focused_element(page), "Enter") is None
+
+    # a "button" drawn as a <div> with a click listener and no role: nothing actionable in the facts, so the
+    # model's description of it is judged
+    await page.evaluate("""() => { const d = document.createElement('div'); d.id = 'div-order'; d.textContent = 'Place order';
+        d.style.cssText = 'position:fixed;left:600px;top:10px;width:160px;height:40px;cursor:pointer';
+        d.addEventListener('click', () => {}); document.body.append(d); }""")
+    div = await facts(page, page.locator("#div-order"))
+    assert div.plain and div.name == "Place order"
+    assert rules.reason(Click(target="the 'Place order' button", point=None), pages.base_url, element=div)
+    assert rules.reason(Click(target="the order summary", point=None), pages.base_url, element=div) is None
+
 
 async def test_a_dialog_is_named_by_its_title(page):
     ok = await facts(page, page.locator("#dlg-ok"))
@@ -136,6 +176,10 @@ async def test_a_cross_origin_iframe(page, pages, other_origin):
     assert (card.name, card.autocomplete) == ("Card number", "cc-number")
     reason = typing_commitment(card, pages.base_url)
     assert reason and "card-number field" in reason and "not the task's start site" in reason
+    await frame.locator("#card").focus()  # the focus inside a cross-origin frame is found where it is drawn
+    focused = await focused_element(page)
+    assert (focused.autocomplete, focused.origin) == ("cc-number", other_origin.base_url.rstrip("/"))
+    assert DEFAULT.key(focused, "Enter") == "it submits a form with payment fields (Enter in its field)"
     link = await facts(page, frame.locator("#frame-link"))
     assert (link.role, link.href) == ("link", "/orders")
 

@@ -297,6 +297,17 @@ async def test_a_playwright_browser_server_runs_signed_in_and_routing_enforces_t
     assert guarded.steps == 1 and step["url"] == beacon
     await agent(model, max_steps=1, browser={"browser_ws": browser_server}).run("look", beacon)
     assert site.pixels == [other.removeprefix("http://")]  # without the rule it is
+    # a redirect hop passes no route: the page it reaches on a refused host is left before anything is captured
+    from surfer.tools.browser import BrowserEnvironment
+
+    env = BrowserEnvironment(browser_ws=browser_server, allowed_domains=["127.0.0.1"], viewport=VIEWPORT)
+    try:
+        await env.start(site.url(f"/go?to={other}/login"))
+        observation = await env.observe()
+        assert env.page.url == "about:blank" and observation.url == "about:blank"
+        assert any(f"the page went to {other}/login past the domain rules" in n for n in env.url_policy.take_notices())
+    finally:
+        await env.close()
 
 
 # -- bad input ------------------------------------------------------------------------------

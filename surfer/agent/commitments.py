@@ -31,6 +31,11 @@ a form that is not a sign-up) of another origin than the task's start, and
 never into a login form; typing then Enter (`submit=True`) also judges the
 form's submission as a click on its submit button.
 
+A key that activates what has the focus is judged as what it does there:
+Enter in a form's field submits the form (as typing then Enter), Enter or
+Space on a button presses it (as a click); a `type` action without a target
+types into the focused field, which is judged as the field it is.
+
 Without element facts (the desktop, or no answer from the page), the model's
 description of the target is judged by the same vocabulary: a quoted or
 leading verb phrase that commits ("the 'Place order' button", "click Delete
@@ -198,15 +203,33 @@ class Commitments:
                 where = _host(el.origin)
                 why = "not the task's start site" if start_origin else "the task's start site is unknown"
                 return f"it types into a {kind} on {where} ({why})"
-        if submit and el.form:
-            form = el.form
-            if form.has_payment_fields:
-                return "it submits a form with payment fields (typing then Enter)"
-            if form.submit_name and not self.vocabulary.exempted(tokens(form.submit_name)):
-                context = " ".join([el.context, el.dialog, form.name])
-                if self.vocabulary.commitment(form.submit_name, context):
-                    return f"it submits the form with its {form.submit_name!r} button (typing then Enter)"
+        return self._submits(el, "typing then Enter") if submit else None
+
+    def _submits(self, el: ElementFacts, how: str) -> Optional[str]:
+        """Why Enter in the field `el` commits (it submits its form), or None."""
+        form = el.form
+        if form is None:
+            return None
+        if form.has_payment_fields:
+            return f"it submits a form with payment fields ({how})"
+        if form.submit_name and not self.vocabulary.exempted(tokens(form.submit_name)):
+            context = " ".join([el.context, el.dialog, form.name])
+            if self.vocabulary.commitment(form.submit_name, context):
+                return f"it submits the form with its {form.submit_name!r} button ({how})"
         return None
+
+    # -- keys
+
+    def key(self, el: Optional[ElementFacts], keys: str) -> Optional[str]:
+        """Why pressing `keys` with `el` focused commits, or None: Enter in a field submits its form, Enter or
+        Space on a button presses it."""
+        key = activating_key(keys)
+        if el is None or el.plain or key is None:
+            return None
+        if el.is_text_entry:
+            return self._submits(el, f"{key} in its field") if key == "Enter" and el.tag != "textarea" else None
+        reason = self.click(el)
+        return f"{reason} ({key} on the focused {_control_word(el)})" if reason else None
 
     # -- descriptions (desktop, or no facts)
 
@@ -332,6 +355,16 @@ def _dialog_commitment(text: str) -> Optional[str]:
 
 
 DEFAULT = Commitments()
+
+
+def activating_key(keys: str) -> Optional[str]:
+    """'Enter' or 'Space' when `keys` (as models write them) activates the focused element; else None."""
+    from surfer.tools.keys import playwright_keys, split_keys
+
+    parts = split_keys(playwright_keys(keys))
+    if parts[-1] == "Enter" and all(p in ("Control", "Meta", "Shift", "Alt", "ControlOrMeta") for p in parts[:-1]):
+        return "Enter"  # (Control+Enter sends in many editors)
+    return "Space" if parts == ["Space"] else None
 
 
 def click_commitment(el: Optional[ElementFacts]) -> Optional[str]:

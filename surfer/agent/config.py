@@ -210,6 +210,11 @@ class AgentConfig(_Strict):
     allowed_domains: list[str] = Field(default_factory=list, description="Hosts the browser may reach (empty: any not blocked).")
     blocked_domains: list[str] = Field(default_factory=list, description="Hosts the browser may never reach.")
 
+    @property
+    def has_domain_rules(self) -> bool:
+        """Whether the browser is held to domain rules (its Chromium is then launched for them: chromium.GUARDED_ARGS)."""
+        return bool(self.allowed_domains or self.blocked_domains)
+
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from surfer.core.actions import Click, Dialog, Drag, PressKeys, TypeText, Upload
 from surfer.core.elements import ElementFacts
 
-from .commitments import Commitments
+from .commitments import Commitments, activating_key
 
 # Words that make an open dialog's OK a commitment ("Delete 3 files?", "Confirm your order").
 DIALOG_WORDS = ("buy", "pay", "purchase", "order", "delete", "remove", "transfer", "send", "checkout")
@@ -107,8 +107,9 @@ class SensitiveRules:
     ) -> str | None:
         """Why `action` on the page at `url` needs a yes, or None. `notices` is what the
         screen says besides the page (an open dialog's text); `element` what the page
-        says about the element at the action's point (None on the desktop or when the
-        page could not tell); `start_origin` the origin the task started on."""
+        says about the element at the action's point, or for a key or a `type` without a target the
+        focused element (None on the desktop or when the page could not tell); `start_origin` the origin
+        the task started on."""
         if self.on_confirm_domain(url):
             return f"{host_port(url)[0]} is a domain where every action is confirmed"
         dialog = next((n for n in notices.split("\n") if n.startswith(OPEN_DIALOG)), "")
@@ -117,17 +118,32 @@ class SensitiveRules:
             # while a dialog is open, a click or a key answers it: its OK may be what deletes
             return f"it may accept a dialog that mentions {found.group(0)!r}"
         rules = self.commitments
+        if isinstance(action, PressKeys):  # Enter in a field submits its form, Enter or Space presses a button
+            return rules.key(element, action.keys)
         if isinstance(action, TypeText):
             if element is not None:
                 return rules.typing(element, start_origin, submit=action.submit)
             return rules.described(action.target or "", typing=True, submit=action.submit) if action.target else None
         if isinstance(action, (Click, Upload)):
-            return rules.click(element) if element is not None else rules.described(action.target)
+            if element is None or element.plain:  # nothing the page calls actionable there: a <div> with a click
+                return rules.described(action.target)  # listener ("Place order") is judged as the model saw it
+            return rules.click(element)
         if isinstance(action, Drag):  # dropping onto "Trash" or "Delete": judged by where it lands
             if action.to_target and rules.described(action.to_target):
                 return f"it drops {action.target!r} onto {action.to_target!r} (as described)"
             return rules.described(f"{action.target} to {action.to_target}")
         return None
+
+
+async def acted_on(env: Any, action: Any) -> ElementFacts | None:
+    """What the page says about the element `action` acts on: the one at its point (a click, typing, an
+    upload), or the focused one (a key that activates it, typing without a target); None otherwise."""
+    point = getattr(action, "point", None)
+    if point is not None and action.type in ("click", "type", "upload"):
+        return await env.element_at(point)
+    if (isinstance(action, PressKeys) and activating_key(action.keys)) or (isinstance(action, TypeText) and point is None):
+        return await env.focused_element()
+    return None
 
 
 def fixed_decision(approve: bool) -> Confirmer:

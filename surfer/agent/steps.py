@@ -25,7 +25,7 @@ from surfer.models.imaging import ImagePolicy, prepare_image
 from surfer.tools.base import Environment
 
 from .config import AgentConfig
-from .confirm import REFUSED, ConfirmationRequest, Confirmer, Refusal, SensitiveRules, how_to_allow, origin_of
+from .confirm import REFUSED, ConfirmationRequest, Confirmer, Refusal, SensitiveRules, acted_on, how_to_allow, origin_of
 from .confirm import ask as ask_confirmer
 from .control import RunControl
 from .handover import agent_asks, take_turn
@@ -352,8 +352,7 @@ class Stepper:
         goes into the history with what to do instead; asking again for a refused
         action (or too many refusals) sets `run.needs_approval`, which ends the run."""
         run = self.run
-        point = getattr(action, "point", None)
-        element = await self.env.element_at(point) if point is not None and action.type in ("click", "type", "upload") else None
+        element = await acted_on(self.env, action)
         if element is not None:
             record.element = element.to_dict()
         reason = self.inputs.guards.sensitive.reason(action, record.url, "\n".join(notices), element, run.start_origin)

@@ -33,14 +33,14 @@ _current: EarlyLoop | None = None
 class EarlyLoop:
     """An event loop running in its own thread, with a browser launch begun on it."""
 
-    def __init__(self, *, headless: bool, driver: Any = None) -> None:
+    def __init__(self, *, headless: bool, driver: Any = None, guarded: bool = False) -> None:
         import asyncio  # (here: the driver is spawned before this ~30 ms import)
         import threading
 
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="surfer-run-loop", daemon=True)
         self._thread.start()
-        self.browser: Any = asyncio.run_coroutine_threadsafe(self._launch(headless, driver), self.loop)
+        self.browser: Any = asyncio.run_coroutine_threadsafe(self._launch(headless, driver, guarded), self.loop)
 
     def _serve(self) -> None:
         import asyncio
@@ -56,10 +56,10 @@ class EarlyLoop:
                 self.loop.close()
 
     @staticmethod
-    async def _launch(headless: bool, driver: Any) -> Any:
+    async def _launch(headless: bool, driver: Any, guarded: bool) -> Any:
         from surfer.tools.early_browser import EarlyBrowser
 
-        return EarlyBrowser(headless=headless, driver=driver)
+        return EarlyBrowser(headless=headless, driver=driver, guarded=guarded)
 
     def early_browser(self) -> Any:
         """The EarlyBrowser (its launch may still be under way); None if it could
@@ -116,7 +116,9 @@ def begin(args: list[str]) -> None:
     global _current
     headless = wants_early_browser(args)
     if headless is not None and _current is None:
-        _current = EarlyLoop(headless=headless, driver=spawn_driver())
+        # (domain rules from a configuration file: the run launches its own browser with GUARDED_ARGS instead)
+        guarded = any(a.startswith(("--allow-domain", "--block-domain")) for a in args)
+        _current = EarlyLoop(headless=headless, driver=spawn_driver(), guarded=guarded)
 
 
 def current() -> EarlyLoop | None:

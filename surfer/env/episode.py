@@ -273,12 +273,11 @@ class AsyncSurferEnv:
     async def _check_sensitive(self, action: Action) -> None:
         """A sensitive action (buying, deleting, sending, ...) is refused as in a run, unless the configuration
         approves it (`sensitive_actions = "approve"`, `approve_domains`)."""
-        from surfer.agent.confirm import origin_of
+        from surfer.agent.confirm import acted_on, origin_of
 
         url = self._last.url
         self._origin = getattr(self, "_origin", "") or origin_of(url)
-        point = getattr(action, "point", None)
-        element = await self.session.element_at(point) if point is not None and action.type in ("click", "type", "upload") else None
+        element = await acted_on(self.session, action)
         sensitive = self.agent.sensitive
         reason = sensitive.reason(action, url, "\n".join(self._last.notices), element, self._origin)
         if reason is None or self.config.sensitive_actions == "approve":

@@ -74,9 +74,10 @@ class BrowserLoop:
         from surfer.fleet.browser_pool import SharedBrowser
 
         b = config.browser
-        key = (b.headless, b.cdp_url, b.browser_ws)
+        guarded = config.has_domain_rules
+        key = (b.headless, b.cdp_url, b.browser_ws, guarded)
         if key not in self.browsers:
-            shared = SharedBrowser(headless=b.headless, cdp_url=b.cdp_url, browser_ws=b.browser_ws)
+            shared = SharedBrowser(headless=b.headless, cdp_url=b.cdp_url, browser_ws=b.browser_ws, guarded=guarded)
             await shared.start()
             self.browsers[key] = shared
         return self.browsers[key]

@@ -21,25 +21,26 @@ class SharedBrowser:
 
     def __init__(
         self, headless: bool = True, *, legacy: bool = False, cdp_url: str | None = None, browser_ws: str | None = None,
-        profile: bool = False,
+        profile: bool = False, guarded: bool = False,
     ) -> None:
         self.headless = headless
         self.legacy = legacy  # Chromium's flags before issue 14 (chromium.launch_args)
         self.cdp_url, self.browser_ws = cdp_url, browser_ws  # a browser surfer did not launch: attach, never close it
         self.profile = profile  # each session opens the profile itself (get() gives None)
+        self.guarded = guarded  # its sessions have domain rules: launched with chromium.GUARDED_ARGS
         self.browser: Any = None
         self.relaunches = 0
         self._playwright: Any = None
         self._lock = asyncio.Lock()
 
     @classmethod
-    def of(cls, settings: Any, concurrency: int | str = 1) -> "SharedBrowser":
-        """The shared browser of a configuration's BrowserSettings; ConfigError for a persistent profile
-        asked to serve several sessions at once (said before anything starts)."""
+    def of(cls, settings: Any, concurrency: int | str = 1, *, guarded: bool = False) -> "SharedBrowser":
+        """The shared browser of a configuration's BrowserSettings (`guarded`: its sessions have domain rules);
+        ConfigError for a persistent profile asked to serve several sessions at once (said before anything starts)."""
         if settings.user_data_dir and concurrency != 1:
             raise ConfigError(PROFILE_ALONE)
         return cls(headless=settings.headless, cdp_url=settings.cdp_url, browser_ws=settings.browser_ws,
-                   profile=bool(settings.user_data_dir))
+                   profile=bool(settings.user_data_dir), guarded=guarded)
 
     @property
     def attached(self) -> bool:
@@ -55,7 +56,7 @@ class SharedBrowser:
             return
         from surfer.tools.chromium import start_chromium
 
-        self._playwright, self.browser = await start_chromium(headless=self.headless, legacy=self.legacy)
+        self._playwright, self.browser = await start_chromium(headless=self.headless, legacy=self.legacy, guarded=self.guarded)
 
     async def get(self) -> Any:
         browser = self.browser
@@ -84,7 +85,7 @@ class SharedBrowser:
 
                 self.browser = await attach(self._playwright, cdp_url=self.cdp_url, browser_ws=self.browser_ws)
             else:
-                self.browser = await launch_chromium(self._playwright, headless=self.headless, legacy=self.legacy)
+                self.browser = await launch_chromium(self._playwright, headless=self.headless, legacy=self.legacy, guarded=self.guarded)
             self.relaunches += 1
 
     async def close(self) -> None:

@@ -95,7 +95,7 @@ class SurferRuntime:
         self.cache = None if str(cache).lower() == "none" else ActionCache(cache)
         self.out = Path(options.getoption("surfer_out"))
         self.loop = _LoopThread()
-        self.browser = SharedBrowser.of(self.config.browser)  # (a config file may attach to a browser elsewhere)
+        self.browser = SharedBrowser.of(self.config.browser, guarded=self.config.has_domain_rules)  # (a config file may attach to a browser elsewhere)
         self.backends = shared_backends(self.config, None)
         self._started = False
 

@@ -178,7 +178,8 @@ class QaRunner:
             if unset is not None:
                 raise SuiteError(unset)
         self._secrets = secrets_for([g for c in self.cases for g in c.case.goals], environ)
-        self._browser = SharedBrowser.of(suites[0].config.browser, self.concurrency) if suites else SharedBrowser()
+        self._browser = SharedBrowser.of(suites[0].config.browser, self.concurrency, guarded=any(
+            s.config.has_domain_rules for s in suites)) if suites else SharedBrowser()
         self._stopped: Optional[str] = None
         self._stopped_kind: Optional[str] = None
         self._failed_setup: dict[str, str] = {}  # suite name -> why its setup case did not pass

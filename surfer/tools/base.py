@@ -115,6 +115,11 @@ class Environment(abc.ABC):
         None where nothing can tell (the default, the desktop)."""
         return None
 
+    async def focused_element(self) -> Any:
+        """As `element_at`, for the element that has the keyboard focus (what Enter or Space acts on);
+        None where nothing can tell (the default, the desktop) or only the page has the focus."""
+        return None
+
     def hand_over_refusal(self) -> str | None:
         """Why a person cannot take over this environment now (None: they can; every desktop can)."""
         return None

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 from surfer.core.errors import ConfigError, EnvironmentFailure
@@ -32,6 +33,15 @@ LAUNCH_ARGS = (
     "--no-first-run", "--disable-sync", "--disable-dev-shm-usage", "--disable-quic",
     "--disable-features=Translate,MediaRouter,OptimizationHints",
 )
+
+# A browser context held to domain rules sends its traffic through surfer's guard proxy, but WebRTC sends UDP
+# (STUN, TURN, peer connections) to any host past every proxy: with these flags it uses no UDP that does not pass
+# the proxy. A browser-wide switch (no context option exists), given to a Chromium launched for sessions with
+# domain rules; the headless shell reads the first, the full browser the second.
+GUARDED_ARGS = (
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+)
+_guarded: "weakref.WeakSet[Any]" = weakref.WeakSet()  # browsers launched with GUARDED_ARGS
 
 # Playwright turns on CDPScreenshotNewSurface: every capture draws the page into a new surface. It
 # fixes captures that hang on focus-emulated pages in the full browser's headless mode (Playwright
@@ -99,24 +109,36 @@ def find_chromium(playwright_default: str | None = None, *, headless: bool = Fal
     raise ConfigError(INSTALL_HINT)
 
 
-def launch_args(executable: str, *, legacy: bool = False) -> list[str]:
+def launch_args(executable: str, *, legacy: bool = False, guarded: bool = False) -> list[str]:
     """Chromium's flags: LAUNCH_ARGS, and HEADLESS_SHELL_ARGS for a headless shell
-    (not for `legacy`: the path before issue 14, `surfer bench throughput --compare-legacy`)."""
+    (not for `legacy`: the path before issue 14, `surfer bench throughput --compare-legacy`);
+    GUARDED_ARGS for a browser whose sessions have domain rules."""
     shell = Path(executable).name in HEADLESS_SHELL_NAMES
-    return [*LAUNCH_ARGS, *(HEADLESS_SHELL_ARGS if shell and not legacy else ())]
+    return [*LAUNCH_ARGS, *(HEADLESS_SHELL_ARGS if shell and not legacy else ()), *(GUARDED_ARGS if guarded else ())]
 
 
-async def launch_chromium(playwright: Any, *, headless: bool = True, legacy: bool = False) -> Any:
-    """Launch the Chromium surfer finds, with closed-network-safe flags."""
+def is_guarded(browser: Any) -> bool:
+    """Whether `browser` was launched here with GUARDED_ARGS (its WebRTC held to the proxy)."""
+    try:
+        return browser in _guarded
+    except TypeError:
+        return False
+
+
+async def launch_chromium(playwright: Any, *, headless: bool = True, legacy: bool = False, guarded: bool = False) -> Any:
+    """Launch the Chromium surfer finds, with closed-network-safe flags (`guarded`: for sessions with domain rules)."""
     check_display(headless)
     executable = find_chromium(_playwright_default(playwright), headless=headless)
     try:
-        return await playwright.chromium.launch(
-            executable_path=executable, headless=headless, args=launch_args(executable, legacy=legacy),
+        browser = await playwright.chromium.launch(
+            executable_path=executable, headless=headless, args=launch_args(executable, legacy=legacy, guarded=guarded),
         )
     except Exception as exc:  # noqa: BLE001 - Playwright raises plain Error here
         hint = " (no display? use headless mode, or run under xvfb-run)" if not headless else ""
         raise EnvironmentFailure(f"could not launch Chromium at {executable}{hint}: {str(exc).splitlines()[0]}") from None
+    if guarded:
+        _guarded.add(browser)
+    return browser
 
 
 def use_node_compile_cache() -> None:
@@ -142,7 +164,7 @@ def _playwright_default(playwright: Any) -> str | None:
 
 
 async def start_chromium(
-    *, headless: bool = True, driver: subprocess.Popen[bytes] | None = None, legacy: bool = False,
+    *, headless: bool = True, driver: subprocess.Popen[bytes] | None = None, legacy: bool = False, guarded: bool = False,
 ) -> tuple[Any, Any]:
     """Start Playwright's driver (or connect to `driver`, from spawn_driver) and
     launch Chromium: (playwright, browser). The caller owns both (close the
@@ -171,7 +193,7 @@ async def start_chromium(
         use_node_compile_cache()
         playwright = await async_playwright().start()
     try:
-        return playwright, await launch_chromium(playwright, headless=headless, legacy=legacy)
+        return playwright, await launch_chromium(playwright, headless=headless, legacy=legacy, guarded=guarded)
     except BaseException:
         await playwright.stop()
         raise

@@ -26,10 +26,12 @@ class EarlyBrowser:
 
     def __init__(
         self, *, headless: bool = True, viewport: tuple[int, int] = (1280, 800), scale: float = 1.0, driver: Any = None,
+        guarded: bool = False,
     ) -> None:
-        self.headless, self.viewport, self.scale = headless, viewport, scale
+        self.headless, self.viewport, self.scale, self.guarded = headless, viewport, scale, guarded
         self._loop = asyncio.get_running_loop()
-        self._launch: asyncio.Future[tuple[Any, Any]] = asyncio.ensure_future(start_chromium(headless=headless, driver=driver))
+        self._launch: asyncio.Future[tuple[Any, Any]] = asyncio.ensure_future(
+            start_chromium(headless=headless, driver=driver, guarded=guarded))
         self._page: asyncio.Future[tuple[Any, Any]] = asyncio.ensure_future(self._open_page())
         for future in (self._launch, self._page):
             future.add_done_callback(lambda f: f.cancelled() or f.exception())  # a failure is read by its taker
@@ -42,10 +44,10 @@ class EarlyBrowser:
         )
         return context, await context.new_page()
 
-    def take(self, *, headless: bool) -> asyncio.Future[tuple[Any, Any]] | None:
+    def take(self, *, headless: bool, guarded: bool = False) -> asyncio.Future[tuple[Any, Any]] | None:
         """The launch (the taker owns what it yields: close the browser, stop
-        playwright), or None when it is taken or does not fit."""
-        if self.taken or headless != self.headless or asyncio.get_running_loop() is not self._loop:
+        playwright), or None when it is taken or does not fit (`guarded`: launched for domain rules)."""
+        if self.taken or headless != self.headless or guarded != self.guarded or asyncio.get_running_loop() is not self._loop:
             return None
         self.taken = True
         return self._launch

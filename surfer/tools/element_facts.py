@@ -223,6 +223,18 @@ ELEMENT_FACTS_JS = r"""([x, y]) => {
 
 _MAX_FRAMES = 8  # cross-origin frames entered, at most, for one point
 
+# Where the focused element of a frame is drawn (its centre, in the frame's CSS pixels, through open shadow roots);
+# {"frame": true} when the focus is inside an iframe; null when nothing but the page itself has it.
+FOCUSED_JS = r"""() => {
+  let el = document.activeElement;
+  while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+  if (!el || el === document.body || el === document.documentElement) return null;
+  if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') return {frame: true};
+  const r = el.getBoundingClientRect();
+  if (!r.width || !r.height) return null;
+  return {x: r.left + r.width / 2, y: r.top + r.height / 2};
+}"""
+
 
 async def element_at(page: Any, x: float, y: float, timeout: float = 2.0) -> Optional[ElementFacts]:
     """The element a click at (x, y) CSS pixels of `page` would act on, or None
@@ -231,6 +243,40 @@ async def element_at(page: Any, x: float, y: float, timeout: float = 2.0) -> Opt
         return await asyncio.wait_for(_element_at(page, float(x), float(y)), timeout)
     except Exception:  # noqa: BLE001 - no answer is an answer: the rules fall back to the description
         return None
+
+
+async def focused_element(page: Any, timeout: float = 2.0) -> Optional[ElementFacts]:
+    """The element that has the keyboard focus in `page` (a key such as Enter acts on it), found where it is
+    drawn, also inside iframes; None when only the page has the focus, or as `element_at` gives None."""
+    try:
+        return await asyncio.wait_for(_focused_element(page), timeout)
+    except Exception:  # noqa: BLE001 - as element_at: no answer is an answer
+        return None
+
+
+async def _focused_element(page: Any) -> Optional[ElementFacts]:
+    frame, left, top = page.main_frame, 0.0, 0.0
+    for _ in range(_MAX_FRAMES):
+        data = await frame.evaluate(FOCUSED_JS)
+        if not data:
+            return None
+        if not data.get("frame"):
+            return await _element_at(page, left + float(data["x"]), top + float(data["y"]))
+        for child in frame.child_frames:  # the one whose document has the focus
+            if await child.evaluate("document.hasFocus()"):
+                handle = await child.frame_element()
+                try:
+                    box = await handle.bounding_box()  # relative to the main frame's viewport
+                    inset = await handle.evaluate("e => [e.clientLeft, e.clientTop]")
+                finally:
+                    await handle.dispose()
+                if not box:
+                    return None
+                frame, left, top = child, box["x"] + inset[0], box["y"] + inset[1]
+                break
+        else:
+            return None
+    return None
 
 
 async def _element_at(page: Any, x: float, y: float) -> Optional[ElementFacts]:

@@ -115,6 +115,10 @@ class UrlPolicy:
         self.allowed = parse_patterns(allowed_domains)
         self.blocked = parse_patterns(blocked_domains)
         self._notices: list[str] = []
+        # Set where the domain rules are enforced by request routing (a browser surfer did not launch), which no
+        # redirect hop passes (nor, in the user's own context, a new tab's first request): a page that got to a
+        # refused host that way is left before anything is captured.
+        self.routed = False
 
     @property
     def has_domain_rules(self) -> bool:
@@ -195,15 +199,26 @@ class UrlPolicy:
     async def leave_refused(self, page: Any) -> bool:
         """If the page (or one of its frames) shows a refused URL, replace it with
         a blank page before anything is captured. Returns whether it did."""
-        if self.scheme_refusal(page.url) is not None:
+        if self._left_host(page.url) or self.scheme_refusal(page.url) is not None:
             await page.goto("about:blank")
             return True
         left = False
         for frame in page.frames[1:]:
-            if self.scheme_refusal(frame.url) is not None:
+            if self._left_host(frame.url) or self.scheme_refusal(frame.url) is not None:
                 await frame.goto("about:blank")
                 left = True
         return left
+
+    def _left_host(self, url: str) -> bool:
+        """Where routing enforces the rules: whether `url` is a page of a refused host (it got there past the
+        routes); said in a notice."""
+        if not (self.routed and url_scheme(url) in NETWORK_SCHEMES):
+            return False
+        reason = self.refusal(url)
+        if reason is not None:
+            self._notices.append(f"the page went to {url} past the domain rules (a redirect, or a new tab of this "
+                                 f"browser's own), which is refused and was left: {reason}")
+        return reason is not None
 
 
 def check_start_url(url: str, policy: UrlPolicy) -> None:

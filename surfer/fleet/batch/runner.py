@@ -131,7 +131,7 @@ class Batch:
         self.replay = list(replay or [])
         self._replay_of = self._assign_recordings()
         self._replay_shots: dict[str, list[Any]] = {}
-        self._browser = SharedBrowser.of(config.browser, "auto" if self.auto else concurrency)
+        self._browser = SharedBrowser.of(config.browser, "auto" if self.auto else concurrency, guarded=config.has_domain_rules)
         from surfer.fleet.sessions import BatchFiles
 
         self.files = BatchFiles(self.out_dir)

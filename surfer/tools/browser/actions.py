@@ -177,6 +177,7 @@ class BrowserActions:
         self._settled_title = None
         self._scrolled = None
         notes: list[str] = []
+        self.activated(action.type)  # (the page may open a tab on a click or a key: session.may_open_tab)
         if self._dialog is not None and not self._answers_dialog(action):
             notes.append(await self._answer_dialog("dismiss", why=" by default (the step did not answer it)"))
         try:

@@ -34,7 +34,7 @@ class OwnTabs:
 
     async def _new_tab(self) -> Any:
         """A new tab for the agent: in a borrowed context, one of surfer's own, ready before it loads anything."""
-        page = await self._context.new_page()
+        page = await self._open_own_tab()
         if self.borrows_context:
             await page.set_viewport_size({"width": self.viewport[0], "height": self.viewport[1]})
             await self._adopt(page)
@@ -54,7 +54,9 @@ class OwnTabs:
 
     def _on_popup(self, page: Any) -> None:
         """A tab one of surfer's tabs opened: the agent's current tab, and surfer's (already loading: its
-        scripts apply from its next page on)."""
+        scripts apply from its next page on); closed when the page opened it by itself (`may_open_tab`)."""
+        if not self.may_open_tab(page):
+            return
         task = asyncio.ensure_future(self._adopt(page))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a popup that closed at once
         self._use(page)

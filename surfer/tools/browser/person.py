@@ -132,6 +132,7 @@ class BrowserPersonWatch(PersonWatch):
 
     async def start(self) -> None:
         page = self._page = self.env.page
+        self.env.person_turn = True  # the tabs the person opens are theirs to keep
         try:
             await _install(page)
         except Exception as exc:  # noqa: BLE001 - a page that cannot be read still has its screens
@@ -158,6 +159,7 @@ class BrowserPersonWatch(PersonWatch):
             if self._reading is not None:
                 await self._reading
         finally:
+            self.env.person_turn = False
             _WATCHING.pop(page, None)
             page.remove_listener("framenavigated", self._navigated)
         return self.actions

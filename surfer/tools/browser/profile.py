@@ -118,7 +118,7 @@ async def launch_profile(directory: str | Path, *, headless: bool, options: dict
         release = await asyncio.to_thread(hold_lock, path) if Path(executable).name in HEADLESS_SHELL_NAMES else None
         try:
             context = await playwright.chromium.launch_persistent_context(
-                str(path), executable_path=executable, headless=headless, args=launch_args(executable),
+                str(path), executable_path=executable, headless=headless, args=launch_args(executable, guarded="proxy" in options),
                 timeout=LAUNCH_TIMEOUT_S * 1000, **options,
             )
         except BaseException as exc:

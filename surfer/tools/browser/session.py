@@ -24,6 +24,7 @@ from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
 from surfer.tools.browser.capture import BrowserCapture
 from surfer.tools.browser.own_tabs import OwnTabs, page_script
+from surfer.tools.browser.tabs import PageTabs
 from surfer.tools.chromium import start_chromium
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.settle import MUTATION_TRACKER, BrowserReport, NetworkTracker, SettleConfig
@@ -39,7 +40,7 @@ STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origin
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
-class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
+class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Environment):
     """A browser the agent works in: one isolated context (its own cookies and tabs) in a Chromium it
     launches, or in `browser=`, a Playwright `Browser` of the async API you launched (many environments,
     one Chromium process); `close()` closes its context, and a Chromium it launched, never yours.
@@ -166,6 +167,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         # every observation until then.
         self._start_notices: list[str] = []
         self._gone_listener: Any = None
+        self._activated_at: float | None = None  # (monotonic) when the last action gave the page a user activation
+        self._tabs_opened = 0  # tabs the page opened since then
+        self._opening_tab = 0  # surfer's own new_page() calls under way (those tabs are not the page's popups)
+        self.person_turn = False  # a person has the controls (surfer/tools/browser/person.py): their tabs are theirs
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -203,7 +208,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
     async def _launch(self) -> tuple[Any, Any]:
         """(playwright, browser) of this session's own: the early launch when it
         fits and succeeded, else a new one (whose error, if any, is the one reported)."""
-        launch = self._early.take(headless=self.headless) if self._early is not None else None
+        guarded = self.url_policy.has_domain_rules  # (its WebRTC held to the guard proxy: chromium.GUARDED_ARGS)
+        launch = self._early.take(headless=self.headless, guarded=guarded) if self._early is not None else None
         if launch is not None:
             try:
                 launched = await launch
@@ -212,7 +218,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             else:
                 self._early_taken = True
                 return launched
-        return await start_chromium(headless=self.headless)
+        return await start_chromium(headless=self.headless, guarded=guarded)
 
     @property
     def attached(self) -> bool:
@@ -225,10 +231,16 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             # Every request of the context, loopback included, passes the domain check.
             from surfer.tools.guard_proxy import GuardProxy
 
+            from surfer.tools.chromium import is_guarded
+
+            if self._browser is not None and not is_guarded(self._browser):
+                log.warning("this browser was not launched for domain rules: its WebRTC can reach hosts they refuse "
+                            "(launch it with the flags in surfer.tools.chromium.GUARDED_ARGS)")
             self._proxy = await GuardProxy(self.url_policy.host_refusal, self.url_policy.on_refused_request).start()
             options = {"proxy": {"server": self._proxy.url, "bypass": "<-loopback>"}, "service_workers": "block"}
         elif self.url_policy.has_domain_rules:
             options = {"service_workers": "block"}  # (a worker's requests would pass no route)
+            self.url_policy.routed = True
         if self.ignore_https_errors:
             options["ignore_https_errors"] = True
         if isinstance(self.storage_state, (str, Path)):
@@ -284,7 +296,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             self._tracker.attach(self._context)
             self._context.on("page", self._on_new_page)
         await self.trace.attach(self._context, shared=self.borrows_context)
-        self._use(page or await self._context.new_page())
+        self._use(page or await self._open_own_tab())
 
     async def capture_storage_state(self) -> dict[str, Any] | None:
         """The context's storage state now (cookies, localStorage per origin); None when the browser is gone."""
@@ -398,6 +410,13 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
 
         return await element_at(self._page, point.x, point.y)
 
+    async def focused_element(self) -> Any:
+        if self._page is None:
+            return None
+        from ..element_facts import focused_element
+
+        return await focused_element(self._page)
+
     def hand_over_refusal(self) -> str | None:
         if self.headless and not self.attached:
             return "a person cannot take over a headless browser: run with --headful, or attach a browser with --cdp-url"
@@ -425,36 +444,6 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
             page.on("download", self._downloads.on_download)
             self.url_policy.watch(page)
 
-    async def _work_in_open_tab(self, index: int = -1) -> None:
-        """After the agent's tab closed: work in the open tab at `index` (the last one by default; the last one
-        if fewer are open), brought to the front, or in a new blank tab when none is left."""
-        remaining = self._tabs
-        if not remaining:
-            self._use(await self._new_tab())
-            return
-        self._use(remaining[min(index, len(remaining) - 1)] if index >= 0 else remaining[index])
-        await self._page.bring_to_front()
-
-    async def _close_download_tab(self) -> None:
-        """A tab the action opened only to download a file (a target=_blank link to one) never shows a page: the
-        full browser closes it, the headless shell leaves it blank. It is closed, and the run goes on in the
-        tab it left."""
-        page = self._page
-        if page is not None and not page.is_closed() and page.url in ("", "about:blank") and len(self._tabs) > 1:
-            await page.close()
-            await self._work_in_open_tab()
-            self._notices.append(f"the new tab only downloaded a file and was closed; the current tab is {self._page.url}")
-
-    async def _leave_closed_tab(self) -> None:
-        """When the current tab closed itself (`window.close()`: a sign-in popup that is done), the tab the
-        agent works in becomes the last one still open (the one that opened it, most often), or a new blank
-        one when none is left, and the next outcome says so; never a closed page to screenshot."""
-        if self._page is None or not self._page.is_closed() or self._browser_gone or self._context is None:
-            return
-        closed = self._page.url
-        await self._work_in_open_tab()
-        self._notices.append(f"the tab at {closed} closed itself; the current tab is now {self._page.url}")
-
     def _on_crash(self, page: Any) -> None:
         if page is self._page:
             self._crashed = page.url
@@ -469,10 +458,6 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
     def _on_navigated(self, page: Any, frame: Any) -> None:
         if page is self._page and frame == page.main_frame:
             self._navigations += 1
-
-    def _on_new_page(self, page: Any) -> None:
-        # A click that opens a tab makes that tab current.
-        self._use(page)
 
     @property
     def alive(self) -> bool:
