@@ -96,18 +96,10 @@ def test_server_down_is_flagged_clearly() -> None:
 async def test_a_web_page_or_an_untrusted_certificate_is_flagged_not_a_traceback() -> None:
     """An endpoint answering a web page (HTTP 200, HTML) made the openai SDK raise inside doctor (a traceback);
     a self-signed https server said 'start the server'."""
-    import asyncio
-
     from surfer.apps.demo.static_site import StaticSite
+    from test_http_backend import web_page_server
 
-    async def page(reader, writer) -> None:  # type: ignore[no-untyped-def]
-        await reader.readuntil(b"\r\n\r\n")
-        body = b"<html><body><h1>Welcome to my app</h1></body></html>"
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(page, "127.0.0.1", 0)
+    server = await web_page_server()
     [found] = await check_endpoint(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", "m")
     server.close()
     assert found.failed and "a text/html answer, not JSON: 'Welcome to my app': not an OpenAI-compatible API" in found.detail

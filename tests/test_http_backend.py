@@ -198,13 +198,9 @@ async def test_a_server_that_stalls_or_trickles_mid_answer_is_cut_off_and_named(
         server.close()
 
 
-async def test_a_web_page_or_an_untrusted_certificate_is_named_not_retried_as_a_server_down():
-    """A base URL that answers web pages (HTTP 200, HTML) is not an API; an https server whose certificate is not
-    trusted needs its CA: both are configuration (exit 2), each with what to do, not 'Is it running?'."""
+async def web_page_server():  # type: ignore[no-untyped-def]
+    """A server that answers every request with an app's web page (HTTP 200, HTML): a base URL that is no API."""
     import asyncio
-    from pathlib import Path
-
-    from surfer.apps.demo.static_site import StaticSite
 
     async def page(reader, writer) -> None:  # type: ignore[no-untyped-def]
         await reader.readuntil(b"\r\n\r\n")
@@ -213,7 +209,17 @@ async def test_a_web_page_or_an_untrusted_certificate_is_named_not_retried_as_a_
         await writer.drain()
         writer.close()
 
-    server = await asyncio.start_server(page, "127.0.0.1", 0)
+    return await asyncio.start_server(page, "127.0.0.1", 0)
+
+
+async def test_a_web_page_or_an_untrusted_certificate_is_named_not_retried_as_a_server_down():
+    """A base URL that answers web pages (HTTP 200, HTML) is not an API; an https server whose certificate is not
+    trusted needs its CA: both are configuration (exit 2), each with what to do, not 'Is it running?'."""
+    from pathlib import Path
+
+    from surfer.apps.demo.static_site import StaticSite
+
+    server = await web_page_server()
     backend = backend_for(type("S", (), {"base_url": f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", "model": "m"}))
     with pytest.raises(ConfigError, match=r"/v1 is not an OpenAI-compatible API: GET /models answered HTTP 200, a text/html "
                                           r"answer, not JSON: 'Welcome to my app'; check Agent\(base_url=\.\.\.\)"):
