@@ -40,6 +40,9 @@ class SettleConfig(BaseModel):
     timer_horizon: float = Field(default=1.0, ge=0, description=(
         "Wait for timers the action started that fire, and CSS transitions and animations it started that end, "
         "within this many seconds."))
+    ticking: float = Field(default=0.6, gt=0, description=(
+        "A part of the page that keeps changing this long during the wait, at a steady pace and without growing "
+        "(a clock, a progress bar, a carousel, a ticker), is not waited for any more, seconds."))
 
 
 MUTATION_TRACKER = """
@@ -81,11 +84,20 @@ MUTATION_TRACKER = """
     .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   // Short timers count as pending work (a page that renders 150 ms after load);
   // an interval counts until its first tick.
+  // A timer set by a timer's callback continues that timer's chain: `root` is when the chain began and
+  // `parent` when the timer that set it was set (a clock that re-arms its setTimeout every tick is one chain).
+  let running = null;  // the timer whose callback runs now
   const track = (set) => function (fn, delay, ...args) {
     if (typeof fn !== 'function') return set.call(this, fn, delay, ...args);
     const created = Date.now(), due = created + (Number(delay) || 0);
-    const id = set.call(this, function () { state.timers.delete(id); return fn.apply(this, arguments); }, delay, ...args);
-    state.timers.set(id, { created, due });
+    const timer = { created, due, root: running ? running.root : created, parent: running ? running.created : null };
+    const id = set.call(this, function () {
+      state.timers.delete(id);
+      const outer = running;
+      running = timer;
+      try { return fn.apply(this, arguments); } finally { running = outer; }
+    }, delay, ...args);
+    state.timers.set(id, timer);
     return id;
   };
   const clear = (cl) => function (id) { state.timers.delete(id); return cl.call(this, id); };
@@ -105,7 +117,7 @@ MUTATION_TRACKER = """
 # (the title rides along so the screenshot that follows needs no round trip of
 # its own for it).
 WAIT_FOR_QUIET = """
-async ({ quiet, timeout, since, horizon }) => {
+async ({ quiet, timeout, since, horizon, ticking: ticking_ms }) => {
   const t0 = Date.now();
   const state = window.__surferSettle;
   const started = () => [!!state && state.chooser >= since, !!state && state.download >= since];
@@ -117,9 +129,31 @@ async ({ quiet, timeout, since, horizon }) => {
     }
   // changing on its own: 3 times or more, over half a second at least (not the burst of one earlier action)
   const ambient = new Set([...seen].filter(([, [n, first, last]]) => n >= 3 && last - first >= 500).map(([node]) => node));
+  // Ticking since: a node that has kept changing through `ticking` ms of this wait, 4 times or more, without its
+  // text growing (a clock, a progress bar or a carousel that started with the page or the action, a ticker
+  // that never stops) is not waited for any more; content streaming in grows, and is waited for.
+  const size = (node) => (node.textContent || '').length;
+  const sizeAt = new Map();  // node -> its text length when this wait first saw it change
+  const ticking = new Set();
+  const watchTicking = (now) => {
+    if (!state) return;
+    const from = Math.max(since, t0, now - 2 * ticking_ms), per = new Map();
+    for (let i = state.log.length - 1; i >= 0 && state.log[i][0] >= from; i--) {
+      const [t, node] = state.log[i], s = per.get(node);
+      if (s) { s[0]++; s[1] = t; } else per.set(node, [1, t, t]);  // [changes, first, last]
+    }
+    for (const [node, [n, first, last]] of per) {
+      if (!sizeAt.has(node)) sizeAt.set(node, size(node));
+      else if (now - t0 >= ticking_ms && n >= 4 && last - first >= ticking_ms * 0.75 && now - last < ticking_ms / 2 && Math.abs(size(node) - sizeAt.get(node)) <= 16)
+        ticking.add(node);
+    }
+  };
   const lastChange = () => {  // the last mutation of a node that is not one of those
-    if (!ambient.size) return state.last;
-    for (let i = state.log.length - 1; i >= 0; i--) if (!ambient.has(state.log[i][1])) return state.log[i][0];
+    if (!ambient.size && !ticking.size) return state.last;
+    for (let i = state.log.length - 1; i >= 0; i--) {
+      const node = state.log[i][1];
+      if (!ambient.has(node) && !ticking.has(node)) return state.log[i][0];
+    }
     return state.start;
   };
   // CSS transitions and animations started since `since` that end within `horizon` (a menu fading in, a panel
@@ -140,10 +174,12 @@ async ({ quiet, timeout, since, horizon }) => {
   await new Promise((resolve) => { requestAnimationFrame(() => resolve()); setTimeout(resolve, 16); });
   for (;;) {
     const now = Date.now();
+    watchTicking(now);
     const idle = state ? now - lastChange() : quiet;
     let nextDue = Infinity;
+    // (of a chain the page was running before the action, only its first timer set since: one tick of its own)
     if (state) for (const t of state.timers.values())
-      if (t.created >= since && t.due <= since + horizon) nextDue = Math.min(nextDue, t.due);
+      if (t.created >= since && t.due <= since + horizon && (t.root >= since || t.parent < since)) nextDue = Math.min(nextDue, t.due);
     const drawn = drawnBy();
     if (idle >= quiet && nextDue === Infinity && drawn <= now) return ["quiet", document.title, ...started()];
     if (now - t0 >= timeout) return ["timeout", document.title, ...started()];
@@ -281,7 +317,7 @@ async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: flo
     try:
         reason, seen["title"], chooser, download = await page.evaluate(WAIT_FOR_QUIET, {
             "quiet": config.quiet * 1000, "timeout": remaining * 1000,
-            "since": mark.wall_ms, "horizon": config.timer_horizon * 1000,
+            "since": mark.wall_ms, "horizon": config.timer_horizon * 1000, "ticking": config.ticking * 1000,
         })
         seen["file_chooser"] = seen.get("file_chooser", False) or chooser
         seen["download"] = seen.get("download", False) or download
