@@ -15,7 +15,8 @@ The in-page check also says whether the action activated a file field (a
 click on it, a label's or a script's `click()`, `showPicker()`) or a link
 that downloads (`<a download>`): the browser reports the file chooser or the
 download through another channel, which can answer after the page is quiet,
-so the caller waits for that report (bounded) only then.
+so the caller waits for that report (bounded) only then. It says too whether
+the page asked to print (`window.print()`), so a click costs one round trip.
 Each wait reports why it ended ("quiet", "timeout", ...) and the caller
 records how long it took.
 
@@ -113,14 +114,20 @@ MUTATION_TRACKER = """
 # second before `since`: a clock or a ticker never holds a step for the whole timeout) and no timer started
 # since `since` is due within `horizon` ms of it (bounded chains, so a page
 # that polls forever still settles), or when `timeout` ms have passed, with
-# [why, the document's title, whether a file field / a downloading link was activated since `since`]
+# [why, the document's title, whether a file field / a downloading link was activated since `since`, whether
+# the page asked to print since then (window.print(), which widgets.js turns into a note)]
 # (the title rides along so the screenshot that follows needs no round trip of
 # its own for it).
 WAIT_FOR_QUIET = """
 async ({ quiet, timeout, since, horizon, ticking: ticking_ms }) => {
   const t0 = Date.now();
   const state = window.__surferSettle;
-  const started = () => [!!state && state.chooser >= since, !!state && state.download >= since];
+  const started = () => {
+    // [a file field activated, a downloading link activated, the page asked to print] since `since`
+    const widgets = window.__surferWidgets, printed = !!widgets && widgets.printed >= since;
+    if (widgets) widgets.printed = 0;
+    return [!!state && state.chooser >= since, !!state && state.download >= since, printed];
+  };
   const seen = new Map();  // node -> [mutations, first, last] in the second before `since`
   if (state) for (const [t, node] of state.log)
     if (t >= since - 1000 && t < since) {
@@ -315,12 +322,13 @@ async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: flo
     remaining = max(0.0, deadline - time.monotonic())
     seen.pop("title", None)
     try:
-        reason, seen["title"], chooser, download = await page.evaluate(WAIT_FOR_QUIET, {
+        reason, seen["title"], chooser, download, printed = await page.evaluate(WAIT_FOR_QUIET, {
             "quiet": config.quiet * 1000, "timeout": remaining * 1000,
             "since": mark.wall_ms, "horizon": config.timer_horizon * 1000, "ticking": config.ticking * 1000,
         })
         seen["file_chooser"] = seen.get("file_chooser", False) or chooser
         seen["download"] = seen.get("download", False) or download
+        seen["printed"] = seen.get("printed", False) or printed
         return reason
     except PlaywrightError as exc:
         if page.is_closed():
@@ -341,7 +349,8 @@ async def settle_page(
     new, or the deadline passes. Returns why the wait ended, e.g. "quiet" or
     "loaded+quiet" or "...+timeout". `seen` gets the page's `title` as the last
     in-page check saw it (absent when that check failed), and `file_chooser` /
-    `download`: True when the action activated a file field / a downloading link."""
+    `download`: True when the action activated a file field / a downloading link, and `printed`: True when
+    the page asked to print (one round trip tells it all: no check of its own after each click)."""
     from playwright.async_api import Error as PlaywrightError
 
     deadline = time.monotonic() + config.timeout

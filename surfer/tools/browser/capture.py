@@ -137,6 +137,7 @@ class BrowserCapture:
         finished, reason = await self._until_dialog(
             settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config, seen)
         )
+        self._asked_to_print = bool(seen.get("printed"))
         if finished and "title" in seen and reason.endswith("quiet"):  # the page was quiet when its title was read
             self._settled_title = (self._page, self._navigations, seen["title"])
         # the page said the action opened a file chooser / started a download: the browser's report of it

@@ -161,6 +161,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         self._last_capture: tuple[bytes, str] | None = None
         self._area_shared: Any = None
         self._settled_title: tuple[Any, int, str] | None = None  # (page, navigations, title) the last settle saw
+        self._asked_to_print = False  # the last settle wait saw the page call window.print()
         self._notices: list[str] = []
         # What the agent must know about the start before its first action (a start URL that is a file), shown with
         # every observation until then.
