@@ -82,6 +82,20 @@ def parse_viewport(value: Any) -> tuple[int, int]:
     return int(width), int(height)
 
 
+class DesktopSettings(_Strict):
+    settle_timeout: float = Field(
+        default=3.0, ge=0, le=60, description="Upper bound on one settle wait after a desktop action, seconds.",
+    )
+    settle_quiet: float = Field(
+        default=0.12, ge=0, le=5, description="How long the screen must stay unchanged to count as settled, seconds.",
+    )
+    settle_ticking: float = Field(
+        default=0.6, gt=0, le=60, description="A part of the screen that keeps changing this long during a settle "
+        "wait (a spinner, a progress animation, a video) stops holding it, seconds; parts that changed on their own "
+        "between actions (a clock, a blinking cursor) do not hold it at all.",
+    )
+
+
 class BrowserSettings(_Strict):
     headless: bool = Field(default=True, description="Run Chromium without a window (`--headful` turns it off).")
     viewport: tuple[int, int] = Field(default=(1280, 800), description='Viewport in CSS pixels, "WxH" or [W, H].')
@@ -91,6 +105,10 @@ class BrowserSettings(_Strict):
     )
     settle_quiet: float = Field(
         default=0.08, ge=0, le=5, description="How long the DOM must stay quiet to count as settled, seconds.",
+    )
+    settle_ticking: float = Field(
+        default=0.6, gt=0, le=60, description="A part of the page that keeps changing this long during a settle wait, "
+        "at a steady pace and without growing (a clock, a progress bar, a carousel), stops holding it, seconds.",
     )
     screenshot_format: Literal["jpeg", "png"] = Field(
         default="jpeg", description="Format of the screenshots taken and sent.",
@@ -293,6 +311,7 @@ class AgentConfig(_Strict):
         "Face id (unset: the tokenizer path the SGLang server names, read from this machine).",
     )
     browser: BrowserSettings = Field(default=BrowserSettings(), description="The browser (section [browser]).")
+    desktop: DesktopSettings = Field(default=DesktopSettings(), description="The desktop, --env desktop (section [desktop]).")
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
     )
