@@ -311,7 +311,9 @@ class AgentConfig(_Strict):
         "Face id (unset: the tokenizer path the SGLang server names, read from this machine).",
     )
     browser: BrowserSettings = Field(default=BrowserSettings(), description="The browser (section [browser]).")
-    desktop: DesktopSettings = Field(default=DesktopSettings(), description="The desktop, --env desktop (section [desktop]).")
+    desktop: DesktopSettings = Field(default=DesktopSettings(), description=(
+        "The desktop of `surfer run --env desktop` and desktop QA suites (section [desktop]); in the SDK, a "
+        "DesktopEnvironment takes settle=ScreenSettleConfig(...) instead."))
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
     )

@@ -34,7 +34,7 @@ from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
 from .keys import KEY_NAMES_HINT, split_keys
-from .settle import ScreenHabits, ScreenSettleConfig, settle_screen, tile_digests
+from .screen_settle import ScreenHabits, ScreenSettleConfig, settle_screen, tile_digests
 from .x11_keys import X11Keyboard, keysym_of
 
 log = logging.getLogger("surfer.desktop")
