@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import sys
+import zlib
 from typing import Any
 
 from surfer.core.actions import Action, Click, Drag, Hover, PressKeys, Scroll, TypeText
@@ -197,6 +198,7 @@ class DesktopEnvironment(Environment):
         self._keys: dict[str, Any] | None = None
         self._area: dict[str, int] = {}
         self._gone = False  # the X display went away under a run
+        self._last_digest: tuple[tuple[int, int, int], tuple[int, ...]] | None = None  # (whole frame, its tiles)
         self._habits = ScreenHabits()  # what the screen changes on its own (a spinner, a clock), for the settle wait
         self._keyboard: X11Keyboard | None = None
 
@@ -289,7 +291,10 @@ class DesktopEnvironment(Environment):
 
     def _grab_digest(self) -> tuple[int, ...]:
         shot = self.screen.grab(self._area)
-        return tile_digests(shot.raw, shot.width, shot.height)
+        whole = (zlib.crc32(shot.raw), shot.width, shot.height)  # (the tiles of an unchanged frame are not hashed again)
+        if self._last_digest is None or self._last_digest[0] != whole:
+            self._last_digest = (whole, tile_digests(shot.raw, shot.width, shot.height))
+        return self._last_digest[1]
 
     async def _digest(self) -> tuple[int, ...]:
         try:
