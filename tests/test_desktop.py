@@ -197,6 +197,7 @@ async def test_agent_fills_the_form_on_the_desktop(desktop: DesktopEnvironment, 
 
 async def test_clicks_left_double_right_and_middle(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
     # (with a spinner turning from the first click on: it holds neither that click's wait nor the next ones')
+    desktop.settle_config = ScreenSettleConfig(ticking=0.3)
     outcome = await desktop.perform(Click(target="Busy", point=tk_form.centre("busy")))
     await tk_form.event(is_event("busy"))
     assert outcome.settle_reason == "stable" and outcome.settle_seconds < 1.5, outcome

@@ -66,7 +66,7 @@ async def test_waits_for_a_navigation_the_action_started(browser_env, pages):
 async def test_what_never_stops_changing_costs_a_short_wait(browser_env, pages):
     # a page that ticks from the moment it loads (a progress bar on animation frames, a clock re-arming its
     # timer, a spinner): its load, and each action on it, settle without waiting for the timeout
-    env = await browser_env(pages.url("settle.html"), settle=SettleConfig(timeout=3.0, ticking=0.3))
+    env = await browser_env(settle=SettleConfig(timeout=3.0, ticking=0.3))
     outcome = await env.perform(Goto(url=pages.url("ticking.html")))
     assert outcome.settle_reason.endswith("quiet") and outcome.settle_seconds < 1.5, outcome
     outcome = await env.perform(Click(target="late", point=LATE))  # renders 400 ms later: still waited for

@@ -89,12 +89,14 @@ MUTATION_TRACKER = """
   // Short timers count as pending work (a page that renders 150 ms after load);
   // an interval counts until its first tick.
   // A timer set by a timer's callback continues that timer's chain: `root` is when the chain began and
-  // `parent` when the timer that set it was set (a clock that re-arms its setTimeout every tick is one chain).
+  // `parent` when the timer that set it was set, `depth` how many timers before it (a clock that re-arms its setTimeout
+  // every tick is one chain).
   let running = null;  // the timer whose callback runs now
   const track = (set) => function (fn, delay, ...args) {
     if (typeof fn !== 'function') return set.call(this, fn, delay, ...args);
     const created = Date.now(), due = created + (Number(delay) || 0);
-    const timer = { created, due, root: running ? running.root : created, parent: running ? running.created : null };
+    const timer = { created, due, root: running ? running.root : created, parent: running ? running.created : null,
+                    depth: running ? running.depth + 1 : 0 };
     const id = set.call(this, function () {
       state.timers.delete(id);
       const outer = running;
@@ -187,9 +189,11 @@ async ({ quiet, timeout, since, horizon, ticking: ticking_ms }) => {
     watchTicking(now);
     const idle = state ? now - lastChange() : quiet;
     let nextDue = Infinity;
-    // (of a chain the page was running before the action, only its first timer set since: one tick of its own)
+    // (of a chain the page was running before the action, only its first timer set since: one tick of its own;
+    // nor a chain that has kept re-arming itself through `ticking` ms: a clock that started with the page)
     if (state) for (const t of state.timers.values())
-      if (t.created >= since && t.due <= since + horizon && (t.root >= since || t.parent < since)) nextDue = Math.min(nextDue, t.due);
+      if (t.created >= since && t.due <= since + horizon && (t.root >= since || t.parent < since)
+          && !(t.depth >= 3 && now - t.root >= ticking_ms)) nextDue = Math.min(nextDue, t.due);
     const drawn = drawnBy();
     if (idle >= quiet && nextDue === Infinity && drawn <= now) return ["quiet", document.title, ...started()];
     if (now - t0 >= timeout) return ["timeout", document.title, ...started()];
