@@ -221,19 +221,26 @@ class NetworkTracker:
     ones started after a mark to be done. It remembers which addresses were
     asked for in the last seconds, so that a wait can leave out what the page
     was already polling on its own before the action (a chat or a status page
-    that asks its server every few hundred milliseconds)."""
+    that asks its server every few hundred milliseconds), and the addresses
+    the page holds a request open to (a long poll: one was in flight for
+    POLL_WINDOW_MS before the action, or one took HELD_MS or longer). A
+    response that streams events (`text/event-stream` read by `fetch`) is
+    long-lived, as an EventSource's or a WebSocket's is."""
 
     POLL_WINDOW_MS = 2000.0  # an address asked for twice in this long before the action is the page's own polling
+    HELD_MS = 5000.0  # a request this long is a long poll (longer than a settle wait: not the action's to wait for)
 
     def __init__(self) -> None:
         self._seq = 0
-        self._inflight: dict[Any, tuple[int, str]] = {}
+        self._inflight: dict[Any, tuple[int, str, float]] = {}  # request -> (seq, address, wall-clock ms started)
         self._recent: deque[tuple[float, str]] = deque()  # (wall-clock ms, address) of requests started lately
+        self._held: dict[str, float] = {}  # address -> when a request to it ended after HELD_MS or more
         self._changed = asyncio.Event()
 
     def attach(self, target: Any) -> None:
         """Count the requests of `target`: a browser context (its tabs, popups included), or one tab."""
         target.on("request", self._started)
+        target.on("response", self._responded)
         target.on("requestfinished", self._ended)
         target.on("requestfailed", self._ended)
         if hasattr(target, "main_frame"):  # a tab
@@ -253,10 +260,24 @@ class NetworkTracker:
         while self._recent and (self._recent[0][0] < now - 2 * self.POLL_WINDOW_MS or len(self._recent) > 2000):
             self._recent.popleft()
         if request.resource_type not in _LONG_LIVED:
-            self._inflight[request] = (self._seq, address)
+            self._inflight[request] = (self._seq, address, now)
+
+    def _responded(self, response: Any) -> None:
+        try:
+            streams = response.headers.get("content-type", "").startswith("text/event-stream")
+        except Exception:  # noqa: BLE001
+            streams = False
+        if streams and self._inflight.pop(response.request, None) is not None:
+            self._changed.set()
 
     def _ended(self, request: Any) -> None:
-        if self._inflight.pop(request, None) is not None:
+        entry = self._inflight.pop(request, None)
+        if entry is not None:
+            now = time.time() * 1000
+            if now - entry[2] >= self.HELD_MS:
+                self._held[entry[1]] = now
+                while len(self._held) > 200:
+                    del self._held[next(iter(self._held))]
             self._changed.set()
 
     def _watch(self, page: Any) -> None:
@@ -270,15 +291,17 @@ class NetworkTracker:
         self._changed.set()
 
     def polled_before(self, wall_ms: float) -> frozenset[str]:
-        """The addresses the page asked for twice or more in the POLL_WINDOW_MS before `wall_ms` (a mark's)."""
+        """The addresses the page asked for twice or more in the POLL_WINDOW_MS before `wall_ms` (a mark's),
+        and those it holds requests open to (long polls)."""
         seen: dict[str, int] = {}
         for at, address in self._recent:
             if wall_ms - self.POLL_WINDOW_MS <= at < wall_ms:
                 seen[address] = seen.get(address, 0) + 1
-        return frozenset(address for address, count in seen.items() if count >= 2)
+        held = {address for _, address, started in self._inflight.values() if started <= wall_ms - self.POLL_WINDOW_MS}
+        return frozenset({address for address, count in seen.items() if count >= 2} | held | set(self._held))
 
     def pending_since(self, seq: int, polled: frozenset[str] = frozenset()) -> int:
-        return sum(1 for s, address in self._inflight.values() if s > seq and address not in polled)
+        return sum(1 for s, address, _ in self._inflight.values() if s > seq and address not in polled)
 
     async def wait_idle_since(self, seq: int, deadline: float, polled: frozenset[str] = frozenset()) -> bool:
         return await wait_until(lambda: not self.pending_since(seq, polled), self._changed, deadline)
