@@ -4,13 +4,17 @@ No fixed sleeps. After a browser action we wait, bounded by `timeout`, for:
 1. navigation started by the action to reach the `load` state;
 2. network requests started by the action to finish (not those the page
    was already polling on its own before the action: the same method and
-   address, asked for twice in the 2 s before it);
+   address, asked for twice in the 2 s before it, or held open by the server,
+   a long poll; nor streams: WebSockets, event streams);
 3. the DOM to stay free of mutations for `quiet` seconds (measured from the
    last mutation, which is tracked from page load by an init script, so an
    action that changed nothing waits only for one animation frame), and
    timers the action started (setTimeout, and an interval's first tick) that
    are due within `timer_horizon` to fire, and CSS transitions and animations
-   that end within it (a menu fading in; an endless spinner is not waited for).
+   that end within it (a menu fading in; an endless spinner is not waited for);
+   what keeps changing through `ticking` at a steady pace without growing (a
+   clock, a progress bar, a carousel, a timer chain re-arming itself) stops
+   counting, so a page that never stops moving costs a short wait.
 The in-page check also says whether the action activated a file field (a
 click on it, a label's or a script's `click()`, `showPicker()`) or a link
 that downloads (`<a download>`): the browser reports the file chooser or the
