@@ -58,7 +58,7 @@ MUTATION_TRACKER = """
   if (window.__surferSettle) return;
   // `log`: [time, node] of the last 2 s of mutations (one per node and batch), to tell the nodes a page keeps
   // changing on its own (a clock, a ticker, an animation driven by script) from what an action changed.
-  const state = window.__surferSettle = { last: Date.now(), start: Date.now(), log: [], timers: new Map(), chooser: 0, download: 0 };
+  const state = window.__surferSettle = { last: Date.now(), start: Date.now(), log: [], timers: new Map(), chooser: 0, download: 0, popup: 0 };
   // A file field or a downloading link activated (and not prevented): the browser is about to report a
   // file chooser or a download.
   const later = window.setTimeout.bind(window);
@@ -67,15 +67,24 @@ MUTATION_TRACKER = """
   const isDownload = (node) => (node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement)
     && node.hasAttribute('download') && !!node.href
     && (node.protocol === 'blob:' || node.protocol === 'data:' || node.origin === location.origin);
+  // A link that opens in another tab (target=_blank, or a click with Ctrl / Shift / Meta held) or window.open():
+  // the browser reports the new tab on another channel too.
+  const link = (node) => (node instanceof HTMLAnchorElement || node instanceof HTMLAreaElement) && !!node.href;
+  const framed = (name) => !!document.querySelector(`iframe[name="${CSS.escape(name)}"], frame[name="${CSS.escape(name)}"]`);
+  const inNewTab = (event, node) => link(node) && !isDownload(node) && (event.ctrlKey || event.shiftKey || event.metaKey
+    || (!['', '_self', '_parent', '_top'].includes(node.target.toLowerCase()) && !framed(node.target)));
   window.addEventListener('click', (event) => {
     const path = event.composedPath();
-    const chooser = isFileField(path[0]), download = path.some(isDownload);
-    if (chooser || download) later(() => {
+    const chooser = isFileField(path[0]), download = path.some(isDownload), popup = path.some((node) => inNewTab(event, node));
+    if (chooser || download || popup) later(() => {
       if (event.defaultPrevented) return;
       if (chooser) state.chooser = Date.now();
       if (download) state.download = Date.now();
+      if (popup) state.popup = Date.now();
     }, 0);
   }, true);
+  const open = window.open;
+  window.open = function () { state.popup = Date.now(); return open.apply(this, arguments); };
   const showPicker = HTMLInputElement.prototype.showPicker;
   if (showPicker) HTMLInputElement.prototype.showPicker = function () {
     if (isFileField(this)) state.chooser = Date.now();
@@ -124,7 +133,7 @@ MUTATION_TRACKER = """
 # since `since` is due within `horizon` ms of it (bounded chains, so a page
 # that polls forever still settles), or when `timeout` ms have passed, with
 # [why, the document's title, whether a file field / a downloading link was activated since `since`, whether
-# the page asked to print since then (window.print(), which widgets.js turns into a note)]
+# the page asked to print since then (window.print(), which widgets.js turns into a note), whether it opened a tab]
 # (the title rides along so the screenshot that follows needs no round trip of
 # its own for it).
 WAIT_FOR_QUIET = """
@@ -132,10 +141,10 @@ async ({ quiet, timeout, since, horizon, ticking: ticking_ms }) => {
   const t0 = Date.now();
   const state = window.__surferSettle;
   const started = () => {
-    // [a file field activated, a downloading link activated, the page asked to print] since `since`
+    // [a file field activated, a downloading link activated, the page asked to print, a tab opened] since `since`
     const widgets = window.__surferWidgets, printed = !!widgets && widgets.printed >= since;
     if (widgets) widgets.printed = 0;
-    return [!!state && state.chooser >= since, !!state && state.download >= since, printed];
+    return [!!state && state.chooser >= since, !!state && state.download >= since, printed, !!state && state.popup >= since];
   };
   const seen = new Map();  // node -> [mutations, first, last] in the second before `since`
   if (state) for (const [t, node] of state.log)
@@ -356,13 +365,14 @@ async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: flo
     remaining = max(0.0, deadline - time.monotonic())
     seen.pop("title", None)
     try:
-        reason, seen["title"], chooser, download, printed = await page.evaluate(WAIT_FOR_QUIET, {
+        reason, seen["title"], chooser, download, printed, popup = await page.evaluate(WAIT_FOR_QUIET, {
             "quiet": config.quiet * 1000, "timeout": remaining * 1000,
             "since": mark.wall_ms, "horizon": config.timer_horizon * 1000, "ticking": config.ticking * 1000,
         })
         seen["file_chooser"] = seen.get("file_chooser", False) or chooser
         seen["download"] = seen.get("download", False) or download
         seen["printed"] = seen.get("printed", False) or printed
+        seen["popup"] = seen.get("popup", False) or popup
         return reason
     except PlaywrightError as exc:
         if page.is_closed():
@@ -384,7 +394,8 @@ async def settle_page(
     "loaded+quiet" or "...+timeout". `seen` gets the page's `title` as the last
     in-page check saw it (absent when that check failed), and `file_chooser` /
     `download`: True when the action activated a file field / a downloading link, and `printed`: True when
-    the page asked to print (one round trip tells it all: no check of its own after each click)."""
+    the page asked to print (one round trip tells it all: no check of its own after each click), and `popup`:
+    True when it opened a tab (a target=_blank link, window.open())."""
     from playwright.async_api import Error as PlaywrightError
 
     deadline = time.monotonic() + config.timeout

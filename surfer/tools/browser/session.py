@@ -154,6 +154,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
         )
         self._uploading = False
         self._chooser_report = BrowserReport()  # when the browser last reported a file chooser
+        self._tab_report = BrowserReport()  # when the browser last reported a new tab
         # A JavaScript dialog freezes the page until answered (surfer/tools/dialogs.py).
         self._dialog: PendingDialog | None = None
         self._dialog_layout: dialogs.DialogLayout | None = None
@@ -474,6 +475,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, OwnTabs, Environment):
     def _on_new_page(self, page: Any) -> None:
         # A click that opens a tab makes that tab current.
         self._use(page)
+        self._tab_report.arrived()
 
     @property
     def alive(self) -> bool:
