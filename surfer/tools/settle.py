@@ -142,7 +142,8 @@ async ({ quiet, timeout, since, horizon, ticking: ticking_ms }) => {
   const state = window.__surferSettle;
   const started = () => {
     // [a file field activated, a downloading link activated, the page asked to print, a tab opened] since `since`
-    const widgets = window.__surferWidgets, printed = !!widgets && widgets.printed >= since;
+    // (a print call is told once, by the first wait after it; `since` less 250 ms, as the page's clock can lag ours)
+    const widgets = window.__surferWidgets, printed = !!widgets && widgets.printed >= since - 250;
     if (widgets) widgets.printed = 0;
     return [!!state && state.chooser >= since, !!state && state.download >= since, printed, !!state && state.popup >= since];
   };
