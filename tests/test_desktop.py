@@ -30,7 +30,7 @@ from surfer.core.observation import Screenshot
 from surfer.models.imaging import ImagePolicy, prepare_image
 from surfer.models.standin import ChatRequest
 from surfer.tools.desktop import DesktopEnvironment, _load_pyautogui, split_keys
-from surfer.tools.settle import ScreenSettleConfig, settle_screen
+from surfer.tools.settle import ScreenSettleConfig, settle_screen, tile_digests, tiles_changed
 
 ROOT = Path(__file__).resolve().parents[1]
 TK_FORM = Path(__file__).with_name("apps") / "tk_form.py"
@@ -196,14 +196,20 @@ async def test_agent_fills_the_form_on_the_desktop(desktop: DesktopEnvironment, 
 
 
 async def test_clicks_left_double_right_and_middle(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+    # (with a spinner turning from the first click on: it holds neither that click's wait nor the next ones')
+    desktop.settle_config = ScreenSettleConfig(ticking=0.3)
+    outcome = await desktop.perform(Click(target="Busy", point=tk_form.centre("busy")))
+    await tk_form.event(is_event("busy"))
+    assert outcome.settle_reason == "stable" and outcome.settle_seconds < 1.5, outcome
     outcome = await desktop.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
     assert (await tk_form.event(is_event("checkbox")))["multiply"] is True
-    assert outcome.settle_reason in ("stable", "unchanged")
+    assert outcome.settle_reason == "stable" and outcome.settle_seconds < 0.8, outcome
     await desktop.perform(Click(target="result", point=tk_form.centre("result"), double=True))
     await tk_form.event(is_event("double-click", widget="result"))
     for button in ("right", "middle"):
-        await desktop.perform(Click(target="pad", point=tk_form.centre("pad"), button=button))
+        outcome = await desktop.perform(Click(target="pad", point=tk_form.centre("pad"), button=button))
         await tk_form.event(is_event("click", widget="pad", button=button))
+        assert outcome.settle_reason == "unchanged" and outcome.settle_seconds < 0.8, outcome
 
 
 async def test_hover_moves_the_pointer_onto_a_widget(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
@@ -462,6 +468,14 @@ async def test_settle_screen_reasons() -> None:
         return next(counter)
     assert await settle_screen(always_changing, None, ScreenSettleConfig(timeout=0.1, quiet=0.05, interval=0.01)) == "timeout"
 
+    async def spinner() -> tuple[int, int]:  # frames as tiles: tile 0 turns forever, tile 1 stays
+        return (next(counter), 7)
+    assert await settle_screen(spinner, (0, 7), fast, ambient=frozenset({0})) == "unchanged"  # turning before the action
+    seen: dict[str, Any] = {}
+    ticking = ScreenSettleConfig(timeout=2.0, quiet=0.02, interval=0.005, grace=0.05, ticking=0.1)
+    assert await settle_screen(spinner, (0, 7), ticking, seen=seen) == "unchanged" and seen["ticking"] == {0}  # (only it changed)
+    assert tiles_changed((1, 2, 3), (1, 5, 3)) == {1} and tile_digests(bytes(8 * 4 * 4), 8, 4, tile=4) == tile_digests(bytes(128), 8, 4, tile=4)
+
 
 # -- CLI and SDK surface ------------------------------------------------------------------
 
@@ -491,15 +505,20 @@ def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place() -> None:
 
 def test_cli_runs_a_desktop_task(xvfb: str, tk_form: TkForm, standin: Any, tmp_path: Path) -> None:
     server = standin(FormResponder(tk_form))
+    config = tmp_path / "surfer.toml"  # the desktop's settle wait is configured in its own section
+    config.write_text("[desktop]\nsettle_timeout = 0.0\n")
     completed = subprocess.run(
         [sys.executable, "-c", "from surfer.apps.cli import main; main()", "run", "--env", "desktop", "--display", xvfb,
-         "--base-url", server.base_url, "--model", server.model, "--profile", "holotron",
+         "--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--config", str(config),
          "--out", str(tmp_path / "cli-run"), "--json", TASK],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
-    assert json.loads(completed.stdout)["answer"] == "42"
+    result = json.loads(completed.stdout)
+    assert result["answer"] == "42"
     assert tk_form.wait_for(is_event("computed"))["multiply"] is True
+    steps = [json.loads(line) for line in (Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()]
+    assert {s["outcome"]["settle_reason"] for s in steps if s.get("outcome")} == {"timeout"}  # (no time to settle)
 
 
 # -- dialog windows ------------------------------------------------------------------

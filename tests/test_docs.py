@@ -128,14 +128,14 @@ def test_the_generated_cli_reference_lists_every_command_and_every_flag_of_surfe
 
 
 def test_the_generated_config_reference_has_every_key_with_a_description():
-    from surfer.agent.config import AgentConfig, BrowserSettings, RoleSettings, ServerSettings
+    from surfer.agent.config import AgentConfig, BrowserSettings, DesktopSettings, RoleSettings, ServerSettings
 
     markdown = _reference().config_markdown()  # raises on a field without a description
-    assert "## `servers = [...]` entries" in markdown
-    for model in (AgentConfig, BrowserSettings, RoleSettings, ServerSettings):
+    assert "## `servers = [...]` entries" in markdown and "## `[desktop]`" in markdown
+    for model in (AgentConfig, BrowserSettings, DesktopSettings, RoleSettings, ServerSettings):
         for name, field in model.model_fields.items():
             assert field.description, f"{model.__name__}.{name}"
-            assert f"**`{name}`**" in markdown or name in ("browser", "policy", "localizer", "validator")
+            assert f"**`{name}`**" in markdown or name in ("browser", "desktop", "policy", "localizer", "validator")
 
 
 def test_the_format_schemas_generate():

@@ -247,6 +247,8 @@ async def test_dialogs_are_drawn_and_answered(widget_env):
     # a Print button: with a window, Chromium's print preview held the click (and the run) until a person closed it
     assert "the page asked to print" in await click(env, *points["print"])
     assert (await received(env))[-1] == "printed"
+    # (the settle wait's own in-page check tells it: a key that presses Print is told too)
+    assert "the page asked to print" in (await env.perform(PressKeys(keys="Enter"))).detail
 
     assert "asked to print" not in await click(env, *points["guard"])  # told once
     outcome = await env.perform(Goto(url=env.page.url.replace("dialogs.html", "files.html")))

@@ -34,6 +34,10 @@ class BrowserSettings(BaseModel):
     settle_quiet: float = Field(
         default=0.08, ge=0, le=5, description="How long the DOM must stay quiet to count as settled, seconds.",
     )
+    settle_ticking: float = Field(
+        default=0.6, gt=0, le=60, description="A part of the page that keeps changing this long during a settle wait, "
+        "at a steady pace and without growing (a clock, a progress bar, a carousel), stops holding it, seconds.",
+    )
     screenshot_format: Literal["jpeg", "png"] = Field(
         default="jpeg", description="Format of the screenshots taken and sent.",
     )

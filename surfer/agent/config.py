@@ -77,6 +77,18 @@ class ServerSettings(_Strict):
         return check_server_url(value)
 
 
+class DesktopSettings(_Strict):
+    settle_timeout: float = Field(
+        default=3.0, ge=0, le=60, description="Upper bound on one settle wait after a desktop action, seconds.")
+    settle_quiet: float = Field(
+        default=0.12, ge=0, le=5, description="How long the screen must stay unchanged to count as settled, seconds.")
+    settle_ticking: float = Field(
+        default=0.6, gt=0, le=60, description="A part of the screen that keeps changing this long during a settle "
+        "wait (a spinner, a progress animation, a video) stops holding it, seconds; parts that changed on their own "
+        "between actions (a clock, a blinking cursor) do not hold it at all.",
+    )
+
+
 class AgentConfig(_Strict):
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)  # where load_config found each setting
 
@@ -192,6 +204,8 @@ class AgentConfig(_Strict):
         "Face id (unset: the tokenizer path the SGLang server names, read from this machine).",
     )
     browser: BrowserSettings = Field(default=BrowserSettings(), description="The browser (section [browser]).")
+    desktop: DesktopSettings = Field(default=DesktopSettings(), description="The desktop of `surfer run --env desktop` "
+                                     "and desktop QA suites (section [desktop]); in the SDK, DesktopEnvironment(settle=...).")
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
     )

@@ -1,6 +1,7 @@
 """Environments built from the configuration: the one place that turns
-`AgentConfig` into a `BrowserEnvironment` and its URL policy (the agent's own
-runs, batches and QA suites all open sessions through here)."""
+`AgentConfig` into a `BrowserEnvironment` and its URL policy, or into a
+`DesktopEnvironment` (the agent's own runs, batches and QA suites all open
+sessions through here)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from .config import AgentConfig
 
 if TYPE_CHECKING:
     from surfer.tools.browser import BrowserEnvironment
+    from surfer.tools.desktop import DesktopEnvironment
     from surfer.tools.url_policy import UrlPolicy
 
 
@@ -31,13 +33,24 @@ def browser_environment(config: AgentConfig, browser: Any = None, early: Any = N
     b = config.browser
     return BrowserEnvironment(
         browser=browser, headless=b.headless, viewport=b.viewport, device_scale_factor=b.device_scale_factor,
-        settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet), screenshot_format=b.screenshot_format,
+        settle=SettleConfig(timeout=b.settle_timeout, quiet=b.settle_quiet, ticking=b.settle_ticking),
+        screenshot_format=b.screenshot_format,
         allow_file_urls=b.allow_file_urls, allowed_domains=config.allowed_domains, blocked_domains=config.blocked_domains,
         upload_files=b.upload_files, max_download_bytes=int(b.max_download_mb * 1024 * 1024), max_downloads=b.max_downloads,
         early=early, trace=b.trace, storage_state=b.storage_state, save_storage_state=b.save_storage_state,
         save_state_on_failure=b.save_storage_state_on_failure, keep_storage_state=b.keep_storage_state,
         user_data_dir=b.user_data_dir, cdp_url=b.cdp_url, browser_ws=b.browser_ws, ignore_https_errors=b.ignore_https_errors,
     )
+
+
+def desktop_environment(config: AgentConfig, **options: Any) -> "DesktopEnvironment":
+    """The desktop as configured (its settle wait); `options`: DesktopEnvironment's own (display, monitor, ...)."""
+    from surfer.tools.desktop import DesktopEnvironment
+    from surfer.tools.settle import ScreenSettleConfig
+
+    d = config.desktop
+    settle = ScreenSettleConfig(timeout=d.settle_timeout, quiet=d.settle_quiet, ticking=d.settle_ticking)
+    return DesktopEnvironment(settle=settle, **options)
 
 
 def check_start_url(url: str, config: AgentConfig) -> None:

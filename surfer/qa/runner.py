@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from surfer.agent.config import AgentConfig
-from surfer.agent.environments import browser_environment
+from surfer.agent.environments import browser_environment, desktop_environment
 from surfer.agent.events import Event, ModelCall, ModelCalled, StepStarted
 from surfer.agent.video import make_video
 from surfer.core.retention import keeps
@@ -385,11 +385,9 @@ class QaRunner:
         return attempt
 
     def _environment(self, run: SuiteRun, browser: Any, case: Any) -> Any:
-        if run.suite.environment == "desktop":
-            from surfer.tools.desktop import DesktopEnvironment
-
-            return DesktopEnvironment()
         config = run.config
+        if run.suite.environment == "desktop":
+            return desktop_environment(config)
         state = run.suite.state_file(case)
         if state is not None or case.setup:  # a setup case starts signed out; the others with its state
             browser_settings = config.browser.model_copy(update={"storage_state": str(state) if state else None})

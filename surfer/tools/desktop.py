@@ -20,12 +20,12 @@ fails half-way releases the keys and mouse buttons it held.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import io
 import logging
 import os
 import re
 import sys
+import zlib
 from typing import Any
 
 from surfer.core.actions import Action, Click, Drag, Hover, PressKeys, Scroll, TypeText
@@ -35,7 +35,7 @@ from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
 from .keys import KEY_NAMES_HINT, split_keys
-from .settle import ScreenSettleConfig, settle_screen
+from .screen_settle import ScreenHabits, ScreenSettleConfig, settle_screen, tile_digests
 from .x11_keys import X11Keyboard, keysym_of
 
 log = logging.getLogger("surfer.desktop")
@@ -198,6 +198,8 @@ class DesktopEnvironment(Environment):
         self._keys: dict[str, Any] | None = None
         self._area: dict[str, int] = {}
         self._gone = False  # the X display went away under a run
+        self._last_digest: tuple[tuple[int, int, int], tuple[int, ...]] | None = None  # (whole frame, its tiles)
+        self._habits = ScreenHabits()  # what the screen changes on its own (a spinner, a clock), for the settle wait
         self._keyboard: X11Keyboard | None = None
 
     # -- lifecycle ---------------------------------------------------------
@@ -287,10 +289,14 @@ class DesktopEnvironment(Environment):
             scale=shot.size[0] / area["width"], origin=(float(area["left"]), float(area["top"])),
         )
 
-    def _grab_digest(self) -> bytes:
-        return hashlib.blake2b(self.screen.grab(self._area).raw, digest_size=16).digest()
+    def _grab_digest(self) -> tuple[int, ...]:
+        shot = self.screen.grab(self._area)
+        whole = (zlib.crc32(shot.raw), shot.width, shot.height)  # (the tiles of an unchanged frame are not hashed again)
+        if self._last_digest is None or self._last_digest[0] != whole:
+            self._last_digest = (whole, tile_digests(shot.raw, shot.width, shot.height))
+        return self._last_digest[1]
 
-    async def _digest(self) -> bytes:
+    async def _digest(self) -> tuple[int, ...]:
         try:
             return await asyncio.to_thread(self._grab_digest)
         except EnvironmentFailure:
@@ -310,13 +316,16 @@ class DesktopEnvironment(Environment):
         title = f"Desktop (display {self.display}, {where})" if self.display else f"Desktop ({where})"
         return Observation(screenshot=screenshot, title=title)
 
-    async def mark(self) -> bytes | None:
+    async def mark(self) -> tuple[int, ...] | None:
         return None if self.dry_run else await self._digest()
 
-    async def settle(self, mark: bytes | None) -> str:
+    async def settle(self, mark: tuple[int, ...] | None) -> str:
         if self.dry_run:
             return "dry-run"
-        return await settle_screen(self._digest, mark, self.settle_config)
+        seen: dict[str, Any] = {}
+        reason = await settle_screen(self._digest, mark, self.settle_config, self._habits.of(mark), seen)
+        self._habits.learn(seen)
+        return reason
 
     # -- performing ----------------------------------------------------------
 

@@ -46,17 +46,9 @@ SHARE_AREA = "(area) => { if (window.__surferWidgets) window.__surferWidgets.are
 CONTEXT_MENU_STATE = "() => window.__surferWidgets ? window.__surferWidgets.contextMenuState() : null"
 
 
-PRINTED = "(since) => { const w = window.__surferWidgets, at = w ? w.printed : 0; if (w) w.printed = 0; return at >= since; }"
-
-
-async def print_note(page: Any, since_ms: float) -> str:
-    """After a click: '' unless the page asked to print (`window.print()`, which widgets.js turns into nothing:
-    a browser with a window would hold the page in its print preview), else a sentence saying so."""
-    try:
-        asked = await page.main_frame.evaluate(PRINTED, since_ms)
-    except Exception:  # noqa: BLE001 - a page navigating away after the click
-        return ""
-    return "; the page asked to print (window.print): surfer does not print, and no print dialog opened" if asked else ""
+# told after an action whose settle wait saw the page call `window.print()` (widgets.js turns it into nothing: a
+# browser with a window would hold the page in its print preview)
+PRINT_NOTE = "the page asked to print (window.print): surfer does not print, and no print dialog opened"
 
 
 async def context_menu_note(page: Any, since_ms: float) -> str:

@@ -102,6 +102,19 @@ class FormApp:
             button = tk.Button(dialogs, text=text, command=lambda event=event: emit(event))
             button.pack(side="left", padx=6)
             self.widgets[name] = button
+        # Busy: a spinner on the canvas that turns from then on, forever (what a settle wait must not wait out).
+        busy = tk.Button(dialogs, text="Busy", command=self.busy)
+        busy.pack(side="left", padx=6)
+        self.widgets["busy"] = busy
+
+    def busy(self) -> None:
+        spinner = self.canvas.create_arc(135, 30, 165, 60, start=0, extent=90, style="arc", width=4, outline="#333")
+
+        def turn(angle: int = 0) -> None:
+            self.canvas.itemconfigure(spinner, start=angle)
+            self.root.after(40, turn, (angle + 30) % 360)
+        turn()
+        emit("busy")
 
     def _entry(self, name: str, row: int) -> tk.Entry:
         entry = tk.Entry(self.root, width=20)

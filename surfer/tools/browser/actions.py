@@ -32,7 +32,7 @@ from surfer.tools.dialogs import PendingDialog
 from surfer.tools.keys import KEY_NAMES_HINT, browser_shortcut, playwright_keys
 from surfer.tools.typing import FOCUS_MOVES, MAY_INSERT
 from surfer.tools.url_policy import normalize_url
-from surfer.tools.widgets import context_menu_note, print_note
+from surfer.tools.widgets import PRINT_NOTE, context_menu_note
 
 WHEEL_NOTCH_PX = 100
 SHORTCUT_VERBS = {"refresh": "reload the page", "back": "go back", "forward": "go forward", "close_tab": "close the tab",
@@ -176,6 +176,7 @@ class BrowserActions:
         self._check_alive()
         self._settled_title = None
         self._scrolled = None
+        self._asked_to_print = False
         notes: list[str] = []
         self.activated(action.type)  # (the page may open a tab on a click or a key: session.may_open_tab)
         if self._dialog is not None and not self._answers_dialog(action):
@@ -199,6 +200,8 @@ class BrowserActions:
         await self._leave_closed_tab()
         if self._dialog is None and await self.url_policy.leave_refused(self.page):
             outcome.settle_reason += "; left a refused page"
+        if self._asked_to_print:  # (the settle wait's in-page check saw it)
+            outcome.detail += f"; {PRINT_NOTE}"
         notes += [outcome.detail, *self._notices, *self.url_policy.take_notices(), *(r.describe() for r in arrived)]
         self._notices, self._start_notices = [], []
         outcome.detail = "; ".join(part for part in notes if part)
@@ -227,8 +230,6 @@ class BrowserActions:
         detail = f"{held + '+' if held else ''}{'double-' if action.double else ''}{action.button} click at {p}"
         if action.button == "right" and self._dialog is None:
             detail += await context_menu_note(self.page, since)
-        elif self._dialog is None:
-            detail += await print_note(self.page, since)
         return detail
 
     async def _act_dialog(self, action: Dialog) -> str:

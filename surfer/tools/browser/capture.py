@@ -137,6 +137,15 @@ class BrowserCapture:
         finished, reason = await self._until_dialog(
             settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config, seen)
         )
+        if finished and seen.get("popup") and len(self._tabs) <= mark.page_count:
+            # the page opened a tab the browser has not reported yet: wait (bounded) for it, then for it to settle
+            if await self._tab_report.since(mark.wall_ms, REPORT_WAIT_S):
+                seen.pop("popup")
+                finished, more = await self._until_dialog(
+                    settle_page(lambda: (self.page, self._navigations), mark, self._tracker, self.settle_config, seen)
+                )
+                reason = f"{reason}; new tab: {more}"
+        self._asked_to_print = bool(seen.get("printed"))
         if finished and "title" in seen and reason.endswith("quiet"):  # the page was quiet when its title was read
             self._settled_title = (self._page, self._navigations, seen["title"])
         # the page said the action opened a file chooser / started a download: the browser's report of it

@@ -155,6 +155,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
         )
         self._uploading = False
         self._chooser_report = BrowserReport()  # when the browser last reported a file chooser
+        self._tab_report = BrowserReport()  # when the browser last reported a new tab
         # A JavaScript dialog freezes the page until answered (surfer/tools/dialogs.py).
         self._dialog: PendingDialog | None = None
         self._dialog_layout: dialogs.DialogLayout | None = None
@@ -162,6 +163,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
         self._last_capture: tuple[bytes, str] | None = None
         self._area_shared: Any = None
         self._settled_title: tuple[Any, int, str] | None = None  # (page, navigations, title) the last settle saw
+        self._asked_to_print = False  # the last settle wait saw the page call window.print()
         self._notices: list[str] = []
         # What the agent must know about the start before its first action (a start URL that is a file), shown with
         # every observation until then.

@@ -82,3 +82,4 @@ class PageTabs:
         # A click that opens a tab makes that tab current; a tab the page opens by itself is closed.
         if self.may_open_tab(page):
             self._use(page)
+        self._tab_report.arrived()  # (a blocked popup too: the settle waiting for the tab stops waiting)
