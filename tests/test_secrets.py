@@ -5,6 +5,7 @@ into its title."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -113,7 +114,10 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     """PW belongs to 127.0.0.1; the page's frame is on localhost (another site, a cross-origin iframe):
     typed there (by target or into the focused field) or put in a goto to it, PW is refused and recorded;
     typed on its site it works; an unbound secret goes anywhere, with a warning said once."""
+    from rich.console import Console
+
     from surfer import Agent, ScriptedModel
+    from surfer.apps.live import LiveView
 
     env = await browser_env()
     start = pages.url("secret_sites.html")
@@ -131,7 +135,9 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     )
     secrets = Secrets({"PW": Secret(VALUE, domains=["127.0.0.1"]), "USER": "alice"})
     with caplog.at_level("WARNING", logger="surfer.agent.secrets"):
-        agent = Agent(backend=model, profile="holo2", environment=env, secrets=secrets, validate_answers=False)
+        live = io.StringIO()  # what `surfer run` prints as it goes
+        agent = Agent(backend=model, profile="holo2", environment=env, secrets=secrets, validate_answers=False,
+                      listeners=[LiveView(Console(file=live, width=400, highlight=False))])
         Agent(backend=model, profile="holo2", secrets=secrets)  # the same secrets again: said once
     warnings = [r.getMessage() for r in caplog.records if r.name == "surfer.agent.secrets"]
     assert len(warnings) == 1 and "USER can be typed on any site" in warnings[0] and "PW" not in warnings[0]
@@ -152,3 +158,4 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     # the policy was told why, by placeholder
     history = "".join(p.text for m in model.requests[-1].messages for p in m.content if hasattr(p, "text"))
     assert "not performed: the secret {{PW}} belongs to 127.0.0.1" in history and VALUE not in history
+    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 3  # and the person watching
