@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+BIND = ("bind a secret to its sites with --secret NAME=ENV_VAR@example.com (SDK: Secret(value, domains=[...])) "
+        "or set allowed domains")
 
 
 @dataclass(frozen=True, repr=False)
@@ -132,19 +134,19 @@ class Secrets:
         """The sites a secret is bound to (empty: unbound)."""
         return self._sites.get(name, ())
 
-    def unbound_warning(self, allowed_domains: Sequence[str]) -> str | None:
-        """What to say at the start of a run whose unbound secrets may be typed on any site, or None."""
+    def unbound_warning(self, allowed_domains: Sequence[str], how: str = BIND) -> str | None:
+        """What to say at the start of a run whose unbound secrets may be typed on any site, or None;
+        `how`: how the caller's user binds them."""
         unbound = [n for n in self._values if n not in self._sites and not n.startswith("REPLY_")]
         if not unbound or allowed_domains:
             return None
         names = ", ".join(unbound)
         return (f"the secret{'s' if len(unbound) > 1 else ''} {names} can be typed on any site (a page could ask the "
-                f"model for {'them' if len(unbound) > 1 else 'it'}); bind a secret to its sites with "
-                "--secret NAME=ENV_VAR@example.com (SDK: Secret(value, domains=[...])) or set allowed domains")
+                f"model for {'them' if len(unbound) > 1 else 'it'}); {how}")
 
-    def warn_unbound(self, allowed_domains: Sequence[str], say: Callable[[str], None] | None = None) -> None:
+    def warn_unbound(self, allowed_domains: Sequence[str], say: Callable[[str], None] | None = None, how: str = BIND) -> None:
         """Say `unbound_warning` once for these secrets: through `say` (the CLI's warning line), else the log."""
-        text = None if self.warned else self.unbound_warning(allowed_domains)
+        text = None if self.warned else self.unbound_warning(allowed_domains, how)
         if text is None:
             return
         self.warned = True
