@@ -97,6 +97,24 @@ def test_secret_specs_and_values():
             Secrets.from_env_specs([spec], {"SHOP_PW": "s3cret"})
     with pytest.raises(ConfigError, match="secret PW: domain pattern"):
         Secrets({"PW": Secret("s3cret", domains=["a.com/login"])})
+    with pytest.raises(ConfigError, match="--secret PW is given twice"):
+        Secrets.from_env_specs(["PW=SHOP_PW@a.com", "PW=SHOP_PW"], {"SHOP_PW": "s3cret"})
+    # where a bound secret may go (a real browser's cases: test_a_bound_secret_goes_only_to_its_site)
+    mixed = Secrets({"PW": Secret("s3cret", ["*.shop.example", "login.example:8443"]), "U": "alice"})
+    type_pw = TypeText(text="{{PW}}")
+    assert mixed.refusal(type_pw, field_origin="https://www.shop.example") is None
+    assert mixed.refusal(type_pw, field_origin="https://login.example:8443") is None
+    assert mixed.refusal(type_pw, field_origin="https://login.example")[1] == "login.example"  # not that port
+    assert mixed.refusal(Goto(url="/next?pw={{PW}}"), page_url="https://shop.example/a") is None  # resolved on the page
+    assert mixed.refusal(Goto(url="https://{{PW}}.evil.example/"))[1] == "{{PW}}.evil.example"  # never the value
+    assert mixed.refusal(type_pw, field_origin="null")[1] == "unknown"  # a sandboxed frame, a data: page
+    assert "no field was found" in mixed.refusal(type_pw)[2]
+    desktop = mixed.refusal(type_pw, desktop=True)
+    assert desktop[1] == "desktop" and "on the desktop there is no site to check it against" in desktop[2]
+    assert mixed.refusal(TypeText(text="{{U}}"), field_origin="https://evil.example") is None  # unbound: anywhere
+    kept = mixed.refusal(TypeText(text="{{U}}"), field_origin="https://evil.example", default=["shop.example"])
+    assert kept[0] == "U" and "is kept to the allowed domains (shop.example)" in kept[2]  # ... or to the allowed domains
+    assert "U can be typed on any site" in mixed.unbound_warning([]) and mixed.unbound_warning(["shop.example"]) is None
 
 
 def test_a_secret_flag_naming_an_unset_variable_exits_2(tmp_path):

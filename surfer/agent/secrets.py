@@ -191,7 +191,8 @@ class Secrets:
             if desktop:
                 return name, "desktop", f"{start}, and on the desktop there is no site to check it against: it is not typed there"
             if not host:
-                why, host = f"{where} is on no site that could be read ({self.scrub(url) or 'no field has the focus'})", "unknown"
+                shown = f" ({self.scrub(url)})" if url else " (no field was found at the target or with the focus)"
+                why, host = f"{where} is on no site that could be read{shown}", "unknown"
             else:
                 why = f"{where} is on {self.scrub(host)}"
             return name, self.scrub(host), (

@@ -355,11 +355,12 @@ class Stepper:
     async def _secret_refused(self, record: StepRecord, action: Any, element: Any) -> bool:
         """A bound secret typed into a field of another site, or put into a URL to one, is refused (agent/secrets.py):
         not performed, the step's outcome and the policy's history say which secret and which host."""
-        if not self.secrets:
+        kind = getattr(self.env, "kind", "")
+        if not self.secrets or kind == "replay":  # a replay types nothing anywhere
             return False
         refused = self.secrets.refusal(
             action, field_origin=element.origin if element is not None else None, page_url=record.url or "",
-            desktop=getattr(self.env, "kind", "") == "desktop", default=self.config.allowed_domains,
+            desktop=kind == "desktop", default=self.config.allowed_domains,
         )
         if refused is None:
             return False
