@@ -92,7 +92,7 @@ def test_secret_specs_and_values():
     assert [str(p.host) for p in bound.sites("PW")] == ["example.com", "example.org"] and bound.scrub("s3cret") == "{{PW}}"
     assert surfer_pkg.Secret is Secret and bound.unbound_warning([]) is None and "Secret('***'" in repr(Secret("s3cret", ["example.com"]))
     for spec, error in (("PW=SHOP_PW@", "give the sites after @"), ("PW=SHOP_PW@a.com,", "give the sites after @"),
-                        ("PW=SHOP_PW@https://a.com/", "secret PW: domain pattern 'https://a.com/' is not a host")):
+                        ("PW=SHOP_PW@https://a.com/", "--secret PW: domain pattern 'https://a.com/' is not a host")):
         with pytest.raises(ConfigError, match=re.escape(error)):
             Secrets.from_env_specs([spec], {"SHOP_PW": "s3cret"})
     with pytest.raises(ConfigError, match="secret PW: domain pattern"):
@@ -124,7 +124,7 @@ def test_a_secret_flag_naming_an_unset_variable_exits_2(tmp_path):
     assert proc.returncode == 2 and "NOT_SET_ANYWHERE is not set" in proc.stdout
     proc = surfer("run", "t", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holo2",
                   "--secret", "PW=HOME@https://a.example/", "--out", str(tmp_path / "r2"))
-    assert proc.returncode == 2 and "domain pattern 'https://a.example/' is not a host" in proc.stdout
+    assert proc.returncode == 2 and "--secret PW: domain pattern 'https://a.example/' is not a host" in proc.stdout
 
 
 @pytest.mark.browser

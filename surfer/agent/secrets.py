@@ -116,6 +116,10 @@ class Secrets:
             if at and not all(domains):
                 raise ConfigError(f"--secret {name}: give the sites after @, separated by commas "
                                   f"(NAME=ENV_VAR@example.com,*.example.org), got {spec!r}")
+            try:
+                parse_patterns(domains)
+            except ConfigError as exc:
+                raise ConfigError(f"--secret {name}: {exc}") from None
             if name in values:
                 raise ConfigError(f"--secret {name} is given twice")
             if variable not in environ:
