@@ -97,6 +97,8 @@ def test_secret_specs_and_values():
             Secrets.from_env_specs([spec], {"SHOP_PW": "s3cret"})
     with pytest.raises(ConfigError, match="secret PW: domain pattern"):
         Secrets({"PW": Secret("s3cret", domains=["a.com/login"])})
+    with pytest.raises(ConfigError, match=re.escape("secret PW must be a string or Secret(value, domains=[...]), got tuple")):
+        Secrets({"PW": ("s3cret", ["a.com"])})
     with pytest.raises(ConfigError, match="--secret PW is given twice"):
         Secrets.from_env_specs(["PW=SHOP_PW@a.com", "PW=SHOP_PW"], {"SHOP_PW": "s3cret"})
     # where a bound secret may go (a real browser's cases: test_a_bound_secret_goes_only_to_its_site)

@@ -70,8 +70,10 @@ class Secrets:
             domains: Sequence[str] = ()
             if isinstance(value, Secret):
                 value, domains = value.value, value.domains
-            if not isinstance(value, str) or not value:
-                raise ConfigError(f"secret {name} has no value (give a string, or Secret(value, domains=[...]))")
+            if not isinstance(value, str):
+                raise ConfigError(f"secret {name} must be a string or Secret(value, domains=[...]), got {type(value).__name__}")
+            if not value:
+                raise ConfigError(f"secret {name} has no value")
             if domains:
                 try:
                     self._sites[name] = parse_patterns(domains)
