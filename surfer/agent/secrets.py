@@ -237,9 +237,11 @@ class Secrets:
         return action
 
     def prompt_note(self) -> str:
-        names = ", ".join("{{" + n + "}}" for n in self._values)
+        def named(name: str) -> str:
+            sites = self._sites.get(name)
+            return "{{" + name + "}}" + (f" (only into fields of {', '.join(map(_pattern_text, sites))})" if sites else "")
         return (
-            f"Secrets you can type by writing their placeholder exactly: {names}. "
+            f"Secrets you can type by writing their placeholder exactly: {', '.join(map(named, self._values))}. "
             "Their values are hidden from you; never try to read or repeat them."
         )
 
