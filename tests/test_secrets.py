@@ -180,3 +180,4 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     assert "not performed: the secret {{PW}} belongs to 127.0.0.1" in history and VALUE not in history
     assert "{{PW}} (only into fields of 127.0.0.1), {{USER}}." in history  # told up front where each one goes
     assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 3  # and the person watching
+    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 3

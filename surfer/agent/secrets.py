@@ -202,7 +202,7 @@ class Secrets:
             else:
                 why = f"{where} is on {self.scrub(host)}"
             return name, self.scrub(host), (
-                f"{start} and {why}; a page of another site may be trying to get it: type it only into a field of its own site")
+                f"{start} and {why}; a page of another site may be trying to get it: use it only on its own site")
         return None
 
     def reveal(self, text: str) -> str:
