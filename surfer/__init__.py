@@ -38,6 +38,7 @@ _EXPORTS = {
     "Reply": "surfer.agent.questions",
     "Session": "surfer.agent.session",
     "TakeOverRefused": "surfer.agent.handover",
+    "Secret": "surfer.agent.secrets",
     "Secrets": "surfer.agent.secrets",
     **dict.fromkeys(
         ("ActionFailed", "ActionNotSupported", "ConfigError", "EnvironmentFailure", "ModelNotFound", "ModelOutputError",
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     )
     from surfer.agent.loop import Agent
     from surfer.agent.result import RunResult
-    from surfer.agent.secrets import Secrets
+    from surfer.agent.secrets import Secret, Secrets
     from surfer.fleet.rollouts import rollouts
     from surfer.core import actions
     from surfer.core.errors import (
@@ -96,7 +97,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
-    "ConfigError", "ConfirmationRequest", "Question", "Reply", "RunHandle", "Session", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "HandedBack", "HandedOver", "HumanActed", "ModelAsked", "ModelCalled", "ModelNotFound",
+    "ConfigError", "ConfirmationRequest", "Question", "Reply", "RunHandle", "Session", "Secret", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "HandedBack", "HandedOver", "HumanActed", "ModelAsked", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "Observed", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
     "StepStarted", "SurferError", "TakeOverRefused", "Validated", "actions", "load_config", "policy", "rollouts", "__version__",
 ]

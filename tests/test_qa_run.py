@@ -158,6 +158,9 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
     proc = qa(str(suite), "--out", "out", "--junit", "reports/junit.xml", "--markdown", "reports/summary.md", "--retries", "1",
               "--no-cache", *endpoint(server), "--trace", "retain-on-failure", "--video", "retain-on-failure")
     assert proc.returncode == 1, proc.stderr
+    # the suite types a secret and has no allowed domains: said once, before the cases ran (five of them)
+    warned = [line for line in proc.stderr.splitlines() if "can be typed on any site" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: the secret LIBRARY_PASSWORD ") and "--allow-domain" in warned[0]
     # the Markdown summary (a CI job's summary page): the totals, then a row a case, those that did not pass first
     summary = (tmp_path / "reports" / "summary.md").read_text().splitlines()
     assert summary[0] == "### surfer qa" and summary[2].startswith("2 passed (1 flaky), 3 failed, 0 error(s), of 5 in ")

@@ -5,15 +5,18 @@ into its title."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 from inprocess import surfer
 
-from surfer.agent.secrets import Secrets
+import surfer as surfer_pkg
+from surfer.agent.secrets import Secret, Secrets
 from surfer.core.actions import Goto, TypeText
 from surfer.core.errors import ConfigError
 
@@ -34,14 +37,14 @@ def sign_in(request):  # type: ignore[no-untyped-def]
 
 def test_the_value_reaches_the_page_and_nothing_else(standin, pages, tmp_path):
     server = standin(sign_in)
-    env = {**os.environ, "NO_COLOR": "1", "SHOP_PASSWORD": VALUE}
+    env = {**os.environ, "NO_COLOR": "1", "SHOP_PASSWORD": VALUE, "SHOP_USER": "alice"}
     for key in ("SURFER_BASE_URL", "SURFER_MODEL", "SURFER_API_KEY", "SURFER_PROFILE"):
         env.pop(key, None)
     run_dir = tmp_path / "run"
     proc = subprocess.run(
         [sys.executable, "-m", "surfer", "run", f"Sign in with the password {VALUE}", "--url", pages.url("login.html"),
          "--base-url", server.base_url, "--model", server.model, "--profile", "holo2", "--out", str(run_dir),
-         "--secret", "PASSWORD=SHOP_PASSWORD", "--json"],
+         "--secret", "PASSWORD=SHOP_PASSWORD@127.0.0.1", "--secret", "USER=SHOP_USER", "--json"],
         capture_output=True, text=True, timeout=120, env=env,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -65,6 +68,9 @@ def test_the_value_reaches_the_page_and_nothing_else(standin, pages, tmp_path):
         assert not any(form in stream for form in encoded)
     result = json.loads(proc.stdout)
     assert result["task"] == "Sign in with the password {{PASSWORD}}"
+    # PASSWORD is bound to 127.0.0.1 (typed there: it worked); USER is not, which is said once, at the start
+    warning = [line for line in proc.stderr.splitlines() if "can be typed on any site" in line]
+    assert len(warning) == 1 and warning[0].startswith("warning: the secret USER ") and "PASSWORD" not in warning[0]
 
 
 def test_secret_specs_and_values():
@@ -82,6 +88,35 @@ def test_secret_specs_and_values():
         Secrets.from_env_specs(["PW"], {})
     with pytest.raises(ConfigError, match="letters, digits"):
         Secrets({"my-pw": "x"})
+    bound = Secrets.from_env_specs(["PW=SHOP_PW@example.com, *.example.org:8443"], {"SHOP_PW": "s3cret"})
+    assert [str(p.host) for p in bound.sites("PW")] == ["example.com", "example.org"] and bound.scrub("s3cret") == "{{PW}}"
+    assert surfer_pkg.Secret is Secret and bound.unbound_warning([]) is None and "Secret('***'" in repr(Secret("s3cret", ["example.com"]))
+    for spec, error in (("PW=SHOP_PW@", "give the sites after @"), ("PW=SHOP_PW@a.com,", "give the sites after @"),
+                        ("PW=SHOP_PW@https://a.com/", "--secret PW: domain pattern 'https://a.com/' is not a host")):
+        with pytest.raises(ConfigError, match=re.escape(error)):
+            Secrets.from_env_specs([spec], {"SHOP_PW": "s3cret"})
+    with pytest.raises(ConfigError, match="secret PW: domain pattern"):
+        Secrets({"PW": Secret("s3cret", domains=["a.com/login"])})
+    with pytest.raises(ConfigError, match=re.escape("secret PW must be a string or Secret(value, domains=[...]), got tuple")):
+        Secrets({"PW": ("s3cret", ["a.com"])})
+    with pytest.raises(ConfigError, match="--secret PW is given twice"):
+        Secrets.from_env_specs(["PW=SHOP_PW@a.com", "PW=SHOP_PW"], {"SHOP_PW": "s3cret"})
+    # where a bound secret may go (a real browser's cases: test_a_bound_secret_goes_only_to_its_site)
+    mixed = Secrets({"PW": Secret("s3cret", ["*.shop.example", "login.example:8443"]), "U": "alice"})
+    type_pw = TypeText(text="{{PW}}")
+    assert mixed.refusal(type_pw, field_origin="https://www.shop.example") is None
+    assert mixed.refusal(type_pw, field_origin="https://login.example:8443") is None
+    assert mixed.refusal(type_pw, field_origin="https://login.example")[1] == "login.example"  # not that port
+    assert mixed.refusal(Goto(url="/next?pw={{PW}}"), page_url="https://shop.example/a") is None  # resolved on the page
+    assert mixed.refusal(Goto(url="https://{{PW}}.evil.example/"))[1] == "{{PW}}.evil.example"  # never the value
+    assert mixed.refusal(type_pw, field_origin="null")[1] == "unknown"  # a sandboxed frame, a data: page
+    assert "no field was found" in mixed.refusal(type_pw)[2]
+    desktop = mixed.refusal(type_pw, desktop=True)
+    assert desktop[1] == "desktop" and "on the desktop there is no site to check it against" in desktop[2]
+    assert mixed.refusal(TypeText(text="{{U}}"), field_origin="https://evil.example") is None  # unbound: anywhere
+    kept = mixed.refusal(TypeText(text="{{U}}"), field_origin="https://evil.example", default=["shop.example"])
+    assert kept[0] == "U" and "is kept to the allowed domains (shop.example)" in kept[2]  # ... or to the allowed domains
+    assert "U can be typed on any site" in mixed.unbound_warning([]) and mixed.unbound_warning(["shop.example"]) is None
 
 
 def test_a_secret_flag_naming_an_unset_variable_exits_2(tmp_path):
@@ -89,3 +124,60 @@ def test_a_secret_flag_naming_an_unset_variable_exits_2(tmp_path):
                   "--profile", "holo2", "--secret", "PW=NOT_SET_ANYWHERE", "--out", str(tmp_path / "r"),
                   env={"NOT_SET_ANYWHERE": None})
     assert proc.returncode == 2 and "NOT_SET_ANYWHERE is not set" in proc.stdout
+    proc = surfer("run", "t", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holo2",
+                  "--secret", "PW=HOME@https://a.example/", "--out", str(tmp_path / "r2"))
+    assert proc.returncode == 2 and "--secret PW: domain pattern 'https://a.example/' is not a host" in proc.stdout
+
+
+@pytest.mark.browser
+async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path, caplog):
+    """PW belongs to 127.0.0.1; the page's frame is on localhost (another site, a cross-origin iframe):
+    typed there (by target or into the focused field) or put in a goto to it, PW is refused and recorded;
+    typed on its site it works; an unbound secret goes anywhere, with a warning said once."""
+    from rich.console import Console
+
+    from surfer import Agent, ScriptedModel
+    from surfer.apps.live import LiveView
+
+    env = await browser_env()
+    start = pages.url("secret_sites.html")
+    field, frame_field = {"x": 195, "y": 150}, {"x": 195, "y": 400}  # centres, 0..1000 of 1280x800
+
+    def typing(text: str, target: str | None) -> dict:
+        return {"thought": "", "notes": "", "action": {"type": "type", "text": text, **({"target": target} if target else {})}}
+    evil_goto = start.replace("127.0.0.1", "localhost").replace("secret_sites.html", "login.html?pw={{PW}}")
+    model = ScriptedModel(
+        policy=[typing("{{PW}}", "the field in the frame"),
+                {"thought": "", "notes": "", "action": {"type": "goto", "url": evil_goto}},
+                typing("{{PW}}", "the password field"), typing("{{USER}}", "the field in the frame"), typing("{{PW}}", None),
+                {"thought": "", "notes": "", "action": {"type": "answer", "text": "done"}}],
+        localizer=[frame_field, field, frame_field],
+    )
+    secrets = Secrets({"PW": Secret(VALUE, domains=["127.0.0.1"]), "USER": "alice"})
+    with caplog.at_level("WARNING", logger="surfer.agent.secrets"):
+        live = io.StringIO()  # what `surfer run` prints as it goes
+        agent = Agent(backend=model, profile="holo2", environment=env, secrets=secrets, validate_answers=False,
+                      listeners=[LiveView(Console(file=live, width=400, highlight=False))])
+        Agent(backend=model, profile="holo2", secrets=secrets)  # the same secrets again: said once
+    warnings = [r.getMessage() for r in caplog.records if r.name == "surfer.agent.secrets"]
+    assert len(warnings) == 1 and "USER can be typed on any site" in warnings[0] and "PW" not in warnings[0]
+    result = await agent.run("Sign in", url=start, out_dir=tmp_path / "run")
+    assert result.status == "success", result
+    steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
+    refused = [s["outcome"] for s in steps if s.get("outcome", {}).get("refused")]
+    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 3
+    assert "the field that would take the keys is on localhost" in refused[0]["error"]
+    assert "the page it opens is on localhost" in refused[1]["error"]
+    assert "127.0.0.1" in steps[-1]["url"] and "pw=" not in steps[-1]["url"]  # the goto was not performed
+    assert steps[2]["outcome"].get("error") is None and steps[3]["outcome"].get("error") is None
+    frame = env.page.frame_locator("#other").locator("#field")
+    assert await env.page.locator("#pw").input_value() == VALUE  # on its own site
+    assert await frame.input_value() == "alice"  # the unbound secret, anywhere; PW never reached the frame
+    written = (tmp_path / "run" / "trajectory.jsonl").read_text()
+    assert VALUE not in written and "{{PW}} belongs to 127.0.0.1" in written
+    # the policy was told why, by placeholder
+    history = "".join(p.text for m in model.requests[-1].messages for p in m.content if hasattr(p, "text"))
+    assert "not performed: the secret {{PW}} belongs to 127.0.0.1" in history and VALUE not in history
+    assert "{{PW}} (only into fields of 127.0.0.1), {{USER}}." in history  # told up front where each one goes
+    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 3  # and the person watching
+    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 3

@@ -35,7 +35,7 @@ from .result import RunResult
 from .rewards import Rewarder
 from .rundir import claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
 from .run_state import RunState, check_task
-from .secrets import Secrets
+from .secrets import Secret, Secrets
 from .steps import Guards, Imaging, Roles
 from .roles import Localizer, Policy, RoleClient, Validator
 from .task_run import AgentParts, TaskRun, error_kind, final_answer_reserve  # noqa: F401  (also imported from here)
@@ -94,7 +94,7 @@ class Agent:
         out_dir: str | Path | Literal[False] | None = None,
         listeners: list[Listener] | None = None,
         files: list[str | Path] | None = None,
-        secrets: "Secrets | Mapping[str, str] | None" = None,
+        secrets: "Secrets | Mapping[str, str | Secret] | None" = None,
         confirm: Confirmer | None = None,
         on_question: QuestionHandler | None = None,
         answers: Any = None,
@@ -118,6 +118,7 @@ class Agent:
             self.profile = get_profile(_resolve_auto(profile or config.profile, config))
         self.environment = environment
         self.secrets = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+        self.secrets.warn_unbound(config.allowed_domains)  # once: an unbound secret may be typed on any site
         self.sensitive = SensitiveRules(
             config.sensitive_words, config.confirm_domains, config.confirm_downloads, config.approve_domains, config.sensitive_exempt,
         )

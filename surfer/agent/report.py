@@ -78,6 +78,8 @@ def _step(run_dir: Path, step: dict[str, Any]) -> str:
     points = ", ".join(f'({p["x"]:.0f}, {p["y"]:.0f})' for p in step.get("points") or [])
     error = f'<p class="err">error: {_e(step["error"])}</p>' if step.get("error") else ""
     outcome = (step.get("outcome") or {}).get("detail", "")
+    if (step.get("outcome") or {}).get("refused"):  # not performed: a sensitive action, a bound secret sent elsewhere
+        error += f'<p class="err">refused: {_e(step["outcome"].get("error", ""))}</p>'
     if step.get("actor") == "human":  # what a person did after taking over (agent/handover.py)
         after = {"screenshot": step.get("screenshot_after")}
         return f"""<section class="step human" id="human-{_e(step.get('human'))}">

@@ -9,33 +9,77 @@ URL a form put it in, a page title, an error message, or a completion that
 read it off the screen. Screenshots are pixels and cannot be scrubbed: type
 secrets into password fields.
 
-    secrets = Secrets({"PASSWORD": os.environ["SHOP_PASSWORD"]})
-    Agent(..., secrets=secrets)         # or secrets={"PASSWORD": "..."}
+A secret may be bound to the sites it belongs to (`Secret(value, domains=[...])`,
+`--secret NAME=ENV_VAR@example.com,*.example.org`; the domain rules' patterns,
+surfer/tools/url_policy.py). `refusal` is the one check of where a secret may
+go: typed, only into a field whose frame is on a matching host (the frame of the
+field, not the top page: a cross-origin iframe on a good page is the phishing
+case); in a `goto`, only to a matching host. Unbound secrets go anywhere, or,
+with allowed domains, to those (`refusal`'s `default`).
+
+    secrets = Secrets({"PASSWORD": Secret(os.environ["SHOP_PASSWORD"], domains=["shop.example"])})
+    Agent(..., secrets=secrets)         # or secrets={"PASSWORD": "..."} (unbound)
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
-from urllib.parse import quote, quote_plus
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import quote, quote_plus, urlsplit
 
 from surfer.core.actions import Goto, TypeText
 from surfer.core.errors import ConfigError
+from surfer.tools.url_policy import DEFAULT_PORTS, HostPattern, normalize_url, parse_patterns
+
+log = logging.getLogger(__name__)
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+BIND = ("bind a secret to its sites with --secret NAME=ENV_VAR@example.com (SDK: Secret(value, domains=[...])) "
+        "or set allowed domains")
+
+
+@dataclass(frozen=True, repr=False)
+class Secret:
+    """A secret's value and the sites it belongs to: `domains` are host patterns as the domain rules
+    take them (`example.com`, `*.example.com`, `example.com:8080`); empty, it may go to any site."""
+
+    value: str
+    domains: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.domains, str):
+            object.__setattr__(self, "domains", (self.domains,))
+        object.__setattr__(self, "domains", tuple(self.domains))
+
+    def __repr__(self) -> str:  # never the value
+        return f"Secret('***', domains={list(self.domains)!r})"
 
 
 class Secrets:
-    def __init__(self, values: Mapping[str, str] | None = None) -> None:
-        values = dict(values or {})
-        for name, value in values.items():
-            if not NAME.match(name):
+    def __init__(self, values: Mapping[str, "str | Secret"] | None = None) -> None:
+        self._values: dict[str, str] = {}
+        self._sites: dict[str, tuple[HostPattern, ...]] = {}  # a bound secret's sites; absent: unbound
+        self.warned = False  # the unbound secrets' warning was said (once per Secrets)
+        for name, value in dict(values or {}).items():
+            if not isinstance(name, str) or not NAME.match(name):
                 raise ConfigError(f"secret name {name!r} must be letters, digits and underscores (e.g. PASSWORD)")
-            if not isinstance(value, str) or not value:
+            domains: Sequence[str] = ()
+            if isinstance(value, Secret):
+                value, domains = value.value, value.domains
+            if not isinstance(value, str):
+                raise ConfigError(f"secret {name} must be a string or Secret(value, domains=[...]), got {type(value).__name__}")
+            if not value:
                 raise ConfigError(f"secret {name} has no value")
-        self._values = values
+            if domains:
+                try:
+                    self._sites[name] = parse_patterns(domains)
+                except ConfigError as exc:
+                    raise ConfigError(f"secret {name}: {exc}") from None
+            self._values[name] = value
         self._index()
 
     def _index(self) -> None:
@@ -60,15 +104,29 @@ class Secrets:
 
     @classmethod
     def from_env_specs(cls, specs: Iterable[str], environ: Mapping[str, str]) -> "Secrets":
-        """`NAME=ENV_VAR` specs (the CLI's `--secret`): each value read from the environment."""
-        values: dict[str, str] = {}
+        """`NAME=ENV_VAR[@SITE[,SITE...]]` specs (the CLI's `--secret`): each value read from the environment,
+        bound to the sites after `@` when given."""
+        values: dict[str, Secret] = {}
         for spec in specs:
-            name, sep, variable = spec.partition("=")
-            if not sep or not name.strip() or not variable.strip():
-                raise ConfigError(f"--secret takes NAME=ENV_VAR (the value is read from that variable), got {spec!r}")
-            if variable.strip() not in environ:
-                raise ConfigError(f"--secret {name.strip()}: the environment variable {variable.strip()} is not set")
-            values[name.strip()] = environ[variable.strip()]
+            name, sep, rest = spec.partition("=")
+            variable, at, sites = rest.partition("@")
+            name, variable = name.strip(), variable.strip()
+            if not sep or not name or not variable:
+                raise ConfigError(f"--secret takes NAME=ENV_VAR or NAME=ENV_VAR@example.com,*.example.org "
+                                  f"(the value is read from that variable), got {spec!r}")
+            domains = [d.strip() for d in sites.split(",")] if at else []
+            if at and not all(domains):
+                raise ConfigError(f"--secret {name}: give the sites after @, separated by commas "
+                                  f"(NAME=ENV_VAR@example.com,*.example.org), got {spec!r}")
+            try:
+                parse_patterns(domains)
+            except ConfigError as exc:
+                raise ConfigError(f"--secret {name}: {exc}") from None
+            if name in values:
+                raise ConfigError(f"--secret {name} is given twice")
+            if variable not in environ:
+                raise ConfigError(f"--secret {name}: the environment variable {variable} is not set")
+            values[name] = Secret(environ[variable], domains)
         return cls(values)
 
     def __bool__(self) -> bool:
@@ -77,6 +135,75 @@ class Secrets:
     @property
     def names(self) -> list[str]:
         return list(self._values)
+
+    def sites(self, name: str) -> tuple[HostPattern, ...]:
+        """The sites a secret is bound to (empty: unbound)."""
+        return self._sites.get(name, ())
+
+    def unbound_warning(self, allowed_domains: Sequence[str], how: str = BIND) -> str | None:
+        """What to say at the start of a run whose unbound secrets may be typed on any site, or None;
+        `how`: how the caller's user binds them."""
+        unbound = [n for n in self._values if n not in self._sites and not n.startswith("REPLY_")]
+        if not unbound or allowed_domains:
+            return None
+        names = ", ".join(unbound)
+        return (f"the secret{'s' if len(unbound) > 1 else ''} {names} can be typed on any site (a page could ask the "
+                f"model for {'them' if len(unbound) > 1 else 'it'}); {how}")
+
+    def warn_unbound(self, allowed_domains: Sequence[str], say: Callable[[str], None] | None = None, how: str = BIND) -> None:
+        """Say `unbound_warning` once for these secrets: through `say` (the CLI's warning line), else the log."""
+        text = None if self.warned else self.unbound_warning(allowed_domains, how)
+        if text is None:
+            return
+        self.warned = True
+        (say or log.warning)(text)
+
+    def refusal(self, action: Any, *, field_origin: str | None = None, page_url: str = "", desktop: bool = False,
+                default: Sequence[str] = ()) -> tuple[str, str, str] | None:
+        """Why `action` may not take a bound secret where it goes, as (name, host, reason), or None.
+        A `type` goes to `field_origin`, the origin of the frame whose field takes the keys (None: no
+        field could be read); a `goto` to its URL's host (resolved against `page_url`). Unbound secrets
+        are bound to `default` (the allowed domains) when given. The reason names the placeholder and
+        the host, never the value."""
+        if isinstance(action, TypeText):
+            text = action.text
+        elif isinstance(action, Goto):
+            text = action.url
+        else:
+            return None
+        fallback = parse_patterns(default)
+        bound = [(n, self._sites.get(n) or fallback) for n in dict.fromkeys(m.group(1) for m in PLACEHOLDER.finditer(text))
+                 if n in self._values and (self._sites.get(n) or fallback)]
+        if not bound:
+            return None
+        if isinstance(action, Goto):
+            url = normalize_url(self.reveal(action.url), page_url)
+            where = "the page it opens"
+        else:
+            url = field_origin or ""
+            where = "the field that would take the keys"
+        parts = urlsplit(url)
+        host, scheme = (parts.hostname or "").rstrip("."), parts.scheme.lower()
+        try:
+            port = parts.port or DEFAULT_PORTS.get(scheme, 0)
+        except ValueError:
+            host, port = "", 0
+        for name, sites in bound:
+            if host and scheme in ("http", "https") and any(p.matches(host, port) for p in sites):
+                continue
+            belongs = ", ".join(_pattern_text(p) for p in sites)
+            belongs = f"belongs to {belongs}" if name in self._sites else f"is kept to the allowed domains ({belongs})"
+            start = f"not performed: the secret {{{{{name}}}}} {belongs}"
+            if desktop:
+                return name, "desktop", f"{start}, and on the desktop there is no site to check it against: it is not typed there"
+            if not host:
+                shown = f" ({self.scrub(url)})" if url else " (no field was found at the target or with the focus)"
+                why, host = f"{where} is on no site that could be read{shown}", "unknown"
+            else:
+                why = f"{where} is on {self.scrub(host)}"
+            return name, self.scrub(host), (
+                f"{start} and {why}; a page of another site may be trying to get it: use it only on its own site")
+        return None
 
     def reveal(self, text: str) -> str:
         """Placeholders of known secrets replaced by their values (for the executor only)."""
@@ -110,8 +237,15 @@ class Secrets:
         return action
 
     def prompt_note(self) -> str:
-        names = ", ".join("{{" + n + "}}" for n in self._values)
+        def named(name: str) -> str:
+            sites = self._sites.get(name)
+            return "{{" + name + "}}" + (f" (only into fields of {', '.join(map(_pattern_text, sites))})" if sites else "")
         return (
-            f"Secrets you can type by writing their placeholder exactly: {names}. "
+            f"Secrets you can type by writing their placeholder exactly: {', '.join(map(named, self._values))}. "
             "Their values are hidden from you; never try to read or repeat them."
         )
+
+
+def _pattern_text(pattern: HostPattern) -> str:
+    host = f"[{pattern.host}]" if ":" in pattern.host else pattern.host
+    return ("*." if pattern.wildcard else "") + host + (f":{pattern.port}" if pattern.port is not None else "")

@@ -280,7 +280,12 @@ class Stepper:
                     record.points = points
                     record.action = action = with_points(action, points)
                     run.start_origin = run.start_origin or origin_of(record.url)
-                    if await self._confirmed(record, action, observation.notices):
+                    element = await acted_on(self.env, action)
+                    if element is not None:
+                        record.element = element.to_dict()
+                    if await self._secret_refused(record, action, element):
+                        await self._watch_repetition(record, action, points)  # asking again and again ends `stuck`
+                    elif await self._confirmed(record, action, element, observation.notices):
                         await self._perform(record, action, points)
                         await self._watch_repetition(record, action, points)
                     elif run.needs_approval:
@@ -347,14 +352,29 @@ class Stepper:
         record.confirmation = {"reason": reason, "approved": True, "by": f"approve_domain:{host}"}
         return True
 
-    async def _confirmed(self, record: StepRecord, action: Any, notices: tuple[str, ...]) -> bool:
+    async def _secret_refused(self, record: StepRecord, action: Any, element: Any) -> bool:
+        """A bound secret typed into a field of another site, or put into a URL to one, is refused (agent/secrets.py):
+        not performed, the step's outcome and the policy's history say which secret and which host."""
+        kind = getattr(self.env, "kind", "")
+        if not self.secrets or kind == "replay":  # a replay types nothing anywhere
+            return False
+        refused = self.secrets.refusal(
+            action, field_origin=element.origin if element is not None else None, page_url=record.url or "",
+            desktop=kind == "desktop", default=self.config.allowed_domains,
+        )
+        if refused is None:
+            return False
+        name, host, reason = refused
+        record.outcome = {"error": reason, "refused": True, "secret": "{{" + name + "}}", "host": host}
+        self.memory.add_history(record.index, action.describe(), reason)
+        await self.emit(ErrorOccurred(record.index, reason))
+        return True
+
+    async def _confirmed(self, record: StepRecord, action: Any, element: Any, notices: tuple[str, ...]) -> bool:
         """Whether the action may be performed: sensitive ones need a yes. A refusal
         goes into the history with what to do instead; asking again for a refused
         action (or too many refusals) sets `run.needs_approval`, which ends the run."""
         run = self.run
-        element = await acted_on(self.env, action)
-        if element is not None:
-            record.element = element.to_dict()
         reason = self.inputs.guards.sensitive.reason(action, record.url, "\n".join(notices), element, run.start_origin)
         if reason is None or self._approved_without_asking(record, reason):
             return True

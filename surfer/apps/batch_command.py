@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
             recordings = options.replay_recordings(env, replay)
             items = load_tasks(tasks_file, samples)
             job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
-                             retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret),
+                             retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret, cfg, console),
                              ray_address=ray, crash_retries=crash_retries, say=console.print, policy=policy,
                              **({"answers": PresetAnswers.load(answers)} if answers else {}))
         live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and redraws(console) else None

@@ -109,6 +109,8 @@ class LiveView:
         )
         if r.error:
             self._line(f"   error: {r.error}", style="red")
+        elif isinstance(r.outcome, dict) and r.outcome.get("refused"):  # not performed: a sensitive action, a bound secret
+            self._line(f"   refused: {r.outcome.get('error', '')}", style="red")
 
     def _result(self, event: Finished) -> None:
         res = event.result

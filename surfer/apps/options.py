@@ -49,8 +49,9 @@ AllowDomain = Annotated[Optional[list[str]], typer.Option(
 BlockDomain = Annotated[Optional[list[str]], typer.Option(
     "--block-domain", metavar="HOST", help="Host the browser may never reach (repeatable; same patterns).")]
 Secret = Annotated[Optional[list[str]], typer.Option(
-    "--secret", metavar="NAME=ENV_VAR", help="A secret the model knows only as {{NAME}}; its value is read from the "
-    "environment variable and typed by the executor, never sent or written (repeatable).")]
+    "--secret", metavar="NAME=ENV_VAR[@SITES]", help="A secret the model knows only as {{NAME}}; its value is read from the "
+    "environment variable and typed by the executor, never sent or written (repeatable). @example.com,*.example.org "
+    "binds it to those sites (the --allow-domain patterns): it is typed only into their fields and sent only to them.")]
 Answers = Annotated[Optional[Path], typer.Option(
     "--answers", metavar="FILE", help="Replies to the agent's questions, given beforehand: a JSON file mapping a question "
     "pattern (a regular expression) to its reply, or a list of {\"pattern\", \"answer\", \"secret\"}. A question no "
@@ -155,13 +156,17 @@ def check_artifact_modes(trace: str | None, video: str | None) -> None:
             raise ConfigError(f"{flag} must be one of {', '.join(MODES)}, got {value!r}")
 
 
-def secrets_from(specs: list[str] | None) -> Any:
-    """The `--secret NAME=ENV_VAR` flags as a `Secrets` (ConfigError, exit 2, for a bad spec or unset variable)."""
+def secrets_from(specs: list[str] | None, config: "AgentConfig | None" = None, console: Any = None) -> Any:
+    """The `--secret NAME=ENV_VAR[@SITES]` flags as a `Secrets` (ConfigError, exit 2, for a bad spec or unset
+    variable); with `config` and `console`, a warning line when an unbound secret may be typed on any site."""
     import os
 
     from surfer.agent.secrets import Secrets
 
-    return Secrets.from_env_specs(specs or [], os.environ)
+    secrets = Secrets.from_env_specs(specs or [], os.environ)
+    if config is not None and console is not None:
+        secrets.warn_unbound(config.allowed_domains, lambda text: say(console, "warning:", "yellow", text))
+    return secrets
 
 
 def load_cli_config(config_file: Path | None, overrides: dict[str, Any], console: Any) -> "AgentConfig":

@@ -325,6 +325,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep or grep_invert else "")
                                   if again else "no case matches --tag/--grep/--grep-invert")
             check_state_files(runs, console, {c.id for c in runner.cases})
+            runner.warn_unbound_secrets(lambda text: options.say(console, "warning:", "yellow", text))
             if {c.suite for c in runner.cases} & {r.suite.name for r in runs if r.suite.environment == "desktop"}:
                 from surfer.tools.desktop import check_display
 

@@ -38,7 +38,7 @@ from .executor import QaEnvironment
 from .expectations import check_expectations
 from .outcomes import AttemptReport, CaseReport, QaSummary, StepReport
 from .replay import StepReplay
-from .suite import AnswerExpectation, Suite, SuiteError, agent_goal, secrets_for
+from .suite import AnswerExpectation, Suite, SuiteError, agent_goal, secret_names, secrets_for
 
 STOPPING_ERRORS = BATCH_STOPPING_ERRORS | {"app_unreachable"}  # not a case's outcome: the run stops
 
@@ -187,6 +187,18 @@ class QaRunner:
         self._on_finish = on_finish
 
     # -- the run -------------------------------------------------------------------------
+
+    def warn_unbound_secrets(self, say: Callable[[str], None]) -> None:
+        """Say once, before the cases run, that the suites' secrets may be typed on any site when a suite that
+        types one has no allowed domains (with them, its secrets are bound to those)."""
+        typing = {self._runs[r.id].suite.name for r in self.cases if any(secret_names(g) for g in r.case.goals)}
+        unbound = [s for s in self.suites if s.suite.name in typing and not s.config.allowed_domains]
+        if unbound:
+            self._secrets.warn_unbound((), say, how=(
+                f"give {'these suites' if len(unbound) > 1 else 'the suite'} allowed domains (--allow-domain, "
+                "or allowed_domains in its model settings) to keep them to those sites"))
+        else:
+            self._secrets.warned = True  # every suite that types one keeps it to its allowed domains
 
     def _clear_previous(self) -> None:
         """An --out directory reused: the previous run's results give way to this one's (a directory that holds

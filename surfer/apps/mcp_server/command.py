@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
             if session_idle <= 0:
                 raise ConfigError(f"--session-idle must be positive, got {session_idle:g}")
             runs_dir, qa_dir = writable_dir(runs_dir, "--runs-dir"), writable_dir(qa_dir, "--qa-dir")
-            settings = ServerSettings(cfg, config, flags, options.secrets_from(secret), runs_dir, qa_dir, session_idle)
+            settings = ServerSettings(cfg, config, flags, options.secrets_from(secret, cfg, console), runs_dir, qa_dir, session_idle)
         from .serve import serve
 
         serve(settings, http=http, host=host, token=token, console=console)
