@@ -110,6 +110,11 @@ def test_secret_specs_and_values():
     assert mixed.refusal(Goto(url="/next?pw={{PW}}"), page_url="https://shop.example/a") is None  # resolved on the page
     assert mixed.refusal(Goto(url="https://{{PW}}.evil.example/"))[1] == "{{PW}}.evil.example"  # never the value
     assert mixed.refusal(type_pw, field_origin="null")[1] == "unknown"  # a sandboxed frame, a data: page
+    # a field on its site whose form sends elsewhere: refused by where the form sends it (javascript: actions pass)
+    sent = mixed.refusal(type_pw, field_origin="https://www.shop.example", form_origin="https://collect.evil.example")
+    assert sent[1] == "collect.evil.example" and "the form of the field sends it to a page that is on" in sent[2]
+    assert mixed.refusal(type_pw, field_origin="https://www.shop.example", form_origin="https://www.shop.example") is None
+    assert mixed.refusal(type_pw, field_origin="https://www.shop.example", form_origin="null") is None
     assert "no field was found" in mixed.refusal(type_pw)[2]
     desktop = mixed.refusal(type_pw, desktop=True)
     assert desktop[1] == "desktop" and "on the desktop there is no site to check it against" in desktop[2]
@@ -141,7 +146,7 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
 
     env = await browser_env()
     start = pages.url("secret_sites.html")
-    field, frame_field = {"x": 195, "y": 150}, {"x": 195, "y": 400}  # centres, 0..1000 of 1280x800
+    field, frame_field, sent_field = {"x": 195, "y": 150}, {"x": 195, "y": 400}, {"x": 195, "y": 625}  # centres, 0..1000
 
     def typing(text: str, target: str | None) -> dict:
         return {"thought": "", "notes": "", "action": {"type": "type", "text": text, **({"target": target} if target else {})}}
@@ -150,8 +155,9 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
         policy=[typing("{{PW}}", "the field in the frame"),
                 {"thought": "", "notes": "", "action": {"type": "goto", "url": evil_goto}},
                 typing("{{PW}}", "the password field"), typing("{{USER}}", "the field in the frame"), typing("{{PW}}", None),
+                typing("{{PW}}", "the field of the form that sends elsewhere"),
                 {"thought": "", "notes": "", "action": {"type": "answer", "text": "done"}}],
-        localizer=[frame_field, field, frame_field],
+        localizer=[frame_field, field, frame_field, sent_field],
     )
     secrets = Secrets({"PW": Secret(VALUE, domains=["127.0.0.1"]), "USER": "alice"})
     with caplog.at_level("WARNING", logger="surfer.agent.secrets"):
@@ -165,19 +171,21 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     assert result.status == "success", result
     steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
     refused = [s["outcome"] for s in steps if s.get("outcome", {}).get("refused")]
-    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 3
+    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 4
     assert "the field that would take the keys is on localhost" in refused[0]["error"]
     assert "the page it opens is on localhost" in refused[1]["error"]
+    assert "the form of the field sends it to a page that is on localhost" in refused[3]["error"]
     assert "127.0.0.1" in steps[-1]["url"] and "pw=" not in steps[-1]["url"]  # the goto was not performed
     assert steps[2]["outcome"].get("error") is None and steps[3]["outcome"].get("error") is None
     frame = env.page.frame_locator("#other").locator("#field")
     assert await env.page.locator("#pw").input_value() == VALUE  # on its own site
     assert await frame.input_value() == "alice"  # the unbound secret, anywhere; PW never reached the frame
+    assert await env.page.locator("#sent").input_value() == ""  # nor the field whose form sends it elsewhere
     written = (tmp_path / "run" / "trajectory.jsonl").read_text()
     assert VALUE not in written and "{{PW}} belongs to 127.0.0.1" in written
     # the policy was told why, by placeholder
     history = "".join(p.text for m in model.requests[-1].messages for p in m.content if hasattr(p, "text"))
     assert "not performed: the secret {{PW}} belongs to 127.0.0.1" in history and VALUE not in history
     assert "{{PW}} (only into fields of 127.0.0.1), {{USER}}." in history  # told up front where each one goes
-    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 3  # and the person watching
-    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 3
+    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 4  # and the person watching
+    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 4

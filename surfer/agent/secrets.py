@@ -158,13 +158,14 @@ class Secrets:
         self.warned = True
         (say or log.warning)(text)
 
-    def refusal(self, action: Any, *, field_origin: str | None = None, page_url: str = "", desktop: bool = False,
-                default: Sequence[str] = ()) -> tuple[str, str, str] | None:
+    def refusal(self, action: Any, *, field_origin: str | None = None, form_origin: str | None = None,
+                page_url: str = "", desktop: bool = False, default: Sequence[str] = ()) -> tuple[str, str, str] | None:
         """Why `action` may not take a bound secret where it goes, as (name, host, reason), or None.
         A `type` goes to `field_origin`, the origin of the frame whose field takes the keys (None: no
-        field could be read); a `goto` to its URL's host (resolved against `page_url`). Unbound secrets
-        are bound to `default` (the allowed domains) when given. The reason names the placeholder and
-        the host, never the value."""
+        field could be read), and to `form_origin`, where the field's form sends it (None or empty: no
+        form); a `goto` to its URL's host (resolved against `page_url`). Unbound secrets are bound to
+        `default` (the allowed domains) when given. The reason names the placeholder and the host, never
+        the value."""
         if isinstance(action, TypeText):
             text = action.text
         elif isinstance(action, Goto):
@@ -177,11 +178,18 @@ class Secrets:
         if not bound:
             return None
         if isinstance(action, Goto):
-            url = normalize_url(self.reveal(action.url), page_url)
-            where = "the page it opens"
+            targets = [(normalize_url(self.reveal(action.url), page_url), "the page it opens")]
         else:
-            url = field_origin or ""
-            where = "the field that would take the keys"
+            targets = [(field_origin or "", "the field that would take the keys")]
+            if form_origin and urlsplit(form_origin).scheme in ("http", "https"):  # (not javascript: or a null origin)
+                targets.append((form_origin, "the form of the field sends it to a page that"))
+        for url, where in targets:
+            refused = self._refused_at(url, where, bound, desktop)
+            if refused is not None:
+                return refused
+        return None
+
+    def _refused_at(self, url: str, where: str, bound: list[tuple[str, Any]], desktop: bool) -> tuple[str, str, str] | None:
         parts = urlsplit(url)
         host, scheme = (parts.hostname or "").rstrip("."), parts.scheme.lower()
         try:
