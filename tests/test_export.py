@@ -62,6 +62,8 @@ def test_step_records_group_samples_and_reference_screenshots(batch_dir: Path):
     assert any(r["retries"] == 0 for r in records)
     # every row says which policy answered, and where its run is wherever the rows are read
     assert {(r["policy"], r["policy_version"]) for r in records} == {("standin-model", "it-3")}
+    results = [json.loads(line) for line in (batch_dir / "results.jsonl").read_text().splitlines()]
+    assert {line["policy"] for line in results} == {"standin-model@it-3"}  # --policy-version alone: the model served
     assert all(Path(r["run_dir"]).is_absolute() and Path(r["run_dir"], "result.json").is_file() for r in records)
 
 

@@ -171,8 +171,10 @@ class BatchPolicy:
     watched while the batch runs. Each finished task's results line names the policy it used."""
 
     def __init__(self, policy: str | PolicyRef | PolicySwitch | None, endpoints: Sequence[Endpoint], out_dir: Path,
-                 say: Callable[[str], None] | None = None) -> None:
+                 say: Callable[[str], None] | None = None, unnamed: tuple[str, str | None] = ("", None)) -> None:
+        """`unnamed`: (the model served, its version) the line names when no policy is (--policy-version alone)."""
         self.switch = policy if isinstance(policy, PolicySwitch) else PolicySwitch(policy)
+        self.unnamed = unnamed
         self.switch.endpoints = list(endpoints)  # none: a backend object given, no server to ask
         self.out_dir = out_dir
         self.say = say or (lambda text: None)
@@ -205,9 +207,12 @@ class BatchPolicy:
         await self.switch.end(ref)
 
     def line(self, task_id: str) -> dict[str, Any]:
-        """The results line's `policy` (nothing without one)."""
+        """The results line's `policy`: the session's, else the model served and its version (nothing without one)."""
         ref = self.used.pop(task_id, None)
-        return {"policy": str(ref)} if ref is not None else {}
+        if ref is not None:
+            return {"policy": str(ref)}
+        model, version = self.unnamed
+        return {"policy": f"{model}@{version}"} if model and version else {}
 
     # -- requests from outside ----------------------------------------------------------------
 

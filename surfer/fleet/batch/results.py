@@ -75,7 +75,8 @@ class ResultLine(BaseModel):
                                               "(vLLM --data-parallel-size, SGLang --dp-size): the rank the session was "
                                               "kept on.")
     policy: Optional[str] = Field(default=None, description="The policy (`NAME@VERSION`: an adapter and its version) "
-                                  "the session's calls went to, with --policy (docs: Adapters).")
+                                  "the session's calls went to, with --policy (docs: Adapters); with --policy-version alone, "
+                                  "the model served and that version.")
     superseded: Optional[bool] = Field(default=None, description="attempts.jsonl: a line moved out of an older "
                                        "results.jsonl that a later line replaced.")
 

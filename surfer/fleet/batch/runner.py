@@ -145,7 +145,7 @@ class Batch:
         from surfer.fleet.policy import BatchPolicy
 
         self.policy = BatchPolicy(policy, [s.endpoint for s in config.server_specs()] if backend is None else [],
-                                  self.out_dir, self.say)
+                                  self.out_dir, self.say, (config.endpoint("policy").model, config.policy_version))
         named = self.policy.current
         if named is not None and named.version is not None and config.policy_version not in (None, named.version):
             from surfer.core.errors import ConfigError
