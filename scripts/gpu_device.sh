@@ -243,7 +243,8 @@ servers)
 servers-run)
   # one start of GPUS replicas (one per GPU): the first replica alone at SESSIONS (the one-GPU baseline, same start),
   # then all of them at GPUS x SESSIONS with surfer's per-session placement and with round robin per request;
-  # DATA_PARALLEL_TOO=1: then the engine's own data parallelism behind one endpoint (a second start)
+  # DATA_PARALLEL_TOO=1: then the engine's own data parallelism behind one endpoint (a second start), with
+  # DP_PLACEMENTS (default: session, then round-robin-per-request)
   shape=${SHAPE:-holotron} gpus=${GPUS:-2} sessions=${SESSIONS:-64} window=${WINDOW:-300}
   args="--variants ${VARIANT:-layout=window,continuation=on} --no-bare --min-steps ${MIN_STEPS:-3} $PLAN_ARGS"
   if bash "$here/scripts/gpu_device.sh" replicas "$shape" "$gpus"; then
@@ -258,8 +259,17 @@ servers-run)
   fi
   bash "$here/scripts/gpu_device.sh" stop-replicas "$shape"
   if [ -n "$DATA_PARALLEL_TOO" ]; then
-    DATA_PARALLEL=1 bash "$here/scripts/gpu_device.sh" replicas "$shape" "$gpus" && OUT=/tmp/out BENCH_ARGS="$args" \
-      bash "$here/scripts/gpu_device.sh" bench "$shape" "$window" "$(( gpus * sessions ))" 8000 data-parallel
+    # the second start writes the same log: the first one's kept apart (collect takes both, less request lines)
+    mv /tmp/$ENGINE-$shape-replicas.log /tmp/$ENGINE-$shape-replicas-first.log 2> /dev/null
+    rm -f /tmp/out/$ENGINE-$shape-replicas.log
+    # each session kept on one rank (surfer's rank per request), then no rank (the engine spreads the requests)
+    if DATA_PARALLEL=1 bash "$here/scripts/gpu_device.sh" replicas "$shape" "$gpus"; then
+      for placement in ${DP_PLACEMENTS:-session round-robin-per-request}; do
+        (sleep 60; nvidia-smi > /tmp/out/nvidia-smi-data-parallel-$placement.txt) &
+        OUT=/tmp/out BENCH_ARGS="$args --placement $placement" bash "$here/scripts/gpu_device.sh" bench "$shape" \
+          "$window" "$(( gpus * sessions ))" 8000 "data-parallel-$placement"
+      done
+    fi
     bash "$here/scripts/gpu_device.sh" stop-replicas "$shape"
   fi
   touch /tmp/out/levers.done
