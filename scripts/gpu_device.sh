@@ -118,8 +118,8 @@ stop)
   # an engine's workers that outlived it (SGLang's tokenizer workers answered /v1/models after its stop)
   pkill -9 -f "sglang::|sglang.launch_server|EngineCore|vllm serve" 2> /dev/null
   for pid in $(ss -ltnp 2> /dev/null | grep ":$port " | grep -o 'pid=[0-9]*' | cut -d= -f2); do kill -9 "$pid"; done
-  for _ in $(seq 90); do  # until the GPU's memory is given back
-    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | awk '$1 < 2000 {ok = 1} END {exit !ok}' && break
+  for _ in $(seq 90); do  # until every GPU's memory is given back
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | awk '$1 >= 2000 {busy = 1} END {exit busy}' && break
     sleep 1
   done
   nvidia-smi --query-gpu=memory.used --format=csv,noheader

@@ -4,9 +4,11 @@ installed vLLM's help text, the wait-until-ready loop, clear errors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -151,18 +153,34 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _engine_with_a_worker(root: Path, port: int) -> ServePlan:
+    """A stand-in for an engine whose HTTP side is a worker process it starts, which outlives the engine's own
+    exit on SIGTERM (as SGLang's workers did): the worker's pid is written to root/worker.pid."""
+    static = _static_server(root, port)
+    script = ("import subprocess, sys, pathlib; child = subprocess.Popen(sys.argv[2:]); "
+              "pathlib.Path(sys.argv[1]).write_text(str(child.pid)); child.wait()")
+    return ServePlan([sys.executable, "-c", script, str(root / "worker.pid"), *static.command])
+
+
 async def test_serve_waits_until_ready_prints_the_run_line_and_stops_on_sigterm(tmp_path: Path) -> None:
     port = _free_port()
     said: list[str] = []
     base_url = f"http://127.0.0.1:{port}/v1"
-    task = asyncio.create_task(serve(_static_server(tmp_path, port), base_url, "m", "holotron", 60, said.append))
-    while not any("ready" in s for s in said):
-        assert not task.done(), said
-        await asyncio.sleep(0.1)
-    assert f"surfer run \"TASK\" --url URL --base-url {base_url} --model m --profile holotron" in said
-    os.kill(os.getpid(), signal.SIGTERM)  # handled by serve(): stops the server, exits 0
-    assert await asyncio.wait_for(task, 30) == 0
-    assert said[-1] == "vLLM stopped"
+    task = asyncio.create_task(serve(_engine_with_a_worker(tmp_path, port), base_url, "m", "holotron", 60, said.append))
+    try:
+        while not any("ready" in s for s in said):
+            assert not task.done(), said
+            await asyncio.sleep(0.1)
+        assert f"surfer run \"TASK\" --url URL --base-url {base_url} --model m --profile holotron" in said
+        os.kill(os.getpid(), signal.SIGTERM)  # handled by serve(): stops the server, exits 0
+        assert await asyncio.wait_for(task, 30) == 0
+        assert said[-1] == "vLLM stopped"
+        with pytest.raises(OSError):  # the engine's worker stopped with it: its port is free again
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    finally:
+        worker = int((tmp_path / "worker.pid").read_text())
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker, signal.SIGKILL)
 
 
 async def test_serve_fails_clearly_when_the_server_exits(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import time
 from .plan import ServePlan
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+STOP_GRACE = 30.0  # seconds an engine's processes have to exit after SIGTERM, before SIGKILL
 
 def gpu_problem(gpus: int = 1) -> str | None:
     """None when `gpus` NVIDIA GPUs are visible, else what is wrong."""
@@ -80,10 +81,43 @@ def batch_line(base_urls: list[str], model: str, profile: str) -> str:
     return f"surfer batch tasks.jsonl --out out {urls} --model {shlex.quote(model)} --profile {profile}"
 
 
+def _signal_engine(process: asyncio.subprocess.Process, sig: int) -> None:
+    """`sig` to the engine's whole process group: an engine's workers (SGLang's tokenizer, its data-parallel
+    controller and schedulers; vLLM's engine cores) are its children, and some outlive their parent's exit
+    still answering on its port, so the next `surfer serve` found the port taken."""
+    try:
+        os.killpg(process.pid, sig)  # the engine leads its own group (start_new_session)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+async def _end_engine(process: asyncio.subprocess.Process, grace: float = STOP_GRACE) -> None:
+    """Stop one engine and every process of its group: SIGTERM, up to `grace` seconds for all of them to exit,
+    then SIGKILL to what is left."""
+    _signal_engine(process, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    try:
+        await asyncio.wait_for(process.wait(), timeout=grace)
+    except TimeoutError:
+        pass
+    while _group_alive(process.pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    _signal_engine(process, signal.SIGKILL)
+    await process.wait()
+
+
 def _stop(process: asyncio.subprocess.Process, stopped: list[bool]) -> None:
     stopped.append(True)
     if process.returncode is None:
-        process.terminate()
+        _signal_engine(process, signal.SIGTERM)
 
 
 async def serve(plan: ServePlan, base_url: str, model: str, profile: str, timeout: float, say) -> int:  # type: ignore[no-untyped-def]
@@ -93,7 +127,10 @@ async def serve(plan: ServePlan, base_url: str, model: str, profile: str, timeou
 async def serve_replicas(plans: list[ServePlan], base_urls: list[str], model: str, profile: str, timeout: float, say) -> int:  # type: ignore[no-untyped-def]
     """Start every plan (a replica each, at its base URL), wait until all answer, say the line to use them, and
     run until one exits or a signal stops them all."""
-    processes = [await asyncio.create_subprocess_exec(*plan.command, env={**os.environ, **plan.env} if plan.env else None)
+    # each engine in its own process group, so that its stop reaches every worker it starts (a terminal's Ctrl-C
+    # reaches surfer, which stops them)
+    processes = [await asyncio.create_subprocess_exec(*plan.command, env={**os.environ, **plan.env} if plan.env else None,
+                                                      start_new_session=True)
                  for plan in plans]
     loop, stopped = asyncio.get_running_loop(), []
     engine = ENGINE_NAMES.get(plans[0].engine, plans[0].engine)
@@ -119,14 +156,7 @@ async def serve_replicas(plans: list[ServePlan], base_urls: list[str], model: st
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        for process in processes:
-            if process.returncode is None:
-                process.terminate()
-        for process in processes:
-            try:
-                await asyncio.wait_for(process.wait(), timeout=30)
-            except TimeoutError:
-                process.kill()
+        await asyncio.gather(*(_end_engine(process) for process in processes))
 
 
 def _stop_all(processes: list[asyncio.subprocess.Process], stopped: list[bool]) -> None:
