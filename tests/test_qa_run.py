@@ -279,6 +279,41 @@ def test_an_app_that_is_down_stops_the_run_before_any_case_exit_3(tmp_path):
     assert [(a["case"], a["status"], a["attempts"]) for a in attempts] == [(n, "unfinished", 0) for n in "cde"]
 
 
+async def test_an_app_that_accepts_connections_but_never_answers_is_not_there():
+    from surfer.qa.preflight import unreachable_app
+
+    held: list[asyncio.StreamWriter] = []
+    requests: list[bytes] = []
+
+    async def hang(reader, writer):  # type: ignore[no-untyped-def]
+        requests.append(await reader.readuntil(b"\r\n\r\n"))
+        held.append(writer)  # a hung app: the request is read, no answer ever comes
+
+    async def close(reader, writer):  # type: ignore[no-untyped-def]
+        writer.close()
+
+    async def not_found(reader, writer):  # type: ignore[no-untyped-def]
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    servers = [await asyncio.start_server(handler, "127.0.0.1", 0) for handler in (hang, close, not_found)]
+    hung, closing, answering = (f"http://127.0.0.1:{s.sockets[0].getsockname()[1]}/app/?x=1" for s in servers)
+    try:
+        assert await unreachable_app([answering, hung], answer=0.5) == (
+            f"the app under test cannot be reached at {hung}: it accepts connections but sent no answer in 0.5 s "
+            "(is it running?)")
+        assert requests[0].startswith(b"GET /app/?x=1 HTTP/1.1\r\n")  # the base URL itself is asked for
+        assert "closes them without an answer" in (await unreachable_app([closing], answer=5) or "")
+        assert await unreachable_app([answering], answer=5) is None  # any HTTP answer is the app's (a 404 too)
+    finally:
+        for writer in held:
+            writer.close()
+        for server in servers:
+            server.close()
+
+
 def test_an_app_that_crashes_mid_suite_stops_the_run_at_the_first_case_it_fails(standin, tmp_path):
     import threading
 

@@ -6,21 +6,26 @@ that says so, instead of every case failing on its own with the same error.
 A case whose page does not open mid-suite has its base URL checked again
 (the app crashed): gone, the run stops there.
 
-Only the connection is checked (any HTTP answer, a 404 or a 500 included, is
-the app's, for the cases to judge). Cases that start on another host fail on
-their own. Addresses reached through a proxy (the `*_proxy` environment
-variables) and browsers surfer attaches to (on another machine, with its own
-network) are not checked."""
+Something must also answer there: a GET of the base URL gets the first byte
+of an answer in `APP_ANSWER_S` (the browser's navigation timeout), or the app
+"accepts connections but sends no answer" (a hung process, a port held by
+something else). Any HTTP answer, a 404 or a 500 included, is the app's, for
+the cases to judge; a TLS handshake that fails is the browser's to judge.
+Cases that start on another host fail on their own. Addresses reached through
+a proxy (the `*_proxy` environment variables) and browsers surfer attaches to
+(on another machine, with its own network) are not checked."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import urllib.request
 from typing import Iterable, Optional
 from urllib.parse import urlsplit
 
 APP_WAIT_S = 10.0  # how long a connection to the app may take
+APP_ANSWER_S = 30.0  # how long its first byte of an answer may take (the browser's navigation timeout)
 
 
 def same_origin(url: Optional[str], base: Optional[str]) -> bool:
@@ -36,8 +41,9 @@ def _proxied(url: str, host: str) -> bool:
     return urlsplit(url).scheme in proxies and not urllib.request.proxy_bypass(host)
 
 
-async def unreachable_app(urls: list[str], wait: float = APP_WAIT_S) -> Optional[str]:
-    """Why the app at one of `urls` cannot be reached (one line), or None when each accepts a connection."""
+async def unreachable_app(urls: list[str], wait: float = APP_WAIT_S, answer: float = APP_ANSWER_S) -> Optional[str]:
+    """Why the app at one of `urls` cannot be reached (one line), or None when each accepts a connection and
+    answers a GET."""
     for url in urls:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -49,16 +55,43 @@ async def unreachable_app(urls: list[str], wait: float = APP_WAIT_S) -> Optional
             continue
         why = None
         try:
-            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), wait)
-            writer.close()
+            why = await _no_answer(url, host, port, wait, answer)
         except socket.gaierror:
             why = f"the host name {host} does not resolve"
         except ConnectionRefusedError:
             why = f"nothing listens on port {port}"
         except (TimeoutError, asyncio.TimeoutError):
             why = f"no connection in {wait:g} s"
+        except ssl.SSLError:
+            why = None  # the browser's to judge (it may be told to ignore certificate errors)
         except OSError as exc:
             why = exc.strerror or str(exc)
         if why is not None:
             return f"the app under test cannot be reached at {url}: {why} (is it running?)"
     return None
+
+
+async def _no_answer(url: str, host: str, port: int, wait: float, answer: float) -> Optional[str]:
+    """Connect (in `wait` seconds), GET `url`'s path and wait `answer` seconds for the first byte: None when it
+    comes, else what happened. Connection errors are raised."""
+    tls = None
+    if urlsplit(url).scheme == "https":
+        tls = ssl.create_default_context()
+        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE  # any certificate: only an answer is asked for
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None), wait)
+    try:
+        parts = urlsplit(url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        writer.write(f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\nUser-Agent: surfer-qa-preflight\r\n"
+                     f"Accept: */*\r\nConnection: close\r\n\r\n".encode("latin-1", "replace"))
+        await writer.drain()
+        try:
+            first = await asyncio.wait_for(reader.read(1), answer)
+        except (TimeoutError, asyncio.TimeoutError):
+            return f"it accepts connections but sent no answer in {answer:g} s"
+        except ConnectionResetError:
+            first = b""
+        return None if first else "it accepts connections but closes them without an answer"
+    finally:
+        writer.close()
