@@ -408,16 +408,41 @@ class Stepper:
         record.outcome = {**(record.outcome or {}), "repetition": text}
         self.memory.add_note(f"You are repeating yourself: {text}. Do something different, or answer or give up.")
 
+    def _keys_guard(self, record: StepRecord, action: Any, refusals: list[tuple[str, str, str]]
+                    ) -> Callable[[str | None], str | None] | None:
+        """For a `type` of a bound secret in a browser: the check of where its keys go, asked by the browser
+        right before it types (the field the click aimed at was checked before the click; a page can move the
+        focus to another site's frame in between); a refusal is appended to `refusals`. None when nothing of
+        the text is bound."""
+        default = self.config.allowed_domains
+        if not self.secrets or not hasattr(self.env, "keys_guard") or self.secrets.refusal(action, default=default) is None:
+            return None
+
+        def guard(origin: str | None) -> str | None:
+            refused = self.secrets.refusal(action, field_origin=origin, page_url=record.url or "", default=default)
+            if refused is None:
+                return None
+            refusals.append(refused)
+            return refused[2]
+        return guard
+
     async def _perform(self, record: StepRecord, action: Any, points: list[Any]) -> None:
         scrub = self.secrets.scrub
+        refusals: list[tuple[str, str, str]] = []
+        guard = self._keys_guard(record, action, refusals)
         try:
+            if guard is not None:
+                self.env.keys_guard = guard  # type: ignore[attr-defined]
             async with self.env.step_group(f"step {record.index}: {headline(action)}"):
                 outcome = await self.env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
         except (ActionFailed, ActionNotSupported, ValueError) as exc:
             error = scrub(str(exc))
             record.error = error
             record.outcome = {"error": error}
-            self.memory.add_history(record.index, action.describe(), f"error: {error}")
+            if refusals and error == refusals[0][2]:  # a bound secret's keys held back: recorded as its refusal before the click
+                record.error = None
+                record.outcome.update(refused=True, secret="{{" + refusals[0][0] + "}}", host=refusals[0][1])
+            self.memory.add_history(record.index, action.describe(), error if refusals else f"error: {error}")
             await self.emit(ErrorOccurred(record.index, error))
         else:
             outcome.detail = scrub(outcome.detail)
@@ -425,6 +450,9 @@ class Stepper:
             record.outcome = outcome.to_dict()
             self.memory.add_history(record.index, action.describe(), outcome.detail or "done")
             await self.emit(ActionPerformed(record.index, action, points, record.outcome))
+        finally:
+            if guard is not None:
+                self.env.keys_guard = None  # type: ignore[attr-defined]
 
     async def _judge(self, record: StepRecord, action: Answer, sink: Any) -> Outcome:
         memory, roles = self.memory, self.inputs.roles

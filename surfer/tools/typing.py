@@ -118,3 +118,28 @@ STILL_CARET = """
   } catch (e) { /* an older Chromium: the caret blinks */ }
 })();
 """
+
+FOCUSED_HERE = "() => document.hasFocus() ? location.origin : null"
+
+
+async def focused_origin(page: object) -> str | None:
+    """The origin of the frame whose document has the focus — where keys typed now go (the deepest frame that
+    says it has it: a focused iframe's ancestors say so too); the main frame's when no frame says so. None when
+    nothing could be read (the page is gone)."""
+    focused, depth = None, -1
+    for frame in getattr(page, "frames", []):
+        try:
+            origin = await frame.evaluate(FOCUSED_HERE)
+        except Exception:  # noqa: BLE001 - a frame detached or navigating meanwhile: it holds no focus to type into
+            continue
+        level, parent = 0, frame.parent_frame
+        while parent is not None:
+            level, parent = level + 1, parent.parent_frame
+        if origin is not None and level > depth:
+            focused, depth = origin, level
+    if focused is None:
+        try:
+            focused = await page.main_frame.evaluate("location.origin")  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001
+            return None
+    return focused
