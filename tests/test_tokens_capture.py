@@ -142,7 +142,9 @@ async def test_a_conversation_run_is_recorded_exactly_chains_and_joins(oracle, r
     tokenizer = server.tokenizer
     for call, request in zip(calls, sent):  # what the reader gives back is what the server computed, id for id
         assert call.prompt_ids == tokenizer.chat_ids(request.body["messages"])
-        assert call.completion_ids[:-1] == tokenizer.encode(request.body and call_text(tmp_path / "run", call.call))
+        # the reply as Holotron ends it: its text, a newline (the template's close up to the stop id), `<SPECIAL_12>`
+        assert call.completion_ids == tokenizer.encode(call_text(tmp_path / "run", call.call) + "\n") + tokenizer.end_ids
+        assert tokenizer.decode(call.completion_ids).endswith("}\n<SPECIAL_12>")
         assert (call.policy, call.policy_version) == (server.model, "v3")
     steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
     numbers = sorted(c["call"] for s in steps for cs in s["calls"].values() for c in cs)

@@ -59,6 +59,7 @@ def test_call_rows_carry_token_ids_logprobs_and_the_processor(rollouts_dir: Path
             assert row["role"] == match.role
     row = rows[0]
     assert (row["policy"], row["policy_version"], row["finish_reason"]) == ("standin-model", "it-4", "stop")
+    assert all(r["dropped_stop"] is None for r in rows) and any(r["extends_previous"] for r in rows)
     assert len(row["logprobs"]) == len(row["completion_ids"])
     assert json.loads(row["processor"])["profile"] == "holotron" and "image" in json.loads(row["processor"])
     assert row["images"] and all(Path(p).exists() for p in row["images"])
@@ -74,7 +75,7 @@ def test_trajectory_rows_join_the_policy_calls_and_read_recorded_groups(rollouts
         assert row["calls"] == [c.call for c in calls]
         assert row["prompt_ids"] + row["completion_ids"] == calls[-1].prompt_ids + calls[-1].completion_ids
         assert len(row["completion_mask"]) == len(row["completion_ids"]) == len(row["logprobs"])
-        assert 0 in row["completion_mask"] and row["reward"] == 1.0
+        assert 0 in row["completion_mask"] and row["reward"] == 1.0 and row["dropped"] == []
     # a reward a reward function gave (in the batch's results line) is exported with its group's statistics and
     # GRPO advantage, filled in when the lines are read (rewards 0.25 and 1.0: mean 0.625, std 0.375)
     run_dir = Path(policy[0]["run_dir"])
@@ -92,7 +93,8 @@ def test_trajectory_rows_join_the_policy_calls_and_read_recorded_groups(rollouts
     import pyarrow.parquet as pq
 
     table = pq.read_table(tmp_path / "t.parquet")
-    assert {"prompt_ids", "completion_ids", "completion_mask", "logprobs", "images", "reward", "group"} <= set(table.column_names)
+    assert {"prompt_ids", "completion_ids", "completion_mask", "logprobs", "dropped", "images", "reward",
+            "group"} <= set(table.column_names)
     assert table.num_rows == len(rows)
 
 

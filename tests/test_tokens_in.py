@@ -8,9 +8,13 @@ import asyncio
 import json
 import logging
 
+from pathlib import Path
+
 import pytest
 
 from surfer.agent.events import StepFinished
+from surfer.agent.formats import TokensLine
+from surfer.agent.tokens_record import TokenLog, chain_report, read_calls, trajectory_views
 from surfer.agent.loop import Agent
 from surfer.apps.options import DEMO_RECORDINGS
 from surfer.core.errors import ConfigError
@@ -68,13 +72,57 @@ def test_the_new_turn_is_what_the_chat_template_renders_after_the_reply(profile,
     chain = TokenChain(chat)
     first = chain.prompt("s", ModelRequest(tuple(before), "policy"), options)
     assert first.extends is None and first.reason == FIRST and len(first.images) == 1
-    generated = chat.encode(reply)
-    chain.keep_reply("s", first, [*generated, min(chat.stop_ids)], reply)
+    # a model trained on its template writes the turn's close up to its stop id (Nemotron-H: a newline, then the stop)
+    stop = min(chat.stop_ids)
+    written = chat.continuation_parts(before, history[2], history[3:], options)[0].partition(chat.decode([stop]))[0]
+    assert written == ("\n" if profile == "holotron" else "")
+    generated = [*chat.encode(reply + written), stop]
+    chain.keep_reply("s", first, generated, reply + written)
     second = chain.prompt("s", ModelRequest(tuple(history), "policy"), options)
-    assert second.ids[:second.extends] == [*first.ids, *generated]  # the ids sent and generated, as they were
+    assert second.ids[:second.extends] == [*first.ids, *generated]  # every id sent and generated, the stop id too
     assert chat.decode(second.ids) == whole  # ...and, read back, exactly the chat request's text
     assert [i.step for i in second.images] == [0, 1]
     assert chain.stats.as_dict() == {"requests": 2, "extended": 1, "rendered": {FIRST: 1}, "refused": 0}
+    # recorded: one sequence, the second call's prompt extending the first call's whole sequence
+    calls = _recorded([(first.ids, generated), (second.ids, [*chat.encode("{}" + written), stop])])
+    assert [(c.extends_previous, c.dropped_stop) for c in calls] == [(False, None), (True, None)]
+    (view,) = trajectory_views(calls)
+    assert view["prompt_ids"] + view["completion_ids"] == calls[1].sequence and view["dropped"] == []
+    if not written:
+        return
+    # a reply ended without the template's newline: the stop id is left out and the template writes the whole close,
+    # so the prompt is still all the server computed (its last generated id never is) then the chat request's text
+    bare = [*chat.encode(reply), stop]
+    chain.keep_reply("t", chain.prompt("t", ModelRequest(tuple(before), "policy"), options), bare, reply)
+    third = chain.prompt("t", ModelRequest(tuple(history), "policy"), options)
+    assert third.ids[:third.extends] == [*first.ids, *bare[:-1]] and chat.decode(third.ids) == whole
+    # ...and the record says so: it extends the first call all the same, the stop id dropped; the trainer's view is one
+    # exact sequence (the last prompt's), the dropped stop id kept aside with its logprob
+    last = [*chat.encode("{}"), stop]
+    calls = _recorded([(first.ids, bare), (third.ids, last)])
+    assert [(c.extends_previous, c.dropped_stop, c.broken) for c in calls] == [(False, None, None), (True, stop, None)]
+    (view,) = trajectory_views(calls)
+    assert view["prompt_ids"] + view["completion_ids"] == calls[1].sequence
+    mask = view["completion_mask"]
+    assert mask == [1] * (len(bare) - 1) + [0] * (len(third.ids) - len(first.ids) - len(bare) + 1) + [1] * len(last)
+    assert view["dropped"] == [{"at": len(bare) - 1, "id": stop, "logprob": -0.5}]
+    assert chain_report(calls)["policy"]["extends"] == 1
+
+
+def _recorded(calls: list[tuple[list[int], list[int]]]) -> list:  # type: ignore[type-arg]
+    """The calls (prompt ids, generated ids) as a run's tokens.jsonl records them, read back."""
+    import tempfile
+    from types import SimpleNamespace
+
+    with tempfile.TemporaryDirectory() as run_dir:
+        log = TokenLog(run_dir)
+        for n, (prompt, completion) in enumerate(calls):
+            log.add(n, n, "policy", True, SimpleNamespace(
+                prompt_ids=prompt, completion_ids=completion, logprobs=[-0.5] * len(completion), finish_reason="stop",
+                cached_tokens=None, policy="p", policy_version=None, sampling={}))
+        for line in (Path(run_dir) / "tokens.jsonl").read_text().splitlines():
+            TokensLine.model_validate_json(line)
+        return read_calls(run_dir)
 
 
 def _responder(retry: bool = False):  # type: ignore[no-untyped-def]
@@ -94,23 +142,33 @@ def _responder(retry: bool = False):  # type: ignore[no-untyped-def]
     return respond
 
 
-def _run(server, profile: str, tokens_in: str, layout: str = "conversation"):  # type: ignore[no-untyped-def]
+def _run(server, profile: str, tokens_in: str, layout: str = "conversation", out_dir=None):  # type: ignore[no-untyped-def]
+    """`out_dir`: the run's directory, its model calls recorded token for token there."""
     events: list = []
     agent = Agent(base_url=server.base_url, model=server.model, profile=profile, environment=ReplayEnvironment(RUN),
-                  prompt_layout=layout, tokens_in=tokens_in, max_steps=5)
-    result = asyncio.run(agent.run("Register and report the code.", listeners=[events.append]))
+                  prompt_layout=layout, tokens_in=tokens_in, max_steps=5, record_tokens=out_dir is not None)
+    result = asyncio.run(agent.run("Register and report the code.", listeners=[events.append], out_dir=out_dir))
     assert result.status == "success", result.reason
     steps = [e.record for e in events if isinstance(e, StepFinished)]
     return result, [(s.action, s.points) for s in steps]
 
 
 @pytest.mark.parametrize("profile, retry", [(profile, False) for profile in sorted(FAMILIES)] + [("holotron", True)])
-def test_a_run_by_tokens_in_reuses_every_earlier_request_and_acts_as_by_chat(profile, retry, tiny_models, standin) -> None:
+def test_a_run_by_tokens_in_reuses_every_earlier_request_and_acts_as_by_chat(profile, retry, tiny_models, standin,
+                                                                           tmp_path) -> None:
     """`retry`: the first step's first reply is unusable; the step's retry holds it and the feedback, and so do
     the later requests (measured on SGLang: leaving them out sent 13 of 787 requests whole)."""
     # SGLang with two data-parallel ranks (its /server_info says dp_size): the run keeps one, in header and body
     by_ids = standin(_responder(retry), engine="sglang", model_dir=tiny_models[profile], data_parallel=2)
-    result, steps = _run(by_ids, profile, "on")
+    result, steps = _run(by_ids, profile, "on", out_dir=tmp_path)
+    # recorded: each call extends the one it follows, all its ids (the model wrote its turn's close up to the stop
+    # id: Nemotron-H's newline too); the policy's calls join into one exact sequence, the localizer's each follow one
+    calls = read_calls(tmp_path)
+    assert len(calls) == len(by_ids.generate.requests)
+    assert all(c.extends_previous and c.dropped_stop is None for c in calls[1:]), chain_report(calls)
+    (policy,) = trajectory_views(calls, "policy")
+    last = [c for c in calls if c.role == "policy"][-1]
+    assert policy["prompt_ids"] + policy["completion_ids"] == last.sequence and policy["dropped"] == []
     bodies, cached, routes = by_ids.generate.requests, by_ids.generate.cached, by_ids.generate
     assert len(bodies) >= 4 and all(b["sampling_params"]["json_schema"] for b in bodies)
     assert {b["routed_dp_rank"] for b in bodies} == {0} and {r.rank for r in by_ids.requests} == {"0"}
@@ -291,7 +349,9 @@ def test_recorded_calls_carry_the_ids_the_server_saw_and_sampled(tiny_models, st
     assert list(tokens.completion_ids) == server.generate.answers[1]["output_ids"]
     assert tokens.logprobs == (SAMPLED_LOGPROB,) * len(tokens.completion_ids) and tokens.finish_reason == "stop"
     assert tokens.cached_tokens == len(tokens.prompt_ids) - 1  # the same prompt again: all but the last id found
-    assert tokens.policy == server.model and tokens.policy_version == "default"
+    # no --policy-version: null, as the call's trajectory entry and the chat path record it (not the server's
+    # weight_version, "default")
+    assert tokens.policy == server.model and tokens.policy_version is None is recorded.policy_version
 
 
 def test_bench_variants_compare_chat_and_tokens_in() -> None:

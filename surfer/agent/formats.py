@@ -163,6 +163,9 @@ class TokensLine(_Closed):
     policy_version: str | None = Field(description="The version set by the caller (--policy-version), else null.")
     sampling: dict[str, Any] = Field(description="The sampling parameters the request set (temperature, max_tokens, ...).")
     previous: int | None = Field(description="The call it follows: the role's last, or the policy's for a continuation.")
-    extends_previous: bool = Field(description="The prompt starts with that call's whole sequence, token for token.")
+    extends_previous: bool = Field(description="The prompt starts with that call's whole sequence, token for token "
+                                   "(or all of it but the stop id it ended on: dropped_stop).")
+    dropped_stop: int | None = Field(default=None, description="The stop id that call ended on, which this prompt leaves "
+                                     "out (the chat template closes the turn itself), else null.")
     break_: ChainBreak | None = Field(alias="break", description="Where it stops doing so, else null.")
 

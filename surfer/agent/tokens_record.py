@@ -7,7 +7,7 @@ One line per model call (`record_tokens`), in the order the calls were made:
      "prompt": {"base": 4, "shared": 2816, "ids": [151644, [151655, 345], ...]}, "prompt_len": 3080,
      "completion_ids": [...], "logprobs": [...], "finish_reason": "stop", "cached_tokens": 2816,
      "policy": "holo2-8b", "policy_version": "step-120", "sampling": {"temperature": 0.7, "max_tokens": 1024},
-     "previous": 4, "extends_previous": true, "break": null}
+     "previous": 4, "extends_previous": true, "dropped_stop": null, "break": null}
 
 A session's prompts share most of their ids, so each prompt is stored against
 the earlier call it follows (`previous`: the last call of its role; for a
@@ -21,7 +21,12 @@ sequences.
 `extends_previous` says whether the prompt starts with the previous call's whole
 sequence, token for token — what an engine that resumes a hybrid model's state
 only where a request ended needs, and what lets a trainer join a role's calls
-into one sequence (`trajectory_views`). Where it does not, `break` says where:
+into one sequence (`trajectory_views`). It also holds where the prompt leaves
+out only the stop id the previous call ended on, the chat template then closing
+the turn itself (Nemotron-H's `\n<SPECIAL_12>\n` after a reply the model ended
+without its newline: token_chain.py): the server never computes a request's
+last generated id, so it still finds all it computed, and `dropped_stop` is
+that stop id (null otherwise). Where it does not, `break` says where:
 the index in the previous sequence (`at`), whether that is past its prompt
 (`in_completion`: this prompt repeats the previous prompt whole, not its reply
 — a layout that does not show replies, or a template that renders them
@@ -82,9 +87,10 @@ class TokenLog:
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir) / TOKENS_FILE
-        self._last: dict[str, tuple[int, array, int]] = {}  # role -> (call, its whole sequence, its prompt's length)
+        # role -> (call, its whole sequence, its prompt's length, whether it ended on a stop id)
+        self._last: dict[str, tuple[int, array, int, bool]] = {}
 
-    def _previous(self, role: str, prompt: array) -> tuple[int, array, int] | None:
+    def _previous(self, role: str, prompt: array) -> tuple[int, array, int, bool] | None:
         """The call this one follows: the role's last; for another role than the policy, the policy's
         last call instead when the prompt shares more with it (role continuation)."""
         own = self._last.get(role)
@@ -102,12 +108,16 @@ class TokenLog:
         previous = self._previous(role, prompt)
         shared = shared_prefix(previous[1], prompt) if previous else 0
         extends = previous is not None and shared == len(previous[1])
+        dropped = None
+        if previous is not None and not extends and previous[3] and shared == len(previous[1]) - 1 >= previous[2]:
+            extends, dropped = True, int(previous[1][-1])  # all but the stop id: the template closed the turn
         broken = None
         if previous is not None and not extends:
             lo = max(0, shared - BREAK_CONTEXT)
             broken = {"at": shared, "in_completion": shared >= previous[2], "before": list(prompt[lo:shared]),
                       "expected": list(previous[1][shared:shared + BREAK_CONTEXT]), "found": list(prompt[shared:shared + BREAK_CONTEXT])}
-        self._last[role] = (call, prompt + array("q", tokens.completion_ids), len(prompt))
+        stopped = bool(tokens.completion_ids) and tokens.finish_reason == "stop"
+        self._last[role] = (call, prompt + array("q", tokens.completion_ids), len(prompt), stopped)
         return {
             "call": call, "step": step, "role": role, "accepted": accepted,
             "prompt": {"base": previous[0] if previous else None, "shared": shared, "ids": pack(prompt[shared:])},
@@ -115,7 +125,8 @@ class TokenLog:
             "completion_ids": list(tokens.completion_ids), "logprobs": list(tokens.logprobs),
             "finish_reason": tokens.finish_reason, "cached_tokens": tokens.cached_tokens,
             "policy": tokens.policy, "policy_version": tokens.policy_version, "sampling": dict(tokens.sampling),
-            "previous": previous[0] if previous else None, "extends_previous": extends, "break": broken,
+            "previous": previous[0] if previous else None, "extends_previous": extends, "dropped_stop": dropped,
+            "break": broken,
         }
 
     def add(self, call: int, step: int, role: str, accepted: bool, tokens: Any) -> None:
@@ -142,6 +153,7 @@ class CallTokens:
     sampling: dict[str, Any] = field(default_factory=dict)
     previous: int | None = None
     extends_previous: bool = False
+    dropped_stop: int | None = None  # the previous call's stop id this prompt leaves out (extends_previous all the same)
     broken: dict[str, Any] | None = None  # the line's `break`
 
     @property
@@ -172,7 +184,8 @@ def read_calls(run_dir: str | Path) -> list[CallTokens]:
             logprobs=[float(x) for x in data["logprobs"]], finish_reason=data.get("finish_reason"),
             cached_tokens=data.get("cached_tokens"), policy=data.get("policy") or "", policy_version=data.get("policy_version"),
             sampling=data.get("sampling") or {}, previous=data.get("previous"),
-            extends_previous=bool(data.get("extends_previous")), broken=data.get("break"),
+            extends_previous=bool(data.get("extends_previous")), dropped_stop=data.get("dropped_stop"),
+            broken=data.get("break"),
         )
         sequences[call.call] = call.sequence
         calls.append(call)
@@ -183,9 +196,11 @@ def trajectory_views(calls: Sequence[CallTokens], role: str | None = None) -> li
     """Each role's calls joined where they chain (each extends the one before, token for token) into
     one sequence: `prompt_ids` (the first call's prompt), `completion_ids` (everything after it),
     `completion_mask` (1: the model generated the id; 0: the environment wrote it — screenshots,
-    observations, feedback) and `logprobs` aligned with it (0.0 where the mask is 0). A call that does
-    not extend the one before starts a new view, so calls that never chain come one per view. `role`:
-    that role's calls only."""
+    observations, feedback) and `logprobs` aligned with it (0.0 where the mask is 0). The sequence is
+    exactly what the last call's prompt and completion hold: a stop id that a later prompt left out (the
+    template closing the turn itself) is not in it but in `dropped` (`at`: where it stood in
+    completion_ids, `id`, `logprob`). A call that does not extend the one before starts a new view, so
+    calls that never chain come one per view. `role`: that role's calls only."""
     views: list[dict[str, Any]] = []
     open_views: dict[str, dict[str, Any]] = {}
     for call in calls:
@@ -193,6 +208,12 @@ def trajectory_views(calls: Sequence[CallTokens], role: str | None = None) -> li
             continue
         view = open_views.get(call.role)
         if view is not None and call.extends_previous and call.previous == view["calls"][-1]:
+            if call.dropped_stop is not None:  # the previous call's stop id: generated, then left out by this prompt
+                view["completion_ids"].pop()
+                view["completion_mask"].pop()
+                view["dropped"].append({"at": len(view["completion_ids"]), "id": call.dropped_stop,
+                                        "logprob": view["logprobs"].pop()})
+                view["length"] -= 1
             added = call.prompt_ids[view["length"]:]
             view["completion_ids"] += added + call.completion_ids
             view["completion_mask"] += [0] * len(added) + [1] * len(call.completion_ids)
@@ -204,7 +225,7 @@ def trajectory_views(calls: Sequence[CallTokens], role: str | None = None) -> li
                 "role": call.role, "calls": [call.call], "steps": [call.step], "policy": call.policy,
                 "policy_version": call.policy_version, "prompt_ids": list(call.prompt_ids),
                 "completion_ids": list(call.completion_ids), "completion_mask": [1] * len(call.completion_ids),
-                "logprobs": _aligned(call),
+                "logprobs": _aligned(call), "dropped": [],
             }
             views.append(view)
             open_views[call.role] = view

@@ -11,7 +11,8 @@ TRL's column names: `prompt_ids`, `completion_ids`, `logprobs`, with `policy`,
 `policy_version`, and `processor` (what produced the image tokens); `--per
 trajectory` gives one record per role's calls joined where they chain:
 `prompt_ids`, `completion_ids`, `completion_mask` (1 where the model generated
-the id), `logprobs` (0.0 where the mask is 0). Every record carries its
+the id), `logprobs` (0.0 where the mask is 0), `dropped` (stop ids a later
+prompt left out: tokens_record.trajectory_views). Every record carries its
 `reward` and its group (`group`, `group_index`, `group_mean`, `group_std`,
 `advantage`: None where not recorded).
 A person's actions after a take-over (human steps) are step records with
@@ -192,7 +193,7 @@ def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str
 
 
 TOKEN_COLUMNS = ("prompt_ids", "completion_ids", "logprobs", "policy", "policy_version", "finish_reason",
-                 "cached_tokens", "extends_previous")
+                 "cached_tokens", "extends_previous", "dropped_stop")
 
 
 def _token_columns(tokens: Any, call: dict[str, Any]) -> dict[str, Any]:
@@ -201,7 +202,8 @@ def _token_columns(tokens: Any, call: dict[str, Any]) -> dict[str, Any]:
         return {**dict.fromkeys(TOKEN_COLUMNS), "policy": call.get("model"), "policy_version": call.get("policy_version")}
     return {"prompt_ids": tokens.prompt_ids, "completion_ids": tokens.completion_ids, "logprobs": tokens.logprobs,
             "policy": tokens.policy, "policy_version": tokens.policy_version, "finish_reason": tokens.finish_reason,
-            "cached_tokens": tokens.cached_tokens, "extends_previous": tokens.extends_previous}
+            "cached_tokens": tokens.cached_tokens, "extends_previous": tokens.extends_previous,
+            "dropped_stop": tokens.dropped_stop}
 
 
 def _call_records(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str],
@@ -258,7 +260,7 @@ def _trajectory_records(run: dict[str, Any], steps: list[dict[str, Any]], shots:
             **run, "role": view["role"], "calls": view["calls"], "steps": view["steps"],
             "images": _prompt(requests.get(view["calls"][-1], {}), shots)[1],
             "prompt_ids": view["prompt_ids"], "completion_ids": view["completion_ids"],
-            "completion_mask": view["completion_mask"], "logprobs": view["logprobs"],
+            "completion_mask": view["completion_mask"], "logprobs": view["logprobs"], "dropped": view["dropped"],
             "policy": view["policy"], "policy_version": view["policy_version"],
         }
 

@@ -136,6 +136,13 @@ class TemplateTokenizer:
         (e.g. `<|im_end|>` and a newline), the turns of `after` and the generation prompt. None when the
         template does not render the conversation as the earlier one plus this text (a template that
         rewrites earlier turns)."""
+        parts = self.continuation_parts(before, reply, after, options)
+        return None if parts is None else parts[0] + parts[1]
+
+    def continuation_parts(self, before: Sequence[Message], reply: Message, after: Sequence[Message],
+                           options: dict[str, Any] | None = None) -> tuple[str, str] | None:
+        """`continuation` in two: the close of the assistant's turn (`<|im_end|>\\n`; Nemotron's
+        `\\n<SPECIAL_12>\\n`) and what follows it (the new turns, the generation prompt)."""
         head = template_messages([*before, reply])
         probe = [*head[:-1], {"role": "assistant", "content": PROBE}]
         closed = self.render(probe, generation_prompt=False, options=options)
@@ -146,4 +153,4 @@ class TemplateTokenizer:
         whole = self.render([*head, *template_messages(after)], generation_prompt=True, options=options)
         if not (whole.startswith(upto) and upto.endswith(closing)):
             return None
-        return closing + whole[len(upto):]
+        return closing, whole[len(upto):]

@@ -60,7 +60,7 @@ class GenerateTransport:
         self.chain = chain
         self.url = root.rstrip("/") + "/generate"
         self.record = record  # ask for the prompt's expanded ids and the sampled tokens' logprobs (Completion.tokens)
-        self.policy_version = policy_version  # recorded with each call (else the server's weight_version)
+        self.policy_version = policy_version  # recorded with each call (None where the caller set none)
 
     async def prepare(self, session: str, request: ModelRequest, policy: PolicyRef | None = None,
                       base_model: str = "", rank: int | None = None) -> GenerateCall:
@@ -115,7 +115,7 @@ class GenerateTransport:
             prompt_ids=tuple(answer.get("prompt_token_ids") or ()), completion_ids=tuple(generated),
             logprobs=logprobs if len(logprobs) == len(generated) else (), finish_reason=reason,
             cached_tokens=meta.get("cached_tokens"), policy=policy.name if policy else model,
-            policy_version=version or meta.get("weight_version"),
+            policy_version=version,  # the caller's, as the call's trajectory entry says (never the server's weight_version)
             sampling=dict(call.body.get("sampling_params") or {}),
         ) if self.record else None
         return Completion(

@@ -6,7 +6,8 @@ It reads ids with a real tokenizer and chat template (a model directory, e.g.
 one `surfer bench gpu make-model` writes): the ids are turned back into the
 chat messages they render (each image placeholder paired with the next of
 `image_data`), the responder answers them as a chat request, and the answer
-goes back as `output_ids` (the answer's ids and the stop token) with SGLang's
+goes back as `output_ids` (the answer's ids, what the template writes before
+its stop token — Nemotron-H's newline — and the stop token) with SGLang's
 `meta_info`. Each image placeholder stands for `IMAGE_TOKENS` ids (as SGLang's
 processor expands it; the cache keys them by the image's hash), and
 `cached_tokens` is the longest prefix of the expanded ids found among what the
@@ -45,6 +46,11 @@ class GenerateRoutes:
         self.video_ids = {i: token for token, i in self.chat.tokenizer.get_added_vocab().items() if "video" in token.lower()}
         self.stop = min(self.chat.stop_ids) if self.chat.stop_ids else 0
         self.heads = self._heads()
+        # what the template writes between an assistant turn's text and its stop token (Nemotron-H: a newline):
+        # a model trained on the template writes it too, before its stop id
+        _, _, foot = self.heads[2]
+        stop_text = self.chat.decode([self.stop])
+        self.before_stop = foot.partition(stop_text)[0] if stop_text and stop_text in foot else ""
         _, user_head, user_foot = self.heads[1]
         shown = self.chat.render([{"role": "user", "content": [{"type": "image"}]}], generation_prompt=False)
         self.image_text = shown[len(user_head):len(shown) - len(user_foot)]  # an image as the template writes it
@@ -127,6 +133,7 @@ class GenerateRoutes:
             self.server.requests.append(request)
         reply = self.server.respond(request)
         content = reply if isinstance(reply, str) else json.dumps(reply)
+        content += self.before_stop
         output = [*self.chat.encode(content), self.stop]
         if not self.chat.media_ids.isdisjoint(output):
             # a reply that holds an image's token (a model with random weights writes any id): SGLang's text

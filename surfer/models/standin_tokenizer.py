@@ -58,8 +58,10 @@ class ChatTokenizer(Protocol):
 
 @dataclass(frozen=True)
 class ChatTemplate:
-    """A chat template's shape: each turn is `turn_start` + the role's header + content + `turn_end`;
-    the generation prompt is `turn_start` + the assistant's header + `generation_prefix`."""
+    """A chat template's shape: each turn is `turn_start` + the role's header + content + `turn_end` +
+    `separator` (or the role's own `closes` text after its content); the generation prompt is
+    `turn_start` + the assistant's header + `generation_prefix`. The model ends a reply with what the
+    assistant's close holds before `turn_end` (Nemotron-H: a newline), then `turn_end`'s id."""
 
     name: str
     turn_start: str = "<|im_start|>"
@@ -67,9 +69,22 @@ class ChatTemplate:
     separator: str = "\n"  # after turn_end
     headers: Mapping[str, str] | None = None  # role -> header text (default "{role}\n")
     generation_prefix: str = ""  # what the generation prompt adds after the header (not rendered for history turns)
+    starts: Mapping[str, str] | None = None  # role -> its turn's start, where not turn_start
+    closes: Mapping[str, str] | None = None  # role -> the text after its content, where not turn_end + separator
 
     def header(self, role: str) -> str:
         return (self.headers or {}).get(role, f"{role}\n")
+
+    def start(self, role: str) -> str:
+        return (self.starts or {}).get(role, self.turn_start)
+
+    def close(self, role: str) -> str:
+        return (self.closes or {}).get(role, self.turn_end + self.separator)
+
+    @property
+    def before_end(self) -> str:
+        """What a model trained on the template writes between its reply and its end-of-turn id."""
+        return self.close("assistant").partition(self.turn_end)[0]
 
 
 TEMPLATES: dict[str, ChatTemplate] = {
@@ -77,22 +92,27 @@ TEMPLATES: dict[str, ChatTemplate] = {
     "chatml": ChatTemplate("chatml"),
     # Qwen3-VL (Holo2) with thinking off: the generation prompt ends with an empty thinking block
     "qwen3": ChatTemplate("qwen3", generation_prefix="<think>\n\n</think>\n\n"),
-    # Nemotron-Nano-VL (Holotron) with reasoning off: its own turn markers, then `<think></think>`
+    # Nemotron-Nano-v2 (Holotron) with reasoning off: `<SPECIAL_10>System\n`, `<SPECIAL_11>User\n`, each turn's text
+    # and a newline; an assistant's turn closes with `\n<SPECIAL_12>\n` (the model writes the newline, then its stop
+    # id); the generation prompt ends with `<think></think>`
     "nemotron": ChatTemplate(
         "nemotron", turn_start="<SPECIAL_11>", turn_end="<SPECIAL_12>",
         headers={"system": "System\n", "user": "User\n", "assistant": "Assistant\n"}, generation_prefix="<think></think>",
+        starts={"system": "<SPECIAL_10>"}, closes={"system": "\n", "user": "\n", "tool": "\n", "assistant": "\n<SPECIAL_12>\n"},
     ),
 }
 # The template of each shipped profile's family, as far as token boundaries go.
 PROFILE_TEMPLATES = {"holo1.5": "chatml", "holo2": "qwen3", "holotron": "nemotron", "openai": "chatml"}
 
 _SPECIALS = ("<|im_start|>", "<|im_end|>", "<SPECIAL_11>", "<SPECIAL_12>", "<|vision_start|>", "<|vision_end|>",
-             "<|image_pad|>", "<think>", "</think>", "<|endoftext|>")
+             "<|image_pad|>", "<think>", "</think>", "<|endoftext|>", "<SPECIAL_10>")
 _PIECES = re.compile(
     "|".join(re.escape(s) for s in _SPECIALS)
     # Qwen2's pre-tokenizer rule, with words cut at six letters (about four characters a token)
     + r"|[^\r\nA-Za-z\d]?[A-Za-z]{1,6}|\d| ?[^\sA-Za-z\d]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+
+_SPECIAL = re.compile("(" + "|".join(re.escape(s) for s in _SPECIALS) + ")")
 
 
 class StandInTokenizer:
@@ -114,7 +134,10 @@ class StandInTokenizer:
     def encode(self, text: str) -> list[int]:
         ids = []
         learnt = {}
-        for piece in _PIECES.findall(text):
+        # special tokens first (as a tokenizer's added tokens: text next to one never joins it), then the pieces
+        pieces = (piece for part in _SPECIAL.split(text) if part
+                  for piece in ([part] if part in self.special else _PIECES.findall(part)))
+        for piece in pieces:
             special = self.special.get(piece)
             if special is not None:
                 ids.append(special)
@@ -137,24 +160,32 @@ class StandInTokenizer:
         count = min(self.max_image_ids, max(1, math.ceil(width / self.patch) * math.ceil(height / self.patch)))
         return [self.special["<|vision_start|>"], *[self.special["<|image_pad|>"]] * count, self.special["<|vision_end|>"]]
 
-    def _content_ids(self, content: Any) -> list[int]:
+    def _content_ids(self, content: Any, close: str = "") -> list[int]:
+        """A turn's content and the `close` after it, as a template's text is tokenised: whole (the close's
+        first characters may join the content's last piece, as `}\\n` does)."""
         if isinstance(content, str):
-            return self.encode(content)
+            return self.encode(content + close)
         ids: list[int] = []
-        for part in content or []:
+        parts = list(content or [])
+        for n, part in enumerate(parts):
             if part.get("type") == "text":
-                ids += self.encode(part.get("text", ""))
+                ids += self.encode(part.get("text", "") + (close if n == len(parts) - 1 else ""))
             elif part.get("type") == "image_url":
                 url = (part.get("image_url") or {}).get("url") or ""
                 ids += self.image_ids(base64.b64decode(url.split(",", 1)[1])) if url.startswith("data:") else []
-        return ids
+        return ids if parts and parts[-1].get("type") == "text" else ids + self.encode(close)
 
     def chat_ids(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool = True) -> list[int]:
         t = self.template
-        start, end, sep = self.special[t.turn_start], self.special[t.turn_end], self.encode(t.separator)
         ids: list[int] = []
         for message in messages:
-            ids += [start, *self.encode(t.header(message.get("role", "user"))), *self._content_ids(message.get("content")), end, *sep]
+            role = message.get("role", "user")
+            ids += [*self.encode(t.start(role) + t.header(role)), *self._content_ids(message.get("content"), t.close(role))]
         if add_generation_prompt:
-            ids += [start, *self.encode(t.header("assistant")), *self.encode(t.generation_prefix)]
+            ids += self.encode(t.turn_start + t.header("assistant") + t.generation_prefix)
         return ids
+
+    def reply_ids(self, content: str) -> list[int]:
+        """The ids a model trained on the template generates for `content`: what the assistant's close holds
+        before the end-of-turn id (a newline for Nemotron-H), then that id."""
+        return self.encode(content + self.template.before_end) + self.end_ids

@@ -39,7 +39,8 @@ def add_token_fields(
         return None
     choice = answer["choices"][0]
     prompt_ids = tokenizer.chat_ids(resolved_messages(request, image_urls))
-    completion_ids = tokenizer.encode(content) + tokenizer.end_ids
+    written = getattr(tokenizer, "reply_ids", None)  # (as a model trained on the template ends its reply)
+    completion_ids = written(content) if written else tokenizer.encode(content) + tokenizer.end_ids
     limit = request.get("max_tokens") or request.get("max_completion_tokens")
     if limit and len(completion_ids) > limit:
         completion_ids, choice["finish_reason"] = completion_ids[:limit], "length"

@@ -16,6 +16,17 @@ generation prompt). The server then finds the whole earlier request in its
 cache, to the token — the reply is never re-tokenised from its text, and a
 hybrid model's state, kept only where a request ended, is found every time.
 
+Every generated id is kept where the model wrote its turn's close up to the
+stop id itself (`join_reply`) — ChatML's `<|im_end|>`, Nemotron-H's
+`\n<SPECIAL_12>` (the newline included), as a model trained on its template
+does — and only the rest of the close follows (a newline): the new prompt
+extends the previous call's whole sequence. Where it did not (no newline
+before Nemotron's `<SPECIAL_12>`), the stop id is left out and the template
+writes its whole close after the reply: the prompt is then the chat path's
+text, and still starts with all the server computed for the earlier request
+(its ids and every generated id but the last, which it never computes); the
+run's tokens.jsonl says so (`dropped_stop`).
+
 Any other request (the first of a session, or a layout that drops earlier
 screenshots or rewrites its text: `window`, `blocks` between block starts) is
 rendered whole, counted in `ChainStats` with the reason, and starts a new link.
@@ -56,8 +67,9 @@ class Link:
     options_key: str
     ids: array  # the prompt as sent: one placeholder per image
     images: tuple[ImagePart, ...]
-    generated: array  # the generated ids, a final stop token left out (the template closes the turn itself)
+    generated: array  # the generated ids, as the server sent them (a final stop token included)
     reply: str
+    stops: frozenset[int] = frozenset()  # the id the server said it stopped on
 
 
 @dataclass
@@ -100,6 +112,25 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
             break
         count += 1
     return count
+
+
+def join_reply(chat: TemplateTokenizer, generated: Sequence[int], closing: str,
+               stops: frozenset[int] = frozenset()) -> tuple[list[int], str]:
+    """The generated ids a continuation keeps, and the text of the turn's close still to write after them
+    (`closing`: the template's text after an assistant turn's content; `stops`: stop ids besides the
+    tokenizer's). Every id is kept where the model wrote the close up to its stop id itself (ChatML's
+    `<|im_end|>`; Nemotron-H's `\\n<SPECIAL_12>`): only the rest of the close follows. Otherwise the stop
+    id is left out and the close follows the reply's text from where it overlaps (e.g. whole)."""
+    ids = list(generated)
+    ends_on_stop = bool(ids) and (ids[-1] in chat.stop_ids or ids[-1] in stops)
+    stop_text = chat.decode(ids[-1:]) if ends_on_stop else ""
+    for keep in ((len(ids), len(ids) - 1) if ends_on_stop else (len(ids),)):
+        text = chat.decode(ids[:keep])
+        for overlap in range(len(closing), -1, -1):
+            head = closing[:overlap]
+            if text.endswith(head) and (keep < len(ids) or not ends_on_stop or (stop_text and head.endswith(stop_text))):
+                return ids[:keep], closing[overlap:]
+    return ids[:-1], closing  # (not reached: the stop id left out, no overlap, always joins)
 
 
 class TokenChain:
@@ -154,24 +185,23 @@ class TokenChain:
             return None, REWRITTEN if kept else DROPPED
         reply = messages[n]
         if reply.role != "assistant" or reply.image_count or not "".join(
-                p.text for p in reply.content).endswith(link.reply):  # type: ignore[union-attr]
+                p.text for p in reply.content).rstrip().endswith(link.reply.rstrip()):  # type: ignore[union-attr]
             return None, UNMATCHED_REPLY
         if not self.chat.media_ids.isdisjoint(link.generated):
             return None, MEDIA_IN_REPLY
         after = messages[n + 1:]
-        text = self.chat.continuation(link.messages, reply, after, options)
-        if text is None:
+        parts = self.chat.continuation_parts(link.messages, reply, after, options)
+        if parts is None:
             return None, TEMPLATE
-        ids = [*link.ids, *link.generated, *self.chat.encode(text)]
-        reused = len(link.ids) + len(link.generated)
+        kept, rest = join_reply(self.chat, link.generated, parts[0], link.stops)
+        ids = [*link.ids, *kept, *self.chat.encode(rest + parts[1])]
+        reused = len(link.ids) + len(kept)
         return TokensPrompt(messages, key, ids, link.images + request_images(after), reused), ""
 
     def keep_reply(self, session: str, prompt: TokensPrompt, generated: Sequence[int], reply: str, stop: int | None = None) -> None:
         """Remember `prompt` and what the server generated for it (`stop`: the token it stopped on)."""
-        out = list(generated)
-        if out and (out[-1] == stop or out[-1] in self.chat.stop_ids):
-            out.pop()  # the template writes the turn's end itself (continuation)
-        link = Link(prompt.messages, prompt.options_key, array("i", prompt.ids), prompt.images, array("i", out), reply)
+        link = Link(prompt.messages, prompt.options_key, array("i", prompt.ids), prompt.images, array("i", generated), reply,
+                    frozenset([stop]) if stop is not None else frozenset())
         with self._lock:
             links = self._sessions.setdefault(session, [])
             self._sessions.move_to_end(session)

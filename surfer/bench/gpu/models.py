@@ -41,17 +41,22 @@ NEMOTRON_SPECIAL = ["<unk>", "<s>", "</s>", "<SPECIAL_10>", "<SPECIAL_11>", "<SP
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                 "<|image_pad|>", "<|video_pad|>", "<think>", "</think>"]
 
+# The shape of Nemotron-Nano-v2's chat template (NVIDIA's, as Holotron serves it with reasoning off): a turn is
+# `<SPECIAL_11>Role\n` + its text, stripped, + `\n`; an assistant's turn closes with `\n<SPECIAL_12>\n` (the stop id
+# between two newlines: the model writes the first, the template the second); the generation prompt ends with an
+# empty thinking block that a history turn does not repeat. An image is `<image>` and a newline.
 NEMOTRON_TEMPLATE = (
     "{%- for message in messages -%}"
-    "{%- if message['role'] == 'system' -%}<SPECIAL_10>System{{ '\\n' }}"
-    "{%- elif message['role'] == 'user' -%}<SPECIAL_11>User{{ '\\n' }}"
-    "{%- else -%}<SPECIAL_11>Assistant{{ '\\n' }}{%- endif -%}"
-    "{%- if message['content'] is string -%}{{ message['content'] }}"
-    "{%- else -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'text' -%}{{ part['text'] }}{%- else -%}<image>{{ '\\n' }}{%- endif -%}"
-    "{%- endfor -%}{%- endif -%}{{ '\\n' }}"
+    "{%- if message['content'] is string -%}{%- set content = message['content'] -%}"
+    "{%- else -%}{%- set ns = namespace(text='') -%}{%- for part in message['content'] -%}"
+    "{%- if part['type'] == 'text' -%}{%- set ns.text = ns.text + part['text'] -%}"
+    "{%- else -%}{%- set ns.text = ns.text + '<image>\\n' -%}{%- endif -%}"
+    "{%- endfor -%}{%- set content = ns.text -%}{%- endif -%}"
+    "{%- if message['role'] == 'system' -%}{{ '<SPECIAL_10>System\\n' + content.strip() + '\\n' }}"
+    "{%- elif message['role'] == 'user' -%}{{ '<SPECIAL_11>User\\n' + content.strip() + '\\n' }}"
+    "{%- else -%}{{ '<SPECIAL_11>Assistant\\n' + content.strip() + '\\n<SPECIAL_12>\\n' }}{%- endif -%}"
     "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}<SPECIAL_11>Assistant{{ '\\n' }}<think></think>{%- endif -%}"
+    "{%- if add_generation_prompt -%}{{ '<SPECIAL_11>Assistant\\n<think></think>' }}{%- endif -%}"
 )
 QWEN_TEMPLATE = (
     "{%- for message in messages -%}<|im_start|>{{ message['role'] + '\\n' }}"
