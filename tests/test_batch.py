@@ -246,6 +246,21 @@ def test_results_written_by_an_older_version_resume_and_become_one_final_line_pe
     assert '"sta\n{"id": "g"' in (tmp_path / "results.jsonl").read_text()  # the torn line did not swallow the next one
 
 
+def test_a_results_directory_holding_another_batch_is_refused_not_counted_as_done(tmp_path):
+    """Another tasks file's line-<n> (or an edited task) under an id of this batch would have been skipped and
+    counted as this task's success."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task": "Find the opening hours", "url": "http://shop.test/"}\n')
+    line = {"id": "line-1", "status": "success", "task": "Find the opening hours", "url": "http://shop.test/"}
+    (tmp_path / "results.jsonl").write_text(json.dumps(line) + "\n")
+    config = AgentConfig(base_url="http://127.0.0.1:9/v1", model="m")
+    assert Batch(config, load_tasks(tasks), tmp_path).pending() == []  # the same task: resumed as done
+    for other in ({"task": "Find the prices"}, {"url": "http://other.test/"}):
+        (tmp_path / "results.jsonl").write_text(json.dumps({**line, **other}) + "\n")
+        with pytest.raises(ConfigError, match="holds another task under id 'line-1'.*another --out"):
+            Batch(config, load_tasks(tasks), tmp_path).pending()
+
+
 def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
     good = tmp_path / "tasks.jsonl"
     good.write_text('# comment\n{"task": "one", "url": "http://x", "id": "q1"}\n\n{"task": "two", "max_steps": 4}\n')
@@ -318,7 +333,6 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
         "2",
         "--max-inflight",
         "1",
-        "--quiet",
         "--base-url",
         oracle_server.base_url,
         "--model",
@@ -330,8 +344,15 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
     assert result.exit_code == 0, result.output
     assert "statuses: {'success': 2}" in result.output
     assert sorted(r["id"] for r in read_results(tmp_path / "out")) == ["p", "q"]
+    # off a terminal (a CI log) the live display does not redraw: a plain line per task says how it goes
+    progress = [line for line in result.output.splitlines() if line.startswith("success ")]
+    assert len(progress) == 2 and "done 1/2" in progress[0] and "done 2/2" in progress[1], result.output
+    assert all(line.split()[1] in ("p", "q") and " steps, " in line for line in progress), progress
     again = CliRunner().invoke(app, args)  # resumes: nothing left to do
     assert again.exit_code == 0 and "done 2/2 (skipped 2)" in again.output
+    for out in (tasks, tasks / "sub"):  # a file where the output directory goes: one line, nothing run
+        refused = CliRunner().invoke(app, [*args[:3], str(out), *args[4:]], env={"COLUMNS": "200"})
+        assert refused.exit_code == 2 and "cannot write the batch's output directory" in refused.output, refused.output
     tasks.write_text('{"task": "x", "id": 3}\n')
     bad = CliRunner().invoke(app, args, env={"COLUMNS": "200"})  # the path is not folded mid-name
     assert bad.exit_code == 2 and "tasks.jsonl:1" in bad.output

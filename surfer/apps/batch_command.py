@@ -13,6 +13,20 @@ from surfer.apps import options
 from surfer.core.errors import ConfigError
 
 
+STYLE = {"success": "green", "failed": "red", "error": "red"}
+
+
+def finished_lines(console: Any, stats: Any) -> Any:
+    """One plain line per task as its results line is written, never wrapped: what a log that is not a terminal
+    shows of a running batch (the live display redraws only on a terminal)."""
+    def said(record: dict[str, Any]) -> None:
+        steps, status = record.get("steps", 0), record["status"]
+        why = "" if status == "success" or not record.get("reason") else " — " + " ".join(str(record["reason"]).split())[:200]
+        options.say(console, status, STYLE.get(status, "yellow"), f"{record['id']}  ({steps} step{'' if steps == 1 else 's'}, "
+                    f"{record.get('seconds', 0):.1f} s){why}  ·  done {stats.done + stats.skipped}/{stats.total}")
+    return said
+
+
 def register(app: typer.Typer) -> None:
     @app.command("batch")
     def batch(
@@ -129,6 +143,8 @@ def register(app: typer.Typer) -> None:
                              ray_address=ray, crash_retries=crash_retries, say=console.print, policy=policy,
                              **({"answers": PresetAnswers.load(answers)} if answers else {}))
         live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and redraws(console) else None
+        if not quiet and live is None:  # off a terminal (a CI log): a plain line per task as it finishes
+            job.on_record = finished_lines(console, job.stats)
 
         async def main() -> Any:
             server = None

@@ -185,9 +185,23 @@ class Batch:
 
     def pending(self) -> list[BatchTask]:
         finished = self.index.finished(self.retry_errors)
+        self._check_same_tasks(finished)
         # a task that ended needs_input runs again once replies are given (--answers, the task's own answers)
         return [t for t in self.tasks if t.id not in finished or (
             finished[t.id].get("status") == "needs_input" and (self.answers is not None or t.answers is not None))]
+
+    def _check_same_tasks(self, finished: dict[str, dict[str, Any]]) -> None:
+        """A results line is this task's outcome only if it is the same task: another batch's line under the same
+        id (`line-<n>` of another tasks file, an edited task) would have it skipped and counted as done."""
+        other = [(task, finished[task.id]) for task in self.tasks if task.id in finished and any(
+            key in finished[task.id] and finished[task.id][key] != value for key, value in (("task", task.task), ("url", task.url)))]
+        if other:
+            task, line = other[0]
+            more = f" (and {len(other) - 1} more)" if len(other) > 1 else ""
+            raise ConfigError(
+                f"{self.index.path} holds another task under id {task.id!r}{more}: {line.get('task')!r} at "
+                f"{line.get('url')}, not {task.task!r} at {task.url}; give this batch another --out (or its tasks "
+                "ids of their own)")
 
     # -- running -------------------------------------------------------------------
 
@@ -222,7 +236,11 @@ class Batch:
                 await asyncio.shield(backend.aclose())
 
     async def _run(self) -> BatchSummary:
-        todo = await self.prepare()
+        try:
+            todo = await self.prepare()
+        except BaseException:  # (another batch's results there, an output directory it cannot write)
+            await self._close_backends()
+            raise
         await self.policy.start()  # its adapter is on every server, or nothing runs
         if todo and not self.replay:
             await self._browser.start()
