@@ -274,6 +274,10 @@ def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
     assert tasks[2].max_steps == 4
     for text, message in [
         ('{"task": "a"}\n{"task": ', "tasks.jsonl:2: not valid JSON"),
+        # the formats a newcomer tries first: each says what a tasks file is
+        ('[{"task": "a"}, {"task": "b"}]', r"tasks.jsonl:1: a JSON array, not a task .*one JSON object per line"),
+        ("id,task\nq1,\"Find the hours, then stop\"\n", r"tasks.jsonl:1: not valid JSON .*one JSON object per line"),
+        ('"Find the hours"', r"tasks.jsonl:1: \"Find the hours\", not a task; .*one JSON object per line"),
         ('{"task": "a", "id": "x"}\n{"task": "b", "id": "x"}', "duplicate task id 'x'"),
         ('{"task": "a", "colour": 1}', "colour: Extra inputs are not permitted"),
         ('{"url": "http://x"}', "task: Field required"),

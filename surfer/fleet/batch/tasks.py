@@ -89,9 +89,12 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            task = BatchTask.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            item = json.loads(line)
+            if not isinstance(item, dict):
+                raise ConfigError(f"{path}:{number}: {_not_an_object(item)}{JSON_LINES}")
+            task = BatchTask.model_validate(item)
+        except json.JSONDecodeError as exc:  # a first line that is no JSON: likely another format (a JSON array, YAML, CSV)
+            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg}){'' if tasks else JSON_LINES}") from None
         except ValidationError as exc:
             raise ConfigError(f"{path}:{number}: {_problems(exc)}") from None
         task.id = task.id or f"line-{number}"
@@ -129,6 +132,15 @@ def tasks_of(items: Iterable[BatchTask | dict[str, Any] | str], samples: int = 1
         seen.add(task.id)
         tasks.extend(expand_samples(task, samples))
     return tasks
+
+
+JSON_LINES = '; a tasks file holds one JSON object per line (JSON lines), {"task": ...}'
+
+
+def _not_an_object(item: Any) -> str:
+    if isinstance(item, list):  # (tasks kept as one JSON array)
+        return "a JSON array, not a task (`jq -c '.[]' FILE > tasks.jsonl` writes an array's tasks one per line)"
+    return f"{json.dumps(item)[:60]}, not a task"
 
 
 def _problems(exc: ValidationError) -> str:
