@@ -84,7 +84,8 @@ async def test_batch_runs_sessions_concurrently_and_survives_a_crashed_page(demo
     assert results["b"]["metadata"] == {"n": 1} and results["a"]["steps"] >= 5
     for i in "abc":
         run_dir = tmp_path / results[i]["run_dir"]
-        assert json.loads((run_dir / "result.json").read_text())["status"] == "success"
+        written = json.loads((run_dir / "result.json").read_text())
+        assert written["status"] == "success" and written["run_dir"] == str(run_dir)  # where it is, not its temporary name
         assert len((run_dir / "trajectory.jsonl").read_text().splitlines()) == results[i]["steps"]
     assert not [p for p in (tmp_path / "runs").iterdir() if p.name.startswith(".tmp-")]
     limit = batch.backends["policy"]

@@ -212,10 +212,13 @@ def _publish(tmp: Path, final: Path, result: RunResult) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         (tmp / "result.json").write_text(
             result.model_copy(update={"run_dir": str(final), "group": None}).model_dump_json(indent=2))
-    if result.group is not None:  # the run wrote it (scrubbed): its group is added, as the results line holds it
-        written = json.loads((tmp / "result.json").read_text())
+    # the run wrote it (scrubbed), naming its temporary directory: it names the directory it is published as,
+    # and its group, as the results line holds it
+    written = json.loads((tmp / "result.json").read_text())
+    written["run_dir"] = str(final)
+    if result.group is not None:
         written["group"] = result.group.model_dump(mode="json", exclude_none=True)
-        (tmp / "result.json").write_text(json.dumps(written, indent=2))
+    (tmp / "result.json").write_text(json.dumps(written, indent=2))
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
