@@ -256,6 +256,10 @@ def test_a_results_directory_holding_another_batch_is_refused_not_counted_as_don
     (tmp_path / "results.jsonl").write_text(json.dumps(line) + "\n")
     config = AgentConfig(base_url="http://127.0.0.1:9/v1", model="m")
     assert Batch(config, load_tasks(tasks), tmp_path).pending() == []  # the same task: resumed as done
+    for options, message in (({"max_inflight": 0}, "--max-inflight must be at least 1"),
+                             ({"crash_retries": -1}, "--crash-retries must be 0 or more")):  # (they were NameErrors)
+        with pytest.raises(ConfigError, match=message):
+            Batch(config, load_tasks(tasks), tmp_path, **options)
     for other in ({"task": "Find the prices"}, {"url": "http://other.test/"}):
         (tmp_path / "results.jsonl").write_text(json.dumps({**line, **other}) + "\n")
         with pytest.raises(ConfigError, match="holds another task under id 'line-1'.*another --out"):
@@ -355,6 +359,8 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
     assert all(line.split()[1] in ("p", "q") and " steps, " in line for line in progress), progress
     again = CliRunner().invoke(app, args)  # resumes: nothing left to do
     assert again.exit_code == 0 and "done 2/2 (skipped 2)" in again.output
+    port = CliRunner().invoke(app, [*args, "--dashboard", "--dashboard-port", "99999"])  # (it was a traceback)
+    assert port.exit_code == 2 and "--dashboard-port" in port.output, port.output
     for out in (tasks, tasks / "sub"):  # a file where the output directory goes: one line, nothing run
         refused = CliRunner().invoke(app, [*args[:3], str(out), *args[4:]], env={"COLUMNS": "200"})
         assert refused.exit_code == 2 and "cannot write the batch's output directory" in refused.output, refused.output

@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         ),
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
         dashboard: bool = typer.Option(False, "--dashboard", help="Serve the live page (surfer view) while the batch runs."),
-        dashboard_port: int = typer.Option(8765, "--dashboard-port", help="Port of --dashboard (on 127.0.0.1)."),
+        dashboard_port: int = typer.Option(8765, "--dashboard-port", min=0, max=65535, help="Port of --dashboard (on 127.0.0.1)."),
         env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
         replay: options.Replay = None,
         policy: Optional[str] = typer.Option(

@@ -102,6 +102,22 @@ def final_results(records: Iterable[dict[str, Any]], retry_errors: bool = False)
     return done
 
 
+def check_same_tasks(path: Path, finished: dict[str, dict[str, Any]], tasks: Iterable[Any]) -> None:
+    """A results line is a task's outcome only if it is the same task: another batch's line under the same id
+    (`line-<n>` of another tasks file, a task edited since) would have it skipped and counted as done. A
+    ConfigError naming the first such id."""
+    from surfer.core.errors import ConfigError
+
+    other = [(task, finished[task.id]) for task in tasks if task.id in finished and any(
+        key in finished[task.id] and finished[task.id][key] != value for key, value in (("task", task.task), ("url", task.url)))]
+    if other:
+        task, line = other[0]
+        more = f" (and {len(other) - 1} more)" if len(other) > 1 else ""
+        raise ConfigError(
+            f"{path} holds another task under id {task.id!r}{more}: {line.get('task')!r} at {line.get('url')}, not "
+            f"{task.task!r} at {task.url}; give this batch another --out (or its tasks ids of their own)")
+
+
 def read_lines(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines file; a torn last line (crash mid-write) is skipped."""
     records = []

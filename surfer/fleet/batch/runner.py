@@ -12,8 +12,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-
-
 from surfer.agent.config import AgentConfig
 from surfer.agent.result import RunResult
 from surfer.core.deadline import run_deadline
@@ -23,7 +21,8 @@ from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
 
 from .rewards import TaskRewards, group_info
-from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final, spent
+from .results import (BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish,
+                      check_same_tasks, is_final, spent)
 from .servers import BatchServers, shared_backends
 from .stats import BatchStats
 from .summary import BatchSummary
@@ -148,8 +147,6 @@ class Batch:
                                   self.out_dir, self.say, (config.endpoint("policy").model, config.policy_version))
         named = self.policy.current
         if named is not None and named.version is not None and config.policy_version not in (None, named.version):
-            from surfer.core.errors import ConfigError
-
             raise ConfigError(f"--policy {named} names version {named.version}, and --policy-version (policy_version) "
                               f"{config.policy_version}: give the version once")
 
@@ -185,23 +182,10 @@ class Batch:
 
     def pending(self) -> list[BatchTask]:
         finished = self.index.finished(self.retry_errors)
-        self._check_same_tasks(finished)
+        check_same_tasks(self.index.path, finished, self.tasks)
         # a task that ended needs_input runs again once replies are given (--answers, the task's own answers)
         return [t for t in self.tasks if t.id not in finished or (
             finished[t.id].get("status") == "needs_input" and (self.answers is not None or t.answers is not None))]
-
-    def _check_same_tasks(self, finished: dict[str, dict[str, Any]]) -> None:
-        """A results line is this task's outcome only if it is the same task: another batch's line under the same
-        id (`line-<n>` of another tasks file, an edited task) would have it skipped and counted as done."""
-        other = [(task, finished[task.id]) for task in self.tasks if task.id in finished and any(
-            key in finished[task.id] and finished[task.id][key] != value for key, value in (("task", task.task), ("url", task.url)))]
-        if other:
-            task, line = other[0]
-            more = f" (and {len(other) - 1} more)" if len(other) > 1 else ""
-            raise ConfigError(
-                f"{self.index.path} holds another task under id {task.id!r}{more}: {line.get('task')!r} at "
-                f"{line.get('url')}, not {task.task!r} at {task.url}; give this batch another --out (or its tasks "
-                "ids of their own)")
 
     # -- running -------------------------------------------------------------------
 
@@ -222,25 +206,21 @@ class Batch:
         """Run the tasks not finished yet, the only batch in the output directory while it runs."""
         try:
             await asyncio.to_thread(self.files.claim)
-        except ConfigError:
+            return await self._run()
+        except BaseException:  # (stopped before its own close: another batch there, or another batch's results)
             await self._close_backends()
             raise
-        try:
-            return await self._run()
         finally:
             self.files.release()
 
     async def _close_backends(self) -> None:
         if self._owns_backend:
+            self._owns_backend = False  # (once)
             for backend in {id(b): b for b in self.backends.values()}.values():
                 await asyncio.shield(backend.aclose())
 
     async def _run(self) -> BatchSummary:
-        try:
-            todo = await self.prepare()
-        except BaseException:  # (another batch's results there, an output directory it cannot write)
-            await self._close_backends()
-            raise
+        todo = await self.prepare()
         await self.policy.start()  # its adapter is on every server, or nothing runs
         if todo and not self.replay:
             await self._browser.start()
