@@ -283,6 +283,7 @@ def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
         ('[{"task": "a"}, {"task": "b"}]', r"tasks.jsonl:1: a JSON array, not a task .*one JSON object per line"),
         ("id,task\nq1,\"Find the hours, then stop\"\n", r"tasks.jsonl:1: not valid JSON .*one JSON object per line"),
         ('"Find the hours"', r"tasks.jsonl:1: \"Find the hours\", not a task; .*one JSON object per line"),
+        ('{"task": "a", "sample": 3}', "tasks.jsonl:1: sample is set by --samples, not by a tasks file"),
         ('{"task": "a", "id": "x"}\n{"task": "b", "id": "x"}', "duplicate task id 'x'"),
         ('{"task": "a", "colour": 1}', "colour: Extra inputs are not permitted"),
         ('{"url": "http://x"}', "task: Field required"),

@@ -52,9 +52,9 @@ class BatchTask(BaseModel):
         "the validator, {text: ...}, {url: ...}, {answer: ...}): the reward is 1 when all are met, else 0.",
     )
     # set when expanded into samples
-    group: Optional[str] = Field(default=None, description="Set by `--samples`: the id the samples share.")
-    sample: Optional[int] = Field(default=None, description="Set by `--samples`: the sample number.")
-    samples: Optional[int] = Field(default=None, description="Set by `--samples`: how many samples the group has.")
+    group: Optional[str] = Field(default=None, description="Set by `--samples` (not in a tasks file): the id the samples share.")
+    sample: Optional[int] = Field(default=None, description="Set by `--samples` (not in a tasks file): the sample number.")
+    samples: Optional[int] = Field(default=None, description="Set by `--samples` (not in a tasks file): how many samples the group has.")
 
     @field_validator("task")
     @classmethod
@@ -92,6 +92,10 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
             item = json.loads(line)
             if not isinstance(item, dict):
                 raise ConfigError(f"{path}:{number}: {_not_an_object(item)}{JSON_LINES}")
+            given = sorted(SET_BY_SAMPLES & item.keys())  # (a line's own `sample` made a group of one with index 3)
+            if given:
+                raise ConfigError(f"{path}:{number}: {given[0]} is set by --samples, not by a tasks file (metadata "
+                                  "holds anything of your own)")
             task = BatchTask.model_validate(item)
         except json.JSONDecodeError as exc:  # a first line that is no JSON: likely another format (a JSON array, YAML, CSV)
             raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg}){'' if tasks else JSON_LINES}") from None
@@ -134,6 +138,7 @@ def tasks_of(items: Iterable[BatchTask | dict[str, Any] | str], samples: int = 1
     return tasks
 
 
+SET_BY_SAMPLES = frozenset({"group", "sample", "samples"})
 JSON_LINES = '; a tasks file holds one JSON object per line (JSON lines), {"task": ...}'
 
 
