@@ -358,6 +358,8 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
     progress = [line for line in result.output.splitlines() if line.startswith("success ")]
     assert len(progress) == 2 and "done 1/2" in progress[0] and "done 2/2" in progress[1], result.output
     assert all(line.split()[1] in ("p", "q") and " steps, " in line for line in progress), progress
+    closing = [line for line in result.output.splitlines() if line.startswith("done 2/2 ")]
+    assert len(closing) == 1 and " step p50 " in closing[0], result.output  # one line, never folded at 80 columns
     again = CliRunner().invoke(app, args)  # resumes: nothing left to do
     assert again.exit_code == 0 and "done 2/2 (skipped 2)" in again.output
     port = CliRunner().invoke(app, [*args, "--dashboard", "--dashboard-port", "99999"])  # (it was a traceback)

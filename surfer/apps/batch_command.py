@@ -180,7 +180,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(stop.exit_code) from None
         if live:
             live.stop()
-        console.print(job.stats.line())
+        console.print(job.stats.line(), soft_wrap=True)  # (one line in a log too, never folded at 80 columns)
         if summary.statuses:
             options.say(console, "statuses:", "", f"{summary.statuses}  ·  results: {out / 'results.jsonl'}")
         else:  # no task of this batch has a final line: name no file that is not there
