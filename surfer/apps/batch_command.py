@@ -197,5 +197,5 @@ def register(app: typer.Typer) -> None:
             console.print(f"concurrency auto: sessions {limits[0]} → {limits[-1]} (range {min(limits)}–{max(limits)})")
         if summary.stopped:
             options.say(console, "batch stopped:", "red", summary.stopped)
-            raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
+            raise typer.Exit({"unreachable": EXIT_UNREACHABLE, "storage": EXIT_FAILED}.get(summary.stopped_kind or "", EXIT_USAGE))
         raise typer.Exit(EXIT_OK if summary.finished + summary.skipped == summary.total else EXIT_FAILED)
