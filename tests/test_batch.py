@@ -367,6 +367,16 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
     for out in (tasks, tasks / "sub"):  # a file where the output directory goes: one line, nothing run
         refused = CliRunner().invoke(app, [*args[:3], str(out), *args[4:]], env={"COLUMNS": "200"})
         assert refused.exit_code == 2 and "cannot write the batch's output directory" in refused.output, refused.output
+    # what the batch says as it runs (--concurrency auto's choice, a server out of placement) is one line in a log
+    import io
+
+    from rich.console import Console
+
+    from surfer.apps.batch_command import said
+
+    log = io.StringIO()
+    said(Console(file=log, width=40))("--concurrency auto: no vLLM or SGLang /metrics at http://[::1]:8000/metrics")
+    assert log.getvalue() == "--concurrency auto: no vLLM or SGLang /metrics at http://[::1]:8000/metrics\n"
     tasks.write_text('{"task": "x", "id": 3}\n')
     bad = CliRunner().invoke(app, args, env={"COLUMNS": "200"})  # the path is not folded mid-name
     assert bad.exit_code == 2 and "tasks.jsonl:1" in bad.output

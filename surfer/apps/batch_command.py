@@ -27,6 +27,14 @@ def finished_lines(console: Any, stats: Any) -> Any:
     return said
 
 
+def said(console: Any) -> Any:
+    """What the batch says as it runs (--concurrency auto's choices, a server out of placement): one line each, never
+    folded at 80 columns in a log, its brackets not read as markup."""
+    from rich.text import Text
+
+    return lambda text: console.print(Text(str(text)), soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("batch")
     def batch(
@@ -140,7 +148,7 @@ def register(app: typer.Typer) -> None:
             items = load_tasks(tasks_file, samples)
             job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
                              retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret, cfg, console),
-                             ray_address=ray, crash_retries=crash_retries, say=console.print, policy=policy,
+                             ray_address=ray, crash_retries=crash_retries, say=said(console), policy=policy,
                              **({"answers": PresetAnswers.load(answers)} if answers else {}))
         live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and redraws(console) else None
         if not quiet and live is None:  # off a terminal (a CI log): a plain line per task as it finishes

@@ -126,6 +126,9 @@ def tasks_of(items: Iterable[BatchTask | dict[str, Any] | str], samples: int = 1
     tasks: list[BatchTask] = []
     seen: set[str] = set()
     for number, item in enumerate(items, 1):
+        if not isinstance(item, (str, dict, BatchTask)):  # (it said "line: Input should be a valid dictionary ...")
+            raise ConfigError(f"task {number}: {_not_an_object(item)}: give its text, a dict of a tasks file's fields "
+                              "or a BatchTask")
         try:
             task = BatchTask(task=item) if isinstance(item, str) else BatchTask.model_validate(item)
         except ValidationError as exc:
@@ -145,7 +148,7 @@ JSON_LINES = '; a tasks file holds one JSON object per line (JSON lines), {"task
 def _not_an_object(item: Any) -> str:
     if isinstance(item, list):  # (tasks kept as one JSON array)
         return "a JSON array, not a task (`jq -c '.[]' FILE > tasks.jsonl` writes an array's tasks one per line)"
-    return f"{json.dumps(item)[:60]}, not a task"
+    return f"{json.dumps(item, default=repr)[:60]}, not a task"
 
 
 def _problems(exc: ValidationError) -> str:
