@@ -39,7 +39,8 @@ def register(app: typer.Typer) -> None:
     @app.command("batch")
     def batch(
         tasks_file: Path = typer.Argument(
-            ..., help="JSON lines: {task, url?, id?, max_steps?, max_seconds?, storage_state?, metadata?}."
+            ..., help="JSON lines, one task per line: {task, url?, id?, max_steps?, max_seconds?, storage_state?, answers?, "
+            "reward?, expect?, metadata?}."
         ),
         out: Path = typer.Option(..., "--out", help="Output directory (results.jsonl + runs/); rerun to resume."),
         concurrency: str = typer.Option(
