@@ -364,9 +364,9 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
     assert again.exit_code == 0 and "done 2/2 (skipped 2)" in again.output
     port = CliRunner().invoke(app, [*args, "--dashboard", "--dashboard-port", "99999"])  # (it was a traceback)
     assert port.exit_code == 2 and "--dashboard-port" in port.output, port.output
-    for out in (tasks, tasks / "sub"):  # a file where the output directory goes: one line, nothing run
-        refused = CliRunner().invoke(app, [*args[:3], str(out), *args[4:]], env={"COLUMNS": "200"})
-        assert refused.exit_code == 2 and "cannot write the batch's output directory" in refused.output, refused.output
+    refused = CliRunner().invoke(app, [*args[:3], str(tasks), *args[4:]], env={"COLUMNS": "200"})  # a file as --out
+    assert refused.exit_code == 2 and "cannot write the batch's output directory" in refused.output, refused.output
+    assert "it is a file" in refused.output and sorted(p.name for p in tmp_path.iterdir()) == ["out", "tasks.jsonl"]
     # what the batch says as it runs (--concurrency auto's choice, a server out of placement) is one line in a log
     import io
 
