@@ -84,7 +84,8 @@ async def test_batch_runs_sessions_concurrently_and_survives_a_crashed_page(demo
     assert results["b"]["metadata"] == {"n": 1} and results["a"]["steps"] >= 5
     for i in "abc":
         run_dir = tmp_path / results[i]["run_dir"]
-        assert json.loads((run_dir / "result.json").read_text())["status"] == "success"
+        written = json.loads((run_dir / "result.json").read_text())
+        assert written["status"] == "success" and written["run_dir"] == str(run_dir)  # where it is, not its temporary name
         assert len((run_dir / "trajectory.jsonl").read_text().splitlines()) == results[i]["steps"]
     assert not [p for p in (tmp_path / "runs").iterdir() if p.name.startswith(".tmp-")]
     limit = batch.backends["policy"]
@@ -246,6 +247,25 @@ def test_results_written_by_an_older_version_resume_and_become_one_final_line_pe
     assert '"sta\n{"id": "g"' in (tmp_path / "results.jsonl").read_text()  # the torn line did not swallow the next one
 
 
+def test_a_results_directory_holding_another_batch_is_refused_not_counted_as_done(tmp_path):
+    """Another tasks file's line-<n> (or an edited task) under an id of this batch would have been skipped and
+    counted as this task's success."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task": "Find the opening hours", "url": "http://shop.test/"}\n')
+    line = {"id": "line-1", "status": "success", "task": "Find the opening hours", "url": "http://shop.test/"}
+    (tmp_path / "results.jsonl").write_text(json.dumps(line) + "\n")
+    config = AgentConfig(base_url="http://127.0.0.1:9/v1", model="m")
+    assert Batch(config, load_tasks(tasks), tmp_path).pending() == []  # the same task: resumed as done
+    for options, message in (({"max_inflight": 0}, "--max-inflight must be at least 1"),
+                             ({"crash_retries": -1}, "--crash-retries must be 0 or more")):  # (they were NameErrors)
+        with pytest.raises(ConfigError, match=message):
+            Batch(config, load_tasks(tasks), tmp_path, **options)
+    for other in ({"task": "Find the prices"}, {"url": "http://other.test/"}):
+        (tmp_path / "results.jsonl").write_text(json.dumps({**line, **other}) + "\n")
+        with pytest.raises(ConfigError, match="holds another task under id 'line-1'.*another --out"):
+            Batch(config, load_tasks(tasks), tmp_path).pending()
+
+
 def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
     good = tmp_path / "tasks.jsonl"
     good.write_text('# comment\n{"task": "one", "url": "http://x", "id": "q1"}\n\n{"task": "two", "max_steps": 4}\n')
@@ -259,6 +279,11 @@ def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
     assert tasks[2].max_steps == 4
     for text, message in [
         ('{"task": "a"}\n{"task": ', "tasks.jsonl:2: not valid JSON"),
+        # the formats a newcomer tries first: each says what a tasks file is
+        ('[{"task": "a"}, {"task": "b"}]', r"tasks.jsonl:1: a JSON array, not a task .*one JSON object per line"),
+        ("id,task\nq1,\"Find the hours, then stop\"\n", r"tasks.jsonl:1: not valid JSON .*one JSON object per line"),
+        ('"Find the hours"', r"tasks.jsonl:1: \"Find the hours\", not a task; .*one JSON object per line"),
+        ('{"task": "a", "sample": 3}', "tasks.jsonl:1: sample is set by --samples, not by a tasks file"),
         ('{"task": "a", "id": "x"}\n{"task": "b", "id": "x"}', "duplicate task id 'x'"),
         ('{"task": "a", "colour": 1}', "colour: Extra inputs are not permitted"),
         ('{"url": "http://x"}', "task: Field required"),
@@ -318,7 +343,6 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
         "2",
         "--max-inflight",
         "1",
-        "--quiet",
         "--base-url",
         oracle_server.base_url,
         "--model",
@@ -330,8 +354,29 @@ def test_batch_command_runs_tasks_file_and_refuses_bad_files(demo_site, oracle_s
     assert result.exit_code == 0, result.output
     assert "statuses: {'success': 2}" in result.output
     assert sorted(r["id"] for r in read_results(tmp_path / "out")) == ["p", "q"]
+    # off a terminal (a CI log) the live display does not redraw: a plain line per task says how it goes
+    progress = [line for line in result.output.splitlines() if line.startswith("success ")]
+    assert len(progress) == 2 and "done 1/2" in progress[0] and "done 2/2" in progress[1], result.output
+    assert all(line.split()[1] in ("p", "q") and " steps, " in line for line in progress), progress
+    closing = [line for line in result.output.splitlines() if line.startswith("done 2/2 ")]
+    assert len(closing) == 1 and " step p50 " in closing[0], result.output  # one line, never folded at 80 columns
     again = CliRunner().invoke(app, args)  # resumes: nothing left to do
     assert again.exit_code == 0 and "done 2/2 (skipped 2)" in again.output
+    port = CliRunner().invoke(app, [*args, "--dashboard", "--dashboard-port", "99999"])  # (it was a traceback)
+    assert port.exit_code == 2 and "--dashboard-port" in port.output, port.output
+    refused = CliRunner().invoke(app, [*args[:3], str(tasks), *args[4:]], env={"COLUMNS": "200"})  # a file as --out
+    assert refused.exit_code == 2 and "cannot write the batch's output directory" in refused.output, refused.output
+    assert "it is a file" in refused.output and sorted(p.name for p in tmp_path.iterdir()) == ["out", "tasks.jsonl"]
+    # what the batch says as it runs (--concurrency auto's choice, a server out of placement) is one line in a log
+    import io
+
+    from rich.console import Console
+
+    from surfer.apps.batch_command import said
+
+    log = io.StringIO()
+    said(Console(file=log, width=40))("--concurrency auto: no vLLM or SGLang /metrics at http://[::1]:8000/metrics")
+    assert log.getvalue() == "--concurrency auto: no vLLM or SGLang /metrics at http://[::1]:8000/metrics\n"
     tasks.write_text('{"task": "x", "id": 3}\n')
     bad = CliRunner().invoke(app, args, env={"COLUMNS": "200"})  # the path is not folded mid-name
     assert bad.exit_code == 2 and "tasks.jsonl:1" in bad.output

@@ -126,6 +126,11 @@ async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(c
         assert json.loads((run_dir / "result.json").read_text())["status"] == "success"
         assert len((run_dir / "trajectory.jsonl").read_text().splitlines()) == record["steps"]
         assert sorted(p.name for p in run_dir.iterdir()) == sorted(p.name for p in (tmp_path / "local" / record["run_dir"]).iterdir())
+        assert json.loads((run_dir / "result.json").read_text())["run_dir"] == str(run_dir)
+    # the files the local runner writes, `surfer view`'s metrics.jsonl included, counted as the results are
+    assert sorted(p.name for p in (tmp_path / "ray").iterdir()) == sorted(p.name for p in (tmp_path / "local").iterdir())
+    last = json.loads((tmp_path / "ray" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert (last["done"], last["succeeded"], last["running"]) == (len(IDS), len(IDS), 0), last
     leftovers = [p.name for p in (tmp_path / "ray").iterdir() if p.name.startswith(".")]
     assert leftovers == [] and not [p for p in (tmp_path / "ray" / "runs").iterdir() if p.name.startswith(".tmp-")]
 

@@ -225,3 +225,30 @@ def test_a_reply_holding_half_a_surrogate_pair_is_kept_with_the_run(standin, tmp
     assert step["thought"] == "click \ufffd" and step["notes"] == "}}bo \ufffd"
     assert step["action"]["target"] == "the \ufffd link"
     assert json.loads((out / "result.json").read_text(encoding="utf-8"))["answer"] == result.answer
+
+
+async def test_a_full_disk_stops_the_batch_and_records_no_task_as_failed(standin, tmp_path, monkeypatch):
+    """The disk fills up under a run (its step cannot be written): that is no task's fault. The batch stops, the
+    task has no results line (it was recorded as an internal error, never run again), and a rerun finishes it."""
+    from surfer.agent.trajectory import TrajectoryWriter
+
+    server = standin(Clicker())
+    config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=1,
+                         validate_answers=False)
+    tasks = [BatchTask(id=i, task="Register Ada", group=i) for i in ("full", "later")]
+    write_step = TrajectoryWriter._step
+
+    def disk_full(self, event):  # type: ignore[no-untyped-def]
+        if ".tmp-full-" in str(self.run_dir):
+            raise OSError(28, "No space left on device", str(self.run_dir / "trajectory.jsonl"))
+        return write_step(self, event)
+
+    monkeypatch.setattr(TrajectoryWriter, "_step", disk_full)
+    batch = Batch(config, tasks, tmp_path, concurrency=1, replay=load_recordings(DEMO_RECORDINGS))
+    summary = await batch.run()
+    assert summary.stopped_kind == "storage" and "No space left on device" in summary.stopped, summary.stopped
+    assert batch.index.read() == [] and summary.statuses == {}  # not an error of the task: no line, nothing counted
+    assert [t.id for t in batch.pending()] == ["full", "later"]  # (the batch started no task after it)
+    monkeypatch.setattr(TrajectoryWriter, "_step", write_step)  # room made: the same batch again finishes it
+    summary = await Batch(config, tasks, tmp_path, concurrency=1, replay=load_recordings(DEMO_RECORDINGS)).run()
+    assert summary.stopped is None and [(r["id"], r["status"]) for r in batch.index.read()] == [("full", "limit"), ("later", "limit")]

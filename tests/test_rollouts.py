@@ -53,6 +53,8 @@ async def test_rollouts_stop_when_the_loop_breaks_and_refuse_bad_tasks(demo_site
         [r async for r in surfer.rollouts(config, tasks + tasks[:1], samples=2, out_dir=tmp_path)]
     with pytest.raises(surfer.ConfigError, match=r"^task 2: bogus: Extra inputs are not permitted$"):
         [r async for r in surfer.rollouts(config, [tasks[0], {"task": "x", "bogus": 1}], out_dir=tmp_path)]
+    with pytest.raises(surfer.ConfigError, match=r"^task 2: 7, not a task: give its text, a dict"):
+        [r async for r in surfer.rollouts(config, [tasks[0], 7], out_dir=tmp_path)]
     assert [r["id"] for r in ResultsIndex(tmp_path / "results.jsonl").read()] == [first["id"]]  # nothing ran
     # a model server that is not there stops the batch: said by the stream, not an empty iteration
     gone = config.model_copy(update={"base_url": "http://127.0.0.1:9/v1", "server_wait": 0})

@@ -13,11 +13,34 @@ from surfer.apps import options
 from surfer.core.errors import ConfigError
 
 
+STYLE = {"success": "green", "failed": "red", "error": "red"}
+
+
+def finished_lines(console: Any, stats: Any) -> Any:
+    """One plain line per task as its results line is written, never wrapped: what a log that is not a terminal
+    shows of a running batch (the live display redraws only on a terminal)."""
+    def said(record: dict[str, Any]) -> None:
+        steps, status = record.get("steps", 0), record["status"]
+        why = "" if status == "success" or not record.get("reason") else " — " + " ".join(str(record["reason"]).split())[:200]
+        options.say(console, status, STYLE.get(status, "yellow"), f"{record['id']}  ({steps} step{'' if steps == 1 else 's'}, "
+                    f"{record.get('seconds', 0):.1f} s){why}  ·  done {stats.done + stats.skipped}/{stats.total}")
+    return said
+
+
+def said(console: Any) -> Any:
+    """What the batch says as it runs (--concurrency auto's choices, a server out of placement): one line each, never
+    folded at 80 columns in a log, its brackets not read as markup."""
+    from rich.text import Text
+
+    return lambda text: console.print(Text(str(text)), soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("batch")
     def batch(
         tasks_file: Path = typer.Argument(
-            ..., help="JSON lines: {task, url?, id?, max_steps?, max_seconds?, storage_state?, metadata?}."
+            ..., help="JSON lines, one task per line: {task, url?, id?, max_steps?, max_seconds?, storage_state?, answers?, "
+            "reward?, expect?, metadata?}."
         ),
         out: Path = typer.Option(..., "--out", help="Output directory (results.jsonl + runs/); rerun to resume."),
         concurrency: str = typer.Option(
@@ -64,7 +87,7 @@ def register(app: typer.Typer) -> None:
         ),
         quiet: bool = typer.Option(False, "--quiet", help="No live progress display."),
         dashboard: bool = typer.Option(False, "--dashboard", help="Serve the live page (surfer view) while the batch runs."),
-        dashboard_port: int = typer.Option(8765, "--dashboard-port", help="Port of --dashboard (on 127.0.0.1)."),
+        dashboard_port: int = typer.Option(8765, "--dashboard-port", min=0, max=65535, help="Port of --dashboard (on 127.0.0.1)."),
         env: str = typer.Option("browser", "--env", help="'browser' (one shared Chromium) or 'replay' (recorded screenshots, no browser)."),
         replay: options.Replay = None,
         policy: Optional[str] = typer.Option(
@@ -126,9 +149,11 @@ def register(app: typer.Typer) -> None:
             items = load_tasks(tasks_file, samples)
             job = make_batch(cfg, items, out, concurrency=concurrency, max_inflight=max_inflight,
                              retry_errors=retry_errors, replay=recordings, secrets=options.secrets_from(secret, cfg, console),
-                             ray_address=ray, crash_retries=crash_retries, say=console.print, policy=policy,
+                             ray_address=ray, crash_retries=crash_retries, say=said(console), policy=policy,
                              **({"answers": PresetAnswers.load(answers)} if answers else {}))
         live = Live(job.stats, console=console, refresh_per_second=4, transient=False) if not quiet and redraws(console) else None
+        if not quiet and live is None:  # off a terminal (a CI log): a plain line per task as it finishes
+            job.on_record = finished_lines(console, job.stats)
 
         async def main() -> Any:
             server = None
@@ -164,7 +189,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(stop.exit_code) from None
         if live:
             live.stop()
-        console.print(job.stats.line())
+        console.print(job.stats.line(), soft_wrap=True)  # (one line in a log too, never folded at 80 columns)
         if summary.statuses:
             options.say(console, "statuses:", "", f"{summary.statuses}  ·  results: {out / 'results.jsonl'}")
         else:  # no task of this batch has a final line: name no file that is not there
@@ -181,5 +206,5 @@ def register(app: typer.Typer) -> None:
             console.print(f"concurrency auto: sessions {limits[0]} → {limits[-1]} (range {min(limits)}–{max(limits)})")
         if summary.stopped:
             options.say(console, "batch stopped:", "red", summary.stopped)
-            raise typer.Exit(EXIT_UNREACHABLE if summary.stopped_kind == "unreachable" else EXIT_USAGE)
+            raise typer.Exit({"unreachable": EXIT_UNREACHABLE, "storage": EXIT_FAILED}.get(summary.stopped_kind or "", EXIT_USAGE))
         raise typer.Exit(EXIT_OK if summary.finished + summary.skipped == summary.total else EXIT_FAILED)

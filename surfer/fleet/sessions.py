@@ -170,8 +170,15 @@ class BatchFiles:
 
         from surfer.core.errors import ConfigError
 
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        handle = os.open(self.out_dir, os.O_RDONLY)
+        try:  # a file in the way, a folder it may not write: one line before anything runs, not a traceback
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            probe = self.out_dir / f".write-check-{os.getpid()}"
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
+            probe.unlink()
+            handle = os.open(self.out_dir, os.O_RDONLY)
+        except OSError as exc:
+            why = "it is a file" if self.out_dir.is_file() else exc.strerror or str(exc)
+            raise ConfigError(f"cannot write the batch's output directory {self.out_dir}: {why}") from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

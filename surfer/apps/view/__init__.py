@@ -16,7 +16,7 @@ def register(app: Any) -> None:
     def view(
         out: Path = typer.Argument(..., help="A batch --out directory, a runs/ folder or one run directory."),
         host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (other than loopback needs the token)."),
-        port: int = typer.Option(8765, "--port", help="Port to listen on (0: any free port)."),
+        port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
         token: Optional[str] = typer.Option(
             None, "--token", envvar="SURFER_VIEW_TOKEN", help="Token required off loopback (default: a random one)."),
     ) -> None:

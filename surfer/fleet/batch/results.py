@@ -102,6 +102,22 @@ def final_results(records: Iterable[dict[str, Any]], retry_errors: bool = False)
     return done
 
 
+def check_same_tasks(path: Path, finished: dict[str, dict[str, Any]], tasks: Iterable[Any]) -> None:
+    """A results line is a task's outcome only if it is the same task: another batch's line under the same id
+    (`line-<n>` of another tasks file, a task edited since) would have it skipped and counted as done. A
+    ConfigError naming the first such id."""
+    from surfer.core.errors import ConfigError
+
+    other = [(task, finished[task.id]) for task in tasks if task.id in finished and any(
+        key in finished[task.id] and finished[task.id][key] != value for key, value in (("task", task.task), ("url", task.url)))]
+    if other:
+        task, line = other[0]
+        more = f" (and {len(other) - 1} more)" if len(other) > 1 else ""
+        raise ConfigError(
+            f"{path} holds another task under id {task.id!r}{more}: {line.get('task')!r} at {line.get('url')}, not "
+            f"{task.task!r} at {task.url}; give this batch another --out (or its tasks ids of their own)")
+
+
 def read_lines(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines file; a torn last line (crash mid-write) is skipped."""
     records = []
@@ -212,10 +228,13 @@ def _publish(tmp: Path, final: Path, result: RunResult) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         (tmp / "result.json").write_text(
             result.model_copy(update={"run_dir": str(final), "group": None}).model_dump_json(indent=2))
-    if result.group is not None:  # the run wrote it (scrubbed): its group is added, as the results line holds it
-        written = json.loads((tmp / "result.json").read_text())
+    # the run wrote it (scrubbed), naming its temporary directory: it names the directory it is published as,
+    # and its group, as the results line holds it
+    written = json.loads((tmp / "result.json").read_text())
+    written["run_dir"] = str(final)
+    if result.group is not None:
         written["group"] = result.group.model_dump(mode="json", exclude_none=True)
-        (tmp / "result.json").write_text(json.dumps(written, indent=2))
+    (tmp / "result.json").write_text(json.dumps(written, indent=2))
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)

@@ -5,14 +5,13 @@ subclasses `Batch` and replaces only placement."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import shutil
 import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
-
-
 
 from surfer.agent.config import AgentConfig
 from surfer.agent.result import RunResult
@@ -22,8 +21,10 @@ from surfer.core import stopping
 from surfer.models.backend import ModelBackend
 from surfer.fleet.browser_pool import SharedBrowser
 
+from .drain import drain
 from .rewards import TaskRewards, group_info
-from .results import BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish, is_final, spent
+from .results import (BATCH_STOPPING_ERRORS, FINAL_STATUSES, RESULTS_FILE, RUNS, TMP_PREFIX, ResultsIndex, _publish,
+                      check_same_tasks, is_final, spent)
 from .servers import BatchServers, shared_backends
 from .stats import BatchStats
 from .summary import BatchSummary
@@ -34,41 +35,7 @@ __all__ = ["BROWSER_DIED", "HARD_LIMIT_GRACE", "Batch", "BatchSummary", "drain",
 
 BROWSER_DIED = "the browser crashed (the Chromium process died)"
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
-
-
-async def drain(items: Iterable[Any], concurrency: int, handle: Any, keep_going: Any, slots: Any = None) -> None:
-    """`await handle(item)` for every item, `concurrency` at a time, while
-    `keep_going()`; the workers are cancelled when this is. With `slots` (a
-    resizable semaphore, concurrency.Slots), each item also holds a slot."""
-    queue: asyncio.Queue[Any] = asyncio.Queue()
-    for item in items:
-        queue.put_nowait(item)
-
-    async def one() -> bool:
-        try:
-            item = queue.get_nowait()
-        except asyncio.QueueEmpty:
-            return False
-        await handle(item)
-        return True
-
-    async def worker() -> None:
-        while keep_going():
-            if slots is None:
-                if not await one():
-                    return
-                continue
-            async with slots:
-                if not await one():
-                    return
-
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, queue.qsize()))]
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+STORAGE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})  # a run's files cannot be written: no task's fault
 
 
 class Batch:
@@ -148,8 +115,6 @@ class Batch:
                                   self.out_dir, self.say, (config.endpoint("policy").model, config.policy_version))
         named = self.policy.current
         if named is not None and named.version is not None and config.policy_version not in (None, named.version):
-            from surfer.core.errors import ConfigError
-
             raise ConfigError(f"--policy {named} names version {named.version}, and --policy-version (policy_version) "
                               f"{config.policy_version}: give the version once")
 
@@ -185,6 +150,7 @@ class Batch:
 
     def pending(self) -> list[BatchTask]:
         finished = self.index.finished(self.retry_errors)
+        check_same_tasks(self.index.path, finished, self.tasks)
         # a task that ended needs_input runs again once replies are given (--answers, the task's own answers)
         return [t for t in self.tasks if t.id not in finished or (
             finished[t.id].get("status") == "needs_input" and (self.answers is not None or t.answers is not None))]
@@ -208,16 +174,16 @@ class Batch:
         """Run the tasks not finished yet, the only batch in the output directory while it runs."""
         try:
             await asyncio.to_thread(self.files.claim)
-        except ConfigError:
+            return await self._run()
+        except BaseException:  # (stopped before its own close: another batch there, or another batch's results)
             await self._close_backends()
             raise
-        try:
-            return await self._run()
         finally:
             self.files.release()
 
     async def _close_backends(self) -> None:
         if self._owns_backend:
+            self._owns_backend = False  # (once)
             for backend in {id(b): b for b in self.backends.values()}.values():
                 await asyncio.shield(backend.aclose())
 
@@ -351,6 +317,8 @@ class Batch:
                 reason=f"cut off {cutoff - config.max_seconds:g} s past the time limit of {config.max_seconds:g} s",
             )
         except Exception as exc:  # noqa: BLE001 - recorded for this task; the batch goes on
+            if isinstance(exc, OSError) and exc.errno in STORAGE_FULL:
+                raise  # not the task's fault: the batch stops (_run_one) and the task runs again on resume
             if browser is not None and not self._browser.alive(browser):
                 return RunResult(status="error", task=task.task, url=task.url, reason=BROWSER_DIED, error_kind="browser_crash")
             return RunResult(
@@ -360,9 +328,14 @@ class Batch:
             await asyncio.shield(env.close())
 
     async def _run_one(self, task: BatchTask) -> None:
-        executed = await self.execute(task)
-        if executed is not None:
-            await self.record(task, *executed)
+        try:
+            executed = await self.execute(task)
+            if executed is not None:
+                await self.record(task, *executed)
+        except OSError as exc:  # the output directory takes no more (a full disk): the batch stops, as for a server gone
+            if self._stopped is None:  # (this task has no line: it runs again on resume)
+                self._stopped, self._stopped_kind = (f"cannot write {exc.filename or self.out_dir}: {exc.strerror or exc}; "
+                                                     "the tasks finished are kept: make room, then run the same command again"), "storage"
 
     async def execute(self, task: BatchTask, server: int | None = None, policy: Any = None) -> tuple[RunResult, Path, float] | None:
         """Run one task into a temporary run directory: (result, that directory,

@@ -52,9 +52,9 @@ class BatchTask(BaseModel):
         "the validator, {text: ...}, {url: ...}, {answer: ...}): the reward is 1 when all are met, else 0.",
     )
     # set when expanded into samples
-    group: Optional[str] = Field(default=None, description="Set by `--samples`: the id the samples share.")
-    sample: Optional[int] = Field(default=None, description="Set by `--samples`: the sample number.")
-    samples: Optional[int] = Field(default=None, description="Set by `--samples`: how many samples the group has.")
+    group: Optional[str] = Field(default=None, description="Set by `--samples` (not in a tasks file): the id the samples share.")
+    sample: Optional[int] = Field(default=None, description="Set by `--samples` (not in a tasks file): the sample number.")
+    samples: Optional[int] = Field(default=None, description="Set by `--samples` (not in a tasks file): how many samples the group has.")
 
     @field_validator("task")
     @classmethod
@@ -89,9 +89,16 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            task = BatchTask.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            item = json.loads(line)
+            if not isinstance(item, dict):
+                raise ConfigError(f"{path}:{number}: {_not_an_object(item)}{JSON_LINES}")
+            given = sorted(SET_BY_SAMPLES & item.keys())  # (a line's own `sample` made a group of one with index 3)
+            if given:
+                raise ConfigError(f"{path}:{number}: {given[0]} is set by --samples, not by a tasks file (metadata "
+                                  "holds anything of your own)")
+            task = BatchTask.model_validate(item)
+        except json.JSONDecodeError as exc:  # a first line that is no JSON: likely another format (a JSON array, YAML, CSV)
+            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg}){'' if tasks else JSON_LINES}") from None
         except ValidationError as exc:
             raise ConfigError(f"{path}:{number}: {_problems(exc)}") from None
         task.id = task.id or f"line-{number}"
@@ -119,6 +126,9 @@ def tasks_of(items: Iterable[BatchTask | dict[str, Any] | str], samples: int = 1
     tasks: list[BatchTask] = []
     seen: set[str] = set()
     for number, item in enumerate(items, 1):
+        if not isinstance(item, (str, dict, BatchTask)):  # (it said "line: Input should be a valid dictionary ...")
+            raise ConfigError(f"task {number}: {_not_an_object(item)}: give its text, a dict of a tasks file's fields "
+                              "or a BatchTask")
         try:
             task = BatchTask(task=item) if isinstance(item, str) else BatchTask.model_validate(item)
         except ValidationError as exc:
@@ -129,6 +139,16 @@ def tasks_of(items: Iterable[BatchTask | dict[str, Any] | str], samples: int = 1
         seen.add(task.id)
         tasks.extend(expand_samples(task, samples))
     return tasks
+
+
+SET_BY_SAMPLES = frozenset({"group", "sample", "samples"})
+JSON_LINES = '; a tasks file holds one JSON object per line (JSON lines), {"task": ...}'
+
+
+def _not_an_object(item: Any) -> str:
+    if isinstance(item, list):  # (tasks kept as one JSON array)
+        return "a JSON array, not a task (`jq -c '.[]' FILE > tasks.jsonl` writes an array's tasks one per line)"
+    return f"{json.dumps(item, default=repr)[:60]}, not a task"
 
 
 def _problems(exc: ValidationError) -> str:

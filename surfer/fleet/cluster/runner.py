@@ -139,6 +139,8 @@ class RayBatch(Batch):
         await self.policy.start()  # its adapter is on every server, or nothing runs
         owns_ray = False
         switches = asyncio.create_task(self.policy.watch())  # `surfer policy switch`: the driver chooses each session's
+        # metrics.jsonl, as the local runner writes it (`surfer view`, --dashboard): the driver's count of the cluster
+        metrics = asyncio.create_task(self.files.write_metrics(self.stats, self.servers.refresh))
         try:
             if todo:
                 owns_ray = connect(self.address)
@@ -147,7 +149,8 @@ class RayBatch(Batch):
                 await self._dispatch(deque(todo))
         finally:
             switches.cancel()
-            await asyncio.gather(switches, return_exceptions=True)
+            metrics.cancel()
+            await asyncio.gather(switches, metrics, return_exceptions=True)
             await asyncio.shield(self._stop_workers(owns_ray))
             for backend in {id(b): b for b in self.backends.values()}.values():
                 await asyncio.shield(backend.aclose())
