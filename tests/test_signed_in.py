@@ -363,6 +363,8 @@ def test_a_batch_cannot_share_one_profile_between_concurrent_sessions(tmp_path):
 async def test_downloads_land_in_the_run_directory_from_a_browser_surfer_did_not_launch(where, request, pages, tmp_path):
     from surfer.core.actions import Click, CssPoint
     from surfer.tools.browser import BrowserEnvironment
+    from surfer.tools.browser.capture import REPORT_WAIT_S
+    from surfer.tools.widgets import drawn
 
     address = request.getfixturevalue("users_browser")[1] if where == "cdp_url" else request.getfixturevalue("browser_server")
     env = BrowserEnvironment(**{where: address})
@@ -375,6 +377,16 @@ async def test_downloads_land_in_the_run_directory_from_a_browser_surfer_did_not
         outcome = await env.perform(Click(target="the 'Download the report' link", point=CssPoint(x=box["x"] + 5, y=box["y"] + 5)))
         assert "a file arrived: report.csv" in outcome.detail
         downloads = await env.end_run("success")
+        # a tab the page opens (target=_blank) is the run's, with its widgets: its select opens where it is drawn
+        box = await env.page.locator("#plans").bounding_box()
+        outcome = await env.perform(Click(target="the plans link", point=CssPoint(x=box["x"] + 5, y=box["y"] + 5)))
+        # settled there when it came, not after waiting out the 2 s for a tab the browser never reported
+        assert env.page.url.endswith("select.html") and outcome.settle_seconds < REPORT_WAIT_S
+        box = await env.page.locator("#plan").bounding_box()
+        await env.perform(Click(target="the plan select", point=CssPoint(x=box["x"] + 10, y=box["y"] + 5)))
+        gold = next(i for i in await drawn(env.page) if i["label"] == "Gold")
+        await env.perform(Click(target="Gold", point=CssPoint(x=gold["x"] + 10, y=gold["y"] + gold["height"] / 2)))
+        assert await env.page.evaluate("window.received") == ["plan:input:Gold", "plan:change:Gold"]
     finally:
         await env.close()
     assert [d["status"] for d in downloads] == ["saved"] and (tmp_path / "downloads" / "report.csv").stat().st_size > 0
