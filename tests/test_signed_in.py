@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from inprocess import Ran, surfer
-from login_site import ORDER, PASSWORD, TASK, VIEWPORT, AcmeOracle
+from login_site import ORDER, PASSWORD, TASK, USER, VIEWPORT, AcmeOracle
 from surfer import Agent
 from surfer.apps.demo.oracle import frame_mapper
 from surfer.tools.chromium import LAUNCH_ARGS, find_headless_shell
@@ -147,6 +147,26 @@ async def test_a_failed_run_saves_its_state_only_when_asked(model, site, tmp_pat
     await agent(model, max_steps=1, browser={"save_storage_state": str(state), "save_storage_state_on_failure": True}).run(
         TASK, site.url("/account"))
     assert state.exists() and json.loads(state.read_text())["cookies"] == []  # signed out still: nothing to sign in with
+
+
+async def test_an_http_sign_in_takes_its_password_from_a_secret_in_the_start_url(model, site, shared_browser, tmp_path):
+    from surfer import Secret
+    from surfer.tools.browser import BrowserEnvironment
+
+    url = site.url("/staging/account").replace("http://", f"http://{USER}:{{{{PASSWORD}}}}@")  # its HTTP sign-in
+    env, logins = BrowserEnvironment(browser=shared_browser, viewport=VIEWPORT), site.logins
+    try:
+        run = await Agent(base_url=model.base_url, model=model.model, profile="holotron", secrets={"PASSWORD": PASSWORD},
+                          environment=env, max_steps=3).run(TASK, url, out_dir=tmp_path / "basic")
+        assert run.status == "success" and run.steps == 1 and run.answer == ORDER and site.logins == logins
+        assert run.url == url  # recorded with the placeholder; the password is in no file and no model request
+        assert files_holding(tmp_path / "basic", "horse") == [] and not any("horse" in r.text for r in model.requests)
+        bound = Secret(PASSWORD, domains=["example.com"])  # a secret bound to another site is not sent to this one
+        refused = await Agent(base_url=model.base_url, model=model.model, profile="holotron", secrets={"PASSWORD": bound},
+                              environment=env).run(TASK, url, out_dir=tmp_path / "refused")
+        assert refused.status == "error" and refused.error_kind == "config" and "not one of its sites" in refused.reason
+    finally:
+        await env.close()
 
 
 # -- a persistent profile ---------------------------------------------------------------
