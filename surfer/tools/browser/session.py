@@ -208,6 +208,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
             arrived = self._downloads.take_new()  # (with no action to report them: told with the first look)
             if opened is False:
                 self._start_notices.append(f"the start URL {url} is a file, not a page: it downloads (the tab is blank)")
+            elif isinstance(opened, str):
+                self._start_notices.append(opened)
             self._start_notices += [record.describe() for record in arrived]
 
     async def _launch(self) -> tuple[Any, Any]:
