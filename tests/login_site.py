@@ -11,6 +11,7 @@ in a real Chromium, `measure_login`), and the answer is what /account shows."""
 
 from __future__ import annotations
 
+import base64
 import re
 import secrets
 import threading
@@ -22,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 from surfer.models.standin import QuietServer
 
 USER, PASSWORD, ORDER = "alice", "correct horse 42", "AB-7741"
+BASIC_AUTH = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()  # /staging/account wants it
 VIEWPORT = (1100, 700)  # the signed-in tests' viewport
 TASK = "Open my account and report my latest order number."
 USERNAME_FIELD, PASSWORD_FIELD = "the 'Username' text field", "the 'Password' text field"
@@ -95,6 +97,11 @@ class AcmeSite:
                         self._send(303, headers={"Location": "/login?next=/account"})
                     else:
                         self._send(200, ACCOUNT_PAGE.format(user=user.title(), order=ORDER, visit=secrets.token_hex(8)))
+                elif parts.path == "/staging/account":  # behind an HTTP sign-in, as a staging server is
+                    if self.headers.get("Authorization") != BASIC_AUTH:
+                        self._send(401, "sign in", headers={"WWW-Authenticate": 'Basic realm="staging"'})
+                    else:
+                        self._send(200, ACCOUNT_PAGE.format(user=USER.title(), order=ORDER, visit=secrets.token_hex(8)))
                 elif parts.path == "/go":  # a redirect to anywhere (?to=URL)
                     self._send(302, headers={"Location": query.get("to", ["/"])[0]})
                 elif parts.path == "/beacon":

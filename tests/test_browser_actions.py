@@ -115,6 +115,39 @@ async def test_the_start_url_waits_for_a_timer_its_page_started(browser_env, pag
     assert env.page.url.endswith("page2.html")
 
 
+async def test_a_page_whose_document_never_ends_is_shown_as_far_as_it_came(browser_env):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from surfer.tools.settle import SettleConfig
+
+    done = threading.Event()
+
+    class Streaming(BaseHTTPRequestHandler):  # a server that sends the top of the page, then holds the rest
+        def log_message(self, *args):  # type: ignore[no-untyped-def]
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<title>Streaming</title><h1>The first part</h1>" + b" " * 2048)
+            self.wfile.flush()
+            done.wait(10)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Streaming)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:  # (it failed the run: "could not open ...: Timeout exceeded", with the page there)
+        env = await browser_env(url, navigation_timeout=0.5, settle=SettleConfig(timeout=0.2))
+        seen = await env.observe()
+        assert seen.title == "Streaming" and seen.notices == (f"{url} was still loading after 0.5 s: what arrived of it is shown",)
+    finally:
+        done.set()
+        server.shutdown()
+        server.server_close()
+
+
 async def test_back_through_a_single_page_apps_history(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
     await env.page.evaluate("history.pushState({}, '', 'next-view')")  # a view of the app, the same document

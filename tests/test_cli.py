@@ -159,6 +159,10 @@ def test_bad_config_file_exits_2_naming_the_problem(tmp_path, content, message):
 def test_bad_flags_exit_2(tmp_path):
     assert surfer("run", "task", "--profile", "nonsense").returncode == 2
     assert surfer("run", "task", "--viewport", "wide").returncode == 2
+    # screenshots Chromium cannot capture (it failed after tens of seconds, or died): refused before anything starts
+    huge = surfer("run", "task", "--viewport", "5000x5000", "--device-scale-factor", "4", "--out", str(tmp_path / "huge"))
+    assert huge.returncode == 2 and "screenshots of 20000x20000 device pixels" in " ".join(huge.stdout.split())
+    assert not (tmp_path / "huge").exists()
     assert cli("run", "task", "--max-steps", "0").returncode == 2  # (the real process: its early browser let go)
     assert surfer("run").returncode == 2  # missing TASK
 

@@ -49,7 +49,7 @@ class Server:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = _any
+            do_GET = do_POST = do_CONNECT = _any
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
@@ -175,6 +175,25 @@ async def test_blocked_domains_win_and_ports_narrow(sites, browser_env):
     with pytest.raises(ActionFailed, match="localhost is a blocked domain"):
         await env.perform(Goto(url=f"http://localhost:{evil.port}/secret"))
     assert evil.hits == []
+
+
+async def test_behind_the_users_proxy_allowed_requests_go_through_it(browser_env, monkeypatch):
+    corp = Server(pages={"http://shop.test/": "<h1>shop, through your proxy</h1>"})  # the user's proxy (http_proxy)
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{corp.port}")
+    monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{corp.port}")
+    try:
+        env = await browser_env(allowed_domains=["shop.test"])
+        await env.perform(Goto(url="http://shop.test/"))  # (the guard proxy reached shop.test directly: a 502)
+        assert await env.page.inner_text("h1") == "shop, through your proxy"
+        with pytest.raises(ActionFailed):  # (the stand-in proxy answers no TLS: what counts is the tunnel it was asked for)
+            await env.perform(Goto(url="https://shop.test/"))
+        with pytest.raises(ActionFailed, match="not an allowed domain"):
+            await env.perform(Goto(url="http://evil.test/"))
+        assert corp.hits[0] == "GET http://shop.test/" and set(corp.hits[1:]) == {"CONNECT shop.test:443"}  # (tried again, at times)
+    finally:
+        corp.close()
 
 
 def test_host_patterns():

@@ -182,6 +182,16 @@ async def test_a_cross_origin_iframe(page, pages, other_origin):
     assert DEFAULT.key(focused, "Enter") == "it submits a form with payment fields (Enter in its field)"
     link = await facts(page, frame.locator("#frame-link"))
     assert (link.role, link.href) == ("link", "/orders")
+    # under CSS zoom (the frame's document drawn 1.5 times larger), where the button is drawn is the button
+    await page.evaluate("document.documentElement.style.zoom = '1.5'")
+    box = await page.locator("#cross").evaluate(
+        "e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width / e.offsetWidth, e.clientLeft, e.clientTop]; }")
+    inner = await frame.locator("#pay-now").evaluate("e => { const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }")
+    left, top, zoom = box[0] + box[3] * box[2], box[1] + box[4] * box[2], box[2]
+    drawn = await element_at(page, left + inner[0] * zoom, top + inner[1] * zoom)
+    assert zoom == pytest.approx(1.5, abs=0.01) and (drawn.role, drawn.name) == ("button", "Pay $42.10")
+    focused = await focused_element(page)  # (the card field still has the focus)
+    assert focused is not None and focused.autocomplete == "cc-number"
 
 
 async def test_nothing_there(page):

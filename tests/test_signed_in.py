@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from inprocess import Ran, surfer
-from login_site import ORDER, PASSWORD, TASK, VIEWPORT, AcmeOracle
+from login_site import ORDER, PASSWORD, TASK, USER, VIEWPORT, AcmeOracle
 from surfer import Agent
 from surfer.apps.demo.oracle import frame_mapper
 from surfer.tools.chromium import LAUNCH_ARGS, find_headless_shell
@@ -149,6 +149,26 @@ async def test_a_failed_run_saves_its_state_only_when_asked(model, site, tmp_pat
     assert state.exists() and json.loads(state.read_text())["cookies"] == []  # signed out still: nothing to sign in with
 
 
+async def test_an_http_sign_in_takes_its_password_from_a_secret_in_the_start_url(model, site, shared_browser, tmp_path):
+    from surfer import Secret
+    from surfer.tools.browser import BrowserEnvironment
+
+    url = site.url("/staging/account").replace("http://", f"http://{USER}:{{{{PASSWORD}}}}@")  # its HTTP sign-in
+    env, logins = BrowserEnvironment(browser=shared_browser, viewport=VIEWPORT), site.logins
+    try:
+        run = await Agent(base_url=model.base_url, model=model.model, profile="holotron", secrets={"PASSWORD": PASSWORD},
+                          environment=env, max_steps=3).run(TASK, url, out_dir=tmp_path / "basic")
+        assert run.status == "success" and run.steps == 1 and run.answer == ORDER and site.logins == logins
+        assert run.url == url  # recorded with the placeholder; the password is in no file and no model request
+        assert files_holding(tmp_path / "basic", "horse") == [] and not any("horse" in r.text for r in model.requests)
+        bound = Secret(PASSWORD, domains=["example.com"])  # a secret bound to another site is not sent to this one
+        refused = await Agent(base_url=model.base_url, model=model.model, profile="holotron", secrets={"PASSWORD": bound},
+                              environment=env).run(TASK, url, out_dir=tmp_path / "refused")
+        assert refused.status == "error" and refused.error_kind == "config" and "not one of its sites" in refused.reason
+    finally:
+        await env.close()
+
+
 # -- a persistent profile ---------------------------------------------------------------
 
 
@@ -237,9 +257,11 @@ async def test_attaching_over_cdp_uses_the_users_sign_in_and_leaves_the_browser_
 
 
 async def test_over_cdp_a_saved_state_opens_a_context_of_its_own(model, site, users_browser, tmp_path):
+    from surfer.tools.browser.state import write_storage_state
+
     proc, cdp_url = users_browser
-    signing_in = await agent(model, save_storage_state=str(tmp_path / "state.json")).run(TASK, site.url("/account"))
-    assert signing_in.steps == SIGN_IN_STEPS
+    # a saved sign-in (the form's POST, by HTTP: the runs that sign in and save are the tests above)
+    write_storage_state(site.sign_in_state(), tmp_path / "state.json")
     run = await agent(model, cdp_url=cdp_url, storage_state=str(tmp_path / "state.json")).run(TASK, site.url("/account"))
     assert run.status == "success" and run.steps == 1
     assert proc.poll() is None and len(tabs(cdp_url)) == 1
@@ -363,6 +385,8 @@ def test_a_batch_cannot_share_one_profile_between_concurrent_sessions(tmp_path):
 async def test_downloads_land_in_the_run_directory_from_a_browser_surfer_did_not_launch(where, request, pages, tmp_path):
     from surfer.core.actions import Click, CssPoint
     from surfer.tools.browser import BrowserEnvironment
+    from surfer.tools.browser.capture import REPORT_WAIT_S
+    from surfer.tools.widgets import drawn
 
     address = request.getfixturevalue("users_browser")[1] if where == "cdp_url" else request.getfixturevalue("browser_server")
     env = BrowserEnvironment(**{where: address})
@@ -375,6 +399,17 @@ async def test_downloads_land_in_the_run_directory_from_a_browser_surfer_did_not
         outcome = await env.perform(Click(target="the 'Download the report' link", point=CssPoint(x=box["x"] + 5, y=box["y"] + 5)))
         assert "a file arrived: report.csv" in outcome.detail
         downloads = await env.end_run("success")
+        if where == "cdp_url":  # (a context of surfer's own, over browser_ws: its new tabs are as in a launched browser)
+            # a tab the page opens (target=_blank) is the run's, with its widgets: its select opens where it is drawn
+            box = await env.page.locator("#plans").bounding_box()
+            outcome = await env.perform(Click(target="the plans link", point=CssPoint(x=box["x"] + 5, y=box["y"] + 5)))
+            # settled there when it came, not after waiting out the 2 s for a tab the browser never reported
+            assert env.page.url.endswith("select.html") and outcome.settle_seconds < REPORT_WAIT_S
+            box = await env.page.locator("#plan").bounding_box()
+            await env.perform(Click(target="the plan select", point=CssPoint(x=box["x"] + 10, y=box["y"] + 5)))
+            gold = next(i for i in await drawn(env.page) if i["label"] == "Gold")
+            await env.perform(Click(target="Gold", point=CssPoint(x=gold["x"] + 10, y=gold["y"] + gold["height"] / 2)))
+            assert await env.page.evaluate("window.received") == ["plan:input:Gold", "plan:change:Gold"]
     finally:
         await env.close()
     assert [d["status"] for d in downloads] == ["saved"] and (tmp_path / "downloads" / "report.csv").stat().st_size > 0

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from surfer.core.errors import ConfigError
+from surfer.core.observation import screenshot_too_large
 
 
 def parse_viewport(value: Any) -> tuple[int, int]:
@@ -27,7 +28,8 @@ class BrowserSettings(BaseModel):
 
     headless: bool = Field(default=True, description="Run Chromium without a window (`--headful` turns it off).")
     viewport: tuple[int, int] = Field(default=(1280, 800), description='Viewport in CSS pixels, "WxH" or [W, H].')
-    device_scale_factor: float = Field(default=1.0, gt=0, le=4, description="Device pixels per CSS pixel.")
+    device_scale_factor: float = Field(
+        default=1.0, gt=0, le=4, description="Device pixels per CSS pixel (a screenshot is at most 10000 device pixels a side).")
     settle_timeout: float = Field(
         default=3.0, ge=0, le=60, description="Upper bound on one settle wait after an action, seconds.",
     )
@@ -127,6 +129,8 @@ class BrowserSettings(BaseModel):
             raise ValueError(f"choose one browser: {' and '.join(chosen)} contradict each other")
         if self.user_data_dir and self.storage_state is not None:
             raise ValueError("a persistent profile (user_data_dir) keeps its own state; storage_state does not go with it")
+        if too_large := screenshot_too_large(self.viewport, self.device_scale_factor):
+            raise ValueError(too_large)
         return self
 
     @property

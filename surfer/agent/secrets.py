@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 from surfer.core.actions import Goto, TypeText
 from surfer.core.errors import ConfigError
@@ -178,7 +178,7 @@ class Secrets:
         if not bound:
             return None
         if isinstance(action, Goto):
-            targets = [(normalize_url(self.reveal(action.url), page_url), "the page it opens")]
+            targets = [(normalize_url(self.reveal_url(action.url), page_url), "the page it opens")]
         else:
             targets = [(field_origin or "", "the field that would take the keys")]
             if form_origin and urlsplit(form_origin).scheme in ("http", "https"):  # (not javascript: or a null origin)
@@ -217,6 +217,17 @@ class Secrets:
         """Placeholders of known secrets replaced by their values (for the executor only)."""
         return PLACEHOLDER.sub(lambda m: self._values.get(m.group(1), m.group(0)), text)
 
+    def reveal_url(self, url: str) -> str:
+        """`reveal` for a URL: a value in its `user:password@` part is percent-encoded there (a password holding
+        `@`, `:` or `/` stays the password, and the host stays the host)."""
+        parts = urlsplit(url)
+        if "@" in parts.netloc:
+            userinfo, _, host = parts.netloc.rpartition("@")
+            userinfo = PLACEHOLDER.sub(
+                lambda m: quote(self._values[m.group(1)], safe="") if m.group(1) in self._values else m.group(0), userinfo)
+            url = urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))
+        return self.reveal(url)
+
     def scrub(self, text: str) -> str:
         """Every value (and its URL-encoded forms) replaced by its placeholder."""
         for form, name in self._forms:
@@ -241,7 +252,7 @@ class Secrets:
         if isinstance(action, TypeText) and PLACEHOLDER.search(action.text):
             return action.model_copy(update={"text": self.reveal(action.text)})
         if isinstance(action, Goto) and PLACEHOLDER.search(action.url):
-            return action.model_copy(update={"url": self.reveal(action.url)})
+            return action.model_copy(update={"url": self.reveal_url(action.url)})
         return action
 
     def prompt_note(self) -> str:

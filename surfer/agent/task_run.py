@@ -188,12 +188,27 @@ class TaskRun:
                     await asyncio.wait([finishing])
                     raise
 
+    def _start_url(self) -> str | None:
+        """The task's URL as the browser opens it: a secret's placeholder in it (a site's password in
+        `https://user:{{PW}}@host/`, for its HTTP sign-in) is its value there, and only there; the records
+        and the model keep the placeholder. A secret bound to other sites is refused."""
+        url, secrets = self.run.url, self.parts.secrets
+        if not url or not secrets:
+            return url
+        from surfer.core.actions import Goto
+
+        refused = secrets.refusal(Goto(url=url), default=self.parts.config.allowed_domains)
+        if refused is not None:
+            name, host, _ = refused
+            raise ConfigError(f"not opened: the start URL sends the secret {{{{{name}}}}} to {host}, which is not one of its sites")
+        return secrets.reveal_url(url)
+
     async def _prepare(self) -> None:
         """Check the model servers while the browser starts and opens the task's URL
         (start-up takes the longer of the two, not their sum). A server that
         is down wins over a start URL that fails: its error is raised, and the
         browser's start is cancelled."""
-        starting = asyncio.ensure_future(self.environment.start(self.run.url))
+        starting = asyncio.ensure_future(self.environment.start(self._start_url()))
         try:
             for backend in {id(b): b for b in self.parts.backends.values()}.values():
                 await backend.check()

@@ -8,6 +8,20 @@ from dataclasses import dataclass, field
 from .coordinates import Size
 
 
+# The largest screenshot side, in device pixels (viewport x device scale factor): Chromium fails to capture
+# much larger ones ("Unable to capture screenshot", a timeout, a dead browser) after tens of seconds.
+MAX_SCREENSHOT_SIDE = 10_000
+
+
+def screenshot_too_large(viewport: tuple[int, int], scale: float) -> str | None:
+    """Why screenshots of this viewport at this device scale factor cannot be taken, or None."""
+    width, height = round(viewport[0] * scale), round(viewport[1] * scale)
+    if max(width, height) <= MAX_SCREENSHOT_SIDE:
+        return None
+    return (f"viewport {viewport[0]}x{viewport[1]} at device scale factor {scale:g} makes screenshots of {width}x{height} "
+            f"device pixels; Chromium captures at most {MAX_SCREENSHOT_SIDE} per side")
+
+
 @dataclass(frozen=True)
 class Screenshot:
     """Encoded image bytes and the geometry needed to map points back.

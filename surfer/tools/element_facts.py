@@ -43,8 +43,10 @@ ELEMENT_FACTS_JS = r"""([x, y]) => {
     hit = found;
     if (found.tagName !== 'IFRAME' && found.tagName !== 'FRAME') break;
     const rect = found.getBoundingClientRect(), style = getComputedStyle(found);
-    const lx = px - rect.left - found.clientLeft - parseFloat(style.paddingLeft || '0');
-    const ly = py - rect.top - found.clientTop - parseFloat(style.paddingTop || '0');
+    // CSS `zoom` on the frame or around it draws its document larger: the point, in its CSS pixels, is smaller
+    const zoom = found.offsetWidth ? rect.width / found.offsetWidth : 1;
+    const lx = (px - rect.left) / zoom - found.clientLeft - parseFloat(style.paddingLeft || '0');
+    const ly = (py - rect.top) / zoom - found.clientTop - parseFloat(style.paddingTop || '0');
     let child = null;
     try { child = found.contentDocument; } catch (e) { child = null; }
     if (!child || !child.documentElement) return {frame: {x: lx, y: ly, depth: depth}};
@@ -255,24 +257,27 @@ async def focused_element(page: Any, timeout: float = 2.0) -> Optional[ElementFa
 
 
 async def _focused_element(page: Any) -> Optional[ElementFacts]:
-    frame, left, top = page.main_frame, 0.0, 0.0
+    frame, left, top, zoom = page.main_frame, 0.0, 0.0, 1.0
     for _ in range(_MAX_FRAMES):
         data = await frame.evaluate(FOCUSED_JS)
         if not data:
             return None
         if not data.get("frame"):
-            return await _element_at(page, left + float(data["x"]), top + float(data["y"]))
+            return await _element_at(page, left + float(data["x"]) * zoom, top + float(data["y"]) * zoom)
         for child in frame.child_frames:  # the one whose document has the focus
             if await child.evaluate("document.hasFocus()"):
                 handle = await child.frame_element()
                 try:
                     box = await handle.bounding_box()  # relative to the main frame's viewport
-                    inset = await handle.evaluate("e => [e.clientLeft, e.clientTop]")
+                    # (and the CSS zoom it is drawn at: its own CSS pixels are that much larger on the page)
+                    inset = await handle.evaluate(
+                        "e => [e.clientLeft, e.clientTop, e.offsetWidth ? e.getBoundingClientRect().width / e.offsetWidth : 1]")
                 finally:
                     await handle.dispose()
                 if not box:
                     return None
-                frame, left, top = child, box["x"] + inset[0], box["y"] + inset[1]
+                zoom = inset[2] or 1.0
+                frame, left, top = child, box["x"] + inset[0] * zoom, box["y"] + inset[1] * zoom
                 break
         else:
             return None

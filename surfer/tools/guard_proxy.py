@@ -11,15 +11,22 @@ the host. It runs on 127.0.0.1 in the session's event loop.
 Each plain-HTTP request gets its own upstream connection (`Connection:
 close`), so a kept-alive client connection can never carry a request to a
 second host past the check.
+
+Behind a proxy of the user's (`http_proxy` / `https_proxy` / `no_proxy` in the
+environment, which Chromium follows without domain rules), allowed requests go
+on through it, as the browser's own would: loopback addresses directly, as
+Chromium sends them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import html
 import logging
-from typing import Callable
-from urllib.parse import urlsplit
+import urllib.request
+from typing import Callable, Mapping
+from urllib.parse import unquote, urlsplit
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +39,39 @@ OnRefused = Callable[[str, str], None]
 Check = Callable[[str, str, int], "str | None"]
 
 
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class Upstream:
+    """The user's proxies from the environment (`urllib.request.getproxies()`: http_proxy, https_proxy, no_proxy)."""
+
+    def __init__(self, proxies: Mapping[str, str] | None = None) -> None:
+        self.proxies = dict(urllib.request.getproxies() if proxies is None else proxies)
+
+    def for_request(self, scheme: str, host: str) -> tuple[str, int, str | None] | None:
+        """(host, port, Proxy-Authorization value or None) of the proxy a request to `host` goes through, or None."""
+        address = self.proxies.get("https" if scheme in ("https", "wss") else "http")
+        if not address or host in LOOPBACK or host.endswith(".localhost") or self._bypassed(host):
+            return None
+        parts = urlsplit(address if "://" in address else f"http://{address}")
+        if not parts.hostname:
+            return None
+        auth = None
+        if parts.username is not None:
+            credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            auth = "Basic " + base64.b64encode(credentials.encode()).decode()
+        return parts.hostname, parts.port or 80, auth
+
+    def _bypassed(self, host: str) -> bool:
+        """no_proxy's hosts and domains go directly."""
+        return bool(self.proxies.get("no")) and bool(urllib.request.proxy_bypass_environment(host, self.proxies))
+
+
 class GuardProxy:
-    def __init__(self, check: Check, on_refused: OnRefused) -> None:
+    def __init__(self, check: Check, on_refused: OnRefused, upstream: Upstream | None = None) -> None:
         self.check = check
         self.on_refused = on_refused
+        self.upstream = upstream if upstream is not None else Upstream()
         self.refused = 0
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -93,27 +129,45 @@ class GuardProxy:
             self.on_refused(url, reason)
             await _refuse(writer, url, reason, connect=method.upper() == "CONNECT")
             return
+        via = self.upstream.for_request(scheme, host.lower())
         try:
-            up_reader, up_writer = await asyncio.open_connection(host, port_number)
+            up_reader, up_writer = await asyncio.open_connection(*(via[:2] if via else (host, port_number)))
         except OSError as exc:
-            body = f"surfer's proxy could not reach {host}:{port_number}: {exc.strerror or exc}"
-            await _answer(writer, 502, "Bad Gateway", body)
+            where = f"your proxy {via[0]}:{via[1]}" if via else f"{host}:{port_number}"
+            await _answer(writer, 502, "Bad Gateway", f"surfer's proxy could not reach {where}: {exc.strerror or exc}")
             return
         try:
             if method.upper() == "CONNECT":
+                if via is not None:  # a tunnel through the user's proxy
+                    refused = await _tunnel(up_reader, up_writer, target, via[2])
+                    if refused:
+                        await _answer(writer, 502, "Bad Gateway", f"your proxy {via[0]}:{via[1]} refused {target}: {refused}")
+                        return
                 writer.write(f"{version or 'HTTP/1.1'} 200 Connection established\r\n\r\n".encode())
                 await writer.drain()
             else:
-                up_writer.write(_origin_form(method, target, version, lines[1:]))
+                up_writer.write(_origin_form(method, target, version, lines[1:], via=via))
                 await up_writer.drain()
             await _pipe_both(reader, writer, up_reader, up_writer)
         finally:
             up_writer.close()
 
 
-def _origin_form(method: str, target: str, version: str, header_lines: list[str]) -> bytes:
+async def _tunnel(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, target: str, auth: str | None) -> str:
+    """Ask the user's proxy for a tunnel to `target`: '' when it opened one, else its status line."""
+    writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n".encode("latin-1")
+                 + (f"Proxy-Authorization: {auth}\r\n" if auth else "").encode("latin-1") + b"\r\n")
+    await writer.drain()
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+    status = head.split("\r\n", 1)[0]
+    return "" if status.split(" ")[1:2] == ["200"] else status
+
+
+def _origin_form(method: str, target: str, version: str, header_lines: list[str],
+                 via: tuple[str, int, str | None] | None = None) -> bytes:
+    """The request for the server (origin form), or for the user's proxy `via` (the absolute URL, its credentials)."""
     parts = urlsplit(target)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    path = target if via else (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     upgrade = False
     headers = []
     for line in header_lines:
@@ -126,6 +180,8 @@ def _origin_form(method: str, target: str, version: str, header_lines: list[str]
         if lowered in _HOP_HEADERS:
             continue
         headers.append(line)
+    if via is not None and via[2]:
+        headers.append(f"Proxy-Authorization: {via[2]}")
     headers.append("Connection: Upgrade" if upgrade else "Connection: close")
     return (f"{method} {path} {version}\r\n" + "\r\n".join(headers) + "\r\n\r\n").encode("latin-1")
 

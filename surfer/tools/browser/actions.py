@@ -355,14 +355,16 @@ class BrowserActions:
         await mouse.up()
         return f"dragged {action.point} → {action.to_point}"
 
-    async def _goto(self, url: str) -> bool:
-        """Open `url` in the tab; False when it is a file the browser downloads instead."""
+    async def _goto(self, url: str) -> bool | str:
+        """Open `url` in the tab; False when it is a file the browser downloads instead, a note when its
+        document was still arriving at the navigation timeout (opened as far as it came)."""
         current = self._page.url if self._page else ""
         self.url_policy.check(url, opener=current)  # before normalising: 'javascript:x' must not become 'https://javascript:x'
         target = normalize_url(url, current)
         self.url_policy.check(target, opener=current)
+        started = time.monotonic()
         try:
-            await self.page.goto(target, wait_until="domcontentloaded")
+            await self.page.goto(target, wait_until="commit")
         except Exception as exc:  # noqa: BLE001
             self._check_alive()
             if "Download is starting" in str(exc):  # a file, not a page: the download is reported as a link's is
@@ -370,12 +372,22 @@ class BrowserActions:
             hint = " (the site's certificate is not trusted: for a test server of yours, --ignore-https-errors)" \
                 if "ERR_CERT_" in str(exc) and not self.ignore_https_errors else ""
             raise ActionFailed(f"could not open {target}: {str(exc).splitlines()[0]}{hint}") from None
+        # The page is there (its server answered): its document may still be arriving. One that never ends (a slow
+        # or held-open response) is shown as far as it came, as a browser shows it, not an error.
+        left = max(0.1, self.navigation_timeout - (time.monotonic() - started))
+        try:
+            await self.page.wait_for_load_state("domcontentloaded", timeout=left * 1000)
+        except Exception:  # noqa: BLE001
+            self._check_alive()
+            if self.page.url.rstrip("/") == target.rstrip("/"):
+                return f"{target} was still loading after {self.navigation_timeout:g} s: what arrived of it is shown"
         return True
 
     async def _act_goto(self, action: Goto) -> str:
-        if not await self._goto(action.url):
+        opened = await self._goto(action.url)
+        if not opened:
             return f"{action.url} is a file, not a page: it downloads (the tab stays at {self.page.url})"
-        return f"opened {self.page.url}"
+        return f"opened {self.page.url}" + (f"; {opened}" if isinstance(opened, str) else "")
 
     async def _history(self, name: str) -> str:
         before = self.page.url

@@ -22,6 +22,11 @@ def page_script() -> str:
     return "\n;\n".join((MUTATION_TRACKER, widgets_script(), KEY_LISTENERS, STILL_CARET))
 
 
+# Run before the page's scripts in a document that was loading before they were added: the page's key listeners
+# added before them are not seen, so typing goes key by key there (typing.py), as for a page that listens.
+LATE_SCRIPT = "window.__surferKeys = window.__surferKeys || { listening: true };\n"
+
+
 class OwnTabs:
     """The tabs of a session that borrows a context (see the module's docstring)."""
 
@@ -40,13 +45,23 @@ class OwnTabs:
             await self._adopt(page)
         return page
 
-    async def _adopt(self, page: Any) -> None:
-        """Make a tab of a borrowed context surfer's: its scripts, the domain rules, request counting, its popups."""
-        self._own_pages.append(page)
+    async def _adopt(self, page: Any, loading: bool = False) -> None:
+        """Make a tab of a borrowed context surfer's: its scripts, the domain rules, request counting, its popups.
+        `loading`: a tab the page opened, whose first document began before the scripts were added: they are
+        run in it too (typing there goes key by key, as the page's key listeners added before are not seen)."""
+        if page not in self._own_pages:
+            self._own_pages.append(page)
         page.set_default_navigation_timeout(self.navigation_timeout * 1000)
         page.on("popup", self._on_popup)
         self._tracker.attach(page)  # (other tabs' requests are not the run's)
         await page.add_init_script(page_script())
+        if loading:
+            from playwright.async_api import Error as PlaywrightError
+
+            try:  # (a document that commits after add_init_script gets the scripts from it)
+                await page.evaluate(LATE_SCRIPT + page_script())
+            except PlaywrightError:
+                pass  # navigated or closed meanwhile
         if self.url_policy.has_domain_rules:
             from .remote import RouteGuard
 
@@ -54,9 +69,13 @@ class OwnTabs:
 
     def _on_popup(self, page: Any) -> None:
         """A tab one of surfer's tabs opened: the agent's current tab, and surfer's (already loading: its
-        scripts apply from its next page on); closed when the page opened it by itself (`may_open_tab`)."""
+        scripts are run in the document it has); closed when the page opened it by itself (`may_open_tab`).
+        Reported at once to the settle wait, which waits for the new tab a click opened."""
         if not self.may_open_tab(page):
+            self._tab_report.arrived()
             return
-        task = asyncio.ensure_future(self._adopt(page))
+        self._own_pages.append(page)
+        self._tab_report.arrived()
+        task = asyncio.ensure_future(self._adopt(page, loading=True))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a popup that closed at once
         self._use(page)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Optional
 
 from surfer.core.errors import BrowserCrashed, ConfigError, EnvironmentFailure
+from surfer.core.observation import screenshot_too_large
 from surfer.tools.browser.tracing import ContextTrace
 from surfer.tools import dialogs
 from surfer.tools.base import Environment
@@ -92,6 +93,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
             raise ConfigError(f"viewport must be positive, got {viewport[0]}x{viewport[1]}")
         if device_scale_factor <= 0:
             raise ConfigError("device scale factor must be positive")
+        if too_large := screenshot_too_large(viewport, device_scale_factor):
+            raise ConfigError(too_large)
         if screenshot_format not in ("jpeg", "png"):
             raise ConfigError("screenshot format must be 'jpeg' or 'png'")
         try:
@@ -208,6 +211,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
             arrived = self._downloads.take_new()  # (with no action to report them: told with the first look)
             if opened is False:
                 self._start_notices.append(f"the start URL {url} is a file, not a page: it downloads (the tab is blank)")
+            elif isinstance(opened, str):
+                self._start_notices.append(opened)
             self._start_notices += [record.describe() for record in arrived]
 
     async def _launch(self) -> tuple[Any, Any]:
