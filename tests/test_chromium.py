@@ -165,3 +165,17 @@ async def test_a_start_stopped_while_its_driver_spawns_leaves_no_process() -> No
     while (left := {p.pid for p in me.children(recursive=True)} - before) and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.05)
     assert not left
+
+    # stopped while Playwright's connection to the driver initialises: its reader and its start were left pending
+    # for good, and asyncio logged "Task was destroyed but it is pending!" twice when they were collected
+    import subprocess
+
+    mute = subprocess.Popen(["sleep", "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # a driver that never answers
+    others = asyncio.all_tasks()
+    starting = asyncio.ensure_future(chromium.start_chromium(driver=mute))
+    while len(connection := asyncio.all_tasks() - others - {starting}) < 3:
+        await asyncio.sleep(0)  # its start, reader and initialisation (held: a task collected leaves all_tasks)
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    assert mute.returncode is not None and all(task.done() for task in connection | asyncio.all_tasks() - others)

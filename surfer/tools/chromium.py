@@ -286,8 +286,22 @@ async def _connect_driver(driver: subprocess.Popen[bytes]) -> Any:
         client = out_of_process.PlaywrightClient()
     finally:
         out_of_process.PipeTransport = original  # type: ignore[misc]
+    connecting = client._playwright
+    try:
+        connected = await asyncio.shield(connecting)
+    except BaseException:
+        # Stopped (or failed) while the connection initialises: the driver ends and its reader, seeing the pipe
+        # close, ends the connection's tasks (the connection's close promise: the reader's end). Cancelled instead,
+        # they stayed pending for good, and asyncio logged "Task was destroyed but it is pending!" twice when they
+        # were collected.
+        driver.kill()
+        await asyncio.wait([connecting, client._close_promise])
+        if not connecting.cancelled():
+            connecting.exception()  # (retrieved: it is the stop's or the failure's, raised below)
+        sink.close()
+        raise
     manager = PlaywrightContextManager()
     manager._client = client
-    playwright = Playwright(await client._playwright)
+    playwright = Playwright(connected)
     playwright.stop = manager.__aexit__  # type: ignore[method-assign]
     return playwright
