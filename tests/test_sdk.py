@@ -243,6 +243,41 @@ async def test_the_blocking_calls_work_where_an_event_loop_runs():
     with agent("a", "b").session_sync() as session:
         assert [session.run("one").answer, session.run("two").answer] == ["a", "b"]
 
+    # A stop while the caller waits stops the run in the worker (recorded interrupted), then goes on: a notebook's
+    # interrupt (KeyboardInterrupt), or a Ctrl-C that asyncio.run turns into cancelling its main task. The wait went
+    # on until the run ended by itself (its whole time limit, at worst).
+    import _thread
+    import signal
+
+    ended: list[RunResult] = []
+    stop = [_thread.interrupt_main]  # as SIGINT does
+
+    async def interrupt_at_first_step(event) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(event, surfer.Finished):
+            ended.append(event.result)
+        elif isinstance(event, surfer.StepFinished) and event.record.index == 1:
+            stop[0]()
+            await asyncio.sleep(5)  # the run would go on by itself after this
+
+    scroll = {"thought": "t", "action": {"type": "scroll", "direction": "down"}}
+    scrolling = Agent(backend=ScriptedModel(default={"policy": scroll}), out_dir=False,
+                      environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1280x800"))
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a notebook kernel's: KeyboardInterrupt
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scrolling.run_sync("Scroll on", listeners=[interrupt_at_first_step])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+    async def cell() -> None:
+        scrolling.run_sync("Scroll on", listeners=[interrupt_at_first_step])
+
+    waiting = asyncio.ensure_future(cell())
+    stop[0] = waiting.cancel  # what asyncio.run's SIGINT handler does to its main task
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert [(result.status, result.steps) for result in ended] == [("interrupted", 1)] * 2
+
 
 def test_every_event_a_run_emits_is_public_and_documented():
     """A UI that follows `agent.stream(...)` met Observed and ModelAsked (and a take-over's events), which

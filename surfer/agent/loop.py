@@ -262,7 +262,7 @@ class Agent:
     ) -> RunResult:
         """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own),
         with `run`'s arguments."""
-        from .blocking import call_blocking
+        from .blocking import run_blocking
 
         async def run_and_close() -> RunResult:
             try:
@@ -271,7 +271,7 @@ class Agent:
             finally:
                 await self.aclose()  # its connections belong to this event loop, which ends here
 
-        return call_blocking(lambda: asyncio.run(run_and_close()))
+        return run_blocking(run_and_close())
 
     async def stream(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
@@ -399,9 +399,9 @@ def _resolve_auto(name: str, config: AgentConfig) -> str:
 
     from surfer.models.profiles.auto import suggest_profile_for_endpoint
 
-    from .blocking import call_blocking
+    from .blocking import run_blocking
 
     first = config.server_specs()[0].endpoint
-    chosen, reason = call_blocking(lambda: asyncio.run(suggest_profile_for_endpoint(first.base_url, first.model, first.api_key)))
+    chosen, reason = run_blocking(suggest_profile_for_endpoint(first.base_url, first.model, first.api_key))
     logging.getLogger(__name__).info("profile auto: %s", reason)
     return chosen

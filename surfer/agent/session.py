@@ -285,9 +285,9 @@ class SyncSession:
         self._session = self._run(self._make(agent, url, options))
 
     def _run(self, coroutine: Any) -> Any:
-        from .blocking import call_blocking
+        from .blocking import run_blocking
 
-        return call_blocking(lambda: self._runner.run(coroutine), self._worker)
+        return run_blocking(coroutine, self._runner, self._worker)
 
     @staticmethod
     async def _make(agent: Agent, url: str | None, options: dict[str, Any]) -> Session:
