@@ -253,7 +253,7 @@ class Agent:
         return RunHandle.started(self.run(
             task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control,
             rewarder=rewarder, on_question=on_question, answers=answers,
-        ), control, "agent")
+        ), control, "agent", self.secrets.scrub(task), url)
 
     def run_sync(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,

@@ -205,7 +205,7 @@ class Session:
         control = RunControl()
         handle = RunHandle.started(self.run(
             task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent,
-        ), control, "session")
+        ), control, "session", self.agent.secrets.scrub(task), url)
         self._started_controls.append(control)
         return handle
 
