@@ -142,6 +142,7 @@ def test_missing_vllm_is_a_clear_error() -> None:
         (["--port", "70000"], "--port 70000: a port is a number from 1 to 65535"),
         (["--gpus", "2", "--port", "65535"], "--port 65535 with 2 replicas (ports 65535-65536): a port is a number"),
         (["--dry-run", "--vllm-version", "latest"], "--vllm-version 'latest' is not a version number (e.g. 0.25.1)"),
+        (["--dry-run", "--", "--port=9000"], "--port after `--` moves the engine, but surfer waits for it"),  # (on 8000)
     ]:
         result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", *args])
         assert result.exit_code == 2 and message in " ".join(result.stderr.split()), (args, result.output)

@@ -138,6 +138,9 @@ def register(app: typer.Typer) -> None:
             # The command line's own mistakes first: a missing engine or GPU said first hid them until both were there.
             layout = GpuLayout(gpus, tp, data_parallel)
             ports = check_ports(port, layout.replicas)
+            for flag in sorted({"--host", "--port"} & given_flags(tuple(ctx.args))):  # (the engine's last one wins)
+                raise ConfigError(f"{flag} after `--` moves the engine, but surfer waits for it (and prints its URL) "
+                                  f"where its own {flag} says: give it before `--`")
             images = max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images
             adapters = LoraOptions.parse(adapter, max_lora_rank, max_loras) if lora or adapter else None
             caps = engine_capabilities(engine, dry_run, sglang_version if engine == "sglang" else vllm_version, say)
