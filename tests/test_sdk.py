@@ -221,6 +221,26 @@ async def test_a_stop_while_the_run_is_being_recorded_waits_for_the_record(tmp_p
     assert handled == ["success"] and json.loads((tmp_path / "run" / "result.json").read_text())["status"] == "success"
 
 
+async def test_a_listener_that_raises_ends_the_run_also_through_an_awaitable_it_returns():
+    """A listener returning a Future (`loop.run_in_executor(...)`, an Awaitable as Listener's type says) was not
+    awaited: its error was lost and the run went on as if nothing had happened."""
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import ReplayEnvironment
+
+    loop, ended = asyncio.get_running_loop(), []
+
+    def write(event) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(event, surfer.StepFinished):
+            raise OSError("the log is full")
+
+    agent = Agent(backend=ScriptedModel(**REPLIES), out_dir=False,
+                  environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1024x768"))
+    with pytest.raises(OSError, match="the log is full"):
+        await agent.run("Count the rows", listeners=[lambda event: loop.run_in_executor(None, write, event), ended.append])
+    result = ended[-1].result
+    assert (result.status, result.error_kind, result.steps) == ("error", "internal", 1), result
+
+
 def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tmp_path, runs_root):
     for out_dir in (tmp_path / "run", None):  # its own directory, or one under runs/
         agent = Agent(base_url="http://127.0.0.1:9/v1", model="m", server_wait=0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Mapping
@@ -232,7 +233,7 @@ class Agent:
         async def emit(event: Event) -> None:
             for listener in listeners:
                 outcome = listener(event)
-                if asyncio.iscoroutine(outcome):
+                if inspect.isawaitable(outcome):  # (a coroutine, or a Future: run_in_executor's)
                     await outcome
 
         return await self._execute(
