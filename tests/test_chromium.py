@@ -177,7 +177,8 @@ async def test_a_start_stopped_while_its_driver_spawns_leaves_no_process(monkeyp
     with pytest.raises(asyncio.CancelledError):
         await starting
     deadline = asyncio.get_running_loop().time() + 3
-    while (left := {p.pid for p in me.children(recursive=True)} - before) and asyncio.get_running_loop().time() < deadline:
+    while ((left := {p.pid for p in me.children(recursive=True)} - before) or not importing) and (
+            asyncio.get_running_loop().time() < deadline):  # (until the spawning thread has done its work)
         await asyncio.sleep(0.05)
     assert not left and importing == [False]
 
