@@ -147,13 +147,28 @@ async def test_parallel_captures_show_the_change_just_made(browser_env, pages) -
             assert Image.open(io.BytesIO(shot)).convert("RGB").getpixel((3, 797)) == colour, round_
 
 
-async def test_a_start_stopped_while_its_driver_spawns_leaves_no_process() -> None:
+async def test_a_start_stopped_while_its_driver_spawns_leaves_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """`asyncio.timeout()` around a run, shorter than the browser's start: the driver spawned in a thread
     meanwhile was left running (one Node.js process more each time, for as long as the program ran)."""
     import asyncio
+    import sys
+    import threading
 
+    import playwright
     import psutil
 
+    # Playwright's API is imported there too, off the event loop an application shares (it held the loop ~0.3 s)
+    importing: list[bool] = []
+
+    class Spy:
+        def find_spec(self, name: str, *_: object) -> None:
+            if name == "playwright.async_api":
+                importing.append(threading.current_thread() is threading.main_thread())
+
+    if "playwright.async_api" in sys.modules:  # (an earlier test's import: imported again here, then put back)
+        monkeypatch.setattr(playwright, "async_api", sys.modules["playwright.async_api"])
+        monkeypatch.delitem(sys.modules, "playwright.async_api")
+    monkeypatch.setattr(sys, "meta_path", [Spy(), *sys.meta_path])
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
     starting = asyncio.ensure_future(chromium.start_chromium())
@@ -162,6 +177,21 @@ async def test_a_start_stopped_while_its_driver_spawns_leaves_no_process() -> No
     with pytest.raises(asyncio.CancelledError):
         await starting
     deadline = asyncio.get_running_loop().time() + 3
-    while (left := {p.pid for p in me.children(recursive=True)} - before) and asyncio.get_running_loop().time() < deadline:
+    while ((left := {p.pid for p in me.children(recursive=True)} - before) or not importing) and (
+            asyncio.get_running_loop().time() < deadline):  # (until the spawning thread has done its work)
         await asyncio.sleep(0.05)
-    assert not left
+    assert not left and importing == [False]
+
+    # stopped while Playwright's connection to the driver initialises: its reader and its start were left pending
+    # for good, and asyncio logged "Task was destroyed but it is pending!" twice when they were collected
+    import subprocess
+
+    mute = subprocess.Popen(["sleep", "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # a driver that never answers
+    others = asyncio.all_tasks()
+    starting = asyncio.ensure_future(chromium.start_chromium(driver=mute))
+    while len(connection := asyncio.all_tasks() - others - {starting}) < 3:
+        await asyncio.sleep(0)  # its start, reader and initialisation (held: a task collected leaves all_tasks)
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    assert mute.returncode is not None and all(task.done() for task in connection | asyncio.all_tasks() - others)

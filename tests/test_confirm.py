@@ -59,6 +59,28 @@ async def test_a_confirm_callback_approves_and_sees_the_action(browser_env, page
     assert steps_of(tmp_path / "run")[0]["confirmation"]["by"] == "shopkeeper"
 
 
+async def test_a_confirm_callback_answers_true_or_false():
+    """`confirm=lambda request: input("Allow? ")` approved on "n" (any answer but "" is true); None refused."""
+    import pytest
+
+    from surfer.agent.confirm import ask
+    from surfer.core.errors import ConfigError
+
+    request = ConfirmationRequest(1, Click(target="the Buy now button"), "it presses the 'Buy now' button", "http://shop/")
+
+    async def approve(request: ConfirmationRequest) -> bool:
+        return True
+
+    assert await ask(approve, request) is True and await ask(lambda request: False, request) is False
+    for answer in ("n", None):
+        def typed(request, answer=answer):  # type: ignore[no-untyped-def]
+            return answer
+
+        with pytest.raises(ConfigError, match=rf"the confirm= callback \(typed\) returned {answer!r}, a .*: return True to "
+                                              r"approve the action, False to refuse it \(nothing was approved\)"):
+            await ask(typed, request)
+
+
 def test_rules():
     rules = SensitiveRules(domains=["bank.test"])
     assert rules.reason(Click(target="Delete account"), "https://a.test/") == "it presses 'Delete account' (as described)"

@@ -87,6 +87,12 @@ async def test_cancel_keeps_a_complete_record(browser_env, pages, tmp_path):
     waiting = agent.start("next", out_dir=False, listeners=[lambda e: began.append(type(e).__name__)])
     await wait_for(lambda: len(policy_requests(model)) >= 2)
     assert began == [] and not any("Task: next" in prompt_text(r) for r in model.requests)
+    # a run cancelled before it began: its result says so (CancelledError was raised into the caller awaiting it)
+    queued = agent.start("never", url=pages.url("pingpong.html"), out_dir=False)
+    queued.cancel()
+    never = await queued.result()
+    assert (never.status, never.task, never.steps) == ("interrupted", "never", 0) and queued.done
+    assert never.reason == "interrupted before it began (cancelled)"
     controls = TerminalControls(Console(file=io.StringIO()), tmp_path / "run")
     controls.handle = handle
     controls.command("q")  # the person at the terminal stops it (handle.cancel, saying who)

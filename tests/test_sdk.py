@@ -221,6 +221,26 @@ async def test_a_stop_while_the_run_is_being_recorded_waits_for_the_record(tmp_p
     assert handled == ["success"] and json.loads((tmp_path / "run" / "result.json").read_text())["status"] == "success"
 
 
+async def test_a_listener_that_raises_ends_the_run_also_through_an_awaitable_it_returns():
+    """A listener returning a Future (`loop.run_in_executor(...)`, an Awaitable as Listener's type says) was not
+    awaited: its error was lost and the run went on as if nothing had happened."""
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.tools.replay import ReplayEnvironment
+
+    loop, ended = asyncio.get_running_loop(), []
+
+    def write(event) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(event, surfer.StepFinished):
+            raise OSError("the log is full")
+
+    agent = Agent(backend=ScriptedModel(**REPLIES), out_dir=False,
+                  environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1024x768"))
+    with pytest.raises(OSError, match="the log is full"):
+        await agent.run("Count the rows", listeners=[lambda event: loop.run_in_executor(None, write, event), ended.append])
+    result = ended[-1].result
+    assert (result.status, result.error_kind, result.steps) == ("error", "internal", 1), result
+
+
 def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tmp_path, runs_root):
     for out_dir in (tmp_path / "run", None):  # its own directory, or one under runs/
         agent = Agent(base_url="http://127.0.0.1:9/v1", model="m", server_wait=0)
@@ -242,6 +262,41 @@ async def test_the_blocking_calls_work_where_an_event_loop_runs():
     assert agent("42").run_sync("task").answer == "42"
     with agent("a", "b").session_sync() as session:
         assert [session.run("one").answer, session.run("two").answer] == ["a", "b"]
+
+    # A stop while the caller waits stops the run in the worker (recorded interrupted), then goes on: a notebook's
+    # interrupt (KeyboardInterrupt), or a Ctrl-C that asyncio.run turns into cancelling its main task. The wait went
+    # on until the run ended by itself (its whole time limit, at worst).
+    import _thread
+    import signal
+
+    ended: list[RunResult] = []
+    stop = [_thread.interrupt_main]  # as SIGINT does
+
+    async def interrupt_at_first_step(event) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(event, surfer.Finished):
+            ended.append(event.result)
+        elif isinstance(event, surfer.StepFinished) and event.record.index == 1:
+            stop[0]()
+            await asyncio.sleep(5)  # the run would go on by itself after this
+
+    scroll = {"thought": "t", "action": {"type": "scroll", "direction": "down"}}
+    scrolling = Agent(backend=ScriptedModel(default={"policy": scroll}), out_dir=False,
+                      environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1280x800"))
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a notebook kernel's: KeyboardInterrupt
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scrolling.run_sync("Scroll on", listeners=[interrupt_at_first_step])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+    async def cell() -> None:
+        scrolling.run_sync("Scroll on", listeners=[interrupt_at_first_step])
+
+    waiting = asyncio.ensure_future(cell())
+    stop[0] = waiting.cancel  # what asyncio.run's SIGINT handler does to its main task
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert [(result.status, result.steps) for result in ended] == [("interrupted", 1)] * 2
 
 
 def test_every_event_a_run_emits_is_public_and_documented():

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
+import typer.testing
 from typer.testing import CliRunner
 
 from surfer.apps import serve as serve_mod
@@ -35,8 +39,15 @@ def dry_run(*args: str) -> list[str]:
 GIB = 1 << 30
 
 
+@functools.cache
+def _command() -> Any:
+    return typer.main.get_command(app)
+
+
 @pytest.fixture(autouse=True)
 def no_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    # surfer's click command built once for the module's invocations (CliRunner built all its commands each time: ~0.3 s)
+    monkeypatch.setattr(typer.testing, "_get_command", lambda given: _command() if given is app else typer.main.get_command(given))
     monkeypatch.setattr(serve_vllm, "installed_vllm_version", lambda: None)
     monkeypatch.setattr(serve_sglang, "installed_sglang_version", lambda: None)
     monkeypatch.setattr(serve_vllm, "host_memory_bytes", lambda: 128 * GIB)  # a GPU server's, whatever runs the tests
@@ -127,6 +138,19 @@ def test_missing_vllm_is_a_clear_error() -> None:
     result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B"])
     assert result.exit_code == 2
     assert "vLLM is not installed" in result.stderr and "surfer-agent[vllm]" in result.stderr
+    # the command line's own mistakes come first (they were hidden behind the missing engine until it was installed)
+    for args, message in [
+        (["--gpus", "0"], "--gpus and --tp must be at least 1"), (["--prompt-layout", "wide"], "unknown prompt layout 'wide'"),
+        (["--port", "70000"], "--port 70000: a port is a number from 1 to 65535"),
+        (["--gpus", "2", "--port", "65535"], "--port 65535 with 2 replicas (ports 65535-65536): a port is a number"),
+        (["--dry-run", "--vllm-version", "latest"], "--vllm-version 'latest' is not a version number (e.g. 0.25.1)"),
+        (["--dry-run", "--", "--port=9000"], "--port after `--` moves the engine, but surfer waits for it"),  # (on 8000)
+    ]:
+        result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", *args])
+        assert result.exit_code == 2 and message in " ".join(result.stderr.split()), (args, result.output)
+        assert "not installed" not in result.stderr
+    empty = CliRunner().invoke(app, ["serve", " "])
+    assert empty.exit_code == 2 and "error: the model is empty" in empty.stderr
 
 
 def test_no_gpu_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,6 +160,21 @@ def test_no_gpu_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B"])
     assert result.exit_code == 2
     assert "no NVIDIA GPU visible" in result.stderr
+
+    # a port something listens on already: the engine failed after its start (or that server answered the wait)
+    import socket
+
+    monkeypatch.setattr(serve_mod, "gpu_problem", lambda: None)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--port", str(port)])
+    assert result.exit_code == 2, result.output
+    assert f"error: port {port} of 127.0.0.1 is in use (a server already listens there): choose another with --port" in (
+        " ".join(result.stderr.split()))
+    bad_host = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--host", "203.0.113.9"])  # not this machine's
+    assert bad_host.exit_code == 2 and "error: --host 203.0.113.9: cannot listen there" in bad_host.stderr
 
 
 def _static_server(root: Path, port: int) -> ServePlan:

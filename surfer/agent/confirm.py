@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from surfer.core.actions import Click, Dialog, Drag, PressKeys, TypeText, Upload
 from surfer.core.elements import ElementFacts
+from surfer.core.errors import ConfigError
 
 from .commitments import Commitments, activating_key
 
@@ -161,7 +162,11 @@ async def ask(confirmer: Confirmer, request: ConfirmationRequest) -> bool:
     decision = confirmer(request)
     if asyncio.iscoroutine(decision) or isinstance(decision, asyncio.Future):
         decision = await decision
-    return bool(decision)
+    if not isinstance(decision, bool):  # ("n" from input() approved: any answer but "" is true)
+        name = getattr(confirmer, "__name__", "confirm")
+        raise ConfigError(f"the confirm= callback ({name}) returned {decision!r}, a {type(decision).__name__}: return True "
+                          "to approve the action, False to refuse it (nothing was approved)")
+    return decision
 
 
 @dataclass(frozen=True)

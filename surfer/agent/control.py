@@ -87,20 +87,22 @@ class RunHandle:
     """A run in progress, started by `Agent.start`."""
 
     @classmethod
-    def started(cls, run: "Coroutine[Any, Any, RunResult]", control: RunControl, where: str) -> "RunHandle":
-        """`run` begun as a task of the running event loop; outside one, a ConfigError (the run was
-        made a task of a loop nobody runs: it never began, and its handle waited forever)."""
+    def started(cls, run: "Coroutine[Any, Any, RunResult]", control: RunControl, where: str, task: str = "",
+                url: str | None = None) -> "RunHandle":
+        """`run` (of `task` at `url`) begun as a task of the running event loop; outside one, a ConfigError (the
+        run was made a task of a loop nobody runs: it never began, and its handle waited forever)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             run.close()
             raise ConfigError(f"{where}.start() runs in the background of a running event loop (call it from async "
                               f"code); without one, use run_sync(...)") from None
-        return cls(loop.create_task(run), control)
+        return cls(loop.create_task(run), control, task, url)
 
-    def __init__(self, task: "asyncio.Task[RunResult]", control: RunControl) -> None:
+    def __init__(self, task: "asyncio.Task[RunResult]", control: RunControl, what: str = "", url: str | None = None) -> None:
         self._task = task
         self._control = control
+        self._what, self._url = what, url  # the task and its URL, for a result of a run cancelled before it began
 
     @property
     def done(self) -> bool:
@@ -157,6 +159,10 @@ class RunHandle:
                     self._task.cancel()
                 await asyncio.gather(self._task, return_exceptions=True)
                 raise
-            if self._control.result is None:  # cancelled before the run began
-                raise
+            if self._control.result is None:  # cancelled before the run began (or while it waited its turn)
+                from .result import RunResult
+
+                # (it raised CancelledError into a caller nobody cancelled)
+                self._control.result = RunResult(status="interrupted", task=self._what, url=self._url,
+                                                 reason="interrupted before it began (cancelled)")
             return self._control.result

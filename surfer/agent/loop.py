@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Mapping
@@ -232,7 +233,7 @@ class Agent:
         async def emit(event: Event) -> None:
             for listener in listeners:
                 outcome = listener(event)
-                if asyncio.iscoroutine(outcome):
+                if inspect.isawaitable(outcome):  # (a coroutine, or a Future: run_in_executor's)
                     await outcome
 
         return await self._execute(
@@ -253,7 +254,7 @@ class Agent:
         return RunHandle.started(self.run(
             task, url, out_dir=out_dir, listeners=listeners, answer_schema=answer_schema, control=control,
             rewarder=rewarder, on_question=on_question, answers=answers,
-        ), control, "agent")
+        ), control, "agent", self.secrets.scrub(task), url)
 
     def run_sync(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
@@ -262,7 +263,7 @@ class Agent:
     ) -> RunResult:
         """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own),
         with `run`'s arguments."""
-        from .blocking import call_blocking
+        from .blocking import run_blocking
 
         async def run_and_close() -> RunResult:
             try:
@@ -271,7 +272,7 @@ class Agent:
             finally:
                 await self.aclose()  # its connections belong to this event loop, which ends here
 
-        return call_blocking(lambda: asyncio.run(run_and_close()))
+        return run_blocking(run_and_close())
 
     async def stream(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
@@ -399,9 +400,9 @@ def _resolve_auto(name: str, config: AgentConfig) -> str:
 
     from surfer.models.profiles.auto import suggest_profile_for_endpoint
 
-    from .blocking import call_blocking
+    from .blocking import run_blocking
 
     first = config.server_specs()[0].endpoint
-    chosen, reason = call_blocking(lambda: asyncio.run(suggest_profile_for_endpoint(first.base_url, first.model, first.api_key)))
+    chosen, reason = run_blocking(suggest_profile_for_endpoint(first.base_url, first.model, first.api_key))
     logging.getLogger(__name__).info("profile auto: %s", reason)
     return chosen

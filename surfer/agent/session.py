@@ -205,7 +205,7 @@ class Session:
         control = RunControl()
         handle = RunHandle.started(self.run(
             task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent,
-        ), control, "session")
+        ), control, "session", self.agent.secrets.scrub(task), url)
         self._started_controls.append(control)
         return handle
 
@@ -285,9 +285,9 @@ class SyncSession:
         self._session = self._run(self._make(agent, url, options))
 
     def _run(self, coroutine: Any) -> Any:
-        from .blocking import call_blocking
+        from .blocking import run_blocking
 
-        return call_blocking(lambda: self._runner.run(coroutine), self._worker)
+        return run_blocking(coroutine, self._runner, self._worker)
 
     @staticmethod
     async def _make(agent: Agent, url: str | None, options: dict[str, Any]) -> Session:

@@ -169,13 +169,11 @@ async def start_chromium(
     """Start Playwright's driver (or connect to `driver`, from spawn_driver) and
     launch Chromium: (playwright, browser). The caller owns both (close the
     browser, then stop playwright)."""
-    from playwright.async_api import async_playwright
-
     import asyncio
 
     playwright = None
     if driver is None:
-        spawning = asyncio.ensure_future(asyncio.to_thread(spawn_driver))
+        spawning = asyncio.ensure_future(asyncio.to_thread(_spawn_with_api))
         try:
             driver = await asyncio.shield(spawning)
         except asyncio.CancelledError:  # (a run stopped as it starts: the driver it spawns meanwhile is not left behind)
@@ -190,6 +188,8 @@ async def start_chromium(
             _kill(driver)
             raise
     if playwright is None:
+        from playwright.async_api import async_playwright
+
         use_node_compile_cache()
         playwright = await async_playwright().start()
     try:
@@ -211,6 +211,18 @@ async def with_playwright(open_with: Any) -> tuple[Any, Any]:
     except BaseException:
         await playwright.stop()
         raise
+
+
+def _spawn_with_api() -> subprocess.Popen[bytes] | None:
+    """spawn_driver(), and Playwright's async API imported while the driver boots (~0.3 s of Python): both off
+    the event loop, which an application's other tasks share (its first run held them up that long)."""
+    driver = spawn_driver()
+    try:
+        importlib.import_module("playwright.async_api")
+    except BaseException:
+        _kill(driver)
+        raise
+    return driver
 
 
 def _kill(driver: subprocess.Popen[bytes] | None) -> None:
@@ -286,8 +298,22 @@ async def _connect_driver(driver: subprocess.Popen[bytes]) -> Any:
         client = out_of_process.PlaywrightClient()
     finally:
         out_of_process.PipeTransport = original  # type: ignore[misc]
+    connecting = client._playwright
+    try:
+        connected = await asyncio.shield(connecting)
+    except BaseException:
+        # Stopped (or failed) while the connection initialises: the driver ends and its reader, seeing the pipe
+        # close, ends the connection's tasks (the connection's close promise: the reader's end). Cancelled instead,
+        # they stayed pending for good, and asyncio logged "Task was destroyed but it is pending!" twice when they
+        # were collected.
+        driver.kill()
+        await asyncio.wait([connecting, client._close_promise])
+        if not connecting.cancelled():
+            connecting.exception()  # (retrieved: it is the stop's or the failure's, raised below)
+        sink.close()
+        raise
     manager = PlaywrightContextManager()
     manager._client = client
-    playwright = Playwright(await client._playwright)
+    playwright = Playwright(connected)
     playwright.stop = manager.__aexit__  # type: ignore[method-assign]
     return playwright

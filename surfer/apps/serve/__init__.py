@@ -22,8 +22,8 @@ from surfer.core.errors import ConfigError
 
 from . import sglang, vllm
 from .lora import DEFAULT_MAX_LORAS, DEFAULT_RANK, LoraOptions
-from .plan import Capabilities, GpuLayout, ServePlan, given_flags
-from .process import batch_line, gpu_problem, run_line, serve, serve_replicas, wait_until_ready
+from .plan import Capabilities, GpuLayout, ServePlan, given_flags, version_tuple
+from .process import batch_line, check_ports, gpu_problem, port_in_use, run_line, serve, serve_replicas, wait_until_ready
 from .vllm import (
     DEFAULT_VLLM, FLAG_SINCE, MEASURED_FLAGS, VllmCapabilities, build_command, host_memory_bytes,
     installed_vllm_version, processor_cache_gib, read_capabilities,
@@ -45,6 +45,9 @@ __all__ = [
 
 def engine_capabilities(engine: str, dry_run: bool, version: str | None, say) -> Capabilities:  # type: ignore[no-untyped-def]
     """The engine's flags: read from the installed engine, or (for --dry-run without it) assumed."""
+    if version is not None and not version_tuple(version):  # ("banana" planned for a vLLM with none of the flags)
+        default = sglang.DEFAULT_SGLANG if engine == "sglang" else DEFAULT_VLLM
+        raise ConfigError(f"--{engine}-version {version!r} is not a version number (e.g. {default})")
     if engine == "sglang":
         installed = sglang.installed_sglang_version()
         if installed is None:
@@ -82,7 +85,7 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(8000, "--port", help="Port to listen on."),
         max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help="Concurrent sequences (vLLM --max-num-seqs, SGLang --max-running-requests); also sizes vLLM's image cache (default: 64 sessions assumed)."),
         max_model_len: int | None = typer.Option(None, "--max-model-len", min=256, help="Context length (default: the family's)."),
-        timeout: float = typer.Option(1800.0, "--timeout", help="Seconds to wait for the server to answer."),
+        timeout: float = typer.Option(1800.0, "--timeout", min=1, help="Seconds to wait for the server to answer."),
         prompt_layout: str = typer.Option("window", "--prompt-layout", help="The layout clients will use: blocks and conversation send more images per request."),
         max_images: int | None = typer.Option(
             None, "--max-images", min=1, max=128,
@@ -123,6 +126,8 @@ def register(app: typer.Typer) -> None:
         console = options.console(stderr=True, soft_wrap=True)
         say = console.print
         try:
+            if not model.strip():
+                raise ConfigError("the model is empty: name a model id or a local directory, e.g. Hcompany/Holotron-12B")
             if profile is None:
                 profile, reason = suggest_profile([model])
                 say(f"profile: {reason} (pass --profile to choose)", markup=False)
@@ -130,18 +135,24 @@ def register(app: typer.Typer) -> None:
             if engine is not None and engine not in ENGINES:
                 raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
             engine = engine or DEFAULT_ENGINE.get(chosen.name, "vllm")
-            caps = engine_capabilities(engine, dry_run, sglang_version if engine == "sglang" else vllm_version, say)
+            # The command line's own mistakes first: a missing engine or GPU said first hid them until both were there.
             layout = GpuLayout(gpus, tp, data_parallel)
+            ports = check_ports(port, layout.replicas)
+            for flag in sorted({"--host", "--port"} & given_flags(tuple(ctx.args))):  # (the engine's last one wins)
+                raise ConfigError(f"{flag} after `--` moves the engine, but surfer waits for it (and prints its URL) "
+                                  f"where its own {flag} says: give it before `--`")
+            images = max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images
             adapters = LoraOptions.parse(adapter, max_lora_rank, max_loras) if lora or adapter else None
+            caps = engine_capabilities(engine, dry_run, sglang_version if engine == "sglang" else vllm_version, say)
             plans = replica_plans(
                 engine, model, chosen, caps, layout, host=host, port=port, max_concurrency=max_concurrency,
-                max_model_len=max_model_len, extra_args=tuple(ctx.args),
-                images=max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images, lora=adapters,
+                max_model_len=max_model_len, extra_args=tuple(ctx.args), images=images, lora=adapters,
             )
             if not dry_run:
                 problem = gpu_problem(gpus) if gpus > 1 else gpu_problem()
                 if problem:
                     raise ConfigError(f"{problem}. Serve on a machine with an NVIDIA GPU, or point surfer at a remote server with --base-url.")
+                port_in_use(host, ports)
         except ConfigError as exc:
             say(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(2) from None

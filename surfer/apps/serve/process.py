@@ -11,6 +11,8 @@ import signal
 import subprocess
 import time
 
+from surfer.core.errors import ConfigError
+
 from .plan import ServePlan
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
@@ -39,6 +41,39 @@ def gpu_problem(gpus: int = 1) -> str | None:
     except ImportError:
         pass
     return "no NVIDIA GPU visible (no nvidia-smi, and torch sees no CUDA device); the engine needs one"
+
+
+def check_ports(port: int, replicas: int) -> list[int]:
+    """The ports of the replicas (`port`, `port`+1, ...): a ConfigError where one is not a TCP port."""
+    ports = list(range(port, port + replicas))
+    if port < 1 or ports[-1] > 65535:
+        what = f"--port {port}" if replicas == 1 else f"--port {port} with {replicas} replicas (ports {port}-{ports[-1]})"
+        raise ConfigError(f"{what}: a port is a number from 1 to 65535")
+    return ports
+
+
+def port_in_use(host: str, ports: list[int]) -> None:
+    """A ConfigError where the engine could not listen on `host`: a port something already listens on (the
+    engine failed after its start, or another server there answered the wait as if it were this one), or an
+    address that is not this machine's."""
+    import errno
+    import socket
+
+    for port in ports:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except socket.gaierror as exc:
+            raise ConfigError(f"--host {host}: {exc.strerror}") from None
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the engines bind: a closed server's port is free
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise ConfigError(f"port {port} of {host} is in use (a server already listens there): choose "
+                                      "another with --port") from None
+                raise ConfigError(f"--host {host}: cannot listen there ({exc.strerror})") from None
 
 
 async def wait_until_ready(process: asyncio.subprocess.Process, base_url: str, timeout: float, say, engine: str = "vLLM") -> float:  # type: ignore[no-untyped-def]
