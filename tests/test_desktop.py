@@ -491,7 +491,7 @@ def test_import_surfer_does_not_load_the_desktop_extra() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
-def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place() -> None:
+def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place(xvfb: str, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from surfer.apps.cli import app
@@ -501,6 +501,13 @@ def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place() -> None:
     assert result.exit_code == 2 and "--url is for the browser" in result.output
     result = runner.invoke(app, ["run", "--display", ":5", "task"])
     assert result.exit_code == 2 and "apply to --env desktop only" in result.output
+    # No X server at the display, or no such monitor: refused before the run, one line, no run directory written.
+    server = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holotron", "--out", str(tmp_path / "run")]
+    for flags, said in ((["--display", ":7391"], "cannot reach the X server at DISPLAY=:7391"),
+                        (["--display", xvfb, "--monitor", "5"], "there is no monitor 5; monitors are 0: 1024x768+0+0")):
+        result = runner.invoke(app, ["run", "--env", "desktop", *flags, *server, "task"])
+        assert result.exit_code == 2 and said in result.output, result.output
+        assert result.output.startswith("error:") and not (tmp_path / "run").exists()
 
 
 def test_cli_runs_a_desktop_task(xvfb: str, tk_form: TkForm, standin: Any, tmp_path: Path) -> None:

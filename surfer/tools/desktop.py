@@ -140,14 +140,28 @@ def resolve_display(display: str | None) -> str | None:
     return display
 
 
-def check_display(display: str | None = None) -> None:
-    """Refuse (ConfigError) before anything runs when the desktop has no display, or its X server does not answer."""
+def check_display(display: str | None = None, monitor: int | None = None) -> None:
+    """Refuse (ConfigError) before anything runs when the desktop has no display, its X server does not answer,
+    or it has no monitor `monitor`."""
     import importlib.util
 
     missing = [name for name in ("mss", "pyautogui") if importlib.util.find_spec(name) is None]  # (pyautogui is
     if missing:  # not imported: it reads DISPLAY when it is)
         raise ConfigError(f"{EXTRA_HINT} ({', '.join(missing)} missing)")
-    _open_screen(resolve_display(display)).close()
+    screen = _open_screen(resolve_display(display))
+    try:
+        if monitor is not None:
+            pick_monitor(screen.monitors, monitor)
+    finally:
+        screen.close()
+
+
+def pick_monitor(monitors: list[dict[str, int]], monitor: int) -> dict[str, int]:
+    """The area of mss monitor number `monitor` (0: all together); ConfigError naming those there are."""
+    if not 0 <= monitor < len(monitors):
+        found = ", ".join(f"{i}: {m['width']}x{m['height']}+{m['left']}+{m['top']}" for i, m in enumerate(monitors))
+        raise ConfigError(f"there is no monitor {monitor}; monitors are {found} (0 = all together)")
+    return {key: monitors[monitor][key] for key in ("left", "top", "width", "height")}
 
 
 class DesktopEnvironment(Environment):
@@ -231,11 +245,7 @@ class DesktopEnvironment(Environment):
         if self.region is not None:
             left, top, width, height = self.region
             return {"left": left, "top": top, "width": width, "height": height}
-        if self.monitor >= len(monitors):
-            found = ", ".join(f"{i}: {m['width']}x{m['height']}+{m['left']}+{m['top']}" for i, m in enumerate(monitors))
-            raise ConfigError(f"there is no monitor {self.monitor}; monitors are {found} (0 = all together)")
-        area = monitors[self.monitor]
-        return {key: area[key] for key in ("left", "top", "width", "height")}
+        return pick_monitor(monitors, self.monitor)
 
     async def close(self) -> None:
         keyboard, self._keyboard = self._keyboard, None
