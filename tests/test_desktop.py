@@ -251,6 +251,10 @@ async def test_press_key_combinations(desktop: DesktopEnvironment, tk_form: TkFo
     for keys in ("Control+S", "Control+Shift+Z", "Escape"):
         await desktop.perform(PressKeys(keys=keys))
         await tk_form.event(is_event("key", keys=keys))
+    # Every name of the keys vocabulary (keys.py) as models write it, and X keysyms (models trained on xdotool).
+    names = "command+opt+ins+menu+ContextMenu+Page_Down+Prior+KP_Enter+Caps_Lock+comma+Super_L+Control_L+ArrowUp+F5+A"
+    assert desktop._key_names(names) == ["win", "alt", "insert", "apps", "apps", "pagedown", "pageup", "enter",
+                                         "capslock", ",", "win", "ctrl", "up", "f5", "a"]
     with pytest.raises(ActionFailed, match="unknown key 'Hyper7' in 'Control\\+Hyper7'"):
         await desktop.perform(PressKeys(keys="Control+Hyper7"))
 
@@ -259,6 +263,10 @@ def test_split_keys_handles_the_plus_key() -> None:
     assert split_keys("Control+Shift+A") == ["Control", "Shift", "A"]
     assert split_keys("Control++") == ["Control", "+"]
     assert split_keys("+") == ["+"]
+    from surfer.tools.keys import key_name
+
+    assert [key_name(k) for k in ("Page_Down", "next", "KP_Enter", "super_r", "period", "esc", "x", "Hyper7")] == [
+        "PageDown", "PageDown", "Enter", "Meta", ".", "Escape", "x", "Hyper7"]
 
 
 async def test_scroll_down_and_up_at_a_point(desktop: DesktopEnvironment, tk_form: TkForm) -> None:

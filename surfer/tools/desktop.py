@@ -34,7 +34,7 @@ from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, En
 from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
-from .keys import KEY_NAMES_HINT, split_keys
+from .keys import KEY_NAMES_HINT, key_name, split_keys
 from .screen_settle import ScreenHabits, ScreenSettleConfig, settle_screen, tile_digests
 from .x11_keys import X11Keyboard, keysym_of
 
@@ -49,19 +49,21 @@ BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "c
 
 _MAC = sys.platform == "darwin"
 _PRIMARY_MODIFIER = "command" if _MAC else "ctrl"
-# Playwright-style key names → pyautogui names; anything else is lowercased.
-KEY_ALIASES = {
-    "control": "ctrl", "controlormeta": _PRIMARY_MODIFIER, "meta": "command" if _MAC else "win",
-    "cmd": "command" if _MAC else "win", "super": "win", "windows": "win", "option": "option" if _MAC else "alt",
-    "return": "enter", "escape": "esc", "del": "delete", "arrowup": "up", "arrowdown": "down",
-    "arrowleft": "left", "arrowright": "right", "spacebar": "space", " ": "space", "plus": "+",
+# Playwright's key names (keys.key_name: what models write) → pyautogui's; the other names are lowercased.
+PYAUTOGUI_KEYS = {
+    "Control": "ctrl", "ControlOrMeta": _PRIMARY_MODIFIER, "Meta": "command" if _MAC else "win",
+    "Alt": "option" if _MAC else "alt", "Escape": "esc", "ArrowUp": "up", "ArrowDown": "down", "ArrowLeft": "left",
+    "ArrowRight": "right", "ContextMenu": "apps",
 }
 
 
 def pyautogui_key(part: str, mapping: dict[str, Any] | None) -> str | None:
     """The pyautogui name for one key, or None when this platform cannot press it."""
-    name = part.lower() if len(part) > 1 or part.isalpha() else part
-    name = KEY_ALIASES.get(name, name)
+    name = key_name(part)
+    if len(name) > 1:
+        name = PYAUTOGUI_KEYS.get(name, name.lower())
+    elif name.isalpha():
+        name = name.lower()
     if mapping is None:
         return name
     return name if mapping.get(name) else None
