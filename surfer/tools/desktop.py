@@ -217,6 +217,7 @@ class DesktopEnvironment(Environment):
         self._last_digest: tuple[tuple[int, int, int], tuple[int, ...]] | None = None  # (whole frame, its tiles)
         self._habits = ScreenHabits()  # what the screen changes on its own (a spinner, a clock), for the settle wait
         self._keyboard: X11Keyboard | None = None
+        self._several_screens = False  # an X display of several screens (':0.1' names the second)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -241,6 +242,7 @@ class DesktopEnvironment(Environment):
         self._keys = getattr(self._gui.platformModule, "keyboardMapping", None)
         if _linux():  # text typed by the X server's own keymap, any character (x11_keys.py)
             self._keyboard = X11Keyboard(self._gui.platformModule._display)
+            self._several_screens = self._gui.platformModule._display.screen_count() > 1
         self._screen, self.display = screen, display
 
     def _pick_area(self, monitors: list[dict[str, int]]) -> dict[str, int]:
@@ -356,6 +358,8 @@ class DesktopEnvironment(Environment):
         gui.FAILSAFE = self.failsafe
         held: list[str] = []  # keys pressed down by these steps and not released yet
         try:
+            if self._several_screens:
+                self._pointer_onto_screen()
             for name, args, kwargs in steps:
                 if name == "dragTo":
                     held.append("mouse")
@@ -381,6 +385,19 @@ class DesktopEnvironment(Environment):
             if isinstance(exc, Exception) and not isinstance(exc, SurferError):
                 raise self._failure("desktop input", exc) from None
             raise
+
+    def _pointer_onto_screen(self) -> None:
+        """On a display of several X screens, bring the pointer onto the watched one (to the middle of the watched
+        area): XTest moves it within the screen it is on, so the input went to another screen than the one seen.
+        The fail-safe is checked first: a pointer a person put in a corner of the other screen stays there."""
+        display = self._gui.platformModule._display
+        root = display.screen().root
+        if root.query_pointer().same_screen:
+            return
+        self._gui.failSafeCheck()
+        area = self._area
+        root.warp_pointer(area["left"] + area["width"] // 2, area["top"] + area["height"] // 2)  # (XTest stays on its screen)
+        display.sync()
 
     def _write(self, text: str) -> None:
         """Type `text` by the X server's keymap (a spare key for a character on none); the fail-safe is checked
