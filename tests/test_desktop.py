@@ -419,6 +419,10 @@ async def test_bad_monitor_and_url_are_refused(xvfb: str) -> None:
         await DesktopEnvironment(display=xvfb, monitor=5).start()
     with pytest.raises(ConfigError, match="does not open URLs"):
         await DesktopEnvironment(display=xvfb).start("https://example.com")
+    with pytest.raises(ConfigError, match=r"region 400x400\+900\+700 reaches beyond the screen, 1024x768\+0\+0"):
+        await DesktopEnvironment(display=xvfb, region=(900, 700, 400, 400)).start()  # (was an X protocol error)
+    with pytest.raises(ConfigError, match="in whole pixels"):
+        DesktopEnvironment(display=xvfb, region=(0, 0, 10.5, 10))  # type: ignore[arg-type]
 
 
 def held_down(display: str) -> tuple[list[int], int, tuple[int, int]]:

@@ -196,8 +196,10 @@ class DesktopEnvironment(Environment):
     ) -> None:
         if monitor < 0:
             raise ConfigError(f"monitor must be 0 (all monitors) or a monitor number from 1, got {monitor}")
-        if region is not None and (len(region) != 4 or region[2] <= 0 or region[3] <= 0):
-            raise ConfigError(f"region must be (left, top, width, height) with a positive size, got {region}")
+        if region is not None and (
+            len(region) != 4 or not all(isinstance(v, int) for v in region) or region[2] <= 0 or region[3] <= 0
+        ):
+            raise ConfigError(f"region must be (left, top, width, height) in whole pixels with a positive size, got {region}")
         if screenshot_format not in ("jpeg", "png"):
             raise ConfigError("screenshot format must be 'jpeg' or 'png'")
         self.display = display
@@ -246,8 +248,15 @@ class DesktopEnvironment(Environment):
         self._screen, self.display = screen, display
 
     def _pick_area(self, monitors: list[dict[str, int]]) -> dict[str, int]:
-        if self.region is not None:
+        if self.region is not None:  # within the screen: mss cannot grab what is beyond it (an X protocol error)
             left, top, width, height = self.region
+            screen = monitors[0]
+            if left < screen["left"] or top < screen["top"] or left + width > screen["left"] + screen["width"] \
+                    or top + height > screen["top"] + screen["height"]:
+                raise ConfigError(
+                    f"region {width}x{height}{left:+d}{top:+d} reaches beyond the screen, "
+                    f"{screen['width']}x{screen['height']}{screen['left']:+d}{screen['top']:+d}: it must lie within it"
+                )
             return {"left": left, "top": top, "width": width, "height": height}
         return pick_monitor(monitors, self.monitor)
 
