@@ -278,14 +278,17 @@ async def test_scroll_down_and_up_at_a_point(desktop: DesktopEnvironment, tk_for
     await tk_form.event(lambda e: e["event"] == "scroll" and e["first"] == 0.0)
 
 
-async def test_horizontal_scroll_sends_wheel_buttons_6_and_7(desktop: DesktopEnvironment, xvfb: str) -> None:
-    """Tk 8.6 ignores buttons 6/7, so a bare X window records what arrives."""
-    from Xlib import X, display as xdisplay
+async def test_horizontal_scroll_sends_wheel_buttons_6_and_7_and_a_cancelled_type_stops_typing(
+        desktop: DesktopEnvironment, xvfb: str) -> None:
+    """Tk 8.6 ignores buttons 6/7, so a bare X window records what arrives. It records keys too: a `type` cancelled
+    half-way (a run stopped, timed out) stops typing before the cancel returns; its worker thread typed on."""
+    from Xlib import X, XK, display as xdisplay
 
     conn = xdisplay.Display(xvfb)
     try:
-        window = conn.screen().root.create_window(600, 100, 200, 200, 0, conn.screen().root_depth,
-                                                   event_mask=X.ButtonPressMask | X.ExposureMask, override_redirect=True)
+        window = conn.screen().root.create_window(
+            600, 100, 200, 200, 0, conn.screen().root_depth, override_redirect=True,
+            event_mask=X.ButtonPressMask | X.ExposureMask | X.KeyPressMask)
         window.map()
         conn.sync()
         while (await asyncio.to_thread(conn.next_event)).type != X.Expose:
@@ -298,6 +301,30 @@ async def test_horizontal_scroll_sends_wheel_buttons_6_and_7(desktop: DesktopEnv
             if event.type == X.ButtonPress:
                 buttons.append(event.detail)
         assert buttons == [6, 6, 7]
+
+        async def keys(count: int) -> list[int]:  # the keysyms of the next `count` key presses
+            pressed = []
+            while len(pressed) < count:
+                event = await asyncio.to_thread(conn.next_event)
+                if event.type == X.KeyPress:
+                    pressed.append(conn.keycode_to_keysym(event.detail, 0))
+            return pressed
+
+        window.set_input_focus(X.RevertToPointerRoot, X.CurrentTime)
+        conn.sync()
+        typing = asyncio.create_task(desktop.perform(TypeText(text="x" * 3000, clear=False)))  # (into the focused window)
+        assert set(await keys(20)) == {XK.XK_x}
+        typing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await typing
+        desktop.settle_config = ScreenSettleConfig(timeout=0)
+        await desktop.perform(PressKeys(keys="Escape"))
+        await desktop.perform(PressKeys(keys="Tab"))
+        pressed = await keys(1)
+        while pressed[-1] != XK.XK_Tab:
+            pressed += await keys(1)
+        assert pressed[-2:] == [XK.XK_Escape, XK.XK_Tab]  # nothing typed between the two keys pressed after the cancel
+        assert len(pressed) < 3000 - 20
     finally:
         conn.close()
 

@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import zlib
 from typing import Any
 
@@ -166,6 +167,10 @@ def pick_monitor(monitors: list[dict[str, int]], monitor: int) -> dict[str, int]
     return {key: monitors[monitor][key] for key in ("left", "top", "width", "height")}
 
 
+class _Stopped(BaseException):
+    """The action was cancelled while its input was being sent (raised in its worker thread)."""
+
+
 class DesktopEnvironment(Environment):
     """The screen of one monitor (or region) of a desktop, driven with OS input.
 
@@ -220,6 +225,7 @@ class DesktopEnvironment(Environment):
         self._habits = ScreenHabits()  # what the screen changes on its own (a spinner, a clock), for the settle wait
         self._keyboard: X11Keyboard | None = None
         self._several_screens = False  # an X display of several screens (':0.1' names the second)
+        self._stop = threading.Event()  # set: the action in progress was cancelled
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -362,14 +368,18 @@ class DesktopEnvironment(Environment):
             )
         return await super().perform(action)
 
-    def _run(self, steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
+    def _run(self, steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]], stop: threading.Event) -> None:
+        """The steps, in a worker thread; `stop` set (the action was cancelled): no further step or character."""
         gui = self._gui
         gui.FAILSAFE = self.failsafe
         held: list[str] = []  # keys pressed down by these steps and not released yet
+        self._stop = stop
         try:
             if self._several_screens:
                 self._pointer_onto_screen()
             for name, args, kwargs in steps:
+                if stop.is_set():
+                    raise _Stopped
                 if name == "dragTo":
                     held.append("mouse")
                 if name == "write" and self._keyboard is not None:
@@ -413,6 +423,8 @@ class DesktopEnvironment(Environment):
         before each character, as pyautogui's write does."""
         assert self._keyboard is not None
         for keycode, shift in self._keyboard.plan(text):
+            if self._stop.is_set():
+                raise _Stopped
             self._gui.failSafeCheck()
             self._keyboard.press(keycode, shift)
 
@@ -438,7 +450,16 @@ class DesktopEnvironment(Environment):
             calls = "; ".join(_describe_call(*step) for step in steps)
             log.info("dry run: %s [%s]", detail, calls)
             return f"dry run, not performed: {detail} [{calls}]"
-        await asyncio.to_thread(self._run, list(steps))
+        stop = threading.Event()
+        work = asyncio.ensure_future(asyncio.to_thread(self._run, list(steps), stop))
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:  # (a run stopped, timed out or cancelled): the thread would type on
+            stop.set()
+            await asyncio.wait([work])  # it stops at the next character, its keys and buttons let go
+            if not work.cancelled():
+                work.exception()  # (retrieved: _Stopped, or what failed meanwhile; the action was cancelled)
+            raise
         return detail
 
     def _key_names(self, keys: str) -> list[str]:
