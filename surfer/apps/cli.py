@@ -194,7 +194,7 @@ def run(
             environment = ReplayEnvironment(recordings[0])
         if env == "desktop":
             from surfer.agent.environments import desktop_environment
-            from surfer.tools.desktop import check_display
+            from surfer.tools.desktop_display import check_display
 
             if url:
                 raise ConfigError("--url is for the browser; with --env desktop, start the application yourself and describe it in the task")
