@@ -350,7 +350,10 @@ class DesktopEnvironment(Environment):
             raise EnvironmentFailure("the desktop environment is not started (call start() first)")
         if self.dry_run:
             calls = "; ".join(_describe_call(*step) for step in steps)
-            log.info("dry run: %s [%s]", detail, calls)
+            # The log line leaves the text out: it may hold a secret's value (the outcome's is masked by the agent).
+            logged = "; ".join(f"write(<{len(args[0])} characters>)" if name == "write"
+                               else _describe_call(name, args, kwargs) for name, args, kwargs in steps)
+            log.info("dry run: %s [%s]", detail, logged)
             return f"dry run, not performed: {detail} [{calls}]"
         stop = threading.Event()
         work = asyncio.ensure_future(asyncio.to_thread(self._run, list(steps), stop))
