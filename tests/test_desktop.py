@@ -107,6 +107,15 @@ async def desktop(xvfb: str, tk_form: TkForm) -> Any:
     await env.close()
 
 
+@pytest.fixture
+async def bare_desktop(xvfb: str) -> Any:
+    """The desktop with no application of ours started (for tests that act on nothing, or on a bare X window)."""
+    env = DesktopEnvironment(display=xvfb)
+    await env.start()
+    yield env
+    await env.close()
+
+
 def is_event(name: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
     return lambda e: e["event"] == name and all(e.get(k) == v for k, v in fields.items())
 
@@ -279,7 +288,7 @@ async def test_scroll_down_and_up_at_a_point(desktop: DesktopEnvironment, tk_for
 
 
 async def test_horizontal_scroll_sends_wheel_buttons_6_and_7_and_a_cancelled_type_stops_typing(
-        desktop: DesktopEnvironment, xvfb: str) -> None:
+        bare_desktop: DesktopEnvironment, xvfb: str) -> None:
     """Tk 8.6 ignores buttons 6/7, so a bare X window records what arrives. It records keys too: a `type` cancelled
     half-way (a run stopped, timed out) stops typing before the cancel returns; its worker thread typed on."""
     from Xlib import X, XK, display as xdisplay
@@ -293,8 +302,8 @@ async def test_horizontal_scroll_sends_wheel_buttons_6_and_7_and_a_cancelled_typ
         conn.sync()
         while (await asyncio.to_thread(conn.next_event)).type != X.Expose:
             pass
-        await desktop.perform(Scroll(direction="left", amount=2, target="box", point=CssPoint(x=700, y=200)))
-        await desktop.perform(Scroll(direction="right", amount=1, target="box", point=CssPoint(x=700, y=200)))
+        await bare_desktop.perform(Scroll(direction="left", amount=2, target="box", point=CssPoint(x=700, y=200)))
+        await bare_desktop.perform(Scroll(direction="right", amount=1, target="box", point=CssPoint(x=700, y=200)))
         buttons = []
         while len(buttons) < 3:
             event = await asyncio.to_thread(conn.next_event)
@@ -312,14 +321,14 @@ async def test_horizontal_scroll_sends_wheel_buttons_6_and_7_and_a_cancelled_typ
 
         window.set_input_focus(X.RevertToPointerRoot, X.CurrentTime)
         conn.sync()
-        typing = asyncio.create_task(desktop.perform(TypeText(text="x" * 3000, clear=False)))  # (into the focused window)
+        typing = asyncio.create_task(bare_desktop.perform(TypeText(text="x" * 3000, clear=False)))  # (into the focused window)
         assert set(await keys(20)) == {XK.XK_x}
         typing.cancel()
         with pytest.raises(asyncio.CancelledError):
             await typing
-        desktop.settle_config = ScreenSettleConfig(timeout=0)
-        await desktop.perform(PressKeys(keys="Escape"))
-        await desktop.perform(PressKeys(keys="Tab"))
+        bare_desktop.settle_config = ScreenSettleConfig(timeout=0)
+        await bare_desktop.perform(PressKeys(keys="Escape"))
+        await bare_desktop.perform(PressKeys(keys="Tab"))
         pressed = await keys(1)
         while pressed[-1] != XK.XK_Tab:
             pressed += await keys(1)
@@ -436,7 +445,7 @@ def test_a_display_of_two_screens_is_driven_on_the_screen_it_names() -> None:
     assert completed.stdout.split() == ["640x480", "True", "100", "100"], completed.stderr[-2000:]
 
 
-async def test_pyautogui_stays_on_its_first_display(desktop: DesktopEnvironment) -> None:
+async def test_pyautogui_stays_on_its_first_display(bare_desktop: DesktopEnvironment) -> None:
     with pytest.raises(ConfigError, match="already drives display"):
         _load_pyautogui(":4242")
 
@@ -504,9 +513,9 @@ async def test_failsafe_stops_the_run_unless_turned_off(
 
 
 @pytest.mark.parametrize("action", [Goto(url="https://example.com"), Back(), SwitchTab(index=1)])
-async def test_browser_actions_are_not_supported(desktop: DesktopEnvironment, action: Any) -> None:
+async def test_browser_actions_are_not_supported(bare_desktop: DesktopEnvironment, action: Any) -> None:
     with pytest.raises(ActionNotSupported, match=f"'{action.type}' is a browser action: the desktop has no pages"):
-        await desktop.perform(action)
+        await bare_desktop.perform(action)
 
 
 async def test_dry_run_logs_and_does_nothing(xvfb: str, tk_form: TkForm, desktop: DesktopEnvironment, caplog: pytest.LogCaptureFixture) -> None:
