@@ -202,12 +202,13 @@ async def crash_page(page) -> None:  # type: ignore[no-untyped-def]
 
 
 @contextmanager
-def private_xvfb(width: int, height: int) -> Iterator[str]:
+def private_xvfb(width: int, height: int, *more: str) -> Iterator[str]:
     """A private Xvfb of `width` x `height`, its display (":N") yielded, stopped on leaving; `-displayfd` makes
-    it pick a free display number and write it once the server is ready to accept connections."""
+    it pick a free display number and write it once the server is ready to accept connections. `more`: other
+    Xvfb arguments (`"-screen", "1", "640x480x24"`: a second X screen, ":N.1")."""
     read_end, write_end = os.pipe()
     server = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
+        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{width}x{height}x24", *more, "-nolisten", "tcp"],
         pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     os.close(write_end)

@@ -107,6 +107,15 @@ async def desktop(xvfb: str, tk_form: TkForm) -> Any:
     await env.close()
 
 
+@pytest.fixture
+async def bare_desktop(xvfb: str) -> Any:
+    """The desktop with no application of ours started (for tests that act on nothing, or on a bare X window)."""
+    env = DesktopEnvironment(display=xvfb)
+    await env.start()
+    yield env
+    await env.close()
+
+
 def is_event(name: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
     return lambda e: e["event"] == name and all(e.get(k) == v for k, v in fields.items())
 
@@ -251,6 +260,10 @@ async def test_press_key_combinations(desktop: DesktopEnvironment, tk_form: TkFo
     for keys in ("Control+S", "Control+Shift+Z", "Escape"):
         await desktop.perform(PressKeys(keys=keys))
         await tk_form.event(is_event("key", keys=keys))
+    # Every name of the keys vocabulary (keys.py) as models write it, and X keysyms (models trained on xdotool).
+    names = "command+opt+ins+menu+ContextMenu+Page_Down+Prior+KP_Enter+Caps_Lock+comma+Super_L+Control_L+ArrowUp+F5+A"
+    assert desktop._key_names(names) == ["win", "alt", "insert", "apps", "apps", "pagedown", "pageup", "enter",
+                                         "capslock", ",", "win", "ctrl", "up", "f5", "a"]
     with pytest.raises(ActionFailed, match="unknown key 'Hyper7' in 'Control\\+Hyper7'"):
         await desktop.perform(PressKeys(keys="Control+Hyper7"))
 
@@ -259,6 +272,10 @@ def test_split_keys_handles_the_plus_key() -> None:
     assert split_keys("Control+Shift+A") == ["Control", "Shift", "A"]
     assert split_keys("Control++") == ["Control", "+"]
     assert split_keys("+") == ["+"]
+    from surfer.tools.keys import key_name
+
+    assert [key_name(k) for k in ("Page_Down", "next", "KP_Enter", "super_r", "period", "esc", "x", "Hyper7")] == [
+        "PageDown", "PageDown", "Enter", "Meta", ".", "Escape", "x", "Hyper7"]
 
 
 async def test_scroll_down_and_up_at_a_point(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
@@ -270,26 +287,53 @@ async def test_scroll_down_and_up_at_a_point(desktop: DesktopEnvironment, tk_for
     await tk_form.event(lambda e: e["event"] == "scroll" and e["first"] == 0.0)
 
 
-async def test_horizontal_scroll_sends_wheel_buttons_6_and_7(desktop: DesktopEnvironment, xvfb: str) -> None:
-    """Tk 8.6 ignores buttons 6/7, so a bare X window records what arrives."""
-    from Xlib import X, display as xdisplay
+async def test_horizontal_scroll_sends_wheel_buttons_6_and_7_and_a_cancelled_type_stops_typing(
+        bare_desktop: DesktopEnvironment, xvfb: str) -> None:
+    """Tk 8.6 ignores buttons 6/7, so a bare X window records what arrives. It records keys too: a `type` cancelled
+    half-way (a run stopped, timed out) stops typing before the cancel returns; its worker thread typed on."""
+    from Xlib import X, XK, display as xdisplay
 
     conn = xdisplay.Display(xvfb)
     try:
-        window = conn.screen().root.create_window(600, 100, 200, 200, 0, conn.screen().root_depth,
-                                                   event_mask=X.ButtonPressMask | X.ExposureMask, override_redirect=True)
+        window = conn.screen().root.create_window(
+            600, 100, 200, 200, 0, conn.screen().root_depth, override_redirect=True,
+            event_mask=X.ButtonPressMask | X.ExposureMask | X.KeyPressMask)
         window.map()
         conn.sync()
         while (await asyncio.to_thread(conn.next_event)).type != X.Expose:
             pass
-        await desktop.perform(Scroll(direction="left", amount=2, target="box", point=CssPoint(x=700, y=200)))
-        await desktop.perform(Scroll(direction="right", amount=1, target="box", point=CssPoint(x=700, y=200)))
+        await bare_desktop.perform(Scroll(direction="left", amount=2, target="box", point=CssPoint(x=700, y=200)))
+        await bare_desktop.perform(Scroll(direction="right", amount=1, target="box", point=CssPoint(x=700, y=200)))
         buttons = []
         while len(buttons) < 3:
             event = await asyncio.to_thread(conn.next_event)
             if event.type == X.ButtonPress:
                 buttons.append(event.detail)
         assert buttons == [6, 6, 7]
+
+        async def keys(count: int) -> list[int]:  # the keysyms of the next `count` key presses
+            pressed = []
+            while len(pressed) < count:
+                event = await asyncio.to_thread(conn.next_event)
+                if event.type == X.KeyPress:
+                    pressed.append(conn.keycode_to_keysym(event.detail, 0))
+            return pressed
+
+        window.set_input_focus(X.RevertToPointerRoot, X.CurrentTime)
+        conn.sync()
+        typing = asyncio.create_task(bare_desktop.perform(TypeText(text="x" * 3000, clear=False)))  # (into the focused window)
+        assert set(await keys(20)) == {XK.XK_x}
+        typing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await typing
+        bare_desktop.settle_config = ScreenSettleConfig(timeout=0)
+        await bare_desktop.perform(PressKeys(keys="Escape"))
+        await bare_desktop.perform(PressKeys(keys="Tab"))
+        pressed = await keys(1)
+        while pressed[-1] != XK.XK_Tab:
+            pressed += await keys(1)
+        assert pressed[-2:] == [XK.XK_Escape, XK.XK_Tab]  # nothing typed between the two keys pressed after the cancel
+        assert len(pressed) < 3000 - 20
     finally:
         conn.close()
 
@@ -358,7 +402,50 @@ async def test_a_display_that_goes_away_is_an_environment_failure(xvfb: str, mon
     await env.close()  # (it raised the X connection's error)
 
 
-async def test_pyautogui_stays_on_its_first_display(desktop: DesktopEnvironment) -> None:
+SECOND_SCREEN = """
+import asyncio, select, sys, surfer, surfer.tools
+assert 'pyautogui' not in sys.modules and 'mss' not in sys.modules, 'eager import'
+from surfer.tools import DesktopEnvironment
+assert DesktopEnvironment.kind == 'desktop'
+assert 'pyautogui' not in sys.modules and 'mss' not in sys.modules, 'eager import'
+from Xlib import X, display as xdisplay
+from surfer.core.actions import Click, CssPoint
+
+async def main(name):
+    conn = xdisplay.Display(name)  # a bare window on the second screen records the button that reaches it
+    window = conn.screen().root.create_window(100, 100, 200, 200, 0, conn.screen().root_depth,
+                                              event_mask=X.ButtonPressMask | X.ExposureMask, override_redirect=True)
+    window.map()
+    conn.sync()
+    while conn.next_event().type != X.Expose:
+        pass
+    desktop = DesktopEnvironment(display=name, settle=None)
+    desktop.settle_config.timeout = 0
+    await desktop.start()
+    shot = (await desktop.observe()).screenshot
+    await desktop.perform(Click(target="box", point=CssPoint(x=200, y=200)))
+    if conn.pending_events() or select.select([conn], [], [], 10)[0]:  # (a click sent elsewhere never comes)
+        event = conn.next_event()
+        print(shot.size, event.type == X.ButtonPress, event.event_x, event.event_y)
+    else:
+        print(shot.size, "no click reached the window")
+    await desktop.close()
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_a_display_of_two_screens_is_driven_on_the_screen_it_names() -> None:
+    """':N.1' is the second X screen: input goes where the screenshot comes from (XTest moved the pointer on the
+    first screen, where it was). pyautogui binds one display a process, so this one runs in its own, which
+    first checks that `import surfer` (and naming DesktopEnvironment) loads no desktop extra."""
+    with private_xvfb(800, 600, "-screen", "1", "640x480x24") as display:
+        completed = subprocess.run([sys.executable, "-c", SECOND_SCREEN, f"{display}.1"], capture_output=True,
+                                   text=True, cwd=ROOT, timeout=60)
+    assert completed.stdout.split() == ["640x480", "True", "100", "100"], completed.stderr[-2000:]
+
+
+async def test_pyautogui_stays_on_its_first_display(bare_desktop: DesktopEnvironment) -> None:
     with pytest.raises(ConfigError, match="already drives display"):
         _load_pyautogui(":4242")
 
@@ -368,6 +455,10 @@ async def test_bad_monitor_and_url_are_refused(xvfb: str) -> None:
         await DesktopEnvironment(display=xvfb, monitor=5).start()
     with pytest.raises(ConfigError, match="does not open URLs"):
         await DesktopEnvironment(display=xvfb).start("https://example.com")
+    with pytest.raises(ConfigError, match=r"region 400x400\+900\+700 reaches beyond the screen, 1024x768\+0\+0"):
+        await DesktopEnvironment(display=xvfb, region=(900, 700, 400, 400)).start()  # (was an X protocol error)
+    with pytest.raises(ConfigError, match="in whole pixels"):
+        DesktopEnvironment(display=xvfb, region=(0, 0, 10.5, 10))  # type: ignore[arg-type]
 
 
 def held_down(display: str) -> tuple[list[int], int, tuple[int, int]]:
@@ -422,9 +513,9 @@ async def test_failsafe_stops_the_run_unless_turned_off(
 
 
 @pytest.mark.parametrize("action", [Goto(url="https://example.com"), Back(), SwitchTab(index=1)])
-async def test_browser_actions_are_not_supported(desktop: DesktopEnvironment, action: Any) -> None:
+async def test_browser_actions_are_not_supported(bare_desktop: DesktopEnvironment, action: Any) -> None:
     with pytest.raises(ActionNotSupported, match=f"'{action.type}' is a browser action: the desktop has no pages"):
-        await desktop.perform(action)
+        await bare_desktop.perform(action)
 
 
 async def test_dry_run_logs_and_does_nothing(xvfb: str, tk_form: TkForm, desktop: DesktopEnvironment, caplog: pytest.LogCaptureFixture) -> None:
@@ -433,15 +524,18 @@ async def test_dry_run_logs_and_does_nothing(xvfb: str, tk_form: TkForm, desktop
     try:
         with caplog.at_level(logging.INFO, logger="surfer.desktop"):
             click = await dry.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
-            typed = await dry.perform(TypeText(text="9", target="First number", point=tk_form.centre("first"), submit=True))
+            typed = await dry.perform(TypeText(text="9s3cret", target="First number", point=tk_form.centre("first"), submit=True))
             scrolled = await dry.perform(Scroll(direction="left", amount=2))
     finally:
         await dry.close()
     assert click.detail.startswith("dry run, not performed: left click at")
-    assert "write('9')" in typed.detail and "press('enter')" in typed.detail
+    assert "write('9s3cret')" in typed.detail and "press('enter')" in typed.detail
     assert "hscroll(-2, None, None)" in scrolled.detail
     assert click.settle_reason == "dry-run"
-    assert sum("dry run" in r.getMessage() for r in caplog.records) == 3
+    logged = [r.getMessage() for r in caplog.records if "dry run" in r.getMessage()]
+    assert len(logged) == 3
+    # The log leaves typed text out (it may be a secret's value; the agent masks the outcome's, not a log's).
+    assert "write(<7 characters>)" in logged[1] and not any("s3cret" in line for line in logged)
     # A real click afterwards arrives; nothing the dry run "did" arrived before it.
     await desktop.perform(Click(target="pad", point=tk_form.centre("pad")))
     await tk_form.event(is_event("click", widget="pad"))
@@ -480,18 +574,7 @@ async def test_settle_screen_reasons() -> None:
 # -- CLI and SDK surface ------------------------------------------------------------------
 
 
-def test_import_surfer_does_not_load_the_desktop_extra() -> None:
-    code = (
-        "import sys, surfer, surfer.tools\n"
-        "assert 'pyautogui' not in sys.modules and 'mss' not in sys.modules, 'eager import'\n"
-        "from surfer.tools import DesktopEnvironment\n"
-        "assert DesktopEnvironment.kind == 'desktop'\n"
-        "assert 'pyautogui' not in sys.modules and 'mss' not in sys.modules, 'eager import'\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
-
-
-def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place() -> None:
+def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place(xvfb: str, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from surfer.apps.cli import app
@@ -501,6 +584,13 @@ def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place() -> None:
     assert result.exit_code == 2 and "--url is for the browser" in result.output
     result = runner.invoke(app, ["run", "--display", ":5", "task"])
     assert result.exit_code == 2 and "apply to --env desktop only" in result.output
+    # No X server at the display, or no such monitor: refused before the run, one line, no run directory written.
+    server = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--profile", "holotron", "--out", str(tmp_path / "run")]
+    for flags, said in ((["--display", ":7391"], "cannot reach the X server at DISPLAY=:7391"),
+                        (["--display", xvfb, "--monitor", "5"], "there is no monitor 5; monitors are 0: 1024x768+0+0")):
+        result = runner.invoke(app, ["run", "--env", "desktop", *flags, *server, "task"])
+        assert result.exit_code == 2 and said in result.output, result.output
+        assert result.output.startswith("error:") and not (tmp_path / "run").exists()
 
 
 def test_cli_runs_a_desktop_task(xvfb: str, tk_form: TkForm, standin: Any, tmp_path: Path) -> None:

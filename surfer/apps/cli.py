@@ -194,10 +194,12 @@ def run(
             environment = ReplayEnvironment(recordings[0])
         if env == "desktop":
             from surfer.agent.environments import desktop_environment
+            from surfer.tools.desktop_display import check_display
 
             if url:
                 raise ConfigError("--url is for the browser; with --env desktop, start the application yourself and describe it in the task")
             environment = desktop_environment(cfg, display=display, monitor=monitor, dry_run=dry_run)
+            check_display(display, monitor)  # no display, one that does not answer, no such monitor: exit 2, nothing written
         elif display or monitor != 1 or dry_run:
             raise ConfigError("--display, --monitor and --dry-run apply to --env desktop only")
         elif environment is None and early_start.current() is not None:  # Chromium started at process start

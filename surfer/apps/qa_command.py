@@ -327,7 +327,7 @@ def register(app: typer.Typer) -> None:
             check_state_files(runs, console, {c.id for c in runner.cases})
             runner.warn_unbound_secrets(lambda text: options.say(console, "warning:", "yellow", text))
             if {c.suite for c in runner.cases} & {r.suite.name for r in runs if r.suite.environment == "desktop"}:
-                from surfer.tools.desktop import check_display
+                from surfer.tools.desktop_display import check_display
 
                 check_display()  # no display, or one that does not answer: refused once, not an error per case
             from surfer.qa.runner import check_out_dir

@@ -22,9 +22,8 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import os
-import re
 import sys
+import threading
 import zlib
 from typing import Any
 
@@ -34,34 +33,32 @@ from surfer.core.errors import ActionFailed, ActionNotSupported, ConfigError, En
 from surfer.core.observation import Observation, Screenshot
 
 from .base import ActionOutcome, Environment
-from .keys import KEY_NAMES_HINT, split_keys
+from .desktop_display import _display_answers, _linux, _load_pyautogui, _open_screen, pick_monitor, resolve_display
+from .keys import KEY_NAMES_HINT, key_name, split_keys
 from .screen_settle import ScreenHabits, ScreenSettleConfig, settle_screen, tile_digests
 from .x11_keys import X11Keyboard, keysym_of
 
 log = logging.getLogger("surfer.desktop")
 
-EXTRA_HINT = "the desktop environment needs pyautogui and mss: pip install 'surfer-agent[desktop]'"
-DISPLAY_HINT = (
-    "start a virtual one with `Xvfb :99 -screen 0 1280x800x24 & export DISPLAY=:99` "
-    "(or run surfer under `xvfb-run -s '-screen 0 1280x800x24'`), or pass display=':N' (surfer run --display :N)"
-)
 BROWSER_ONLY = frozenset({"goto", "back", "forward", "refresh", "switch_tab", "close_tab", "upload", "dialog"})
 
 _MAC = sys.platform == "darwin"
 _PRIMARY_MODIFIER = "command" if _MAC else "ctrl"
-# Playwright-style key names → pyautogui names; anything else is lowercased.
-KEY_ALIASES = {
-    "control": "ctrl", "controlormeta": _PRIMARY_MODIFIER, "meta": "command" if _MAC else "win",
-    "cmd": "command" if _MAC else "win", "super": "win", "windows": "win", "option": "option" if _MAC else "alt",
-    "return": "enter", "escape": "esc", "del": "delete", "arrowup": "up", "arrowdown": "down",
-    "arrowleft": "left", "arrowright": "right", "spacebar": "space", " ": "space", "plus": "+",
+# Playwright's key names (keys.key_name: what models write) → pyautogui's; the other names are lowercased.
+PYAUTOGUI_KEYS = {
+    "Control": "ctrl", "ControlOrMeta": _PRIMARY_MODIFIER, "Meta": "command" if _MAC else "win",
+    "Alt": "option" if _MAC else "alt", "Escape": "esc", "ArrowUp": "up", "ArrowDown": "down", "ArrowLeft": "left",
+    "ArrowRight": "right", "ContextMenu": "apps",
 }
 
 
 def pyautogui_key(part: str, mapping: dict[str, Any] | None) -> str | None:
     """The pyautogui name for one key, or None when this platform cannot press it."""
-    name = part.lower() if len(part) > 1 or part.isalpha() else part
-    name = KEY_ALIASES.get(name, name)
+    name = key_name(part)
+    if len(name) > 1:
+        name = PYAUTOGUI_KEYS.get(name, name.lower())
+    elif name.isalpha():
+        name = name.lower()
     if mapping is None:
         return name
     return name if mapping.get(name) else None
@@ -72,82 +69,8 @@ def _describe_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return f"{name}({', '.join([*map(repr, args), *(f'{k}={v!r}' for k, v in kwargs.items())])})"
 
 
-def _linux() -> bool:
-    return sys.platform.startswith("linux")
-
-
-def _display_name(display: str) -> str:
-    """':99.0' and ':99' are the same display."""
-    return re.sub(r"\.0$", "", display.strip())
-
-
-def _load_pyautogui(display: str | None) -> Any:
-    """Import pyautogui bound to `display` (it reads DISPLAY at import time).
-    The process environment is left as it was."""
-    loaded = sys.modules.get("pyautogui")
-    if loaded is None:
-        saved = os.environ.get("DISPLAY")
-        if display:
-            os.environ["DISPLAY"] = display
-        try:
-            import pyautogui as loaded
-        except ImportError as exc:
-            raise ConfigError(f"{EXTRA_HINT} ({exc})") from None
-        finally:
-            if saved is None:
-                os.environ.pop("DISPLAY", None)
-            else:
-                os.environ["DISPLAY"] = saved
-    if _linux() and display:
-        bound = loaded.platformModule._display.get_display_name()
-        if _display_name(bound) != _display_name(display):
-            raise ConfigError(
-                f"pyautogui in this process already drives display {bound} (it reads DISPLAY once, at import); "
-                f"cannot switch to {display}: use one desktop display per process"
-            )
-    return loaded
-
-
-def _display_answers(display: str | None) -> bool:
-    """Whether an X server answers at `display` now (a fresh connection, closed at once)."""
-    try:
-        import mss
-
-        mss.MSS(display=display).close() if _linux() else mss.MSS().close()
-    except Exception:  # noqa: BLE001 - whatever the connection raises, it did not answer
-        return False
-    return True
-
-
-def _open_screen(display: str | None) -> Any:
-    try:
-        import mss
-    except ImportError as exc:
-        raise ConfigError(f"{EXTRA_HINT} ({exc})") from None
-    try:
-        return mss.MSS(display=display) if _linux() else mss.MSS()
-    except mss.ScreenShotError as exc:
-        raise ConfigError(f"cannot reach the X server at DISPLAY={display} ({exc}); {DISPLAY_HINT}") from None
-
-
-def resolve_display(display: str | None) -> str | None:
-    """The X display a desktop environment drives: `display`, else $DISPLAY (None off Linux); ConfigError if none."""
-    if not _linux():
-        return None
-    display = display or os.environ.get("DISPLAY")
-    if not display:
-        raise ConfigError(f"no display: DISPLAY is not set. The desktop environment needs an X server; {DISPLAY_HINT}")
-    return display
-
-
-def check_display(display: str | None = None) -> None:
-    """Refuse (ConfigError) before anything runs when the desktop has no display, or its X server does not answer."""
-    import importlib.util
-
-    missing = [name for name in ("mss", "pyautogui") if importlib.util.find_spec(name) is None]  # (pyautogui is
-    if missing:  # not imported: it reads DISPLAY when it is)
-        raise ConfigError(f"{EXTRA_HINT} ({', '.join(missing)} missing)")
-    _open_screen(resolve_display(display)).close()
+class _Stopped(BaseException):
+    """The action was cancelled while its input was being sent (raised in its worker thread)."""
 
 
 class DesktopEnvironment(Environment):
@@ -180,8 +103,10 @@ class DesktopEnvironment(Environment):
     ) -> None:
         if monitor < 0:
             raise ConfigError(f"monitor must be 0 (all monitors) or a monitor number from 1, got {monitor}")
-        if region is not None and (len(region) != 4 or region[2] <= 0 or region[3] <= 0):
-            raise ConfigError(f"region must be (left, top, width, height) with a positive size, got {region}")
+        if region is not None and (
+            len(region) != 4 or not all(isinstance(v, int) for v in region) or region[2] <= 0 or region[3] <= 0
+        ):
+            raise ConfigError(f"region must be (left, top, width, height) in whole pixels with a positive size, got {region}")
         if screenshot_format not in ("jpeg", "png"):
             raise ConfigError("screenshot format must be 'jpeg' or 'png'")
         self.display = display
@@ -201,6 +126,8 @@ class DesktopEnvironment(Environment):
         self._last_digest: tuple[tuple[int, int, int], tuple[int, ...]] | None = None  # (whole frame, its tiles)
         self._habits = ScreenHabits()  # what the screen changes on its own (a spinner, a clock), for the settle wait
         self._keyboard: X11Keyboard | None = None
+        self._several_screens = False  # an X display of several screens (':0.1' names the second)
+        self._stop = threading.Event()  # set: the action in progress was cancelled
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -225,17 +152,21 @@ class DesktopEnvironment(Environment):
         self._keys = getattr(self._gui.platformModule, "keyboardMapping", None)
         if _linux():  # text typed by the X server's own keymap, any character (x11_keys.py)
             self._keyboard = X11Keyboard(self._gui.platformModule._display)
+            self._several_screens = self._gui.platformModule._display.screen_count() > 1
         self._screen, self.display = screen, display
 
     def _pick_area(self, monitors: list[dict[str, int]]) -> dict[str, int]:
-        if self.region is not None:
+        if self.region is not None:  # within the screen: mss cannot grab what is beyond it (an X protocol error)
             left, top, width, height = self.region
+            screen = monitors[0]
+            if left < screen["left"] or top < screen["top"] or left + width > screen["left"] + screen["width"] \
+                    or top + height > screen["top"] + screen["height"]:
+                raise ConfigError(
+                    f"region {width}x{height}{left:+d}{top:+d} reaches beyond the screen, "
+                    f"{screen['width']}x{screen['height']}{screen['left']:+d}{screen['top']:+d}: it must lie within it"
+                )
             return {"left": left, "top": top, "width": width, "height": height}
-        if self.monitor >= len(monitors):
-            found = ", ".join(f"{i}: {m['width']}x{m['height']}+{m['left']}+{m['top']}" for i, m in enumerate(monitors))
-            raise ConfigError(f"there is no monitor {self.monitor}; monitors are {found} (0 = all together)")
-        area = monitors[self.monitor]
-        return {key: area[key] for key in ("left", "top", "width", "height")}
+        return pick_monitor(monitors, self.monitor)
 
     async def close(self) -> None:
         keyboard, self._keyboard = self._keyboard, None
@@ -339,12 +270,18 @@ class DesktopEnvironment(Environment):
             )
         return await super().perform(action)
 
-    def _run(self, steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
+    def _run(self, steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]], stop: threading.Event) -> None:
+        """The steps, in a worker thread; `stop` set (the action was cancelled): no further step or character."""
         gui = self._gui
         gui.FAILSAFE = self.failsafe
         held: list[str] = []  # keys pressed down by these steps and not released yet
+        self._stop = stop
         try:
+            if self._several_screens:
+                self._pointer_onto_screen()
             for name, args, kwargs in steps:
+                if stop.is_set():
+                    raise _Stopped
                 if name == "dragTo":
                     held.append("mouse")
                 if name == "write" and self._keyboard is not None:
@@ -370,11 +307,26 @@ class DesktopEnvironment(Environment):
                 raise self._failure("desktop input", exc) from None
             raise
 
+    def _pointer_onto_screen(self) -> None:
+        """On a display of several X screens, bring the pointer onto the watched one (to the middle of the watched
+        area): XTest moves it within the screen it is on, so the input went to another screen than the one seen.
+        The fail-safe is checked first: a pointer a person put in a corner of the other screen stays there."""
+        display = self._gui.platformModule._display
+        root = display.screen().root
+        if root.query_pointer().same_screen:
+            return
+        self._gui.failSafeCheck()
+        area = self._area
+        root.warp_pointer(area["left"] + area["width"] // 2, area["top"] + area["height"] // 2)  # (XTest stays on its screen)
+        display.sync()
+
     def _write(self, text: str) -> None:
         """Type `text` by the X server's keymap (a spare key for a character on none); the fail-safe is checked
         before each character, as pyautogui's write does."""
         assert self._keyboard is not None
         for keycode, shift in self._keyboard.plan(text):
+            if self._stop.is_set():
+                raise _Stopped
             self._gui.failSafeCheck()
             self._keyboard.press(keycode, shift)
 
@@ -398,9 +350,21 @@ class DesktopEnvironment(Environment):
             raise EnvironmentFailure("the desktop environment is not started (call start() first)")
         if self.dry_run:
             calls = "; ".join(_describe_call(*step) for step in steps)
-            log.info("dry run: %s [%s]", detail, calls)
+            # The log line leaves the text out: it may hold a secret's value (the outcome's is masked by the agent).
+            logged = "; ".join(f"write(<{len(args[0])} characters>)" if name == "write"
+                               else _describe_call(name, args, kwargs) for name, args, kwargs in steps)
+            log.info("dry run: %s [%s]", detail, logged)
             return f"dry run, not performed: {detail} [{calls}]"
-        await asyncio.to_thread(self._run, list(steps))
+        stop = threading.Event()
+        work = asyncio.ensure_future(asyncio.to_thread(self._run, list(steps), stop))
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:  # (a run stopped, timed out or cancelled): the thread would type on
+            stop.set()
+            await asyncio.wait([work])  # it stops at the next character, its keys and buttons let go
+            if not work.cancelled():
+                work.exception()  # (retrieved: _Stopped, or what failed meanwhile; the action was cancelled)
+            raise
         return detail
 
     def _key_names(self, keys: str) -> list[str]:

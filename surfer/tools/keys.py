@@ -24,7 +24,16 @@ _ALIASES = {
     "up": "ArrowUp", "down": "ArrowDown", "left": "ArrowLeft", "right": "ArrowRight", "spacebar": "Space",
     "pgup": "PageUp", "pgdn": "PageDown", "plus": "+", "menu": "ContextMenu",
 }
-_BY_LOWER = {**{name.lower(): name for name in _NAMED}, **_ALIASES}
+# X keysym names, as models trained on xdotool write them ('Page_Down', 'KP_Enter', 'Super_L', 'comma').
+_KEYSYMS = {
+    "page_up": "PageUp", "page_down": "PageDown", "prior": "PageUp", "next": "PageDown", "kp_enter": "Enter",
+    "caps_lock": "CapsLock", "num_lock": "NumLock", "scroll_lock": "ScrollLock", "print": "PrintScreen",
+    **{f"{key}_{side}": name for key, name in (("control", "Control"), ("shift", "Shift"), ("alt", "Alt"),
+                                               ("super", "Meta"), ("meta", "Meta")) for side in "lr"},
+    "comma": ",", "period": ".", "minus": "-", "equal": "=", "slash": "/", "backslash": "\\", "semicolon": ";",
+    "apostrophe": "'", "grave": "`", "bracketleft": "[", "bracketright": "]",
+}
+_BY_LOWER = {**{name.lower(): name for name in _NAMED}, **_ALIASES, **_KEYSYMS}
 
 KEY_NAMES_HINT = (
     "use key names such as Enter, Tab, Escape, Backspace, Delete, ArrowUp, PageDown, Home, F5 or single characters, "
@@ -37,12 +46,20 @@ def split_keys(keys: str) -> list[str]:
     return [part for part in re.split(r"\+(?=.)", keys.strip()) if part] or [keys]
 
 
+def key_name(part: str) -> str:
+    """One key in Playwright's name: 'esc' → 'Escape', 'Page_Down' → 'PageDown', 'comma' → ','. A character
+    stays as written, and so does a name it does not know (each environment refuses those it cannot press)."""
+    if part == " ":
+        return "Space"
+    return part if len(part) == 1 else _BY_LOWER.get(part.lower(), part)
+
+
 def playwright_keys(keys: str) -> str:
     """`keys` in Playwright's names: 'ctrl+a' → 'Control+a', 'esc' → 'Escape', 'cmd+shift+k' →
     'Meta+Shift+k'. Characters stay as written; a name it does not know is left for Playwright to refuse."""
     if keys == " ":
         return "Space"
-    return "+".join(part if len(part) == 1 else _BY_LOWER.get(part.lower(), part) for part in split_keys(keys))
+    return "+".join(key_name(part) for part in split_keys(keys))
 
 
 # The browser's own shortcuts: Chromium acts on them before the page sees them, but keys sent through the DevTools
