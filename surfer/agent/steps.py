@@ -408,28 +408,11 @@ class Stepper:
         record.outcome = {**(record.outcome or {}), "repetition": text}
         self.memory.add_note(f"You are repeating yourself: {text}. Do something different, or answer or give up.")
 
-    def _keys_guard(self, record: StepRecord, action: Any, refusals: list[tuple[str, str, str]]
-                    ) -> Callable[[str | None], str | None] | None:
-        """For a `type` of a bound secret in a browser: the check of where its keys go, asked by the browser
-        right before it types (the field the click aimed at was checked before the click; a page can move the
-        focus to another site's frame in between); a refusal is appended to `refusals`. None when nothing of
-        the text is bound."""
-        default = self.config.allowed_domains
-        if not self.secrets or not hasattr(self.env, "keys_guard") or self.secrets.refusal(action, default=default) is None:
-            return None
-
-        def guard(origin: str | None) -> str | None:
-            refused = self.secrets.refusal(action, field_origin=origin, page_url=record.url or "", default=default)
-            if refused is None:
-                return None
-            refusals.append(refused)
-            return refused[2]
-        return guard
-
     async def _perform(self, record: StepRecord, action: Any, points: list[Any]) -> None:
         scrub = self.secrets.scrub
-        refusals: list[tuple[str, str, str]] = []
-        guard = self._keys_guard(record, action, refusals)
+        refusals: list[tuple[str, str, str]] = []  # a bound secret's keys held back (agent/secrets.py: keys_guard)
+        guard = self.secrets.keys_guard(action, record.url or "", self.config.allowed_domains, refusals) \
+            if hasattr(self.env, "keys_guard") else None
         try:
             if guard is not None:
                 self.env.keys_guard = guard  # type: ignore[attr-defined]
