@@ -128,7 +128,7 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
         agent = Agent(backend=ScriptedModel(**replies()), validate_answers=False)
         try:
             async with agent.session(url=pages.url("actions.html"), out_dir=tmp_path / "async") as s:
-                return [await s.run("first"), await s.run("second")]
+                return [await s.run("first"), await s.run("second", out_dir=False)]  # (that task recorded nowhere)
         finally:
             await agent.aclose()
 
@@ -139,6 +139,8 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     assert [r.url for r in sync] == [pages.url("actions.html"), None]  # the follow-up stays where the first ended
     for folder in ("sync", "async"):
         assert [t["status"] for t in json.loads((tmp_path / folder / "session.json").read_text())["tasks"]] == ["success"] * 2
+    assert [t["run_dir"] for t in json.loads((tmp_path / "async" / "session.json").read_text())["tasks"]] == ["01-first", None]
+    assert sorted(p.name for p in (tmp_path / "async").iterdir()) == ["01-first", "session.json"]
 
 
 async def test_nobody_to_reply_ends_needs_input_and_answers_given_beforehand_reply(
@@ -177,6 +179,32 @@ def test_answers_files_and_the_account_of_earlier_tasks(tmp_path):
     account = earlier_tasks(results)
     assert "(3 earlier task(s) not shown)" in account and "task 0" not in account and "4. task 3" in account
     assert len(account) < 5 * (160 + 260) + 300  # bounded however many and however long the tasks
+
+
+async def test_a_session_used_after_close_or_given_a_used_directory_refuses_at_once(tmp_path):
+    import asyncio
+
+    from surfer import TakeOverRefused
+
+    agent = Agent(backend=ScriptedModel(policy=[]), validate_answers=False)
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "session.json").write_text("{}")  # an earlier session's (its tasks would be written over)
+    with pytest.raises(ConfigError, match=r"session directory .*used is not empty \(it holds a session\)"):
+        agent.session(out_dir=tmp_path / "used")
+    session = agent.session(out_dir=False)
+    assert session.directory is None
+    queued = session.start("never begins")
+    queued.cancel()  # before its turn came: no take-over may wait for it
+    with pytest.raises(asyncio.CancelledError):
+        await queued.result()
+    with pytest.raises(TakeOverRefused, match="no task is running"):
+        await asyncio.wait_for(session.take_over(), 2)
+    await session.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        session.start("after close")  # at once, not in the handle's result
+    with pytest.raises(TakeOverRefused, match="closed"):
+        await asyncio.wait_for(session.take_over(), 2)
+    assert not session.hand_back() and not list(tmp_path.glob("*/*/run.json"))
 
 
 # -- a batch --------------------------------------------------------------------------
