@@ -28,6 +28,7 @@ from typing import Any, Literal
 from surfer.tools.base import Environment
 
 from .control import RunControl, RunHandle
+from .events import HandedOver, StepStarted
 from .questions import QuestionHandler
 from .result import RunResult
 from .run_state import check_task
@@ -105,6 +106,7 @@ class Session:
         self._started = datetime.now(timezone.utc)
         self._turn = asyncio.Lock()
         self._note = ""  # said in the next task's account (the browser was restarted)
+        self._opened = False  # a task opened the session's URL in this browser: the next ones start where it ended
         self._closed = False
         self.control: RunControl | None = None  # the task in progress
         self._started_controls: list[RunControl] = []  # of tasks started (session.start) and not yet begun
@@ -150,7 +152,6 @@ class Session:
             raise RuntimeError("this session is closed")
         check_task(task, url)  # (before the browser opens)
         async with self._turn:
-            first = not any(r.steps for r in self.results)  # (a first task that never began leaves the URL to the next)
             await self.renew_environment()  # it died between tasks
             env = self._open_environment()
             control = control or RunControl()
@@ -159,8 +160,8 @@ class Session:
                 self._started_controls.remove(control)
             try:
                 result = await (agent or self.agent)._run(
-                    task, url or (self.url if first or self._note else None), self._task_dir(task) if out_dir is None else out_dir,
-                    [*self.listeners, *(listeners or [])], answer_schema, control,
+                    task, url or (None if self._opened else self.url), self._task_dir(task) if out_dir is None else out_dir,
+                    [self._watch_start, *self.listeners, *(listeners or [])], answer_schema, control,
                     on_question or self.on_question, answers if answers is not None else self.answers,
                     environment=env, earlier=earlier_tasks(self.results, self._note),
                 )
@@ -178,6 +179,13 @@ class Session:
             if self._owned and (result.error_kind == "browser_crash" or not env.alive):
                 await self._restart_environment()
             return result
+
+    def _watch_start(self, event: Any) -> None:
+        """A listener of the session's tasks: once one took a step, or a person took over, in this browser, its
+        start URL is open (a task stopped then — its step dropped, or while the person held the controls — ended
+        there, and the next one starts where it ended; one stopped before, while the browser started, did not)."""
+        if isinstance(event, (StepStarted, HandedOver)):
+            self._opened = True
 
     async def take_over(self) -> None:
         """Let a person use the browser during the task in progress: returns once the agent has
@@ -233,7 +241,7 @@ class Session:
         if old is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(old.close())
-        self._note = RESTARTED
+        self._note, self._opened = RESTARTED, False
 
     async def close(self) -> None:
         """Close what the session opened (its browser) and finish its summary."""
