@@ -123,6 +123,8 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     with Agent(backend=ScriptedModel(**replies()), validate_answers=False).session_sync(
             url=pages.url("actions.html"), out_dir=tmp_path / "sync") as session:
         sync = [session.run("first"), session.run("second")]
+    with pytest.raises(RuntimeError, match="this session is closed"):  # (not the event loop's "Runner is closed")
+        session.run("third")
 
     async def run_async() -> list[Any]:
         agent = Agent(backend=ScriptedModel(**replies()), validate_answers=False)
@@ -205,6 +207,24 @@ async def test_a_session_used_after_close_or_given_a_used_directory_refuses_at_o
     with pytest.raises(TakeOverRefused, match="closed"):
         await asyncio.wait_for(session.take_over(), 2)
     assert not session.hand_back() and not list(tmp_path.glob("*/*/run.json"))
+
+
+async def test_an_empty_secret_reply_at_the_terminal_is_not_said_to_be_received(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from surfer.apps.controls import TerminalControls
+
+    shown = io.StringIO()
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end) as stream:
+        controls = TerminalControls(Console(file=shown, width=200), tmp_path, stream)
+        for typed, said in ((b"\n", "(no reply)"), (b"492817\n", "(reply received)")):
+            os.write(write_end, typed)
+            reply = await controls.ask_user(Question(1, "Your one-time code?", secret=True))
+            assert (reply and reply.text, shown.getvalue().splitlines()[-1].strip()) == (typed.strip().decode() or None, said)
+    os.close(write_end)
 
 
 # -- a batch --------------------------------------------------------------------------

@@ -323,6 +323,8 @@ class SyncSession:
     def run(self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
             on_question: QuestionHandler | None = None, answers: Any = None, out_dir: str | Path | Literal[False] | None = None) -> RunResult:
         """`Session.run`: the next task, where the last one ended; returns when it has ended."""
+        if not self._open:
+            raise RuntimeError("this session is closed")
         return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
                                            on_question=on_question, answers=answers, out_dir=out_dir))
 

@@ -114,8 +114,8 @@ class TerminalControls:
         hint = " (hidden as you type; kept out of every record)" if question.secret else ""
         line = await self.read_line(
             f"[bold magenta]the agent asks[/bold magenta] {_plain(question.text)}\n   your reply{hint}:", hidden=question.secret)
-        if question.secret:
-            self.console.print("   (reply received)")
+        if question.secret:  # (the reply was not shown: say whether one came)
+            self.console.print("   (reply received)" if line else "   (no reply)")
         return Reply(line, question.secret) if line else None
 
     ask_user.__name__ = "person"
