@@ -141,7 +141,8 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     assert [r.url for r in sync] == [pages.url("actions.html"), None]  # the follow-up stays where the first ended
     for folder in ("sync", "async"):
         assert [t["status"] for t in json.loads((tmp_path / folder / "session.json").read_text())["tasks"]] == ["success"] * 2
-    assert [t["run_dir"] for t in json.loads((tmp_path / "async" / "session.json").read_text())["tasks"]] == ["01-first", None]
+    tasks = json.loads((tmp_path / "async" / "session.json").read_text())["tasks"]
+    assert [t["run_dir"] for t in tasks] == ["01-first", None]
     assert sorted(p.name for p in (tmp_path / "async").iterdir()) == ["01-first", "session.json"]
 
 
@@ -223,7 +224,8 @@ async def test_an_empty_secret_reply_at_the_terminal_is_not_said_to_be_received(
         for typed, said in ((b"\n", "(no reply)"), (b"492817\n", "(reply received)")):
             os.write(write_end, typed)
             reply = await controls.ask_user(Question(1, "Your one-time code?", secret=True))
-            assert (reply and reply.text, shown.getvalue().splitlines()[-1].strip()) == (typed.strip().decode() or None, said)
+            said_last = shown.getvalue().splitlines()[-1].strip()
+            assert (reply and reply.text, said_last) == (typed.strip().decode() or None, said)
     os.close(write_end)
 
 

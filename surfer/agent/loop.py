@@ -296,7 +296,8 @@ class Agent:
                 await asyncio.gather(runner, return_exceptions=True)
 
     def session(
-        self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, on_question: QuestionHandler | None = None,
+        self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
+        on_question: QuestionHandler | None = None,
         answers: Any = None, listeners: list[Listener] | None = None,
     ) -> "Session":
         """A session: tasks one after another in one browser, each starting where the last
@@ -313,7 +314,8 @@ class Agent:
         return Session(self, url, out_dir=out_dir, on_question=on_question, answers=answers, listeners=listeners)
 
     def session_sync(
-        self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None, on_question: QuestionHandler | None = None,
+        self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
+        on_question: QuestionHandler | None = None,
         answers: Any = None, listeners: list[Listener] | None = None,
     ) -> "SyncSession":
         """`session` for scripts without an event loop: `with agent.session_sync(url=...) as s: s.run(task)`.

@@ -160,7 +160,8 @@ class Session:
                 self._started_controls.remove(control)
             try:
                 result = await (agent or self.agent)._run(
-                    task, url or (None if self._opened else self.url), self._task_dir(task) if out_dir is None else out_dir,
+                    task, url or (None if self._opened else self.url),
+                    self._task_dir(task) if out_dir is None else out_dir,
                     [self._watch_start, *self.listeners, *(listeners or [])], answer_schema, control,
                     on_question or self.on_question, answers if answers is not None else self.answers,
                     environment=env, earlier=earlier_tasks(self.results, self._note),
@@ -321,7 +322,8 @@ class SyncSession:
         return self._session.directory
 
     def run(self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
-            on_question: QuestionHandler | None = None, answers: Any = None, out_dir: str | Path | Literal[False] | None = None) -> RunResult:
+            on_question: QuestionHandler | None = None, answers: Any = None,
+            out_dir: str | Path | Literal[False] | None = None) -> RunResult:
         """`Session.run`: the next task, where the last one ended; returns when it has ended."""
         if not self._open:
             raise RuntimeError("this session is closed")
