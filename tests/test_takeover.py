@@ -142,6 +142,10 @@ async def test_a_person_takes_over_signs_in_and_hands_back(window, acme_site, ac
     kept = [r for r in records if r["actor"] == "human"]
     assert [json.loads(r["action"])["type"] for r in kept] == [h["action"]["type"] for h in human]
     assert all(Path(r["screenshot"]).is_file() and Path(r["screenshot_after"]).is_file() for r in kept)
+    # where in the screenshot (the model's frame) the person clicked: the CSS points with the screen's geometry
+    screen = json.loads(kept[0]["screen"])
+    assert (screen["width"], screen["height"], screen["origin"]) == (*VIEWPORT, [0.0, 0.0])
+    assert kept[0]["points"] == [[human[0]["points"][0]["x"], human[0]["points"][0]["y"]]]
     assert records[-1]["screenshot_after"] is None and records[-1]["screenshot"].endswith("step-001.jpg")
 
 
