@@ -118,7 +118,10 @@ async def test_a_session_continues_signed_in_and_the_next_prompt_tells_of_the_fi
 def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     def replies() -> dict[str, Any]:
         return {"policy": [act({"type": "scroll", "direction": "down"}), act({"type": "answer", "text": "one"}),
-                           act({"type": "answer", "text": "two"})]}
+                           act({"type": "answer", "text": "two"}), act({"type": "ask_user", "question": "Which?"})]}
+
+    def broken(question: Question) -> str:
+        raise ValueError("the caller's handler broke")
 
     with Agent(backend=ScriptedModel(**replies()), validate_answers=False).session_sync(
             url=pages.url("actions.html"), out_dir=tmp_path / "sync") as session:
@@ -130,7 +133,10 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
         agent = Agent(backend=ScriptedModel(**replies()), validate_answers=False)
         try:
             async with agent.session(url=pages.url("actions.html"), out_dir=tmp_path / "async") as s:
-                return [await s.run("first"), await s.run("second", out_dir=False)]  # (that task recorded nowhere)
+                done = [await s.run("first"), await s.run("second", out_dir=False)]  # (that task recorded nowhere)
+                with pytest.raises(ValueError, match="handler broke"):  # raised to the caller, and the task recorded
+                    await s.run("third", on_question=broken)
+                return done
         finally:
             await agent.aclose()
 
@@ -139,11 +145,10 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     keep = {"status", "answer", "steps", "task", "url"}
     assert [r.model_dump(include=keep) for r in sync] == [r.model_dump(include=keep) for r in asyncio.run(run_async())]
     assert [r.url for r in sync] == [pages.url("actions.html"), None]  # the follow-up stays where the first ended
-    for folder in ("sync", "async"):
-        assert [t["status"] for t in json.loads((tmp_path / folder / "session.json").read_text())["tasks"]] == ["success"] * 2
+    assert [t["status"] for t in json.loads((tmp_path / "sync" / "session.json").read_text())["tasks"]] == ["success"] * 2
     tasks = json.loads((tmp_path / "async" / "session.json").read_text())["tasks"]
-    assert [t["run_dir"] for t in tasks] == ["01-first", None]
-    assert sorted(p.name for p in (tmp_path / "async").iterdir()) == ["01-first", "session.json"]
+    assert [(t["status"], t["run_dir"]) for t in tasks] == [("success", "01-first"), ("success", None), ("error", "03-third")]
+    assert sorted(p.name for p in (tmp_path / "async").iterdir()) == ["01-first", "03-third", "session.json"]
 
 
 async def test_nobody_to_reply_ends_needs_input_and_answers_given_beforehand_reply(

@@ -166,8 +166,10 @@ class Session:
                     on_question or self.on_question, answers if answers is not None else self.answers,
                     environment=env, earlier=earlier_tasks(self.results, self._note),
                 )
-            except asyncio.CancelledError:
-                if control.result is not None:  # stopped (Ctrl-C, SIGTERM, cancel): the task is the session's too
+            except BaseException:
+                # stopped (Ctrl-C, SIGTERM, cancel), or a bug raised to the caller (a failing on_question or
+                # listener, recorded `error`): the task is the session's too, and the next one numbered after it
+                if control.result is not None:
                     self._note = ""
                     self.results.append(control.result)
                     await asyncio.shield(asyncio.to_thread(self._write_summary))
