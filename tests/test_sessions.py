@@ -462,13 +462,24 @@ async def test_time_waiting_for_a_reply_is_not_charged_to_the_time_limit(browser
 
     env = await browser_env(pages.url("actions.html"))
 
-    async def slow_person(question: Question) -> str:
-        await asyncio.sleep(1.7)  # a person who takes longer to reply than the task may run
+    def slow_person(question: Question) -> str:  # a plain function, as `input()` would be
+        time.sleep(1.7)  # a person who takes longer to reply than the task may run
         return "blue"
 
+    ticks = 0
+
+    async def meanwhile() -> None:  # the event loop goes on while the person thinks (another session would)
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.1)
+            ticks += 1
+
     model = ScriptedModel(policy=[act({"type": "ask_user", "question": "Which colour?"}), act({"type": "answer", "text": "blue"})])
+    ticking = asyncio.ensure_future(meanwhile())
     result = await Agent(backend=model, environment=env, on_question=slow_person, validate_answers=False,
                          max_seconds=1.5).run("pick a colour", out_dir=tmp_path / "run")
+    ticking.cancel()
+    assert ticks >= 10, ticks  # (a sync handler called on the loop held it up for the whole 1.7 s)
     assert (result.status, result.answer, result.reason) == ("success", "blue", None)  # not answered at the limit
     assert result.timings.waiting_seconds >= 1.7 and result.timings.seconds > 1.5
     asked = steps_of(tmp_path / "run")[0]["timings"]  # the wait is the person's, not surfer's overhead

@@ -24,7 +24,6 @@ instead; asking again for a refused action ends the run `needs_approval`.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Union
@@ -34,6 +33,7 @@ from surfer.core.actions import Click, Dialog, Drag, PressKeys, TypeText, Upload
 from surfer.core.elements import ElementFacts
 
 from .commitments import Commitments, activating_key
+from .questions import call_person
 
 # Words that make an open dialog's OK a commitment ("Delete 3 files?", "Confirm your order").
 DIALOG_WORDS = ("buy", "pay", "purchase", "order", "delete", "remove", "transfer", "send", "checkout")
@@ -158,10 +158,9 @@ def fixed_decision(approve: bool) -> Confirmer:
 
 
 async def ask(confirmer: Confirmer, request: ConfirmationRequest) -> bool:
-    decision = confirmer(request)
-    if asyncio.iscoroutine(decision) or isinstance(decision, asyncio.Future):
-        decision = await decision
-    return bool(decision)
+    if getattr(confirmer, "fixed", False):
+        return bool(confirmer(request))  # decided at once
+    return bool(await call_person(confirmer, request))  # (a plain function waiting for a person: in a thread)
 
 
 @dataclass(frozen=True)
