@@ -118,10 +118,7 @@ async def test_a_session_continues_signed_in_and_the_next_prompt_tells_of_the_fi
 def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     def replies() -> dict[str, Any]:
         return {"policy": [act({"type": "scroll", "direction": "down"}), act({"type": "answer", "text": "one"}),
-                           act({"type": "answer", "text": "two"}), act({"type": "ask_user", "question": "Which?"})]}
-
-    def broken(question: Question) -> str:
-        raise ValueError("the caller's handler broke")
+                           act({"type": "answer", "text": "two"})]}
 
     with Agent(backend=ScriptedModel(**replies()), validate_answers=False).session_sync(
             url=pages.url("actions.html"), out_dir=tmp_path / "sync") as session:
@@ -133,10 +130,7 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
         agent = Agent(backend=ScriptedModel(**replies()), validate_answers=False)
         try:
             async with agent.session(url=pages.url("actions.html"), out_dir=tmp_path / "async") as s:
-                done = [await s.run("first"), await s.run("second", out_dir=False)]  # (that task recorded nowhere)
-                with pytest.raises(ValueError, match="handler broke"):  # raised to the caller, and the task recorded
-                    await s.run("third", on_question=broken)
-                return done
+                return [await s.run("first"), await s.run("second", out_dir=False)]  # (that task recorded nowhere)
         finally:
             await agent.aclose()
 
@@ -147,8 +141,8 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     assert [r.url for r in sync] == [pages.url("actions.html"), None]  # the follow-up stays where the first ended
     assert [t["status"] for t in json.loads((tmp_path / "sync" / "session.json").read_text())["tasks"]] == ["success"] * 2
     tasks = json.loads((tmp_path / "async" / "session.json").read_text())["tasks"]
-    assert [(t["status"], t["run_dir"]) for t in tasks] == [("success", "01-first"), ("success", None), ("error", "03-third")]
-    assert sorted(p.name for p in (tmp_path / "async").iterdir()) == ["01-first", "03-third", "session.json"]
+    assert [(t["status"], t["run_dir"]) for t in tasks] == [("success", "01-first"), ("success", None)]
+    assert sorted(p.name for p in (tmp_path / "async").iterdir()) == ["01-first", "session.json"]
 
 
 async def test_nobody_to_reply_ends_needs_input_and_answers_given_beforehand_reply(
@@ -199,6 +193,15 @@ async def test_a_session_used_after_close_or_given_a_used_directory_refuses_at_o
     (tmp_path / "used" / "session.json").write_text("{}")  # an earlier session's (its tasks would be written over)
     with pytest.raises(ConfigError, match=r"session directory .*used is not empty \(it holds a session\)"):
         agent.session(out_dir=tmp_path / "used")
+    def broken(event: Any) -> None:  # the caller's listener (or on_question) fails: raised to them, the task recorded
+        raise ValueError("the caller's listener broke")
+
+    async with agent.session(out_dir=tmp_path / "failed") as failing:
+        with pytest.raises(ValueError, match="listener broke"):
+            await failing.run("first", listeners=[broken])
+        assert [r.status for r in failing.results] == ["error"]
+    tasks = json.loads((tmp_path / "failed" / "session.json").read_text())["tasks"]
+    assert [(t["status"], t["run_dir"]) for t in tasks] == [("error", "01-first")]  # (the next task is 02-)
     session = agent.session(out_dir=False)
     assert session.directory is None
     queued = session.start("never begins")
@@ -212,7 +215,7 @@ async def test_a_session_used_after_close_or_given_a_used_directory_refuses_at_o
         session.start("after close")  # at once, not in the handle's result
     with pytest.raises(TakeOverRefused, match="closed"):
         await asyncio.wait_for(session.take_over(), 2)
-    assert not session.hand_back() and not list(tmp_path.glob("*/*/run.json"))
+    assert not session.hand_back() and [p.parent.name for p in tmp_path.glob("*/*/run.json")] == ["01-first"]
 
 
 async def test_an_empty_secret_reply_at_the_terminal_is_not_said_to_be_received(tmp_path):
