@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from surfer.apps.signals import COPY_WINDOW_S
+from login_site import VIEWPORT
 from test_sessions import Terminal, act, run_args
 
 NOW = "The task below is the one to do now."
@@ -123,9 +124,16 @@ def test_a_browser_that_dies_between_tasks_is_replaced_and_the_terminal_says_so(
 
     from surfer.agent.session import RESTARTED
 
-    server = standin(lambda request: act({"type": "answer", "text": "done"}))
+    def shop(request: Any) -> dict[str, Any]:  # the second task buys the lamp (a sensitive click, confirmed at the terminal)
+        if request.role == "localizer":
+            return {"x": round(200 / VIEWPORT[0] * 1000), "y": round(130 / VIEWPORT[1] * 1000)}  # the button's centre
+        if "buy the lamp" in request.text.split(NOW)[-1] and "bought=1" not in request.text.rsplit("Current page:", 1)[-1]:
+            return act({"type": "click", "target": "the Buy now button"})
+        return act({"type": "answer", "text": "done"})
+
+    server = standin(shop)
     folder = tmp_path / "session"
-    terminal = Terminal(run_args(server, "first", "--url", pages.url("actions.html"), "--out", str(folder)))
+    terminal = Terminal(run_args(server, "first", "--url", pages.url("shop.html"), "--out", str(folder)))
     try:
         terminal.expect("next task")
         browsers = []
@@ -139,7 +147,9 @@ def test_a_browser_that_dies_between_tasks_is_replaced_and_the_terminal_says_so(
         for process in browsers:
             process.kill()  # the browser dies while the person thinks of the next task
         psutil.wait_procs(browsers, timeout=30)
-        terminal.type("second")
+        terminal.type("buy the lamp")
+        terminal.expect("perform it?")
+        terminal.type("y")
         terminal.expect("next task")
         terminal.type("")
     finally:
@@ -147,8 +157,12 @@ def test_a_browser_that_dies_between_tasks_is_replaced_and_the_terminal_says_so(
     assert code == 0, terminal.plain[-3000:]
     said = " ".join(terminal.plain.split())
     assert "browser: it stopped working and was restarted: the pages, sign-ins and tabs of the earlier tasks are gone" in said
-    assert said.index("was restarted") < said.index("surfer second")  # said before the task began
+    assert said.index("was restarted") < said.index("surfer buy the lamp")  # said before the task began
     tasks = summary(folder)["tasks"]
-    assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("second", "success")]
+    assert [(t["task"], t["status"]) for t in tasks] == [("first", "success"), ("buy the lamp", "success")]
     assert RESTARTED in server.requests[-1].text
-    assert json.loads((folder / tasks[1]["run_dir"] / "trajectory.jsonl").read_text().splitlines()[0])["url"] == pages.url("actions.html")
+    assert json.loads((folder / tasks[1]["run_dir"] / "trajectory.jsonl").read_text().splitlines()[0])["url"] == pages.url("shop.html")
+    # the screenshot the person was pointed to is the task's own (in the session's, the next task's confirmation
+    # at the same step would overwrite it)
+    shot = folder / tasks[1]["run_dir"] / "confirm-step-001.jpg"
+    assert shot.stat().st_size > 1000 and f"screenshot: {shot}" in said and not list(folder.glob("confirm-*"))

@@ -123,12 +123,14 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     with Agent(backend=ScriptedModel(**replies()), validate_answers=False).session_sync(
             url=pages.url("actions.html"), out_dir=tmp_path / "sync") as session:
         sync = [session.run("first"), session.run("second")]
+    with pytest.raises(RuntimeError, match="this session is closed"):  # (not the event loop's "Runner is closed")
+        session.run("third")
 
     async def run_async() -> list[Any]:
         agent = Agent(backend=ScriptedModel(**replies()), validate_answers=False)
         try:
             async with agent.session(url=pages.url("actions.html"), out_dir=tmp_path / "async") as s:
-                return [await s.run("first"), await s.run("second")]
+                return [await s.run("first"), await s.run("second", out_dir=False)]  # (that task recorded nowhere)
         finally:
             await agent.aclose()
 
@@ -137,8 +139,10 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     keep = {"status", "answer", "steps", "task", "url"}
     assert [r.model_dump(include=keep) for r in sync] == [r.model_dump(include=keep) for r in asyncio.run(run_async())]
     assert [r.url for r in sync] == [pages.url("actions.html"), None]  # the follow-up stays where the first ended
-    for folder in ("sync", "async"):
-        assert [t["status"] for t in json.loads((tmp_path / folder / "session.json").read_text())["tasks"]] == ["success"] * 2
+    assert [t["status"] for t in json.loads((tmp_path / "sync" / "session.json").read_text())["tasks"]] == ["success"] * 2
+    tasks = json.loads((tmp_path / "async" / "session.json").read_text())["tasks"]
+    assert [(t["status"], t["run_dir"]) for t in tasks] == [("success", "01-first"), ("success", None)]
+    assert sorted(p.name for p in (tmp_path / "async").iterdir()) == ["01-first", "session.json"]
 
 
 async def test_nobody_to_reply_ends_needs_input_and_answers_given_beforehand_reply(
@@ -177,6 +181,60 @@ def test_answers_files_and_the_account_of_earlier_tasks(tmp_path):
     account = earlier_tasks(results)
     assert "(3 earlier task(s) not shown)" in account and "task 0" not in account and "4. task 3" in account
     assert len(account) < 5 * (160 + 260) + 300  # bounded however many and however long the tasks
+
+
+async def test_a_session_used_after_close_or_given_a_used_directory_refuses_at_once(tmp_path):
+    import asyncio
+
+    from surfer import TakeOverRefused
+
+    agent = Agent(backend=ScriptedModel(policy=[]), validate_answers=False)
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "session.json").write_text("{}")  # an earlier session's (its tasks would be written over)
+    with pytest.raises(ConfigError, match=r"session directory .*used is not empty \(it holds a session\)"):
+        agent.session(out_dir=tmp_path / "used")
+    def broken(event: Any) -> None:  # the caller's listener (or on_question) fails: raised to them, the task recorded
+        raise ValueError("the caller's listener broke")
+
+    async with agent.session(out_dir=tmp_path / "failed") as failing:
+        with pytest.raises(ValueError, match="listener broke"):
+            await failing.run("first", listeners=[broken])
+        assert [r.status for r in failing.results] == ["error"]
+    tasks = json.loads((tmp_path / "failed" / "session.json").read_text())["tasks"]
+    assert [(t["status"], t["run_dir"]) for t in tasks] == [("error", "01-first")]  # (the next task is 02-)
+    session = agent.session(out_dir=False)
+    assert session.directory is None
+    queued = session.start("never begins")
+    queued.cancel()  # before its turn came: no take-over may wait for it
+    with pytest.raises(asyncio.CancelledError):
+        await queued.result()
+    with pytest.raises(TakeOverRefused, match="no task is running"):
+        await asyncio.wait_for(session.take_over(), 2)
+    await session.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        session.start("after close")  # at once, not in the handle's result
+    with pytest.raises(TakeOverRefused, match="closed"):
+        await asyncio.wait_for(session.take_over(), 2)
+    assert not session.hand_back() and [p.parent.name for p in tmp_path.glob("*/*/run.json")] == ["01-first"]
+
+
+async def test_an_empty_secret_reply_at_the_terminal_is_not_said_to_be_received(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from surfer.apps.controls import TerminalControls
+
+    shown = io.StringIO()
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end) as stream:
+        controls = TerminalControls(Console(file=shown, width=200), tmp_path, stream)
+        for typed, said in ((b"\n", "(no reply)"), (b"492817\n", "(reply received)")):
+            os.write(write_end, typed)
+            reply = await controls.ask_user(Question(1, "Your one-time code?", secret=True))
+            said_last = shown.getvalue().splitlines()[-1].strip()
+            assert (reply and reply.text, said_last) == (typed.strip().decode() or None, said)
+    os.close(write_end)
 
 
 # -- a batch --------------------------------------------------------------------------
@@ -407,13 +465,24 @@ async def test_time_waiting_for_a_reply_is_not_charged_to_the_time_limit(browser
 
     env = await browser_env(pages.url("actions.html"))
 
-    async def slow_person(question: Question) -> str:
-        await asyncio.sleep(1.7)  # a person who takes longer to reply than the task may run
+    def slow_person(question: Question) -> str:  # a plain function, as `input()` would be
+        time.sleep(1.7)  # a person who takes longer to reply than the task may run
         return "blue"
 
+    ticks = 0
+
+    async def meanwhile() -> None:  # the event loop goes on while the person thinks (another session would)
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.1)
+            ticks += 1
+
     model = ScriptedModel(policy=[act({"type": "ask_user", "question": "Which colour?"}), act({"type": "answer", "text": "blue"})])
+    ticking = asyncio.ensure_future(meanwhile())
     result = await Agent(backend=model, environment=env, on_question=slow_person, validate_answers=False,
                          max_seconds=1.5).run("pick a colour", out_dir=tmp_path / "run")
+    ticking.cancel()
+    assert ticks >= 10, ticks  # (a sync handler called on the loop held it up for the whole 1.7 s)
     assert (result.status, result.answer, result.reason) == ("success", "blue", None)  # not answered at the limit
     assert result.timings.waiting_seconds >= 1.7 and result.timings.seconds > 1.5
     asked = steps_of(tmp_path / "run")[0]["timings"]  # the wait is the person's, not surfer's overhead

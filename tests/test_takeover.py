@@ -142,6 +142,10 @@ async def test_a_person_takes_over_signs_in_and_hands_back(window, acme_site, ac
     kept = [r for r in records if r["actor"] == "human"]
     assert [json.loads(r["action"])["type"] for r in kept] == [h["action"]["type"] for h in human]
     assert all(Path(r["screenshot"]).is_file() and Path(r["screenshot_after"]).is_file() for r in kept)
+    # where in the screenshot (the model's frame) the person clicked: the CSS points with the screen's geometry
+    screen = json.loads(kept[0]["screen"])
+    assert (screen["width"], screen["height"], screen["origin"]) == (*VIEWPORT, [0.0, 0.0])
+    assert kept[0]["points"] == [[human[0]["points"][0]["x"], human[0]["points"][0]["y"]]]
     assert records[-1]["screenshot_after"] is None and records[-1]["screenshot"].endswith("step-001.jpg")
 
 
@@ -203,18 +207,25 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
 
 
 async def test_a_task_stopped_while_a_person_holds_the_controls_keeps_what_they_did(window, acme_site, acme_centres, tmp_path):
-    agent = Agent(backend=ScriptedModel(policy=[ANSWER_ON_ACCOUNT]), profile="holotron", environment=window, validate_answers=False)
-    handle = agent.start(TASK, acme_site.url("/account"), out_dir=tmp_path / "run")
-    await handle.take_over()
-    username = acme_centres[USERNAME_FIELD]
-    await window.page.mouse.click(username.x, username.y)
-    await window.page.keyboard.type(USER)
-    handle.cancel("Ctrl-C")  # before handing back
-    result = await handle.result()
+    model = ScriptedModel(policy=[act({"type": "answer", "text": "seen"})])
+    agent = Agent(backend=model, profile="holotron", environment=window, validate_answers=False)
+    async with agent.session(url=acme_site.url("/account"), out_dir=tmp_path / "session") as session:
+        handle = session.start(TASK)
+        await session.take_over()
+        username = acme_centres[USERNAME_FIELD]
+        await window.page.mouse.click(username.x, username.y)
+        await window.page.keyboard.type(USER)
+        handle.cancel("Ctrl-C")  # before handing back, before the agent's first step
+        result = await handle.result()
+        # the next task starts where the person left the page (its start URL was not opened again over their typing)
+        follow_up = await session.run("What does the username field hold?")
     assert result.status == "interrupted" and result.timings.human_seconds > 0
-    human = [line for line in lines_of(tmp_path / "run") if line.get("actor") == "human"]
+    run_dir = Path(result.run_dir)
+    human = [line for line in lines_of(run_dir) if line.get("actor") == "human"]
     assert [(h["action"]["type"], h["action"].get("text")) for h in human] == [("click", None), ("type", USER)], human
-    assert all((tmp_path / "run" / h["screenshot_after"]).is_file() for h in human)
+    assert all((run_dir / h["screenshot_after"]).is_file() for h in human)
+    assert (follow_up.status, follow_up.url) == ("success", None)
+    assert await window.page.locator("#username").input_value() == USER
 
 
 async def test_a_person_who_declines_leaves_the_task_needing_input(window, acme_site, tmp_path):

@@ -24,7 +24,6 @@ instead; asking again for a refused action ends the run `needs_approval`.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Union
@@ -35,6 +34,7 @@ from surfer.core.elements import ElementFacts
 from surfer.core.errors import ConfigError
 
 from .commitments import Commitments, activating_key
+from .questions import call_person
 
 # Words that make an open dialog's OK a commitment ("Delete 3 files?", "Confirm your order").
 DIALOG_WORDS = ("buy", "pay", "purchase", "order", "delete", "remove", "transfer", "send", "checkout")
@@ -159,9 +159,10 @@ def fixed_decision(approve: bool) -> Confirmer:
 
 
 async def ask(confirmer: Confirmer, request: ConfirmationRequest) -> bool:
-    decision = confirmer(request)
-    if asyncio.iscoroutine(decision) or isinstance(decision, asyncio.Future):
-        decision = await decision
+    if getattr(confirmer, "fixed", False):
+        decision = confirmer(request)  # decided at once
+    else:
+        decision = await call_person(confirmer, request)  # (a plain function waiting for a person: in a thread)
     if not isinstance(decision, bool):  # ("n" from input() approved: any answer but "" is true)
         name = getattr(confirmer, "__name__", "confirm")
         raise ConfigError(f"the confirm= callback ({name}) returned {decision!r}, a {type(decision).__name__}: return True "

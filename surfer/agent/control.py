@@ -17,7 +17,7 @@ running while a run is paused.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Coroutine
+from typing import TYPE_CHECKING, Any, Callable, Coroutine
 
 from surfer.core.errors import ConfigError
 
@@ -107,6 +107,10 @@ class RunHandle:
     @property
     def done(self) -> bool:
         return self._task.done()
+
+    def when_ended(self, callback: Callable[[], object]) -> None:
+        """Call `callback()` once the run has ended, however (also cancelled before it began)."""
+        self._task.add_done_callback(lambda _: callback())
 
     @property
     def paused(self) -> bool:

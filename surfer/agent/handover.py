@@ -40,7 +40,7 @@ from surfer.core.observation import Observation
 from surfer.tools.person import PersonAction
 
 from .event_json import EventDict
-from .questions import Question
+from .questions import Question, call_person
 
 log = logging.getLogger(__name__)
 
@@ -266,10 +266,7 @@ async def _turn(run: Any, emit: Any, env: Any, memory: Any, index: int, handover
 
 
 async def _call(handler: Any, question: Question | None) -> Any:
-    outcome = handler(question)
-    if asyncio.iscoroutine(outcome) or isinstance(outcome, asyncio.Future):
-        outcome = await outcome
-    return outcome
+    return await call_person(handler, question)  # (a plain function in a thread: the person's actions are read meanwhile)
 
 
 async def _record(run: Any, emit: Any, memory: Any, index: int, handover: HandOver, taken: list[PersonAction], reply: Any) -> None:

@@ -297,7 +297,8 @@ class Agent:
                 await asyncio.gather(runner, return_exceptions=True)
 
     def session(
-        self, url: str | None = None, *, out_dir: str | Path | None = None, on_question: QuestionHandler | None = None,
+        self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
+        on_question: QuestionHandler | None = None,
         answers: Any = None, listeners: list[Listener] | None = None,
     ) -> "Session":
         """A session: tasks one after another in one browser, each starting where the last
@@ -307,14 +308,15 @@ class Agent:
                 first = await session.run("Find the cheapest lamp")
                 second = await session.run("Add it to the cart")
 
-        `out_dir`: the session directory (a run directory per task and session.json;
-        default: a new one where the agent records its runs, none where it records nothing)."""
+        `out_dir`: the session directory, new or empty (a run directory per task and session.json;
+        default: a new one where the agent records its runs, none where it records nothing; False: none)."""
         from .session import Session
 
         return Session(self, url, out_dir=out_dir, on_question=on_question, answers=answers, listeners=listeners)
 
     def session_sync(
-        self, url: str | None = None, *, out_dir: str | Path | None = None, on_question: QuestionHandler | None = None,
+        self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
+        on_question: QuestionHandler | None = None,
         answers: Any = None, listeners: list[Listener] | None = None,
     ) -> "SyncSession":
         """`session` for scripts without an event loop: `with agent.session_sync(url=...) as s: s.run(task)`.

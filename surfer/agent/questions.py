@@ -17,8 +17,11 @@ kept out of every record.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import json
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Union
@@ -117,6 +120,36 @@ class PresetAnswers:
         return None
 
 
+async def call_person(handler: Callable[[Any], Any], value: Any) -> Any:
+    """`handler(value)` (an `on_question`, a confirmer), awaited if it is async. A plain function runs in a
+    thread of its own: a person it waits for (`input()`) holds up nothing else in the event loop — the page's
+    events a take-over records, other sessions of the process. (A daemon thread: a run stopped meanwhile is
+    not kept from ending by a prompt nobody answers.)"""
+    if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None)):
+        outcome = handler(value)
+    else:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+
+        def settle(result: Any, error: BaseException | None) -> None:
+            if not done.done():
+                done.set_exception(error) if error is not None else done.set_result(result)
+
+        def work() -> None:
+            try:
+                result, error = handler(value), None
+            except BaseException as exc:  # noqa: BLE001 - raised where it is awaited
+                result, error = None, exc
+            with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile: nobody waits)
+                loop.call_soon_threadsafe(settle, result, error)
+
+        threading.Thread(target=work, name="surfer-person", daemon=True).start()
+        outcome = await done
+    if asyncio.iscoroutine(outcome) or isinstance(outcome, asyncio.Future):
+        outcome = await outcome
+    return outcome
+
+
 async def ask(handler: QuestionHandler | None, preset: PresetAnswers, question: Question) -> tuple[Reply | None, str]:
     """The reply to `question` and who gave it ("answers", the handler's name), or (None, "")
     when nobody replies (no handler, or it returned None / an empty reply)."""
@@ -125,9 +158,7 @@ async def ask(handler: QuestionHandler | None, preset: PresetAnswers, question: 
         return Reply(found.text, found.secret or question.secret), "answers"
     if handler is None:
         return None, ""
-    outcome = handler(question)
-    if asyncio.iscoroutine(outcome) or isinstance(outcome, asyncio.Future):
-        outcome = await outcome
+    outcome = await call_person(handler, question)
     if outcome is None:
         return None, ""
     reply = outcome if isinstance(outcome, Reply) else Reply(str(outcome))

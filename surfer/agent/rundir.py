@@ -38,24 +38,26 @@ def default_run_dir(task: str, root: str | Path | None = None) -> Path:
     return Path(RUNS_ROOT if root is None else root) / f"{stamp}-{uuid.uuid4().hex[:4]}-{slugify(task)}"
 
 
-def claim_run_dir(path: str | Path) -> Path:
+def claim_run_dir(path: str | Path, what: str = "run") -> Path:
     """`path` if a new run may write into it: a directory that does not exist
     yet, or an empty one. Anything else is refused (ConfigError naming it):
     a second run written over a first would mix their steps, screenshots and
-    results."""
+    results. `what`: what the directory is for ("session": a session's, one
+    run directory per task and session.json)."""
     path = Path(path)
     if not path.exists():
         if path.is_symlink():
-            raise ConfigError(f"run directory {path} is a broken symbolic link: give a new directory")
+            raise ConfigError(f"{what} directory {path} is a broken symbolic link: give a new directory")
         return path
     if not path.is_dir():
-        raise ConfigError(f"run directory {path} is a file: give a new or empty directory")
+        raise ConfigError(f"{what} directory {path} is a file: give a new or empty directory")
     held = sorted(p.name for p in path.iterdir())
     if held:
-        what = "it holds a run" if any(name in held for name in RUN_FILES) else f"it holds {held[0]!r}"
+        holds = ("it holds a run" if any(name in held for name in RUN_FILES)
+                 else "it holds a session" if "session.json" in held else f"it holds {held[0]!r}")
         raise ConfigError(
-            f"run directory {path} is not empty ({what}): a run is written into a new or empty directory, "
-            "so that two runs never mix — give another directory, or remove this one"
+            f"{what} directory {path} is not empty ({holds}): a {what} is written into a new or empty directory, "
+            f"so that two {what}s never mix — give another directory, or remove this one"
         )
     return path
 

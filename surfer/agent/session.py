@@ -28,10 +28,11 @@ from typing import Any, Literal
 from surfer.tools.base import Environment
 
 from .control import RunControl, RunHandle
+from .events import HandedOver, StepStarted
 from .questions import QuestionHandler
 from .result import RunResult
 from .run_state import check_task
-from .rundir import default_run_dir, slugify, write_atomic
+from .rundir import claim_run_dir, default_run_dir, slugify, write_atomic
 
 Agent = Any  # surfer.agent.loop.Agent, which makes sessions (not imported: loop imports this module)
 Listener = Any
@@ -75,7 +76,7 @@ class Session:
     Made by `Agent.session(...)`; use it as an async context manager."""
 
     def __init__(
-        self, agent: Agent, url: str | None = None, *, out_dir: str | Path | None = None,
+        self, agent: Agent, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None, listeners: list[Listener] | None = None,
         adopt_environment: bool = False,
     ) -> None:
@@ -87,9 +88,11 @@ class Session:
         self.url = url
         self.session_id = uuid.uuid4().hex[:12]
         # like a run's directory (rundir.py): under the agent's folder for runs (runs/ by default), none
-        # where the agent records nothing (out_dir=False)
-        if out_dir is not None:
-            self.directory: Path | None = Path(out_dir)
+        # where the session or the agent records nothing (out_dir=False)
+        if out_dir is False:
+            self.directory: Path | None = None
+        elif out_dir is not None:  # (refused at once if it holds anything: an earlier session's tasks and summary)
+            self.directory = claim_run_dir(out_dir, "session")
         elif agent.out_dir is not False:
             self.directory = default_run_dir("session", agent.out_dir or None)
         else:
@@ -103,6 +106,7 @@ class Session:
         self._started = datetime.now(timezone.utc)
         self._turn = asyncio.Lock()
         self._note = ""  # said in the next task's account (the browser was restarted)
+        self._opened = False  # a task opened the session's URL in this browser: the next ones start where it ended
         self._closed = False
         self.control: RunControl | None = None  # the task in progress
         self._started_controls: list[RunControl] = []  # of tasks started (session.start) and not yet begun
@@ -137,7 +141,7 @@ class Session:
     async def run(
         self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
         control: RunControl | None = None, on_question: QuestionHandler | None = None, answers: Any = None,
-        out_dir: str | Path | None = None, agent: Agent | None = None,
+        out_dir: str | Path | Literal[False] | None = None, agent: Agent | None = None,
     ) -> RunResult:
         """Run the next task where the last one ended (`url`: go there first; the first task
         opens the session's URL). Returns its result; errors come back as `status="error"`.
@@ -148,7 +152,6 @@ class Session:
             raise RuntimeError("this session is closed")
         check_task(task, url)  # (before the browser opens)
         async with self._turn:
-            first = not any(r.steps for r in self.results)  # (a first task that never began leaves the URL to the next)
             await self.renew_environment()  # it died between tasks
             env = self._open_environment()
             control = control or RunControl()
@@ -157,13 +160,16 @@ class Session:
                 self._started_controls.remove(control)
             try:
                 result = await (agent or self.agent)._run(
-                    task, url or (self.url if first or self._note else None), out_dir or self._task_dir(task),
-                    [*self.listeners, *(listeners or [])], answer_schema, control,
+                    task, url or (None if self._opened else self.url),
+                    self._task_dir(task) if out_dir is None else out_dir,
+                    [self._watch_start, *self.listeners, *(listeners or [])], answer_schema, control,
                     on_question or self.on_question, answers if answers is not None else self.answers,
                     environment=env, earlier=earlier_tasks(self.results, self._note),
                 )
-            except asyncio.CancelledError:
-                if control.result is not None:  # stopped (Ctrl-C, SIGTERM, cancel): the task is the session's too
+            except BaseException:
+                # stopped (Ctrl-C, SIGTERM, cancel), or a bug raised to the caller (a failing on_question or
+                # listener, recorded `error`): the task is the session's too, and the next one numbered after it
+                if control.result is not None:
                     self._note = ""
                     self.results.append(control.result)
                     await asyncio.shield(asyncio.to_thread(self._write_summary))
@@ -177,12 +183,21 @@ class Session:
                 await self._restart_environment()
             return result
 
+    def _watch_start(self, event: Any) -> None:
+        """A listener of the session's tasks: once one took a step, or a person took over, in this browser, its
+        start URL is open (a task stopped then — its step dropped, or while the person held the controls — ended
+        there, and the next one starts where it ended; one stopped before, while the browser started, did not)."""
+        if isinstance(event, (StepStarted, HandedOver)):
+            self._opened = True
+
     async def take_over(self) -> None:
         """Let a person use the browser during the task in progress: returns once the agent has
         stopped between steps and what the person does is recorded (agent/handover.py).
         `TakeOverRefused` where no person can (a headless browser), or when no task runs."""
         from .handover import TakeOverRefused
 
+        if self._closed:
+            raise TakeOverRefused("this session is closed")
         why = self.environment.hand_over_refusal() if self.environment is not None else None
         if why:
             raise TakeOverRefused(why)
@@ -197,17 +212,24 @@ class Session:
 
     def start(
         self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
-        out_dir: str | Path | None = None, agent: Agent | None = None,
+        out_dir: str | Path | Literal[False] | None = None, agent: Agent | None = None,
     ) -> RunHandle:
         """Start the next task in the background (inside a running event loop): a handle
         to pause, resume, hint, finish or cancel it, and await its result."""
+        if self._closed:
+            raise RuntimeError("this session is closed")
         check_task(task, url)
         control = RunControl()
         handle = RunHandle.started(self.run(
             task, url, listeners=listeners, answer_schema=answer_schema, control=control, out_dir=out_dir, agent=agent,
         ), control, "session", self.agent.secrets.scrub(task), url)
         self._started_controls.append(control)
+        handle.when_ended(lambda: self._forget(control))  # also cancelled before its turn: no take-over waits for it
         return handle
+
+    def _forget(self, control: RunControl) -> None:
+        if control in self._started_controls:
+            self._started_controls.remove(control)
 
     async def renew_environment(self) -> bool:
         """Replace the session's browser if it died since the last task (its pages, sign-ins
@@ -222,7 +244,7 @@ class Session:
         if old is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(old.close())
-        self._note = RESTARTED
+        self._note, self._opened = RESTARTED, False
 
     async def close(self) -> None:
         """Close what the session opened (its browser) and finish its summary."""
@@ -302,8 +324,11 @@ class SyncSession:
         return self._session.directory
 
     def run(self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
-            on_question: QuestionHandler | None = None, answers: Any = None, out_dir: str | Path | None = None) -> RunResult:
+            on_question: QuestionHandler | None = None, answers: Any = None,
+            out_dir: str | Path | Literal[False] | None = None) -> RunResult:
         """`Session.run`: the next task, where the last one ended; returns when it has ended."""
+        if not self._open:
+            raise RuntimeError("this session is closed")
         return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
                                            on_question=on_question, answers=answers, out_dir=out_dir))
 

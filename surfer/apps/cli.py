@@ -216,7 +216,9 @@ def run(
         controls = TerminalControls(console, run_dir) if sys.stdin.isatty() else None
         confirm = controls.confirm if controls is not None and cfg.sensitive_actions != "approve" else None
         preset = PresetAnswers.load(answers) if answers else None
-        agent = Agent(cfg, environment=environment, listeners=[LiveView(console)], secrets=options.secrets_from(secret, cfg, console),
+        listeners = [LiveView(console), *([controls.follow] if controls is not None else [])]  # (each task's directory)
+        agent = Agent(cfg, environment=environment, listeners=listeners,
+                      secrets=options.secrets_from(secret, cfg, console),
                       confirm=confirm, on_question=controls.ask_user if controls is not None else None, answers=preset)
         answer = AnswerSchema.load(answer_schema) if answer_schema else None
 

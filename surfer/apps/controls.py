@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from surfer.agent.confirm import ConfirmationRequest
 from surfer.agent.control import RunHandle
+from surfer.agent.events import RunStarted
 from surfer.agent.questions import Question, Reply
 from surfer.apps import options
 
@@ -46,6 +47,12 @@ class TerminalControls:
         self._ended = False  # the terminal's input ended (Ctrl-D)
         self.follow_ups: list[str] | None = None  # in a session: lines typed during a task, queued as next tasks
         self._holding = False  # the person took over (`t`): the next line hands back
+
+    def follow(self, event: Any) -> None:
+        """A listener of the runs: the one that starts is where its confirmation screenshots go (in a
+        session, each task's own run directory, not the session's)."""
+        if isinstance(event, RunStarted) and event.run_dir:
+            self.run_dir = Path(event.run_dir)
 
     def attach(self, handle: RunHandle) -> None:
         self.handle = handle
@@ -107,8 +114,8 @@ class TerminalControls:
         hint = " (hidden as you type; kept out of every record)" if question.secret else ""
         line = await self.read_line(
             f"[bold magenta]the agent asks[/bold magenta] {_plain(question.text)}\n   your reply{hint}:", hidden=question.secret)
-        if question.secret:
-            self.console.print("   (reply received)")
+        if question.secret:  # (the reply was not shown: say whether one came)
+            self.console.print("   (reply received)" if line else "   (no reply)")
         return Reply(line, question.secret) if line else None
 
     ask_user.__name__ = "person"

@@ -178,6 +178,9 @@ def _step_record(run: dict[str, Any], step: dict[str, Any], shots: dict[int, str
         "action": _json(action),
         "action_type": action.get("type") if action else None,
         "points": [[p["x"], p["y"]] for p in step.get("points") or []],
+        # the screenshot's geometry (pixel size, scale, CSS origin): CSS points -> the image's (the model's) frame,
+        # which a human step has no localizer completion to give
+        "screen": _json(step.get("screen") or None),
         "policy_completion": (accepted.get("policy") or {}).get("completion"),
         "localizer_completions": [c["completion"] for c in calls.get("localizer", []) if not c.get("error")],
         "validator_completion": (accepted.get("validator") or {}).get("completion"),
