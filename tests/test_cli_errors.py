@@ -140,6 +140,20 @@ def test_a_browser_window_without_a_display_is_a_usage_error_everywhere(monkeypa
     assert not (tmp_path / "demo").exists() and not (tmp_path / "run").exists()
 
 
+def test_a_run_directory_that_cannot_be_made_is_a_usage_error(tmp_path):
+    """Found before anything starts (it was an internal error at the first step, with a traceback)."""
+    (tmp_path / "notes.txt").write_text("mine")
+    result = invoke("run", "x", "--url", "http://127.0.0.1:9/", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                    "--out", str(tmp_path / "notes.txt" / "a" / "run"))
+    assert result.exit_code == 2, result.output
+    assert f"cannot be made: {tmp_path / 'notes.txt'} is a file, not a directory" in one_error_line(result.output)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and (tmp_path / "notes.txt").read_text() == "mine"
+    # a directory that can be made is probed, not left behind
+    from surfer.agent.rundir import claim_run_dir
+
+    assert claim_run_dir(tmp_path / "new" / "run") == tmp_path / "new" / "run" and not (tmp_path / "new").exists()
+
+
 def test_calibrate_does_not_tell_its_user_to_run_calibrate():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

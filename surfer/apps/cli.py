@@ -209,7 +209,7 @@ def run(
         if not (task or "").strip() and not follow_up:
             raise ConfigError("give the task to run (a prompt for one is offered only at an interactive terminal)")
         # a reused --out is refused: runs never mix (a session's directory holds one run directory per task)
-        run_dir = claim_run_dir(out) if out else default_run_dir(task or "session")
+        run_dir = claim_run_dir(out or default_run_dir(task or "session"))
         # At a terminal the person steers the run, confirms sensitive actions and replies to the agent's questions.
         controls = TerminalControls(console, run_dir) if sys.stdin.isatty() else None
         confirm = controls.confirm if controls is not None and cfg.sensitive_actions != "approve" else None
