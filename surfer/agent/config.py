@@ -146,8 +146,9 @@ class AgentConfig(_Strict):
     )
     max_failed_steps: int = Field(default=3, ge=1, description="Consecutive failed steps before the run ends in error.")
     reward: str | None = Field(
-        default=None, description='A reward function, "module:function" or "file.py:function", called with the '
-        "run's result and its run directory when a run ends (default: 1 for success, else 0).",
+        default=None, description='A reward function, "module:function" or "file.py:function" (relative to the working '
+        "directory; in a configuration file, to its folder), called with the run's result and its run directory when a run ends (default: "
+        "1 for success, else 0).",
     )
     reward_timeout: float = Field(
         default=60.0, gt=0, description="Seconds a reward function (or a task's expectations) may take; past them "
@@ -348,6 +349,33 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
 
 
+# A configuration file's settings that name files, read against the file's folder (as a batch's task lines and
+# a QA suite's paths are read against theirs): `surfer run --config conf/surfer.toml` from anywhere finds them.
+FILE_PATH_SETTINGS = ("storage_state", "save_storage_state", "user_data_dir")  # of [browser], with upload_files
+
+
+def paths_against(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """`data` read from a file in `folder`, its relative file paths made relative to that folder: the [browser]
+    section's FILE_PATH_SETTINGS and upload_files, and a `reward = "file.py:function"`'s file."""
+
+    def against(value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip() or Path(value).expanduser().is_absolute():
+            return value
+        return str(folder / value)
+
+    browser = data.get("browser")
+    if isinstance(browser, dict):
+        browser = {**browser, **{key: against(browser[key]) for key in FILE_PATH_SETTINGS if key in browser}}
+        if isinstance(browser.get("upload_files"), list):
+            browser["upload_files"] = [against(item) for item in browser["upload_files"]]
+        data = {**data, "browser": browser}
+    reward = data.get("reward")
+    if isinstance(reward, str) and ".py:" in reward:
+        file, _, function = reward.rpartition(":")
+        data = {**data, "reward": f"{against(file)}:{function}"}
+    return data
+
+
 def load_config(
     path: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None, overrides_source: str = "arguments",
@@ -356,7 +384,7 @@ def load_config(
     and overrides, each over the one before (None values in overrides are ignored). A bad value raises
     ConfigError naming the field and where it came from (the file, the variable, `overrides_source`);
     `AgentConfig.origin(field)` says where a top-level setting came from."""
-    file_data: dict[str, Any] = read_config_file(path) if path else {}
+    file_data: dict[str, Any] = paths_against(read_config_file(path), Path(path).parent) if path else {}
     env = os.environ if environ is None else environ
     from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var, "").strip()}
     from_openai = {var: {field: env[var]} for var, field in OPENAI_ENV_VARS.items() if env.get(var, "").strip()}
