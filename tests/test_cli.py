@@ -142,7 +142,8 @@ def test_unknown_model_exits_2(standin, demo_site, tmp_path):
     ("content", "message"),
     [
         ("max_steps = 'many'", "max_steps: Input should be a valid integer"),
-        ("[policy]\nmodle = 'x'", "policy.modle: Extra inputs are not permitted"),
+        ("[policy]\nmodle = 'x'", "policy.modle: unknown key (did you mean 'model'?)"),
+        ("[browser]\nzoom = 2", "browser.zoom: unknown key; [browser] has: headless, viewport,"),
         ("this is = = not toml", "is not valid TOML"),
         ("[browser]\nviewport = '12x'", "viewport must look like 1280x800"),
     ],

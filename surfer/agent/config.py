@@ -317,11 +317,35 @@ def format_validation_error(
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
         message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":  # pydantic's "Extra inputs are not permitted": a misspelt key, mostly
+            message = unknown_key(err["loc"])
         problems.append((origin(err["loc"]) if origin else source, f"{where}: {message}"))
     if len(problems) == 1:
         return f"invalid configuration ({problems[0][0]}): {problems[0][1]}"
     sources = ", ".join(dict.fromkeys(label for label, _ in problems))
     return "\n".join([f"invalid configuration ({sources}):", *(f"  {text}" for _, text in problems)])
+
+
+def unknown_key(loc: tuple[Any, ...]) -> str:
+    """What to say of a key at `loc` that no section of the configuration has: the keys it may have meant."""
+    import difflib
+    import typing
+
+    model: Any = AgentConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            continue  # (an index into a list of sections: `servers`)
+        model = next((t for t in (field.annotation, *typing.get_args(field.annotation))
+                      if isinstance(t, type) and issubclass(t, BaseModel)), None)
+        if model is None:
+            return "unknown key"
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    if close:
+        return f"unknown key (did you mean {close[0]!r}?)"
+    if model is AgentConfig:
+        return "unknown key (every key is in the configuration reference)"
+    return f"unknown key; [{'.'.join(str(p) for p in loc[:-1] if isinstance(p, str))}] has: {', '.join(model.model_fields)}"
 
 
 def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
