@@ -15,7 +15,7 @@ def main() -> None:
     args = sys.argv[1:]
     command = args[0] if args else ""
     if command in RECORDING_COMMANDS:
-        signals.arm(RECORDING_COMMANDS[command])
+        signals.arm(RECORDING_COMMANDS[command], as_json=command == "run" and "--json" in args)
     try:
         from surfer.apps import early_start
 
