@@ -173,6 +173,9 @@ def test_flags_show_no_value_label_in_the_help():
     assert result.exit_code == 0
     version = next(line for line in result.output.splitlines() if "--version" in line)
     assert re.search(r"--version\s+-V\s+Print surfer's version", version), version
+    # a command's line is cut where the terminal ends, not where its docstring's line does
+    wide = invoke("--help", env={"COLUMNS": "260"}).output
+    assert re.search(r"│ run +Run a task .* step by step; at an interactive terminal, follow-up tasks .* \(a session\)\. +│", wide), wide
     demo = invoke("demo", "--help", env={"COLUMNS": "100"}).output
     assert "<bool>" not in demo and re.search(r"--headful\s+Show the browser window", demo)
     assert re.search(r"--out\s+<path>", demo)  # an option that takes a value keeps its label
