@@ -63,9 +63,13 @@ async def check_chromium() -> list[Check]:
         from playwright.async_api import async_playwright
     except ImportError:
         return [Check("chromium", "fail", "playwright is not importable", "pip install surfer-agent", True)]
+    chosen = os.environ.get("SURFER_CHROMIUM")  # the user's own choice is what to fix when it fails
+    repoint = f"point SURFER_CHROMIUM at a Chromium or Chrome executable, or unset it (SURFER_CHROMIUM={chosen})"
     try:
         path = find_chromium(headless=True)
     except SurferError as exc:
+        if chosen:
+            return [Check("chromium", "fail", f"SURFER_CHROMIUM={chosen} is not an executable file", repoint, True)]
         return [Check("chromium", "fail", "no Chromium found", str(exc), True)]
     from surfer.tools.browser import launch_chromium
 
@@ -75,7 +79,8 @@ async def check_chromium() -> list[Check]:
             version = browser.version
             await browser.close()
     except SurferError as exc:
-        return [Check("chromium", "fail", str(exc), "install the Debian package `chromium`, or set SURFER_CHROMIUM", True)]
+        return [Check("chromium", "fail", str(exc), repoint if chosen else
+                      "install the Debian package `chromium`, or set SURFER_CHROMIUM", True)]
     checks = [Check("chromium", "ok", f"{path} launches headless (Chromium {version})", required=True)]
     if find_headless_shell():
         checks.append(Check("headless shell", "ok", "headless runs use the Chromium headless shell (cheap sessions)"))
@@ -293,9 +298,8 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
 def _served_models(listing: Any) -> list[str] | None:
     """The model ids of an OpenAI `/models` answer; None when it is not one."""
     data = listing.get("data") if isinstance(listing, dict) else None
-    if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
-        return None
-    return [m["id"] for m in data]
+    ok = isinstance(data, list) and all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data)
+    return [m["id"] for m in data] if ok else None  # type: ignore[union-attr]
 
 
 async def _probe(client: Any, model: str, mode: str) -> tuple[int, str, str]:
