@@ -188,13 +188,11 @@ async def test_a_missing_headless_shell_is_a_warning_with_its_fix(monkeypatch):
     shell = checks["headless shell"]
     assert shell.status == "warn" and not shell.failed
     assert "apt-get install -y chromium-headless-shell" in shell.fix
-    # a SURFER_CHROMIUM that is no browser: the variable is what to fix (it said to set SURFER_CHROMIUM)
-    for chosen in ("/nonexistent/chromium", "/bin/true"):
-        monkeypatch.setenv("SURFER_CHROMIUM", chosen)
-        [found] = await doctor.check_chromium()
-        assert found.failed and f"at a Chromium or Chrome executable, or unset it (SURFER_CHROMIUM={chosen})" in found.fix
-        assert found.detail == f"SURFER_CHROMIUM={chosen} is not an executable file" if "nonexistent" in chosen \
-            else found.detail.startswith("could not launch Chromium at /bin/true")
+    # a SURFER_CHROMIUM that is no browser: the variable is what to fix (it said "no Chromium found")
+    monkeypatch.setenv("SURFER_CHROMIUM", "/nonexistent/chromium")
+    [found] = await doctor.check_chromium()
+    assert found.failed and found.detail == "SURFER_CHROMIUM=/nonexistent/chromium is not an executable file"
+    assert "at a Chromium or Chrome executable, or unset it (SURFER_CHROMIUM=/nonexistent/chromium)" in found.fix
 
 
 SGLANG_AS_SURFER_SERVES = {"enable_cache_report": True, "enable_metrics": True, "mamba_radix_cache_strategy": "no_buffer",
