@@ -68,9 +68,8 @@ async def check_chromium() -> list[Check]:
     try:
         path = find_chromium(headless=True)
     except SurferError as exc:
-        if chosen:
-            return [Check("chromium", "fail", f"SURFER_CHROMIUM={chosen} is not an executable file", repoint, True)]
-        return [Check("chromium", "fail", "no Chromium found", str(exc), True)]
+        return [Check("chromium", "fail", f"SURFER_CHROMIUM={chosen} is not an executable file", repoint, True) if chosen
+                else Check("chromium", "fail", "no Chromium found", str(exc), True)]
     from surfer.tools.browser import launch_chromium
 
     try:
