@@ -9,12 +9,13 @@ RECORDING_COMMANDS = {"run": "the run", "demo": "the run", "batch": "the batch",
 
 
 def main() -> None:
-    from surfer.apps import signals  # (light: the standard library's signal, os, sys and time)
+    from surfer.apps import output, signals  # (light: the standard library's signal, os, sys, stat, threading and time)
 
+    output.tolerate_encodings()  # a terminal or log that is not UTF-8 gets escapes, not a UnicodeEncodeError
     args = sys.argv[1:]
     command = args[0] if args else ""
     if command in RECORDING_COMMANDS:
-        signals.arm(RECORDING_COMMANDS[command])
+        signals.arm(RECORDING_COMMANDS[command], as_json=command == "run" and "--json" in args)
     try:
         from surfer.apps import early_start
 

@@ -142,7 +142,8 @@ def test_unknown_model_exits_2(standin, demo_site, tmp_path):
     ("content", "message"),
     [
         ("max_steps = 'many'", "max_steps: Input should be a valid integer"),
-        ("[policy]\nmodle = 'x'", "policy.modle: Extra inputs are not permitted"),
+        ("[policy]\nmodle = 'x'", "policy.modle: unknown key (did you mean 'model'?)"),
+        ("[browser]\nzoom = 2", "browser.zoom: unknown key; [browser] has: headless, viewport,"),
         ("this is = = not toml", "is not valid TOML"),
         ("[browser]\nviewport = '12x'", "viewport must look like 1280x800"),
     ],
@@ -167,7 +168,7 @@ def test_bad_flags_exit_2(tmp_path):
     assert surfer("run").returncode == 2  # missing TASK
 
 
-def test_config_file_sets_per_role_endpoints(tmp_path):
+def test_config_file_sets_per_role_endpoints(tmp_path, monkeypatch):
     from surfer.agent.config import load_config
     from surfer.core.errors import ConfigError
 
@@ -193,6 +194,18 @@ def test_config_file_sets_per_role_endpoints(tmp_path):
     assert load_config(overrides={"model": "served-name"}, environ={}).profile == "holotron"
     with pytest.raises(ConfigError, match=r"\(OPENAI_BASE_URL\): base_url: 'localhost:8000' is not an http"):
         load_config(environ={"OPENAI_BASE_URL": "localhost:8000"})
+    # a file's relative paths are read against its folder, from whatever directory the command runs in
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "cv.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "conf" / "surfer.toml").write_text('reward = "score.py:score"\n[browser]\nupload_files = ["cv.pdf", "/etc/hostname"]\n'
+                                                  'save_storage_state = "state.json"\nuser_data_dir = "~/profile"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    cfg = load_config(Path("..") / "conf" / "surfer.toml", environ={})
+    assert cfg.browser.upload_files == [str(tmp_path / "conf" / "cv.pdf"), "/etc/hostname"]
+    assert (cfg.browser.save_storage_state, cfg.browser.user_data_dir) == (str(Path("..") / "conf" / "state.json"), "~/profile")
+    assert cfg.reward == str(Path("..") / "conf" / "score.py") + ":score"
 
 
 async def test_ctrl_c_keeps_finished_steps_and_writes_the_result(standin, demo_site, centres, tmp_path):

@@ -140,6 +140,20 @@ def test_a_browser_window_without_a_display_is_a_usage_error_everywhere(monkeypa
     assert not (tmp_path / "demo").exists() and not (tmp_path / "run").exists()
 
 
+def test_a_run_directory_that_cannot_be_made_is_a_usage_error(tmp_path):
+    """Found before anything starts (it was an internal error at the first step, with a traceback)."""
+    (tmp_path / "notes.txt").write_text("mine")
+    result = invoke("run", "x", "--url", "http://127.0.0.1:9/", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                    "--out", str(tmp_path / "notes.txt" / "a" / "run"))
+    assert result.exit_code == 2, result.output
+    assert f"cannot be made: {tmp_path / 'notes.txt'} is a file, not a directory" in one_error_line(result.output)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and (tmp_path / "notes.txt").read_text() == "mine"
+    # a directory that can be made is probed, not left behind
+    from surfer.agent.rundir import claim_run_dir
+
+    assert claim_run_dir(tmp_path / "new" / "run") == tmp_path / "new" / "run" and not (tmp_path / "new").exists()
+
+
 def test_calibrate_does_not_tell_its_user_to_run_calibrate():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -159,6 +173,9 @@ def test_flags_show_no_value_label_in_the_help():
     assert result.exit_code == 0
     version = next(line for line in result.output.splitlines() if "--version" in line)
     assert re.search(r"--version\s+-V\s+Print surfer's version", version), version
+    # a command's line is cut where the terminal ends, not where its docstring's line does
+    wide = invoke("--help", env={"COLUMNS": "260"}).output
+    assert re.search(r"│ run +Run a task .* step by step; at an interactive terminal, follow-up tasks .* \(a session\)\. +│", wide), wide
     demo = invoke("demo", "--help", env={"COLUMNS": "100"}).output
     assert "<bool>" not in demo and re.search(r"--headful\s+Show the browser window", demo)
     assert re.search(r"--out\s+<path>", demo)  # an option that takes a value keeps its label

@@ -107,6 +107,37 @@ async def test_a_web_page_or_an_untrusted_certificate_is_flagged_not_a_traceback
     with StaticSite(Path(__file__).with_name("pages"), tls=(data / "self-signed-test-only.crt", data / "self-signed-test-only.key")) as site:
         [found] = await check_endpoint(site.url("v1"), "m")
     assert found.failed and "TLS certificate is not trusted here" in found.detail and "SSL_CERT_FILE" in found.fix
+    # JSON of another shape than a model list: one failed check each (the openai SDK's error was a traceback)
+    for listing in ([{"id": "m"}], {"object": "list"}, {"data": {"id": "m"}}, {"data": [{"name": "m"}]}, None):
+        server = await json_server(listing)
+        [found] = await check_endpoint(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", "m")
+        server.close()
+        assert found.failed and f"answered JSON that is not a model list ({{\"data\": [{{\"id\": ...}}]}}): {json.dumps(listing)!r}" in found.detail
+    # a run reads such a listing as no listing, rather than "it serves: None"
+    server = await json_server({"data": [{"name": "m"}]})
+    from surfer.models.endpoint import Endpoint
+    from surfer.models.http import OpenAICompatibleBackend
+
+    backend = OpenAICompatibleBackend(Endpoint(base_url=f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", model="m"))
+    try:
+        await backend.check()
+    finally:
+        await backend.aclose()
+        server.close()
+
+
+async def json_server(body: object):  # type: ignore[no-untyped-def]
+    """A server that answers every request with `body` as JSON (HTTP 200)."""
+    import asyncio
+
+    async def answer(reader, writer) -> None:  # type: ignore[no-untyped-def]
+        await reader.readuntil(b"\r\n\r\n")
+        data = json.dumps(body).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(answer, "127.0.0.1", 0)
 
 
 def test_a_display_no_x_server_answers_is_a_warning(xvfb: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,6 +188,11 @@ async def test_a_missing_headless_shell_is_a_warning_with_its_fix(monkeypatch):
     shell = checks["headless shell"]
     assert shell.status == "warn" and not shell.failed
     assert "apt-get install -y chromium-headless-shell" in shell.fix
+    # a SURFER_CHROMIUM that is no browser: the variable is what to fix (it said "no Chromium found")
+    monkeypatch.setenv("SURFER_CHROMIUM", "/nonexistent/chromium")
+    [found] = await doctor.check_chromium()
+    assert found.failed and found.detail == "SURFER_CHROMIUM=/nonexistent/chromium is not an executable file"
+    assert "at a Chromium or Chrome executable, or unset it (SURFER_CHROMIUM=/nonexistent/chromium)" in found.fix
 
 
 SGLANG_AS_SURFER_SERVES = {"enable_cache_report": True, "enable_metrics": True, "mamba_radix_cache_strategy": "no_buffer",

@@ -134,17 +134,21 @@ def silent_server(standin):  # type: ignore[no-untyped-def]
 @SERIAL
 def test_surfer_run_stopped_at_any_moment(standin, pages, tmp_path):
     args = lambda out, server: ["run", "probe", "--url", pages.url("actions.html"), "--base-url", server.base_url,  # noqa: E731
-                                "--model", server.model, "--profile", "holo2", "--out", str(out)]
+                                "--model", server.model, "--profile", "holo2", "--out", str(out), "--json"]
     for way, moment, out, proc in _each_stop(args, tmp_path, standin):
         said = _no_silent_exit(moment, proc)
+        # --json: one line on stdout at every moment, as a run that ends prints it (`| jq` reads it)
+        assert len(proc.stdout.splitlines()) == 1, f"stop at {moment} s ({way}): stdout {proc.stdout!r}"
+        printed = json.loads(proc.stdout)
         if (out / "result.json").exists():
             result = json.loads((out / "result.json").read_text())
             assert result["status"] == "interrupted" and "SIGTERM" in result["reason"], (way, moment, result)
-            assert "interrupted by SIGTERM" in said
+            assert "interrupted by SIGTERM" in said and printed == result
         else:
             assert moment != "asking", f"stopped ({way}) as the run asked the model: no result.json\n{said[-2000:]}"
             assert "before the run started: nothing was recorded" in said, (way, moment, said[-2000:])
             assert not out.exists(), f"stop at {moment} s ({way}): a run directory without its result.json"
+            assert printed["status"] == "interrupted" and printed["run_dir"] is None and "SIGTERM" in printed["reason"]
 
 
 def _before_surfer(proc: subprocess.CompletedProcess[str], signum: int) -> bool:

@@ -74,12 +74,20 @@ def test_status_line_shows_the_role_asked_during_a_slow_call(demo_site, standin,
 
 
 def test_output_off_a_terminal_is_plain_lines(demo_site, standin, centres, tmp_path):
+    """As in a CI job's log: no COLUMNS (a pipe counts as 80 columns), an output encoding that is not UTF-8."""
     server = standin(DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)))
-    done = subprocess.run(run_args(demo_site, server, tmp_path / "run"), capture_output=True, text=True,
-                          env=child_env(), stdin=subprocess.DEVNULL, timeout=90)
+    env = {**child_env(), "PYTHONIOENCODING": "latin-1"}
+    del env["COLUMNS"]
+    done = subprocess.run(run_args(demo_site, server, tmp_path / "run"), capture_output=True, text=True, encoding="latin-1",
+                          env=env, stdin=subprocess.DEVNULL, timeout=90)
     text = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in text, text[-3000:]  # (the step limit, 1)
     assert "step  1" in text and "model " in text
     assert "\x1b" not in text and "\r" not in text and "asking the" not in text
+    # each line whole, however long: the endpoint beside the profile, the timings on one line, the arrow escaped
+    assert f"policy={server.model} @ {server.base_url}" in text
+    assert re.search(r"\n   model [0-9.]+s · action .* · overhead [0-9.]+s · tokens \d+\n", text), text
+    assert "   \\u2192 click" in text
 
 
 def test_version_flags_print_the_version():

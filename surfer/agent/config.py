@@ -146,8 +146,9 @@ class AgentConfig(_Strict):
     )
     max_failed_steps: int = Field(default=3, ge=1, description="Consecutive failed steps before the run ends in error.")
     reward: str | None = Field(
-        default=None, description='A reward function, "module:function" or "file.py:function", called with the '
-        "run's result and its run directory when a run ends (default: 1 for success, else 0).",
+        default=None, description='A reward function, "module:function" or "file.py:function" (relative to the working '
+        "directory; in a configuration file, to its folder), called with the run's result and its run directory when a run ends (default: "
+        "1 for success, else 0).",
     )
     reward_timeout: float = Field(
         default=60.0, gt=0, description="Seconds a reward function (or a task's expectations) may take; past them "
@@ -316,11 +317,35 @@ def format_validation_error(
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
         message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":  # pydantic's "Extra inputs are not permitted": a misspelt key, mostly
+            message = unknown_key(err["loc"])
         problems.append((origin(err["loc"]) if origin else source, f"{where}: {message}"))
     if len(problems) == 1:
         return f"invalid configuration ({problems[0][0]}): {problems[0][1]}"
     sources = ", ".join(dict.fromkeys(label for label, _ in problems))
     return "\n".join([f"invalid configuration ({sources}):", *(f"  {text}" for _, text in problems)])
+
+
+def unknown_key(loc: tuple[Any, ...]) -> str:
+    """What to say of a key at `loc` that no section of the configuration has: the keys it may have meant."""
+    import difflib
+    import typing
+
+    model: Any = AgentConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            continue  # (an index into a list of sections: `servers`)
+        model = next((t for t in (field.annotation, *typing.get_args(field.annotation))
+                      if isinstance(t, type) and issubclass(t, BaseModel)), None)
+        if model is None:
+            return "unknown key"
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    if close:
+        return f"unknown key (did you mean {close[0]!r}?)"
+    if model is AgentConfig:
+        return "unknown key (every key is in the configuration reference)"
+    return f"unknown key; [{'.'.join(str(p) for p in loc[:-1] if isinstance(p, str))}] has: {', '.join(model.model_fields)}"
 
 
 def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -348,6 +373,33 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
 
 
+# A configuration file's settings that name files, read against the file's folder (as a batch's task lines and
+# a QA suite's paths are read against theirs): `surfer run --config conf/surfer.toml` from anywhere finds them.
+FILE_PATH_SETTINGS = ("storage_state", "save_storage_state", "user_data_dir")  # of [browser], with upload_files
+
+
+def paths_against(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """`data` read from a file in `folder`, its relative file paths made relative to that folder: the [browser]
+    section's FILE_PATH_SETTINGS and upload_files, and a `reward = "file.py:function"`'s file."""
+
+    def against(value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip() or Path(value).expanduser().is_absolute():
+            return value
+        return str(folder / value)
+
+    browser = data.get("browser")
+    if isinstance(browser, dict):
+        browser = {**browser, **{key: against(browser[key]) for key in FILE_PATH_SETTINGS if key in browser}}
+        if isinstance(browser.get("upload_files"), list):
+            browser["upload_files"] = [against(item) for item in browser["upload_files"]]
+        data = {**data, "browser": browser}
+    reward = data.get("reward")
+    if isinstance(reward, str) and ".py:" in reward:
+        file, _, function = reward.rpartition(":")
+        data = {**data, "reward": f"{against(file)}:{function}"}
+    return data
+
+
 def load_config(
     path: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None, overrides_source: str = "arguments",
@@ -356,7 +408,7 @@ def load_config(
     and overrides, each over the one before (None values in overrides are ignored). A bad value raises
     ConfigError naming the field and where it came from (the file, the variable, `overrides_source`);
     `AgentConfig.origin(field)` says where a top-level setting came from."""
-    file_data: dict[str, Any] = read_config_file(path) if path else {}
+    file_data: dict[str, Any] = paths_against(read_config_file(path), Path(path).parent) if path else {}
     env = os.environ if environ is None else environ
     from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var, "").strip()}
     from_openai = {var: {field: env[var]} for var, field in OPENAI_ENV_VARS.items() if env.get(var, "").strip()}

@@ -48,6 +48,7 @@ def claim_run_dir(path: str | Path, what: str = "run") -> Path:
     if not path.exists():
         if path.is_symlink():
             raise ConfigError(f"{what} directory {path} is a broken symbolic link: give a new directory")
+        _check_can_make(path, what)
         return path
     if not path.is_dir():
         raise ConfigError(f"{what} directory {path} is a file: give a new or empty directory")
@@ -60,6 +61,36 @@ def claim_run_dir(path: str | Path, what: str = "run") -> Path:
             f"so that two {what}s never mix — give another directory, or remove this one"
         )
     return path
+
+
+def _check_can_make(path: Path, what: str = "run") -> None:
+    """ConfigError when the directory `path` cannot be made (a file where a folder of it should be, a
+    read-only file system, no permission), found before the run starts rather than at its first step (an
+    internal error, a traceback). Probed by making it and its missing parents, then removing what was made:
+    a run that never reaches its model server still leaves no directory."""
+    missing: list[Path] = []
+    existing = path
+    while not os.path.lexists(existing) and existing.parent != existing:
+        missing.append(existing)
+        existing = existing.parent
+    if os.path.lexists(existing) and not existing.is_dir():
+        raise ConfigError(f"{what} directory {path} cannot be made: {existing} is a file, not a directory")
+    made: list[Path] = []
+    try:
+        for directory in reversed(missing):
+            try:
+                directory.mkdir()
+            except FileExistsError:  # another run, started at the same time, made it first
+                continue
+            made.append(directory)
+    except OSError as exc:
+        raise ConfigError(f"{what} directory {path} cannot be made: {exc.strerror or exc}") from None
+    finally:
+        for directory in reversed(made):
+            try:
+                directory.rmdir()
+            except OSError:  # (another run wrote into it meanwhile: it is that run's now)
+                pass
 
 
 class RunDirTaken(ConfigError):

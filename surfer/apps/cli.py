@@ -26,7 +26,7 @@ from surfer.apps.command_group import CommandGroup, unlabel_flags_below
 from surfer.apps.exit_codes import (  # noqa: F401  (EXIT_* and exit_code: also imported from here)
     EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT_CLOSED, EXIT_TERMINATED, EXIT_UNREACHABLE, EXIT_USAGE, exit_code,
 )
-from surfer.apps.signals import Interrupted, run_interruptible
+from surfer.apps.signals import Interrupted, never_started_json, run_interruptible
 
 from surfer.core.errors import ConfigError
 
@@ -211,7 +211,7 @@ def run(
         if not (task or "").strip() and not follow_up:
             raise ConfigError("give the task to run (a prompt for one is offered only at an interactive terminal)")
         # a reused --out is refused: runs never mix (a session's directory holds one run directory per task)
-        run_dir = claim_run_dir(out) if out else default_run_dir(task or "session")
+        run_dir = claim_run_dir(out or default_run_dir(task or "session"))
         # At a terminal the person steers the run, confirms sensitive actions and replies to the agent's questions.
         controls = TerminalControls(console, run_dir) if sys.stdin.isatty() else None
         confirm = controls.confirm if controls is not None and cfg.sensitive_actions != "approve" else None
@@ -248,8 +248,8 @@ def run(
             saved = None
         else:
             saved = options.say_stopped_run(console, stop, run_dir)
-        if as_json:
-            print(saved.read_text() if saved is not None else json.dumps({"status": "interrupted", "run_dir": None}))
+        if as_json:  # one line, as a run that ends prints it
+            print(json.dumps(json.loads(saved.read_text())) if saved is not None else never_started_json(stop.signum))
         raise typer.Exit(stop.exit_code) from None
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")  # type: ignore[attr-defined]

@@ -9,7 +9,10 @@ surfer.bench` on its own): what all commands share on their way to the user.
   quietly, exit 141 (surfer/apps/signals.py), where click would exit 1 and a
   traceback could follow.
 - The help shows no value label on a flag: Typer labels every option with its
-  type, flags too, and `-V, --version <bool>` reads as if it took a value."""
+  type, flags too, and `-V, --version <bool>` reads as if it took a value.
+- A command's line in its group's help is its docstring's first paragraph as
+  one text (Typer kept the docstring's line breaks there: `surfer --help` broke
+  `run`'s line after "at an interactive" at any width)."""
 
 from __future__ import annotations
 
@@ -62,7 +65,12 @@ def unlabel_flags(params: list[Any]) -> None:
 
 
 def unlabel_flags_below(command: Any, ctx: Any) -> None:
-    """`unlabel_flags` for `command` and every command below it (`surfer auth save`, `surfer bench ...`)."""
+    """`unlabel_flags` for `command` and every command below it (`surfer auth save`, `surfer bench ...`),
+    each with its one-paragraph `short_help`."""
     unlabel_flags(command.get_params(ctx))
+    if command.short_help is None and command.help:
+        import inspect
+
+        command.short_help = " ".join(inspect.cleandoc(command.help).partition("\n\n")[0].split())
     for sub in getattr(command, "commands", {}).values():
         unlabel_flags_below(sub, ctx)

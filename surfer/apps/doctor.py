@@ -63,10 +63,13 @@ async def check_chromium() -> list[Check]:
         from playwright.async_api import async_playwright
     except ImportError:
         return [Check("chromium", "fail", "playwright is not importable", "pip install surfer-agent", True)]
+    chosen = os.environ.get("SURFER_CHROMIUM")  # the user's own choice is what to fix when it fails
+    repoint = f"point SURFER_CHROMIUM at a Chromium or Chrome executable, or unset it (SURFER_CHROMIUM={chosen})"
     try:
         path = find_chromium(headless=True)
     except SurferError as exc:
-        return [Check("chromium", "fail", "no Chromium found", str(exc), True)]
+        return [Check("chromium", "fail", f"SURFER_CHROMIUM={chosen} is not an executable file", repoint, True) if chosen
+                else Check("chromium", "fail", "no Chromium found", str(exc), True)]
     from surfer.tools.browser import launch_chromium
 
     try:
@@ -75,7 +78,8 @@ async def check_chromium() -> list[Check]:
             version = browser.version
             await browser.close()
     except SurferError as exc:
-        return [Check("chromium", "fail", str(exc), "install the Debian package `chromium`, or set SURFER_CHROMIUM", True)]
+        return [Check("chromium", "fail", str(exc), repoint if chosen else
+                      "install the Debian package `chromium`, or set SURFER_CHROMIUM", True)]
     checks = [Check("chromium", "ok", f"{path} launches headless (Chromium {version})", required=True)]
     if find_headless_shell():
         checks.append(Check("headless shell", "ok", "headless runs use the Chromium headless shell (cheap sessions)"))
@@ -248,8 +252,10 @@ def _probe_png() -> bytes:
 async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY", timeout: float = 60.0) -> list[Check]:
     import openai
 
+    from surfer.models.json_http import one_line, openai_client
+
     base = base_url.rstrip("/")
-    client = openai.AsyncOpenAI(base_url=base, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
+    client = openai_client(base_url=base, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
     try:
         try:
             raw = await client.models.with_raw_response.list()
@@ -263,16 +269,17 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
             return [Check("endpoint", "fail", f"{base}/models answered HTTP {exc.status_code}",
                           "check --base-url (it usually ends in /v1) and --api-key", True)]
         try:
-            json.loads(raw.http_response.text)
+            listing = json.loads(raw.http_response.text)
         except ValueError:  # a web page (HTTP 200, HTML), not an API: the SDK would fail to read it
-            from surfer.models.json_http import one_line
-
             kind = raw.http_response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
             return [Check("endpoint", "fail", f"{base}/models answered HTTP {raw.http_response.status_code}, a {kind} answer, "
                           f"not JSON: {one_line(raw.http_response.text, 120)!r}: not an OpenAI-compatible API",
                           "check --base-url (it usually ends in /v1)", True)]
-        page = raw.parse()
-        served = [m.id for m in page.data]
+        served = _served_models(listing)
+        if served is None:  # JSON of another shape (a list, no `data`, entries without an id): the SDK failed on it
+            return [Check("endpoint", "fail", f"{base}/models answered JSON that is not a model list ({{\"data\": [{{\"id\": "
+                          f"...}}]}}): {one_line(raw.http_response.text, 120)!r}: not an OpenAI-compatible API",
+                          "check --base-url (it usually ends in /v1)", True)]
         checks = [Check("endpoint", "ok", f"{base} answers; serves {', '.join(served) or 'no models'}", required=True)]
         if model is None:
             return checks
@@ -285,6 +292,13 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
         return checks
     finally:
         await client.close()
+
+
+def _served_models(listing: Any) -> list[str] | None:
+    """The model ids of an OpenAI `/models` answer; None when it is not one."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    ok = isinstance(data, list) and all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data)
+    return [m["id"] for m in data] if ok else None  # type: ignore[union-attr]
 
 
 async def _probe(client: Any, model: str, mode: str) -> tuple[int, str, str]:

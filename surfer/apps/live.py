@@ -2,7 +2,8 @@
 each step's thought, action, target, resolved point and timings, with a
 status line (spinner, role asked, seconds waited) while a model call is in
 flight. Model and page text is printed as text, never read as markup; off a
-terminal (CI logs) only plain lines are written."""
+terminal (CI logs) only plain lines are written, each whole (not cut at the
+80 columns a pipe is assumed to have: a URL or a reason stays on its line)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class LiveView:
     def __init__(self, console: Console, spinner: bool = True) -> None:
         self.console = console
         self.spinner = spinner and redraws(console)
+        self._whole_lines = not redraws(console)  # off a terminal: no line cut to a width nobody sees
         self._status: Any = None
         self._verdicts: list[Text] = []  # printed under the step they judge
         self._run_dir: str | None = None  # where the run said it would be recorded
@@ -46,7 +48,10 @@ class LiveView:
             self._status = None
 
     def _line(self, *parts: str | tuple[str, str], style: str = "") -> None:
-        self.console.print(Text.assemble(*parts, style=style))
+        self._print(Text.assemble(*parts, style=style))
+
+    def _print(self, text: Text) -> None:
+        self.console.print(text, soft_wrap=self._whole_lines)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -97,9 +102,9 @@ class LiveView:
             line.append(r.action.describe(), style="cyan")
             for point in r.points:
                 line.append(f"  @ {point}", style="magenta")
-            self.console.print(line)
+            self._print(line)
         for verdict in self._verdicts:
-            self.console.print(verdict)
+            self._print(verdict)
         self._verdicts = []
         t = r.timings
         self._line(

@@ -8,7 +8,12 @@ a stream's reader left (`reader_left`), pointing such a stream at /dev/null so
 that no later write, nor the interpreter's last flush, fails again (`silence`),
 and a watch that sees the reader leave while nothing is written (`ReaderWatch`:
 a run waiting on its model stops then, not at its next line). The console that
-stops the command when a write fails is surfer/apps/console.py."""
+stops the command when a write fails is surfer/apps/console.py.
+
+Output whose encoding cannot write every character (a latin-1 locale, a Windows
+code page, PYTHONIOENCODING=ascii) gets Python's escapes for those characters
+(`\\u2192`) rather than a UnicodeEncodeError that ends the command — in `--help`,
+or mid-run at the first page title in another script (`tolerate_encodings`)."""
 
 from __future__ import annotations
 
@@ -31,6 +36,19 @@ def hush() -> None:
     """Quiet every console of the command: a stop for a closed output says nothing, on any stream."""
     for console in list(consoles):
         console.quiet = True
+
+
+def tolerate_encodings() -> None:
+    """Let stdout and stderr write characters their encoding lacks, as `\\uXXXX` escapes (what Python's
+    stderr does already): the command's text (arrows, check marks) and the pages' and models' text (any script)
+    must never end a command on a terminal or a log that is not UTF-8."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (OSError, ValueError):  # a closed or detached stream
+                pass
 
 
 def reader_left(stream: Any) -> bool:

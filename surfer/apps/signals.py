@@ -127,6 +127,7 @@ class StopRequests:
         self.what = "the command"  # what a stop before the run began says never started
         self.ctrl_c: Callable[[], bool] | None = None  # a session's own Ctrl-C (on_ctrl_c)
         self.ctrl_c_at = -COPY_WINDOW_S  # when the session last took one
+        self.as_json = False  # `surfer run --json`: a stop before the run began also prints its JSON result on stdout
 
     def handle(self, signum: int, _frame: Any = None) -> None:
         """The signal handler (in the main thread, between two bytecodes of whatever it runs)."""
@@ -151,6 +152,12 @@ class StopRequests:
         if not self.began:  # nothing written yet, nothing to clean up: say so and go (an exception raised
             # here could land in a weakref callback or a __del__, where Python ignores it, and the stop be lost)
             say(f"stopped by {_name(signum)} before {self.what} started: nothing was recorded\n")
+            if self.as_json:
+                try:
+                    sys.stdout.flush()
+                    os.write(sys.stdout.fileno(), (never_started_json(signum) + "\n").encode())
+                except (OSError, ValueError):  # (no one reads stdout any more)
+                    pass
             os._exit(128 + signum)  # Playwright's driver sees its pipe close and closes the browser
         raise StoppedOutsideRun(signum)
 
@@ -188,10 +195,20 @@ class StopRequests:
 _requests = StopRequests()
 
 
-def arm(what: str = "the command") -> None:
+def never_started_json(signum: int) -> str:
+    """`surfer run --json`'s line for a run stopped before it began: its status, and no run directory."""
+    import json
+
+    return json.dumps({"status": "interrupted", "reason": f"stopped by {_name(signum)} before the run started",
+                       "run_dir": None})
+
+
+def arm(what: str = "the command", as_json: bool = False) -> None:
     """Handle stop signals from now until the process ends (surfer/__main__.py);
-    `what` names what a stop before the run began says never started ("the run")."""
+    `what` names what a stop before the run began says never started ("the run"); `as_json`: that stop
+    also prints `never_started_json` on stdout, as a stop later prints the run's result."""
     _requests.what = what
+    _requests.as_json = as_json
     if not _requests.armed and _requests.install() is not None:
         _requests.armed = True
 

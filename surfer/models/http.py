@@ -167,7 +167,7 @@ class OpenAICompatibleBackend(ModelBackend):
             raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
         self._mark_answered()
         cards = [m for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
-        served = [m.get("id") for m in cards]
+        served = [m["id"] for m in cards if isinstance(m.get("id"), str)]
         self.engine = next((str(m["owned_by"]) for m in cards if m.get("owned_by")), None)
         policy = self.policy()
         if served and policy is not None and policy.name not in served:

@@ -106,6 +106,15 @@ def shared_tls_context(httpx: Any) -> Any:
     return _tls
 
 
+def openai_client(**options: Any) -> Any:
+    """An `openai.AsyncOpenAI(**options)` on the process's TLS context (shared_tls_context): each client made
+    its own, reading the certificate store again (~0.1 s of CPU per `surfer doctor` check or `--profile auto`)."""
+    import openai
+
+    verify = shared_tls_context(http_library()) if hasattr(http_library(), "create_ssl_context") else True
+    return openai.AsyncOpenAI(**options, http_client=openai.DefaultAsyncHttpxClient(verify=verify))
+
+
 class JsonClient:
     """One connection pool to `base_url` (e.g. http://host:8000/v1). A request's `timeout` bounds the
     whole call (a server that trickles its answer byte by byte included); `read_timeout`, the silence

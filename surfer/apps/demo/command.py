@@ -42,7 +42,7 @@ def register(app: Any) -> None:
         frame = get_profile(profile).frame
         config = AgentConfig(profile=profile, browser=BrowserSettings(headless=not headful, viewport=viewport))
         options.check_browser(config, console)
-        run_dir = claim_run_dir(out) if out else default_run_dir(DEMO_TASK)  # a reused --out is refused: runs never mix
+        run_dir = claim_run_dir(out or default_run_dir(DEMO_TASK))  # a reused --out is refused: runs never mix
 
         async def main() -> Any:
             with StaticSite(DEMO_SITE) as site:

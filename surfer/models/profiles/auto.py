@@ -59,7 +59,9 @@ async def suggest_profile_for_endpoint(
     The model path vLLM reports as `root` counts as a name too."""
     import openai
 
-    client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
+    from surfer.models.json_http import openai_client
+
+    client = openai_client(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
     try:
         page = await client.models.list()
     except openai.APIConnectionError as exc:
