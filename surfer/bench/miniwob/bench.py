@@ -68,7 +68,7 @@ def resolve_tasks(tasks: str | None, suite: str | None) -> list[str]:
 class MiniWobBench:
     def __init__(
         self, config: AgentConfig, *, concurrency: int, oracle: bool, max_inflight: int | None = None,
-        oracle_input: str = "keyboard",
+        oracle_input: str = "keyboard", browser: Any = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
@@ -79,6 +79,7 @@ class MiniWobBench:
         self.concurrency = concurrency
         self.oracle = oracle
         self.max_inflight = max_inflight
+        self.browser = browser  # an open Playwright Browser to run the episodes in (kept open), or None: one launched
         self.board = Board()
 
     async def run(self, tasks: list[str], seeds: list[int]) -> list[Episode]:
@@ -101,7 +102,10 @@ class MiniWobBench:
         slots = asyncio.Semaphore(self.concurrency)
         try:
             with StaticSite(html) as site:
-                await browser.start()
+                if self.browser is None:
+                    await browser.start()
+                else:
+                    browser.browser = self.browser
 
                 async def one(task: str, seed: int) -> Episode:
                     async with slots:
@@ -109,7 +113,8 @@ class MiniWobBench:
 
                 return list(await asyncio.gather(*(one(t, s) for t in tasks for s in seeds)))
         finally:
-            await asyncio.shield(browser.close())
+            if self.browser is None:
+                await asyncio.shield(browser.close())
             for backend in {id(b): b for b in backends.values()}.values():
                 await asyncio.shield(backend.aclose())
             if server is not None:
@@ -198,15 +203,18 @@ async def run_miniwob(
     max_inflight: int | None = None,
     first_seed: int = 0,
     oracle_input: str = "keyboard",
+    browser: Any = None,
 ) -> dict[str, Any]:
-    """Run every task with seeds first_seed..first_seed+seeds-1; return the report."""
+    """Run every task with seeds first_seed..first_seed+seeds-1; return the report. `browser`: an open
+    Playwright Browser to run the episodes in (a context each, the browser left open) instead of one launched."""
     if seeds < 1:
         raise ConfigError(f"--seeds must be at least 1, got {seeds}")
     started = time.monotonic()
     # Deleting, sending and ordering are what these synthetic tasks ask for: nobody is asked to confirm them.
     config = config.model_copy(update={"sensitive_actions": "approve"})
     bench = MiniWobBench(
-        config, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight, oracle_input=oracle_input
+        config, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight, oracle_input=oracle_input,
+        browser=browser,
     )
     episodes = await bench.run(tasks, list(range(first_seed, first_seed + seeds)))
     return summarize(
