@@ -98,14 +98,12 @@ class MiniWobBench:
         if server is not None:
             config = config.model_copy(update={"base_url": server.base_url, "model": server.model})
         backends = shared_backends(config, self.max_inflight)
-        browser = SharedBrowser(headless=config.browser.headless)
+        given = self.browser
+        browser = SharedBrowser(headless=config.browser.headless) if given is None else SharedBrowser.given(given)
         slots = asyncio.Semaphore(self.concurrency)
         try:
             with StaticSite(html) as site:
-                if self.browser is None:
-                    await browser.start()
-                else:
-                    browser.browser = self.browser
+                await browser.start()
 
                 async def one(task: str, seed: int) -> Episode:
                     async with slots:
@@ -113,8 +111,7 @@ class MiniWobBench:
 
                 return list(await asyncio.gather(*(one(t, s) for t in tasks for s in seeds)))
         finally:
-            if self.browser is None:
-                await asyncio.shield(browser.close())
+            await asyncio.shield(browser.close())
             for backend in {id(b): b for b in backends.values()}.values():
                 await asyncio.shield(backend.aclose())
             if server is not None:
