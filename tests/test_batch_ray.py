@@ -18,11 +18,11 @@ from importlib.util import find_spec
 
 import pytest
 
-from surfer.fleet.batch import ResultsIndex, run_batch
+from surfer.fleet.batch import Batch, ResultsIndex
 from surfer.apps.demo.oracle import DemoOracle, frame_mapper
 from surfer.fleet.cluster import RayBatch
 from surfer.fleet.cluster.runner import plan
-from test_batch import VIEWPORT, centres, config_for, demo_tasks  # noqa: F401 - fixtures
+from test_batch import VIEWPORT, centres, config_for, demo_tasks, in_shared_browser  # noqa: F401 - fixtures
 
 # Ray is imported where a test uses it (~0.7 s of CPU): every pytest process collects this file.
 pytestmark = pytest.mark.skipif(find_spec("ray") is None, reason="Ray is not installed (the ray extra)")
@@ -98,7 +98,7 @@ async def test_inflight_gate_caps_frees_cancelled_and_dead_holders_slots():
     assert await gate.acquire("w1", "f") is False and gate.stats()["peak"] == 2
 
 
-async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(cluster, demo_site, server, tmp_path):
+async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(cluster, demo_site, server, shared_browser, tmp_path):
     """12 tasks on two nodes, run directories shipped through Ray; one node's worker is
     killed mid-batch: its in-flight tasks run once more on the other, nothing twice."""
     config = config_for(server)
@@ -113,7 +113,7 @@ async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(c
 
     ray.kill(victim.handle)
     summary = await running
-    local = await run_batch(config, tasks, tmp_path / "local", concurrency=6, max_inflight=4)
+    local = await in_shared_browser(Batch(config, tasks, tmp_path / "local", concurrency=6, max_inflight=4), shared_browser).run()
 
     on_ray, here = content(tmp_path / "ray"), content(tmp_path / "local")
     assert on_ray == here and sorted(on_ray) == IDS
