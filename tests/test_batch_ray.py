@@ -18,11 +18,11 @@ from importlib.util import find_spec
 
 import pytest
 
-from surfer.fleet.batch import Batch, ResultsIndex
+from surfer.fleet.batch import ResultsIndex, run_batch
 from surfer.apps.demo.oracle import DemoOracle, frame_mapper
 from surfer.fleet.cluster import RayBatch
 from surfer.fleet.cluster.runner import plan
-from test_batch import VIEWPORT, centres, config_for, demo_tasks, in_shared_browser  # noqa: F401 - fixtures
+from test_batch import VIEWPORT, centres, config_for, demo_tasks  # noqa: F401 - fixtures
 
 # Ray is imported where a test uses it (~0.7 s of CPU): every pytest process collects this file.
 pytestmark = pytest.mark.skipif(find_spec("ray") is None, reason="Ray is not installed (the ray extra)")
@@ -37,9 +37,8 @@ def cluster():  # type: ignore[no-untyped-def]
     import ray
     from ray.cluster_utils import Cluster
 
-    # no CPUs: a node prestarts one idle Python worker per CPU, which no session takes (its actors ask for surfer_slots);
-    # no log monitor (a Python process of ~2 s of CPU over the file) — the workers' output is not checked
-    slots = {"num_cpus": 0, "resources": {"surfer_slots": 3}, "include_log_monitor": False}
+    # no log monitor (a Python process of ~2 s of CPU over the file): the workers' output is not checked
+    slots = {"num_cpus": 1, "resources": {"surfer_slots": 3}, "include_log_monitor": False}
     # no autoscaler monitor (a Python process of ~0.8 s of CPU at start): the test cluster's nodes are fixed
     cluster = Cluster(initialize_head=True, head_node_args={**slots, "include_dashboard": False, "no_monitor": True})
     cluster.add_node(**slots)
@@ -98,7 +97,7 @@ async def test_inflight_gate_caps_frees_cancelled_and_dead_holders_slots():
     assert await gate.acquire("w1", "f") is False and gate.stats()["peak"] == 2
 
 
-async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(cluster, demo_site, server, shared_browser, tmp_path):
+async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(cluster, demo_site, server, tmp_path):
     """12 tasks on two nodes, run directories shipped through Ray; one node's worker is
     killed mid-batch: its in-flight tasks run once more on the other, nothing twice."""
     config = config_for(server)
@@ -113,7 +112,7 @@ async def test_ray_batch_matches_the_local_runner_and_survives_a_killed_worker(c
 
     ray.kill(victim.handle)
     summary = await running
-    local = await in_shared_browser(Batch(config, tasks, tmp_path / "local", concurrency=6, max_inflight=4), shared_browser).run()
+    local = await run_batch(config, tasks, tmp_path / "local", concurrency=6, max_inflight=4)
 
     on_ray, here = content(tmp_path / "ray"), content(tmp_path / "local")
     assert on_ray == here and sorted(on_ray) == IDS
