@@ -40,10 +40,18 @@ cpus=$(nproc 2>/dev/null || echo 2)
 workers=${SURFER_TEST_WORKERS:-$(( cpus + 1 < 3 ? 3 : cpus + 1 > 5 ? 5 : cpus + 1 ))}
 if [ "$workers" = 0 ]; then exec .venv/bin/python -m pytest "$@"; fi
 status=0
+# The parallel phase names the files of the serial tests it leaves out (tests/conftest.py): the serial phase
+# collects only those (pytest drops a path given twice), not every file again; none named, no serial test selected.
+serial_files=$(mktemp)
+trap 'rm -f "$serial_files"' EXIT
 # Files in collection order, the longest first (tests/conftest.py), rather than the most tests first.
-.venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder -m "not serial" "$@" || status=$?
+SURFER_SERIAL_FILES="$serial_files" .venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder \
+  -m "not serial" "$@" || status=$?
 serial=0
-.venv/bin/python -m pytest -m serial "$@" || serial=$?
+mapfile -t files < <(sort -u "$serial_files")
+if [ ${#files[@]} -gt 0 ]; then
+  .venv/bin/python -m pytest -m serial "$@" "${files[@]}" || serial=$?
+fi
 [ "$serial" = 5 ] && serial=0  # (a selection with no serial test in it)
 [ "$status" = 5 ] && status=0
 [ "$status" != 0 ] && exit "$status"

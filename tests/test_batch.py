@@ -14,6 +14,7 @@ from surfer.fleet.batch import Batch, BatchTask, ResultsIndex, load_tasks, run_b
 from surfer.fleet.batch.results import ResultLine
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.core.errors import ConfigError
+from surfer.fleet.browser_pool import SharedBrowser
 from surfer.models.backend import Completion, ModelBackend, ModelRequest
 from surfer.models.limits import InflightLimit
 from conftest import crash_page
@@ -61,6 +62,13 @@ async def crash_page_when_open(batch: Batch, marker: str, running: asyncio.Task)
             return
         await asyncio.sleep(0.02)
     raise AssertionError("the page to crash never opened")
+
+
+def in_shared_browser(batch: Batch, browser) -> Batch:  # type: ignore[no-untyped-def]
+    """The batch's sessions in the test session's shared browser (a context each), not a Chromium and a Playwright
+    driver launched for it (~1 s of CPU): for tests of what a batch records, not of its browser (crash tests keep theirs)."""
+    batch._browser = SharedBrowser.given(browser)
+    return batch
 
 
 def read_results(out: Path) -> list[dict]:
@@ -148,7 +156,7 @@ async def test_batch_survives_its_browser_killed_mid_batch(demo_site, oracle_ser
     assert not [p for p in (tmp_path / "runs").iterdir() if p.name.startswith(".tmp-")]
 
 
-async def test_resume_skips_finished_tasks_and_cleans_stale_temp_dirs(demo_site, oracle_server, tmp_path):
+async def test_resume_skips_finished_tasks_and_cleans_stale_temp_dirs(demo_site, oracle_server, shared_browser, tmp_path):
     finished = {"id": "a", "status": "success", "run_dir": "runs/a", "marker": "from the first run"}
     (tmp_path / "runs" / "a").mkdir(parents=True)
     stale = tmp_path / "runs" / ".tmp-b-123abc"
@@ -158,9 +166,9 @@ async def test_resume_skips_finished_tasks_and_cleans_stale_temp_dirs(demo_site,
     (tmp_path / "results.jsonl").write_text(
         json.dumps(finished) + "\n" + json.dumps({"id": "b", "status": "interrupted"}) + "\n" + '{"id": "c", "sta'
     )
-    summary = await run_batch(
-        config_for(oracle_server), demo_tasks(demo_site, ["a", "b", "c"]), tmp_path, concurrency=2
-    )
+    summary = await in_shared_browser(
+        Batch(config_for(oracle_server), demo_tasks(demo_site, ["a", "b", "c"]), tmp_path, concurrency=2), shared_browser
+    ).run()
 
     assert summary.skipped == 1 and summary.finished == 2
     records = read_results(tmp_path)
@@ -174,10 +182,10 @@ async def test_resume_skips_finished_tasks_and_cleans_stale_temp_dirs(demo_site,
     assert oracle_server.oracle.answers_given == 2  # a was not redone
 
 
-async def test_interrupted_batch_resumes_without_redoing_finished_work(demo_site, oracle_server, tmp_path):
+async def test_interrupted_batch_resumes_without_redoing_finished_work(demo_site, oracle_server, shared_browser, tmp_path):
     config = config_for(oracle_server)
     tasks = demo_tasks(demo_site, ["t1", "t2", "t3", "t4"])
-    first = asyncio.create_task(run_batch(config, tasks, tmp_path, concurrency=2))
+    first = asyncio.create_task(in_shared_browser(Batch(config, tasks, tmp_path, concurrency=2), shared_browser).run())
     while not (tmp_path / "results.jsonl").exists():
         await asyncio.sleep(0.05)
     first.cancel()
@@ -193,7 +201,7 @@ async def test_interrupted_batch_resumes_without_redoing_finished_work(demo_site
         assert (attempt["status"], attempt["steps"]) == ("interrupted", done), attempt
         assert (attempt["usage"]["prompt_tokens"] > 0) == (done > 0), attempt
 
-    summary = await run_batch(config, tasks, tmp_path, concurrency=2)
+    summary = await run_batch(config, tasks, tmp_path, concurrency=2)  # (run_batch's own browser)
     records = read_results(tmp_path)
     assert sorted(r["id"] for r in records) == ["t1", "t2", "t3", "t4"]  # each exactly once
     assert [r["status"] for r in records] == ["success"] * 4, records

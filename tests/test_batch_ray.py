@@ -37,7 +37,8 @@ def cluster():  # type: ignore[no-untyped-def]
     import ray
     from ray.cluster_utils import Cluster
 
-    slots = {"num_cpus": 1, "resources": {"surfer_slots": 3}}
+    # no log monitor (a Python process of ~2 s of CPU over the file): the workers' output is not checked
+    slots = {"num_cpus": 1, "resources": {"surfer_slots": 3}, "include_log_monitor": False}
     # no autoscaler monitor (a Python process of ~0.8 s of CPU at start): the test cluster's nodes are fixed
     cluster = Cluster(initialize_head=True, head_node_args={**slots, "include_dashboard": False, "no_monitor": True})
     cluster.add_node(**slots)

@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from surfer.agent.config import AgentConfig, BrowserSettings
-from surfer.fleet.batch import load_tasks, run_batch
+from surfer.fleet.batch import Batch, load_tasks
+from surfer.fleet.browser_pool import SharedBrowser
 from surfer.apps.cli import app
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.apps.export import export_records, write_records
@@ -20,7 +21,7 @@ VIEWPORT = (1024, 700)
 
 
 @pytest.fixture(scope="module")
-async def batch_dir(demo_site, measure, tmp_path_factory):  # type: ignore[no-untyped-def]
+async def batch_dir(demo_site, measure, shared_browser, tmp_path_factory):  # type: ignore[no-untyped-def]
     from surfer.models.standin import StandInServer
 
     centres = await measure(demo_site.base_url, VIEWPORT)
@@ -38,7 +39,9 @@ async def batch_dir(demo_site, measure, tmp_path_factory):  # type: ignore[no-un
             base_url=server.base_url, model=server.model, max_steps=10, browser=BrowserSettings(viewport=VIEWPORT),
             policy_version="it-3",  # (tokens not recorded: the calls' policy is exported all the same)
         )
-        summary = await run_batch(config, load_tasks(tasks, samples=2), out / "batch", concurrency=2)
+        batch = Batch(config, load_tasks(tasks, samples=2), out / "batch", concurrency=2)
+        batch._browser = SharedBrowser.given(shared_browser)  # its sessions in the session's shared browser, not its own
+        summary = await batch.run()
     assert summary.statuses == {"success": 2}
     return out / "batch"
 

@@ -158,9 +158,21 @@ async def test_run_task_answers_the_demo_task_with_progress_and_a_report(standin
     assert past["session"].startswith("closed: it was a session of an earlier")
 
 
-async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(standin, demo_site, centres, tmp_path):
-    server = standin(DemoOracle(centres, normalized), delay=0.3)  # a slow model: the run lasts
-    async with mcp_session(*endpoint(server, tmp_path)) as session:
+async def test_runs_on_several_model_servers_then_a_long_task_cancelled_and_bad_input_a_tool_error(standin, demo_site, centres, tmp_path):
+    """One `surfer mcp` over two model servers: its runs are placed on both (each run all its calls at one);
+    then a long task is cancelled, bad input is a tool error and SIGTERM ends the server."""
+    oracle = DemoOracle(centres, normalized)
+    servers = a, b = standin(oracle), standin(oracle)
+    args = ["--base-url", a.base_url, "--base-url", b.base_url, *endpoint(a, tmp_path)[2:]]
+    async with mcp_session(*args) as session:
+        runs = await asyncio.gather(*(session.call_tool(
+            "run_task", {"task": DEMO_TASK, "url": demo_site.url("index.html"), "max_steps": 12}) for _ in range(2)))
+        assert [payload(run)["status"] for run in runs] == ["success", "success"]
+        sessions = [{r.session for r in server.requests} for server in servers]
+        assert all(len(s) == 1 for s in sessions) and sessions[0].isdisjoint(sessions[1])  # one run each, all its calls
+
+        for server in servers:
+            server.delay = 0.3  # a slow model: the run lasts
         started = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "url": demo_site.url("index.html")}))
         task_id = started["task_id"]
         assert started["status"] == "running"
@@ -176,9 +188,9 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         assert cancelled["steps"] < 5 and "cancel_task" in cancelled["reason"]
         saved = json.loads((Path(cancelled["run_dir"]) / "result.json").read_text())
         assert saved["status"] == "interrupted" and "cancel_task" in saved["reason"]
-        calls = len(server.requests)
+        calls = sum(len(server.requests) for server in servers)
         await asyncio.sleep(0.6)  # the run really stopped: no more model requests
-        assert len(server.requests) == calls
+        assert sum(len(server.requests) for server in servers) == calls
         assert payload(await session.call_tool("task_status", {"task_id": task_id}))["status"] == "interrupted"
 
         unknown = await session.call_tool("task_status", {"task_id": "no-such-task"})
@@ -199,9 +211,10 @@ async def test_start_a_long_task_then_cancel_it_and_bad_input_is_a_tool_error(st
         assert len((await session.list_tools()).tools) >= 5  # the server is still there
 
         # SIGTERM while the client keeps stdin open and a task runs: the run is recorded and the server exits
-        server.hang_after = len(server.requests)  # its first model call never answered: the task runs until stopped
+        for server in servers:  # (at whichever the session is placed)
+            server.hang_after = len(server.requests)  # its first model call never answered: the task runs until stopped
         again = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "session_id": started["session_id"]}))
-        while not server.hung:
+        while not any(server.hung for server in servers):
             assert time.monotonic() < deadline + 20
             await asyncio.sleep(0.02)
         pid = server_pid(tmp_path)
@@ -224,14 +237,19 @@ def shop(request):  # type: ignore[no-untyped-def]
     return DONE if "bought=1" in request.text else BUY
 
 
-async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, tmp_path):
+async def test_a_sensitive_action_and_the_agents_question_are_asked_through_elicitation(standin, pages, tmp_path):
+    """One `surfer mcp` for both ways a person is asked through elicitation (the model answers each task's own way)."""
     from mcp_types import ElicitResult
 
-    server = standin(shop)
+    server = standin(lambda request: colour(request) if "pick a colour" in request.text else shop(request))
     asked: list[str] = []
     approve = [True]
+    colours: list[str] = []
 
     async def person(context, params):  # type: ignore[no-untyped-def]
+        if "Which colour?" in params.message:
+            colours.append(params.message)
+            return ElicitResult(action="accept", content={"answer": "teal"})
         asked.append(params.message)
         return ElicitResult(action="accept", content={"approve": approve[0]})
 
@@ -264,6 +282,18 @@ async def test_a_sensitive_action_is_asked_through_elicitation(standin, pages, t
         assert run["status"] == "needs_approval" and len(asked) == before, run
         first = json.loads((Path(run["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
         assert first["confirmation"]["approved"] is False and first["confirmation"]["by"] != "confirm"
+
+        # the agent's own question (ask_user) through elicitation too: its reply goes on in the run
+        result = payload(await session.call_tool("run_task", {"task": "pick a colour", "url": pages.url("actions.html")}))
+    assert (result["status"], result["answer"]) == ("success", "teal") and colours == ["surfer's agent asks: Which colour?"]
+    first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
+    assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}
+
+
+def colour(request: Any) -> dict[str, Any]:
+    replied = re.search(r"The user replied to 'Which colour\?': (\w+)", request.text)
+    action = {"type": "answer", "text": replied.group(1)} if replied else {"type": "ask_user", "question": "Which colour?"}
+    return {"thought": "", "notes": "", "action": action}
 
 
 def server_pid(tmp_path: Path) -> int:
@@ -371,18 +401,6 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
     assert proc.returncode == 0 and "Traceback" not in stderr, stderr  # SIGTERM: a quiet exit
 
 
-async def test_runs_of_one_mcp_server_are_placed_on_several_model_servers(standin, demo_site, centres, tmp_path):
-    oracle = DemoOracle(centres, normalized)
-    a, b = standin(oracle), standin(oracle)
-    args = ["--base-url", a.base_url, "--base-url", b.base_url, *endpoint(a, tmp_path)[2:]]
-    async with mcp_session(*args) as session:
-        runs = await asyncio.gather(*(session.call_tool(
-            "run_task", {"task": DEMO_TASK, "url": demo_site.url("index.html"), "max_steps": 12}) for _ in range(2)))
-    assert [payload(run)["status"] for run in runs] == ["success", "success"]
-    sessions = [{r.session for r in server.requests} for server in (a, b)]
-    assert all(len(s) == 1 for s in sessions) and sessions[0].isdisjoint(sessions[1])  # one run each, all its calls
-
-
 async def test_a_session_id_continues_in_the_same_browser_until_the_session_idles_out(standin, acme_site, acme_centres, tmp_path):
     from login_site import ORDER, PASSWORD, TASK, AcmeOracle
 
@@ -456,30 +474,6 @@ async def test_a_question_waits_in_task_status_until_answer_task_replies(standin
         assert "by the MCP client (end_session)" in ended["reason"] and ended["session"].startswith("closed: it was ended"), ended
     run_dir = Path(status["run_dir"])
     assert not [p for p in run_dir.rglob("*") if p.is_file() and PASSWORD.encode() in p.read_bytes()]
-
-
-async def test_run_task_asks_the_agents_question_through_elicitation(standin, pages, tmp_path):
-    from mcp_types import ElicitResult
-
-    def colour(request: Any) -> dict[str, Any]:
-        replied = re.search(r"The user replied to 'Which colour\?': (\w+)", request.text)
-        action = {"type": "answer", "text": replied.group(1)} if replied else {"type": "ask_user", "question": "Which colour?"}
-        return {"thought": "", "notes": "", "action": action}
-
-    asked: list[str] = []
-
-    async def person(context, params):  # type: ignore[no-untyped-def]
-        asked.append(params.message)
-        return ElicitResult(action="accept", content={"answer": "teal"})
-
-    server = standin(colour)
-    args = ["--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--no-validator",
-            "--runs-dir", str(tmp_path / "runs")]
-    async with mcp_session(*args, elicit=person) as session:
-        result = payload(await session.call_tool("run_task", {"task": "pick a colour", "url": pages.url("actions.html")}))
-    assert (result["status"], result["answer"]) == ("success", "teal") and asked == ["surfer's agent asks: Which colour?"]
-    first = json.loads((Path(result["run_dir"]) / "trajectory.jsonl").read_text().splitlines()[0])
-    assert first["outcome"] == {"question": "Which colour?", "reply": "teal", "by": "elicitation"}
 
 
 def test_the_final_screen_of_a_large_viewport_is_scaled_to_a_small_jpeg(tmp_path):

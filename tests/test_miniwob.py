@@ -21,11 +21,19 @@ from surfer.core.errors import ConfigError
 import miniwob  # noqa: E402,F401 - the test extra installs it; fail loudly if missing
 
 
-async def test_oracle_solves_representative_tasks_at_concurrency_2():
+# The benchmark's own Chromium is launched by the command's test (test_bench_command_prints_a_table_and_writes_json);
+# the others run their episodes in the session's shared browser (a context each), not a driver and a Chromium apiece.
+
+
+async def test_oracle_solves_representative_tasks_at_concurrency_2(shared_browser):
     # clicks + submit, a multi-step form, autocomplete, key presses (copy/paste via the keyboard)
-    report = await run_miniwob(AgentConfig(max_steps=20), SUITES["smoke"], seeds=1, concurrency=2, oracle=True)
+    contexts = len(shared_browser.contexts)
+    report = await run_miniwob(AgentConfig(max_steps=20), SUITES["smoke"], seeds=1, concurrency=2, oracle=True,
+                               browser=shared_browser)
     failures = [r for r in report["runs"] if not r["success"]]
     assert not failures, failures
+    # a browser given is left open, the episodes' contexts closed
+    assert shared_browser.is_connected() and len(shared_browser.contexts) == contexts
     assert report["success_rate"] == 1.0 and set(report["tasks"]) == set(SUITES["smoke"])
     for run in report["runs"]:
         assert run["done"] and run["raw_reward"] > 0 and run["agent_status"] == "success"
@@ -34,7 +42,7 @@ async def test_oracle_solves_representative_tasks_at_concurrency_2():
 
 
 @pytest.mark.parametrize("profile", ["holo2", "holo1.5"])
-async def test_points_map_back_through_resizing_profiles(profile: str):
+async def test_points_map_back_through_resizing_profiles(profile: str, shared_browser):
     # holo2 resizes the 480x630 crop (factor 32) and answers in 0..1000; holo1.5 answers in pixels
     report = await run_miniwob(
         AgentConfig(profile=profile, max_steps=5),
@@ -43,6 +51,7 @@ async def test_points_map_back_through_resizing_profiles(profile: str):
         concurrency=2,
         oracle=True,
         first_seed=7,
+        browser=shared_browser,
     )
     assert [r["success"] for r in report["runs"]] == [True, True], report["runs"]
     assert all(r["steps"] == 1 for r in report["runs"])  # stopped as soon as the episode was done
@@ -109,12 +118,12 @@ def test_bench_command_prints_a_table_and_writes_json(tmp_path):
 
 
 @pytest.mark.parametrize("oracle_input", ["keyboard", "pointer"])
-async def test_selects_and_date_pickers_by_keyboard_and_by_clicking_what_is_drawn(oracle_input: str):
+async def test_selects_and_date_pickers_by_keyboard_and_by_clicking_what_is_drawn(oracle_input: str, shared_browser):
     # pointer: the select's popup and the date field's calendar are opened and clicked where they are drawn
     tasks = ["choose-list", "enter-date", "choose-date"]
     report = await run_miniwob(
         AgentConfig(max_steps=20), tasks, seeds=2 if oracle_input == "pointer" else 1, concurrency=3, oracle=True,
-        oracle_input=oracle_input,
+        oracle_input=oracle_input, browser=shared_browser,
     )
     assert [r for r in report["runs"] if not r["success"]] == []
     steps = {(r["task"], r["seed"]): r["steps"] for r in report["runs"]}

@@ -17,6 +17,7 @@ from surfer.core.deadline import run_deadline, time_left
 from surfer.core.errors import ModelServerUnreachable
 from surfer.fleet.batch import Batch, BatchTask
 from surfer.fleet.batch.results import is_final
+from surfer.fleet.browser_pool import SharedBrowser
 from surfer.models.backend import Message, ModelRequest
 from surfer.models.http import Endpoint, OpenAICompatibleBackend
 from surfer.models.outage import outage_note, vouch, watch_of
@@ -158,10 +159,17 @@ def _final_by_id(out: Path) -> dict[str, list[dict]]:
     return final
 
 
-async def test_a_batch_rides_out_a_server_restart(demo_site, centres, tmp_path):
+def in_shared_browser(batch: Batch, browser) -> Batch:  # type: ignore[no-untyped-def]
+    """The batch's sessions in the test session's shared browser (a context each), not a Chromium and a Playwright
+    driver launched for it (~1 s of CPU): these tests are of the model server's outages, not of the browser."""
+    batch._browser = SharedBrowser.given(browser)
+    return batch
+
+
+async def test_a_batch_rides_out_a_server_restart(demo_site, centres, shared_browser, tmp_path):
     oracle = DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
     server = StandInServer(oracle).start()
-    batch = Batch(_config(server, 60), _tasks(demo_site, 6), tmp_path, concurrency=2)
+    batch = in_shared_browser(Batch(_config(server, 60), _tasks(demo_site, 6), tmp_path, concurrency=2), shared_browser)
     running = asyncio.create_task(batch.run())
     back = await _outage_after_records(batch, running, 2, server, down_for=3.0)
     summary = await running
@@ -178,12 +186,13 @@ async def test_a_batch_rides_out_a_server_restart(demo_site, centres, tmp_path):
     assert outage_note() is None and batch.stats.metrics().get("server") is None  # said while down, not after
 
 
-async def test_a_server_gone_past_server_wait_stops_the_batch_and_a_plain_rerun_completes_it(demo_site, centres, tmp_path):
+async def test_a_server_gone_past_server_wait_stops_the_batch_and_a_plain_rerun_completes_it(
+        demo_site, centres, shared_browser, tmp_path):
     oracle = DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
     server = StandInServer(oracle).start()
     port = _port(server)
     tasks = _tasks(demo_site, 5)
-    batch = Batch(_config(server, 1.5), tasks, tmp_path, concurrency=2)
+    batch = in_shared_browser(Batch(_config(server, 1.5), tasks, tmp_path, concurrency=2), shared_browser)
     running = asyncio.create_task(batch.run())
     await _outage_after_records(batch, running, 1, server, down_for=None)
     summary = await running
@@ -197,7 +206,7 @@ async def test_a_server_gone_past_server_wait_stops_the_batch_and_a_plain_rerun_
     assert held.get("unreachable", 0) >= 1 and sum(held.values()) <= 5 - len(lines), held  # counted apart, as attempts
 
     back = StandInServer(oracle, model=server.model, port=port).start()
-    rerun = Batch(_config(back, 1.5), tasks, tmp_path, concurrency=2)
+    rerun = in_shared_browser(Batch(_config(back, 1.5), tasks, tmp_path, concurrency=2), shared_browser)
     assert {t.id for t in rerun.pending()} == {t.id for t in tasks} - set(done)
     summary = await rerun.run()
     back.stop()

@@ -17,6 +17,7 @@ from surfer.agent.loop import Agent
 from surfer.apps.demo.oracle import DEMO_TASK, EMAIL, NAME, DemoOracle, confirmation_code, frame_mapper
 from surfer.core.errors import ConfigError
 from surfer.fleet.batch import Batch, BatchTask, load_tasks
+from surfer.fleet.browser_pool import SharedBrowser
 from surfer.fleet.batch.groups import fill_groups
 from surfer.fleet.batch.results import ResultLine, read_results
 from test_batch import VIEWPORT, centres  # noqa: F401 - fixture
@@ -132,10 +133,12 @@ async def test_batch_rewards_by_function_and_expectations_and_records_failing_fu
     assert read_results(str(tmp_path / "out")) == list(written.values())  # a str path, or the batch's directory
 
 
-async def test_samples_form_a_group_whose_statistics_readers_fill_once_it_is_complete(demo_site, judging_server, tmp_path):
+async def test_samples_form_a_group_whose_statistics_readers_fill_once_it_is_complete(demo_site, judging_server, shared_browser,
+                                                                                     tmp_path):
     (tmp_path / "tasks.jsonl").write_text(json.dumps({"id": "reg", "task": DEMO_TASK, "url": demo_site.url("index.html")}))
     tasks = load_tasks(tmp_path / "tasks.jsonl", samples=2)
     batch = Batch(config_for(judging_server), tasks[:1], tmp_path / "out")  # one sample now, the other later
+    batch._browser = SharedBrowser.given(shared_browser)  # its sessions in the session's shared browser, not a Chromium and a driver of its own
     await batch.run()
     [half] = read_results(tmp_path / "out" / "results.jsonl", advantages="grpo")
     assert half["group"] == {"id": "reg", "index": 0, "size": 2, "mean": None, "std": None, "advantage": None}

@@ -14,6 +14,7 @@ import pytest
 from surfer import Agent
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import Batch, BatchTask, ResultsIndex
+from surfer.fleet.browser_pool import SharedBrowser
 from surfer.apps.demo.oracle import frame_mapper
 from surfer.models.standin import ChatRequest
 from surfer.tools.desktop import DesktopEnvironment
@@ -166,14 +167,16 @@ def test_cli_nobody_watching(pages, shop_model, tmp_path):
     assert steps[6]["url"].endswith("placed.html")
 
 
-async def test_batch_nobody_watching(pages, shop_model, tmp_path):
+async def test_batch_nobody_watching(pages, shop_model, shared_browser, tmp_path):
     config = AgentConfig(base_url=shop_model.base_url, model=shop_model.model, profile="holo2", validate_answers=False,
                          browser=BrowserSettings(viewport=VIEWPORT))
     tasks = [
         BatchTask(id="orders", group="orders", task=ORDERS_TASK, url=pages.url("store/index.html")),
         BatchTask(id="place", group="place", task=PLACE_TASK, url=pages.url("store/index.html")),
     ]
-    summary = await Batch(config, tasks, tmp_path, concurrency=2).run()
+    batch = Batch(config, tasks, tmp_path, concurrency=2)
+    batch._browser = SharedBrowser.given(shared_browser)  # its sessions in the session's shared browser, not a Chromium and a driver of its own
+    summary = await batch.run()
     results = {r["id"]: r for r in ResultsIndex(tmp_path / "results.jsonl").read()}
     assert results["orders"]["status"] == "success"
     assert results["place"]["status"] == "needs_approval" and "--approve-all" in results["place"]["reason"]

@@ -239,21 +239,26 @@ async def test_an_empty_secret_reply_at_the_terminal_is_not_said_to_be_received(
 # -- a batch --------------------------------------------------------------------------
 
 
-async def test_a_batch_task_ends_needs_input_and_runs_again_with_answers(standin, acme_site, acme_centres, tmp_path):
+async def test_a_batch_task_ends_needs_input_and_runs_again_with_answers(standin, acme_site, acme_centres, shared_browser, tmp_path):
     from surfer.fleet.batch import Batch
     from surfer.fleet.batch.tasks import BatchTask
+    from surfer.fleet.browser_pool import SharedBrowser
+
+    def in_shared_browser(batch: Batch) -> Batch:  # its sessions in the session's browser, not a Chromium of its own
+        batch._browser = SharedBrowser.given(shared_browser)
+        return batch
 
     server = standin(AskingOracle(acme_centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)))
     config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=8,
                          validate_answers=False, browser=BrowserSettings(viewport=VIEWPORT))
     tasks = [BatchTask(task=TASK, url=acme_site.url("/account"), id="order")]
-    await Batch(config, tasks, tmp_path).run()
+    await in_shared_browser(Batch(config, tasks, tmp_path)).run()
     first = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[-1])
     assert (first["status"], first["question"]) == ("needs_input", QUESTION)
     await Batch(config, tasks, tmp_path).run()  # a plain resume: nothing new to reply with, nothing runs again
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 1
     answers = PresetAnswers.of([{"pattern": "password", "answer": PASSWORD, "secret": True}])
-    await Batch(config, tasks, tmp_path, answers=answers).run()
+    await in_shared_browser(Batch(config, tasks, tmp_path, answers=answers)).run()
     last = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[-1])
     assert (last["status"], last["answer"]) == ("success", ORDER)
     assert files_holding(tmp_path, PASSWORD) == []

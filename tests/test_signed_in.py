@@ -280,9 +280,10 @@ def test_an_unreachable_cdp_url_is_a_clear_error(model, site, tmp_path):
     assert bad.returncode == 2 and "--browser-ws takes a ws: or wss: URL" in said(bad)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser_server():  # type: ignore[no-untyped-def]
-    """A Playwright browser server (chromium.launchServer) the test started: its ws endpoint."""
+    """A Playwright browser server (chromium.launchServer) the tests started: its ws endpoint. One for the module
+    (a Node process and a Chromium, ~1 s of CPU): each client that connects gets browser contexts of its own."""
     import playwright
 
     driver = Path(playwright.__file__).parent / "driver"

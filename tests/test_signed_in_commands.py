@@ -98,8 +98,9 @@ def test_a_suite_state_file_that_nothing_writes_must_exist(tmp_path):
     assert proc.returncode == 2 and "setup case 'c' has nowhere to save its sign-in" in said(proc)
 
 
-async def test_a_batch_task_line_names_its_own_state(standin, centres, site, state_file, tmp_path):
+async def test_a_batch_task_line_names_its_own_state(standin, centres, site, state_file, shared_browser, tmp_path):
     from surfer.fleet.batch import Batch, ResultsIndex, load_tasks
+    from surfer.fleet.browser_pool import SharedBrowser
 
     model = standin(AcmeOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)))
     tasks = tmp_path / "tasks.jsonl"
@@ -108,8 +109,9 @@ async def test_a_batch_task_line_names_its_own_state(standin, centres, site, sta
                      + json.dumps({"id": "signed-out", "task": TASK, "url": url}) + "\n")
     from surfer.agent.secrets import Secrets
 
-    summary = await Batch(config(model), load_tasks(tasks), tmp_path / "out", concurrency=2,
-                          secrets=Secrets({"PASSWORD": PASSWORD})).run()
+    batch = Batch(config(model), load_tasks(tasks), tmp_path / "out", concurrency=2, secrets=Secrets({"PASSWORD": PASSWORD}))
+    batch._browser = SharedBrowser.given(shared_browser)  # its sessions in the session's shared browser, not a Chromium and a driver of its own (each task's state is its context's)
+    summary = await batch.run()
     assert summary.statuses == {"success": 2}
     steps = {r["id"]: r["steps"] for r in ResultsIndex(tmp_path / "out" / "results.jsonl").read()}
     assert steps == {"signed-in": 1, "signed-out": 3}

@@ -16,6 +16,7 @@ from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.apps.cli import app
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.fleet.batch import Batch, BatchTask, ResultsIndex
+from surfer.fleet.browser_pool import SharedBrowser
 from test_cli import VIEWPORT, cli, normalized, run_args
 
 
@@ -56,12 +57,14 @@ async def test_surfer_run_traces_the_early_started_browser_and_links_both_files(
     assert "show-trace trace.zip" in report
 
 
-async def test_batch_results_point_at_each_runs_trace_and_video(demo_site, standin, centres, tmp_path):
+async def test_batch_results_point_at_each_runs_trace_and_video(demo_site, standin, centres, shared_browser, tmp_path):
     server = standin(DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)))
     config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10, video="on",
                          browser=BrowserSettings(viewport=VIEWPORT, trace="on"))
     tasks = [BatchTask(id=i, group=i, task=DEMO_TASK, url=demo_site.url("index.html")) for i in ("a", "b")]
-    summary = await Batch(config, tasks, tmp_path, concurrency=2).run()
+    batch = Batch(config, tasks, tmp_path, concurrency=2)
+    batch._browser = SharedBrowser.given(shared_browser)  # its sessions in the session's shared browser, not a Chromium and a driver of its own
+    summary = await batch.run()
     assert summary.statuses == {"success": 2}
     for record in ResultsIndex(tmp_path / "results.jsonl").read():
         artifacts = record["artifacts"]

@@ -12,6 +12,7 @@ import pytest
 
 from surfer.agent.config import AgentConfig, BrowserSettings
 from surfer.fleet.batch import Batch, BatchTask
+from surfer.fleet.browser_pool import SharedBrowser
 from surfer.apps.demo.oracle import DEMO_TASK, DemoOracle, frame_mapper
 from surfer.apps.view.server import ViewServer
 from surfer.core.errors import ConfigError
@@ -50,13 +51,14 @@ def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[in
         conn.close()
 
 
-async def test_view_page_follows_a_running_batch(demo_site, standin, centres, user_browser, tmp_path):
+async def test_view_page_follows_a_running_batch(demo_site, standin, centres, user_browser, shared_browser, tmp_path):
     server = standin(DemoOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)), delay=0.35)
     config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10,
                          browser=BrowserSettings(viewport=VIEWPORT))
     # one round of sessions: each is seen running, then finished (more rounds would only repeat that)
     tasks = [BatchTask(id=f"task-{i}", group=f"task-{i}", task=DEMO_TASK, url=demo_site.url("index.html")) for i in range(3)]
     batch = Batch(config, tasks, tmp_path, concurrency=3)
+    batch._browser = SharedBrowser.given(shared_browser)  # its sessions in the session's shared browser, not a Chromium and a driver of its own
     view = await ViewServer(tmp_path, port=0).start()
     context = await user_browser.new_context()
     page = await context.new_page()

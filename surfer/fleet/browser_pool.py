@@ -1,7 +1,7 @@
 """One Chromium shared by many sessions (each its own context), relaunched when it dies;
 or one browser surfer did not launch (CDP, a Playwright server), attached to once and
 reattached when the connection drops; or none at all for a persistent profile, which
-one session at a time opens itself."""
+one session at a time opens itself; or an open Playwright browser the caller holds (`given`)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ class SharedBrowser:
         self.guarded = guarded  # its sessions have domain rules: launched with chromium.GUARDED_ARGS
         self.browser: Any = None
         self.relaunches = 0
+        self.is_given = False  # the caller's open browser: used as it is, never closed nor relaunched here
         self._playwright: Any = None
         self._lock = asyncio.Lock()
 
@@ -42,12 +43,20 @@ class SharedBrowser:
         return cls(headless=settings.headless, cdp_url=settings.cdp_url, browser_ws=settings.browser_ws,
                    profile=bool(settings.user_data_dir), guarded=guarded)
 
+    @classmethod
+    def given(cls, browser: Any) -> "SharedBrowser":
+        """The sessions' contexts in `browser`, an open Playwright Browser of the caller's event loop (e.g. a
+        test's shared one): not launched, closed nor relaunched here (sessions on it after it died fail)."""
+        shared = cls()
+        shared.browser, shared.is_given = browser, True
+        return shared
+
     @property
     def attached(self) -> bool:
         return bool(self.cdp_url or self.browser_ws)
 
     async def start(self) -> None:
-        if self.profile:
+        if self.profile or self.is_given:
             return
         if self.attached:
             from surfer.tools.browser.remote import connect_remote
@@ -73,8 +82,8 @@ class SharedBrowser:
         from surfer.tools.chromium import launch_chromium
 
         async with self._lock:
-            if self.browser is not dead:
-                return  # another session relaunched it already
+            if self.browser is not dead or self.is_given:
+                return  # another session relaunched it already (or it is the caller's: theirs to replace)
             if dead.is_connected() and not self.attached:  # a killed Chromium's connection is gone: closing it would never answer
                 try:
                     await asyncio.wait_for(dead.close(), 10)
@@ -89,6 +98,8 @@ class SharedBrowser:
             self.relaunches += 1
 
     async def close(self) -> None:
+        if self.is_given:
+            return
         try:
             if self.browser is not None and not self.attached:  # a browser surfer did not launch goes on
                 await self.browser.close()

@@ -68,7 +68,7 @@ def resolve_tasks(tasks: str | None, suite: str | None) -> list[str]:
 class MiniWobBench:
     def __init__(
         self, config: AgentConfig, *, concurrency: int, oracle: bool, max_inflight: int | None = None,
-        oracle_input: str = "keyboard",
+        oracle_input: str = "keyboard", browser: Any = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
@@ -79,6 +79,7 @@ class MiniWobBench:
         self.concurrency = concurrency
         self.oracle = oracle
         self.max_inflight = max_inflight
+        self.browser = browser  # an open Playwright Browser to run the episodes in (kept open), or None: one launched
         self.board = Board()
 
     async def run(self, tasks: list[str], seeds: list[int]) -> list[Episode]:
@@ -97,7 +98,8 @@ class MiniWobBench:
         if server is not None:
             config = config.model_copy(update={"base_url": server.base_url, "model": server.model})
         backends = shared_backends(config, self.max_inflight)
-        browser = SharedBrowser(headless=config.browser.headless)
+        given = self.browser
+        browser = SharedBrowser(headless=config.browser.headless) if given is None else SharedBrowser.given(given)
         slots = asyncio.Semaphore(self.concurrency)
         try:
             with StaticSite(html) as site:
@@ -198,15 +200,18 @@ async def run_miniwob(
     max_inflight: int | None = None,
     first_seed: int = 0,
     oracle_input: str = "keyboard",
+    browser: Any = None,
 ) -> dict[str, Any]:
-    """Run every task with seeds first_seed..first_seed+seeds-1; return the report."""
+    """Run every task with seeds first_seed..first_seed+seeds-1; return the report. `browser`: an open
+    Playwright Browser to run the episodes in (a context each, the browser left open) instead of one launched."""
     if seeds < 1:
         raise ConfigError(f"--seeds must be at least 1, got {seeds}")
     started = time.monotonic()
     # Deleting, sending and ordering are what these synthetic tasks ask for: nobody is asked to confirm them.
     config = config.model_copy(update={"sensitive_actions": "approve"})
     bench = MiniWobBench(
-        config, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight, oracle_input=oracle_input
+        config, concurrency=concurrency, oracle=oracle, max_inflight=max_inflight, oracle_input=oracle_input,
+        browser=browser,
     )
     episodes = await bench.run(tasks, list(range(first_seed, first_seed + seeds)))
     return summarize(
