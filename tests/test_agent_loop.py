@@ -198,7 +198,8 @@ async def test_the_step_a_server_outage_ends_says_why_and_counts_its_wait_as_the
     assert step["error"] == result.reason and "has not answered" in step["error"]
     failed = step["calls"]["localizer"][0]
     assert failed["completion"] == "" and failed["error"].startswith("no answer: the model server") and failed["seconds"] >= 0.3
-    assert step["timings"]["model"] >= 0.3 and step["timings"]["overhead"] < 0.3
+    timings = step["timings"]  # the wait is the model's (overhead is what is left of the step: not it, under any load)
+    assert 0.3 <= timings["model"] <= timings["total"]
     assert result.timings.overhead_p50 < 0.3
 
 

@@ -7,6 +7,7 @@ the values and events it received."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from pathlib import Path
@@ -253,6 +254,27 @@ async def test_dialogs_are_drawn_and_answered(widget_env):
     assert "asked to print" not in await click(env, *points["guard"])  # told once
     outcome = await env.perform(Goto(url=env.page.url.replace("dialogs.html", "files.html")))
     assert "beforeunload" in outcome.detail and env.page.url.endswith("files.html")
+
+
+async def test_a_wait_a_dialog_held_up_does_not_take_the_print_of_a_later_action(browser_env, pages):
+    """A settle wait held up by a dialog goes on once the dialog is answered; when it ends after the next action's
+    click (a loaded machine), that action's print is still told by the next action's own wait."""
+    from surfer.tools.settle import WAIT_FOR_QUIET
+
+    env = await browser_env(pages.url("widgets/dialogs.html"))
+    page = env.page
+    await page.evaluate("const d = document.body.appendChild(document.createElement('div'));"
+                        "setInterval(() => { d.textContent = Date.now(); }, 20)")  # never quiet: both waits time out
+    now = await page.evaluate("Date.now()")
+
+    def wait(since: float, timeout: int) -> "asyncio.Future[Any]":
+        return asyncio.ensure_future(page.evaluate(WAIT_FOR_QUIET, {"quiet": 80, "timeout": timeout, "since": since,
+                                                                    "horizon": 1000, "ticking": 5000}))
+    stale = wait(now - 5000, 300)  # the earlier action's wait, ending first
+    await asyncio.sleep(0.05)
+    latest = wait(now, 900)
+    await page.evaluate("print()")
+    assert (await stale)[4] is False and (await latest)[4] is True
 
 
 # -- the whole loop: dialog text in the prompt, upload, download ----------------------

@@ -66,10 +66,11 @@ def claim_run_dir(path: str | Path, what: str = "run") -> Path:
 def _check_can_make(path: Path, what: str = "run") -> None:
     """ConfigError when the directory `path` cannot be made (a file where a folder of it should be, a
     read-only file system, no permission), found before the run starts rather than at its first step (an
-    internal error, a traceback). Probed by making it and its missing parents, then removing what was made:
-    a run that never reaches its model server still leaves no directory."""
+    internal error, a traceback). Its missing parents are made and removed again; `path` itself is judged
+    from its parent without being made: a run that never starts leaves nothing, and the run's directory
+    appears only when the run opens it."""
     missing: list[Path] = []
-    existing = path
+    existing = path.parent
     while not os.path.lexists(existing) and existing.parent != existing:
         missing.append(existing)
         existing = existing.parent
@@ -83,6 +84,11 @@ def _check_can_make(path: Path, what: str = "run") -> None:
             except FileExistsError:  # another run, started at the same time, made it first
                 continue
             made.append(directory)
+        parent = path.parent
+        if os.statvfs(parent).f_flag & os.ST_RDONLY:
+            raise ConfigError(f"{what} directory {path} cannot be made: {parent} is on a read-only file system")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ConfigError(f"{what} directory {path} cannot be made: {parent} is not writable by this user")
     except OSError as exc:
         raise ConfigError(f"{what} directory {path} cannot be made: {exc.strerror or exc}") from None
     finally:

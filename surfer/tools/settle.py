@@ -139,13 +139,18 @@ MUTATION_TRACKER = """
 WAIT_FOR_QUIET = """
 async ({ quiet, timeout, since, horizon, ticking: ticking_ms }) => {
   const t0 = Date.now();
-  const state = window.__surferSettle;
+  const state = window.__surferSettle, widgets = window.__surferWidgets;
+  // the latest action's wait: a wait a dialog held up goes on once it is answered, and must not take the print
+  // of an action after it
+  if (widgets && !(widgets.since > since)) widgets.since = since;
   const started = () => {
     // [a file field activated, a downloading link activated, the page asked to print, a tab opened] since `since`
-    // (a print call is told once, by the first wait after it; `since` less 250 ms, as the page's clock can lag ours)
-    const widgets = window.__surferWidgets, printed = !!widgets && widgets.printed >= since - 250;
-    if (widgets) widgets.printed = 0;
-    return [!!state && state.chooser >= since, !!state && state.download >= since, printed, !!state && state.popup >= since];
+    // (a print call is told once, by the first wait of the latest action after it; `since` less 250 ms, as the
+    // page's clock can lag ours)
+    const printed = !!widgets && widgets.printed >= since - 250 && widgets.printed !== widgets.told;
+    if (printed && widgets.since === since) widgets.told = widgets.printed;
+    return [!!state && state.chooser >= since, !!state && state.download >= since, printed && widgets.since === since,
+            !!state && state.popup >= since];
   };
   const seen = new Map();  // node -> [mutations, first, last] in the second before `since`
   if (state) for (const [t, node] of state.log)
