@@ -186,8 +186,10 @@ async def test_interrupted_batch_resumes_without_redoing_finished_work(demo_site
     config = config_for(oracle_server)
     tasks = demo_tasks(demo_site, ["t1", "t2", "t3", "t4"])
     first = asyncio.create_task(in_shared_browser(Batch(config, tasks, tmp_path, concurrency=2), shared_browser).run())
-    while not (tmp_path / "results.jsonl").exists():
-        await asyncio.sleep(0.05)
+    def running() -> bool:  # a task finished, and another one is under way (its run directory not published yet)
+        return (tmp_path / "results.jsonl").exists() and any((tmp_path / "runs").glob(".tmp-*/trajectory.jsonl"))
+    while not running() and not first.done():
+        await asyncio.sleep(0.02)
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first

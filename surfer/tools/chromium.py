@@ -61,6 +61,8 @@ NO_DISPLAY = (
 )
 
 
+DRIVER_END_S = 5.0  # how long a stopped start waits for the driver's connection to end
+
 def check_display(headless: bool) -> None:
     """A browser window (not `headless`) needs a display: on Linux without DISPLAY or WAYLAND_DISPLAY,
     ConfigError (exit 2) saying how to get one. Every headful launch, and the commands' checks before
@@ -307,8 +309,9 @@ async def _connect_driver(driver: subprocess.Popen[bytes]) -> Any:
         # they stayed pending for good, and asyncio logged "Task was destroyed but it is pending!" twice when they
         # were collected.
         driver.kill()
-        await asyncio.wait([connecting, client._close_promise])
-        if not connecting.cancelled():
+        # bounded: a stop must never wait on the driver's pipes (one held open elsewhere would hold it for good)
+        await asyncio.wait([connecting, client._close_promise], timeout=DRIVER_END_S)
+        if connecting.done() and not connecting.cancelled():
             connecting.exception()  # (retrieved: it is the stop's or the failure's, raised below)
         sink.close()
         raise
