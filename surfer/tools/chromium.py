@@ -63,6 +63,7 @@ NO_DISPLAY = (
 
 DRIVER_END_S = 5.0  # how long a stopped start waits for the driver's connection to end
 
+
 def check_display(headless: bool) -> None:
     """A browser window (not `headless`) needs a display: on Linux without DISPLAY or WAYLAND_DISPLAY,
     ConfigError (exit 2) saying how to get one. Every headful launch, and the commands' checks before
