@@ -269,6 +269,18 @@ def test_copies_of_one_signal_are_one_request():
     assert out.split() == ["cleaning", "up", "cleaned", "up"] and "exiting at once" not in err
 
 
+def test_the_json_line_of_a_run_stopped_before_it_began_needs_no_module_being_imported(monkeypatch):
+    """The signal can come while the json module is itself being imported (seen in CI: a traceback, exit 1)."""
+    import types
+
+    from surfer.apps.signals import never_started_json
+
+    monkeypatch.setitem(sys.modules, "json", types.ModuleType("json"))  # partly initialised: no dumps yet
+    line = never_started_json(signal.SIGTERM)
+    monkeypatch.undo()
+    assert json.loads(line) == {"status": "interrupted", "reason": "stopped by SIGTERM before the run started", "run_dir": None}
+
+
 async def test_a_run_stopped_as_it_opens_its_directory_finishes_its_record(tmp_path):
     """The run directory opens with the run's first event: a stop while it is handled (a listener still busy
     with it) ends, like any later stop, in result.json (interrupted) and the report — never a directory

@@ -196,11 +196,11 @@ _requests = StopRequests()
 
 
 def never_started_json(signum: int) -> str:
-    """`surfer run --json`'s line for a run stopped before it began: its status, and no run directory."""
-    import json
-
-    return json.dumps({"status": "interrupted", "reason": f"stopped by {_name(signum)} before the run started",
-                       "run_dir": None})
+    """`surfer run --json`'s line for a run stopped before it began: its status, and no run directory. Written
+    without the json module: the signal can come while that module is being imported (a partly initialised
+    module, and the stop ended in a traceback, exit 1)."""
+    reason = f"stopped by {_name(signum)} before the run started".replace("\\", "\\\\").replace('"', '\\"')
+    return '{"status": "interrupted", "reason": "' + reason + '", "run_dir": null}'
 
 
 def arm(what: str = "the command", as_json: bool = False) -> None:
