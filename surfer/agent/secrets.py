@@ -283,6 +283,13 @@ class Secrets:
         )
 
 
+def refused_outcome(refused: tuple[str, str, str]) -> dict[str, Any]:
+    """A step's outcome for a refusal (name, host, reason) from `Secrets.refusal`: the reason, the secret's
+    placeholder and the host, never the value."""
+    name, host, reason = refused
+    return {"error": reason, "refused": True, "secret": "{{" + name + "}}", "host": host}
+
+
 def _pattern_text(pattern: HostPattern) -> str:
     host = f"[{pattern.host}]" if ":" in pattern.host else pattern.host
     return ("*." if pattern.wildcard else "") + host + (f":{pattern.port}" if pattern.port is not None else "")

@@ -41,7 +41,7 @@ from .repetition import screen_fingerprint, step_seen
 from .result import RunResult
 from .roles import Localizer, Policy, StepFailed, Validator
 from .run_state import RunState, time_limit_reason, waiting_for_person
-from .secrets import Secrets
+from .secrets import Secrets, refused_outcome
 
 MAX_REFUSALS = 3  # distinct sensitive actions refused before the run ends needs_approval
 
@@ -365,8 +365,8 @@ class Stepper:
         )
         if refused is None:
             return False
-        name, host, reason = refused
-        record.outcome = {"error": reason, "refused": True, "secret": "{{" + name + "}}", "host": host}
+        record.outcome = refused_outcome(refused)
+        reason = refused[2]
         self.memory.add_history(record.index, action.describe(), reason)
         await self.emit(ErrorOccurred(record.index, reason))
         return True
@@ -422,9 +422,8 @@ class Stepper:
             error = scrub(str(exc))
             record.error = error
             record.outcome = {"error": error}
-            if refusals and error == refusals[0][2]:  # a bound secret's keys held back: recorded as its refusal before the click
-                record.error = None
-                record.outcome.update(refused=True, secret="{{" + refusals[0][0] + "}}", host=refusals[0][1])
+            if refusals:  # a bound secret's keys held back: recorded as a refusal before the click is
+                record.error, record.outcome = None, refused_outcome(refusals[0])
             self.memory.add_history(record.index, action.describe(), error if refusals else f"error: {error}")
             await self.emit(ErrorOccurred(record.index, error))
         else:
