@@ -278,8 +278,8 @@ seeds)
   # the seeds' headline without surfer (vLLM's own serving benchmark), in the background (`collect` as for levers):
   # SEEDS="holotron:off holo2:on holotron:on" (model:prefix caching), each served alone, then `vllm bench serve` with
   # random multimodal requests: 1-4 screenshots of 1280x800, 1,000 text tokens, 128-512 output tokens, 100 at once
-  # (REGIMES="mm text long": also a decode-heavy text-only load, 1,000 in and 1,024 out, and long contexts, 8,000 in
-  # and 1,024 out, in the same server start)
+  # (REGIMES="mm text long long-16000": also a decode-heavy text-only load, 1,000 in and 1,024 out, and long
+  # contexts, 8,000 (or N) in and 1,024 out, in the same server start)
   mkdir -p /tmp/out && rm -f /tmp/out/levers.done
   setsid nohup bash "$here/scripts/gpu_device.sh" seeds-run > /tmp/out/levers.log 2>&1 < /dev/null &
   echo "seeds running: /tmp/out/levers.log"
@@ -299,8 +299,8 @@ seeds-run)
   ;;
 seeds-bench)
   # SHAPE REGIME CACHING: one `vllm bench serve` against the server on port 8000 (mm: the seeds' screenshots;
-  # text: decode-heavy, no image, 1,000 in and 1,024 out; long: 8,000 in and 1,024 out); CACHING only names the
-  # result file
+  # text: decode-heavy, no image, 1,000 in and 1,024 out; long: 8,000 in and 1,024 out; long-16000: 16,000 in);
+  # CACHING only names the result file
   shape=$2 regime=$3 caching=$4
   common=(--backend openai-chat --endpoint /v1/chat/completions --base-url http://127.0.0.1:8000
           --model /tmp/models/$shape --tokenizer /tmp/models/$shape --trust-remote-code --seed 0
@@ -310,13 +310,15 @@ seeds-bench)
     python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random \
       --random-input-len 1000 --random-output-len 1024 --random-range-ratio 0.0 \
       --result-filename "seeds-text-$shape-caching-$caching.json" 2>&1 | tail -40
-  elif [ "$regime" = long ]; then
-    # long contexts (LONG_IN random prompt tokens, default 8,000; 1,024 out): 100 at once need more KV cache than
-    # an 80 GB card holds for a transformer (about 144 KB a token for Holo2-8B), not for the hybrid (24 KB and a
-    # constant state); the server's log says how many ran at once
+  elif [ "${regime%%-*}" = long ]; then
+    # long contexts (`long`: LONG_IN random prompt tokens, default 8,000; `long-N`: N of them; 1,024 out): 100 at
+    # once need more KV cache than an 80 GB card holds for a transformer (about 144 KB a token for Holo2-8B), not
+    # for the hybrid (24 KB and a constant state); the server's log says how many ran at once
+    length=${LONG_IN:-8000}
+    [ "$regime" != long ] && length=${regime#long-}
     python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random \
-      --random-input-len "${LONG_IN:-8000}" --random-output-len 1024 --random-range-ratio 0.0 \
-      --result-filename "seeds-long-$shape-caching-$caching.json" 2>&1 | tail -40
+      --random-input-len "$length" --random-output-len 1024 --random-range-ratio 0.0 \
+      --result-filename "seeds-$regime-$shape-caching-$caching.json" 2>&1 | tail -40
   else
     python3 -m vllm.entrypoints.cli.main bench serve "${common[@]}" --dataset-name random-mm \
       --random-input-len 1000 --random-output-len 320 --random-range-ratio '{"input": 0.0, "output": 0.6}' \
