@@ -98,6 +98,27 @@ def test_trajectory_rows_join_the_policy_calls_and_read_recorded_groups(rollouts
     assert table.num_rows == len(rows)
 
 
+def test_a_run_without_an_outcome_is_exported_with_no_reward_not_a_failures_zero(rollouts_dir: Path, tmp_path: Path) -> None:
+    """A run stopped by Ctrl-C (`interrupted`: its result's reward null) and one killed before its result.json
+    have no reward, not the 0 of a failure a trainer would learn from; an older run recording no reward keeps
+    1 for success, 0 for another final status."""
+    import shutil
+
+    run = sorted((rollouts_dir / "runs").iterdir())[0]
+    for name in ("stopped", "killed", "older"):
+        shutil.copytree(run, tmp_path / "runs" / name)
+    stopped = tmp_path / "runs" / "stopped" / "result.json"
+    stopped.write_text(json.dumps({**json.loads(stopped.read_text()), "status": "interrupted", "reward": None,
+                                   "reward_source": None}))
+    (tmp_path / "runs" / "killed" / "result.json").unlink()
+    older = tmp_path / "runs" / "older" / "result.json"
+    fields = {k: v for k, v in json.loads(older.read_text()).items() if not k.startswith("reward")}
+    older.write_text(json.dumps({**fields, "status": "failed"}))
+    for per in ("trajectory", "call"):
+        rows = {(Path(r["run_dir"]).name, r["status"], r["reward"]) for r in export_records(tmp_path / "runs", per)}
+        assert rows == {("stopped", "interrupted", None), ("killed", "unknown", None), ("older", "failed", 0.0)}
+
+
 def test_trajectory_rows_of_runs_without_tokens_are_refused_clearly(rollouts_dir: Path, tmp_path: Path) -> None:
     import shutil
 
