@@ -147,6 +147,12 @@ def test_the_trl_example_builds_a_rollout_funcs_return(rollouts_dir: Path) -> No
     policy = [r for r in export_records(rollouts_dir, "trajectory") if r["role"] == "policy"]
     with pytest.raises(ValueError, match="several sequences"):  # calls that did not chain are not one sample
         trl.rows_for_trl(policy + [{**policy[0], "calls": [99]}])
+    # in the prompts' order; an episode with no sequence (it ended before the policy's first call) is named, never
+    # skipped: the next prompt would be given its sample
+    ids = sorted(r["id"] for r in policy)
+    assert trl.rows_for_trl(policy, ids[::-1])["prompt_ids"] == [r["prompt_ids"] for r in sorted(policy, key=lambda r: r["id"])][::-1]
+    with pytest.raises(ValueError, match=f"no policy sequence for {ids[0]}: it ended before"):
+        trl.rows_for_trl([r for r in policy if r["id"] != ids[0]], ids)
 
 
 def test_the_verl_example_builds_an_agent_loop_output(rollouts_dir: Path) -> None:
