@@ -36,6 +36,7 @@ def env_loop():  # type: ignore[no-untyped-def]
     loop = BrowserLoop.acquire()
     yield loop
     loop.release()
+    assert loop.loop.is_closed()  # the last environment's close closes the loop too (no ResourceWarning at exit)
 
 
 def test_the_environment_passes_gymnasiums_checker_and_refuses_misuse(demo_site, env_loop):

@@ -97,6 +97,8 @@ class BrowserLoop:
         self.run(self._close_browsers())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()  # (else a ResourceWarning: an unclosed event loop, at exit)
 
     def run(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
