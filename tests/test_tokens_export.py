@@ -165,6 +165,8 @@ def test_the_verl_example_builds_an_agent_loop_output(rollouts_dir: Path) -> Non
     assert output["reward_score"] in (0.25, 1.0) and output["num_turns"] >= 4
     with pytest.raises(ValueError, match="not one"):
         verl.agent_loop_output(rows)  # two episodes' chains: not one AgentLoopOutput
+    with pytest.raises(ValueError, match="no policy sequence: it ended before the policy's first call"):
+        verl.agent_loop_output([r for r in one_run if r["role"] != "policy"])  # (not "0 sequences, not one")
 
 
 def test_the_trl_rollout_func_runs_the_prompts_in_order(demo_site, centres) -> None:  # noqa: F811
