@@ -57,6 +57,7 @@ def test_the_environment_passes_gymnasiums_checker_and_refuses_misuse(demo_site,
         tables = {id(space._char_index) for space in (env.action_space, copy.deepcopy(other.action_space),
                                                        *[e.observation_space[k] for e in (env, other) for k in ("url", "task")])}
         assert len(tables) == 1
+        assert repr(env.action_space) == "UnicodeText(0, 16384, charset=printable characters of Unicode planes 0-3)"
         assert env._env.browser is other._env.browser and len(env_loop.browsers) == 1  # one Chromium for all
         observation, _ = env.reset(options={"task": "Scroll.", "url": demo_site.url("index.html")})
         assert observation["task"] == "Scroll." and env.render().shape == (400, 640, 3)

@@ -57,6 +57,9 @@ class UnicodeText(spaces.Text):  # type: ignore[misc]
         super().__init__(max_length, min_length=min_length, charset="\n", seed=seed)  # (its own checks; tables below)
         self.__dict__.update(UnicodeText._shared)
 
+    def __repr__(self) -> str:  # (Text's lists every character: 140,000 of them)
+        return f"UnicodeText({self.min_length}, {self.max_length}, charset=printable characters of Unicode planes 0-3)"
+
     def __deepcopy__(self, memo: dict[int, Any]) -> "UnicodeText":
         import copy
 
