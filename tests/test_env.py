@@ -36,6 +36,7 @@ def env_loop():  # type: ignore[no-untyped-def]
     loop = BrowserLoop.acquire()
     yield loop
     loop.release()
+    assert loop.loop.is_closed()  # the last environment's close closes the loop too (no ResourceWarning at exit)
 
 
 def test_the_environment_passes_gymnasiums_checker_and_refuses_misuse(demo_site, env_loop):
@@ -45,11 +46,18 @@ def test_the_environment_passes_gymnasiums_checker_and_refuses_misuse(demo_site,
 
     config = AgentConfig(browser=BrowserSettings(viewport=(640, 400)), max_steps=3)
     env = SurferEnv(config, task="Look at the page.", url=demo_site.url("index.html"), render_mode="rgb_array")
-    other = SurferEnv(config, task="Another episode.", url=demo_site.url("register.html"))
+    other = SurferEnv(config, task="Another episode 🔑 (𠀋, Ünïcode).", url=demo_site.url("register.html"))
     try:
         check_env(env, skip_render_check=True)
-        observation, info = other.reset()
+        observation, info = other.reset()  # (a task beyond the Basic Multilingual Plane is in the space too)
         assert observation in other.observation_space and observation["url"].endswith("register.html")
+        # the text spaces' character tables (tens of MB) are built once, not per space, environment or vector copy
+        import copy
+
+        tables = {id(space._char_index) for space in (env.action_space, copy.deepcopy(other.action_space),
+                                                       *[e.observation_space[k] for e in (env, other) for k in ("url", "task")])}
+        assert len(tables) == 1
+        assert repr(env.action_space) == "UnicodeText(0, 16384, charset=printable characters of Unicode planes 0-3)"
         assert env._env.browser is other._env.browser and len(env_loop.browsers) == 1  # one Chromium for all
         observation, _ = env.reset(options={"task": "Scroll.", "url": demo_site.url("index.html")})
         assert observation["task"] == "Scroll." and env.render().shape == (400, 640, 3)

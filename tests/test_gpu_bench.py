@@ -40,12 +40,16 @@ def test_make_model_writes_loadable_directories_of_both_shapes(tmp_path):
     prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     assert prompt == "<SPECIAL_11>User\n<image>\nFind the price.\n<SPECIAL_11>Assistant\n<think></think>"
     # Nemotron-Nano-v2's shape: a system turn of its own, an assistant's turn closed by `\n<SPECIAL_12>\n` (the stop id
-    # between two newlines), a user's by a newline alone
+    # between two newlines), a user's by a newline alone; an earlier assistant turn without its thinking block...
     history = [{"role": "system", "content": "Be brief. "}, *messages, {"role": "assistant", "content": "<think></think>{}"},
                {"role": "user", "content": "Next?"}]
     assert tokenizer.apply_chat_template(history, tokenize=False, add_generation_prompt=True) == (
-        "<SPECIAL_10>System\nBe brief.\n<SPECIAL_11>User\n<image>\nFind the price.\n<SPECIAL_11>Assistant\n<think></think>{}"
+        "<SPECIAL_10>System\nBe brief.\n<SPECIAL_11>User\n<image>\nFind the price.\n<SPECIAL_11>Assistant\n{}"
         "\n<SPECIAL_12>\n<SPECIAL_11>User\nNext?\n<SPECIAL_11>Assistant\n<think></think>")
+    # ...and a last one after the generation prompt (to be continued)
+    assert tokenizer.apply_chat_template(history[:3], tokenize=False) == (
+        "<SPECIAL_10>System\nBe brief.\n<SPECIAL_11>User\n<image>\nFind the price.\n<SPECIAL_11>Assistant\n"
+        "<think></think><think></think>{}\n<SPECIAL_12>\n")
     assert tokenizer.eos_token == "<SPECIAL_12>"
 
     holo2 = AutoConfig.from_pretrained(tmp_path / "holo2")

@@ -98,6 +98,27 @@ def test_trajectory_rows_join_the_policy_calls_and_read_recorded_groups(rollouts
     assert table.num_rows == len(rows)
 
 
+def test_a_run_without_an_outcome_is_exported_with_no_reward_not_a_failures_zero(rollouts_dir: Path, tmp_path: Path) -> None:
+    """A run stopped by Ctrl-C (`interrupted`: its result's reward null) and one killed before its result.json
+    have no reward, not the 0 of a failure a trainer would learn from; an older run recording no reward keeps
+    1 for success, 0 for another final status."""
+    import shutil
+
+    run = sorted((rollouts_dir / "runs").iterdir())[0]
+    for name in ("stopped", "killed", "older"):
+        shutil.copytree(run, tmp_path / "runs" / name)
+    stopped = tmp_path / "runs" / "stopped" / "result.json"
+    stopped.write_text(json.dumps({**json.loads(stopped.read_text()), "status": "interrupted", "reward": None,
+                                   "reward_source": None}))
+    (tmp_path / "runs" / "killed" / "result.json").unlink()
+    older = tmp_path / "runs" / "older" / "result.json"
+    fields = {k: v for k, v in json.loads(older.read_text()).items() if not k.startswith("reward")}
+    older.write_text(json.dumps({**fields, "status": "failed"}))
+    for per in ("trajectory", "call"):
+        rows = {(Path(r["run_dir"]).name, r["status"], r["reward"]) for r in export_records(tmp_path / "runs", per)}
+        assert rows == {("stopped", "interrupted", None), ("killed", "unknown", None), ("older", "failed", 0.0)}
+
+
 def test_trajectory_rows_of_runs_without_tokens_are_refused_clearly(rollouts_dir: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -126,6 +147,12 @@ def test_the_trl_example_builds_a_rollout_funcs_return(rollouts_dir: Path) -> No
     policy = [r for r in export_records(rollouts_dir, "trajectory") if r["role"] == "policy"]
     with pytest.raises(ValueError, match="several sequences"):  # calls that did not chain are not one sample
         trl.rows_for_trl(policy + [{**policy[0], "calls": [99]}])
+    # in the prompts' order; an episode with no sequence (it ended before the policy's first call) is named, never
+    # skipped: the next prompt would be given its sample
+    ids = sorted(r["id"] for r in policy)
+    assert trl.rows_for_trl(policy, ids[::-1])["prompt_ids"] == [r["prompt_ids"] for r in sorted(policy, key=lambda r: r["id"])][::-1]
+    with pytest.raises(ValueError, match=f"no policy sequence for {ids[0]}: it ended before"):
+        trl.rows_for_trl([r for r in policy if r["id"] != ids[0]], ids)
 
 
 def test_the_verl_example_builds_an_agent_loop_output(rollouts_dir: Path) -> None:
@@ -138,6 +165,8 @@ def test_the_verl_example_builds_an_agent_loop_output(rollouts_dir: Path) -> Non
     assert output["reward_score"] in (0.25, 1.0) and output["num_turns"] >= 4
     with pytest.raises(ValueError, match="not one"):
         verl.agent_loop_output(rows)  # two episodes' chains: not one AgentLoopOutput
+    with pytest.raises(ValueError, match="no policy sequence: it ended before the policy's first call"):
+        verl.agent_loop_output([r for r in one_run if r["role"] != "policy"])  # (not "0 sequences, not one")
 
 
 def test_the_trl_rollout_func_runs_the_prompts_in_order(demo_site, centres) -> None:  # noqa: F811

@@ -22,14 +22,24 @@ import tempfile
 from typing import Any, Callable
 
 
-def rows_for_trl(records: list[dict[str, Any]]) -> dict[str, list[Any]]:
+def rows_for_trl(records: list[dict[str, Any]], episodes: list[str] | None = None) -> dict[str, list[Any]]:
     """`surfer export --per trajectory` records (the policy's) as the dict a rollout_func returns: one
-    sample per episode, in the records' order. An episode whose policy calls did not chain into one
-    sequence (a window layout, a template that re-renders history) cannot be one sample: an error."""
+    sample per episode, in the records' order, or in the order of `episodes` (the episodes' ids, as the
+    results lines name them). An episode whose policy calls did not chain into one sequence (a window layout,
+    a template that re-renders history) cannot be one sample: an error. So is an episode of `episodes` with
+    no sequence at all (it ended before the policy's first call: its start page did not load, say): left
+    out, every later prompt would be given the next one's sample."""
     policy = [r for r in records if r["role"] == "policy"]
-    episodes = [r["run_dir"] for r in policy]
-    if len(set(episodes)) != len(episodes):
+    runs = [r["run_dir"] for r in policy]
+    if len(set(runs)) != len(runs):
         raise ValueError("an episode's policy calls form several sequences: run with --prompt-layout conversation")
+    if episodes is not None:
+        by_id = {r["id"]: r for r in policy}
+        missing = [episode for episode in episodes if episode not in by_id]
+        if missing:
+            raise ValueError(f"no policy sequence for {', '.join(missing)}: it ended before the policy's first call "
+                             "(its results line says why)")
+        policy = [by_id[episode] for episode in episodes]
     return {
         "prompt_ids": [r["prompt_ids"] for r in policy],
         "completion_ids": [r["completion_ids"] for r in policy],
@@ -57,11 +67,10 @@ def make_rollout_func(config: Any, url: str | None = None, samples: int = 1) -> 
         out = tempfile.mkdtemp(prefix="surfer-grpo-")
         tasks = [{"id": f"prompt-{n:06d}", "task": prompt, "url": url} for n, prompt in enumerate(prompts)]  # (in this order)
 
-        async def run() -> None:
-            async for _ in surfer.rollouts(config, tasks, samples=samples, out_dir=out):
-                pass
+        async def run() -> list[dict[str, Any]]:
+            return [line async for line in surfer.rollouts(config, tasks, samples=samples, out_dir=out)]
 
-        asyncio.run(run())
-        return rows_for_trl(export_records(out, per="trajectory"))
+        lines = sorted(asyncio.run(run()), key=lambda line: (line["group"]["id"], line["group"]["index"]))
+        return rows_for_trl(export_records(out, per="trajectory"), [line["id"] for line in lines])
 
     return rollout_func

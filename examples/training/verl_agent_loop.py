@@ -26,6 +26,9 @@ def agent_loop_output(records: list[dict[str, Any]], *, load_images: bool = True
     An episode whose policy calls did not chain (a window layout, a template that re-renders history)
     has several records: pass one, or train on `--per call` rows instead."""
     policy = [r for r in records if r["role"] == "policy"]
+    if not policy:
+        raise ValueError("the episode has no policy sequence: it ended before the policy's first call "
+                         "(its results line says why)")
     if len(policy) != 1:
         raise ValueError(f"the episode's policy calls form {len(policy)} sequences, not one: train on `--per call` rows")
     record = policy[0]

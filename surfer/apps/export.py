@@ -87,14 +87,17 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def reward_of(result: dict[str, Any], batch: dict[str, Any]) -> float | None:
-    """The task's reward: a recorded `reward` when there is one, None when the run was rewarded but got none
-    (its reward function failed: `reward_error`), else (older runs) 1 for success and 0 otherwise."""
+    """The task's reward: the recorded `reward` — None where the run got none (interrupted, ended by an error
+    that is not the policy's, its reward function failed) — else (older runs, recording none) 1 for success
+    and 0 for another final status; None for a run with no outcome (stopped, killed: no result.json)."""
+    from surfer.fleet.batch.results import FINAL_STATUSES
+
     for source in (batch, result):
-        if isinstance(source.get("reward"), (int, float)):
-            return float(source["reward"])
-        if source.get("reward_source"):
-            return None
-    return 1.0 if (batch.get("status") or result.get("status")) == "success" else 0.0
+        if "reward" in source or source.get("reward_source"):
+            reward = source.get("reward")
+            return float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None
+    status = batch.get("status") or result.get("status")
+    return 1.0 if status == "success" else 0.0 if status in FINAL_STATUSES else None
 
 
 def group_of(result: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ is `Text` (the policy's completion; a dict is taken too). Registered as
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from typing import Any
 
@@ -30,9 +31,43 @@ from surfer.agent.config import AgentConfig
 
 from .episode import TEXT_LIMIT, AsyncSurferEnv, EpisodeOver
 
-# Every printable character of the Basic Multilingual Plane: what a URL or a task may hold.
-CHARSET = "".join(chr(c) for c in range(0x20, 0x10000) if not 0xD800 <= c < 0xE000 and chr(c).isprintable()) + "\n\t"
 ACTION_LIMIT = 16384
+_TABLES = ("_char_set", "_char_list", "_char_index", "_char_str")
+
+
+@functools.cache
+def charset() -> str:
+    """Every printable character of Unicode's planes 0-3 (scripts, symbols, emoji, CJK extensions), a newline
+    and a tab: what a URL, a task or a policy's answer may hold."""
+    return "".join(chr(c) for c in range(0x20, 0x40000) if not 0xD800 <= c < 0xE000 and chr(c).isprintable()) + "\n\t"
+
+
+class UnicodeText(spaces.Text):  # type: ignore[misc]
+    """Gymnasium's `Text` over `charset()`, whose tables (tens of MB: a set, a list and an index of its
+    characters) are built once per process and shared by every instance and copy — an environment's three
+    spaces, a vector's batched copies — where each `Text` would build its own."""
+
+    _shared: dict[str, Any] = {}
+
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: Any = None) -> None:
+        if not UnicodeText._shared:
+            super().__init__(max_length, min_length=min_length, charset=charset(), seed=seed)
+            UnicodeText._shared.update((name, getattr(self, name)) for name in _TABLES)
+            return
+        super().__init__(max_length, min_length=min_length, charset="\n", seed=seed)  # (its own checks; tables below)
+        self.__dict__.update(UnicodeText._shared)
+
+    def __repr__(self) -> str:  # (Text's lists every character: 140,000 of them)
+        return f"UnicodeText({self.min_length}, {self.max_length}, charset=printable characters of Unicode planes 0-3)"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "UnicodeText":
+        import copy
+
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in self.__dict__.items():
+            setattr(clone, name, value if name in _TABLES else copy.deepcopy(value, memo))
+        return clone
 
 
 class BrowserLoop:
@@ -65,6 +100,8 @@ class BrowserLoop:
         self.run(self._close_browsers())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()  # (else a ResourceWarning: an unclosed event loop, at exit)
 
     def run(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
@@ -113,10 +150,10 @@ class SurferEnv(gym.Env):  # type: ignore[misc]
         height, width, _ = self._env.screen_shape
         self.observation_space = spaces.Dict({
             "screenshot": spaces.Box(0, 255, (height, width, 3), dtype="uint8"),
-            "url": spaces.Text(TEXT_LIMIT, min_length=0, charset=CHARSET),
-            "task": spaces.Text(TEXT_LIMIT, min_length=0, charset=CHARSET),
+            "url": UnicodeText(TEXT_LIMIT),
+            "task": UnicodeText(TEXT_LIMIT),
         })
-        self.action_space = spaces.Text(ACTION_LIMIT, min_length=0, charset=CHARSET)
+        self.action_space = UnicodeText(ACTION_LIMIT)
         self._screen: Any = None
 
     async def _make(self, config: AgentConfig | None, task: str, url: str | None, backend: Any,
@@ -168,4 +205,4 @@ ENV_ID = "surfer/Browser-v0"
 if ENV_ID not in gym.registry:  # gymnasium.make("surfer/Browser-v0", config=..., task=..., url=...)
     gym.register(ENV_ID, entry_point="surfer.env.gym:SurferEnv")
 
-__all__ = ["ENV_ID", "BrowserLoop", "EpisodeOver", "SurferEnv"]
+__all__ = ["ENV_ID", "BrowserLoop", "EpisodeOver", "SurferEnv", "UnicodeText"]

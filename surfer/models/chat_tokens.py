@@ -134,23 +134,35 @@ class TemplateTokenizer:
                      options: dict[str, Any] | None = None) -> str | None:
         """The template's text after the assistant's `reply` to `before`: the rest of the assistant's turn
         (e.g. `<|im_end|>` and a newline), the turns of `after` and the generation prompt. None when the
-        template does not render the conversation as the earlier one plus this text (a template that
-        rewrites earlier turns)."""
+        template does not render the conversation as the earlier request, the reply and this text (a
+        template that rewrites earlier turns)."""
         parts = self.continuation_parts(before, reply, after, options)
         return None if parts is None else parts[0] + parts[1]
 
     def continuation_parts(self, before: Sequence[Message], reply: Message, after: Sequence[Message],
                            options: dict[str, Any] | None = None) -> tuple[str, str] | None:
         """`continuation` in two: the close of the assistant's turn (`<|im_end|>\\n`; Nemotron's
-        `\\n<SPECIAL_12>\\n`) and what follows it (the new turns, the generation prompt)."""
-        head = template_messages([*before, reply])
-        probe = [*head[:-1], {"role": "assistant", "content": PROBE}]
-        closed = self.render(probe, generation_prompt=False, options=options)
-        if closed.count(PROBE) != 1:
+        `\\n<SPECIAL_12>\\n`) and what follows it (the new turns, the generation prompt).
+
+        The reply is where the template writes it in the history, not as a last turn (Nemotron-Nano-v2's
+        template renders a conversation's last assistant turn after the generation prompt). A template may
+        leave out of an earlier assistant turn what its generation prompt ends with — an empty thinking block
+        (Nemotron-Nano-v2's and Qwen3's drop everything up to `</think>`): that is no rewrite where the reply
+        starts with it (the profile's `reply_prefix`), as the earlier request was shown it; the continuation
+        then follows the ids the model saw, and the chat path's text lacks that block."""
+        rows = template_messages(before)
+        text = "".join(p.text for p in reply.content if not isinstance(p, ImagePart))
+        probe = self.render([*rows, {"role": "assistant", "content": PROBE}, *template_messages(after)],
+                            generation_prompt=True, options=options)
+        closed = self.render([*rows, {"role": "assistant", "content": PROBE}], generation_prompt=False, options=options)
+        if probe.count(PROBE) != 1 or closed.count(PROBE) != 1:
             return None
+        shown, following = probe.split(PROBE)
         closing = closed[closed.index(PROBE) + len(PROBE):]
-        upto = self.render(head, generation_prompt=False, options=options)
-        whole = self.render([*head, *template_messages(after)], generation_prompt=True, options=options)
-        if not (whole.startswith(upto) and upto.endswith(closing)):
+        asked = self.render(rows, generation_prompt=True, options=options)  # the earlier request
+        whole = self.render([*rows, {"role": "assistant", "content": text}, *template_messages(after)],
+                            generation_prompt=True, options=options)
+        if not (following.startswith(closing) and asked.startswith(shown) and text.startswith(asked[len(shown):])
+                and whole.startswith(shown) and whole.endswith(following)):
             return None
-        return closing, whole[len(upto):]
+        return closing, following[len(closing):]

@@ -66,12 +66,15 @@ class GenerateRoutes:
                 "served_model_name": self.server.model, "weight_version": WEIGHT_VERSION}
 
     def _heads(self) -> list[tuple[str, str, str]]:
-        """(role, header, footer) of each role's turn as the template writes it."""
+        """(role, header, footer) of each role's turn as the template writes it in the history (a template may
+        write a conversation's last assistant turn otherwise: Nemotron-Nano-v2's, after the generation prompt)."""
         out = []
+        user = self.chat.render([{"role": "user", "content": "\x01"}], generation_prompt=False).partition("\x01")[0]
         for role in ("system", "user", "assistant"):
-            text = self.chat.render([{"role": role, "content": "\x00"}], generation_prompt=False)
-            head, _, foot = text.partition("\x00")
-            out.append((role, head, foot))
+            text = self.chat.render([{"role": role, "content": "\x00"}, {"role": "user", "content": "\x01"}],
+                                    generation_prompt=False)
+            head, _, rest = text.partition("\x00")
+            out.append((role, head, rest.partition("\x01")[0].removesuffix(user)))
         return out
 
     def messages(self, text: str, images: list[str]) -> list[dict[str, Any]]:

@@ -44,8 +44,13 @@ QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>
 # The shape of Nemotron-Nano-v2's chat template (NVIDIA's, as Holotron serves it with reasoning off): a turn is
 # `<SPECIAL_11>Role\n` + its text, stripped, + `\n`; an assistant's turn closes with `\n<SPECIAL_12>\n` (the stop id
 # between two newlines: the model writes the first, the template the second); the generation prompt ends with an
-# empty thinking block that a history turn does not repeat. An image is `<image>` and a newline.
+# empty thinking block that an earlier assistant turn leaves out: its text up to `</think>` is dropped. A
+# conversation's last assistant turn is written after the generation prompt (to be continued). An image is
+# `<image>` and a newline.
 NEMOTRON_TEMPLATE = (
+    "{%- set last = namespace(text='') -%}"
+    "{%- if messages and messages[-1]['role'] == 'assistant' and messages[-1]['content'] is string -%}"
+    "{%- set last.text = messages[-1]['content'].strip() -%}{%- set messages = messages[:-1] -%}{%- endif -%}"
     "{%- for message in messages -%}"
     "{%- if message['content'] is string -%}{%- set content = message['content'] -%}"
     "{%- else -%}{%- set ns = namespace(text='') -%}{%- for part in message['content'] -%}"
@@ -54,9 +59,11 @@ NEMOTRON_TEMPLATE = (
     "{%- endfor -%}{%- set content = ns.text -%}{%- endif -%}"
     "{%- if message['role'] == 'system' -%}{{ '<SPECIAL_10>System\\n' + content.strip() + '\\n' }}"
     "{%- elif message['role'] == 'user' -%}{{ '<SPECIAL_11>User\\n' + content.strip() + '\\n' }}"
-    "{%- else -%}{{ '<SPECIAL_11>Assistant\\n' + content.strip() + '\\n<SPECIAL_12>\\n' }}{%- endif -%}"
+    "{%- else -%}{%- if '</think>' in content -%}{%- set content = content.split('</think>')[-1] -%}{%- endif -%}"
+    "{{ '<SPECIAL_11>Assistant\\n' + content.strip() + '\\n<SPECIAL_12>\\n' }}{%- endif -%}"
     "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<SPECIAL_11>Assistant\\n<think></think>' }}{%- endif -%}"
+    "{%- if add_generation_prompt or last.text -%}{{ '<SPECIAL_11>Assistant\\n<think></think>' + last.text }}{%- endif -%}"
+    "{%- if last.text and not add_generation_prompt -%}{{ '\\n<SPECIAL_12>\\n' }}{%- endif -%}"
 )
 QWEN_TEMPLATE = (
     "{%- for message in messages -%}<|im_start|>{{ message['role'] + '\\n' }}"
