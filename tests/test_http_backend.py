@@ -156,6 +156,31 @@ async def test_server_down_is_an_immediate_clear_error():
     await backend.aclose()
 
 
+async def test_a_proxy_in_the_environment_is_named_and_one_the_library_cannot_use_spares_the_urls_it_skips(standin, monkeypatch):
+    """ALL_PROXY as desktop settings write it (socks://, which the HTTP library cannot read) failed making
+    any client, a local server excluded by no_proxy included: a traceback. A proxy that does not answer
+    was reported as the model server not running."""
+    server = standin(lambda r: {"x": 1})
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ALL_PROXY", "socks://127.0.0.1:9/")
+    monkeypatch.setenv("no_proxy", "localhost,127.0.0.1")
+    backend = backend_for(server)
+    await backend.check()  # no_proxy covers the server: a direct connection
+    assert json.loads((await backend.complete(request())).text) == {"x": 1}
+    await backend.aclose()
+    monkeypatch.delenv("no_proxy")
+    with pytest.raises(ConfigError, match=r"^ALL_PROXY=socks://127.0.0.1:9/ is the proxy for .*cannot use it .*: fix ALL_PROXY, "
+                                          r"or connect directly: no_proxy=127.0.0.1$"):
+        await backend_for(server).check()
+    monkeypatch.setenv("ALL_PROXY", f"http://127.0.0.1:{free_port()}")
+    backend = OpenAICompatibleBackend(Endpoint(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", max_retries=0))
+    with pytest.raises(ModelServerUnreachable, match=r"at http://127.0.0.1:\d+/v1 through the proxy http://127.0.0.1:\d+ \(ALL_PROXY; .*"
+                                                     r"Is the proxy running\? Or connect directly: no_proxy=127.0.0.1$"):
+        await backend.check()
+    await backend.aclose()
+
+
 async def test_timeouts_are_reported_as_unreachable(standin):
     server = standin(lambda r: {"x": 2}, delay=2.0)
     backend = backend_for(server, timeout=0.3, max_retries=0)

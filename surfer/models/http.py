@@ -27,6 +27,7 @@ import random
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from surfer.core.deadline import pause_deadline, time_left
 from surfer.core.errors import ConfigError, ContextTooLong, ModelNotFound, ModelRequestError, ModelServerUnreachable
@@ -40,7 +41,7 @@ from .connections import Connections
 from .data_parallel import count_ranks_at
 from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
-from .json_http import ConnectFailed, HttpStatusError, TimedOut, answers
+from .json_http import ConnectFailed, HttpStatusError, TimedOut, answers, environment_proxy
 from .outage import answered_before, server_watch
 from .refusals import (certificate_refused, context_too_long, key_refused, named, not_an_api, rejects_structured_param,
                        server_gone)
@@ -273,6 +274,13 @@ class OpenAICompatibleBackend(ModelBackend):
                 if "certificate verify failed" in str(exc).lower():  # no retry or outage makes it trusted
                     raise certificate_refused(self.endpoint, str(exc)) from None
                 if attempt == self.endpoint.connect_retries:
+                    proxy = environment_proxy(self.endpoint.base_url)
+                    if proxy is not None:  # the proxy is what could not be reached, or what did not reach the server
+                        name, value = proxy
+                        raise ServerGone(
+                            f"cannot reach the model server at {self.endpoint.base_url} through the proxy {value} "
+                            f"({name}; {exc}). Is the proxy running? Or connect directly: no_proxy={urlsplit(self.endpoint.base_url).hostname}"
+                        ) from None
                     raise ServerGone(
                         f"cannot reach the model server at {self.endpoint.base_url} ({exc}). "
                         f"Is it running? Start one with `vllm serve` or set {setting('base_url')}."

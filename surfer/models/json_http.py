@@ -112,7 +112,55 @@ def openai_client(**options: Any) -> Any:
     import openai
 
     verify = shared_tls_context(http_library()) if hasattr(http_library(), "create_ssl_context") else True
-    return openai.AsyncOpenAI(**options, http_client=openai.DefaultAsyncHttpxClient(verify=verify))
+    http_client = proxied_client(openai.DefaultAsyncHttpxClient, str(options.get("base_url") or ""), verify=verify)
+    return openai.AsyncOpenAI(**options, http_client=http_client)
+
+
+def environment_proxy(url: str) -> tuple[str, str] | None:
+    """(variable, proxy) of the proxy the environment gives for requests to `url` (`http_proxy`,
+    `HTTPS_PROXY`, `all_proxy` ..., `no_proxy` honoured), read as the HTTP library reads them
+    (urllib's getproxies); None for a direct connection."""
+    import os
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    if not parts.hostname or urllib.request.proxy_bypass_environment(parts.netloc.rsplit("@", 1)[-1], proxies):
+        return None
+    for scheme in (parts.scheme, "all"):
+        if proxies.get(scheme):
+            names = [f"{scheme}_proxy", f"{scheme.upper()}_PROXY"]
+            return next((n for n in names if os.environ.get(n) == proxies[scheme]), names[0]), proxies[scheme]
+    return None
+
+
+def proxied_client(factory: Any, url: str, **options: Any) -> Any:
+    """`factory(**options)`, an HTTP client for requests to `url`. The library makes a transport for every
+    proxy the environment sets when a client is made, whatever URL it is for: a SOCKS one
+    (`ALL_PROXY=socks5://...`) without the socksio package, or one it cannot read (`socks://`, as desktop
+    settings write it), fails there. A client for a URL the proxy does not apply to (`no_proxy`) is then
+    made without the environment's proxies; one it applies to is a ConfigError naming the variable."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from surfer.core.errors import ConfigError
+
+    try:
+        return factory(**options)
+    except (ImportError, ValueError) as exc:
+        if not any(v for k, v in urllib.request.getproxies_environment().items() if k != "no"):
+            raise  # (not the environment's proxies)
+        proxy = environment_proxy(url) if url else None
+        if proxy is None:
+            return factory(**options, trust_env=False)
+        name, value = proxy
+        why = ("a SOCKS proxy needs the socksio package: pip install socksio" if isinstance(exc, ImportError)
+               else one_line(str(exc)))
+        raise ConfigError(
+            f"{name}={value} is the proxy for {url}, and the HTTP library cannot use it ({why}): fix {name}, "
+            f"or connect directly: no_proxy={urlsplit(url).hostname}"
+        ) from None
 
 
 class JsonClient:
@@ -123,8 +171,8 @@ class JsonClient:
     def __init__(self, base_url: str, api_key: str | None, timeout: float, read_timeout: float | None = None) -> None:
         self.read_timeout = read_timeout
         httpx = self._httpx = http_library()
-        self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/") + "/", timeout=timeout,
+        self._client = proxied_client(
+            httpx.AsyncClient, base_url, base_url=base_url.rstrip("/") + "/", timeout=timeout,
             headers={"Authorization": f"Bearer {api_key or 'EMPTY'}", "Accept": "application/json"},
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
             verify=shared_tls_context(httpx) if hasattr(httpx, "create_ssl_context") else True,

@@ -143,9 +143,9 @@ class MetricsSampler:
         return list(zip(self.times, self.samples))
 
     async def __aenter__(self) -> "MetricsSampler":
-        from surfer.models.json_http import http_library
+        from surfer.models.json_http import http_library, proxied_client
 
-        self._client = http_library().AsyncClient(timeout=5)
+        self._client = proxied_client(http_library().AsyncClient, self.url, timeout=5)
         self._task = asyncio.create_task(self._loop(self._client))
         return self
 

@@ -253,12 +253,13 @@ class ServerPool:
         await asyncio.shield(self._refresh[1])
 
     async def _read_all(self) -> None:
-        from .json_http import http_library
+        from .json_http import http_library, proxied_client
         from .metrics import read_metrics
 
-        if self._client is None:
-            self._client = http_library().AsyncClient(timeout=METRICS_TIMEOUT)
         readable = [s for s in self.servers if s.metrics]
+        if self._client is None:
+            url = readable[0].spec.metrics_url if readable else ""
+            self._client = proxied_client(http_library().AsyncClient, url, timeout=METRICS_TIMEOUT)
         readings = await asyncio.gather(*(read_metrics(self._client, s.spec.metrics_url) for s in readable))
         for server, values in zip(readable, readings):
             server.waiting = (values or {}).get("vllm:num_requests_waiting", 0.0)

@@ -68,11 +68,11 @@ def vllm_findings(cache: dict[str, str], profile: Any, served_len: int | None, m
 async def read_serving(base_url: str, model: str | None) -> tuple[str | None, dict[str, Any], int | None]:
     """(engine, its settings, the served context length): SGLang's server arguments, or vLLM's cache
     configuration; (None, {}, None) for a server without /metrics."""
-    from surfer.models.json_http import http_library
+    from surfer.models.json_http import http_library, proxied_client
     from surfer.models.metrics import engine_of, parse_metrics
 
     root = base_url.rstrip("/").removesuffix("/v1")
-    async with http_library().AsyncClient(timeout=10) as client:
+    async with proxied_client(http_library().AsyncClient, root + "/metrics", timeout=10) as client:
         try:
             page = await client.get(root + "/metrics")
         except Exception:  # noqa: BLE001 - no /metrics: an engine surfer cannot tell

@@ -229,12 +229,12 @@ class Batch:
 
     async def _drain_auto(self, todo: list[BatchTask]) -> None:
         from surfer.fleet.concurrency import Slots
-        from surfer.models.json_http import http_library
+        from surfer.models.json_http import http_library, proxied_client
 
         auto = self.auto
         assert auto is not None
         keep_going = lambda: self._stopped is None  # noqa: E731
-        async with http_library().AsyncClient(timeout=5) as client:
+        async with proxied_client(http_library().AsyncClient, auto.metrics_url, timeout=5) as client:
             if await auto.read(client) is None:
                 self.concurrency = auto.fallback
                 self.concurrency_report = {"mode": "fixed (no /metrics)", "metrics": auto.metrics_url,
