@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from surfer.core.errors import ConfigError
+from surfer.core.errors import ChromiumNotLaunched, ConfigError
 from surfer.tools import chromium
 
 
@@ -195,3 +195,34 @@ async def test_a_start_stopped_while_its_driver_spawns_leaves_no_process(monkeyp
     with pytest.raises(asyncio.CancelledError):
         await starting
     assert mute.returncode is not None and all(task.done() for task in connection | asyncio.all_tasks() - others)
+
+
+
+async def test_a_surfer_chromium_that_is_no_browser_is_a_usage_error_naming_it(shared_browser, tmp_path, monkeypatch):
+    """A SURFER_CHROMIUM that runs and exits (not a browser, one missing its libraries) ended the run as an
+    environment error (exit 1) saying only "Target page, context or browser has been closed"."""
+    from types import SimpleNamespace
+
+    broken = tmp_path / "chromium"
+    broken.write_text("#!/bin/sh\necho 'error while loading shared libraries: libnss3.so' >&2\nexit 127\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("SURFER_CHROMIUM", str(broken))
+    with pytest.raises(ChromiumNotLaunched) as refused:  # (a ConfigError: exit 2, and the run leaves no directory)
+        await chromium.launch_chromium(SimpleNamespace(chromium=shared_browser.browser_type))
+    assert str(refused.value) == (f"SURFER_CHROMIUM={broken} does not start as Chromium (error while loading shared libraries: "
+                                  "libnss3.so, it exited with code 127): point SURFER_CHROMIUM at a Chromium or Chrome executable, or unset it")
+
+
+def test_a_run_whose_surfer_chromium_is_no_executable_leaves_no_run_directory(pages, tmp_path, monkeypatch):
+    """It left a run directory of 0 steps; `surfer run` refuses it before the run (exit 2), as the SDK's run does
+    before a driver is spawned for it."""
+    from surfer import Agent, ScriptedModel
+    from surfer.agent.config import AgentConfig
+    from surfer.agent.environments import check_browser_start
+
+    monkeypatch.setenv("SURFER_CHROMIUM", str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="SURFER_CHROMIUM=.*missing is not an executable"):
+        check_browser_start(AgentConfig())
+    result = Agent(backend=ScriptedModel(), max_steps=1).run_sync("x", url=pages.url("index.html"), out_dir=tmp_path / "run")
+    assert (result.status, result.error_kind, result.run_dir) == ("error", "config", None), result
+    assert "missing is not an executable file" in result.reason and not (tmp_path / "run").exists()

@@ -64,15 +64,18 @@ def check_browser_start(config: AgentConfig) -> list[str]:
     """How and where the browser starts, checked before a run: ConfigError for a window without a display,
     a storage-state file that is missing or malformed, a profile that is a file or in use, a
     --save-storage-state path that is a directory; the warnings to show (a state file others can read)."""
+    import os
     from pathlib import Path
 
     from surfer.core.errors import ConfigError
     from surfer.tools.browser.state import loose_permissions, read_storage_state
-    from surfer.tools.chromium import check_display
+    from surfer.tools.chromium import check_display, find_chromium
 
     b = config.browser
     if not b.attached:  # (a browser surfer did not launch has its own display)
         check_display(b.headless)
+        if os.environ.get("SURFER_CHROMIUM"):
+            find_chromium(headless=b.headless)  # one that is not an executable file: refused before the run
     warnings: list[str] = []
     if isinstance(b.storage_state, str):
         read_storage_state(b.storage_state)

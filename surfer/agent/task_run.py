@@ -23,7 +23,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from surfer.core import stopping
 from surfer.core.deadline import run_deadline
 from surfer.core.errors import (
-    ActionFailed, ActionNotSupported, BrowserCrashed, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
+    ActionFailed, ActionNotSupported, BrowserCrashed, ChromiumNotLaunched, ConfigError, EnvironmentFailure, ModelServerUnreachable, RunError, SurferError,
 )
 from surfer.models.backend import ModelBackend
 from surfer.tools.base import Environment
@@ -139,7 +139,8 @@ class TaskRun:
                 result = run.result("interrupted", reason=f"{stopping.interrupted_reason()} ({type(exc).__name__})")
             elif isinstance(exc, SurferError):
                 result = run.result("error", reason=str(exc), error_kind=error_kind(exc))
-                if isinstance(exc, RunDirTaken):  # another run's directory: nothing of this run goes into it
+                if isinstance(exc, (RunDirTaken, ChromiumNotLaunched)):
+                    # another run's directory: nothing of this run goes into it; no browser: nothing was seen
                     result.run_dir = env.run_dir = None
                 await emit(ErrorOccurred(len(run.records) or None, self.parts.secrets.scrub(str(exc)), fatal=True))
             else:

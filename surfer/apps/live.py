@@ -7,6 +7,7 @@ terminal (CI logs) only plain lines are written, each whole (not cut at the
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
@@ -131,3 +132,5 @@ class LiveView:
             self._line(f"report: {res.run_dir}/report.html", style="dim")
         elif self._run_dir and res.error_kind == "unreachable":
             self._line(f"nothing recorded: the run never reached its model server ({self._run_dir} was not written)", style="dim")
+        elif self._run_dir and not os.path.lexists(self._run_dir):  # (a browser that never started)
+            self._line(f"nothing recorded: the run never started ({self._run_dir} was not written)", style="dim")

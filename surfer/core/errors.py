@@ -27,6 +27,11 @@ class ModelServerUnreachable(RunError):
     """The model server cannot be reached (connection refused, DNS, timeout)."""
 
 
+class ChromiumNotLaunched(ConfigError):
+    """SURFER_CHROMIUM names a program that does not start as Chromium (not a browser, a broken one): a
+    usage error found before the run saw anything, so the run leaves no directory."""
+
+
 class ModelNotFound(ConfigError):
     """The server answers but does not serve the configured model name."""
 

@@ -10,7 +10,7 @@ import sys
 import weakref
 from pathlib import Path
 
-from surfer.core.errors import ConfigError, EnvironmentFailure
+from surfer.core.errors import ChromiumNotLaunched, ConfigError, EnvironmentFailure
 
 TYPE_CHECKING = False  # no typing import: spawn_driver runs before `surfer run` imports the rest
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def find_chromium(playwright_default: str | None = None, *, headless: bool = Fal
         path = Path(override)
         if path.is_file() and os.access(path, os.X_OK):
             return str(path)
-        raise ConfigError(f"SURFER_CHROMIUM={override} is not an executable file. {INSTALL_HINT}")
+        raise ChromiumNotLaunched(f"SURFER_CHROMIUM={override} is not an executable file. {INSTALL_HINT}")
     if headless:
         shell = find_headless_shell()
         if shell:
@@ -137,11 +137,34 @@ async def launch_chromium(playwright: Any, *, headless: bool = True, legacy: boo
             executable_path=executable, headless=headless, args=launch_args(executable, legacy=legacy, guarded=guarded),
         )
     except Exception as exc:  # noqa: BLE001 - Playwright raises plain Error here
+        why = launch_failure(str(exc))
+        if os.environ.get("SURFER_CHROMIUM"):  # the user's own choice is what to fix
+            raise ChromiumNotLaunched(
+                f"SURFER_CHROMIUM={executable} does not start as Chromium ({why}): point SURFER_CHROMIUM at a "
+                "Chromium or Chrome executable, or unset it"
+            ) from None
         hint = " (no display? use headless mode, or run under xvfb-run)" if not headless else ""
-        raise EnvironmentFailure(f"could not launch Chromium at {executable}{hint}: {str(exc).splitlines()[0]}") from None
+        raise EnvironmentFailure(f"could not launch Chromium at {executable}{hint}: {why}") from None
     if guarded:
         _guarded.add(browser)
     return browser
+
+
+def launch_failure(message: str) -> str:
+    """What Playwright's error for a browser that did not start says of it, in one line: the program's last
+    line on stderr and how it ended ("error while loading shared libraries: ..., it exited with code 127"),
+    or the error's first line when its log says neither."""
+    import re
+
+    lines = message.splitlines()
+    said = [m.group(1).strip() for m in (re.search(r"\]\[err\] (.*)", line) for line in lines) if m and m.group(1).strip()]
+    ended = next((m for m in (re.search(r"process did exit: exitCode=(\w+), signal=(\w+)", line) for line in lines) if m), None)
+    parts = said[-1:]
+    if ended is not None:
+        code, signal = ended.groups()
+        parts.append(("it exited with code " + code if signal == "null" else "it was ended by " + signal)
+                     + ("" if said else " before it answered as a browser"))
+    return ", ".join(parts) if parts else (lines[0] if lines else "no reason given")
 
 
 def use_node_compile_cache() -> None:
@@ -174,6 +197,8 @@ async def start_chromium(
     browser, then stop playwright)."""
     import asyncio
 
+    if os.environ.get("SURFER_CHROMIUM"):
+        find_chromium(headless=headless)  # one that is not an executable file: said before a driver is spawned for it
     playwright = None
     if driver is None:
         spawning = asyncio.ensure_future(asyncio.to_thread(_spawn_with_api))
