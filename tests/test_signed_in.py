@@ -22,7 +22,7 @@ import pytest
 
 from inprocess import Ran, surfer
 from login_site import ORDER, PASSWORD, TASK, USER, VIEWPORT, AcmeOracle
-from surfer import Agent
+from surfer import Agent, ScriptedModel
 from surfer.apps.demo.oracle import frame_mapper
 from surfer.tools.chromium import LAUNCH_ARGS, find_headless_shell
 
@@ -265,6 +265,16 @@ async def test_over_cdp_a_saved_state_opens_a_context_of_its_own(model, site, us
     run = await agent(model, cdp_url=cdp_url, storage_state=str(tmp_path / "state.json")).run(TASK, site.url("/account"))
     assert run.status == "success" and run.steps == 1
     assert proc.poll() is None and len(tabs(cdp_url)) == 1
+
+    def user_closes_the_browser(request):  # type: ignore[no-untyped-def]
+        proc.kill()
+        proc.wait(10)
+        return {"thought": "reload", "notes": "", "action": {"type": "refresh"}}
+
+    # the user's browser goes away mid-run: said as that, not as a crash of a Chromium surfer launched
+    gone = await Agent(backend=ScriptedModel(policy=[user_closes_the_browser]), cdp_url=cdp_url, max_steps=2).run(TASK, site.url("/account"))
+    assert (gone.status, gone.error_kind) == ("error", "browser_crash"), gone
+    assert gone.reason == f"the browser at {cdp_url} (--cdp-url) went away: it was closed, its process ended, or the connection to it was lost"
 
 
 def test_an_unreachable_cdp_url_is_a_clear_error(model, site, tmp_path):

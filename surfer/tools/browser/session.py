@@ -371,7 +371,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
             self._check_alive()  # a Playwright error because the browser died is a crash, not the step's error
             first = str(exc).splitlines()[0] if str(exc) else repr(exc)
             if any(sign in first.lower() for sign in CRASH_SIGNS):  # before the disconnect event arrives
-                raise BrowserCrashed(f"the browser crashed ({first})") from None
+                raise BrowserCrashed(self._gone_reason() if self.attached else f"the browser crashed ({first})") from None
             raise
 
     async def close(self) -> None:
@@ -481,8 +481,16 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
                 await asyncio.wait_for(self._context.cookies("https://alive.invalid/"), ALIVE_CHECK_S)
         return self.alive
 
+    def _gone_reason(self) -> str:
+        """Why the browser is gone: one surfer launched crashed; one it attached to went away (the user's
+        own browser, closed or killed, or its connection lost)."""
+        if not self.attached:
+            return "the browser crashed (the Chromium process died)"
+        flag, url = ("--cdp-url", self.cdp_url) if self.cdp_url else ("--browser-ws", self.browser_ws)
+        return f"the browser at {url} ({flag}) went away: it was closed, its process ended, or the connection to it was lost"
+
     def _check_alive(self) -> None:
         if self._browser_gone:
-            raise BrowserCrashed("the browser crashed (the Chromium process died)")
+            raise BrowserCrashed(self._gone_reason())
         if self._crashed is not None:
             raise BrowserCrashed(f"the page crashed (at {self._crashed or 'about:blank'})")
