@@ -268,13 +268,21 @@ def test_urls_are_normalized():
     assert normalize_url("localhost.example.com") == "https://localhost.example.com"
 
 
-def test_a_start_url_is_a_page_a_browser_opens_and_a_local_path_is_a_file_url():
+def test_a_start_url_is_a_page_a_browser_opens_and_a_local_path_is_a_file_url(tmp_path, monkeypatch):
     from surfer.core.errors import ConfigError
     from surfer.tools.url_policy import UrlPolicy, check_start_url
 
     with pytest.raises(ConfigError, match="start URL /tmp/page.html is refused: file: URLs are refused"):
         check_start_url("/tmp/page.html", UrlPolicy())
-    check_start_url("/tmp/page.html", UrlPolicy(allow_file_urls=True))
+    (tmp_path / "page.html").write_text("<h1>x</h1>")
+    check_start_url(str(tmp_path / "page.html"), UrlPolicy(allow_file_urls=True))
+    # a local path to no file, and a file of this folder named without ./, were opened as https://page.html
+    # or left to the browser's net::ERR_FILE_NOT_FOUND (exit 1, after the browser and the model server started)
+    with pytest.raises(ConfigError, match=f"start URL ./nope.html is a local path, and there is no such file: {tmp_path}/nope.html$"):
+        monkeypatch.chdir(tmp_path)
+        check_start_url("./nope.html", UrlPolicy(allow_file_urls=True))
+    with pytest.raises(ConfigError, match=r"start URL page.html is a file in this folder, .* give ./page.html to open the file"):
+        check_start_url("page.html", UrlPolicy(allow_file_urls=True))
     with pytest.raises(ConfigError, match=r"start URL ftp://files.example/a is not a web page: .* not ftp:$"):
         check_start_url("ftp://files.example/a", UrlPolicy())
     for fine in ("localhost:8000/x", "example.com", "about:blank", "data:text/html,<p>x</p>"):

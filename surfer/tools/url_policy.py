@@ -226,6 +226,14 @@ def check_start_url(url: str, policy: UrlPolicy) -> None:
     reason = policy.refusal(url) or policy.refusal(normalize_url(url))  # ('/tmp/page.html' opens a file: URL)
     if reason is not None:
         raise ConfigError(f"the start URL {url} is refused: {reason}")
+    bare = url.strip()
+    if "://" not in bare and ":" not in bare.split("/", 1)[0] and not bare.startswith(_LOCAL_PATH) and os.path.isfile(bare):
+        raise ConfigError(f"the start URL {bare} is a file in this folder, but without ./ it reads as the site "
+                          f"https://{bare}: give ./{bare} to open the file, or https://{bare} for the site")
+    if bare.startswith(_LOCAL_PATH) and not bare.startswith("//"):
+        path = os.path.abspath(os.path.expanduser(bare))
+        if not os.path.exists(path):
+            raise ConfigError(f"the start URL {bare} is a local path, and there is no such file: {path}")
     scheme = url_scheme(normalize_url(url))
     if scheme not in START_SCHEMES:  # (ftp:, ws:, an app's own scheme: the browser opens no page there)
         raise ConfigError(f"the start URL {url} is not a web page: a browser opens http:// and https:// pages "
