@@ -424,18 +424,29 @@ class DesktopEnvironment(Environment):
 
     async def _act_type(self, action: TypeText) -> str:
         self._check_typeable(action.text)
-        steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        parts = [action.text]
+        if self._keyboard is not None and not self.dry_run:  # (more characters on no key than the spare keys hold)
+            parts = await asyncio.to_thread(self._keyboard.parts, action.text)
+        first: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         xy = self._xy(action.point) if action.point is not None else None
         if xy is not None:
-            steps.append(("click", xy, {}))
+            first.append(("click", xy, {}))
         if action.clear:
-            steps += [("hotkey", (_PRIMARY_MODIFIER, "a"), {}), ("press", ("delete",), {})]
-        steps.append(("write", (action.text,), {}))
-        if action.submit:
-            steps.append(("press", ("enter",), {}))
+            first += [("hotkey", (_PRIMARY_MODIFIER, "a"), {}), ("press", ("delete",), {})]
         where = f" into ({xy[0]}, {xy[1]})" if xy is not None else ""
-        detail = f"typed {len(action.text)} characters{where}" + (" and pressed Enter" if action.submit else "")
-        return await self._input(detail, *steps)
+        count = f"{len(action.text)} characters" + (f" in {len(parts)} parts" if len(parts) > 1 else "")
+        detail = f"typed {count}{where}" + (" and pressed Enter" if action.submit else "")
+        mark = None
+        for i, part in enumerate(parts):
+            if i:  # the application reads the keys typed before their spare keycodes are mapped to other characters
+                await settle_screen(self._digest, mark, self.settle_config)
+            steps = [*(first if i == 0 else []), ("write", (part,), {})]
+            if action.submit and i == len(parts) - 1:
+                steps.append(("press", ("enter",), {}))
+            if len(parts) > 1:
+                mark = await self.mark()
+            await self._input(detail, *steps)
+        return detail
 
     async def _act_press(self, action: PressKeys) -> str:
         names = self._key_names(action.keys)

@@ -9,7 +9,9 @@ Here each character's keycode and level come from the X server's own keymap
 (one with no keysym; two characters each, plain and with Shift) mapped to it
 for as long as the display is driven, as xdotool does; a later text that
 needs room takes back the keycodes of earlier ones, and `release()` gives
-them all back.
+them all back. A text with more such characters than the spare keycodes
+hold (38 on Xvfb) is typed in `parts`, the caller letting the application
+read one part's keys before their keycodes are mapped to the next part's.
 """
 
 from __future__ import annotations
@@ -63,22 +65,41 @@ class X11Keyboard:
                 self._map(keysym)
         return [self._on_keymap(k) or self._mapped(k) for k in keysyms]  # type: ignore[misc]
 
+    def parts(self, text: str) -> list[str]:
+        """`text` cut into parts whose characters on no key fit the spare keycodes (each part is `plan`ned and
+        typed in turn); one part, `text`, when they all fit (or there is no spare keycode: `plan` says so)."""
+        room = 2 * (len(self._spare_codes()) + len(self._codes))
+        parts, start, missing = [], 0, set()
+        for i, char in enumerate(text):
+            keysym = keysym_of(char)
+            if keysym in missing or self._on_keymap(keysym) is not None or not room:
+                continue
+            if len(missing) == room:
+                parts.append(text[start:i])
+                start, missing = i, set()
+            missing.add(keysym)
+        return [*parts, text[start:]]
+
+    def _spare_codes(self) -> list[int]:
+        if self._spare is None:
+            first = self.display.display.info.min_keycode
+            mapping = self.display.get_keyboard_mapping(first, self.display.display.info.max_keycode - first + 1)
+            self._spare = [first + i for i, syms in enumerate(mapping) if not any(syms)]
+        return self._spare
+
     def _free_slots(self) -> int:
         assert self._spare is not None
         return 2 * len(self._spare) + sum(syms.count(0) for syms in self._codes.values())
 
     def _make_room(self, needed: set[int], count: int) -> None:
-        if self._spare is None:
-            first = self.display.display.info.min_keycode
-            mapping = self.display.get_keyboard_mapping(first, self.display.display.info.max_keycode - first + 1)
-            self._spare = [first + i for i, syms in enumerate(mapping) if not any(syms)]
+        self._spare_codes()
         if self._free_slots() < count:  # earlier texts' characters give way (their keys were read long ago)
             for code, syms in list(self._codes.items()):
                 self._codes[code] = [sym if sym in needed else 0 for sym in syms]
         if self._free_slots() < count:
             raise ActionFailed(
                 f"cannot type this text: {count} of its characters are on no key, and the X keymap has room for "
-                f"{self._free_slots()}; type it in parts"
+                f"{self._free_slots()}" + ("; type it in parts" if self._free_slots() else "")
             )
 
     def _map(self, keysym: int) -> None:
