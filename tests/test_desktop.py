@@ -512,11 +512,12 @@ async def test_failsafe_stops_the_run_unless_turned_off(
     # A person who moves the mouse into a corner in the middle of a Shift+click stops it, and Shift is let go.
     click = desktop._gui.click
     monkeypatch.setattr(desktop._gui, "click", lambda *a, **k: (person_moves_the_mouse_to(xvfb, 0, 0), click(*a, **k)))
-    with pytest.raises(EnvironmentFailure, match="fail-safe: the mouse is in a screen corner"):
+    with pytest.raises(EnvironmentFailure, match=r"fail-safe: the mouse pointer is in a corner of the screen at \(0, 0\), "
+                       r".* before running again; .*`failsafe = false` in the \[desktop\] section"):  # (the CLI's way too)
         await desktop.perform(Click(target="Multiply", point=tk_form.centre("multiply"), modifiers=["Shift"]))
     monkeypatch.undo()
     assert held_down(xvfb) == ([], 0, (0, 0))
-    with pytest.raises(EnvironmentFailure, match="fail-safe: the mouse is in a screen corner"):
+    with pytest.raises(EnvironmentFailure, match="fail-safe: the mouse pointer is in a corner"):
         await desktop.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
     assert tk_form.find(is_event("checkbox")) is None
     unsafe = DesktopEnvironment(display=xvfb, failsafe=False)
@@ -611,8 +612,9 @@ def test_cli_rejects_url_and_desktop_flags_in_the_wrong_place(xvfb: str, tmp_pat
 
 def test_cli_runs_a_desktop_task(xvfb: str, tk_form: TkForm, standin: Any, tmp_path: Path) -> None:
     server = standin(FormResponder(tk_form))
-    config = tmp_path / "surfer.toml"  # the desktop's settle wait is configured in its own section
-    config.write_text("[desktop]\nsettle_timeout = 0.0\n")
+    config = tmp_path / "surfer.toml"  # the desktop's settle wait and fail-safe are configured in its own section
+    config.write_text("[desktop]\nsettle_timeout = 0.0\nfailsafe = false\n")
+    person_moves_the_mouse_to(xvfb, 0, 0)  # (the fail-safe off: the run goes on; a CLI user could not turn it off)
     completed = subprocess.run(
         [sys.executable, "-c", "from surfer.apps.cli import main; main()", "run", "--env", "desktop", "--display", xvfb,
          "--base-url", server.base_url, "--model", server.model, "--profile", "holotron", "--config", str(config),

@@ -52,6 +52,14 @@ PYAUTOGUI_KEYS = {
 }
 
 
+FAILSAFE_STOP = (
+    "pyautogui fail-safe: the mouse pointer is in a corner of the screen{where}, a person's sign to stop the agent, "
+    "so the run was stopped before its next action. Move the pointer away from the corners before running again; "
+    "on a display nobody uses (Xvfb) the fail-safe can be turned off: `failsafe = false` in the [desktop] section "
+    "of the configuration, DesktopEnvironment(failsafe=False) in Python"
+)
+
+
 def pyautogui_key(part: str, mapping: dict[str, Any] | None) -> str | None:
     """The pyautogui name for one key, or None when this platform cannot press it."""
     name = key_name(part)
@@ -297,15 +305,20 @@ class DesktopEnvironment(Environment):
         except BaseException as exc:
             self._release(held)
             if isinstance(exc, gui.FailSafeException):
-                raise EnvironmentFailure(
-                    "pyautogui fail-safe: the mouse is in a screen corner, so the run was stopped "
-                    "(move the mouse away to continue; on a headless Xvfb display use failsafe=False)"
-                ) from None
+                raise EnvironmentFailure(FAILSAFE_STOP.format(where=self._pointer())) from None
             if isinstance(exc, gui.PyAutoGUIException):
                 raise ActionFailed(f"desktop input failed: {exc}") from None
             if isinstance(exc, Exception) and not isinstance(exc, SurferError):
                 raise self._failure("desktop input", exc) from None
             raise
+
+    def _pointer(self) -> str:
+        """Where the mouse pointer is, ' at (x, y)', for a message ('' when it cannot be read)."""
+        try:
+            x, y = self._gui.position()
+        except Exception:  # noqa: BLE001 - the display went away meanwhile
+            return ""
+        return f" at ({x}, {y})"
 
     def _pointer_onto_screen(self) -> None:
         """On a display of several X screens, bring the pointer onto the watched one (to the middle of the watched
