@@ -455,9 +455,15 @@ def test_a_display_of_two_screens_is_driven_on_the_screen_it_names() -> None:
     """':N.1' is the second X screen: input goes where the screenshot comes from (XTest moved the pointer on the
     first screen, where it was). pyautogui binds one display a process, so this one runs in its own, which
     first checks that `import surfer` (and naming DesktopEnvironment) loads no desktop extra."""
-    with private_xvfb(800, 600, "-screen", "1", "640x480x24") as display:
+    from surfer.tools.desktop_display import check_display
+
+    with private_xvfb(800, 600, "-screen", "1", "640x480x24", "-screen", "2", "64x48x16") as display:
         completed = subprocess.run([sys.executable, "-c", SECOND_SCREEN, f"{display}.1"], capture_output=True,
                                    text=True, cwd=ROOT, timeout=60)
+        # A screen mss cannot grab (16 bits) on an X server that answers is no unreachable server (it was said to be).
+        with pytest.raises(ConfigError, match=f"^cannot take screenshots of the X display {display}.2: .* not 16; "
+                                              "start it with a 24-bit screen"):
+            check_display(f"{display}.2")
     assert completed.stdout.split() == ["640x480", "True", "100", "100"], completed.stderr[-2000:]
 
 
