@@ -235,6 +235,19 @@ class DesktopEnvironment(Environment):
             self._last_digest = (whole, tile_digests(shot.raw, shot.width, shot.height))
         return self._last_digest[1]
 
+    async def _tk_takes_keys(self, point: tuple[int, int] | None) -> bool:
+        """X11Keyboard.tk_takes_keys in a worker thread; False when it cannot tell, an EnvironmentFailure when the
+        display went away."""
+        assert self._keyboard is not None
+        try:
+            return await asyncio.to_thread(self._keyboard.tk_takes_keys, point)
+        except Exception as exc:  # noqa: BLE001 - Xlib raises its own errors, or ConnectionClosedError
+            failure = await asyncio.to_thread(self._failure, "reading the X display", exc)
+            if self._gone:
+                raise failure from None
+            log.debug("which application takes the keys: %s", failure)
+            return False
+
     async def _digest(self) -> tuple[int, ...]:
         try:
             return await asyncio.to_thread(self._grab_digest)
@@ -444,12 +457,15 @@ class DesktopEnvironment(Environment):
         xy = self._xy(action.point) if action.point is not None else None
         if xy is not None:
             first.append(("click", xy, {}))
-        if action.clear:
-            first += [("hotkey", (_PRIMARY_MODIFIER, "a"), {}), ("press", ("delete",), {})]
+        if action.clear:  # select-all (Control+/ in a Tk application: its Control+A goes to the line's start), Delete
+            select_all = (_PRIMARY_MODIFIER, "a")
+            if self._keyboard is not None and await self._tk_takes_keys(xy):
+                select_all = ("ctrl", "/")
+            first += [("hotkey", select_all, {}), ("press", ("delete",), {})]
         where = f" into ({xy[0]}, {xy[1]})" if xy is not None else ""
         count = f"{len(action.text)} characters" + (f" in {len(parts)} parts" if len(parts) > 1 else "")
         detail = f"typed {count}{where}" + (" and pressed Enter" if action.submit else "")
-        mark = None
+        mark, done = None, detail
         for i, part in enumerate(parts):
             if i:  # the application reads the keys typed before their spare keycodes are mapped to other characters
                 await settle_screen(self._digest, mark, self.settle_config)
@@ -458,8 +474,8 @@ class DesktopEnvironment(Environment):
                 steps.append(("press", ("enter",), {}))
             if len(parts) > 1:
                 mark = await self.mark()
-            await self._input(detail, *steps)
-        return detail
+            done = await self._input(detail, *steps)  # (a dry run's says what it would have done)
+        return done
 
     async def _act_press(self, action: PressKeys) -> str:
         names = self._key_names(action.keys)

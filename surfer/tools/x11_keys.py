@@ -135,6 +135,50 @@ class X11Keyboard:
                 fake_input(self.display, X.KeyRelease, self.shift())
             self.display.sync()
 
+    def tk_takes_keys(self, point: tuple[int, int] | None) -> bool:
+        """Whether keys sent now go to a Tk application, whose Control+A on X11 is Emacs' line start rather than
+        select-all (Control+/ is its select-all): the window at `point` (a click there comes first) or, without
+        one, the focused window (the one under the pointer when the focus follows it), or a window it is in,
+        belongs to the X client of an application Tk lists in the root window's InterpRegistry property."""
+        from Xlib import X, Xatom
+
+        display = self.display
+        root = display.screen().root
+        registry = root.get_full_property(display.intern_atom("InterpRegistry"), Xatom.STRING)
+        if registry is None:  # (no Tk application on this display)
+            return False
+        mask = display.display.info.resource_id_mask
+        tk_clients = {}
+        for entry in bytes(registry.value).split(b"\0"):  # 'commwindow-hex appname'
+            try:
+                comm = int(entry.split(b" ", 1)[0], 16)
+            except ValueError:
+                continue
+            tk_clients[comm & ~mask] = comm
+        windows = []
+        focus = display.get_input_focus().focus if point is None else None
+        if focus is not None and not isinstance(focus, int) and focus != root:
+            windows.append(focus.id)
+        else:
+            if point is None:
+                pointer = root.query_pointer()
+                point = (pointer.root_x, pointer.root_y)
+            window = root
+            while True:  # down the windows at the point, the WM's frame to the application's innermost
+                child = window.translate_coords(root, *point).child
+                if not child:
+                    break
+                windows.append(child.id)
+                window = child
+        for client in {w & ~mask for w in windows} & set(tk_clients):
+            comm = display.create_resource_object("window", tk_clients[client])
+            try:  # (a registry entry outlives a Tk application that crashed: its window is gone)
+                if comm.get_full_property(display.intern_atom("TK_APPLICATION"), X.AnyPropertyType) is not None:
+                    return True
+            except Exception:  # noqa: BLE001 - BadWindow
+                continue
+        return False
+
     def release(self) -> None:
         """Give the spare keycodes back (their keysyms cleared)."""
         codes, self._codes = self._codes, {}
