@@ -529,6 +529,11 @@ async def test_failsafe_stops_the_run_unless_turned_off(
     with pytest.raises(EnvironmentFailure, match="fail-safe: the mouse pointer is in a corner"):
         await desktop.perform(Click(target="Multiply", point=tk_form.centre("multiply")))
     assert tk_form.find(is_event("checkbox")) is None
+    # The brake stays pulled for the runs after it: one does not start (a QA suite stops there; each case started,
+    # asked the model and stopped at its first action).
+    with pytest.raises(ConfigError, match=r"fail-safe: the mouse pointer is in a corner of the screen at \(0, 0\), .* "
+                                          "so the run cannot start"):
+        await DesktopEnvironment(display=xvfb).start()
     unsafe = DesktopEnvironment(display=xvfb, failsafe=False)
     await unsafe.start()
     try:

@@ -54,7 +54,7 @@ PYAUTOGUI_KEYS = {
 
 FAILSAFE_STOP = (
     "pyautogui fail-safe: the mouse pointer is in a corner of the screen{where}, a person's sign to stop the agent, "
-    "so the run was stopped before its next action. Move the pointer away from the corners before running again; "
+    "so the run {what}. Move the pointer away from the corners before running again; "
     "on a display nobody uses (Xvfb) the fail-safe can be turned off: `failsafe = false` in the [desktop] section "
     "of the configuration, DesktopEnvironment(failsafe=False) in Python"
 )
@@ -154,6 +154,10 @@ class DesktopEnvironment(Environment):
         try:
             self._area = self._pick_area(screen.monitors)
             self._gui = await asyncio.to_thread(_load_pyautogui, display)
+            pointer = tuple(await asyncio.to_thread(self._gui.position))
+            if self.failsafe and not self.dry_run and pointer in self._gui.FAILSAFE_POINTS:
+                # (the brake pulled before the run began, or during the last one: its first action would stop it)
+                raise ConfigError(FAILSAFE_STOP.format(where=f" at {pointer}", what="cannot start"))
         except BaseException:
             screen.close()
             raise
@@ -318,7 +322,8 @@ class DesktopEnvironment(Environment):
         except BaseException as exc:
             self._release(held)
             if isinstance(exc, gui.FailSafeException):
-                raise EnvironmentFailure(FAILSAFE_STOP.format(where=self._pointer())) from None
+                raise EnvironmentFailure(FAILSAFE_STOP.format(
+                    where=self._pointer(), what="was stopped before its next action")) from None
             if isinstance(exc, gui.PyAutoGUIException):
                 raise ActionFailed(f"desktop input failed: {exc}") from None
             if isinstance(exc, Exception) and not isinstance(exc, SurferError):
