@@ -454,10 +454,11 @@ class DesktopEnvironment(Environment):
         return await self._input(f"hover at ({x}, {y})", ("moveTo", (x, y), {}))
 
     async def _act_type(self, action: TypeText) -> str:
-        self._check_typeable(action.text)
-        parts = [action.text]
+        text = action.text.replace("\r\n", "\n")  # (a Windows line end is one Enter: '\r' and '\n' were one each)
+        self._check_typeable(text)
+        parts = [text]
         if self._keyboard is not None and not self.dry_run:  # (more characters on no key than the spare keys hold)
-            parts = await asyncio.to_thread(self._keyboard.parts, action.text)
+            parts = await asyncio.to_thread(self._keyboard.parts, text)
         first: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         xy = self._xy(action.point) if action.point is not None else None
         if xy is not None:
@@ -468,7 +469,7 @@ class DesktopEnvironment(Environment):
                 select_all = ("ctrl", "/")
             first += [("hotkey", select_all, {}), ("press", ("delete",), {})]
         where = f" into ({xy[0]}, {xy[1]})" if xy is not None else ""
-        count = f"{len(action.text)} characters" + (f" in {len(parts)} parts" if len(parts) > 1 else "")
+        count = f"{len(text)} characters" + (f" in {len(parts)} parts" if len(parts) > 1 else "")
         detail = f"typed {count}{where}" + (" and pressed Enter" if action.submit else "")
         mark, done = None, detail
         for i, part in enumerate(parts):
