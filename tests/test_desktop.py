@@ -235,12 +235,38 @@ async def test_drag_drops_the_token_on_the_target(desktop: DesktopEnvironment, t
     assert (await tk_form.event(is_event("drop")))["in_target"] is True
 
 
-async def test_type_clears_appends_and_submits(desktop: DesktopEnvironment, tk_form: TkForm) -> None:
+async def test_type_clears_appends_and_submits(xvfb: str, desktop: DesktopEnvironment, tk_form: TkForm) -> None:
     """Text is typed by the display's keymap: '<' is the <> key's first level (pyautogui's Shift made it '>'); é, €,
     日本 are on no key (spare keys are mapped for them: the Cyrillic needs more than they hold one each, and those of
     the text before give way; more of them than the spare keys hold are typed in parts); a control character is refused
     before anything is typed."""
     field = tk_form.centre("first")
+    # A process that typed characters on no key and ended without closing its environment (killed, or its script
+    # never closed it) left every spare keycode mapped: the next ones could type no character on no key.
+    from Xlib import display as xdisplay
+
+    from surfer.tools.x11_keys import X11Keyboard
+
+    gone = xdisplay.Display(xvfb)
+    X11Keyboard(gone).plan("".join(chr(0x4E00 + i) for i in range(38)))  # every spare keycode, never given back
+    marker = gone.screen().root.create_window(0, 0, 1, 1, 0, 0)
+    gone.close()
+    conn = xdisplay.Display(xvfb)
+    try:  # (the X server destroys the closed connection's windows when it reads its end)
+        for _ in range(500):
+            conn.create_resource_object("window", marker.id).get_geometry()
+            await asyncio.sleep(0.01)
+    except Exception:  # noqa: BLE001 - BadDrawable: gone
+        pass
+    finally:
+        conn.close()
+    fresh = DesktopEnvironment(display=xvfb)
+    await fresh.start()
+    try:
+        await fresh.perform(TypeText(text="Ωμέγα", target="First number", point=field, submit=True))  # (room for 0)
+    finally:
+        await fresh.close()
+    await tk_form.event(is_event("submit", field="first", value="Ωμέγα"))
     await desktop.perform(TypeText(text="12", target="First number", point=field, submit=True))
     await tk_form.event(is_event("submit", field="first", value="12"))
     await desktop.perform(TypeText(text="<3", target="First number", point=field, clear=False, submit=True))

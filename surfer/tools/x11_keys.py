@@ -9,7 +9,11 @@ Here each character's keycode and level come from the X server's own keymap
 (one with no keysym; two characters each, plain and with Shift) mapped to it
 for as long as the display is driven, as xdotool does; a later text that
 needs room takes back the keycodes of earlier ones, and `release()` gives
-them all back. A text with more such characters than the spare keycodes
+them all back. The keycodes in use are listed in a property of the root
+window with a window of their user's (`_SURFER_SPARE_KEYS`): those of a
+process that ended without giving them back (killed, or its environment never
+closed) are taken as spare again, where they stayed mapped for as long as the
+X server ran. A text with more such characters than the spare keycodes
 hold (38 on Xvfb) is typed in `parts`, the caller letting the application
 read one part's keys before their keycodes are mapped to the next part's.
 """
@@ -42,10 +46,12 @@ class X11Keyboard:
         self._shift: int | None = None
         self._spare: list[int] | None = None  # keycodes with no keysym, not mapped by us yet
         self._codes: dict[int, list[int]] = {}  # a spare keycode we mapped -> its keysyms (plain, with Shift; 0 free)
+        self._owner: Any = None  # the window that says in _SURFER_SPARE_KEYS which keycodes are ours
 
     def _on_keymap(self, keysym: int) -> tuple[int, bool] | None:
+        spare = self._spare_codes()  # (a keycode left mapped by a process gone is spare, not on the keymap)
         for keycode, index in sorted(self.display.keysym_to_keycodes(keysym), key=lambda pair: (pair[1], pair[0])):
-            if index in (0, 1) and keycode not in self._codes:
+            if index in (0, 1) and keycode not in self._codes and keycode not in spare:
                 return keycode, index == 1
         return None
 
@@ -84,8 +90,53 @@ class X11Keyboard:
         if self._spare is None:
             first = self.display.display.info.min_keycode
             mapping = self.display.get_keyboard_mapping(first, self.display.display.info.max_keycode - first + 1)
-            self._spare = [first + i for i, syms in enumerate(mapping) if not any(syms)]
+            empty = [first + i for i, syms in enumerate(mapping) if not any(syms)]
+            self._spare = [*(code for code in self._left_behind() if code not in empty), *empty]
         return self._spare
+
+    def _left_behind(self) -> list[int]:
+        """The keycodes `_SURFER_SPARE_KEYS` lists (pairs: keycode, its user's window) for users whose window is
+        gone (the X server destroys a client's windows when its connection ends): cleared, and dropped from it."""
+        from Xlib import X, Xatom
+
+        root = self.display.screen().root
+        atom = self.display.intern_atom("_SURFER_SPARE_KEYS")
+        found = root.get_full_property(atom, Xatom.INTEGER)
+        pairs = list(zip(found.value[::2], found.value[1::2])) if found is not None and found.format == 32 else []
+        dead = set()
+        for owner in {owner for _, owner in pairs}:
+            try:
+                self.display.create_resource_object("window", owner).get_geometry()
+            except Exception:  # noqa: BLE001 - BadDrawable: its user ended
+                dead.add(owner)
+        left = [code for code, owner in pairs if owner in dead]
+        for code in left:  # cleared: spare again, as they were before
+            self.display.change_keyboard_mapping(code, [(0, 0)])
+        if dead:
+            root.change_property(atom, Xatom.INTEGER, 32, [v for code, owner in pairs if owner not in dead
+                                                          for v in (code, owner)], X.PropModeReplace)
+            self.display.sync()
+        return left
+
+    def _lease(self, code: int | None) -> None:
+        """List `code` as this connection's in `_SURFER_SPARE_KEYS` (None: drop all of this connection's)."""
+        from Xlib import X, Xatom
+
+        root = self.display.screen().root
+        if self._owner is None:
+            if code is None:
+                return
+            self._owner = root.create_window(0, 0, 1, 1, 0, 0, window_class=X.InputOnly, visual=X.CopyFromParent)
+        atom, owner = self.display.intern_atom("_SURFER_SPARE_KEYS"), self._owner.id
+        found = root.get_full_property(atom, Xatom.INTEGER)
+        values = list(found.value) if found is not None and found.format == 32 else []
+        pairs = [(c, o) for c, o in zip(values[::2], values[1::2]) if o != owner or (code is not None and c != code)]
+        if code is not None:
+            pairs.append((code, owner))
+        root.change_property(atom, Xatom.INTEGER, 32, [v for pair in pairs for v in pair], X.PropModeReplace)
+        if code is None:
+            self._owner.destroy()
+            self._owner = None
 
     def _free_slots(self) -> int:
         assert self._spare is not None
@@ -108,6 +159,7 @@ class X11Keyboard:
         if code is None:
             code = self._spare.pop()
             self._codes[code] = [0, 0]
+            self._lease(code)
         syms = self._codes[code]
         syms[syms.index(0)] = keysym
         plain, shifted = syms
@@ -184,5 +236,5 @@ class X11Keyboard:
         codes, self._codes = self._codes, {}
         for code in codes:
             self.display.change_keyboard_mapping(code, [(0, 0)])
-        if codes:
-            self.display.sync()
+        self._lease(None)
+        self.display.sync()
