@@ -14,8 +14,9 @@ window with a window of their user's (`_SURFER_SPARE_KEYS`): those of a
 process that ended without giving them back (killed, or its environment never
 closed) are taken as spare again, where they stayed mapped for as long as the
 X server ran. A text with more such characters than the spare keycodes
-hold (38 on Xvfb) is typed in `parts`, the caller letting the application
-read one part's keys before their keycodes are mapped to the next part's.
+hold (38 on Xvfb) is typed in `parts` of half as many, so that a part's keys
+are not mapped to other characters before the one after the next (the caller
+lets the application read each part's keys before it types the next).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class X11Keyboard:
         self._spare: list[int] | None = None  # keycodes with no keysym, not mapped by us yet
         self._codes: dict[int, list[int]] = {}  # a spare keycode we mapped -> its keysyms (plain, with Shift; 0 free)
         self._owner: Any = None  # the window that says in _SURFER_SPARE_KEYS which keycodes are ours
+        self._last: set[int] = set()  # the keysyms of the last text planned (its keys may not all be read yet)
 
     def _on_keymap(self, keysym: int) -> tuple[int, bool] | None:
         spare = self._spare_codes()  # (a keycode left mapped by a process gone is spare, not on the keymap)
@@ -69,16 +71,20 @@ class X11Keyboard:
             self._make_room(set(keysyms), len(missing))
             for keysym in missing:
                 self._map(keysym)
+        self._last = set(keysyms)
         return [self._on_keymap(k) or self._mapped(k) for k in keysyms]  # type: ignore[misc]
 
     def parts(self, text: str) -> list[str]:
         """`text` cut into parts whose characters on no key fit the spare keycodes (each part is `plan`ned and
         typed in turn); one part, `text`, when they all fit (or there is no spare keycode: `plan` says so)."""
         room = 2 * (len(self._spare_codes()) + len(self._codes))
+        if not room or len({k for k in map(keysym_of, text) if self._on_keymap(k) is None}) <= room:
+            return [text]
+        room //= 2  # two parts in a row fit together: the application may not have read all of one's keys yet
         parts, start, missing = [], 0, set()
         for i, char in enumerate(text):
             keysym = keysym_of(char)
-            if keysym in missing or self._on_keymap(keysym) is not None or not room:
+            if keysym in missing or self._on_keymap(keysym) is not None:
                 continue
             if len(missing) == room:
                 parts.append(text[start:i])
@@ -144,9 +150,11 @@ class X11Keyboard:
 
     def _make_room(self, needed: set[int], count: int) -> None:
         self._spare_codes()
-        if self._free_slots() < count:  # earlier texts' characters give way (their keys were read long ago)
+        for keep in (needed | self._last, needed):  # earlier texts' characters give way, the last one's last
+            if self._free_slots() >= count:
+                break
             for code, syms in list(self._codes.items()):
-                self._codes[code] = [sym if sym in needed else 0 for sym in syms]
+                self._codes[code] = [sym if sym in keep else 0 for sym in syms]
         if self._free_slots() < count:
             raise ActionFailed(
                 f"cannot type this text: {count} of its characters are on no key, and the X keymap has room for "
