@@ -239,19 +239,6 @@ class DesktopEnvironment(Environment):
             self._last_digest = (whole, tile_digests(shot.raw, shot.width, shot.height))
         return self._last_digest[1]
 
-    async def _tk_takes_keys(self, point: tuple[int, int] | None) -> bool:
-        """X11Keyboard.tk_takes_keys in a worker thread; False when it cannot tell, an EnvironmentFailure when the
-        display went away."""
-        assert self._keyboard is not None
-        try:
-            return await asyncio.to_thread(self._keyboard.tk_takes_keys, point)
-        except Exception as exc:  # noqa: BLE001 - Xlib raises its own errors, or ConnectionClosedError
-            failure = await asyncio.to_thread(self._failure, "reading the X display", exc)
-            if self._gone:
-                raise failure from None
-            log.debug("which application takes the keys: %s", failure)
-            return False
-
     async def _digest(self) -> tuple[int, ...]:
         try:
             return await asyncio.to_thread(self._grab_digest)
@@ -465,7 +452,7 @@ class DesktopEnvironment(Environment):
             first.append(("click", xy, {}))
         if action.clear:  # select-all (Control+/ in a Tk application: its Control+A goes to the line's start), Delete
             select_all = (_PRIMARY_MODIFIER, "a")
-            if self._keyboard is not None and await self._tk_takes_keys(xy):
+            if self._keyboard is not None and await asyncio.to_thread(self._keyboard.tk_takes_keys, xy):
                 select_all = ("ctrl", "/")
             first += [("hotkey", select_all, {}), ("press", ("delete",), {})]
         where = f" into ({xy[0]}, {xy[1]})" if xy is not None else ""

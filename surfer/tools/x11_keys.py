@@ -199,7 +199,14 @@ class X11Keyboard:
         """Whether keys sent now go to a Tk application, whose Control+A on X11 is Emacs' line start rather than
         select-all (Control+/ is its select-all): the window at `point` (a click there comes first) or, without
         one, the focused window (the one under the pointer when the focus follows it), or a window it is in,
-        belongs to the X client of an application Tk lists in the root window's InterpRegistry property."""
+        belongs to the X client of an application Tk lists in the root window's InterpRegistry property. False
+        when it cannot tell (the display gone: the input after says so)."""
+        try:
+            return self._tk_takes_keys(point)
+        except Exception:  # noqa: BLE001 - Xlib's errors, ConnectionClosedError
+            return False
+
+    def _tk_takes_keys(self, point: tuple[int, int] | None) -> bool:
         from Xlib import X, Xatom
 
         display = self.display
