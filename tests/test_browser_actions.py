@@ -247,10 +247,13 @@ def test_key_names_as_models_write_them():
     assert [playwright_keys(k) for k in ("enter", "esc", "cmd+a", "down", "pgdn", " ", "Control++", "F5", "a")] == [
         "Enter", "Escape", "Meta+a", "ArrowDown", "PageDown", "Space", "Control++", "F5", "a"]
     assert playwright_keys("Control+Nope") == "Control+Nope"  # left for Playwright to refuse
+    # Modifiers joined by spaces or '-' (xdotool's 'ctrl k'), a name of several words: they were unknown keys.
+    assert [playwright_keys(k) for k in ("ctrl k", "Ctrl-Shift-K", "ctrl + k", "Page Down", "Alt-F4")] == [
+        "Control+k", "Control+Shift+K", "Control+k", "PageDown", "Alt+F4"]
     from surfer.tools.keys import browser_shortcut
 
-    assert [browser_shortcut(playwright_keys(k)) for k in ("shift+ctrl+tab", "Control+R", "ctrl+a", "F6", "Enter")] == [
-        "previous_tab", "refresh", None, "address bar", None]
+    assert [browser_shortcut(playwright_keys(k)) for k in ("shift+ctrl+tab", "Control+R", "ctrl+a", "F6", "Enter", "ctrl w")] == [
+        "previous_tab", "refresh", None, "address bar", None, "close_tab"]
 
 
 def test_urls_are_normalized():

@@ -87,6 +87,10 @@ class DesktopSettings(_Strict):
         "wait (a spinner, a progress animation, a video) stops holding it, seconds; parts that changed on their own "
         "between actions (a clock, a blinking cursor) do not hold it at all.",
     )
+    failsafe: bool = Field(
+        default=True, description="pyautogui's fail-safe: the mouse pointer moved into a corner of the screen stops "
+        "the run (a person's emergency brake). Turn it off only on a display nobody uses, e.g. Xvfb.",
+    )
 
 
 class AgentConfig(_Strict):
@@ -206,7 +210,7 @@ class AgentConfig(_Strict):
     )
     browser: BrowserSettings = Field(default=BrowserSettings(), description="The browser (section [browser]).")
     desktop: DesktopSettings = Field(default=DesktopSettings(), description="The desktop of `surfer run --env desktop` "
-                                     "and desktop QA suites (section [desktop]); in the SDK, DesktopEnvironment(settle=...).")
+                                     "and desktop QA suites (section [desktop]); in the SDK, DesktopEnvironment(settle=..., failsafe=...).")
     sensitive_actions: Literal["deny", "approve"] = Field(
         default="deny", description="What happens to a sensitive action when no person or callback confirms it.",
     )

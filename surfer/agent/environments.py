@@ -44,13 +44,13 @@ def browser_environment(config: AgentConfig, browser: Any = None, early: Any = N
 
 
 def desktop_environment(config: AgentConfig, **options: Any) -> "DesktopEnvironment":
-    """The desktop as configured (its settle wait); `options`: DesktopEnvironment's own (display, monitor, ...)."""
+    """The desktop as configured (its settle wait, its fail-safe); `options`: DesktopEnvironment's own (display, monitor, ...)."""
     from surfer.tools.desktop import DesktopEnvironment
     from surfer.tools.settle import ScreenSettleConfig
 
     d = config.desktop
     settle = ScreenSettleConfig(timeout=d.settle_timeout, quiet=d.settle_quiet, ticking=d.settle_ticking)
-    return DesktopEnvironment(settle=settle, **options)
+    return DesktopEnvironment(settle=settle, failsafe=d.failsafe, **options)
 
 
 def check_start_url(url: str, config: AgentConfig) -> None:

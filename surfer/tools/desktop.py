@@ -52,6 +52,14 @@ PYAUTOGUI_KEYS = {
 }
 
 
+FAILSAFE_STOP = (
+    "pyautogui fail-safe: the mouse pointer is in a corner of the screen{where}, a person's sign to stop the agent, "
+    "so the run {what}. Move the pointer away from the corners before running again; "
+    "on a display nobody uses (Xvfb) the fail-safe can be turned off: `failsafe = false` in the [desktop] section "
+    "of the configuration, DesktopEnvironment(failsafe=False) in Python"
+)
+
+
 def pyautogui_key(part: str, mapping: dict[str, Any] | None) -> str | None:
     """The pyautogui name for one key, or None when this platform cannot press it."""
     name = key_name(part)
@@ -146,6 +154,10 @@ class DesktopEnvironment(Environment):
         try:
             self._area = self._pick_area(screen.monitors)
             self._gui = await asyncio.to_thread(_load_pyautogui, display)
+            pointer = tuple(await asyncio.to_thread(self._gui.position))
+            if self.failsafe and not self.dry_run and pointer in self._gui.FAILSAFE_POINTS:
+                # (the brake pulled before the run began, or during the last one: its first action would stop it)
+                raise ConfigError(FAILSAFE_STOP.format(where=f" at {pointer}", what="cannot start"))
         except BaseException:
             screen.close()
             raise
@@ -297,15 +309,21 @@ class DesktopEnvironment(Environment):
         except BaseException as exc:
             self._release(held)
             if isinstance(exc, gui.FailSafeException):
-                raise EnvironmentFailure(
-                    "pyautogui fail-safe: the mouse is in a screen corner, so the run was stopped "
-                    "(move the mouse away to continue; on a headless Xvfb display use failsafe=False)"
-                ) from None
+                raise EnvironmentFailure(FAILSAFE_STOP.format(
+                    where=self._pointer(), what="was stopped before its next action")) from None
             if isinstance(exc, gui.PyAutoGUIException):
                 raise ActionFailed(f"desktop input failed: {exc}") from None
             if isinstance(exc, Exception) and not isinstance(exc, SurferError):
                 raise self._failure("desktop input", exc) from None
             raise
+
+    def _pointer(self) -> str:
+        """Where the mouse pointer is, ' at (x, y)', for a message ('' when it cannot be read)."""
+        try:
+            x, y = self._gui.position()
+        except Exception:  # noqa: BLE001 - the display went away meanwhile
+            return ""
+        return f" at ({x}, {y})"
 
     def _pointer_onto_screen(self) -> None:
         """On a display of several X screens, bring the pointer onto the watched one (to the middle of the watched
@@ -423,21 +441,43 @@ class DesktopEnvironment(Environment):
         return await self._input(f"hover at ({x}, {y})", ("moveTo", (x, y), {}))
 
     async def _act_type(self, action: TypeText) -> str:
-        self._check_typeable(action.text)
-        steps: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        text = action.text.replace("\r\n", "\n")  # (a Windows line end is one Enter: '\r' and '\n' were one each)
+        self._check_typeable(text)
+        parts = [text]
+        if self._keyboard is not None and not self.dry_run:  # (more characters on no key than the spare keys hold)
+            parts = await asyncio.to_thread(self._keyboard.parts, text)
+        first: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         xy = self._xy(action.point) if action.point is not None else None
         if xy is not None:
-            steps.append(("click", xy, {}))
-        if action.clear:
-            steps += [("hotkey", (_PRIMARY_MODIFIER, "a"), {}), ("press", ("delete",), {})]
-        steps.append(("write", (action.text,), {}))
-        if action.submit:
-            steps.append(("press", ("enter",), {}))
+            first.append(("click", xy, {}))
+        if action.clear:  # select-all (Control+/ in a Tk application: its Control+A goes to the line's start), Delete
+            select_all = (_PRIMARY_MODIFIER, "a")
+            if self._keyboard is not None and await asyncio.to_thread(self._keyboard.tk_takes_keys, xy):
+                select_all = ("ctrl", "/")
+            first += [("hotkey", select_all, {}), ("press", ("delete",), {})]
         where = f" into ({xy[0]}, {xy[1]})" if xy is not None else ""
-        detail = f"typed {len(action.text)} characters{where}" + (" and pressed Enter" if action.submit else "")
-        return await self._input(detail, *steps)
+        count = f"{len(text)} characters" + (f" in {len(parts)} parts" if len(parts) > 1 else "")
+        detail = f"typed {count}{where}" + (" and pressed Enter" if action.submit else "")
+        mark, done = None, detail
+        for i, part in enumerate(parts):
+            if i:  # the application reads the keys typed before their spare keycodes are mapped to other characters
+                await settle_screen(self._digest, mark, self.settle_config)
+            steps = [*(first if i == 0 else []), ("write", (part,), {})]
+            if action.submit and i == len(parts) - 1:
+                steps.append(("press", ("enter",), {}))
+            if len(parts) > 1:
+                mark = await self.mark()
+            done = await self._input(detail, *steps)  # (a dry run's says what it would have done)
+        return done
 
     async def _act_press(self, action: PressKeys) -> str:
+        parts = split_keys(action.keys)
+        char = parts[0] if len(parts) == 1 and len(parts[0]) == 1 else ""
+        if self._keyboard is not None and char.strip() and char.isprintable() and not (char.isascii() and char.isalpha()):
+            # A lone character ('<', '€') by the display's keymap, as typed: pyautogui added Shift to the <> key
+            # of the pc105 keymap ('<' came out as '>') and knew no key for a character on none.
+            self._check_typeable(char)
+            return await self._input(f"pressed {action.keys}", ("write", (char,), {}))
         names = self._key_names(action.keys)
         return await self._input(f"pressed {action.keys}", ("hotkey", tuple(names), {}))
 

@@ -77,7 +77,23 @@ def _open_screen(display: str | None) -> Any:
     try:
         return mss.MSS(display=display) if _linux() else mss.MSS()
     except mss.ScreenShotError as exc:
+        if _linux() and _x_answers(display):  # a screen mss cannot grab: of 8 or 16 bits (`Xvfb -screen 0 WxHx16`)
+            raise ConfigError(
+                f"cannot take screenshots of the X display {display}: {exc}; start it with a 24-bit screen "
+                "(`Xvfb :99 -screen 0 1280x800x24`, `xvfb-run -s '-screen 0 1280x800x24'`)"
+            ) from None
         raise ConfigError(f"cannot reach the X server at DISPLAY={display} ({exc}); {DISPLAY_HINT}") from None
+
+
+def _x_answers(display: str | None) -> bool:
+    """Whether an X server accepts a connection at `display` (Xlib's, which takes any screen mss refuses)."""
+    try:
+        from Xlib import display as xdisplay
+
+        xdisplay.Display(display).close()
+    except Exception:  # noqa: BLE001 - whatever the connection raises, it did not answer
+        return False
+    return True
 
 
 def resolve_display(display: str | None) -> str | None:

@@ -33,17 +33,33 @@ _KEYSYMS = {
     "comma": ",", "period": ".", "minus": "-", "equal": "=", "slash": "/", "backslash": "\\", "semicolon": ";",
     "apostrophe": "'", "grave": "`", "bracketleft": "[", "bracketright": "]",
 }
-_BY_LOWER = {**{name.lower(): name for name in _NAMED}, **_ALIASES, **_KEYSYMS}
+
+
+def _folded(name: str) -> str:
+    """A key name as looked up: lower case, without the spaces, '_' and '-' between its words ('Page Down',
+    'page_down', 'page-down' and 'PageDown' are one key)."""
+    return re.sub(r"(?<=[a-z0-9])[\s_-]+(?=[a-z0-9])", "", name.lower())
+
+
+_BY_LOWER = {_folded(name): value for name, value in
+             ({name: name for name in _NAMED} | _ALIASES | _KEYSYMS).items()}
+_MODIFIERS = frozenset({"Control", "Shift", "Alt", "Meta", "ControlOrMeta"})
 
 KEY_NAMES_HINT = (
     "use key names such as Enter, Tab, Escape, Backspace, Delete, ArrowUp, PageDown, Home, F5 or single characters, "
-    "joined with '+' (e.g. 'Control+A')"
+    "joined with '+' (e.g. 'Control+A'), one key or combination a press"
 )
 
 
 def split_keys(keys: str) -> list[str]:
-    """'Control+Shift+A' → ['Control', 'Shift', 'A']; 'Control++' → ['Control', '+']."""
-    return [part for part in re.split(r"\+(?=.)", keys.strip()) if part] or [keys]
+    """'Control+Shift+A' → ['Control', 'Shift', 'A']; 'Control++' → ['Control', '+']. Modifiers joined by spaces
+    or '-' as models write them too ('ctrl c', 'Ctrl-C', 'ctrl + c', 'control-shift-t'); 'Page Down' is one key."""
+    parts = [part.strip() or part for part in re.split(r"\+(?=.)", keys.strip()) if part] or [keys]
+    if len(parts) == 1 and len(parts[0]) > 1 and _folded(parts[0]) not in _BY_LOWER:
+        pieces = re.split(r"\s+|-(?=.)", parts[0])
+        if len(pieces) > 1 and all(_BY_LOWER.get(_folded(p), p) in _MODIFIERS for p in pieces[:-1]):
+            return pieces
+    return parts
 
 
 def key_name(part: str) -> str:
@@ -51,7 +67,7 @@ def key_name(part: str) -> str:
     stays as written, and so does a name it does not know (each environment refuses those it cannot press)."""
     if part == " ":
         return "Space"
-    return part if len(part) == 1 else _BY_LOWER.get(part.lower(), part)
+    return part if len(part) == 1 else _BY_LOWER.get(_folded(part), part)
 
 
 def playwright_keys(keys: str) -> str:

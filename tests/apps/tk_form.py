@@ -9,8 +9,8 @@ to stdout as one JSON line; once the window is mapped the app prints
 {"event": "ready", "screen": [w, h], "widgets": {name: {x, y, width, height}}}
 with each widget's box in screen pixels, so a test knows where things are.
 
-Like GTK and Qt applications (and unlike Tk's emacs-style default),
-Control+A selects all the text of an entry.
+Its entries keep Tk's own keys: on X11 Control+A goes to the line's start
+(Emacs' binding) and Control+/ selects all.
 
     DISPLAY=:99 python tests/apps/tk_form.py
 """
@@ -38,7 +38,6 @@ class FormApp:
         self.root = root
         root.title("Surfer test form")
         root.geometry("+40+30")
-        root.bind_class("Entry", "<Control-a>", self._select_all)
         root.bind_all("<Control-s>", lambda e: emit("key", keys="Control+S"))
         root.bind_all("<Control-Shift-Z>", lambda e: emit("key", keys="Control+Shift+Z"))
         root.bind_all("<Escape>", lambda e: emit("key", keys="Escape"))
@@ -123,12 +122,6 @@ class FormApp:
         entry.bind("<KeyRelease>", lambda e: emit("text", field=name, value=entry.get()))
         self.widgets[name] = entry
         return entry
-
-    @staticmethod
-    def _select_all(event: tk.Event) -> str:
-        event.widget.select_range(0, "end")
-        event.widget.icursor("end")
-        return "break"
 
     def compute(self) -> None:
         a, b = number(self.first.get()), number(self.second.get())
