@@ -223,6 +223,8 @@ async def test_unsupported_and_failing_actions_give_clear_errors(browser_env, pa
         await env.perform(PressKeys(keys="Control+Nope"))
     outcome = await env.perform(PressKeys(keys="ctrl+k"))  # as models often write it (the desktop took it already)
     assert await page_log(env) == ["key:Control+k"] and outcome.detail == "pressed Control+k"
+    await env.perform(PressKeys(keys="cmd+k"))  # a Mac's shortcut: Control here (it was Super, which the page saw bare)
+    assert (await page_log(env))[-1] == "key:Control+k"
     with pytest.raises(ActionFailed, match="could not open"):
         await env.perform(Goto(url="http://127.0.0.1:1/unreachable"))
     with pytest.raises(ActionFailed, match="no tab 5"):
@@ -245,7 +247,7 @@ def test_key_names_as_models_write_them():
 
     assert playwright_keys("ctrl+shift+k") == "Control+Shift+k"
     assert [playwright_keys(k) for k in ("enter", "esc", "cmd+a", "down", "pgdn", " ", "Control++", "F5", "a")] == [
-        "Enter", "Escape", "Meta+a", "ArrowDown", "PageDown", "Space", "Control++", "F5", "a"]
+        "Enter", "Escape", "ControlOrMeta+a", "ArrowDown", "PageDown", "Space", "Control++", "F5", "a"]
     assert playwright_keys("Control+Nope") == "Control+Nope"  # left for Playwright to refuse
     # Modifiers joined by spaces or '-' (xdotool's 'ctrl k'), a name of several words: they were unknown keys.
     assert [playwright_keys(k) for k in ("ctrl k", "Ctrl-Shift-K", "ctrl + k", "Page Down", "Alt-F4")] == [
@@ -254,6 +256,9 @@ def test_key_names_as_models_write_them():
 
     assert [browser_shortcut(playwright_keys(k)) for k in ("shift+ctrl+tab", "Control+R", "ctrl+a", "F6", "Enter", "ctrl w")] == [
         "previous_tab", "refresh", None, "address bar", None, "close_tab"]
+    # 'cmd' as models trained on Mac screens write it: the platform's primary modifier (Super does no shortcut here)
+    assert [playwright_keys(k) for k in ("cmd+c", "Command-V", "win+e")] == ["ControlOrMeta+c", "ControlOrMeta+V", "Meta+e"]
+    assert [browser_shortcut(playwright_keys(k)) for k in ("cmd+r", "cmd+w", "cmd+l")] == ["refresh", "close_tab", "address bar"]
 
 
 def test_urls_are_normalized():

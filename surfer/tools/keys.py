@@ -9,6 +9,7 @@ pyautogui's names (desktop.py), the browser to Playwright's (`playwright_keys`).
 from __future__ import annotations
 
 import re
+import sys
 
 # Playwright's names for keys that are not one character, found whatever their case.
 _NAMED = (
@@ -19,7 +20,10 @@ _NAMED = (
 )
 # Other names models use for them.
 _ALIASES = {
-    "ctrl": "Control", "cmd": "Meta", "command": "Meta", "super": "Meta", "win": "Meta", "windows": "Meta",
+    # 'cmd' is the Mac's Control for shortcuts (models trained on Mac screens write 'cmd+c' to copy): the platform's
+    # primary modifier, Control here (Super on Linux and Windows does nothing of the kind)
+    "ctrl": "Control", "cmd": "ControlOrMeta", "command": "ControlOrMeta",
+    "super": "Meta", "win": "Meta", "windows": "Meta",
     "option": "Alt", "opt": "Alt", "return": "Enter", "esc": "Escape", "del": "Delete", "ins": "Insert",
     "up": "ArrowUp", "down": "ArrowDown", "left": "ArrowLeft", "right": "ArrowRight", "spacebar": "Space",
     "pgup": "PageUp", "pgdn": "PageDown", "plus": "+", "menu": "ContextMenu",
@@ -72,7 +76,7 @@ def key_name(part: str) -> str:
 
 def playwright_keys(keys: str) -> str:
     """`keys` in Playwright's names: 'ctrl+a' → 'Control+a', 'esc' → 'Escape', 'cmd+shift+k' →
-    'Meta+Shift+k'. Characters stay as written; a name it does not know is left for Playwright to refuse."""
+    'ControlOrMeta+Shift+k'. Characters stay as written; a name it does not know is left for Playwright to refuse."""
     if keys == " ":
         return "Space"
     return "+".join(key_name(part) for part in split_keys(keys))
@@ -96,6 +100,7 @@ _MODIFIER_ORDER = ("Control", "Alt", "Shift", "Meta")
 def browser_shortcut(keys: str) -> str | None:
     """What `keys` (Playwright's names) asks of the browser rather than the page, from BROWSER_SHORTCUTS; else None."""
     parts = split_keys(keys)
-    held = sorted({p for p in parts[:-1]}, key=lambda p: _MODIFIER_ORDER.index(p) if p in _MODIFIER_ORDER else 9)
+    primary = "Meta" if sys.platform == "darwin" else "Control"  # what Playwright presses for ControlOrMeta
+    held = sorted({primary if p == "ControlOrMeta" else p for p in parts[:-1]}, key=lambda p: _MODIFIER_ORDER.index(p) if p in _MODIFIER_ORDER else 9)
     last = parts[-1].lower() if len(parts[-1]) == 1 else parts[-1]
     return BROWSER_SHORTCUTS.get("+".join([*held, last]))
