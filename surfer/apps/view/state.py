@@ -273,16 +273,21 @@ class OutDir:
     def _charts(metrics: list[dict[str, Any]]) -> dict[str, Any]:
         series: dict[str, Any] = {"t": [], "done": [], "success_rate": [], "steps_per_s": [], "latency": {}}
         previous = None
+        start = None  # a resumed batch's lines go on from its first run's: the clock and the tasks its earlier runs ended
         for line in metrics[-600:]:
-            t = line.get("elapsed")
-            if t is None:
+            elapsed = line.get("elapsed")
+            if elapsed is None:
                 continue
+            if start is None and isinstance(line.get("t"), (int, float)):
+                start = line["t"] - elapsed
+            t = line["t"] - start if start is not None and isinstance(line.get("t"), (int, float)) else elapsed
             series["t"].append(round(t, 1))
-            series["done"].append(line.get("done", 0))
-            done = line.get("done", 0)
-            series["success_rate"].append(round(line.get("succeeded", 0) / done, 3) if done else None)
-            if previous is not None and t > previous["elapsed"]:
-                series["steps_per_s"].append(round((line.get("steps", 0) - previous.get("steps", 0)) / (t - previous["elapsed"]), 3))
+            done = line.get("done", 0) + line.get("skipped", 0)
+            series["done"].append(done)
+            succeeded = line.get("succeeded", 0) + line.get("skipped_succeeded", 0)
+            series["success_rate"].append(round(succeeded / done, 3) if done else None)
+            if previous is not None and elapsed > previous["elapsed"]:  # (within one run of the batch)
+                series["steps_per_s"].append(round((line.get("steps", 0) - previous.get("steps", 0)) / (elapsed - previous["elapsed"]), 3))
             else:
                 series["steps_per_s"].append(None)
             for role, value in (line.get("latency") or {}).items():
