@@ -305,8 +305,11 @@ def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
         ('"Find the hours"', r"tasks.jsonl:1: \"Find the hours\", not a task; .*one JSON object per line"),
         ('{"task": "a", "sample": 3}', "tasks.jsonl:1: sample is set by --samples, not by a tasks file"),
         ('{"task": "a", "id": "x"}\n{"task": "b", "id": "x"}', "duplicate task id 'x'"),
-        ('{"task": "a", "colour": 1}', "colour: Extra inputs are not permitted"),
-        ('{"url": "http://x"}', "task: Field required"),
+        # an unknown key in the task line's terms (it said pydantic's "Extra inputs are not permitted")
+        ('{"task": "a", "colour": 1}', r"tasks.jsonl:1: colour: unknown key; a task line has task, url, id, max_steps, "
+                                       r".*expect \(anything of your own goes in metadata\)$"),
+        ('{"task": "a", "max_step": 3}', r"max_step: unknown key; did you mean 'max_steps'\? \(anything of your own"),
+        ('{"url": "http://x"}', "task: missing"),
         ('{"task": "  "}', "task: the task is blank"),  # (it ran, the model guessing at a goal)
         ("", "holds no tasks"),
     ]:
