@@ -336,9 +336,14 @@ class Batch:
             if executed is not None:
                 await self.record(task, *executed)
         except OSError as exc:  # the output directory takes no more (a full disk): the batch stops, as for a server gone
-            if self._stopped is None:  # (this task has no line: it runs again on resume)
-                self._stopped, self._stopped_kind = (f"cannot write {exc.filename or self.out_dir}: {exc.strerror or exc}; "
-                                                     "the tasks finished are kept: make room, then run the same command again"), "storage"
+            self.stop_for_storage(exc)
+
+    def stop_for_storage(self, exc: OSError, where: str = "") -> None:
+        """A run's files could not be written (a full disk, a quota, a read-only file system; `where`: on which
+        Ray worker): no task's fault. The batch stops and that task has no line: it runs again on resume."""
+        if self._stopped is None:
+            self._stopped, self._stopped_kind = (f"cannot write {exc.filename or self.out_dir}{where}: {exc.strerror or exc}; "
+                                                 "the tasks finished are kept: make room, then run the same command again"), "storage"
 
     async def execute(self, task: BatchTask, server: int | None = None, policy: Any = None) -> tuple[RunResult, Path, float] | None:
         """Run one task into a temporary run directory: (result, that directory,
