@@ -235,12 +235,18 @@ def test_a_stopped_batch_shows_as_stopped_with_its_elapsed_time_at_the_stop(tmp_
     tasks = [{"id": i, "task": "t", "url": "https://example.com"} for i in ("a", "b")]
     (tmp_path / "batch.json").write_text(json.dumps({"started_at": now - 100, "pid": 1, "tasks": tasks}))
     (tmp_path / "metrics.jsonl").write_text(json.dumps({"t": now - 60, "elapsed": 40, "steps": 3, "done": 0}) + "\n")
-    totals = OutDir(tmp_path).snapshot()["totals"]
+    (tmp_path / "live").mkdir()  # a killed batch (SIGKILL) leaves its sessions' live files: they are not running
+    (tmp_path / "live" / "a.json").write_text(json.dumps({"id": "a", "task": "t", "status": "running", "step": 2}))
+    snapshot = OutDir(tmp_path).snapshot()
+    totals = snapshot["totals"]
     assert totals["stopped"] is True and totals["eta"] is None and round(totals["elapsed"]) == 40, totals
+    assert totals["running"] == 0 and snapshot["running"] == [] and snapshot["queued_count"] == 2, snapshot
     with (tmp_path / "metrics.jsonl").open("a") as handle:  # still writing: running, its time going on
         handle.write(json.dumps({"t": time.time(), "elapsed": 100, "steps": 5, "done": 0}) + "\n")
-    totals = OutDir(tmp_path).snapshot()["totals"]
+    snapshot = OutDir(tmp_path).snapshot()
+    totals = snapshot["totals"]
     assert totals["stopped"] is False and totals["elapsed"] >= 100, totals
+    assert totals["running"] == 1 and [s["id"] for s in snapshot["running"]] == ["a"]
 
 
 async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monkeypatch):

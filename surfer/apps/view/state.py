@@ -219,9 +219,13 @@ class OutDir:
                   if t.get("id") not in finished_ids and t.get("id") not in running_ids]
         total = max(len(tasks), len(finished) + len(running))
         metrics = self.metrics.read()
+        totals = self._totals(batch, finished, running, total, metrics)
+        if totals["stopped"] and running:  # a killed batch left its sessions' live files: none runs (they run on resume)
+            queued = [{"id": s["id"], "task": s.get("task"), "status": "queued"} for s in running] + queued
+            running, totals["running"] = [], 0
         return {
             "kind": self.kind, "root": self.root.name, "now": time.time(),
-            "totals": self._totals(batch, finished, running, total, metrics),
+            "totals": totals,
             "running": running,
             "queued": queued[:200], "queued_count": len(queued),
             "finished": finished[since:], "finished_count": len(finished),
