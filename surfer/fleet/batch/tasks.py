@@ -78,7 +78,9 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
         raise ConfigError(f"--samples must be at least 1, got {samples}")
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()  # (a byte order mark, as Windows editors write it)
+        data = path.read_bytes()
+        # a byte order mark, as Windows editors write it; UTF-16 is what PowerShell's `>` writes
+        lines = data.decode("utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig").splitlines()
     except FileNotFoundError:
         raise ConfigError(f"tasks file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
