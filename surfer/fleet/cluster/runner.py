@@ -145,7 +145,8 @@ class RayBatch(Batch):
             if todo:
                 owns_ray = connect(self.address)
                 await self._start_workers()
-                self.dispatch_started = time.monotonic()
+                # the batch's clock (steps/s, elapsed) starts with the sessions, not with the cluster's start-up
+                self.dispatch_started = self.stats.started = time.monotonic()
                 await self._dispatch(deque(todo))
         finally:
             switches.cancel()
