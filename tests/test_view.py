@@ -249,6 +249,23 @@ def test_a_stopped_batch_shows_as_stopped_with_its_elapsed_time_at_the_stop(tmp_
     assert totals["running"] == 1 and [s["id"] for s in snapshot["running"]] == ["a"]
 
 
+def test_a_resumed_batch_estimates_what_is_left_from_this_runs_pace(tmp_path):
+    """Resumed: 2 tasks finished by the earlier run took none of this run's 10 s, which finished 1: the last task
+    needs about 10 s more (it said 3 s, as if this run had finished 3 in 10 s)."""
+    import time
+
+    from surfer.apps.view.state import OutDir
+
+    now = time.time()
+    tasks = [{"id": i, "task": "t", "url": "https://example.com"} for i in "abcd"]
+    (tmp_path / "batch.json").write_text(json.dumps({"started_at": now - 10, "pid": 1, "tasks": tasks}))
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps({"id": i, "task": "t", "url": "https://example.com",
+                                                                "status": "success", "steps": 1}) + "\n" for i in "abc"))
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"t": now, "elapsed": 10, "steps": 1, "done": 1, "skipped": 2}) + "\n")
+    totals = OutDir(tmp_path).snapshot()["totals"]
+    assert totals["done"] == 3 and totals["stopped"] is False and round(totals["eta"]) == 10, totals
+
+
 async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monkeypatch):
     """Events return before their files are written; the files follow the events
     in order, and remove() waits for every pending write before deleting."""

@@ -247,7 +247,8 @@ class OutDir:
         last = metrics[-1] if metrics else {}
         steps = self._cached("steps", len(finished), lambda: sum(r.get("steps") or 0 for r in finished))
         steps_per_s = (last.get("steps", 0) / last["elapsed"]) if last.get("elapsed") else None
-        eta = (total - done) * elapsed / done if elapsed and done and done < total else None
+        ran = done - (last.get("skipped") or 0)  # finished in this run: a resumed batch's earlier tasks took no time of it
+        eta = (total - done) * elapsed / ran if elapsed and ran > 0 and done < total else None
         return {
             "done": done, "total": total, "running": len(running), **count,
             "browser_crashes": self._cached("crashes", len(finished), lambda: sum(r.get("browser_crashes") or 0 for r in finished)),
