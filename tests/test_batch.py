@@ -158,25 +158,35 @@ async def test_batch_survives_its_browser_killed_mid_batch(demo_site, oracle_ser
 
 async def test_resume_skips_finished_tasks_and_cleans_stale_temp_dirs(demo_site, oracle_server, shared_browser, tmp_path):
     finished = {"id": "a", "status": "success", "run_dir": "runs/a", "marker": "from the first run"}
+    failed = {"id": "d", "status": "failed", "run_dir": "runs/d"}  # an earlier run's failure: counted, not redone
     (tmp_path / "runs" / "a").mkdir(parents=True)
     stale = tmp_path / "runs" / ".tmp-b-123abc"
     stale.mkdir()
     (stale / "trajectory.jsonl").write_text("{}\n")
     # a finished task, an interrupted one (not final) and a line torn by a crash
     (tmp_path / "results.jsonl").write_text(
-        json.dumps(finished) + "\n" + json.dumps({"id": "b", "status": "interrupted"}) + "\n" + '{"id": "c", "sta'
+        json.dumps(finished) + "\n" + json.dumps(failed) + "\n" + json.dumps({"id": "b", "status": "interrupted"}) + "\n"
+        + '{"id": "c", "sta'
     )
-    summary = await in_shared_browser(
-        Batch(config_for(oracle_server), demo_tasks(demo_site, ["a", "b", "c"]), tmp_path, concurrency=2), shared_browser
-    ).run()
+    batch = in_shared_browser(
+        Batch(config_for(oracle_server), demo_tasks(demo_site, ["a", "b", "c", "d"]), tmp_path, concurrency=2), shared_browser
+    )
+    summary = await batch.run()
 
-    assert summary.skipped == 1 and summary.finished == 2
+    assert summary.skipped == 2 and summary.finished == 2
+    # the success rate is the batch's, as done/total is: 3 of the 4 tasks, the earlier run's included (it said 100%)
+    assert summary.stats["success_rate"] == 0.75 and "done 4/4 (skipped 2)" in batch.stats.line()
+    assert " success 75% " in batch.stats.line() and summary.statuses == {"success": 3, "failed": 1}
+    from surfer.apps.view.state import OutDir
+
+    charts = OutDir(tmp_path).snapshot()["charts"]  # `surfer view`'s charts count them too
+    assert charts["done"][-1] == 4 and charts["success_rate"][-1] == 0.75, charts
     records = read_results(tmp_path)
     assert [r for r in records if r["id"] == "a"] == [finished]
     assert sorted(r["id"] for r in records if r["status"] == "success") == ["a", "b", "c"]
     assert not stale.exists()
     lines = (tmp_path / "results.jsonl").read_text().splitlines()  # one whole final line per task, nothing else
-    assert sorted(json.loads(line)["id"] for line in lines) == ["a", "b", "c"]
+    assert sorted(json.loads(line)["id"] for line in lines) == ["a", "b", "c", "d"]
     moved = [json.loads(line) for line in (tmp_path / "attempts.jsonl").read_text().splitlines()]
     assert [(r["id"], r["status"]) for r in moved] == [("b", "interrupted")]
     assert oracle_server.oracle.answers_given == 2  # a was not redone
@@ -295,8 +305,11 @@ def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
         ('"Find the hours"', r"tasks.jsonl:1: \"Find the hours\", not a task; .*one JSON object per line"),
         ('{"task": "a", "sample": 3}', "tasks.jsonl:1: sample is set by --samples, not by a tasks file"),
         ('{"task": "a", "id": "x"}\n{"task": "b", "id": "x"}', "duplicate task id 'x'"),
-        ('{"task": "a", "colour": 1}', "colour: Extra inputs are not permitted"),
-        ('{"url": "http://x"}', "task: Field required"),
+        # an unknown key in the task line's terms (it said pydantic's "Extra inputs are not permitted")
+        ('{"task": "a", "colour": 1}', r"tasks.jsonl:1: colour: unknown key; a task line has task, url, id, max_steps, "
+                                       r".*expect \(anything of your own goes in metadata\)$"),
+        ('{"task": "a", "max_step": 3}', r"max_step: unknown key; did you mean 'max_steps'\? \(anything of your own"),
+        ('{"url": "http://x"}', "task: missing"),
         ('{"task": "  "}', "task: the task is blank"),  # (it ran, the model guessing at a goal)
         ("", "holds no tasks"),
     ]:

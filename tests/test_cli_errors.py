@@ -204,6 +204,9 @@ def test_files_saved_with_a_byte_order_mark_are_read(tmp_path):
 
     tasks = load_tasks(bom("tasks.jsonl", '{"id": "café", "task": "t", "url": "https://example.com"}\n'))
     assert [task.id for task in tasks] == ["café"]
+    # PowerShell's `echo ... > tasks.jsonl` writes UTF-16 with its mark (it was "'utf-8' codec can't decode byte 0xff")
+    (tmp_path / "utf16.jsonl").write_bytes('{"id": "café", "task": "t"}\r\n\r\n'.encode("utf-16"))
+    assert [task.id for task in load_tasks(tmp_path / "utf16.jsonl")] == ["café"]
     assert read_config_file(bom("surfer.toml", "max_steps = 5\n")) == {"max_steps": 5}
     assert AnswerSchema.load(bom("schema.json", '{"type": "object", "properties": {"a": {"type": "string"}}}'))
     assert PresetAnswers.load(bom("answers.json", '{"colour": "blue"}'))

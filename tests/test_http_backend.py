@@ -59,6 +59,13 @@ async def test_a_session_named_beyond_ascii_is_named_to_the_server_percent_encod
     with model_session("boutique/検索 café 100%"):
         assert (await backend.complete(request("localizer"))).text == '{"x": 7}'
     assert unquote(server.requests[0].session) == "boutique/検索 café 100%"
+    # a header value cannot begin or end with a space: a task id "q1 " (or "  ") was held as an unreachable server
+    await backend.aclose()
+    backend = backend_for(server, server_wait=0)  # (without the wait that held it: it fails at once)
+    for name in ("q1 ", "  ", " a b "):
+        with model_session(name):
+            assert (await backend.complete(request("localizer"))).text == '{"x": 7}'
+        assert unquote(server.requests[-1].session) == name
     await backend.aclose()
 
 

@@ -51,7 +51,7 @@ async def test_rollouts_stop_when_the_loop_breaks_and_refuse_bad_tasks(demo_site
     # a bad task is named in one line, as a tasks file's line is
     with pytest.raises(surfer.ConfigError, match=r"task 5: duplicate task id 't0'"):
         [r async for r in surfer.rollouts(config, tasks + tasks[:1], samples=2, out_dir=tmp_path)]
-    with pytest.raises(surfer.ConfigError, match=r"^task 2: bogus: Extra inputs are not permitted$"):
+    with pytest.raises(surfer.ConfigError, match=r"^task 2: bogus: unknown key; a task line has task, url, .*metadata\)$"):
         [r async for r in surfer.rollouts(config, [tasks[0], {"task": "x", "bogus": 1}], out_dir=tmp_path)]
     with pytest.raises(surfer.ConfigError, match=r"^task 2: 7, not a task: give its text, a dict"):
         [r async for r in surfer.rollouts(config, [tasks[0], 7], out_dir=tmp_path)]

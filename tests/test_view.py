@@ -235,12 +235,35 @@ def test_a_stopped_batch_shows_as_stopped_with_its_elapsed_time_at_the_stop(tmp_
     tasks = [{"id": i, "task": "t", "url": "https://example.com"} for i in ("a", "b")]
     (tmp_path / "batch.json").write_text(json.dumps({"started_at": now - 100, "pid": 1, "tasks": tasks}))
     (tmp_path / "metrics.jsonl").write_text(json.dumps({"t": now - 60, "elapsed": 40, "steps": 3, "done": 0}) + "\n")
-    totals = OutDir(tmp_path).snapshot()["totals"]
+    (tmp_path / "live").mkdir()  # a killed batch (SIGKILL) leaves its sessions' live files: they are not running
+    (tmp_path / "live" / "a.json").write_text(json.dumps({"id": "a", "task": "t", "status": "running", "step": 2}))
+    snapshot = OutDir(tmp_path).snapshot()
+    totals = snapshot["totals"]
     assert totals["stopped"] is True and totals["eta"] is None and round(totals["elapsed"]) == 40, totals
+    assert totals["running"] == 0 and snapshot["running"] == [] and snapshot["queued_count"] == 2, snapshot
     with (tmp_path / "metrics.jsonl").open("a") as handle:  # still writing: running, its time going on
         handle.write(json.dumps({"t": time.time(), "elapsed": 100, "steps": 5, "done": 0}) + "\n")
-    totals = OutDir(tmp_path).snapshot()["totals"]
+    snapshot = OutDir(tmp_path).snapshot()
+    totals = snapshot["totals"]
     assert totals["stopped"] is False and totals["elapsed"] >= 100, totals
+    assert totals["running"] == 1 and [s["id"] for s in snapshot["running"]] == ["a"]
+
+
+def test_a_resumed_batch_estimates_what_is_left_from_this_runs_pace(tmp_path):
+    """Resumed: 2 tasks finished by the earlier run took none of this run's 10 s, which finished 1: the last task
+    needs about 10 s more (it said 3 s, as if this run had finished 3 in 10 s)."""
+    import time
+
+    from surfer.apps.view.state import OutDir
+
+    now = time.time()
+    tasks = [{"id": i, "task": "t", "url": "https://example.com"} for i in "abcd"]
+    (tmp_path / "batch.json").write_text(json.dumps({"started_at": now - 10, "pid": 1, "tasks": tasks}))
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps({"id": i, "task": "t", "url": "https://example.com",
+                                                                "status": "success", "steps": 1}) + "\n" for i in "abc"))
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"t": now, "elapsed": 10, "steps": 1, "done": 1, "skipped": 2}) + "\n")
+    totals = OutDir(tmp_path).snapshot()["totals"]
+    assert totals["done"] == 3 and totals["stopped"] is False and round(totals["eta"]) == 10, totals
 
 
 async def test_session_watch_writes_in_order_off_the_agents_path(tmp_path, monkeypatch):

@@ -332,7 +332,6 @@ def format_validation_error(
 
 def unknown_key(loc: tuple[Any, ...]) -> str:
     """What to say of a key at `loc` that no section of the configuration has: the keys it may have meant."""
-    import difflib
     import typing
 
     model: Any = AgentConfig
@@ -344,12 +343,20 @@ def unknown_key(loc: tuple[Any, ...]) -> str:
                       if isinstance(t, type) and issubclass(t, BaseModel)), None)
         if model is None:
             return "unknown key"
-    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    close = did_you_mean(str(loc[-1]), list(model.model_fields))
     if close:
-        return f"unknown key (did you mean {close[0]!r}?)"
+        return f"unknown key (did you mean {close!r}?)"
     if model is AgentConfig:
         return "unknown key (every key is in the configuration reference)"
     return f"unknown key; [{'.'.join(str(p) for p in loc[:-1] if isinstance(p, str))}] has: {', '.join(model.model_fields)}"
+
+
+def did_you_mean(name: str, names: list[str]) -> str | None:
+    """The one of `names` that a misspelt `name` most likely meant, if any is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

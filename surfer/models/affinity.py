@@ -22,6 +22,7 @@ and the call goes on at another server (the session moves, its run kept).
 from __future__ import annotations
 
 import contextvars
+import re
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -61,8 +62,10 @@ class ModelSession:
     def header(self) -> dict[str, str]:
         """The header that names the session to a server: its id, with what HTTP cannot carry in a
         header (letters beyond ASCII, as in a batch task id or a QA case named in Japanese, and '%')
-        percent-encoded as UTF-8."""
-        return {SESSION_HEADER: quote(self.id, safe=_HEADER_SAFE)}
+        percent-encoded as UTF-8, and so are spaces at its ends (a header value cannot begin or end with one: an
+        id such as 'q1 ' failed every model call as an unreachable server)."""
+        value = quote(self.id, safe=_HEADER_SAFE)
+        return {SESSION_HEADER: re.sub(r"^ +| +$", lambda spaces: "%20" * len(spaces.group()), value)}
 
     def rank_at(self, base_url: str) -> int | None:
         """The data-parallel rank this session keeps at the server at `base_url` (taken on its first request

@@ -219,9 +219,13 @@ class OutDir:
                   if t.get("id") not in finished_ids and t.get("id") not in running_ids]
         total = max(len(tasks), len(finished) + len(running))
         metrics = self.metrics.read()
+        totals = self._totals(batch, finished, running, total, metrics)
+        if totals["stopped"] and running:  # a killed batch left its sessions' live files: none runs (they run on resume)
+            queued = [{"id": s["id"], "task": s.get("task"), "status": "queued"} for s in running] + queued
+            running, totals["running"] = [], 0
         return {
             "kind": self.kind, "root": self.root.name, "now": time.time(),
-            "totals": self._totals(batch, finished, running, total, metrics),
+            "totals": totals,
             "running": running,
             "queued": queued[:200], "queued_count": len(queued),
             "finished": finished[since:], "finished_count": len(finished),
@@ -243,7 +247,8 @@ class OutDir:
         last = metrics[-1] if metrics else {}
         steps = self._cached("steps", len(finished), lambda: sum(r.get("steps") or 0 for r in finished))
         steps_per_s = (last.get("steps", 0) / last["elapsed"]) if last.get("elapsed") else None
-        eta = (total - done) * elapsed / done if elapsed and done and done < total else None
+        ran = done - (last.get("skipped") or 0)  # finished in this run: a resumed batch's earlier tasks took no time of it
+        eta = (total - done) * elapsed / ran if elapsed and ran > 0 and done < total else None
         return {
             "done": done, "total": total, "running": len(running), **count,
             "browser_crashes": self._cached("crashes", len(finished), lambda: sum(r.get("browser_crashes") or 0 for r in finished)),
@@ -273,16 +278,21 @@ class OutDir:
     def _charts(metrics: list[dict[str, Any]]) -> dict[str, Any]:
         series: dict[str, Any] = {"t": [], "done": [], "success_rate": [], "steps_per_s": [], "latency": {}}
         previous = None
+        start = None  # a resumed batch's lines go on from its first run's: the clock and the tasks its earlier runs ended
         for line in metrics[-600:]:
-            t = line.get("elapsed")
-            if t is None:
+            elapsed = line.get("elapsed")
+            if elapsed is None:
                 continue
+            if start is None and isinstance(line.get("t"), (int, float)):
+                start = line["t"] - elapsed
+            t = line["t"] - start if start is not None and isinstance(line.get("t"), (int, float)) else elapsed
             series["t"].append(round(t, 1))
-            series["done"].append(line.get("done", 0))
-            done = line.get("done", 0)
-            series["success_rate"].append(round(line.get("succeeded", 0) / done, 3) if done else None)
-            if previous is not None and t > previous["elapsed"]:
-                series["steps_per_s"].append(round((line.get("steps", 0) - previous.get("steps", 0)) / (t - previous["elapsed"]), 3))
+            done = line.get("done", 0) + line.get("skipped", 0)
+            series["done"].append(done)
+            succeeded = line.get("succeeded", 0) + line.get("skipped_succeeded", 0)
+            series["success_rate"].append(round(succeeded / done, 3) if done else None)
+            if previous is not None and elapsed > previous["elapsed"]:  # (within one run of the batch)
+                series["steps_per_s"].append(round((line.get("steps", 0) - previous.get("steps", 0)) / (elapsed - previous["elapsed"]), 3))
             else:
                 series["steps_per_s"].append(None)
             for role, value in (line.get("latency") or {}).items():

@@ -148,8 +148,9 @@ class Batch:
                 if entry.name.startswith(TMP_PREFIX):
                     shutil.rmtree(entry, ignore_errors=True)
 
-    def pending(self) -> list[BatchTask]:
-        finished = self.index.finished(self.retry_errors)
+    def pending(self, finished: dict[str, dict[str, Any]] | None = None) -> list[BatchTask]:
+        """The tasks without a final outcome in results.jsonl (`finished`: its final lines, read already)."""
+        finished = self.index.finished(self.retry_errors) if finished is None else finished
         check_same_tasks(self.index.path, finished, self.tasks)
         # a task that ended needs_input runs again once replies are given (--answers, the task's own answers)
         return [t for t in self.tasks if t.id not in finished or (
@@ -163,8 +164,10 @@ class Batch:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(self._clean_stale)
         await asyncio.to_thread(self.index.compact, self.retry_errors)  # one final line per task, nothing else
-        todo = self.pending()
-        self.stats.skipped = len(self.tasks) - len(todo)
+        finished = await asyncio.to_thread(self.index.finished, self.retry_errors)
+        todo = self.pending(finished)
+        left = {task.id for task in todo}
+        self.stats.resumed([finished[t.id] for t in self.tasks if t.id not in left and t.id in finished])
         await asyncio.to_thread(self.files.start, self.tasks)
         if self.on_resumed is not None:  # (the directory is this batch's now: no other one yields those lines)
             await self.on_resumed(todo)
@@ -333,9 +336,14 @@ class Batch:
             if executed is not None:
                 await self.record(task, *executed)
         except OSError as exc:  # the output directory takes no more (a full disk): the batch stops, as for a server gone
-            if self._stopped is None:  # (this task has no line: it runs again on resume)
-                self._stopped, self._stopped_kind = (f"cannot write {exc.filename or self.out_dir}: {exc.strerror or exc}; "
-                                                     "the tasks finished are kept: make room, then run the same command again"), "storage"
+            self.stop_for_storage(exc)
+
+    def stop_for_storage(self, exc: OSError, where: str = "") -> None:
+        """A run's files could not be written (a full disk, a quota, a read-only file system; `where`: on which
+        Ray worker): no task's fault. The batch stops and that task has no line: it runs again on resume."""
+        if self._stopped is None:
+            self._stopped, self._stopped_kind = (f"cannot write {exc.filename or self.out_dir}{where}: {exc.strerror or exc}; "
+                                                 "the tasks finished are kept: make room, then run the same command again"), "storage"
 
     async def execute(self, task: BatchTask, server: int | None = None, policy: Any = None) -> tuple[RunResult, Path, float] | None:
         """Run one task into a temporary run directory: (result, that directory,

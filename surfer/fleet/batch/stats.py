@@ -20,7 +20,9 @@ class BatchStats:
     """An Agent listener shared by every session, and a rich renderable."""
 
     total: int = 0
-    skipped: int = 0
+    skipped: int = 0  # tasks with a final outcome from an earlier run (resume): not run again
+    skipped_succeeded: int = 0  # ... of which succeeded, and ended in error: the success rate and errors shown
+    skipped_errors: int = 0  # are the batch's, earlier runs' tasks included, as done/total is
     done: int = 0
     succeeded: int = 0
     errors: int = 0
@@ -48,7 +50,7 @@ class BatchStats:
         return {
             "t": round(time.time(), 3), "elapsed": round(time.monotonic() - self.started, 3), "steps": self.steps,
             "done": self.done, "succeeded": self.succeeded, "errors": self.errors, "unfinished": self.unfinished,
-            "running": self.running,
+            "running": self.running, "skipped": self.skipped, "skipped_succeeded": self.skipped_succeeded,
             "browser_crashes": self.browser_crashes,
             "latency": {role: percentiles(values) for role, values in latencies.items()},
             **({"server": note} if (note := outage_note()) else {}),  # "waiting for the model server at URL since HH:MM:SS"
@@ -75,6 +77,12 @@ class BatchStats:
         elif isinstance(event, ModelCalled):
             self.tokens += event.call.usage.total_tokens
 
+    def resumed(self, finished: list[dict[str, Any]]) -> None:
+        """The results lines of the tasks an earlier run finished (skipped now): counted in the batch's figures."""
+        self.skipped = len(finished)
+        self.skipped_succeeded = sum(r.get("status") == "success" for r in finished)
+        self.skipped_errors = sum(r.get("status") == "error" for r in finished)
+
     def task_done(self, status: str) -> None:
         self.done += 1
         self.succeeded += status == "success"
@@ -92,7 +100,9 @@ class BatchStats:
             "unfinished": self.unfinished,
             "running": self.running,
             "browser_crashes": self.browser_crashes,
-            "success_rate": self.succeeded / self.done if self.done else None,
+            # over every task with a final outcome, the earlier runs' (skipped) included, as done/total counts them
+            "success_rate": (self.succeeded + self.skipped_succeeded) / ended if (ended := self.done + self.skipped) else None,
+            "batch_errors": self.errors + self.skipped_errors,
             "steps": self.steps,
             "steps_per_s": self.steps / elapsed,
             "tokens_per_s": self.tokens / elapsed,
@@ -108,7 +118,7 @@ class BatchStats:
         p95 = f"{s['step_p95']:.2f}s" if s["step_p95"] is not None else "-"
         return (
             f"done {s['done'] + s['skipped']}/{s['total']} (skipped {s['skipped']}) · running {s['running']} · "
-            f"success {rate} · errors {s['errors']} · "
+            f"success {rate} · errors {s['batch_errors']} · "
             + (f"unfinished {s['unfinished']} · " if s["unfinished"] else "")
             + f"browser crashes {s['browser_crashes']} · {s['steps_per_s']:.2f} steps/s · "
             f"{s['tokens_per_s']:.0f} tokens/s · step p50 {p50} p95 {p95}"

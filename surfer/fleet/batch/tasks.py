@@ -78,7 +78,9 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
         raise ConfigError(f"--samples must be at least 1, got {samples}")
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()  # (a byte order mark, as Windows editors write it)
+        data = path.read_bytes()
+        # a byte order mark, as Windows editors write it; UTF-16 is what PowerShell's `>` writes
+        lines = data.decode("utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig").splitlines()
     except FileNotFoundError:
         raise ConfigError(f"tasks file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -152,7 +154,22 @@ def _not_an_object(item: Any) -> str:
 
 
 def _problems(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {_problem(e)}" for e in exc.errors())
+
+
+def _problem(error: Any) -> str:
+    """What is wrong with one field, in a task line's terms (pydantic's "Extra inputs are not permitted": a
+    misspelt or unknown key)."""
+    if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+        from surfer.agent.config import did_you_mean
+
+        fields = [name for name in BatchTask.model_fields if name not in SET_BY_SAMPLES]
+        close = did_you_mean(str(error["loc"][0]), fields)
+        known = f"did you mean {close!r}?" if close else f"a task line has {', '.join(fields)}"
+        return f"unknown key; {known} (anything of your own goes in metadata)"
+    if error["type"] == "missing":
+        return "missing (a task line needs it)"
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def expand_samples(task: BatchTask, samples: int) -> list[BatchTask]:

@@ -145,13 +145,15 @@ class RayBatch(Batch):
             if todo:
                 owns_ray = connect(self.address)
                 await self._start_workers()
-                self.dispatch_started = time.monotonic()
+                # the batch's clock (steps/s, elapsed) starts with the sessions, not with the cluster's start-up
+                self.dispatch_started = self.stats.started = time.monotonic()
                 await self._dispatch(deque(todo))
         finally:
             switches.cancel()
             metrics.cancel()
             await asyncio.gather(switches, metrics, return_exceptions=True)
             await asyncio.shield(self._stop_workers(owns_ray))
+            self.stats.running = 0  # (a stopped batch's sessions were cancelled with their workers)
             for backend in {id(b): b for b in self.backends.values()}.values():
                 await asyncio.shield(backend.aclose())
         return await asyncio.to_thread(self.summary, self.relaunches)
@@ -270,18 +272,27 @@ class RayBatch(Batch):
                     await self._worker_lost(worker, exc)
                     assert task.id is not None
                     if task.id in retried:
-                        await self._record_lost(task, f"{retried[task.id]}; then {worker.name} died too")
+                        try:
+                            await self._record_lost(task, f"{retried[task.id]}; then {worker.name} died too")
+                        except OSError as lost:
+                            self.stop_for_storage(lost)
                     else:
                         retried[task.id] = f"worker {worker.name} on node {worker.node[:12]} died"
                         queue.appendleft(task)
                     continue
                 except ray.exceptions.RayTaskError as exc:
+                    if isinstance(exc.cause, OSError):  # the run's files could not be written there (a full disk)
+                        self.stop_for_storage(exc.cause, f" on {worker.name}")
+                        continue
                     finished = {"result": RunResult(
                         status="error", task=task.task, url=task.url, reason=f"internal error on {worker.name}: {exc}",
                         error_kind="internal",
                     ).model_dump(mode="json"), "seconds": 0.0, "archive": b""}
                 if finished is not None:
-                    await self._record_finished(task, finished, retried.get(task.id or ""))
+                    try:
+                        await self._record_finished(task, finished, retried.get(task.id or ""))
+                    except OSError as exc:  # the driver's --out takes no more (a full disk): the batch stops
+                        self.stop_for_storage(exc)
         self.stats.running = len(owner)
 
     async def _worker_lost(self, worker: Worker, exc: Exception) -> None:
@@ -302,6 +313,9 @@ class RayBatch(Batch):
                 await asyncio.to_thread(unpack, finished["archive"], tmp)
         self.stats.steps += result.steps
         self.stats.tokens += result.usage.prompt_tokens + result.usage.completion_tokens
+        self.stats.step_seconds.extend(finished.get("step_seconds") or ())  # (the worker's, since its last task)
+        for role, seconds in (finished.get("latency") or {}).items():
+            self.stats.latencies.setdefault(role, []).extend(seconds)
         if finished.get("server"):  # the server the session ended on, and its moves (on the worker)
             self._server_of[task.id] = tuple(finished["server"])  # type: ignore[assignment]
             number = next((s.index for s in self.servers.pool.servers if s.base_url == finished["server"][0]), 0) \

@@ -105,7 +105,7 @@ class SessionWorker:
         if executed is None:
             return None
         result, tmp, seconds = executed
-        finished: dict[str, Any] = {"result": result.model_dump(mode="json"), "seconds": seconds}
+        finished: dict[str, Any] = {"result": result.model_dump(mode="json"), "seconds": seconds, **self._timings()}
         if task.get("id") in self.batch._server_of:
             finished["server"] = self.batch._server_of.pop(task["id"])
         if self.shared:
@@ -116,6 +116,15 @@ class SessionWorker:
             finally:
                 await asyncio.to_thread(shutil.rmtree, tmp, True)
         return finished
+
+    def _timings(self) -> dict[str, Any]:
+        """The step times and model-call latencies this worker's sessions measured since the last finished task
+        said theirs: the driver's live p50 / p95 and metrics.jsonl latencies count them."""
+        stats = self.batch.stats
+        steps = list(stats.step_seconds)
+        stats.step_seconds.clear()
+        latency, stats.latencies = stats.latencies, {}
+        return {"step_seconds": steps, "latency": latency}
 
     async def status(self) -> dict[str, Any]:
         """Browser relaunches, and the memory of this actor with its Chromium (when psutil is installed)."""
