@@ -90,6 +90,27 @@ def test_bad_settings_are_config_errors():
         agent.run_sync("task", url=5)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="the task is empty"), agent.session_sync() as session:
         session.run("")
+    # arguments of the wrong kind, refused at once saying what each takes: they failed deep inside the first run
+    # (an AttributeError, a TypeError from pathlib), at its first sensitive action or question, or not at all
+    # (files="a.txt" offered the files "a", ".", "t" and "x")
+    for made, message in [
+        (lambda: Agent("surfer.toml"), r"not a file name: Agent\(load_config\('surfer.toml'\)\)"),
+        (lambda: Agent({"max_steps": 3}), r"AgentConfig \(load_config\(...\)\), not dict: give the settings as keywords"),
+        (lambda: Agent(backend=ScriptedModel), "backend= takes a ModelBackend instance .*not the class ScriptedModel"),
+        (lambda: Agent(backends={"validator": "scripted"}), r"backends\['validator'\] takes a ModelBackend instance .*not str"),
+        (lambda: Agent(environment="browser"), "environment= takes an Environment"),
+        (lambda: Agent(confirm=True), 'confirm= takes a callable .*not bool .*sensitive_actions="approve"'),
+        (lambda: Agent(on_question="yes"), "on_question= takes a callable .*answers="),
+        (lambda: Agent(listeners=print), r"listeners= takes a list of callables.*listeners=\[print\]"),
+        (lambda: Agent(out_dir=True), r"Agent\(out_dir=...\) takes a directory .*or False to record nothing; not True"),
+        (lambda: Agent(secrets=["PASSWORD"]), "secrets= takes a mapping of name to value, not list"),
+        (lambda: agent.run_sync("task", out_dir=1), "out_dir= takes a directory"),
+        (lambda: agent.run_sync("task", listeners=print), "listeners= takes a list of callables"),
+        (lambda: agent.session(listeners=print), "listeners= takes a list of callables"),
+        (lambda: Agent(files="no-such-upload.txt"), "upload file no-such-upload.txt does not exist"),  # one file, whole
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            made()
     # start() without a running event loop: its run never began, and the handle waited forever
     for starter, name in [(agent, "agent"), (agent.session(), "session")]:
         with pytest.raises(ConfigError, match=rf"{name}.start\(\) runs in the background of a running event loop"):

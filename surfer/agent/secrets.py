@@ -64,6 +64,9 @@ class Secrets:
         self._values: dict[str, str] = {}
         self._sites: dict[str, tuple[HostPattern, ...]] = {}  # a bound secret's sites; absent: unbound
         self.warned = False  # the unbound secrets' warning was said (once per Secrets)
+        if values is not None and not isinstance(values, Mapping):
+            raise ConfigError(f"secrets= takes a mapping of name to value, not {type(values).__name__}: "
+                              'secrets={"PASSWORD": os.environ["MY_PASSWORD"]}')
         for name, value in dict(values or {}).items():
             if not isinstance(name, str) or not NAME.match(name):
                 raise ConfigError(f"secret name {name!r} must be letters, digits and underscores (e.g. PASSWORD)")

@@ -31,7 +31,7 @@ from .control import RunControl, RunHandle
 from .events import HandedOver, StepStarted
 from .questions import QuestionHandler
 from .result import RunResult
-from .run_state import check_task
+from .run_state import check_listeners, check_task
 from .rundir import claim_run_dir, default_run_dir, slugify, write_atomic
 
 Agent = Any  # surfer.agent.loop.Agent, which makes sessions (not imported: loop imports this module)
@@ -99,6 +99,7 @@ class Session:
             self.directory = None
         self.on_question = on_question
         self.answers = answers
+        check_listeners(listeners)
         self.listeners = list(listeners or [])
         self.results: list[RunResult] = []
         self.environment: Environment | None = None
@@ -151,6 +152,7 @@ class Session:
         if self._closed:
             raise RuntimeError("this session is closed")
         check_task(task, url)  # (before the browser opens)
+        check_listeners(listeners)
         async with self._turn:
             await self.renew_environment()  # it died between tasks
             env = self._open_environment()
