@@ -274,6 +274,13 @@ def test_a_start_url_is_a_page_a_browser_opens_and_a_local_path_is_a_file_url():
 
     with pytest.raises(ConfigError, match="start URL /tmp/page.html is refused: file: URLs are refused"):
         check_start_url("/tmp/page.html", UrlPolicy())
+    # how to allow them, as the caller says it: Python code is told of no command-line flag
+    with pytest.raises(ConfigError, match=r'allow them with Agent\(browser=\{"allow_file_urls": True\}\)$'):
+        check_start_url("file:///tmp/page.html", UrlPolicy())
+    from surfer.core.surface import calling_from_cli
+
+    with calling_from_cli(), pytest.raises(ConfigError, match=r"with --allow-file-urls \(config: \[browser\] allow_file"):
+        check_start_url("file:///tmp/page.html", UrlPolicy())
     check_start_url("/tmp/page.html", UrlPolicy(allow_file_urls=True))
     with pytest.raises(ConfigError, match=r"start URL ftp://files.example/a is not a web page: .* not ftp:$"):
         check_start_url("ftp://files.example/a", UrlPolicy())
