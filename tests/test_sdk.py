@@ -117,6 +117,17 @@ def test_bad_settings_are_config_errors():
             starter.start("task")
 
 
+async def test_an_environment_opened_in_another_event_loop_is_refused_saying_what_to_do(browser_env, pages):
+    """Agent(environment=BrowserEnvironment()) run with run_sync twice: the second run drove Playwright objects of
+    the first one's event loop, ended since (InvalidStateError from deep inside, a traceback)."""
+    env = await browser_env(pages.url("actions.html"))  # opened in this event loop
+    agent = Agent(backend=ScriptedModel(**REPLIES), environment=env, out_dir=False)
+    elsewhere = await asyncio.wait_for(asyncio.to_thread(agent.run_sync, "task", pages.url("actions.html")), 30)
+    assert (elsewhere.status, elsewhere.error_kind) == ("error", "config"), elsewhere.reason
+    assert "opened in another event loop" in elsewhere.reason and "agent.session_sync(...)" in elsewhere.reason
+    assert (await agent.run("task", pages.url("actions.html"))).status == "success"  # in its own loop it goes on
+
+
 async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
     def replies(answer: str) -> dict:
         return {"thought": "t", "action": {"type": "answer", "text": answer}}
