@@ -123,7 +123,8 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
     with Agent(backend=ScriptedModel(**replies()), validate_answers=False).session_sync(
             url=pages.url("actions.html"), out_dir=tmp_path / "sync") as session:
         sync = [session.run("first"), session.run("second")]
-    with pytest.raises(RuntimeError, match="this session is closed"):  # (not the event loop's "Runner is closed")
+    # (not the event loop's "Runner is closed"), and what to do instead
+    with pytest.raises(RuntimeError, match=r"this session is closed .*a new one, agent.session\(...\) or agent.session_sync"):
         session.run("third")
 
     async def run_async() -> list[Any]:

@@ -71,6 +71,10 @@ def earlier_tasks(results: list[RunResult], note: str = "") -> str:
     return "\n".join(lines)
 
 
+CLOSED = ("this session is closed (its browser too): run the task in a new one, agent.session(...) or "
+          "agent.session_sync(...), or with agent.run(...)")
+
+
 class Session:
     """Tasks one after another in one environment (see the module's docstring).
     Made by `Agent.session(...)`; use it as an async context manager."""
@@ -150,7 +154,7 @@ class Session:
         `agent`: another agent for this task (its settings and roles; the session's browser,
         account and directory stay)."""
         if self._closed:
-            raise RuntimeError("this session is closed")
+            raise RuntimeError(CLOSED)
         check_task(task, url)  # (before the browser opens)
         check_listeners(listeners)
         async with self._turn:
@@ -219,7 +223,7 @@ class Session:
         """Start the next task in the background (inside a running event loop): a handle
         to pause, resume, hint, finish or cancel it, and await its result."""
         if self._closed:
-            raise RuntimeError("this session is closed")
+            raise RuntimeError(CLOSED)
         check_task(task, url)
         control = RunControl()
         handle = RunHandle.started(self.run(
@@ -330,7 +334,7 @@ class SyncSession:
             out_dir: str | Path | Literal[False] | None = None) -> RunResult:
         """`Session.run`: the next task, where the last one ended; returns when it has ended."""
         if not self._open:
-            raise RuntimeError("this session is closed")
+            raise RuntimeError(CLOSED)
         return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
                                            on_question=on_question, answers=answers, out_dir=out_dir))
 
