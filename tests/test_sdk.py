@@ -347,3 +347,17 @@ def test_every_event_a_run_emits_is_public_and_documented():
             assert f"`{field}`" in (kind.__doc__ or ""), f"{name}.{field}"
         assert callable(kind.to_dict), name  # each with its JSON form
     assert typing.get_type_hints(surfer.Finished)["result"] is RunResult
+
+
+def test_the_streams_are_typed_as_generators_a_caller_closes():
+    """`async with contextlib.aclosing(agent.stream(...))` (the way to stop a run at a `break`, not when the
+    stream is collected) and `await stream.aclose()` failed a user's type check: they were typed AsyncIterator."""
+    import collections.abc
+    import typing
+
+    import surfer
+
+    for stream in (Agent.stream, surfer.rollouts):
+        returned = typing.get_type_hints(stream)["return"]
+        assert typing.get_origin(returned) is collections.abc.AsyncGenerator, (stream, returned)
+    assert typing.get_args(typing.get_type_hints(Agent.stream)["return"])[0] == surfer.Event

@@ -18,7 +18,7 @@ import inspect
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable, Literal, Mapping
 
 from surfer.core.errors import ConfigError
 from surfer.models.affinity import model_session, session_policy
@@ -284,7 +284,7 @@ class Agent:
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run the task, yielding typed events as they happen; the last is `Finished`. The other
         arguments are `run`'s."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
