@@ -104,6 +104,7 @@ def test_bad_settings_are_config_errors():
         (lambda: Agent(listeners=print), r"listeners= takes a list of callables.*listeners=\[print\]"),
         (lambda: Agent(out_dir=True), r"Agent\(out_dir=...\) takes a directory .*or False to record nothing; not True"),
         (lambda: Agent(secrets=["PASSWORD"]), "secrets= takes a mapping of name to value, not list"),
+        (lambda: Agent(secrets={"PASSWORD": None}), r"got NoneType \(os.environ.get\(...\) of a variable that is not set\?\)"),
         (lambda: agent.run_sync("task", out_dir=1), "out_dir= takes a directory"),
         (lambda: agent.run_sync("task", listeners=print), "listeners= takes a list of callables"),
         (lambda: agent.session(listeners=print), "listeners= takes a list of callables"),

@@ -74,7 +74,9 @@ class Secrets:
             if isinstance(value, Secret):
                 value, domains = value.value, value.domains
             if not isinstance(value, str):
-                raise ConfigError(f"secret {name} must be a string or Secret(value, domains=[...]), got {type(value).__name__}")
+                unset = " (os.environ.get(...) of a variable that is not set?)" if value is None else ""
+                raise ConfigError(f"secret {name} must be a string or Secret(value, domains=[...]), got "
+                                  f"{type(value).__name__}{unset}")
             if not value:
                 raise ConfigError(f"secret {name} has no value")
             if domains:
