@@ -362,3 +362,16 @@ def test_the_streams_are_typed_as_generators_a_caller_closes():
         returned = typing.get_type_hints(stream)["return"]
         assert typing.get_origin(returned) is collections.abc.AsyncGenerator, (stream, returned)
     assert typing.get_args(typing.get_type_hints(Agent.stream)["return"])[0] == surfer.Event
+
+
+def test_a_path_is_taken_wherever_a_file_is_named(tmp_path):
+    """`Agent(browser={"storage_state": Path(...)})` was "Input should be a valid string" (only the top-level
+    shortcuts, `Agent(storage_state=Path(...))`, took one)."""
+    state = tmp_path / "state.json"
+    state.write_text('{"cookies": [], "origins": []}')
+    browser = Agent(backend=ScriptedModel(), browser={
+        "storage_state": state, "save_storage_state": tmp_path / "out.json", "upload_files": [state],
+    }).config.browser
+    assert (browser.storage_state, browser.save_storage_state, browser.upload_files) == (
+        str(state), str(tmp_path / "out.json"), [str(state)])
+    assert Agent(backend=ScriptedModel(), browser={"user_data_dir": tmp_path / "p"}).config.browser.user_data_dir == str(tmp_path / "p")
