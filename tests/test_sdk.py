@@ -375,3 +375,16 @@ def test_a_path_is_taken_wherever_a_file_is_named(tmp_path):
     assert (browser.storage_state, browser.save_storage_state, browser.upload_files) == (
         str(state), str(tmp_path / "out.json"), [str(state)])
     assert Agent(backend=ScriptedModel(), browser={"user_data_dir": tmp_path / "p"}).config.browser.user_data_dir == str(tmp_path / "p")
+
+
+def test_every_public_class_says_what_it_is():
+    """The API reference is generated from the docstrings: ScriptedModel (the SDK's way to test offline),
+    AgentConfig, AnswerSchema and Secrets showed their name and nothing else."""
+    import surfer
+
+    for name in surfer.__all__:
+        if name == "DesktopEnvironment":  # (needs pyautogui/mss and a display: tests/test_desktop.py)
+            continue
+        value = getattr(surfer, name)
+        if isinstance(value, type):
+            assert (value.__dict__.get("__doc__") or "").strip(), name

@@ -60,6 +60,10 @@ class Secret:
 
 
 class Secrets:
+    """An agent's secrets (`Agent(secrets=...)` makes one from a mapping of name to a value or a `Secret`):
+    the model writes `{{NAME}}`, the value is typed in its place, and every record, prompt and result shows
+    the placeholder, never the value."""
+
     def __init__(self, values: Mapping[str, "str | Secret"] | None = None) -> None:
         self._values: dict[str, str] = {}
         self._sites: dict[str, tuple[HostPattern, ...]] = {}  # a bound secret's sites; absent: unbound
