@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import re
+import threading
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -308,6 +309,9 @@ class SyncSession:
 
         self._runner = asyncio.Runner()
         self._worker = worker_if_in_loop()  # in a notebook: the session's loop runs in a thread of its own
+        # Calls from several threads at once (a web app's workers) take turns, as the tasks of a `Session` do;
+        # the second one found the session's loop running ("This event loop is already running").
+        self._turn = threading.Lock()
         self._open = True
         self.agent = agent
         self._session = self._run(self._make(agent, url, options))
@@ -333,24 +337,26 @@ class SyncSession:
             on_question: QuestionHandler | None = None, answers: Any = None,
             out_dir: str | Path | Literal[False] | None = None) -> RunResult:
         """`Session.run`: the next task, where the last one ended; returns when it has ended."""
-        if not self._open:
-            raise RuntimeError(CLOSED)
-        return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
-                                           on_question=on_question, answers=answers, out_dir=out_dir))
+        with self._turn:
+            if not self._open:  # (also closed by another thread while this call waited its turn)
+                raise RuntimeError(CLOSED)
+            return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
+                                               on_question=on_question, answers=answers, out_dir=out_dir))
 
     def close(self) -> None:
         from .blocking import call_blocking
 
-        if not self._open:
-            return
-        self._open = False
-        try:
-            self._run(self._session.close())
-            self._run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
-        finally:
-            call_blocking(self._runner.close, self._worker)
-            if self._worker is not None:
-                self._worker.shutdown()
+        with self._turn:  # (after a task another thread runs in it)
+            if not self._open:
+                return
+            self._open = False
+            try:
+                self._run(self._session.close())
+                self._run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
+            finally:
+                call_blocking(self._runner.close, self._worker)
+                if self._worker is not None:
+                    self._worker.shutdown()
 
     def __enter__(self) -> "SyncSession":
         return self
