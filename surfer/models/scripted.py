@@ -64,7 +64,9 @@ class ScriptedModel(ModelBackend):
         elif request.schema_name in self.defaults:
             reply = self.defaults[request.schema_name]
         else:
-            raise ScriptExhausted(f"ScriptedModel has no more {request.schema_name!r} answers")
+            role = request.schema_name
+            raise ScriptExhausted(f"ScriptedModel has no more {role!r} answers: the run asked for more than the script "
+                                  f"holds; give more replies, or default={{{role!r}: reply}} for every later one")
         if callable(reply):
             reply = reply(request)
         text = reply if isinstance(reply, str) else json.dumps(reply)
