@@ -350,18 +350,31 @@ def test_every_event_a_run_emits_is_public_and_documented():
     assert typing.get_type_hints(surfer.Finished)["result"] is RunResult
 
 
-def test_the_streams_are_typed_as_generators_a_caller_closes():
-    """`async with contextlib.aclosing(agent.stream(...))` (the way to stop a run at a `break`, not when the
-    stream is collected) and `await stream.aclose()` failed a user's type check: they were typed AsyncIterator."""
+def test_the_sdks_types_take_what_a_typed_caller_passes():
+    """What a user's type check (mypy --strict) refused: `async with contextlib.aclosing(agent.stream(...))` (the
+    way to stop a run at a `break`) and `await stream.aclose()`, typed AsyncIterator; and, lists and dicts being
+    invariant, `listeners=handlers` (a `list[Callable[[Event], None]]`), `files=[Path(...)]` and
+    `backends={"validator": ScriptedModel()}` (a `dict[str, ScriptedModel]`)."""
     import collections.abc
     import typing
 
     import surfer
+    from surfer.agent.session import Session, SyncSession
 
     for stream in (Agent.stream, surfer.rollouts):
         returned = typing.get_type_hints(stream)["return"]
         assert typing.get_origin(returned) is collections.abc.AsyncGenerator, (stream, returned)
     assert typing.get_args(typing.get_type_hints(Agent.stream)["return"])[0] == surfer.Event
+
+    def kinds(call: object, name: str) -> set[object]:
+        hints = typing.get_type_hints(call, localns={"Session": Session, "SyncSession": SyncSession})
+        return {typing.get_origin(t) or t for t in typing.get_args(hints[name])}
+
+    for call in (Agent.__init__, Agent.run, Agent.run_sync, Agent.stream, Agent.start, Agent.session, Agent.session_sync,
+                 Session.__init__, Session.run, Session.start, SyncSession.run):
+        assert collections.abc.Sequence in kinds(call, "listeners") and list not in kinds(call, "listeners"), call
+    assert collections.abc.Sequence in kinds(Agent.__init__, "files") and list not in kinds(Agent.__init__, "files")
+    assert collections.abc.Mapping in kinds(Agent.__init__, "backends") and dict not in kinds(Agent.__init__, "backends")
 
 
 def test_a_path_is_taken_wherever_a_file_is_named(tmp_path):

@@ -18,7 +18,7 @@ import inspect
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable, Literal, Mapping, Sequence
 
 from surfer.core.errors import ConfigError
 from surfer.models.affinity import model_session, session_policy
@@ -91,11 +91,11 @@ class Agent:
         *,
         environment: Environment | None = None,
         backend: ModelBackend | None = None,
-        backends: dict[str, ModelBackend] | None = None,
+        backends: Mapping[str, ModelBackend] | None = None,
         profile: str | Profile | None = None,
         out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None,
-        files: str | Path | list[str | Path] | None = None,
+        listeners: Sequence[Listener] | None = None,
+        files: str | Path | Sequence[str | Path] | None = None,
         secrets: "Secrets | Mapping[str, str | Secret] | None" = None,
         confirm: Confirmer | None = None,
         on_question: QuestionHandler | None = None,
@@ -161,7 +161,7 @@ class Agent:
 
     # -- construction --------------------------------------------------------
 
-    def _make_backends(self, shared: ModelBackend | None, per_role: dict[str, ModelBackend]) -> dict[str, ModelBackend]:
+    def _make_backends(self, shared: ModelBackend | None, per_role: Mapping[str, ModelBackend]) -> dict[str, ModelBackend]:
         unknown = set(per_role) - {"policy", "localizer", "validator"}
         if unknown:
             raise ConfigError(f"unknown role(s) in backends: {', '.join(sorted(unknown))}")
@@ -204,7 +204,7 @@ class Agent:
 
     async def run(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
+        listeners: Sequence[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
         rewarder: Rewarder | None = None, on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
@@ -222,7 +222,7 @@ class Agent:
         return await self._run(task, url, out_dir, listeners, answer_schema, control, on_question, answers, rewarder=rewarder)
 
     async def _run(
-        self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, listeners: list[Listener] | None,
+        self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, listeners: Sequence[Listener] | None,
         answer_schema: Any, control: RunControl | None, on_question: QuestionHandler | None, answers: Any, *,
         environment: Environment | None = None, earlier: str = "", rewarder: Rewarder | None = None,
     ) -> RunResult:
@@ -231,13 +231,13 @@ class Agent:
         check_listeners(listeners)
         task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
         answer = AnswerSchema.of(answer_schema)
-        listeners = [*self.listeners, *(listeners or [])]
+        everyone: list[Listener] = [*self.listeners, *(listeners or [])]
         writer = self._writer(task, out_dir)
         if writer is not None:
-            listeners.insert(0, writer.handle)
+            everyone.insert(0, writer.handle)
 
         async def emit(event: Event) -> None:
-            for listener in listeners:
+            for listener in everyone:
                 outcome = listener(event)
                 if inspect.isawaitable(outcome):  # (a coroutine, or a Future: run_in_executor's)
                     await outcome
@@ -249,7 +249,7 @@ class Agent:
 
     def start(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        listeners: Sequence[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunHandle:
         """Start a run in the background (inside a running event loop) and return
@@ -264,7 +264,7 @@ class Agent:
 
     def run_sync(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        listeners: Sequence[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunResult:
         """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own),
@@ -282,7 +282,7 @@ class Agent:
 
     async def stream(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        listeners: Sequence[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> AsyncGenerator[Event, None]:
         """Run the task, yielding typed events as they happen; the last is `Finished`. The other
@@ -305,7 +305,7 @@ class Agent:
     def session(
         self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         on_question: QuestionHandler | None = None,
-        answers: Any = None, listeners: list[Listener] | None = None,
+        answers: Any = None, listeners: Sequence[Listener] | None = None,
     ) -> "Session":
         """A session: tasks one after another in one browser, each starting where the last
         ended, its prompt telling of the earlier tasks (agent/session.py).
@@ -323,7 +323,7 @@ class Agent:
     def session_sync(
         self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         on_question: QuestionHandler | None = None,
-        answers: Any = None, listeners: list[Listener] | None = None,
+        answers: Any = None, listeners: Sequence[Listener] | None = None,
     ) -> "SyncSession":
         """`session` for scripts without an event loop: `with agent.session_sync(url=...) as s: s.run(task)`.
         Closing it also closes the agent's model clients, as `run_sync` does."""
@@ -400,7 +400,7 @@ class Agent:
 
 
 def _check_arguments(
-    config: object, environment: object, backend: object, backends: object, listeners: object, confirm: object,
+    config: object, environment: object, backend: object, backends: Any, listeners: object, confirm: object,
     on_question: object,
 ) -> None:
     """Agent's arguments of the wrong kind, refused at once (ConfigError saying what each takes): they failed

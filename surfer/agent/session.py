@@ -24,7 +24,7 @@ import threading
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from surfer.tools.base import Environment
 
@@ -82,7 +82,7 @@ class Session:
 
     def __init__(
         self, agent: Agent, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        on_question: QuestionHandler | None = None, answers: Any = None, listeners: list[Listener] | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None, listeners: Sequence[Listener] | None = None,
         adopt_environment: bool = False,
     ) -> None:
         """`adopt_environment`: take the agent's environment as the session's own — closed with the
@@ -145,7 +145,7 @@ class Session:
         return self.directory / f"{len(self.results) + 1:02d}-{slugify(task)}"
 
     async def run(
-        self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, listeners: Sequence[Listener] | None = None, answer_schema: Any = None,
         control: RunControl | None = None, on_question: QuestionHandler | None = None, answers: Any = None,
         out_dir: str | Path | Literal[False] | None = None, agent: Agent | None = None,
     ) -> RunResult:
@@ -218,7 +218,7 @@ class Session:
         return self.control is not None and self.control.handover.hand_back()
 
     def start(
-        self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, listeners: Sequence[Listener] | None = None, answer_schema: Any = None,
         out_dir: str | Path | Literal[False] | None = None, agent: Agent | None = None,
     ) -> RunHandle:
         """Start the next task in the background (inside a running event loop): a handle
@@ -333,7 +333,7 @@ class SyncSession:
     def directory(self) -> Path | None:
         return self._session.directory
 
-    def run(self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+    def run(self, task: str, url: str | None = None, *, listeners: Sequence[Listener] | None = None, answer_schema: Any = None,
             on_question: QuestionHandler | None = None, answers: Any = None,
             out_dir: str | Path | Literal[False] | None = None) -> RunResult:
         """`Session.run`: the next task, where the last one ended; returns when it has ended."""
