@@ -106,6 +106,7 @@ def test_bad_settings_are_config_errors():
         (lambda: Agent(secrets=["PASSWORD"]), "secrets= takes a mapping of name to value, not list"),
         (lambda: Agent(secrets={"PASSWORD": None}), r"got NoneType \(os.environ.get\(...\) of a variable that is not set\?\)"),
         (lambda: agent.run_sync("task", out_dir=1), "out_dir= takes a directory"),
+        (lambda: agent.run_sync("task", url=" \n"), "the url is blank: give the page to start on, or None"),
         (lambda: agent.run_sync("task", listeners=print), "listeners= takes a list of callables"),
         (lambda: agent.session(listeners=print), "listeners= takes a list of callables"),
         (lambda: Agent(files="no-such-upload.txt"), "upload file no-such-upload.txt does not exist"),  # one file, whole

@@ -32,6 +32,8 @@ def check_task(task: object, url: object = None) -> None:
         raise ConfigError("the task is empty: say what the agent should do")
     if url is not None and not isinstance(url, str):
         raise TypeError(f"url must be a str or None, not {type(url).__name__}")
+    if url and not url.strip():  # (it opened "https://": "Cannot navigate to invalid URL")
+        raise ConfigError("the url is blank: give the page to start on, or None to start on a blank page")
 
 
 def check_listeners(listeners: object) -> None:
