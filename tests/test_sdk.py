@@ -282,7 +282,7 @@ def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tm
     assert not (tmp_path / "run").exists() and not runs_root.exists()
 
 
-async def test_the_blocking_calls_work_where_an_event_loop_runs():
+async def test_the_blocking_calls_work_where_an_event_loop_runs(tmp_path):
     # a Jupyter cell runs in an event loop: run_sync and session_sync run their own loop in a thread there
     from surfer.apps.options import DEMO_RECORDINGS
     from surfer.tools.replay import ReplayEnvironment
@@ -295,6 +295,13 @@ async def test_the_blocking_calls_work_where_an_event_loop_runs():
     assert agent("42").run_sync("task").answer == "42"
     with agent("a", "b").session_sync() as session:
         assert [session.run("one").answer, session.run("two").answer] == ["a", "b"]
+    # one refused as it is made (its directory holds something) leaves no thread behind, nor its event loop open
+    import threading
+
+    (tmp_path / "holds").write_text("x")
+    with pytest.raises(ConfigError, match="session directory .* is not empty"):
+        agent().session_sync(out_dir=tmp_path)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("surfer-sync")]
 
     # A stop while the caller waits stops the run in the worker (recorded interrupted), then goes on: a notebook's
     # interrupt (KeyboardInterrupt), or a Ctrl-C that asyncio.run turns into cancelling its main task. The wait went

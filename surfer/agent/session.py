@@ -314,7 +314,11 @@ class SyncSession:
         self._turn = threading.Lock()
         self._open = True
         self.agent = agent
-        self._session = self._run(self._make(agent, url, options))
+        try:
+            self._session = self._run(self._make(agent, url, options))
+        except BaseException:  # (a directory refused, a bad argument): its event loop and thread end with it
+            self._end_loop()
+            raise
 
     def _run(self, coroutine: Any) -> Any:
         from .blocking import run_blocking
@@ -344,8 +348,6 @@ class SyncSession:
                                                on_question=on_question, answers=answers, out_dir=out_dir))
 
     def close(self) -> None:
-        from .blocking import call_blocking
-
         with self._turn:  # (after a task another thread runs in it)
             if not self._open:
                 return
@@ -354,9 +356,14 @@ class SyncSession:
                 self._run(self._session.close())
                 self._run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
             finally:
-                call_blocking(self._runner.close, self._worker)
-                if self._worker is not None:
-                    self._worker.shutdown()
+                self._end_loop()
+
+    def _end_loop(self) -> None:
+        from .blocking import call_blocking
+
+        call_blocking(self._runner.close, self._worker)
+        if self._worker is not None:
+            self._worker.shutdown()
 
     def __enter__(self) -> "SyncSession":
         return self
