@@ -302,6 +302,13 @@ async def test_the_blocking_calls_work_where_an_event_loop_runs(tmp_path):
     with pytest.raises(ConfigError, match="session directory .* is not empty"):
         agent().session_sync(out_dir=tmp_path)
     assert not [t.name for t in threading.enumerate() if t.name.startswith("surfer-sync")]
+    # one never closed is closed when it is dropped (at the latest as the interpreter exits): its summary says it
+    # ended, its thread ends (its browser was left to the exit, asyncio saying "Task was destroyed but it is pending!")
+    dropped = agent("c").session_sync(out_dir=tmp_path / "dropped")
+    assert dropped.run("three").answer == "c"
+    del dropped
+    assert "ended" in json.loads((tmp_path / "dropped" / "session.json").read_text())
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("surfer-sync")]
 
     # A stop while the caller waits stops the run in the worker (recorded interrupted), then goes on: a notebook's
     # interrupt (KeyboardInterrupt), or a Ctrl-C that asyncio.run turns into cancelling its main task. The wait went

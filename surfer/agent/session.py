@@ -22,6 +22,7 @@ import json
 import re
 import threading
 import uuid
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -319,6 +320,10 @@ class SyncSession:
         except BaseException:  # (a directory refused, a bad argument): its event loop and thread end with it
             self._end_loop()
             raise
+        # Never closed (no `with`, no close()): closed when it is dropped, or as the interpreter exits — its browser,
+        # session.json's end, its event loop (asyncio said "Task was destroyed but it is pending!" at the exit).
+        self._abandoned = weakref.finalize(
+            self, _close_abandoned, self._runner, self._worker, self._session, agent)
 
     def _run(self, coroutine: Any) -> Any:
         from .blocking import run_blocking
@@ -352,6 +357,7 @@ class SyncSession:
             if not self._open:
                 return
             self._open = False
+            self._abandoned.detach()
             try:
                 self._run(self._session.close())
                 self._run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
@@ -370,3 +376,18 @@ class SyncSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _close_abandoned(runner: asyncio.Runner, worker: Any, session: Session, agent: Agent) -> None:
+    """A `SyncSession` nobody closed, closed as `close()` does, as far as it still can (at the interpreter's
+    exit a notebook's worker thread may be gone): never an error from a finalizer."""
+    from .blocking import call_blocking, run_blocking
+
+    with contextlib.suppress(BaseException):
+        run_blocking(session.close(), runner, worker)
+        run_blocking(agent.aclose(), runner, worker)
+    with contextlib.suppress(BaseException):
+        call_blocking(runner.close, worker)
+    if worker is not None:
+        with contextlib.suppress(BaseException):
+            worker.shutdown()
