@@ -41,8 +41,8 @@ _EXPORTS = {
     "Secret": "surfer.agent.secrets",
     "Secrets": "surfer.agent.secrets",
     **dict.fromkeys(
-        ("ActionFailed", "ActionNotSupported", "ConfigError", "EnvironmentFailure", "ModelNotFound", "ModelOutputError",
-         "ModelServerUnreachable", "SurferError"),
+        ("ActionFailed", "ActionNotSupported", "ConfigError", "ContextTooLong", "EnvironmentFailure", "ModelNotFound",
+         "ModelOutputError", "ModelRequestError", "ModelServerUnreachable", "RunError", "SurferError"),
         "surfer.core.errors",
     ),
     "ScriptedModel": "surfer.models.scripted",
@@ -71,9 +71,10 @@ if TYPE_CHECKING:
     from surfer.fleet.rollouts import rollouts
     from surfer.core import actions
     from surfer.core.errors import (
-        ActionFailed, ActionNotSupported, ConfigError, EnvironmentFailure, ModelNotFound, ModelOutputError,
-        ModelServerUnreachable, SurferError,
+        ActionFailed, ActionNotSupported, ConfigError, ContextTooLong, EnvironmentFailure, ModelNotFound,
+        ModelOutputError, ModelRequestError, ModelServerUnreachable, RunError, SurferError,
     )
+    from surfer.fleet import policy
     from surfer.models.scripted import ScriptedModel
     from surfer.tools.browser import BrowserEnvironment
     from surfer.tools.desktop import DesktopEnvironment
@@ -85,10 +86,11 @@ _lazy = lazy_exports(globals(), _EXPORTS)
 _MODULES = {"actions": "surfer.core.actions", "policy": "surfer.fleet.policy"}  # `from surfer import policy`
 
 
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return importlib.import_module(_MODULES[name])
-    return _lazy(name)
+if not TYPE_CHECKING:  # (a type checker sees the imports above: with a module __getattr__, a misspelt name passed)
+    def __getattr__(name: str) -> Any:
+        if name in _MODULES:
+            return importlib.import_module(_MODULES[name])
+        return _lazy(name)
 
 
 def __dir__() -> list[str]:
@@ -97,7 +99,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ActionFailed", "ActionNotSupported", "ActionPerformed", "Agent", "AgentConfig", "AnswerSchema", "BrowserEnvironment",
-    "ConfigError", "ConfirmationRequest", "Question", "Reply", "RunHandle", "Session", "Secret", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "HandedBack", "HandedOver", "HumanActed", "ModelAsked", "ModelCalled", "ModelNotFound",
+    "ConfigError", "ContextTooLong", "ModelRequestError", "RunError", "ConfirmationRequest", "Question", "Reply", "RunHandle", "Session", "Secret", "Secrets", "DesktopEnvironment", "EnvironmentFailure", "ErrorOccurred", "Event", "Finished", "HandedBack", "HandedOver", "HumanActed", "ModelAsked", "ModelCalled", "ModelNotFound",
     "ModelOutputError", "ModelServerUnreachable", "Observed", "RunResult", "RunStarted", "ScriptedModel", "StepFinished",
     "StepStarted", "SurferError", "TakeOverRefused", "Validated", "actions", "load_config", "policy", "rollouts", "__version__",
 ]

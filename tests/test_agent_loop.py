@@ -205,7 +205,7 @@ async def test_the_step_a_server_outage_ends_says_why_and_counts_its_wait_as_the
 
 async def test_scripted_model_reports_exhaustion_clearly():
     model = ScriptedModel()
-    with pytest.raises(AssertionError, match="no more 'policy' answers"):
+    with pytest.raises(AssertionError, match=r"no more 'policy' answers: .*give more replies, or default=\{'policy': reply\}"):
         await model.complete(ModelRequest(messages=(), schema_name="policy"))
 
 

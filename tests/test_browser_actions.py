@@ -282,6 +282,13 @@ def test_a_start_url_is_a_page_a_browser_opens_and_a_local_path_is_a_file_url(tm
 
     with pytest.raises(ConfigError, match="start URL /tmp/page.html is refused: file: URLs are refused"):
         check_start_url("/tmp/page.html", UrlPolicy())
+    # how to allow them, as the caller says it: Python code is told of no command-line flag
+    with pytest.raises(ConfigError, match=r'allow them with Agent\(browser=\{"allow_file_urls": True\}\)$'):
+        check_start_url("file:///tmp/page.html", UrlPolicy())
+    from surfer.core.surface import calling_from_cli
+
+    with calling_from_cli(), pytest.raises(ConfigError, match=r"with --allow-file-urls \(config: \[browser\] allow_file"):
+        check_start_url("file:///tmp/page.html", UrlPolicy())
     (tmp_path / "page.html").write_text("<h1>x</h1>")
     check_start_url(str(tmp_path / "page.html"), UrlPolicy(allow_file_urls=True))
     # a local path to no file, and a file of this folder named without ./, were opened as https://page.html

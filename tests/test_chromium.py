@@ -226,3 +226,30 @@ def test_a_run_whose_surfer_chromium_is_no_executable_leaves_no_run_directory(pa
     result = Agent(backend=ScriptedModel(), max_steps=1).run_sync("x", url=pages.url("index.html"), out_dir=tmp_path / "run")
     assert (result.status, result.error_kind, result.run_dir) == ("error", "config", None), result
     assert "missing is not an executable file" in result.reason and not (tmp_path / "run").exists()
+async def test_a_start_changes_nothing_of_playwrights_that_another_thread_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run_sync` from several threads at once (an app's worker threads): each start swapped Playwright's
+    transport class in its module around making its client, so a start in another thread meanwhile — or the
+    application's own Playwright — got that class, bound to this start's driver and event loop
+    (TargetClosedError: the run ended `error`), and one swap undone over another left it swapped for good."""
+    import asyncio
+    import subprocess
+
+    from playwright._impl import out_of_process
+    from playwright._impl.transport import PipeTransport
+
+    seen: list[type] = []
+    made = out_of_process.Connection
+
+    def connection(*args: object, **kwargs: object) -> object:  # made while the client is: what a thread sees then
+        seen.append(out_of_process.PipeTransport)
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(out_of_process, "Connection", connection)
+    mute = subprocess.Popen(["sleep", "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # a driver that never answers
+    starting = asyncio.ensure_future(chromium.start_chromium(driver=mute))
+    while not seen:
+        await asyncio.sleep(0)
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    assert seen == [PipeTransport] and out_of_process.PipeTransport is PipeTransport

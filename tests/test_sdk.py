@@ -90,10 +90,43 @@ def test_bad_settings_are_config_errors():
         agent.run_sync("task", url=5)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="the task is empty"), agent.session_sync() as session:
         session.run("")
+    # arguments of the wrong kind, refused at once saying what each takes: they failed deep inside the first run
+    # (an AttributeError, a TypeError from pathlib), at its first sensitive action or question, or not at all
+    # (files="a.txt" offered the files "a", ".", "t" and "x")
+    for made, message in [
+        (lambda: Agent("surfer.toml"), r"not a file name: Agent\(load_config\('surfer.toml'\)\)"),
+        (lambda: Agent({"max_steps": 3}), r"AgentConfig \(load_config\(...\)\), not dict: give the settings as keywords"),
+        (lambda: Agent(backend=ScriptedModel), "backend= takes a ModelBackend instance .*not the class ScriptedModel"),
+        (lambda: Agent(backends={"validator": "scripted"}), r"backends\['validator'\] takes a ModelBackend instance .*not str"),
+        (lambda: Agent(environment="browser"), "environment= takes an Environment"),
+        (lambda: Agent(confirm=True), 'confirm= takes a callable .*not bool .*sensitive_actions="approve"'),
+        (lambda: Agent(on_question="yes"), "on_question= takes a callable .*answers="),
+        (lambda: Agent(listeners=print), r"listeners= takes a list of callables.*listeners=\[print\]"),
+        (lambda: Agent(out_dir=True), r"Agent\(out_dir=...\) takes a directory .*or False to record nothing; not True"),
+        (lambda: Agent(secrets=["PASSWORD"]), "secrets= takes a mapping of name to value, not list"),
+        (lambda: Agent(secrets={"PASSWORD": None}), r"got NoneType \(os.environ.get\(...\) of a variable that is not set\?\)"),
+        (lambda: agent.run_sync("task", out_dir=1), "out_dir= takes a directory"),
+        (lambda: agent.run_sync("task", url=" \n"), "the url is blank: give the page to start on, or None"),
+        (lambda: agent.run_sync("task", listeners=print), "listeners= takes a list of callables"),
+        (lambda: agent.session(listeners=print), "listeners= takes a list of callables"),
+        (lambda: Agent(files="no-such-upload.txt"), "upload file no-such-upload.txt does not exist"),  # one file, whole
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            made()
     # start() without a running event loop: its run never began, and the handle waited forever
     for starter, name in [(agent, "agent"), (agent.session(), "session")]:
         with pytest.raises(ConfigError, match=rf"{name}.start\(\) runs in the background of a running event loop"):
             starter.start("task")
+
+
+async def test_an_environment_opened_in_another_event_loop_is_refused_saying_what_to_do(browser_env, pages):
+    """Agent(environment=BrowserEnvironment()) run with run_sync twice: the second run drove Playwright objects of
+    the first one's event loop, ended since (InvalidStateError from deep inside, a traceback)."""
+    env = await browser_env(pages.url("actions.html"))  # opened in this event loop
+    agent = Agent(backend=ScriptedModel(**REPLIES), environment=env, out_dir=False)
+    elsewhere = await asyncio.wait_for(asyncio.to_thread(agent.run_sync, "task", pages.url("actions.html")), 30)
+    assert (elsewhere.status, elsewhere.error_kind) == ("error", "config"), elsewhere.reason
+    assert "opened in another event loop" in elsewhere.reason and "agent.session_sync(...)" in elsewhere.reason
 
 
 async def test_concurrent_streams_on_one_agent_see_only_their_own_events(pages):
@@ -249,7 +282,7 @@ def test_a_run_that_never_reached_its_model_server_leaves_no_directory(pages, tm
     assert not (tmp_path / "run").exists() and not runs_root.exists()
 
 
-async def test_the_blocking_calls_work_where_an_event_loop_runs():
+async def test_the_blocking_calls_work_where_an_event_loop_runs(tmp_path):
     # a Jupyter cell runs in an event loop: run_sync and session_sync run their own loop in a thread there
     from surfer.apps.options import DEMO_RECORDINGS
     from surfer.tools.replay import ReplayEnvironment
@@ -262,6 +295,20 @@ async def test_the_blocking_calls_work_where_an_event_loop_runs():
     assert agent("42").run_sync("task").answer == "42"
     with agent("a", "b").session_sync() as session:
         assert [session.run("one").answer, session.run("two").answer] == ["a", "b"]
+    # one refused as it is made (its directory holds something) leaves no thread behind, nor its event loop open
+    import threading
+
+    (tmp_path / "holds").write_text("x")
+    with pytest.raises(ConfigError, match="session directory .* is not empty"):
+        agent().session_sync(out_dir=tmp_path)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("surfer-sync")]
+    # one never closed is closed when it is dropped (at the latest as the interpreter exits): its summary says it
+    # ended, its thread ends (its browser was left to the exit, asyncio saying "Task was destroyed but it is pending!")
+    dropped = agent("c").session_sync(out_dir=tmp_path / "dropped")
+    assert dropped.run("three").answer == "c"
+    del dropped
+    assert "ended" in json.loads((tmp_path / "dropped" / "session.json").read_text())
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("surfer-sync")]
 
     # A stop while the caller waits stops the run in the worker (recorded interrupted), then goes on: a notebook's
     # interrupt (KeyboardInterrupt), or a Ctrl-C that asyncio.run turns into cancelling its main task. The wait went
@@ -315,3 +362,56 @@ def test_every_event_a_run_emits_is_public_and_documented():
             assert f"`{field}`" in (kind.__doc__ or ""), f"{name}.{field}"
         assert callable(kind.to_dict), name  # each with its JSON form
     assert typing.get_type_hints(surfer.Finished)["result"] is RunResult
+
+
+def test_the_sdks_types_take_what_a_typed_caller_passes():
+    """What a user's type check (mypy --strict) refused: `async with contextlib.aclosing(agent.stream(...))` (the
+    way to stop a run at a `break`) and `await stream.aclose()`, typed AsyncIterator; and, lists and dicts being
+    invariant, `listeners=handlers` (a `list[Callable[[Event], None]]`), `files=[Path(...)]` and
+    `backends={"validator": ScriptedModel()}` (a `dict[str, ScriptedModel]`)."""
+    import collections.abc
+    import typing
+
+    import surfer
+    from surfer.agent.session import Session, SyncSession
+
+    for stream in (Agent.stream, surfer.rollouts):
+        returned = typing.get_type_hints(stream)["return"]
+        assert typing.get_origin(returned) is collections.abc.AsyncGenerator, (stream, returned)
+    assert typing.get_args(typing.get_type_hints(Agent.stream)["return"])[0] == surfer.Event
+
+    def kinds(call: object, name: str) -> set[object]:
+        hints = typing.get_type_hints(call, localns={"Session": Session, "SyncSession": SyncSession})
+        return {typing.get_origin(t) or t for t in typing.get_args(hints[name])}
+
+    for call in (Agent.__init__, Agent.run, Agent.run_sync, Agent.stream, Agent.start, Agent.session, Agent.session_sync,
+                 Session.__init__, Session.run, Session.start, SyncSession.run):
+        assert collections.abc.Sequence in kinds(call, "listeners") and list not in kinds(call, "listeners"), call
+    assert collections.abc.Sequence in kinds(Agent.__init__, "files") and list not in kinds(Agent.__init__, "files")
+    assert collections.abc.Mapping in kinds(Agent.__init__, "backends") and dict not in kinds(Agent.__init__, "backends")
+
+
+def test_a_path_is_taken_wherever_a_file_is_named(tmp_path):
+    """`Agent(browser={"storage_state": Path(...)})` was "Input should be a valid string" (only the top-level
+    shortcuts, `Agent(storage_state=Path(...))`, took one)."""
+    state = tmp_path / "state.json"
+    state.write_text('{"cookies": [], "origins": []}')
+    browser = Agent(backend=ScriptedModel(), browser={
+        "storage_state": state, "save_storage_state": tmp_path / "out.json", "upload_files": [state],
+    }).config.browser
+    assert (browser.storage_state, browser.save_storage_state, browser.upload_files) == (
+        str(state), str(tmp_path / "out.json"), [str(state)])
+    assert Agent(backend=ScriptedModel(), browser={"user_data_dir": tmp_path / "p"}).config.browser.user_data_dir == str(tmp_path / "p")
+
+
+def test_every_public_class_says_what_it_is():
+    """The API reference is generated from the docstrings: ScriptedModel (the SDK's way to test offline),
+    AgentConfig, AnswerSchema and Secrets showed their name and nothing else."""
+    import surfer
+
+    for name in surfer.__all__:
+        if name == "DesktopEnvironment":  # (needs pyautogui/mss and a display: tests/test_desktop.py)
+            continue
+        value = getattr(surfer, name)
+        if isinstance(value, type):
+            assert (value.__dict__.get("__doc__") or "").strip(), name

@@ -71,6 +71,7 @@ def test_the_value_reaches_the_page_and_nothing_else(standin, pages, tmp_path):
     # PASSWORD is bound to 127.0.0.1 (typed there: it worked); USER is not, which is said once, at the start
     warning = [line for line in proc.stderr.splitlines() if "can be typed on any site" in line]
     assert len(warning) == 1 and warning[0].startswith("warning: the secret USER ") and "PASSWORD" not in warning[0]
+    assert "--secret NAME=ENV_VAR@example.com" in warning[0]
 
 
 def test_secret_specs_and_values():
@@ -169,6 +170,7 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
         Agent(backend=model, profile="holo2", secrets=secrets)  # the same secrets again: said once
     warnings = [r.getMessage() for r in caplog.records if r.name == "surfer.agent.secrets"]
     assert len(warnings) == 1 and "USER can be typed on any site" in warnings[0] and "PW" not in warnings[0]
+    assert "Secret(value, domains=" in warnings[0] and "--secret" not in warnings[0]  # (Python is told no CLI flag)
     result = await agent.run("Sign in", url=start, out_dir=tmp_path / "run")
     assert result.status == "success", result
     steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]

@@ -120,10 +120,21 @@ def test_the_sync_session_agrees_with_the_async_one(pages, tmp_path):
         return {"policy": [act({"type": "scroll", "direction": "down"}), act({"type": "answer", "text": "one"}),
                            act({"type": "answer", "text": "two"})]}
 
-    with Agent(backend=ScriptedModel(**replies()), validate_answers=False).session_sync(
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool, Agent(backend=ScriptedModel(**replies()), validate_answers=False).session_sync(
             url=pages.url("actions.html"), out_dir=tmp_path / "sync") as session:
-        sync = [session.run("first"), session.run("second")]
-    with pytest.raises(RuntimeError, match="this session is closed"):  # (not the event loop's "Runner is closed")
+        later: list[Future[Any]] = []
+
+        def meanwhile(event: object) -> None:  # another thread (a web app's worker) gives the next task meanwhile
+            if not later:
+                later.append(pool.submit(session.run, "second"))
+
+        # it waits its turn (it found the session's event loop running: "This event loop is already running")
+        sync = [session.run("first", listeners=[meanwhile])]
+        sync.append(later[0].result())
+    # (not the event loop's "Runner is closed"), and what to do instead
+    with pytest.raises(RuntimeError, match=r"this session is closed .*a new one, agent.session\(...\) or agent.session_sync"):
         session.run("third")
 
     async def run_async() -> list[Any]:

@@ -54,3 +54,24 @@ def test_lazy_names_resolve() -> None:
             assert getattr(surfer, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         surfer.Nope  # noqa: B018
+
+
+def test_a_type_checker_sees_every_public_name_and_no_made_up_one() -> None:
+    """mypy and pyright read `surfer/__init__.py`'s imports under TYPE_CHECKING: each public name is there, typed.
+    A module `__getattr__` they can see (PEP 562) makes every other name `Any`: `from surfer import Agnet`, or a
+    name that is not exported (RunError was not), passed a user's type check and failed when run."""
+    import ast
+
+    import surfer
+
+    typed: set[str] = set()
+    for node in ast.parse(Path(surfer.__file__).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            typed |= {alias.asname or alias.name for sub in node.body if isinstance(sub, (ast.Import, ast.ImportFrom))
+                      for alias in sub.names}
+        assert not (isinstance(node, ast.FunctionDef) and node.name == "__getattr__"), "a __getattr__ type checkers see"
+    assert set(surfer.__all__) - {"__version__"} <= typed, set(surfer.__all__) - typed
+    from surfer import ContextTooLong, ModelRequestError, ModelServerUnreachable, RunError  # what a backend raises
+
+    assert issubclass(ModelServerUnreachable, RunError) and issubclass(ContextTooLong, ModelRequestError)
+

@@ -28,6 +28,10 @@ from surfer.models.schema import portable_schema
 
 
 class AnswerSchema:
+    """The shape of a run's answer data, from `answer_schema=` (a pydantic model class or a JSON Schema
+    dict): added to the policy's answer action, checked on receipt, and returned in `RunResult.data`
+    (an instance of the model class, or the checked dict)."""
+
     def __init__(self, schema: type[BaseModel] | dict[str, Any]) -> None:
         self.model: type[BaseModel] | None = None
         if isinstance(schema, type) and issubclass(schema, BaseModel):

@@ -3,6 +3,7 @@ of the configuration (agent/config.py), kept apart for its size."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -88,6 +89,14 @@ class BrowserSettings(BaseModel):
     @classmethod
     def _viewport(cls, value: Any) -> tuple[int, int]:
         return parse_viewport(value)
+
+    @field_validator("storage_state", "save_storage_state", "user_data_dir", "upload_files", mode="before")
+    @classmethod
+    def _paths(cls, value: Any) -> Any:
+        """A `pathlib.Path` where a file is named, as Python code gives one (it was "Input should be a valid string")."""
+        if isinstance(value, list):
+            return [os.fspath(item) if isinstance(item, os.PathLike) else item for item in value]
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
 
     @field_validator("upload_files")
     @classmethod

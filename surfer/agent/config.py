@@ -94,6 +94,10 @@ class DesktopSettings(_Strict):
 
 
 class AgentConfig(_Strict):
+    """The agent's configuration: every key of the [configuration reference](config.md), validated.
+    `load_config(path, overrides=...)` builds one from a TOML file, the environment and overrides;
+    `Agent(config, **settings)` lays keyword settings over it."""
+
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)  # where load_config found each setting
 
     base_url: str = Field(

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable, Literal, Mapping, Sequence
 
 from surfer.core.errors import ConfigError
 from surfer.models.affinity import model_session, session_policy
@@ -34,8 +35,8 @@ from .layouts import Layout, check_layout
 from .questions import PresetAnswers, QuestionHandler
 from .result import RunResult
 from .rewards import Rewarder
-from .rundir import claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
-from .run_state import RunState, check_task
+from .rundir import check_out_dir, claim_run_dir, default_run_dir, leaves_record, slugify  # noqa: F401  (also imported from here)
+from .run_state import RunState, check_listeners, check_task
 from .secrets import Secret, Secrets
 from .steps import Guards, Imaging, Roles
 from .roles import Localizer, Policy, RoleClient, Validator
@@ -90,17 +91,20 @@ class Agent:
         *,
         environment: Environment | None = None,
         backend: ModelBackend | None = None,
-        backends: dict[str, ModelBackend] | None = None,
+        backends: Mapping[str, ModelBackend] | None = None,
         profile: str | Profile | None = None,
         out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None,
-        files: list[str | Path] | None = None,
+        listeners: Sequence[Listener] | None = None,
+        files: str | Path | Sequence[str | Path] | None = None,
         secrets: "Secrets | Mapping[str, str | Secret] | None" = None,
         confirm: Confirmer | None = None,
         on_question: QuestionHandler | None = None,
         answers: Any = None,
         **settings: Any,
     ) -> None:
+        _check_arguments(config, environment, backend, backends, listeners, confirm, on_question)
+        if isinstance(files, (str, os.PathLike)):  # one file: not each character of its name
+            files = [files]
         if files is not None:  # the files the agent may upload
             settings["browser"] = {**settings.get("browser", {}), "upload_files": [str(f) for f in files]}
         signin = {key: settings.pop(key) for key in SIGNIN_SETTINGS if key in settings}
@@ -126,7 +130,8 @@ class Agent:
         # Who says yes to a sensitive action: the caller's confirmer, else the configured default.
         self.confirm = confirm or fixed_decision(config.sensitive_actions == "approve")
         # where runs given no directory of their own are recorded (None: RUNS_ROOT, read at each run)
-        self.out_dir: Path | Literal[False] | None = False if out_dir is False else (Path(out_dir) if out_dir is not None else None)
+        self.out_dir: Path | Literal[False] | None = False if out_dir is False else (
+            Path(check_out_dir(out_dir, "Agent(out_dir=...)")) if out_dir is not None else None)
         # Who replies to the policy's questions (ask_user): replies given beforehand, then on_question.
         self.on_question = on_question
         self.answers = PresetAnswers.of(answers, "Agent(answers=...)")
@@ -156,7 +161,7 @@ class Agent:
 
     # -- construction --------------------------------------------------------
 
-    def _make_backends(self, shared: ModelBackend | None, per_role: dict[str, ModelBackend]) -> dict[str, ModelBackend]:
+    def _make_backends(self, shared: ModelBackend | None, per_role: Mapping[str, ModelBackend]) -> dict[str, ModelBackend]:
         unknown = set(per_role) - {"policy", "localizer", "validator"}
         if unknown:
             raise ConfigError(f"unknown role(s) in backends: {', '.join(sorted(unknown))}")
@@ -199,7 +204,7 @@ class Agent:
 
     async def run(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
+        listeners: Sequence[Listener] | None = None, answer_schema: Any = None, control: RunControl | None = None,
         rewarder: Rewarder | None = None, on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunResult:
         """Run one task to the end and return its result. Errors of the run
@@ -217,21 +222,22 @@ class Agent:
         return await self._run(task, url, out_dir, listeners, answer_schema, control, on_question, answers, rewarder=rewarder)
 
     async def _run(
-        self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, listeners: list[Listener] | None,
+        self, task: str, url: str | None, out_dir: str | Path | Literal[False] | None, listeners: Sequence[Listener] | None,
         answer_schema: Any, control: RunControl | None, on_question: QuestionHandler | None, answers: Any, *,
         environment: Environment | None = None, earlier: str = "", rewarder: Rewarder | None = None,
     ) -> RunResult:
         """`run`; a session (agent/session.py) passes its `environment` (kept open) and its `earlier` tasks."""
         check_task(task, url)
+        check_listeners(listeners)
         task = self.secrets.scrub(task)  # a value written into the task is kept out of every record
         answer = AnswerSchema.of(answer_schema)
-        listeners = [*self.listeners, *(listeners or [])]
+        everyone: list[Listener] = [*self.listeners, *(listeners or [])]
         writer = self._writer(task, out_dir)
         if writer is not None:
-            listeners.insert(0, writer.handle)
+            everyone.insert(0, writer.handle)
 
         async def emit(event: Event) -> None:
-            for listener in listeners:
+            for listener in everyone:
                 outcome = listener(event)
                 if inspect.isawaitable(outcome):  # (a coroutine, or a Future: run_in_executor's)
                     await outcome
@@ -243,7 +249,7 @@ class Agent:
 
     def start(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        listeners: Sequence[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunHandle:
         """Start a run in the background (inside a running event loop) and return
@@ -258,7 +264,7 @@ class Agent:
 
     def run_sync(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        listeners: Sequence[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None,
     ) -> RunResult:
         """`run` for scripts without an event loop (in a notebook or a coroutine, it runs in a thread of its own),
@@ -276,9 +282,9 @@ class Agent:
 
     async def stream(
         self, task: str, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        listeners: list[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
+        listeners: Sequence[Listener] | None = None, answer_schema: Any = None, rewarder: Rewarder | None = None,
         on_question: QuestionHandler | None = None, answers: Any = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run the task, yielding typed events as they happen; the last is `Finished`. The other
         arguments are `run`'s."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -299,7 +305,7 @@ class Agent:
     def session(
         self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         on_question: QuestionHandler | None = None,
-        answers: Any = None, listeners: list[Listener] | None = None,
+        answers: Any = None, listeners: Sequence[Listener] | None = None,
     ) -> "Session":
         """A session: tasks one after another in one browser, each starting where the last
         ended, its prompt telling of the earlier tasks (agent/session.py).
@@ -317,7 +323,7 @@ class Agent:
     def session_sync(
         self, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
         on_question: QuestionHandler | None = None,
-        answers: Any = None, listeners: list[Listener] | None = None,
+        answers: Any = None, listeners: Sequence[Listener] | None = None,
     ) -> "SyncSession":
         """`session` for scripts without an event loop: `with agent.session_sync(url=...) as s: s.run(task)`.
         Closing it also closes the agent's model clients, as `run_sync` does."""
@@ -391,6 +397,34 @@ class Agent:
         image = dataclasses.asdict(self.profile.image) if dataclasses.is_dataclass(self.profile.image) else vars(self.profile.image)
         return {"profile": self.profile.name, "image": image, "image_tokens_per_image": self.image_tokens,
                 "mm_processor_kwargs": dict(self.profile.serving.mm_processor_kwargs)}
+
+
+def _check_arguments(
+    config: object, environment: object, backend: object, backends: Any, listeners: object, confirm: object,
+    on_question: object,
+) -> None:
+    """Agent's arguments of the wrong kind, refused at once (ConfigError saying what each takes): they failed
+    deep inside the first run (an AttributeError), or at its first sensitive action or question."""
+    if config is not None and not isinstance(config, AgentConfig):
+        if isinstance(config, (str, os.PathLike)):
+            raise ConfigError(f"Agent's first argument is an AgentConfig, not a file name: Agent(load_config({str(config)!r}))")
+        raise ConfigError(f"Agent's first argument is an AgentConfig (load_config(...)), not {type(config).__name__}: "
+                          "give the settings as keywords, Agent(max_steps=15, ...)")
+    if environment is not None and not isinstance(environment, Environment):
+        raise ConfigError(f"environment= takes an Environment (BrowserEnvironment(...), DesktopEnvironment(...)), "
+                          f"not {type(environment).__name__}; without it each run opens a browser of its own")
+    given = [("backend=", backend)] + [(f"backends[{role!r}]", b) for role, b in (backends or {}).items()]
+    for name, value in given:
+        if value is not None and not isinstance(value, ModelBackend):
+            what = f"the class {value.__name__}" if isinstance(value, type) else type(value).__name__
+            raise ConfigError(f"{name} takes a ModelBackend instance (e.g. ScriptedModel(...), or your subclass of "
+                              f"surfer.models.backend.ModelBackend, called), not {what}")
+    check_listeners(listeners)
+    for name, value in (("confirm=", confirm), ("on_question=", on_question)):
+        if value is not None and not callable(value):
+            hint = (" (to approve every sensitive action without asking: sensitive_actions=\"approve\")"
+                    if name == "confirm=" else " (replies given beforehand go in answers=)")
+            raise ConfigError(f"{name} takes a callable (sync or async), not {type(value).__name__}{hint}")
 
 
 def _resolve_auto(name: str, config: AgentConfig) -> str:

@@ -9,7 +9,7 @@ import asyncio
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping
 
 from surfer.core.deadline import pause_deadline
 from surfer.core.errors import ConfigError
@@ -32,6 +32,17 @@ def check_task(task: object, url: object = None) -> None:
         raise ConfigError("the task is empty: say what the agent should do")
     if url is not None and not isinstance(url, str):
         raise TypeError(f"url must be a str or None, not {type(url).__name__}")
+    if url and not url.strip():  # (it opened "https://": "Cannot navigate to invalid URL")
+        raise ConfigError("the url is blank: give the page to start on, or None to start on a blank page")
+
+
+def check_listeners(listeners: object) -> None:
+    """ConfigError unless `listeners` is None or a list (any iterable) of callables: a single callable
+    failed as "not iterable"."""
+    if listeners is not None and (callable(listeners) or isinstance(listeners, (str, bytes, Mapping))
+                                  or not hasattr(listeners, "__iter__")
+                                  or not all(callable(listener) for listener in listeners)):  # type: ignore[attr-defined]
+        raise ConfigError("listeners= takes a list of callables, each given every event: listeners=[print]")
 
 
 @dataclass

@@ -38,13 +38,21 @@ def default_run_dir(task: str, root: str | Path | None = None) -> Path:
     return Path(RUNS_ROOT if root is None else root) / f"{stamp}-{uuid.uuid4().hex[:4]}-{slugify(task)}"
 
 
+def check_out_dir(value: Any, where: str = "out_dir=") -> Any:
+    """`value`, where it names a directory (a str or a path) or is False (record nothing) or None; else
+    ConfigError (out_dir=True, a number: it failed inside pathlib)."""
+    if value is None or value is False or isinstance(value, (str, os.PathLike)):
+        return value
+    raise ConfigError(f"{where} takes a directory (a str or a Path), or False to record nothing; not {value!r}")
+
+
 def claim_run_dir(path: str | Path, what: str = "run") -> Path:
     """`path` if a new run may write into it: a directory that does not exist
     yet, or an empty one. Anything else is refused (ConfigError naming it):
     a second run written over a first would mix their steps, screenshots and
     results. `what`: what the directory is for ("session": a session's, one
     run directory per task and session.json)."""
-    path = Path(path)
+    path = Path(check_out_dir(path))
     if not path.exists():
         if path.is_symlink():
             raise ConfigError(f"{what} directory {path} is a broken symbolic link: give a new directory")

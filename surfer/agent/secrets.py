@@ -40,6 +40,15 @@ NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 BIND = ("bind a secret to its sites with --secret NAME=ENV_VAR@example.com (SDK: Secret(value, domains=[...])) "
         "or set allowed domains")
+BIND_PYTHON = ('bind a secret to its sites, secrets={"NAME": Secret(value, domains=["example.com"])}, or set '
+               "Agent(allowed_domains=[...])")
+
+
+def _bind() -> str:
+    """How the caller binds a secret: the CLI's flags, or Python's arguments (core/surface.py)."""
+    from surfer.core.surface import caller
+
+    return BIND_PYTHON if caller() == "python" else BIND
 
 
 @dataclass(frozen=True, repr=False)
@@ -60,10 +69,17 @@ class Secret:
 
 
 class Secrets:
+    """An agent's secrets (`Agent(secrets=...)` makes one from a mapping of name to a value or a `Secret`):
+    the model writes `{{NAME}}`, the value is typed in its place, and every record, prompt and result shows
+    the placeholder, never the value."""
+
     def __init__(self, values: Mapping[str, "str | Secret"] | None = None) -> None:
         self._values: dict[str, str] = {}
         self._sites: dict[str, tuple[HostPattern, ...]] = {}  # a bound secret's sites; absent: unbound
         self.warned = False  # the unbound secrets' warning was said (once per Secrets)
+        if values is not None and not isinstance(values, Mapping):
+            raise ConfigError(f"secrets= takes a mapping of name to value, not {type(values).__name__}: "
+                              'secrets={"PASSWORD": os.environ["MY_PASSWORD"]}')
         for name, value in dict(values or {}).items():
             if not isinstance(name, str) or not NAME.match(name):
                 raise ConfigError(f"secret name {name!r} must be letters, digits and underscores (e.g. PASSWORD)")
@@ -71,7 +87,9 @@ class Secrets:
             if isinstance(value, Secret):
                 value, domains = value.value, value.domains
             if not isinstance(value, str):
-                raise ConfigError(f"secret {name} must be a string or Secret(value, domains=[...]), got {type(value).__name__}")
+                unset = " (os.environ.get(...) of a variable that is not set?)" if value is None else ""
+                raise ConfigError(f"secret {name} must be a string or Secret(value, domains=[...]), got "
+                                  f"{type(value).__name__}{unset}")
             if not value:
                 raise ConfigError(f"secret {name} has no value")
             if domains:
@@ -140,7 +158,7 @@ class Secrets:
         """The sites a secret is bound to (empty: unbound)."""
         return self._sites.get(name, ())
 
-    def unbound_warning(self, allowed_domains: Sequence[str], how: str = BIND) -> str | None:
+    def unbound_warning(self, allowed_domains: Sequence[str], how: str | None = None) -> str | None:
         """What to say at the start of a run whose unbound secrets may be typed on any site, or None;
         `how`: how the caller's user binds them."""
         unbound = [n for n in self._values if n not in self._sites and not n.startswith("REPLY_")]
@@ -148,9 +166,10 @@ class Secrets:
             return None
         names = ", ".join(unbound)
         return (f"the secret{'s' if len(unbound) > 1 else ''} {names} can be typed on any site (a page could ask the "
-                f"model for {'them' if len(unbound) > 1 else 'it'}); {how}")
+                f"model for {'them' if len(unbound) > 1 else 'it'}); {how or _bind()}")
 
-    def warn_unbound(self, allowed_domains: Sequence[str], say: Callable[[str], None] | None = None, how: str = BIND) -> None:
+    def warn_unbound(self, allowed_domains: Sequence[str], say: Callable[[str], None] | None = None,
+                     how: str | None = None) -> None:
         """Say `unbound_warning` once for these secrets: through `say` (the CLI's warning line), else the log."""
         text = None if self.warned else self.unbound_warning(allowed_domains, how)
         if text is None:

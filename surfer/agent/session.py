@@ -20,10 +20,12 @@ import asyncio
 import contextlib
 import json
 import re
+import threading
 import uuid
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from surfer.tools.base import Environment
 
@@ -31,7 +33,7 @@ from .control import RunControl, RunHandle
 from .events import HandedOver, StepStarted
 from .questions import QuestionHandler
 from .result import RunResult
-from .run_state import check_task
+from .run_state import check_listeners, check_task
 from .rundir import claim_run_dir, default_run_dir, slugify, write_atomic
 
 Agent = Any  # surfer.agent.loop.Agent, which makes sessions (not imported: loop imports this module)
@@ -71,13 +73,17 @@ def earlier_tasks(results: list[RunResult], note: str = "") -> str:
     return "\n".join(lines)
 
 
+CLOSED = ("this session is closed (its browser too): run the task in a new one, agent.session(...) or "
+          "agent.session_sync(...), or with agent.run(...)")
+
+
 class Session:
     """Tasks one after another in one environment (see the module's docstring).
     Made by `Agent.session(...)`; use it as an async context manager."""
 
     def __init__(
         self, agent: Agent, url: str | None = None, *, out_dir: str | Path | Literal[False] | None = None,
-        on_question: QuestionHandler | None = None, answers: Any = None, listeners: list[Listener] | None = None,
+        on_question: QuestionHandler | None = None, answers: Any = None, listeners: Sequence[Listener] | None = None,
         adopt_environment: bool = False,
     ) -> None:
         """`adopt_environment`: take the agent's environment as the session's own — closed with the
@@ -99,6 +105,7 @@ class Session:
             self.directory = None
         self.on_question = on_question
         self.answers = answers
+        check_listeners(listeners)
         self.listeners = list(listeners or [])
         self.results: list[RunResult] = []
         self.environment: Environment | None = None
@@ -139,7 +146,7 @@ class Session:
         return self.directory / f"{len(self.results) + 1:02d}-{slugify(task)}"
 
     async def run(
-        self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, listeners: Sequence[Listener] | None = None, answer_schema: Any = None,
         control: RunControl | None = None, on_question: QuestionHandler | None = None, answers: Any = None,
         out_dir: str | Path | Literal[False] | None = None, agent: Agent | None = None,
     ) -> RunResult:
@@ -149,8 +156,9 @@ class Session:
         `agent`: another agent for this task (its settings and roles; the session's browser,
         account and directory stay)."""
         if self._closed:
-            raise RuntimeError("this session is closed")
+            raise RuntimeError(CLOSED)
         check_task(task, url)  # (before the browser opens)
+        check_listeners(listeners)
         async with self._turn:
             await self.renew_environment()  # it died between tasks
             env = self._open_environment()
@@ -211,13 +219,13 @@ class Session:
         return self.control is not None and self.control.handover.hand_back()
 
     def start(
-        self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+        self, task: str, url: str | None = None, *, listeners: Sequence[Listener] | None = None, answer_schema: Any = None,
         out_dir: str | Path | Literal[False] | None = None, agent: Agent | None = None,
     ) -> RunHandle:
         """Start the next task in the background (inside a running event loop): a handle
         to pause, resume, hint, finish or cancel it, and await its result."""
         if self._closed:
-            raise RuntimeError("this session is closed")
+            raise RuntimeError(CLOSED)
         check_task(task, url)
         control = RunControl()
         handle = RunHandle.started(self.run(
@@ -302,9 +310,20 @@ class SyncSession:
 
         self._runner = asyncio.Runner()
         self._worker = worker_if_in_loop()  # in a notebook: the session's loop runs in a thread of its own
+        # Calls from several threads at once (a web app's workers) take turns, as the tasks of a `Session` do;
+        # the second one found the session's loop running ("This event loop is already running").
+        self._turn = threading.Lock()
         self._open = True
         self.agent = agent
-        self._session = self._run(self._make(agent, url, options))
+        try:
+            self._session = self._run(self._make(agent, url, options))
+        except BaseException:  # (a directory refused, a bad argument): its event loop and thread end with it
+            self._end_loop()
+            raise
+        # Never closed (no `with`, no close()): closed when it is dropped, or as the interpreter exits — its browser,
+        # session.json's end, its event loop (asyncio said "Task was destroyed but it is pending!" at the exit).
+        self._abandoned = weakref.finalize(
+            self, _close_abandoned, self._runner, self._worker, self._session, agent)
 
     def _run(self, coroutine: Any) -> Any:
         from .blocking import run_blocking
@@ -323,31 +342,52 @@ class SyncSession:
     def directory(self) -> Path | None:
         return self._session.directory
 
-    def run(self, task: str, url: str | None = None, *, listeners: list[Listener] | None = None, answer_schema: Any = None,
+    def run(self, task: str, url: str | None = None, *, listeners: Sequence[Listener] | None = None, answer_schema: Any = None,
             on_question: QuestionHandler | None = None, answers: Any = None,
             out_dir: str | Path | Literal[False] | None = None) -> RunResult:
         """`Session.run`: the next task, where the last one ended; returns when it has ended."""
-        if not self._open:
-            raise RuntimeError("this session is closed")
-        return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
-                                           on_question=on_question, answers=answers, out_dir=out_dir))
+        with self._turn:
+            if not self._open:  # (also closed by another thread while this call waited its turn)
+                raise RuntimeError(CLOSED)
+            return self._run(self._session.run(task, url, listeners=listeners, answer_schema=answer_schema,
+                                               on_question=on_question, answers=answers, out_dir=out_dir))
 
     def close(self) -> None:
+        with self._turn:  # (after a task another thread runs in it)
+            if not self._open:
+                return
+            self._open = False
+            self._abandoned.detach()
+            try:
+                self._run(self._session.close())
+                self._run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
+            finally:
+                self._end_loop()
+
+    def _end_loop(self) -> None:
         from .blocking import call_blocking
 
-        if not self._open:
-            return
-        self._open = False
-        try:
-            self._run(self._session.close())
-            self._run(self.agent.aclose())  # its HTTP clients belong to this loop, as after run_sync
-        finally:
-            call_blocking(self._runner.close, self._worker)
-            if self._worker is not None:
-                self._worker.shutdown()
+        call_blocking(self._runner.close, self._worker)
+        if self._worker is not None:
+            self._worker.shutdown()
 
     def __enter__(self) -> "SyncSession":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _close_abandoned(runner: asyncio.Runner, worker: Any, session: Session, agent: Agent) -> None:
+    """A `SyncSession` nobody closed, closed as `close()` does, as far as it still can (at the interpreter's
+    exit a notebook's worker thread may be gone): never an error from a finalizer."""
+    from .blocking import call_blocking, run_blocking
+
+    with contextlib.suppress(BaseException):
+        run_blocking(session.close(), runner, worker)
+        run_blocking(agent.aclose(), runner, worker)
+    with contextlib.suppress(BaseException):
+        call_blocking(runner.close, worker)
+    if worker is not None:
+        with contextlib.suppress(BaseException):
+            worker.shutdown()

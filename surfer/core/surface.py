@@ -26,7 +26,10 @@ _SETTINGS: dict[str, tuple[str | None, str | None]] = {
     "server_wait": ("--server-wait", None),
     "read_timeout": (None, None),
     "request_timeout": (None, None),
+    "allow_file_urls": ("--allow-file-urls (config: [browser] allow_file_urls = true)", None),
 }
+# a key set elsewhere than as an Agent argument of its name, as Python sets it
+_PYTHON_FORMS = {"allow_file_urls": 'Agent(browser={"allow_file_urls": True})'}
 
 
 def caller() -> Caller:
@@ -48,7 +51,7 @@ def setting(name: str) -> str:
     "Agent(base_url=...) or SURFER_BASE_URL" from Python; a key without a flag: "read_timeout, a config file key"."""
     flag, variable = _SETTINGS.get(name, (None, None))
     if caller() == "python":
-        how = f"Agent({name}=...)"
+        how = _PYTHON_FORMS.get(name) or f"Agent({name}=...)"
     else:
         how = flag or f"{name}, a config file key"
     return f"{how} or {variable}" if variable else how

@@ -35,7 +35,7 @@ import contextlib
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterable
+from typing import Any, AsyncGenerator, Iterable
 
 from surfer.agent.config import AgentConfig
 from surfer.core.errors import ConfigError, ModelServerUnreachable
@@ -65,7 +65,7 @@ async def rollouts(
     advantages: str | None = None,
     record_tokens: bool = True,
     **options: Any,
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """Run `tasks` (`samples` rollouts each) and yield each result as it finishes (each group, with `groups`);
     `policy`: the adapter (`name@version`, or a surfer.policy.PolicySwitch) the sessions use; `record_tokens`
     (on unless turned off here): every model call token for token in its run's tokens.jsonl."""
@@ -99,7 +99,7 @@ def _undelivered(batch: Any, out: Path, todo: list[BatchTask]) -> list[dict[str,
             if line["id"] in ids and line["id"] not in running and line["id"] not in delivered]
 
 
-async def _groups(batch: Any, items: list[BatchTask], out: Path, advantages: str | None) -> AsyncIterator[list[dict[str, Any]]]:
+async def _groups(batch: Any, items: list[BatchTask], out: Path, advantages: str | None) -> AsyncGenerator[list[dict[str, Any]], None]:
     """Whole groups, each once its last sample's line is written (earlier runs' lines included)."""
     ids = {task.id for task in items}
     earlier = await asyncio.to_thread(ResultsIndex(out / RESULTS_FILE).finished)
@@ -118,7 +118,7 @@ async def _groups(batch: Any, items: list[BatchTask], out: Path, advantages: str
                 yield fill_groups(sorted(lines.values(), key=lambda line: group_of(line)["index"]), advantages)
 
 
-async def _records(batch: Any, out: Path) -> AsyncIterator[dict[str, Any]]:
+async def _records(batch: Any, out: Path) -> AsyncGenerator[dict[str, Any], None]:
     """The lines of the tasks that finish, after those that finished before and were never yielded."""
     finished: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 

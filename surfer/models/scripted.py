@@ -27,6 +27,18 @@ class ScriptExhausted(AssertionError):
 
 
 class ScriptedModel(ModelBackend):
+    """A model backend that answers each role from a script, for tests of your own agents: no server.
+
+        ScriptedModel(policy=[...], localizer=[{"x": 230, "y": 218}], validator=[{"verdict": "accept", "reasons": "ok"}])
+
+    `policy`, `localizer`, `validator`: each role's replies, used in order, one per request. A reply is a dict
+    (sent as JSON), a str (sent verbatim: malformed output, to test the retry with feedback) or a callable
+    given the `ModelRequest` and returning either. Points are in the profile's frame (0..1000 for holotron
+    and holo2). `default={"policy": reply}`: a role's reply once its list is used up (a callable decides
+    each time). A role asked for more than it holds raises `ScriptExhausted` (an AssertionError): the run
+    ends `error` and it is raised to you. `requests` keeps every request received; `enqueue(role, *replies)`
+    adds replies. One instance serves every run of the agents given it, their replies taken in turn."""
+
     def __init__(
         self,
         policy: Iterable[Reply] = (),
@@ -52,7 +64,9 @@ class ScriptedModel(ModelBackend):
         elif request.schema_name in self.defaults:
             reply = self.defaults[request.schema_name]
         else:
-            raise ScriptExhausted(f"ScriptedModel has no more {request.schema_name!r} answers")
+            role = request.schema_name
+            raise ScriptExhausted(f"ScriptedModel has no more {role!r} answers: the run asked for more than the script "
+                                  f"holds; give more replies, or default={{{role!r}: reply}} for every later one")
         if callable(reply):
             reply = reply(request)
         text = reply if isinstance(reply, str) else json.dumps(reply)

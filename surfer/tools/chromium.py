@@ -315,17 +315,20 @@ async def _connect_driver(driver: subprocess.Popen[bytes]) -> Any:
             await asyncio.to_thread(driver.wait)
             return None, None
 
-    class Spawned(PipeTransport):
-        async def connect(self) -> None:
-            self._stopped_future = loop.create_future()
-            self._proc, self._output = Process, writer  # type: ignore[assignment]
+    # The client's own transport, told to use this driver: its connection starts at the loop's next turn, after
+    # this. (No patch of Playwright's module: one, made and undone around the client's making, raced another
+    # thread's start — run_sync from threads at once — and left Playwright patched for good.)
+    client = out_of_process.PlaywrightClient()
+    transport = getattr(client, "_transport", None)
+    if type(transport) is not PipeTransport:
+        client._playwright.cancel()  # (before it began: it spawns no driver of its own)
+        raise TypeError(f"Playwright's client transport is a {type(transport).__name__}")
 
-    original = out_of_process.PipeTransport
-    out_of_process.PipeTransport = Spawned  # type: ignore[misc]
-    try:
-        client = out_of_process.PlaywrightClient()
-    finally:
-        out_of_process.PipeTransport = original  # type: ignore[misc]
+    async def connect() -> None:
+        transport._stopped_future = loop.create_future()
+        transport._proc, transport._output = Process, writer  # type: ignore[assignment]
+
+    transport.connect = connect  # type: ignore[method-assign]
     connecting = client._playwright
     try:
         connected = await asyncio.shield(connecting)

@@ -28,6 +28,7 @@ from typing import Any, Iterable
 from urllib.parse import urljoin, urlsplit
 
 from surfer.core.errors import ActionFailed, ConfigError
+from surfer.core.surface import setting
 
 FILE_SCHEMES = frozenset({"file", "filesystem"})
 BROWSER_SCHEMES = frozenset({"chrome", "chrome-untrusted", "chrome-extension", "devtools", "view-source", "javascript"})
@@ -141,7 +142,7 @@ class UrlPolicy:
             return f"{scheme}: URLs are refused (they open the browser's internals or run code)"
         if scheme in FILE_SCHEMES and not self.allow_file_urls:
             return (f"{scheme}: URLs are refused (they expose local files); the user can allow them with "
-                    "--allow-file-urls (config: [browser] allow_file_urls = true)")
+                    f"{setting('allow_file_urls')}")
         return None
 
     def refusal(self, url: str, opener: str | None = None) -> str | None:
@@ -237,4 +238,4 @@ def check_start_url(url: str, policy: UrlPolicy) -> None:
     scheme = url_scheme(normalize_url(url))
     if scheme not in START_SCHEMES:  # (ftp:, ws:, an app's own scheme: the browser opens no page there)
         raise ConfigError(f"the start URL {url} is not a web page: a browser opens http:// and https:// pages "
-                          f"(and file: ones with --allow-file-urls), not {scheme}:")
+                          f"(and file: ones with {setting('allow_file_urls')}), not {scheme}:")

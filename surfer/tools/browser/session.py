@@ -143,6 +143,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
             allow_file_urls=allow_file_urls, allowed_domains=allowed_domains, blocked_domains=blocked_domains,
         )
         self._proxy: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the event loop its Playwright objects belong to
         self._playwright: Any = None
         self._browser: Any = None
         self._context: Any = None
@@ -183,10 +184,18 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
     # -- lifecycle ---------------------------------------------------------
 
     async def start(self, url: str | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        if self._context is not None and self._loop is not loop:
+            raise ConfigError(
+                "this BrowserEnvironment's browser was opened in another event loop (an earlier run_sync() or "
+                "asyncio.run(), or another thread's), and Playwright's objects work only in theirs: run its tasks in one "
+                "event loop (await agent.run(...) inside one asyncio.run), or agent.session_sync(...) for tasks one "
+                "after another in one browser; to set the browser up, Agent(browser={...}) opens one for each run")
         if self._dialog_opened is None:
             self._dialog_opened = asyncio.Event()
             self._died = asyncio.Event()
         if self._context is None:
+            self._loop = loop
             self._gone_listener = lambda *_: self._on_browser_gone()
             if self.user_data_dir:
                 pass  # the profile's context is the browser: launched with its options (_open_context)
