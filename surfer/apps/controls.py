@@ -33,6 +33,7 @@ from surfer.apps import options
 HELP = ("keys: [bold]p[/bold] pause/resume · [bold]h TEXT[/bold] hint · [bold]f[/bold] finish now · "
         "[bold]t[/bold] take over · [bold]q[/bold] stop")
 COMMANDS = ("p", "h", "f", "t", "q")
+TTY_LINE_MAX = 4096  # a terminal (Linux's line discipline) passes at most this many bytes of a line, its newline included
 
 
 class TerminalControls:
@@ -142,7 +143,7 @@ class TerminalControls:
     confirm.__name__ = "person"
 
     def _on_input(self) -> None:
-        line = self.stream.readline()
+        line = self._typed_line()
         if not line:  # end of input: nothing more will come
             self.detach()
             self._ended = True
@@ -170,6 +171,19 @@ class TerminalControls:
                 self.console.print("   answer y or n")
             return
         self.command(text)
+
+    def _typed_line(self) -> str:
+        """The line typed, as text: bytes that are not text in the terminal's encoding (a character the
+        terminal's line limit cut in two, a terminal set to another encoding) are read as U+FFFD, never
+        as lone surrogates that no record can be written with, nor as an error that loses the line."""
+        raw = getattr(self.stream, "buffer", None)
+        if raw is None:  # (a text stream of the caller's)
+            return self.stream.readline()
+        data = raw.readline()
+        if len(data) >= TTY_LINE_MAX and self.stream.isatty():
+            self.console.print(f"[yellow]the terminal keeps at most {TTY_LINE_MAX - 1} bytes of a line: "
+                               "the rest of this one was cut[/yellow]")
+        return data.decode(getattr(self.stream, "encoding", None) or "utf-8", "replace")
 
     def command(self, text: str) -> None:
         handle = self.handle
