@@ -24,6 +24,7 @@ from surfer.agent.handover import POLL_S
 from surfer.agent.questions import Question
 from surfer.apps.live import LiveView
 from surfer.apps.export import export_records
+from surfer.core.actions import CloseTab
 from surfer.core.deadline import time_left
 from surfer.tools.person import REDACTED
 
@@ -204,6 +205,23 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     assert actions[4].detail.endswith("/account") and not actions[3].detail, [a.detail for a in actions]
     assert actions[4].after is not None and actions[4].after.url.endswith("/account")
     assert actions[5].action.url.endswith("/login") and actions[5].after.url.endswith("/login")  # not put on Enter
+
+    # A person who opened a tab of their own (Ctrl+T) and handed back there was said to have done nothing; one who
+    # closed the tab was not recorded at all, and the agent's next action was told the tab had "closed itself".
+    first = window.page
+    watch = window.watch_person()
+    await watch.start()
+    mine = await first.context.new_page()  # the person's own tab, where the agent goes on
+    actions = await watch.stop()
+    assert [a.action for a in actions] == [None] and "another tab" in actions[0].detail, [a.detail for a in actions]
+    assert actions[0].before.url == first.url and actions[0].after.url == mine.url == window.page.url
+    watch = window.watch_person()
+    await watch.start()
+    await mine.close()
+    actions = await watch.stop()
+    assert [type(a.action) for a in actions] == [CloseTab] and actions[0].after.url == first.url == window.page.url
+    assert "closed the tab at" in actions[0].detail and "closed itself" not in actions[0].detail
+    assert not window._notices  # the agent's next outcome is not told that a tab closed itself
 
 
 async def test_a_task_stopped_while_a_person_holds_the_controls_keeps_what_they_did(window, acme_site, acme_centres, tmp_path):

@@ -22,7 +22,9 @@ browser's navigations come on two channels, and under load a key press can
 arrive after the navigation it caused: each page event carries the page's
 clock, and a navigation waits (up to `QUIET`) for the page's events stamped
 before it arrived. Only the main frame is read, in
-the tab that was current when the person took over.
+the tab that was current when the person took over; a person who closes the
+tab they are in is recorded `close_tab`, and one who goes on in another tab
+(Ctrl+T) as an action not read, with the screens before and after.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import time
 import weakref
 from typing import Any
 
-from surfer.core.actions import Click, CssPoint, Goto, PressKeys, Scroll, TypeText
+from surfer.core.actions import Click, CloseTab, CssPoint, Goto, PressKeys, Scroll, TypeText
 from surfer.tools.person import REDACTED, PersonAction, PersonWatch
 
 log = logging.getLogger(__name__)
@@ -129,10 +131,12 @@ class BrowserPersonWatch(PersonWatch):
         self._page: Any = None
         self._url = ""
         self._reading: asyncio.Future[None] | None = None
+        self._told = 0  # the browser's notices for the agent's next outcome from before the turn
 
     async def start(self) -> None:
         page = self._page = self.env.page
         self.env.person_turn = True  # the tabs the person opens are theirs to keep
+        self._told = len(self.env._notices)
         try:
             await _install(page)
         except Exception as exc:  # noqa: BLE001 - a page that cannot be read still has its screens
@@ -162,7 +166,36 @@ class BrowserPersonWatch(PersonWatch):
             self.env.person_turn = False
             _WATCHING.pop(page, None)
             page.remove_listener("framenavigated", self._navigated)
+        await self._left_tab(page)
         return self.actions
+
+    async def _left_tab(self, page: Any) -> None:
+        """When the person closed the tab they were in, or went on in another one, the screen at the hand-back is
+        not the one their last action left: one more action holds it (`close_tab`; in another tab, not read: the
+        screens before and after). What the browser noticed during the turn (a tab closed) is the person's doing,
+        told with their actions, not with the agent's next one."""
+        env = self.env
+        current = env._page  # the tab the agent works in: the watched one, or one the person opened
+        shut = [tab for tab in (current, page) if tab is not None and tab.is_closed()]
+        closed = bool(shut)
+        if closed or current is not page:
+            left = next((a.after for a in reversed(self.actions) if a.after is not None), self.first)
+            gone = shut[0].url if shut else ""
+            now = await self._observe()  # (a closed tab is left for one still open: tabs.py)
+            if now is not None and (closed or left is None or now.url != left.url):
+                if closed:
+                    self.actions.append(PersonAction(CloseTab(), left, now, detail=f"closed the tab at {gone}; "
+                                                     f"the current tab is now {now.url}"))
+                else:
+                    self.actions.append(PersonAction(None, left, now, detail=f"went on in another tab, at {now.url} "
+                                                     "(what was done there is not read: the screens before and after)"))
+        noticed = env._notices[self._told:]
+        del env._notices[self._told:]
+        if closed:  # (said by the close_tab above)
+            noticed = [n for n in noticed if "closed itself" not in n]
+        if noticed and self.actions:
+            last = self.actions[-1]
+            last.detail = "; ".join(filter(None, (last.detail, *noticed)))
 
     async def _read(self) -> None:
         before = self.first
