@@ -223,6 +223,13 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     assert "closed the tab at" in actions[0].detail and "closed itself" not in actions[0].detail
     assert not window._notices  # the agent's next outcome is not told that a tab closed itself
 
+    # A page's permission request in a window (location, clipboard) waited on a prompt drawn outside the page, which
+    # the agent never sees: it is denied at once, as in the headless browser.
+    asked = """() => Promise.all([
+        new Promise((done) => navigator.geolocation.getCurrentPosition(() => done('granted'), (e) => done('denied ' + e.code))),
+        navigator.clipboard.readText().then(() => 'granted', (e) => 'denied ' + e.name)])"""
+    assert await asyncio.wait_for(window.page.evaluate(asked), 10) == ["denied 1", "denied NotAllowedError"]
+
 
 async def test_a_task_stopped_while_a_person_holds_the_controls_keeps_what_they_did(window, acme_site, acme_centres, tmp_path):
     model = ScriptedModel(policy=[act({"type": "answer", "text": "seen"})])
