@@ -20,7 +20,7 @@ from rich.console import Console
 from login_site import ORDER, PASSWORD, TASK, USER, USERNAME_FIELD, PASSWORD_FIELD, VIEWPORT
 from surfer import Agent, Reply, ScriptedModel, TakeOverRefused
 from surfer.agent.formats import TrajectoryLine
-from surfer.agent.handover import POLL_S
+from surfer.agent.handover import POLL_S, HumanStep
 from surfer.agent.questions import Question
 from surfer.apps.live import LiveView
 from surfer.apps.export import export_records
@@ -206,15 +206,23 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     assert actions[4].after is not None and actions[4].after.url.endswith("/account")
     assert actions[5].action.url.endswith("/login") and actions[5].after.url.endswith("/login")  # not put on Enter
 
-    # A person who opened a tab of their own (Ctrl+T) and handed back there was said to have done nothing; one who
-    # closed the tab was not recorded at all, and the agent's next action was told the tab had "closed itself".
-    first = window.page
+    # A press moved before its release (selecting text, a slider) was recorded a click where it was pressed: it is a
+    # drag from there to the release, both points in its human step as in an agent's drag. A person who then opened
+    # a tab of their own (Ctrl+T) and handed back there was said to have done nothing; one who closed the tab was
+    # not recorded at all, and the agent's next action was told the tab had "closed itself".
+    first, field = window.page, acme_centres[USERNAME_FIELD]
     watch = window.watch_person()
     await watch.start()
+    await first.mouse.move(field.x - 100, field.y)
+    await first.mouse.down()
+    await first.mouse.move(field.x + 100, field.y, steps=4)
+    await first.mouse.up()
     mine = await first.context.new_page()  # the person's own tab, where the agent goes on
     actions = await watch.stop()
-    assert [a.action for a in actions] == [None] and "another tab" in actions[0].detail, [a.detail for a in actions]
-    assert actions[0].before.url == first.url and actions[0].after.url == mine.url == window.page.url
+    assert [type(a.action).__name__ for a in actions] == ["Drag", "NoneType"], [a.detail for a in actions]
+    assert HumanStep(1, 0, actions[0]).to_dict()["points"] == [{"x": field.x - 100, "y": field.y}, {"x": field.x + 100, "y": field.y}]
+    assert "another tab" in actions[1].detail
+    assert actions[1].after.url == mine.url == window.page.url
     watch = window.watch_person()
     await watch.start()
     await mine.close()

@@ -8,7 +8,8 @@ such as Control+A) and wheel turn, with viewport (CSS px) coordinates and
 the element under it, to a binding; main-frame navigations come from
 Playwright. They become surfer actions:
 
-    pointer-down            click at the point, on the element (a second one there: a double-click)
+    pointer-down            click at the point, on the element (a second one there: a double-click); released
+                            `DRAG_PX` or more away: drag from there to where it was released
     input events in a field type(final text) into that field, one action per field; a secret field
                             (password, one-time code, card number) is recorded as REDACTED
     named key / chord       press
@@ -35,12 +36,14 @@ import time
 import weakref
 from typing import Any
 
-from surfer.core.actions import Click, CloseTab, CssPoint, Goto, PressKeys, Scroll, TypeText
+from surfer.core.actions import Click, CloseTab, CssPoint, Drag, Goto, PressKeys, Scroll, TypeText
 from surfer.tools.person import REDACTED, PersonAction, PersonWatch
 
 log = logging.getLogger(__name__)
 
 QUIET = 0.4  # seconds without a new event that end an action
+HELD = 30.0  # ... while a mouse button is held (a drag in progress): the most it waits for the release
+DRAG_PX = 8  # a button released this far (CSS px) from where it was pressed: a drag, not a click
 LED_TO = 2.0  # a navigation this soon after a click or key press is where that action led
 BINDING = "__surfer_person"
 BUTTONS = {0: "left", 1: "middle", 2: "right"}
@@ -68,6 +71,7 @@ SCRIPT = r"""(() => {
   const held = (e) => ['Control', 'Alt', 'Shift', 'Meta'].filter((m) => e.getModifierState(m));
   addEventListener('pointerdown', (e) => report({kind: 'pointer', x: e.clientX, y: e.clientY, button: e.button,
       count: e.detail, modifiers: held(e), element: describe(e.target)}), true);
+  addEventListener('pointerup', (e) => report({kind: 'release', x: e.clientX, y: e.clientY, element: describe(e.target)}), true);
   addEventListener('input', (e) => {
     const el = e.target, hidden = secret(el);
     report({kind: 'input', secret: hidden, value: hidden ? null : ('value' in el ? String(el.value) : el.innerText || ''),
@@ -132,6 +136,7 @@ class BrowserPersonWatch(PersonWatch):
         self._url = ""
         self._reading: asyncio.Future[None] | None = None
         self._told = 0  # the browser's notices for the agent's next outcome from before the turn
+        self._down = False  # a mouse button is held (pressed on the page, not yet released)
 
     async def start(self) -> None:
         page = self._page = self.env.page
@@ -182,7 +187,7 @@ class BrowserPersonWatch(PersonWatch):
             left = next((a.after for a in reversed(self.actions) if a.after is not None), self.first)
             gone = shut[0].url if shut else ""
             now = await self._observe()  # (a closed tab is left for one still open: tabs.py)
-            if now is not None and (closed or left is None or now.url != left.url):
+            if now is not None:
                 if closed:
                     self.actions.append(PersonAction(CloseTab(), left, now, detail=f"closed the tab at {gone}; "
                                                      f"the current tab is now {now.url}"))
@@ -210,7 +215,8 @@ class BrowserPersonWatch(PersonWatch):
                 event, after_held = after_held, None
             else:
                 try:
-                    event = await (asyncio.wait_for(self._queue.get(), QUIET) if pending or again or held or closing
+                    quiet = HELD if isinstance(pending and pending.action, Click) and self._down and not closing else QUIET
+                    event = await (asyncio.wait_for(self._queue.get(), quiet) if pending or again or held or closing
                                    else self._queue.get())
                 except TimeoutError:
                     event = {"kind": "flush"} if closing and not held else {"kind": "quiet"}
@@ -258,6 +264,15 @@ class BrowserPersonWatch(PersonWatch):
     def _joins(self, pending: PersonAction | None, event: dict[str, Any]) -> bool:
         """Whether `event` goes on with the action in progress (typing, scrolling, a second click)."""
         kind = event.get("kind")
+        if kind == "release":  # the end of a press: a drag when it moved, else nothing new
+            self._down = False
+            if pending is not None and isinstance(pending.action, Click) and not pending.action.double and pending.action.point:
+                start, x, y = pending.action.point, float(event.get("x", 0)), float(event.get("y", 0))
+                if max(abs(x - start.x), abs(y - start.y)) >= DRAG_PX:
+                    click = pending.action
+                    pending.action = Drag(target=click.target, point=start, to_target=target_of(_element(event)),
+                                          to_point=CssPoint(x=x, y=y))
+            return True
         if pending is None:
             return False
         action = pending.action
@@ -271,6 +286,7 @@ class BrowserPersonWatch(PersonWatch):
         if (kind == "pointer" and isinstance(action, Click) and int(event.get("count") or 1) >= 2
                 and action.point is not None and abs(action.point.x - event.get("x", 0)) < 5 and abs(action.point.y - event.get("y", 0)) < 5):
             pending.action = action.model_copy(update={"double": True})
+            self._down = True
             return True
         return False
 
@@ -278,6 +294,7 @@ class BrowserPersonWatch(PersonWatch):
         kind, element = event.get("kind"), _element(event)
         made = PersonAction(None, before, element=element)
         if kind == "pointer":
+            self._down = True
             modifiers = [m for m in event.get("modifiers") or [] if m in ("Control", "Alt", "Shift", "Meta")]
             made.action = Click(target=target_of(element), point=CssPoint(x=float(event.get("x", 0)), y=float(event.get("y", 0))),
                                 button=BUTTONS.get(int(event.get("button") or 0), "left"), modifiers=modifiers)
