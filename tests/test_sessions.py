@@ -171,7 +171,9 @@ def test_answers_files_and_the_account_of_earlier_tasks(tmp_path):
     path.write_text(json.dumps({"which (colour|color)": "blue", "code": "1234"}))
     answers = PresetAnswers.load(path)
     assert answers.reply_to("Which colour do you want?").text == "blue" and answers.reply_to("Anything else?") is None
-    for bad, message in (("[1, 2]", "string pattern"), ('{"(": "x"}', "not a regular expression"), ("{", "not valid JSON")):
+    for bad, message in (("[1, 2]", "string pattern"), ('{"(": "x"}', "not a regular expression"), ("{", "not valid JSON"),
+                         ('{"colour": "  "}', "the answer to 'colour' is empty"),  # (was given as the user's reply)
+                         ('[{"pattern": "code", "answer": "1", "secret": "false"}]', "secret must be true or false")):
         path.write_text(bad)
         with pytest.raises(ConfigError, match=re.escape(message)):
             PresetAnswers.load(path)
