@@ -250,8 +250,24 @@ async def test_a_task_stopped_while_a_person_holds_the_controls_keeps_what_they_
         await window.page.keyboard.type(USER)
         handle.cancel("Ctrl-C")  # before handing back, before the agent's first step
         result = await handle.result()
-        # the next task starts where the person left the page (its start URL was not opened again over their typing)
-        follow_up = await session.run("What does the username field hold?")
+        # the next task starts where the person left the page (its start URL was not opened again over their typing);
+        # its person takes over with `t` at the terminal and presses Ctrl-D: no Enter can come any more, and the
+        # turn, which never ended, is handed back
+        from surfer.apps.controls import TerminalControls
+
+        shown = io.StringIO()
+        read_end, write_end = os.pipe()
+        with os.fdopen(read_end) as stream:
+            controls = TerminalControls(Console(file=shown, width=200, no_color=True), tmp_path, stream)
+            handle = session.start("What does the username field hold?")
+            controls.attach(handle)
+            os.write(write_end, b"t\n")
+            while not handle.taken_over:
+                await asyncio.sleep(0.05)
+            os.close(write_end)  # Ctrl-D
+            follow_up = await asyncio.wait_for(handle.result(), 30)
+            controls.detach()
+        assert "handed back (the input ended)" in shown.getvalue()
     assert result.status == "interrupted" and result.timings.human_seconds > 0
     run_dir = Path(result.run_dir)
     human = [line for line in lines_of(run_dir) if line.get("actor") == "human"]

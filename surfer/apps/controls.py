@@ -4,7 +4,7 @@
     h TEXT     a hint for the policy's next prompt
     f          finish now: ask for the final answer
     t          take over: use the browser yourself (a headful or --cdp-url browser, the desktop);
-               Enter hands back (q stops instead), and what you did is recorded as human steps
+               Enter (or Ctrl-D) hands back (q stops instead), and what you did is recorded as human steps
     q          stop (like Ctrl-C)
 
 When a sensitive action needs a person's yes, the question is printed with
@@ -145,8 +145,13 @@ class TerminalControls:
     def _on_input(self) -> None:
         line = self._typed_line()
         if not line:  # end of input: nothing more will come
+            handle = self.handle
             self.detach()
             self._ended = True
+            if self._holding and handle is not None:  # (no Enter can come: the person's turn would never end)
+                self._holding = False
+                handle.hand_back()
+                self.console.print("[cyan]handed back[/cyan] (the input ended): the agent looks again")
             if self._question is not None and not self._question.done():
                 self._question.set_result(False)
             if self._line is not None and not self._line.done():
