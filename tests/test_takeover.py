@@ -231,6 +231,22 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     assert "closed the tab at" in actions[0].detail and "closed itself" not in actions[0].detail
     assert not window._notices  # the agent's next outcome is not told that a tab closed itself
 
+    # A dialog the page opened while a person held the controls, answered by them in the window, stayed held for the
+    # agent: drawn over a stale screen, and answered again (an error) at its next action.
+    window_ok = await first.context.new_cdp_session(first)  # what the window's own OK sends
+    await window_ok.send("Page.enable")
+    watch = window.watch_person()
+    await watch.start()
+    await first.evaluate("""() => document.body.insertAdjacentHTML('beforeend', `<button style="position:fixed;left:0;top:0;
+        width:100px;height:40px" onclick="setTimeout(() => { alert('Hello, there'); document.title = 'after the alert' })">Greet</button>`)""")
+    await first.mouse.click(50, 20)
+    while window._dialog is None:
+        await asyncio.sleep(0.05)
+    await window_ok.send("Page.handleJavaScriptDialog", {"accept": True})
+    actions = await watch.stop()
+    assert window._dialog is None and not window._notices and (await window.observe()).title == "after the alert"
+    assert actions and actions[-1].detail.endswith("'Hello, there', answered in the window"), [a.detail for a in actions]
+
     # A page's permission request in a window (location, clipboard) waited on a prompt drawn outside the page, which
     # the agent never sees: it is denied at once, as in the headless browser.
     asked = """() => Promise.all([

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 QUIET = 0.4  # seconds without a new event that end an action
 HELD = 30.0  # ... while a mouse button is held (a drag in progress): the most it waits for the release
+DIALOG_PROBE = 1.0  # at the hand-back, while a dialog is held: how long the page may take to show it runs again
 DRAG_PX = 8  # a button released this far (CSS px) from where it was pressed: a drag, not a click
 LED_TO = 2.0  # a navigation this soon after a click or key press is where that action led
 BINDING = "__surfer_person"
@@ -137,6 +138,7 @@ class BrowserPersonWatch(PersonWatch):
         self._reading: asyncio.Future[None] | None = None
         self._told = 0  # the browser's notices for the agent's next outcome from before the turn
         self._down = False  # a mouse button is held (pressed on the page, not yet released)
+        self._answered = ""  # a dialog held for the agent that the person answered in the window, as said
 
     async def start(self) -> None:
         page = self._page = self.env.page
@@ -158,12 +160,17 @@ class BrowserPersonWatch(PersonWatch):
 
     async def stop(self) -> list[PersonAction]:
         page = self._page
+        held = self.env._dialog is not None  # a dialog the page opened, held for the agent (frozen: no script runs)
+        runs = False
         try:
             # through the binding, stamped with the page's clock: the page's events from before it are read first
             # (those of a document the person left can still be on their way: they are waited for, up to QUIET)
-            await asyncio.wait_for(page.evaluate(f"() => window.{BINDING} && window.{BINDING}({{kind: 'flush', t: Date.now()}})"), 5)
+            await asyncio.wait_for(page.evaluate(f"() => window.{BINDING} && window.{BINDING}({{kind: 'flush', t: Date.now()}})"),
+                                   DIALOG_PROBE if held else 5)
+            runs = True
         except Exception:  # noqa: BLE001 - a tab between two documents, closed or hanging: what arrives is known
             self._queue.put_nowait({"kind": "flush", "t": time.time() * 1000})
+        answered = self._answered = self.env.dialog_answered_in_window(page) if held and runs else ""  # (a window shows it)
         try:
             if self._reading is not None:
                 await self._reading
@@ -171,6 +178,10 @@ class BrowserPersonWatch(PersonWatch):
             self.env.person_turn = False
             _WATCHING.pop(page, None)
             page.remove_listener("framenavigated", self._navigated)
+        if answered and self.actions:  # the screen after it showed the dialog drawn over the page: the page now
+            last = self.actions[-1]
+            last.detail = "; ".join(filter(None, (last.detail, answered)))
+            last.after = await self._observe() or last.after
         await self._left_tab(page)
         return self.actions
 
@@ -198,6 +209,8 @@ class BrowserPersonWatch(PersonWatch):
         del env._notices[self._told:]
         if closed:  # (said by the close_tab above)
             noticed = [n for n in noticed if "closed itself" not in n]
+        if self._answered:  # (the dialog's opening is said with its answer)
+            noticed = [n for n in noticed if not n.startswith(self._answered.removesuffix(", answered in the window") + "; ")]
         if noticed and self.actions:
             last = self.actions[-1]
             last.detail = "; ".join(filter(None, (last.detail, *noticed)))
