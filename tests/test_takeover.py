@@ -24,7 +24,7 @@ from surfer.agent.handover import POLL_S, HumanStep
 from surfer.agent.questions import Question
 from surfer.apps.live import LiveView
 from surfer.apps.export import export_records
-from surfer.core.actions import CloseTab
+from surfer.core.actions import CloseTab, headline
 from surfer.core.deadline import time_left
 from surfer.tools.person import REDACTED
 
@@ -231,21 +231,28 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     assert "closed the tab at" in actions[0].detail and "closed itself" not in actions[0].detail
     assert not window._notices  # the agent's next outcome is not told that a tab closed itself
 
-    # A dialog the page opened while a person held the controls, answered by them in the window, stayed held for the
-    # agent: drawn over a stale screen, and answered again (an error) at its next action.
+    # A checkbox clicked was also "type 'on' into the checkbox", an option chosen in a list "type 'fr'" (its value, not
+    # what the list shows). A dialog the page opened while a person held the controls, answered by them in the window,
+    # stayed held for the agent: drawn over a stale screen, and answered again (an error) at its next action.
     window_ok = await first.context.new_cdp_session(first)  # what the window's own OK sends
     await window_ok.send("Page.enable")
+    await first.evaluate("""() => document.body.insertAdjacentHTML('beforeend', `<button style="position:fixed;left:0;top:0;
+        width:100px;height:40px" onclick="setTimeout(() => { alert('Hello, there'); document.title = 'after the alert' })">Greet</button>
+        <input type="checkbox" style="position:fixed;left:0;top:50px;width:20px;height:20px" aria-label="Subscribe">
+        <select id="country" style="position:fixed;left:0;top:80px"><option value="us">United States</option><option value="fr">France</option></select>`)""")
     watch = window.watch_person()
     await watch.start()
-    await first.evaluate("""() => document.body.insertAdjacentHTML('beforeend', `<button style="position:fixed;left:0;top:0;
-        width:100px;height:40px" onclick="setTimeout(() => { alert('Hello, there'); document.title = 'after the alert' })">Greet</button>`)""")
+    await first.mouse.click(10, 60)
+    await first.select_option("#country", "fr")  # (the events of an option chosen in the list's popup)
     await first.mouse.click(50, 20)
     while window._dialog is None:
         await asyncio.sleep(0.05)
     await window_ok.send("Page.handleJavaScriptDialog", {"accept": True})
     actions = await watch.stop()
     assert window._dialog is None and not window._notices and (await window.observe()).title == "after the alert"
-    assert actions and actions[-1].detail.endswith("'Hello, there', answered in the window"), [a.detail for a in actions]
+    assert [headline(a.action) for a in actions] == ["click the 'Subscribe' checkbox", "type 'France' into the list",
+                                                      "click the 'Greet' button"]
+    assert actions[-1].detail.endswith("'Hello, there', answered in the window"), [a.detail for a in actions]
 
     # A page's permission request in a window (location, clipboard) waited on a prompt drawn outside the page, which
     # the agent never sees: it is denied at once, as in the headless browser.

@@ -11,7 +11,9 @@ Playwright. They become surfer actions:
     pointer-down            click at the point, on the element (a second one there: a double-click); released
                             `DRAG_PX` or more away: drag from there to where it was released
     input events in a field type(final text) into that field, one action per field; a secret field
-                            (password, one-time code, card number) is recorded as REDACTED
+                            (password, one-time code, card number) is recorded as REDACTED; a list: the text
+                            of the option(s) chosen, as shown; a checkbox, radio, slider or file field: none
+                            (the click or drag on it is the action)
     named key / chord       press
     wheel                   scroll (consecutive turns one way join)
     navigation              where the action just before led, else goto(url) (an address typed, back); an
@@ -75,8 +77,10 @@ SCRIPT = r"""(() => {
   addEventListener('pointerup', (e) => report({kind: 'release', x: e.clientX, y: e.clientY, element: describe(e.target)}), true);
   addEventListener('input', (e) => {
     const el = e.target, hidden = secret(el);
-    report({kind: 'input', secret: hidden, value: hidden ? null : ('value' in el ? String(el.value) : el.innerText || ''),
-            element: describe(el)});
+    if (el.tagName === 'INPUT' && /^(checkbox|radio|range|file)$/i.test(el.type || '')) return;  // its click or drag says it
+    const value = hidden ? null : el.tagName === 'SELECT' ? [...el.selectedOptions].map((o) => o.text.trim()).join(', ')  // as shown
+        : ('value' in el ? String(el.value) : el.innerText || '');
+    report({kind: 'input', secret: hidden, value, element: describe(el)});
   }, true);
   addEventListener('keydown', (e) => {
     const named = e.key.length > 1, chord = e.ctrlKey || e.metaKey || e.altKey;
