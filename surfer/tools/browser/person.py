@@ -251,6 +251,7 @@ class BrowserPersonWatch(PersonWatch):
                 event, kind, held = {"kind": "arrived", "url": held[0]}, "arrived", None
             if kind == "navigate":
                 self._url = str(event.get("url") or "")
+                self._down = False  # (a press that led away: its release, in the next document, is not reported)
                 held = (self._url, float(event.get("t") or time.time() * 1000))
                 continue
             if kind == "arrived":
