@@ -206,34 +206,14 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     assert actions[4].after is not None and actions[4].after.url.endswith("/account")
     assert actions[5].action.url.endswith("/login") and actions[5].after.url.endswith("/login")  # not put on Enter
 
-    # A press moved before its release (selecting text, a slider) was recorded a click where it was pressed: it is a
-    # drag from there to the release, both points in its human step as in an agent's drag. A person who then opened
-    # a tab of their own (Ctrl+T) and handed back there was said to have done nothing; one who closed the tab was
-    # not recorded at all, and the agent's next action was told the tab had "closed itself".
+    # What a person does, read as demonstrations: a press moved before its release (selecting text, a slider) was a
+    # click where it was pressed; it is a drag, both points in its human step as in an agent's drag. A checkbox
+    # clicked was also "type 'on' into the checkbox", an option chosen in a list "type 'fr'" (its value, not what the
+    # list shows). A dialog the page opened, answered by the person in the window, stayed held for the agent: drawn
+    # over a stale screen, and answered again (an error) at its next action. A person who then opened a tab of their
+    # own (Ctrl+T) and handed back there was said to have done nothing; one who closed the tab was not recorded at
+    # all, and the agent's next action was told the tab had "closed itself".
     first, field = window.page, acme_centres[USERNAME_FIELD]
-    watch = window.watch_person()
-    await watch.start()
-    await first.mouse.move(field.x - 100, field.y)
-    await first.mouse.down()
-    await first.mouse.move(field.x + 100, field.y, steps=4)
-    await first.mouse.up()
-    mine = await first.context.new_page()  # the person's own tab, where the agent goes on
-    actions = await watch.stop()
-    assert [type(a.action).__name__ for a in actions] == ["Drag", "NoneType"], [a.detail for a in actions]
-    assert HumanStep(1, 0, actions[0]).to_dict()["points"] == [{"x": field.x - 100, "y": field.y}, {"x": field.x + 100, "y": field.y}]
-    assert "another tab" in actions[1].detail
-    assert actions[1].after.url == mine.url == window.page.url
-    watch = window.watch_person()
-    await watch.start()
-    await mine.close()
-    actions = await watch.stop()
-    assert [type(a.action) for a in actions] == [CloseTab] and actions[0].after.url == first.url == window.page.url
-    assert "closed the tab at" in actions[0].detail and "closed itself" not in actions[0].detail
-    assert not window._notices  # the agent's next outcome is not told that a tab closed itself
-
-    # A checkbox clicked was also "type 'on' into the checkbox", an option chosen in a list "type 'fr'" (its value, not
-    # what the list shows). A dialog the page opened while a person held the controls, answered by them in the window,
-    # stayed held for the agent: drawn over a stale screen, and answered again (an error) at its next action.
     window_ok = await first.context.new_cdp_session(first)  # what the window's own OK sends
     await window_ok.send("Page.enable")
     await first.evaluate("""() => document.body.insertAdjacentHTML('beforeend', `<button style="position:fixed;left:0;top:0;
@@ -242,17 +222,32 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
         <select id="country" style="position:fixed;left:0;top:80px"><option value="us">United States</option><option value="fr">France</option></select>`)""")
     watch = window.watch_person()
     await watch.start()
+    await first.mouse.move(field.x - 100, field.y)
+    await first.mouse.down()
+    await first.mouse.move(field.x + 100, field.y, steps=4)
+    await first.mouse.up()
     await first.mouse.click(10, 60)
     await first.select_option("#country", "fr")  # (the events of an option chosen in the list's popup)
     await first.mouse.click(50, 20)
     while window._dialog is None:
         await asyncio.sleep(0.05)
     await window_ok.send("Page.handleJavaScriptDialog", {"accept": True})
+    mine = await first.context.new_page()  # the person's own tab, where the agent goes on
     actions = await watch.stop()
-    assert window._dialog is None and not window._notices and (await window.observe()).title == "after the alert"
-    assert [headline(a.action) for a in actions] == ["click the 'Subscribe' checkbox", "type 'France' into the list",
-                                                      "click the 'Greet' button"]
-    assert actions[-1].detail.endswith("'Hello, there', answered in the window"), [a.detail for a in actions]
+    assert [a.action and headline(a.action) for a in actions] == [
+        "drag the 'username' field to the 'username' field", "click the 'Subscribe' checkbox", "type 'France' into the list",
+        "click the 'Greet' button", None]
+    assert HumanStep(1, 0, actions[0]).to_dict()["points"] == [{"x": field.x - 100, "y": field.y}, {"x": field.x + 100, "y": field.y}]
+    assert actions[3].detail.endswith("'Hello, there', answered in the window"), [a.detail for a in actions]
+    assert window._dialog is None and await first.title() == "after the alert"
+    assert "another tab" in actions[4].detail and actions[4].after.url == mine.url == window.page.url
+    watch = window.watch_person()
+    await watch.start()
+    await mine.close()
+    actions = await watch.stop()
+    assert [type(a.action) for a in actions] == [CloseTab] and actions[0].after.url == first.url == window.page.url
+    assert "closed the tab at" in actions[0].detail and "closed itself" not in actions[0].detail
+    assert not window._notices  # the agent's next outcome is not told that a tab closed itself
 
     # A page's permission request in a window (location, clipboard) waited on a prompt drawn outside the page, which
     # the agent never sees: it is denied at once, as in the headless browser.

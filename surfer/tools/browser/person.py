@@ -182,10 +182,11 @@ class BrowserPersonWatch(PersonWatch):
             self.env.person_turn = False
             _WATCHING.pop(page, None)
             page.remove_listener("framenavigated", self._navigated)
-        if answered and self.actions:  # the screen after it showed the dialog drawn over the page: the page now
+        if answered and self.actions:
             last = self.actions[-1]
             last.detail = "; ".join(filter(None, (last.detail, answered)))
-            last.after = await self._observe() or last.after
+            if self.env._page is page:  # its screen after showed the dialog drawn over the page: the page now
+                last.after = await self._observe() or last.after
         await self._left_tab(page)
         return self.actions
 
