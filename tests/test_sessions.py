@@ -182,7 +182,9 @@ def test_answers_files_and_the_account_of_earlier_tasks(tmp_path):
     path.write_text(json.dumps({"which (colour|color)": "blue", "code": "1234"}))
     answers = PresetAnswers.load(path)
     assert answers.reply_to("Which colour do you want?").text == "blue" and answers.reply_to("Anything else?") is None
-    for bad, message in (("[1, 2]", "string pattern"), ('{"(": "x"}', "not a regular expression"), ("{", "not valid JSON")):
+    for bad, message in (("[1, 2]", "string pattern"), ('{"(": "x"}', "not a regular expression"), ("{", "not valid JSON"),
+                         ('{"colour": "  "}', "the answer to 'colour' is empty"),  # (was given as the user's reply)
+                         ('[{"pattern": "code", "answer": "1", "secret": "false"}]', "secret must be true or false")):
         path.write_text(bad)
         with pytest.raises(ConfigError, match=re.escape(message)):
             PresetAnswers.load(path)
@@ -247,6 +249,27 @@ async def test_an_empty_secret_reply_at_the_terminal_is_not_said_to_be_received(
     os.close(write_end)
 
 
+
+
+async def test_a_long_unicode_reply_cut_by_the_terminal_is_text_and_the_cut_is_said(tmp_path):
+    """A terminal passes at most 4095 bytes of a line: a longer reply pasted at the prompt was cut in the middle
+    of a character, read as a lone surrogate, and the task ended `error` when its record could not be written."""
+    import io
+
+    from rich.console import Console
+
+    from surfer.apps.controls import TerminalControls
+
+    shown = io.StringIO()
+    leader, follower = pty.openpty()
+    with os.fdopen(follower, encoding="utf-8", errors="surrogateescape") as stream:  # (stdin's, in a C.UTF-8 locale)
+        controls = TerminalControls(Console(file=shown, width=200), tmp_path, stream)
+        os.write(leader, "é🙂".encode() * 1000 + b"\n")  # 6000 bytes, the 4095th inside an emoji
+        reply = await controls.ask_user(Question(1, "Which colour?"))
+    os.close(leader)
+    assert reply is not None and reply.text.startswith("é🙂é🙂") and reply.text.endswith("\ufffd")
+    json.dumps(reply.text, ensure_ascii=False).encode("utf-8")  # what the trajectory writes: no lone surrogate
+    assert "at most 4095 bytes of a line" in shown.getvalue()
 # -- a batch --------------------------------------------------------------------------
 
 

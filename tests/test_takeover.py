@@ -20,10 +20,11 @@ from rich.console import Console
 from login_site import ORDER, PASSWORD, TASK, USER, USERNAME_FIELD, PASSWORD_FIELD, VIEWPORT
 from surfer import Agent, Reply, ScriptedModel, TakeOverRefused
 from surfer.agent.formats import TrajectoryLine
-from surfer.agent.handover import POLL_S
+from surfer.agent.handover import POLL_S, HumanStep
 from surfer.agent.questions import Question
 from surfer.apps.live import LiveView
 from surfer.apps.export import export_records
+from surfer.core.actions import CloseTab, headline
 from surfer.core.deadline import time_left
 from surfer.tools.person import REDACTED
 
@@ -205,6 +206,56 @@ async def test_a_key_reported_after_the_navigation_it_caused_is_still_where_it_l
     assert actions[4].after is not None and actions[4].after.url.endswith("/account")
     assert actions[5].action.url.endswith("/login") and actions[5].after.url.endswith("/login")  # not put on Enter
 
+    # What a person does, read as demonstrations: a press moved before its release (selecting text, a slider) was a
+    # click where it was pressed; it is a drag, both points in its human step as in an agent's drag. A checkbox
+    # clicked was also "type 'on' into the checkbox", an option chosen in a list "type 'fr'" (its value, not what the
+    # list shows). A dialog the page opened, answered by the person in the window, stayed held for the agent: drawn
+    # over a stale screen, and answered again (an error) at its next action. A person who then opened a tab of their
+    # own (Ctrl+T) and handed back there was said to have done nothing; one who closed the tab was not recorded at
+    # all, and the agent's next action was told the tab had "closed itself".
+    first, field = window.page, acme_centres[USERNAME_FIELD]
+    window_ok = await first.context.new_cdp_session(first)  # what the window's own OK sends
+    await window_ok.send("Page.enable")
+    await first.evaluate("""() => document.body.insertAdjacentHTML('beforeend', `<button style="position:fixed;left:0;top:0;
+        width:100px;height:40px" onclick="setTimeout(() => { alert('Hello, there'); document.title = 'after the alert' })">Greet</button>
+        <input type="checkbox" style="position:fixed;left:0;top:50px;width:20px;height:20px" aria-label="Subscribe">
+        <select id="country" style="position:fixed;left:0;top:80px"><option value="us">United States</option><option value="fr">France</option></select>`)""")
+    watch = window.watch_person()
+    await watch.start()
+    await first.mouse.move(field.x - 100, field.y)
+    await first.mouse.down()
+    await first.mouse.move(field.x + 100, field.y, steps=4)
+    await first.mouse.up()
+    await first.mouse.click(10, 60)
+    await first.select_option("#country", "fr")  # (the events of an option chosen in the list's popup)
+    await first.mouse.click(50, 20)
+    while window._dialog is None:
+        await asyncio.sleep(0.05)
+    await window_ok.send("Page.handleJavaScriptDialog", {"accept": True})
+    mine = await first.context.new_page()  # the person's own tab, where the agent goes on
+    actions = await watch.stop()
+    assert [a.action and headline(a.action) for a in actions] == [
+        "drag the 'username' field to the 'username' field", "click the 'Subscribe' checkbox", "type 'France' into the list",
+        "click the 'Greet' button", None]
+    assert HumanStep(1, 0, actions[0]).to_dict()["points"] == [{"x": field.x - 100, "y": field.y}, {"x": field.x + 100, "y": field.y}]
+    assert actions[3].detail.endswith("'Hello, there', answered in the window"), [a.detail for a in actions]
+    assert window._dialog is None and await first.title() == "after the alert"
+    assert "another tab" in actions[4].detail and actions[4].after.url == mine.url == window.page.url
+    watch = window.watch_person()
+    await watch.start()
+    await mine.close()
+    actions = await watch.stop()
+    assert [type(a.action) for a in actions] == [CloseTab] and actions[0].after.url == first.url == window.page.url
+    assert "closed the tab at" in actions[0].detail and "closed itself" not in actions[0].detail
+    assert not window._notices  # the agent's next outcome is not told that a tab closed itself
+
+    # A page's permission request in a window (location, clipboard) waited on a prompt drawn outside the page, which
+    # the agent never sees: it is denied at once, as in the headless browser.
+    asked = """() => Promise.all([
+        new Promise((done) => navigator.geolocation.getCurrentPosition(() => done('granted'), (e) => done('denied ' + e.code))),
+        navigator.clipboard.readText().then(() => 'granted', (e) => 'denied ' + e.name)])"""
+    assert await asyncio.wait_for(window.page.evaluate(asked), 10) == ["denied 1", "denied NotAllowedError"]
+
 
 async def test_a_task_stopped_while_a_person_holds_the_controls_keeps_what_they_did(window, acme_site, acme_centres, tmp_path):
     model = ScriptedModel(policy=[act({"type": "answer", "text": "seen"})])
@@ -217,8 +268,24 @@ async def test_a_task_stopped_while_a_person_holds_the_controls_keeps_what_they_
         await window.page.keyboard.type(USER)
         handle.cancel("Ctrl-C")  # before handing back, before the agent's first step
         result = await handle.result()
-        # the next task starts where the person left the page (its start URL was not opened again over their typing)
-        follow_up = await session.run("What does the username field hold?")
+        # the next task starts where the person left the page (its start URL was not opened again over their typing);
+        # its person takes over with `t` at the terminal and presses Ctrl-D: no Enter can come any more, and the
+        # turn, which never ended, is handed back
+        from surfer.apps.controls import TerminalControls
+
+        shown = io.StringIO()
+        read_end, write_end = os.pipe()
+        with os.fdopen(read_end) as stream:
+            controls = TerminalControls(Console(file=shown, width=200, no_color=True), tmp_path, stream)
+            handle = session.start("What does the username field hold?")
+            controls.attach(handle)
+            os.write(write_end, b"t\n")
+            while not handle.taken_over:
+                await asyncio.sleep(0.05)
+            os.close(write_end)  # Ctrl-D
+            follow_up = await asyncio.wait_for(handle.result(), 30)
+            controls.detach()
+        assert "handed back (the input ended)" in shown.getvalue()
     assert result.status == "interrupted" and result.timings.human_seconds > 0
     run_dir = Path(result.run_dir)
     human = [line for line in lines_of(run_dir) if line.get("actor") == "human"]

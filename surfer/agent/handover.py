@@ -64,7 +64,7 @@ class HumanStep:
 
     def to_dict(self) -> dict[str, Any]:
         before, after, action = self.taken.before, self.taken.after, self.taken.action
-        point = getattr(action, "point", None)
+        points = [p for p in (getattr(action, "point", None), getattr(action, "to_point", None)) if p is not None]
         outcome: dict[str, Any] = {"detail": self.taken.detail} if self.taken.detail else {}
         if after is not None:
             outcome.update(url=after.url, title=after.title)
@@ -76,7 +76,7 @@ class HumanStep:
             "screenshot": self.screenshot_file, "screenshot_after": self.screenshot_after_file, "screen": _screen(before),
             "thought": "", "notes": "",
             "action": action.model_dump(mode="json", exclude_none=True, exclude={"point", "to_point"}) if action is not None else None,
-            "points": [{"x": round(point.x, 2), "y": round(point.y, 2)}] if point is not None else [],
+            "points": [{"x": round(p.x, 2), "y": round(p.y, 2)} for p in points],  # (a drag: from, to)
             "outcome": outcome, "calls": {}, "verdicts": [], "error": None,
             **({"element": self.taken.element} if self.taken.element else {}),
             "timings": dict.fromkeys(("model", "action", "settle", "screenshot", "encode", "total", "overhead"), 0.0),

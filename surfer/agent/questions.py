@@ -92,11 +92,15 @@ class PresetAnswers:
             unknown = set(item) - {"pattern", "answer", "secret"}
             if unknown:
                 raise ConfigError(f"{source}: unknown key(s) {', '.join(sorted(unknown))} in {item!r}")
+            if not item["answer"].strip():  # (a person's empty reply leaves a question unanswered: no reply to give)
+                raise ConfigError(f"{source}: the answer to {item['pattern']!r} is empty")
+            if not isinstance(item.get("secret", False), bool):  # ("false" would be taken for true)
+                raise ConfigError(f"{source}: secret must be true or false, got {item['secret']!r} in {item!r}")
             try:
                 pattern = re.compile(item["pattern"], re.IGNORECASE)
             except re.error as exc:
                 raise ConfigError(f"{source}: the pattern {item['pattern']!r} is not a regular expression ({exc})") from None
-            entries.append(PresetAnswer(pattern, Reply(item["answer"], bool(item.get("secret", False)))))
+            entries.append(PresetAnswer(pattern, Reply(item["answer"].strip(), item.get("secret", False))))
         return cls(entries)
 
     @classmethod

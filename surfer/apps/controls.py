@@ -4,7 +4,7 @@
     h TEXT     a hint for the policy's next prompt
     f          finish now: ask for the final answer
     t          take over: use the browser yourself (a headful or --cdp-url browser, the desktop);
-               Enter hands back (q stops instead), and what you did is recorded as human steps
+               Enter (or Ctrl-D) hands back (q stops instead), and what you did is recorded as human steps
     q          stop (like Ctrl-C)
 
 When a sensitive action needs a person's yes, the question is printed with
@@ -33,6 +33,7 @@ from surfer.apps import options
 HELP = ("keys: [bold]p[/bold] pause/resume · [bold]h TEXT[/bold] hint · [bold]f[/bold] finish now · "
         "[bold]t[/bold] take over · [bold]q[/bold] stop")
 COMMANDS = ("p", "h", "f", "t", "q")
+TTY_LINE_MAX = 4096  # a terminal (Linux's line discipline) passes at most this many bytes of a line, its newline included
 
 
 class TerminalControls:
@@ -142,10 +143,15 @@ class TerminalControls:
     confirm.__name__ = "person"
 
     def _on_input(self) -> None:
-        line = self.stream.readline()
+        line = self._typed_line()
         if not line:  # end of input: nothing more will come
+            handle = self.handle
             self.detach()
             self._ended = True
+            if self._holding and handle is not None:  # (no Enter can come: the person's turn would never end)
+                self._holding = False
+                handle.hand_back()
+                self.console.print("[cyan]handed back[/cyan] (the input ended): the agent looks again")
             if self._question is not None and not self._question.done():
                 self._question.set_result(False)
             if self._line is not None and not self._line.done():
@@ -170,6 +176,19 @@ class TerminalControls:
                 self.console.print("   answer y or n")
             return
         self.command(text)
+
+    def _typed_line(self) -> str:
+        """The line typed, as text: bytes that are not text in the terminal's encoding (a character the
+        terminal's line limit cut in two, a terminal set to another encoding) are read as U+FFFD, never
+        as lone surrogates that no record can be written with, nor as an error that loses the line."""
+        raw = getattr(self.stream, "buffer", None)
+        if raw is None:  # (a text stream of the caller's)
+            return self.stream.readline()
+        data = raw.readline()
+        if len(data) >= TTY_LINE_MAX and self.stream.isatty():
+            self.console.print(f"[yellow]the terminal keeps at most {TTY_LINE_MAX - 1} bytes of a line: "
+                               "the rest of this one was cut[/yellow]")
+        return data.decode(getattr(self.stream, "encoding", None) or "utf-8", "replace")
 
     def command(self, text: str) -> None:
         handle = self.handle

@@ -28,10 +28,12 @@ HEADLESS_SHELL_NAMES = ("chromium-headless-shell", "chrome-headless-shell")
 
 # Without the background-networking flags Chromium keeps trying to reach the
 # internet (BENCHMARKS.md).
+# --deny-permission-prompts: a page's permission request (location, notifications, clipboard read, camera) is denied
+# at once, as the headless shell does; with a window it waited on a prompt drawn outside the page, unseen by the agent.
 LAUNCH_ARGS = (
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--no-first-run", "--disable-sync", "--disable-dev-shm-usage", "--disable-quic",
-    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--disable-features=Translate,MediaRouter,OptimizationHints", "--deny-permission-prompts",
 )
 
 # A browser context held to domain rules sends its traffic through surfer's guard proxy, but WebRTC sends UDP

@@ -113,6 +113,17 @@ class BrowserActions:
         with_text = f" with {answer!r}" if response == "accept" and dialog.kind == "prompt" else ""
         return f"{verb} the {dialog.kind} dialog {dialog.message!r}{with_text}{why}"
 
+    def dialog_answered_in_window(self, page: Any) -> str:
+        """The dialog held for the agent in `page` was answered outside surfer (a person at the browser's window,
+        whose page runs again): it is forgotten, not drawn again nor answered later. What to say ("" when none)."""
+        dialog = self._dialog
+        if dialog is None or getattr(dialog.handle, "page", page) is not page:
+            return ""
+        self._dialog, self._dialog_layout = None, None
+        if self._dialog_opened is not None:
+            self._dialog_opened.clear()
+        return f"the page opened {dialog.describe()}, answered in the window"
+
     def _dialog_part(self, point: Any) -> str | None:
         if self._dialog_layout is None or point is None:
             return None

@@ -8,9 +8,12 @@ such as Control+A) and wheel turn, with viewport (CSS px) coordinates and
 the element under it, to a binding; main-frame navigations come from
 Playwright. They become surfer actions:
 
-    pointer-down            click at the point, on the element (a second one there: a double-click)
+    pointer-down            click at the point, on the element (a second one there: a double-click); released
+                            `DRAG_PX` or more away: drag from there to where it was released
     input events in a field type(final text) into that field, one action per field; a secret field
-                            (password, one-time code, card number) is recorded as REDACTED
+                            (password, one-time code, card number) is recorded as REDACTED; a list: the text
+                            of the option(s) chosen, as shown; a checkbox, radio, slider or file field: none
+                            (the click or drag on it is the action)
     named key / chord       press
     wheel                   scroll (consecutive turns one way join)
     navigation              where the action just before led, else goto(url) (an address typed, back); an
@@ -22,7 +25,9 @@ browser's navigations come on two channels, and under load a key press can
 arrive after the navigation it caused: each page event carries the page's
 clock, and a navigation waits (up to `QUIET`) for the page's events stamped
 before it arrived. Only the main frame is read, in
-the tab that was current when the person took over.
+the tab that was current when the person took over; a person who closes the
+tab they are in is recorded `close_tab`, and one who goes on in another tab
+(Ctrl+T) as an action not read, with the screens before and after.
 """
 
 from __future__ import annotations
@@ -33,12 +38,15 @@ import time
 import weakref
 from typing import Any
 
-from surfer.core.actions import Click, CssPoint, Goto, PressKeys, Scroll, TypeText
+from surfer.core.actions import Click, CloseTab, CssPoint, Drag, Goto, PressKeys, Scroll, TypeText
 from surfer.tools.person import REDACTED, PersonAction, PersonWatch
 
 log = logging.getLogger(__name__)
 
 QUIET = 0.4  # seconds without a new event that end an action
+HELD = 30.0  # ... while a mouse button is held (a drag in progress): the most it waits for the release
+DIALOG_PROBE = 1.0  # at the hand-back, while a dialog is held: how long the page may take to show it runs again
+DRAG_PX = 8  # a button released this far (CSS px) from where it was pressed: a drag, not a click
 LED_TO = 2.0  # a navigation this soon after a click or key press is where that action led
 BINDING = "__surfer_person"
 BUTTONS = {0: "left", 1: "middle", 2: "right"}
@@ -66,10 +74,13 @@ SCRIPT = r"""(() => {
   const held = (e) => ['Control', 'Alt', 'Shift', 'Meta'].filter((m) => e.getModifierState(m));
   addEventListener('pointerdown', (e) => report({kind: 'pointer', x: e.clientX, y: e.clientY, button: e.button,
       count: e.detail, modifiers: held(e), element: describe(e.target)}), true);
+  addEventListener('pointerup', (e) => report({kind: 'release', x: e.clientX, y: e.clientY, element: describe(e.target)}), true);
   addEventListener('input', (e) => {
     const el = e.target, hidden = secret(el);
-    report({kind: 'input', secret: hidden, value: hidden ? null : ('value' in el ? String(el.value) : el.innerText || ''),
-            element: describe(el)});
+    if (el.tagName === 'INPUT' && /^(checkbox|radio|range|file)$/i.test(el.type || '')) return;  // its click or drag says it
+    const value = hidden ? null : el.tagName === 'SELECT' ? [...el.selectedOptions].map((o) => o.text.trim()).join(', ')  // as shown
+        : ('value' in el ? String(el.value) : el.innerText || '');
+    report({kind: 'input', secret: hidden, value, element: describe(el)});
   }, true);
   addEventListener('keydown', (e) => {
     const named = e.key.length > 1, chord = e.ctrlKey || e.metaKey || e.altKey;
@@ -129,10 +140,14 @@ class BrowserPersonWatch(PersonWatch):
         self._page: Any = None
         self._url = ""
         self._reading: asyncio.Future[None] | None = None
+        self._told = 0  # the browser's notices for the agent's next outcome from before the turn
+        self._down = False  # a mouse button is held (pressed on the page, not yet released)
+        self._answered = ""  # a dialog held for the agent that the person answered in the window, as said
 
     async def start(self) -> None:
         page = self._page = self.env.page
         self.env.person_turn = True  # the tabs the person opens are theirs to keep
+        self._told = len(self.env._notices)
         try:
             await _install(page)
         except Exception as exc:  # noqa: BLE001 - a page that cannot be read still has its screens
@@ -149,12 +164,17 @@ class BrowserPersonWatch(PersonWatch):
 
     async def stop(self) -> list[PersonAction]:
         page = self._page
+        held = self.env._dialog is not None  # a dialog the page opened, held for the agent (frozen: no script runs)
+        runs = False
         try:
             # through the binding, stamped with the page's clock: the page's events from before it are read first
             # (those of a document the person left can still be on their way: they are waited for, up to QUIET)
-            await asyncio.wait_for(page.evaluate(f"() => window.{BINDING} && window.{BINDING}({{kind: 'flush', t: Date.now()}})"), 5)
+            await asyncio.wait_for(page.evaluate(f"() => window.{BINDING} && window.{BINDING}({{kind: 'flush', t: Date.now()}})"),
+                                   DIALOG_PROBE if held else 5)
+            runs = True
         except Exception:  # noqa: BLE001 - a tab between two documents, closed or hanging: what arrives is known
             self._queue.put_nowait({"kind": "flush", "t": time.time() * 1000})
+        answered = self._answered = self.env.dialog_answered_in_window(page) if held and runs else ""  # (a window shows it)
         try:
             if self._reading is not None:
                 await self._reading
@@ -162,7 +182,43 @@ class BrowserPersonWatch(PersonWatch):
             self.env.person_turn = False
             _WATCHING.pop(page, None)
             page.remove_listener("framenavigated", self._navigated)
+        if answered and self.actions:
+            last = self.actions[-1]
+            last.detail = "; ".join(filter(None, (last.detail, answered)))
+            if self.env._page is page:  # its screen after showed the dialog drawn over the page: the page now
+                last.after = await self._observe() or last.after
+        await self._left_tab(page)
         return self.actions
+
+    async def _left_tab(self, page: Any) -> None:
+        """When the person closed the tab they were in, or went on in another one, the screen at the hand-back is
+        not the one their last action left: one more action holds it (`close_tab`; in another tab, not read: the
+        screens before and after). What the browser noticed during the turn (a tab closed) is the person's doing,
+        told with their actions, not with the agent's next one."""
+        env = self.env
+        current = env._page  # the tab the agent works in: the watched one, or one the person opened
+        shut = [tab for tab in (current, page) if tab is not None and tab.is_closed()]
+        closed = bool(shut)
+        if closed or current is not page:
+            left = next((a.after for a in reversed(self.actions) if a.after is not None), self.first)
+            gone = shut[0].url if shut else ""
+            now = await self._observe()  # (a closed tab is left for one still open: tabs.py)
+            if now is not None:
+                if closed:
+                    self.actions.append(PersonAction(CloseTab(), left, now, detail=f"closed the tab at {gone}; "
+                                                     f"the current tab is now {now.url}"))
+                else:
+                    self.actions.append(PersonAction(None, left, now, detail=f"went on in another tab, at {now.url} "
+                                                     "(what was done there is not read: the screens before and after)"))
+        noticed = env._notices[self._told:]
+        del env._notices[self._told:]
+        if closed:  # (said by the close_tab above)
+            noticed = [n for n in noticed if "closed itself" not in n]
+        if self._answered:  # (the dialog's opening is said with its answer)
+            noticed = [n for n in noticed if not n.startswith(self._answered.removesuffix(", answered in the window") + "; ")]
+        if noticed and self.actions:
+            last = self.actions[-1]
+            last.detail = "; ".join(filter(None, (last.detail, *noticed)))
 
     async def _read(self) -> None:
         before = self.first
@@ -177,7 +233,8 @@ class BrowserPersonWatch(PersonWatch):
                 event, after_held = after_held, None
             else:
                 try:
-                    event = await (asyncio.wait_for(self._queue.get(), QUIET) if pending or again or held or closing
+                    quiet = HELD if isinstance(pending and pending.action, Click) and self._down and not closing else QUIET
+                    event = await (asyncio.wait_for(self._queue.get(), quiet) if pending or again or held or closing
                                    else self._queue.get())
                 except TimeoutError:
                     event = {"kind": "flush"} if closing and not held else {"kind": "quiet"}
@@ -195,6 +252,7 @@ class BrowserPersonWatch(PersonWatch):
                 event, kind, held = {"kind": "arrived", "url": held[0]}, "arrived", None
             if kind == "navigate":
                 self._url = str(event.get("url") or "")
+                self._down = False  # (a press that led away: its release, in the next document, is not reported)
                 held = (self._url, float(event.get("t") or time.time() * 1000))
                 continue
             if kind == "arrived":
@@ -225,6 +283,15 @@ class BrowserPersonWatch(PersonWatch):
     def _joins(self, pending: PersonAction | None, event: dict[str, Any]) -> bool:
         """Whether `event` goes on with the action in progress (typing, scrolling, a second click)."""
         kind = event.get("kind")
+        if kind == "release":  # the end of a press: a drag when it moved, else nothing new
+            self._down = False
+            if pending is not None and isinstance(pending.action, Click) and not pending.action.double and pending.action.point:
+                start, x, y = pending.action.point, float(event.get("x", 0)), float(event.get("y", 0))
+                if max(abs(x - start.x), abs(y - start.y)) >= DRAG_PX:
+                    click = pending.action
+                    pending.action = Drag(target=click.target, point=start, to_target=target_of(_element(event)),
+                                          to_point=CssPoint(x=x, y=y))
+            return True
         if pending is None:
             return False
         action = pending.action
@@ -238,6 +305,7 @@ class BrowserPersonWatch(PersonWatch):
         if (kind == "pointer" and isinstance(action, Click) and int(event.get("count") or 1) >= 2
                 and action.point is not None and abs(action.point.x - event.get("x", 0)) < 5 and abs(action.point.y - event.get("y", 0)) < 5):
             pending.action = action.model_copy(update={"double": True})
+            self._down = True
             return True
         return False
 
@@ -245,6 +313,7 @@ class BrowserPersonWatch(PersonWatch):
         kind, element = event.get("kind"), _element(event)
         made = PersonAction(None, before, element=element)
         if kind == "pointer":
+            self._down = True
             modifiers = [m for m in event.get("modifiers") or [] if m in ("Control", "Alt", "Shift", "Meta")]
             made.action = Click(target=target_of(element), point=CssPoint(x=float(event.get("x", 0)), y=float(event.get("y", 0))),
                                 button=BUTTONS.get(int(event.get("button") or 0), "left"), modifiers=modifiers)
