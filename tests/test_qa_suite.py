@@ -71,7 +71,17 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
          "base_url: secrets may appear only in steps and task"),
         ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model: max_steps: Input should be greater"),
         ("name: s\ncases:\n  - name: c\n    task: t\n   bad: [\n", 5, "not valid YAML"),
-        ("name: s\nconcurency: 3\ncases:\n  - name: c\n    task: t\n", 2, "concurency: Extra inputs are not permitted"),
+        # a misspelt key names the key it may be, at every level (pydantic's own words reached users raw)
+        ("name: s\nconcurency: 3\ncases:\n  - name: c\n    task: t\n", 2, "concurency: unknown key (did you mean 'concurrency'?)"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n    expects: [{text: a}]\n", 5,
+         "cases[0].expects: unknown key (did you mean 'expect'?)"),
+        ("name: s\ntimeouts: {steps: 3}\ncases:\n  - name: c\n    task: t\n", 2, "timeouts.steps: unknown key (did you mean 'step'?)"),
+        ("name: s\nmodel: {profle: holo2}\ncases:\n  - name: c\n    task: t\n", 2, "model: profle: unknown key (did you mean 'profile'?)"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n    colour: red\n", 5, "cases[0].colour: unknown key; the keys here are: name, url,"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n  - 42\n", 5, "cases[1]: a case is a mapping of keys (`key: value` lines), not a number"),
+        ("name: s\ncases:\n  - name: c\n    steps: Click it\n", 4, "cases[0].steps: must be a list (`[a, b]`, or one `- item` a line), not the text 'Click it'"),
+        ("cases:\n  - task: t\n", 2, "cases[0].name: missing: this key is required"),
+        ("name: s\ncases: []\n", 2, "cases: the suite has no cases"),
         ("name: s\ncases:\n  - name: Prix 🍕\n    task: t\n  - name: prix 🚀\n    task: t\n", 1,
          "cases 'Prix 🍕' and 'prix 🚀' differ only in punctuation or symbols, and would share the directory 'prix'"),
     ],
@@ -107,7 +117,7 @@ def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
     path.write_text("name: s\ncases:\n  - name: c\n    stepz: [a]\n")
     proc = surfer("qa", str(path), "--out", str(tmp_path / "out"))  # (in this process: tests/inprocess.py)
     assert proc.returncode == 2, proc.stderr
-    assert f"{path}:4: cases[0].stepz: Extra inputs are not permitted" in " ".join(proc.stderr.split())
+    assert f"{path}:4: cases[0].stepz: unknown key (did you mean 'steps'?)" in " ".join(proc.stderr.split())
     assert not (tmp_path / "out").exists()  # nothing ran
 
 

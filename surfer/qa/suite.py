@@ -203,12 +203,15 @@ class Suite(_Strict):
     @field_validator("model")
     @classmethod
     def _model_settings(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from surfer.agent.config import unknown_key
+
         try:
             AgentConfig.model_validate(value)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
+            message = unknown_key(first["loc"]) if first["type"] == "extra_forbidden" else first["msg"]
+            raise ValueError(f"{where}: {message.removeprefix('Value error, ')}") from None
         return value
 
     @model_validator(mode="after")
@@ -363,6 +366,34 @@ def _substitute(
     return VARIABLE.sub(replace, value)
 
 
+def _problem(err: Any) -> str:
+    """pydantic's message for one problem, in the words of a suite file: a misspelt key names the key it may be."""
+    from surfer.agent.config import unknown_key
+
+    loc, kind = _without_tags(err["loc"]), err["type"]
+    if kind == "extra_forbidden":
+        return unknown_key(loc, Suite)
+    if kind == "missing":
+        return "missing: this key is required"
+    if kind == "too_short" and isinstance(err["input"], list) and not err["input"]:
+        return "must not be empty" if loc != ("cases",) else "the suite has no cases (a list of at least one)"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        what = "a case is a mapping" if loc[:1] == ("cases",) and len(loc) == 2 else "must be a mapping"
+        return f"{what} of keys (`key: value` lines), not {_yaml_type(err['input'])}"
+    if kind == "list_type":
+        return f"must be a list (`[a, b]`, or one `- item` a line), not {_yaml_type(err['input'])}"
+    return err["msg"].removeprefix("Value error, ")
+
+
+def _yaml_type(value: Any) -> str:
+    if value is None:
+        return "nothing (an empty value)"
+    if isinstance(value, str):
+        return f"the text {value[:60]!r}" + ("…" if len(value) > 60 else "")
+    return {bool: "true/false", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(
+        type(value), type(value).__name__)
+
+
 _TAGS = frozenset({"sentence", "text", "url", "answer"})
 
 
@@ -406,9 +437,10 @@ def load_suite(
     try:
         suite = Suite.model_validate(body)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors()[:5]:
-            problems.append(str(_fail(path, located, _without_tags(err["loc"]), err["msg"].removeprefix("Value error, "))))
+        errors = exc.errors()
+        problems = [str(_fail(path, located, _without_tags(err["loc"]), _problem(err))) for err in errors[:5]]
+        if len(errors) > 5:
+            problems.append(f"(and {len(errors) - 5} more problem(s) in {path})")
         raise SuiteError("\n".join(problems)) from None
     suite.path = path
     suite.lines = {case.name: located.line(("cases", i)) for i, case in enumerate(suite.cases)}
