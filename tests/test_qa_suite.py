@@ -82,6 +82,15 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
         ("name: s\ncases:\n  - name: c\n    steps: Click it\n", 4, "cases[0].steps: must be a list (`[a, b]`, or one `- item` a line), not the text 'Click it'"),
         ("cases:\n  - task: t\n", 2, "cases[0].name: missing: this key is required"),
         ("name: s\ncases: []\n", 2, "cases: the suite has no cases"),
+        # a step or an expectation with ': ' in it is a mapping to YAML; a key given twice kept only its last value
+        ("name: s\ncases:\n  - name: c\n    steps:\n      - 'Open the cart'\n      - Sign in: as alice\n", 6,
+         "cases[0].steps[1]: must be text, but the line was read as a mapping ('Sign in': 'as alice') because of the ': '"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [The page says: hi]\n", 5,
+         "cases[0].expect[0]: an expectation is a sentence for the validator, or one of {text: ...}, {url: ...}, "
+         "{answer: ...}; the line was read as a mapping"),
+        ("name: s\ncases:\n  - name: 404\n    task: t\n", 3, "cases[0].name: must be text, not a number (quote it: '404')"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [{text: a}]\n    tags: [x]\n    expect: [{url: b}]\n", 7,
+         "cases[0].expect: given twice in one mapping (first at line 5); YAML keeps only the last"),
         ("name: s\ncases:\n  - name: Prix 🍕\n    task: t\n  - name: prix 🚀\n    task: t\n", 1,
          "cases 'Prix 🍕' and 'prix 🚀' differ only in punctuation or symbols, and would share the directory 'prix'"),
     ],

@@ -380,9 +380,21 @@ def _problem(err: Any) -> str:
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         what = "a case is a mapping" if loc[:1] == ("cases",) and len(loc) == 2 else "must be a mapping"
         return f"{what} of keys (`key: value` lines), not {_yaml_type(err['input'])}"
+    if kind == "string_type" and isinstance(err["input"], dict) and len(err["input"]) == 1:
+        return f"must be text, but the {_colon_hint(err['input'])}"
+    if kind == "string_type":
+        return f"must be text, not {_yaml_type(err['input'])} (quote it: '{err['input']}')"
+    if kind == "expectation" and isinstance(err["input"], dict) and len(err["input"]) == 1:
+        return f"{err['msg']}; the {_colon_hint(err['input'])}"
     if kind == "list_type":
         return f"must be a list (`[a, b]`, or one `- item` a line), not {_yaml_type(err['input'])}"
     return err["msg"].removeprefix("Value error, ")
+
+
+def _colon_hint(value: dict[Any, Any]) -> str:
+    """YAML reads `- Sign in: as alice` as a mapping, not as the text a user meant."""
+    key, item = next(iter(value.items()))
+    return f"line was read as a mapping ({key!r}: {item!r}) because of the ': ' in it: put the whole text in quotes"
 
 
 def _yaml_type(value: Any) -> str:
@@ -392,6 +404,31 @@ def _yaml_type(value: Any) -> str:
         return f"the text {value[:60]!r}" + ("…" if len(value) > 60 else "")
     return {bool: "true/false", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(
         type(value), type(value).__name__)
+
+
+def _key_twice(node: Any, loc: tuple[Any, ...], seen_nodes: set[int] | None = None) -> tuple[tuple[Any, ...], int, int] | None:
+    """The first key given twice in one mapping (its field, its line, the line of the first): YAML keeps the last
+    silently, and a case's second `expect:` dropped its first list of expectations without a word."""
+    import yaml
+
+    seen_nodes = set() if seen_nodes is None else seen_nodes
+    if id(node) in seen_nodes:  # (an alias: the node its anchor named, already read)
+        return None
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key, value in node.value:
+            name = getattr(key, "value", None)
+            if isinstance(key, yaml.ScalarNode) and name in seen:
+                return (*loc, name), key.start_mark.line + 1, seen[name]
+            seen[name] = key.start_mark.line + 1
+            if found := _key_twice(value, (*loc, name), seen_nodes):
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            if found := _key_twice(item, (*loc, i), seen_nodes):
+                return found
+    return None
 
 
 _TAGS = frozenset({"sentence", "text", "url", "answer"})
@@ -426,6 +463,10 @@ def load_suite(
         raise SuiteError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
     if not isinstance(data, dict):
         raise SuiteError(f"{path}:1: (top level): a suite is a mapping with 'name' and 'cases'")
+    if twice := _key_twice(located.node, ()):
+        loc, line, first = twice
+        raise SuiteError(f"{path}:{line}: {field_name(loc)}: given twice in one mapping (first at line {first}); "
+                         "YAML keeps only the last, so the first would be ignored")
     raw_vars = data.get("vars") or {}
     if not isinstance(raw_vars, dict):
         raise _fail(path, located, ("vars",), "must be a mapping of names to values")
