@@ -326,13 +326,12 @@ def format_validation_error(
     return "\n".join([f"invalid configuration ({sources}):", *(f"  {text}" for _, text in problems)])
 
 
-def unknown_key(loc: tuple[Any, ...], root: type[BaseModel] | None = None) -> str:
-    """What to say of a key at `loc` that no section of the configuration (or of the `root` model: a QA suite's)
-    has: the keys it may have meant."""
+def unknown_key(loc: tuple[Any, ...]) -> str:
+    """What to say of a key at `loc` that no section of the configuration has: the keys it may have meant."""
     import difflib
     import typing
 
-    model: Any = root or AgentConfig
+    model: Any = AgentConfig
     for part in loc[:-1]:
         field = model.model_fields.get(part) if isinstance(part, str) else None
         if field is None:
@@ -341,15 +340,12 @@ def unknown_key(loc: tuple[Any, ...], root: type[BaseModel] | None = None) -> st
                       if isinstance(t, type) and issubclass(t, BaseModel)), None)
         if model is None:
             return "unknown key"
-    keys = [name for name, field in model.model_fields.items() if not field.exclude]  # (not a loader's own fields)
-    close = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
     if close:
         return f"unknown key (did you mean {close[0]!r}?)"
     if model is AgentConfig:
         return "unknown key (every key is in the configuration reference)"
-    if root is not None:
-        return f"unknown key; the keys here are: {', '.join(keys)}"
-    return f"unknown key; [{'.'.join(str(p) for p in loc[:-1] if isinstance(p, str))}] has: {', '.join(keys)}"
+    return f"unknown key; [{'.'.join(str(p) for p in loc[:-1] if isinstance(p, str))}] has: {', '.join(model.model_fields)}"
 
 
 def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

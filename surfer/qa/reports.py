@@ -233,5 +233,18 @@ def write_reports(summary: QaSummary, junit: Path, html_path: Path, markdown: Pa
         path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(junit, junit_xml(summary, junit))
     write_atomic(html_path, summary_html(summary, html_path))
-    if markdown is not None:
+    if markdown is not None and _step_summary(markdown):  # what the step's other commands wrote there stays
+        with markdown.open("a", encoding="utf-8") as summary_file:
+            summary_file.write(("\n" if summary_file.tell() else "") + summary_markdown(summary))
+    elif markdown is not None:
         write_atomic(markdown, summary_markdown(summary))
+
+
+def _step_summary(path: Path) -> bool:
+    """`path` is GitHub Actions' job summary file of this step ($GITHUB_STEP_SUMMARY), which collects the Markdown of
+    every command of the step (each appends, `>>`): written over, it lost theirs, and an earlier suite's."""
+    named = os.environ.get("GITHUB_STEP_SUMMARY")
+    try:
+        return bool(named) and Path(named).resolve() == path.resolve()
+    except OSError:
+        return False

@@ -368,11 +368,9 @@ def _substitute(
 
 def _problem(err: Any) -> str:
     """pydantic's message for one problem, in the words of a suite file: a misspelt key names the key it may be."""
-    from surfer.agent.config import unknown_key
-
     loc, kind = _without_tags(err["loc"]), err["type"]
     if kind == "extra_forbidden":
-        return unknown_key(loc, Suite)
+        return _unknown_key(loc)
     if kind == "missing":
         return "missing: this key is required"
     if kind == "too_short" and isinstance(err["input"], list) and not err["input"]:
@@ -389,6 +387,16 @@ def _problem(err: Any) -> str:
     if kind == "list_type":
         return f"must be a list (`[a, b]`, or one `- item` a line), not {_yaml_type(err['input'])}"
     return err["msg"].removeprefix("Value error, ")
+
+
+def _unknown_key(loc: tuple[Any, ...]) -> str:
+    """A key that the suite, a case or `timeouts` does not have: the one it may be, else the keys there."""
+    import difflib
+
+    model = {"cases": Case, "timeouts": Timeouts}.get(loc[0], Suite) if len(loc) > 1 else Suite
+    keys = [name for name, field in model.model_fields.items() if not field.exclude]  # (not the loader's own)
+    close = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
+    return f"unknown key (did you mean {close[0]!r}?)" if close else f"unknown key; the keys here are: {', '.join(keys)}"
 
 
 def _colon_hint(value: dict[Any, Any]) -> str:
