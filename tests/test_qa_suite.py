@@ -30,6 +30,23 @@ def test_case_names_in_any_script_are_their_own_cases(tmp_path):
     assert [suite.case_id(case) for case in suite.cases] == ["boutique/ログイン", "boutique/検索", "boutique/café"]
 
 
+def test_long_case_names_that_differ_past_the_cut_are_their_own_cases(tmp_path):
+    # their directories, cache entries and ids were cut at 80 characters: refused as names that "differ only in
+    # punctuation" (or, as pytest ids, one test replayed the other's cached actions)
+    from surfer.agent.rundir import slugify
+
+    long = "Check that the checkout page shows the right total for a basket with many items and a coupon "
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ncases:\n  - name: {long}applied\n    task: t\n  - name: {long}removed\n    task: t\n"
+                    "  - name: Short one\n    task: t\n")
+    suite = load_suite(path, {}, {})
+    applied, removed, short = (suite.case_id(case) for case in suite.cases)
+    assert applied != removed and len(applied) == len(removed) == len("s/") + 80
+    assert applied.startswith("s/check-that-the-checkout-page-shows-the-right-total-for-a-basket-with-many-")
+    assert short == "s/short-one"  # (a name that fits is as it was: its cache entry is where it was)
+    assert slugify("Prix 🍕 " * 30, 80, distinct=True) == slugify("prix 🚀 " * 30, 80, distinct=True)  # the same letters
+
+
 def test_a_case_path_without_base_url_is_a_file_beside_the_suite(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\ncases:\n  - name: c\n    url: ./pages/a b.html\n    task: t\n")

@@ -129,8 +129,8 @@ class SurferFixture:
         from .suite import Case
 
         self.runtime = runtime
-        self.case_id = "pytest/" + slugify(node_id.replace("::", "-"), 120)
-        self.dir = runtime.out / slugify(node_id.replace("::", "-"), 120)
+        self.case_id = "pytest/" + slugify(node_id.replace("::", "-"), 120, distinct=True)
+        self.dir = runtime.out / slugify(node_id.replace("::", "-"), 120, distinct=True)
         shutil.rmtree(self.dir, ignore_errors=True)  # this test's record from an earlier session is replaced
         self.report = CaseReport("pytest", Case(name=node_id, task=node_id), self.case_id, self.dir, status="running")
         self.attempt = AttemptReport(1, str(self.dir / "attempt-1"))

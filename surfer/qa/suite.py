@@ -218,7 +218,7 @@ class Suite(_Strict):
     def _unique_names(self) -> "Suite":
         seen: dict[str, str] = {}
         for case in self.cases:
-            key = slugify(case.name, 80)
+            key = slugify(case.name, 80, distinct=True)
             if key in seen:
                 if seen[key] == case.name:
                     raise ValueError(f"two cases are named {case.name!r} (case names must be unique)")
@@ -254,10 +254,10 @@ class Suite(_Strict):
 
     @property
     def slug(self) -> str:
-        return slugify(self.name, 60)
+        return slugify(self.name, 60, distinct=True)
 
     def case_id(self, case: Case) -> str:
-        return f"{self.slug}/{slugify(case.name, 80)}"
+        return f"{self.slug}/{slugify(case.name, 80, distinct=True)}"
 
     def confirm_settings(self, case: Case) -> dict[str, Any]:
         """Config overrides for the sensitive actions of `case`: the suite tests the user's own app,
