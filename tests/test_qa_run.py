@@ -445,6 +445,11 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
     assert stopped["sign in"]["status"] == "interrupted" and stopped["sign in"]["seconds"] > 0 and cases["sign in"].time > 0
     assert stopped["never started"]["status"] == "interrupted" and stopped["never started"]["attempts"] == 0
     assert cases["never started"].is_skipped
+    # the stopped case's report is written (the summary links it) and its JUnit entry keeps the attempt it made
+    report = out / stopped["sign in"]["dir"] / "report.html"
+    assert report.exists() and '<span class="interrupted">interrupted</span>' in report.read_text()
+    assert os.path.relpath(report, out) in (out / "index.html").read_text()
+    assert cases["sign in"].result[0].text.startswith("attempt 1 (try): error — interrupted")
 
     from surfer.apps.qa_command import stopped_line
     from surfer.qa.outcomes import QaSummary

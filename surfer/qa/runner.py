@@ -281,10 +281,14 @@ class QaRunner:
         for number in range(1, retries + 2):
             try:
                 attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
-            except asyncio.CancelledError:  # stopped: the case has no outcome; its attempt is recorded
+            except asyncio.CancelledError:  # stopped: the case has no outcome; its attempts are recorded, and its
+                # report written (the summary links it; an earlier attempt's failure, trace and video are read there)
+                from .reports import write_case_report
+
                 report.seconds = time.monotonic() - (report.started or time.monotonic())  # (how long it ran)
                 await asyncio.shield(self.index.append_attempt(
                     {**report.to_record(self.out_dir), "status": "interrupted", "failure": stopping.interrupted_reason()}))
+                await asyncio.shield(asyncio.to_thread(write_case_report, report, "interrupted"))
                 raise
             if attempt.error_kind == "environment":
                 await self._app_gone(run, report, attempt)
