@@ -106,6 +106,9 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
          "cases[0].expect[0]: an expectation is a sentence for the validator, or one of {text: ...}, {url: ...}, "
          "{answer: ...}; the line was read as a mapping"),
         ("name: s\ncases:\n  - name: 404\n    task: t\n", 3, "cases[0].name: must be text, not a number (quote it: '404')"),
+        # a variable's value is one problem (not one for each type it could have been), and said as one
+        ("name: s\nvars: {users: [a, b]}\ncases:\n  - name: c\n    task: t\n", 2,
+         "vars.users: a variable is text, a number or true/false, not a list"),
         ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [{text: a}]\n    tags: [x]\n    expect: [{url: b}]\n", 7,
          "cases[0].expect: given twice in one mapping (first at line 5); YAML keeps only the last"),
         ("name: s\ncases:\n  - name: Prix 🍕\n    task: t\n  - name: prix 🚀\n    task: t\n", 1,
@@ -118,7 +121,7 @@ def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
     with pytest.raises(SuiteError) as info:
         load_suite(path, {}, {"HOME": "/root"})
     assert f"{path}:{line}: " in str(info.value)
-    assert message in str(info.value)
+    assert message in str(info.value) and "more problem" not in str(info.value)
 
 
 def test_an_unset_secret_is_refused_for_the_cases_that_run_only(tmp_path):

@@ -366,9 +366,17 @@ def _substitute(
     return VARIABLE.sub(replace, value)
 
 
+def _where(err: Any) -> tuple[Any, ...]:
+    """The field of a problem: a variable's value is one field, whichever member of its union pydantic names."""
+    loc = _without_tags(err["loc"])
+    return loc[:2] if loc[:1] == ("vars",) else loc
+
+
 def _problem(err: Any) -> str:
     """pydantic's message for one problem, in the words of a suite file: a misspelt key names the key it may be."""
-    loc, kind = _without_tags(err["loc"]), err["type"]
+    loc, kind = _where(err), err["type"]
+    if loc[:1] == ("vars",) and len(loc) == 2:
+        return f"a variable is text, a number or true/false, not {_yaml_type(err['input'])}"
     if kind == "extra_forbidden":
         return _unknown_key(loc)
     if kind == "missing":
@@ -486,8 +494,8 @@ def load_suite(
     try:
         suite = Suite.model_validate(body)
     except ValidationError as exc:
-        errors = exc.errors()
-        problems = [str(_fail(path, located, _without_tags(err["loc"]), _problem(err))) for err in errors[:5]]
+        errors = list({_where(err): err for err in reversed(exc.errors())}.values())[::-1]  # (one a field: a union's
+        problems = [str(_fail(path, located, _where(err), _problem(err))) for err in errors[:5]]  # members all fail)
         if len(errors) > 5:
             problems.append(f"(and {len(errors) - 5} more problem(s) in {path})")
         raise SuiteError("\n".join(problems)) from None
