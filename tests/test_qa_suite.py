@@ -150,6 +150,24 @@ def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
     assert not (tmp_path / "out").exists()  # nothing ran
 
 
+def test_surfer_qa_takes_a_folder_of_suites(tmp_path):
+    # `surfer qa tests/qa/` (as Playwright and pytest take a folder): its *.yaml and *.yml files, subfolders too
+    from surfer.apps.qa_command import suite_files
+
+    folder = tmp_path / "qa"
+    (folder / "admin").mkdir(parents=True)
+    (folder / ".github").mkdir()
+    for name in ("b.yaml", "a.yml", "admin/c.yaml", ".github/ci.yml", "notes.txt"):
+        (folder / name).write_text("name: s\ncases:\n  - name: c\n    task: t\n")
+    assert suite_files([folder, folder / "a.yml"]) == [folder / "a.yml", folder / "admin" / "c.yaml", folder / "b.yaml"]
+    (folder / "admin" / "c.yaml").write_text("name: c\ncases:\n  - name: c\n    tsk: t\n")
+    proc = surfer("qa", str(folder), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and f"{folder / 'admin' / 'c.yaml'}:4: cases[0].tsk: unknown key (did you mean 'task'?)" in proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc = surfer("qa", str(tmp_path / "empty"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "is a folder with no suite file (*.yaml, *.yml) in it" in proc.stderr
+
+
 def test_the_qa_guide_shows_the_sample_suite_as_it_is():
     """The guide includes the file itself at build time (a snippet), so it cannot drift."""
     guide = (SAMPLE.parents[2] / "docs" / "guides" / "qa.md").read_text()

@@ -214,10 +214,31 @@ def check_outputs(out_dir: Path, reports: dict[str, Path]) -> None:
         make(path.parent, flag, path)
 
 
+def suite_files(paths: list[Path]) -> list[Path]:
+    """The suite files the arguments name: a folder stands for its `*.yaml` and `*.yml` files, its subfolders' too
+    (hidden ones left out), in name order; a file named twice runs once."""
+    from surfer.core.errors import ConfigError
+
+    found: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            found.append(path)
+            continue
+        inside = sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file()
+                        and not any(part.startswith(".") for part in f.relative_to(path).parts))
+        if not inside:
+            raise ConfigError(f"{path} is a folder with no suite file (*.yaml, *.yml) in it")
+        found += inside
+    once: dict[Path, Path] = {}
+    for path in found:
+        once.setdefault(path.resolve(), path)
+    return list(once.values())
+
+
 def register(app: typer.Typer) -> None:
     @app.command("qa")
     def qa(
-        files: list[Path] = typer.Argument(..., help="Suite files (YAML)."),
+        files: list[Path] = typer.Argument(..., help="Suite files (YAML), or folders of them (their *.yaml and *.yml files)."),
         concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", help="Cases at once (default: the suite's, 4)."),
         tag: list[str] = typer.Option([], "--tag", help="Run only cases with this tag (repeatable)."),
         grep: Optional[str] = typer.Option(
@@ -290,6 +311,7 @@ def register(app: typer.Typer) -> None:
                 variables.setdefault("demo_url", served["demo_url"])
                 base_url, model = base_url or [served["base_url"]], model or served["model"]
                 profile = profile or "holotron"
+            files = suite_files(files)
             suites = [load_suite(f, variables) for f in files]
             named: dict[str, Path] = {}
             for suite, path in zip(suites, files):

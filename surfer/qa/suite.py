@@ -494,8 +494,11 @@ def load_suite(
     try:
         suite = Suite.model_validate(body)
     except ValidationError as exc:
-        errors = list({_where(err): err for err in reversed(exc.errors())}.values())[::-1]  # (one a field: a union's
-        problems = [str(_fail(path, located, _where(err), _problem(err))) for err in errors[:5]]  # members all fail)
+        first: dict[tuple[Any, ...], Any] = {}
+        for err in exc.errors():  # one a field (each member of a union fails on its own)
+            first.setdefault(_where(err), err)
+        errors = list(first.values())
+        problems = [str(_fail(path, located, _where(err), _problem(err))) for err in errors[:5]]
         if len(errors) > 5:
             problems.append(f"(and {len(errors) - 5} more problem(s) in {path})")
         raise SuiteError("\n".join(problems)) from None
