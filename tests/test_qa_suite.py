@@ -150,6 +150,21 @@ def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
     assert not (tmp_path / "out").exists()  # nothing ran
 
 
+def test_a_huge_expectation_is_quoted_in_part_in_messages(tmp_path):
+    # a 200 KB text was written whole into every message of its failure (the console, JUnit thrice, the Markdown
+    # summary, which GitHub refuses past 1 MiB)
+    from surfer.qa.suite import describe_expectation
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ncases:\n  - name: c\n    task: t\n    expect:\n      - text: '{'Thank you ' * 20000}'\n"
+                    f"      - answer: '{'9:00|' * 100}x'\n      - {'The page is fine. ' * 50}\n")
+    text, answer, sentence = (describe_expectation(e) for e in load_suite(path, {}, {}).cases[0].expect)
+    assert text == f"text {'Thank you ' * 20!r}… (200000 characters) is visible"
+    assert answer == f"answer matches {'9:00|' * 40!r}… (501 characters)"
+    assert sentence == "The page is fine. " * 11 + "Th… (899 characters)"
+    assert describe_expectation("Short enough") == "Short enough"
+
+
 def test_surfer_qa_takes_a_folder_of_suites(tmp_path):
     # `surfer qa tests/qa/` (as Playwright and pytest take a folder): its *.yaml and *.yml files, subfolders too
     from surfer.apps.qa_command import suite_files

@@ -91,14 +91,27 @@ Expectation = Annotated[
 ]
 
 
+SHOWN_CHARS = 200  # how much of an expectation a report or a failure message quotes
+
+
 def describe_expectation(expectation: Expectation) -> str:
+    """The expectation as reports and failure messages say it; a long one quoted in part with its length (a 200 KB
+    `text` was written whole into each message: the console line, JUnit thrice, the Markdown summary)."""
     if isinstance(expectation, str):
-        return expectation
+        return _shown(expectation)
     if isinstance(expectation, TextExpectation):
-        return f"text {expectation.text!r} is visible"
+        return f"text {_quoted(expectation.text)} is visible"
     if isinstance(expectation, UrlExpectation):
-        return f"URL matches {expectation.url!r}"
-    return f"answer matches {expectation.answer!r}"
+        return f"URL matches {_quoted(expectation.url)}"
+    return f"answer matches {_quoted(expectation.answer)}"
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}… ({len(text)} characters)"
+
+
+def _quoted(text: str) -> str:
+    return repr(text) if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]!r}… ({len(text)} characters)"
 
 
 class Timeouts(_Strict):
