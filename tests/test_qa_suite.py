@@ -281,6 +281,13 @@ def test_outputs_that_cannot_be_written_are_refused_before_anything_runs(tmp_pat
         (["--junit", str(tmp_path / "reports")], f"--junit {tmp_path / 'reports'} is a directory: name the file to write"),
         (["--out", str(tmp_path / "a-file")], f"--out {tmp_path / 'a-file'} is a file: name a directory"),
         (["--html", str(tmp_path / "a-file" / "x.html")], f"--html {tmp_path / 'a-file' / 'x.html'}: a file is in the way"),
+        # a report over another one, or over the run's own files in OUT: written over at the end, silently (exit 0)
+        (["--junit", str(tmp_path / "r.xml"), "--html", str(tmp_path / "r.xml")],
+         f"--junit and --html would both write {tmp_path / 'r.xml'}"),
+        (["--markdown", str(tmp_path / "out" / "junit.xml")], f"--junit and --markdown would both write {tmp_path / 'out' / 'junit.xml'}"),
+        (["--junit", str(tmp_path / "out" / "results.jsonl")],
+         f"--junit {tmp_path / 'out' / 'results.jsonl'}: the run writes the cases' results there; name another file"),
+        (["--html", str(tmp_path / "out" / "cases")], f"--html {tmp_path / 'out' / 'cases'}: the run writes the case directories there"),
     ):
         proc = surfer("qa", str(suite), *endpoint, *(["--out", str(tmp_path / "out")] if "--out" not in flags else []), *flags)
         assert proc.returncode == 2 and said in " ".join(proc.stderr.split()), proc.stderr

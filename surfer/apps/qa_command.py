@@ -207,6 +207,20 @@ def check_outputs(out_dir: Path, reports: dict[str, Path]) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file: name a directory")
     make(out_dir, "--out", out_dir)
+    # a report written over another one, or over what the run writes in OUT, was lost at the end of the run (the JUnit
+    # file CI reads held the HTML summary; results.jsonl, which --rerun-failed reads, the JUnit XML)
+    own = {out_dir.resolve() / name: what for name, what in (
+        ("results.jsonl", "the cases' results"), ("attempts.jsonl", "the unfinished cases"), ("cases", "the case directories"))}
+    taken: dict[Path, str] = {}
+    for flag, path in reports.items():
+        where = path.resolve()
+        if where in taken:
+            raise ConfigError(f"{taken[where]} and {flag} would both write {path} (--junit defaults to OUT/junit.xml, "
+                              "--html to OUT/index.html): give each report a file of its own")
+        taken[where] = flag
+        clash = next((what for mine, what in own.items() if where == mine or mine in where.parents), None)
+        if clash is not None:
+            raise ConfigError(f"{flag} {path}: the run writes {clash} there; name another file")
     for flag, path in reports.items():
         if path.is_dir():
             example = {"--junit": "junit.xml", "--html": "index.html"}.get(flag, "summary.md")
