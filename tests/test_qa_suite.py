@@ -99,6 +99,7 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
         ("name: s\ncases:\n  - name: c\n    steps: Click it\n", 4, "cases[0].steps: must be a list (`[a, b]`, or one `- item` a line), not the text 'Click it'"),
         ("cases:\n  - task: t\n", 2, "cases[0].name: missing: this key is required"),
         ("name: s\ncases: []\n", 2, "cases: the suite has no cases"),
+        ("name: s\ncases:\n  - name: Café\n    task: t\n", 3, "not UTF-8 text (byte 0xe9): save the suite file as UTF-8"),
         # a step or an expectation with ': ' in it is a mapping to YAML; a key given twice kept only its last value
         ("name: s\ncases:\n  - name: c\n    steps:\n      - 'Open the cart'\n      - Sign in: as alice\n", 6,
          "cases[0].steps[1]: must be text, but the line was read as a mapping ('Sign in': 'as alice') because of the ': '"),
@@ -117,7 +118,7 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
 )
 def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
     path = tmp_path / "bad.yaml"
-    path.write_text(body)
+    path.write_bytes(body.encode("latin-1") if message.startswith("not UTF-8") else body.encode())
     with pytest.raises(SuiteError) as info:
         load_suite(path, {}, {"HOME": "/root"})
     assert f"{path}:{line}: " in str(info.value)

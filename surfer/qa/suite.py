@@ -481,7 +481,11 @@ def load_suite(
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SuiteError(f"suite file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise SuiteError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}): save the suite file as "
+                         "UTF-8") from None
+    except OSError as exc:
         raise SuiteError(f"cannot read suite file {path}: {exc}") from None
     try:
         located = _Located(yaml.compose(text, Loader=yaml.SafeLoader))
