@@ -300,7 +300,7 @@ def register(app: typer.Typer) -> None:
 
         from surfer.apps.console import redraws
         from surfer.apps.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
-        from surfer.apps.signals import Interrupted
+        from surfer.apps.signals import Interrupted, writing_record
         from surfer.core.errors import ConfigError
 
         from surfer.qa.cache import ActionCache
@@ -381,7 +381,8 @@ def register(app: typer.Typer) -> None:
                 write_reports(stopped, junit_path, html_path, markdown)
                 options.say(console, "interrupted", "yellow", f"by {stop}: {stopped_line(stopped, junit_path)}")
                 raise typer.Exit(stop.exit_code) from None
-            write_reports(summary, junit_path, html_path, markdown)
+            with writing_record():  # (a stop as they are written ends the command once they are)
+                write_reports(summary, junit_path, html_path, markdown)
         console.print(summary.line(), soft_wrap=True)
         for case in summary.cases:
             if case.status in ("failed", "needs_approval", "needs_input", "error"):
