@@ -141,6 +141,13 @@ def test_an_unset_secret_is_refused_for_the_cases_that_run_only(tmp_path):
         QaRunner([SuiteRun(suite, AgentConfig())], "unused", environ={})
     assert str(info.value) == f"{path}:5: cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set in the environment"
 
+    # a secret that comes through a variable is one too: its line is named, and it is kept to steps and task
+    path.write_text("name: s\nvars: {pw: '{{secret:QA_TEST_UNSET_SECRET}}'}\ncases:\n  - name: c\n    steps:\n      - Type {{pw}}\n")
+    assert load_suite(path, {}, {}).unset_secrets == {"c": f"{path}:6: cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set in the environment"}
+    path.write_text("name: s\nvars: {pw: '{{secret:QA_TEST_UNSET_SECRET}}'}\ncases:\n  - name: c\n    url: /x/{{pw}}\n    task: t\n")
+    with pytest.raises(SuiteError, match=r"s.yaml:5: cases\[0\].url: secrets may appear only in steps and task"):
+        load_suite(path, {}, {"QA_TEST_UNSET_SECRET": "v"})
+
 
 def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
     path = tmp_path / "bad.yaml"

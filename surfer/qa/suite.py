@@ -358,15 +358,6 @@ def _substitute(
         return [_substitute(v, (*loc, i), variables, environ, path, located, unset) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
-    for match in SECRET.finditer(value):
-        field = next((p for p in reversed(loc) if isinstance(p, str)), "")
-        if field not in SECRET_FIELDS:
-            raise _fail(path, located, loc, f"secrets may appear only in steps and task, not in {field!r}")
-        if not environ.get(match.group(1)):
-            problem = _fail(path, located, loc, f"secret {match.group(1)} is not set in the environment")
-            if len(loc) < 2 or loc[0] != "cases" or not isinstance(loc[1], int):
-                raise problem
-            unset.setdefault(loc[1], str(problem))
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -376,7 +367,17 @@ def _substitute(
             return environ[name]
         raise _fail(path, located, loc, f"variable {{{{{name}}}}} is not defined (suite vars, --var {name}=... or the environment)")
 
-    return VARIABLE.sub(replace, value)
+    value = VARIABLE.sub(replace, value)
+    for match in SECRET.finditer(value):  # (after the variables: a secret may come through one, `vars: {pw: ...}`)
+        field = next((p for p in reversed(loc) if isinstance(p, str)), "")
+        if field not in SECRET_FIELDS:
+            raise _fail(path, located, loc, f"secrets may appear only in steps and task, not in {field!r}")
+        if not environ.get(match.group(1)):
+            problem = _fail(path, located, loc, f"secret {match.group(1)} is not set in the environment")
+            if len(loc) < 2 or loc[0] != "cases" or not isinstance(loc[1], int):
+                raise problem
+            unset.setdefault(loc[1], str(problem))
+    return value
 
 
 def _where(err: Any) -> tuple[Any, ...]:
