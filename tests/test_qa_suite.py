@@ -240,6 +240,10 @@ def test_two_suites_with_one_name_exit_2(tmp_path):
     proc = surfer("qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert "the suite name 'shop' is already used by" in " ".join(proc.stderr.split())
+    (tmp_path / "b.yaml").write_text("name: Shop!\ncases:\n  - name: c\n    task: t\n")  # the same directory, 'shop'
+    proc = surfer("qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and (f"the suite names 'shop' ({tmp_path / 'a.yaml'}) and 'Shop!' differ only in punctuation or "
+                                     "symbols, and would share the directory 'shop'") in " ".join(proc.stderr.split())
 
 
 async def test_visible_text_reads_the_frames_and_web_components_that_are_shown(browser_env, pages):

@@ -327,12 +327,17 @@ def register(app: typer.Typer) -> None:
                 profile = profile or "holotron"
             files = suite_files(files)
             suites = [load_suite(f, variables) for f in files]
-            named: dict[str, Path] = {}
+            named: dict[str, tuple[str, Path]] = {}
             for suite, path in zip(suites, files):
                 if suite.slug in named:
-                    raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {named[suite.slug]} "
+                    other, where = named[suite.slug]
+                    if other != suite.name:  # ('🚀' and '🛒' are both 'run')
+                        raise ConfigError(f"{path}: the suite names {other!r} ({where}) and {suite.name!r} differ only in "
+                                          f"punctuation or symbols, and would share the directory {suite.slug!r} (case ids, "
+                                          "outputs and cache entries would collide): give them names that differ in letters or digits")
+                    raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {where} "
                                       "(case ids, outputs and cache entries would collide)")
-                named[suite.slug] = path
+                named[suite.slug] = (suite.name, path)
             options.check_artifact_modes(trace, video)
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "server_wait": server_wait,
                      "record_tokens": True if record_tokens else None, "policy_version": policy_version,
