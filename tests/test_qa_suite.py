@@ -234,6 +234,13 @@ def test_tag_and_grep_select_cases(tmp_path):
         assert [c.case.name for c in runner.cases] == expected
 
 
+def test_a_page_path_in_a_suite_without_base_url_names_the_missing_base_url(tmp_path):
+    # '/orders' with no base_url is a file path to the browser: refused as a file URL, which did not say what was wrong
+    (tmp_path / "s.yaml").write_text("name: s\ncases:\n  - name: c\n    url: /orders\n    task: t\n")
+    proc = surfer("qa", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+    assert proc.returncode == 2 and "if /orders is a page of your app, give the suite its base_url" in " ".join(proc.stderr.split())
+
+
 def test_two_suites_with_one_name_exit_2(tmp_path):
     for name in ("a.yaml", "b.yaml"):
         (tmp_path / name).write_text("name: shop\ncases:\n  - name: c\n    task: t\n")

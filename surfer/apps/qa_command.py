@@ -165,7 +165,10 @@ def check_start_urls(runs: list[SuiteRun]) -> None:
                     check_start_url(url, run.config)
                 except ConfigError as exc:
                     line = run.suite.lines.get(case.name, 1)
-                    raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}") from None
+                    # ('/orders' with no base_url is a file path, refused as one: the suite's base_url was forgotten)
+                    hint = (f"; if {case.url} is a page of your app, give the suite its base_url (base_url: "
+                            "http://localhost:3000)") if case.url and case.url.startswith("/") and not run.suite.base_url else ""
+                    raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}{hint}") from None
 
 
 def check_state_files(runs: list[SuiteRun], console: Any, chosen: Optional[set[str]] = None) -> None:
