@@ -307,11 +307,29 @@ def test_outputs_that_cannot_be_written_are_refused_before_anything_runs(tmp_pat
         (["--junit", str(tmp_path / "out" / "results.jsonl")],
          f"--junit {tmp_path / 'out' / 'results.jsonl'}: the run writes the cases' results there; name another file"),
         (["--html", str(tmp_path / "out" / "cases")], f"--html {tmp_path / 'out' / 'cases'}: the run writes the case directories there"),
+        # found when the first case passed: a traceback, the run's reports lost
+        (["--cache", str(tmp_path / "a-file" / "cache")], f"the action cache {tmp_path / 'a-file' / 'cache'}: {tmp_path / 'a-file'} is a file"),
     ):
         proc = surfer("qa", str(suite), *endpoint, *(["--out", str(tmp_path / "out")] if "--out" not in flags else []), *flags)
         assert proc.returncode == 2 and said in " ".join(proc.stderr.split()), proc.stderr
         assert "Traceback" not in proc.stderr and not (tmp_path / "out" / "cases").exists()
     assert (tmp_path / "a-file").read_text() == "mine"
+
+
+async def test_a_cache_entry_that_cannot_be_written_leaves_the_case_as_it_ended(tmp_path):
+    # (a read-only checkout, a full disk, a file in the way): the run ended in a traceback, no report written
+    from surfer.agent.config import AgentConfig
+    from surfer.qa.cache import ActionCache, CaseEntry
+    from surfer.qa.runner import QaRunner, SuiteRun
+
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
+    runner = QaRunner([SuiteRun(suite, AgentConfig())], tmp_path / "out", environ={"LIBRARY_PASSWORD": "x"})
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "library-smoke").write_text("in the way")
+    cache = ActionCache(tmp_path / "cache")
+    assert await runner._in_cache(cache.store, CaseEntry("library-smoke/opening-hours", "", [])) is None
+    assert len(runner.cache_problems) == 1 and runner.cache_problems[0].startswith("store: [Errno ")
+    assert (tmp_path / "cache" / "library-smoke").read_text() == "in the way"
 
 
 def test_the_formats_page_names_every_field_of_a_case_line(tmp_path):

@@ -231,6 +231,17 @@ def check_outputs(out_dir: Path, reports: dict[str, Path]) -> None:
         make(path.parent, flag, path)
 
 
+def check_caches(roots: list[Path]) -> None:
+    """An action cache folder with a file where it (or a folder above it) goes is refused before the run: found
+    when the first case passed, it ended the run in a traceback with no report written."""
+    from surfer.core.errors import ConfigError
+
+    for root in dict.fromkeys(roots):
+        above = next((p for p in (root, *root.parents) if p.exists()), None)
+        if above is not None and not above.is_dir():
+            raise ConfigError(f"the action cache {root}: {above} is a file (--cache names a folder)")
+
+
 def suite_files(paths: list[Path]) -> list[Path]:
     """The suite files the arguments name: a folder stands for its `*.yaml` and `*.yml` files, its subfolders' too
     (hidden ones left out), in name order; a file named twice runs once."""
@@ -369,6 +380,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep or grep_invert else "")
                                   if again else "no case matches --tag/--grep/--grep-invert")
             check_state_files(runs, console, {c.id for c in runner.cases})
+            check_caches([c.root for c in (runner.cache, *(r.cache for r in runs)) if c is not None])
             runner.warn_unbound_secrets(lambda text: options.say(console, "warning:", "yellow", text))
             if {c.suite for c in runner.cases} & {r.suite.name for r in runs if r.suite.environment == "desktop"}:
                 from surfer.tools.desktop_display import check_display
@@ -391,6 +403,9 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(stop.exit_code) from None
             with writing_record():  # (a stop as they are written ends the command once they are)
                 write_reports(summary, junit_path, html_path, markdown)
+        if runner.cache_problems:
+            options.say(console, "warning:", "yellow", f"{len(runner.cache_problems)} change(s) to the action cache could "
+                        f"not be made, the first: {runner.cache_problems[0]}")
         console.print(summary.line(), soft_wrap=True)
         for case in summary.cases:
             if case.status in ("failed", "needs_approval", "needs_input", "error"):
