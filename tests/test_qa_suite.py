@@ -86,14 +86,16 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
          "cases[1].task: variable {{nowhere}} is not defined"),
         ("name: s\nbase_url: 'http://x/{{secret:HOME}}'\ncases:\n  - name: c\n    task: t\n", 2,
          "base_url: secrets may appear only in steps and task"),
-        ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model: max_steps: Input should be greater"),
+        ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model.max_steps: Input should be greater"),
         ("name: s\ncases:\n  - name: c\n    task: t\n   bad: [\n", 5, "not valid YAML"),
         # a misspelt key names the key it may be, at every level (pydantic's own words reached users raw)
         ("name: s\nconcurency: 3\ncases:\n  - name: c\n    task: t\n", 2, "concurency: unknown key (did you mean 'concurrency'?)"),
         ("name: s\ncases:\n  - name: c\n    task: t\n    expects: [{text: a}]\n", 5,
          "cases[0].expects: unknown key (did you mean 'expect'?)"),
         ("name: s\ntimeouts: {steps: 3}\ncases:\n  - name: c\n    task: t\n", 2, "timeouts.steps: unknown key (did you mean 'step'?)"),
-        ("name: s\nmodel: {profle: holo2}\ncases:\n  - name: c\n    task: t\n", 2, "model: profle: unknown key (did you mean 'profile'?)"),
+        ("name: s\nmodel: {profle: holo2}\ncases:\n  - name: c\n    task: t\n", 2, "model.profle: unknown key (did you mean 'profile'?)"),
+        ("name: s\nmodel:\n  max_steps: 3\n  policy: {modle: x}\ncases:\n  - name: c\n    task: t\n", 4,
+         "model.policy.modle: unknown key (did you mean 'model'?)"),  # (its own line, not the line of `model:`)
         ("name: s\ncases:\n  - name: c\n    task: t\n    colour: red\n", 5, "cases[0].colour: unknown key; the keys here are: name, url,"),
         ("name: s\ncases:\n  - name: c\n    task: t\n  - 42\n", 5, "cases[1]: a case is a mapping of keys (`key: value` lines), not a number"),
         ("name: s\ncases:\n  - name: c\n    steps: Click it\n", 4, "cases[0].steps: must be a list (`[a, b]`, or one `- item` a line), not the text 'Click it'"),

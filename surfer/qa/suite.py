@@ -39,6 +39,14 @@ class SuiteError(ConfigError):
 Confirm = Literal["ask", "deny", "approve"]
 
 
+class _SettingError(ValueError):
+    """A problem of the suite's `model` settings, with the key's place in them (its line in the file)."""
+
+    def __init__(self, loc: tuple[Any, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -222,9 +230,8 @@ class Suite(_Strict):
             AgentConfig.model_validate(value)
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
             message = unknown_key(first["loc"]) if first["type"] == "extra_forbidden" else first["msg"]
-            raise ValueError(f"{where}: {message.removeprefix('Value error, ')}") from None
+            raise _SettingError(first["loc"], message.removeprefix("Value error, ")) from None
         return value
 
     @model_validator(mode="after")
@@ -381,8 +388,12 @@ def _substitute(
 
 
 def _where(err: Any) -> tuple[Any, ...]:
-    """The field of a problem: a variable's value is one field, whichever member of its union pydantic names."""
+    """The field of a problem: a variable's value is one field, whichever member of its union pydantic names; a
+    key of the `model` settings is where it is in them."""
     loc = _without_tags(err["loc"])
+    setting = (err.get("ctx") or {}).get("error")
+    if isinstance(setting, _SettingError):
+        return (*loc, *setting.loc)
     return loc[:2] if loc[:1] == ("vars",) else loc
 
 
