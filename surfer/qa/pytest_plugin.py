@@ -61,7 +61,11 @@ class _LoopThread:
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(CALL_TIMEOUT)
+        from surfer.core.surface import calling_from_pytest
+
+        with calling_from_pytest():  # (the task takes this thread's context: its messages name the plugin's options)
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(CALL_TIMEOUT)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
