@@ -61,10 +61,12 @@ def calling_from_pytest() -> Iterator[None]:
 def setting(name: str) -> str:
     """How the caller sets the configuration key `name`: "--base-url or SURFER_BASE_URL" from the CLI,
     "Agent(base_url=...) or SURFER_BASE_URL" from Python; a key without a flag: "read_timeout, a config file key"."""
-    flag, variable = _SETTINGS.get(name, (None, None))
     if caller() == "pytest":
+        variable = _SETTINGS.get(name, (None, None))[1]
         how = _PYTEST_OPTIONS.get(name) or f"{name}, a key of the --surfer-config file"
-    elif caller() == "python":
+        return f"{how} or {variable}" if variable else how
+    flag, variable = _SETTINGS.get(name, (None, None))
+    if caller() == "python":
         how = f"Agent({name}=...)"
     else:
         how = flag or f"{name}, a config file key"
