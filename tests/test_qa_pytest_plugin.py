@@ -88,3 +88,19 @@ def test_surfer_fixture_acts_expects_extracts_and_caches(pytester, standin, demo
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
     assert all(SECRET not in json.dumps(r.body) for r in server.requests)
+
+
+def test_a_message_names_the_plugins_options():
+    # a model server that is not there said "set Agent(base_url=...)": a pytest user sets --surfer-base-url
+    from surfer.core.surface import caller, setting
+    from surfer.qa.pytest_plugin import _LoopThread
+
+    async def asked() -> tuple[str, str, str]:
+        return caller(), setting("base_url"), setting("read_timeout")
+
+    loop = _LoopThread()
+    try:
+        assert loop.run(asked()) == ("pytest", "--surfer-base-url or SURFER_BASE_URL", "read_timeout, a key of the --surfer-config file")
+    finally:
+        loop.close()
+    assert caller() == "python"  # (this thread's own context is as it was)

@@ -155,6 +155,10 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
         "  - name: hours\n    url: index.html\n    task: Find the opening hours\n    expect: [{answer: '9:00'}]\n",
     ]))
     out = tmp_path / "out"
+    # GitHub's step summary collects what every command of the step writes there (each appends): kept
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "summary.md").write_text("## Smoke\n\nbuilt\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "reports" / "summary.md"))
     proc = qa(str(suite), "--out", "out", "--junit", "reports/junit.xml", "--markdown", "reports/summary.md", "--retries", "1",
               "--no-cache", *endpoint(server), "--trace", "retain-on-failure", "--video", "retain-on-failure")
     assert proc.returncode == 1, proc.stderr
@@ -162,7 +166,9 @@ def test_failing_and_flaky_cases_exit_1_with_reasons_in_junit(standin, demo_site
     warned = [line for line in proc.stderr.splitlines() if "can be typed on any site" in line]
     assert len(warned) == 1 and warned[0].startswith("warning: the secret LIBRARY_PASSWORD ") and "--allow-domain" in warned[0]
     # the Markdown summary (a CI job's summary page): the totals, then a row a case, those that did not pass first
-    summary = (tmp_path / "reports" / "summary.md").read_text().splitlines()
+    earlier, summary = (tmp_path / "reports" / "summary.md").read_text().split("\n\n### surfer qa\n")
+    assert earlier == "## Smoke\n\nbuilt"
+    summary = ("### surfer qa\n" + summary).splitlines()
     assert summary[0] == "### surfer qa" and summary[2].startswith("2 passed (1 flaky), 3 failed, 0 error(s), of 5 in ")
     rows = [line.split(" | ")[2:4] for line in summary if line.startswith("| ") and " | checks | " in line]
     assert [status for _, status in rows] == ["failed"] * 3 + ["passed", "flaky"]
@@ -439,6 +445,11 @@ def test_sigterm_reports_the_finished_cases_and_exits_143(standin, demo_site, ce
     assert stopped["sign in"]["status"] == "interrupted" and stopped["sign in"]["seconds"] > 0 and cases["sign in"].time > 0
     assert stopped["never started"]["status"] == "interrupted" and stopped["never started"]["attempts"] == 0
     assert cases["never started"].is_skipped
+    # the stopped case's report is written (the summary links it) and its JUnit entry keeps the attempt it made
+    report = out / stopped["sign in"]["dir"] / "report.html"
+    assert report.exists() and '<span class="interrupted">interrupted</span>' in report.read_text()
+    assert os.path.relpath(report, out) in (out / "index.html").read_text()
+    assert cases["sign in"].result[0].text.startswith("attempt 1 (try): error — interrupted")
 
     from surfer.apps.qa_command import stopped_line
     from surfer.qa.outcomes import QaSummary

@@ -30,6 +30,23 @@ def test_case_names_in_any_script_are_their_own_cases(tmp_path):
     assert [suite.case_id(case) for case in suite.cases] == ["boutique/ログイン", "boutique/検索", "boutique/café"]
 
 
+def test_long_case_names_that_differ_past_the_cut_are_their_own_cases(tmp_path):
+    # their directories, cache entries and ids were cut at 80 characters: refused as names that "differ only in
+    # punctuation" (or, as pytest ids, one test replayed the other's cached actions)
+    from surfer.agent.rundir import slugify
+
+    long = "Check that the checkout page shows the right total for a basket with many items and a coupon "
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ncases:\n  - name: {long}applied\n    task: t\n  - name: {long}removed\n    task: t\n"
+                    "  - name: Short one\n    task: t\n")
+    suite = load_suite(path, {}, {})
+    applied, removed, short = (suite.case_id(case) for case in suite.cases)
+    assert applied != removed and len(applied) == len(removed) == len("s/") + 80
+    assert applied.startswith("s/check-that-the-checkout-page-shows-the-right-total-for-a-basket-with-many-")
+    assert short == "s/short-one"  # (a name that fits is as it was: its cache entry is where it was)
+    assert slugify("Prix 🍕 " * 30, 80, distinct=True) == slugify("prix 🚀 " * 30, 80, distinct=True)  # the same letters
+
+
 def test_a_case_path_without_base_url_is_a_file_beside_the_suite(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\ncases:\n  - name: c\n    url: ./pages/a b.html\n    task: t\n")
@@ -69,20 +86,45 @@ def test_var_flags_override_suite_vars_which_override_the_environment(tmp_path):
          "cases[1].task: variable {{nowhere}} is not defined"),
         ("name: s\nbase_url: 'http://x/{{secret:HOME}}'\ncases:\n  - name: c\n    task: t\n", 2,
          "base_url: secrets may appear only in steps and task"),
-        ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model: max_steps: Input should be greater"),
+        ("name: s\nmodel: {max_steps: 0}\ncases:\n  - name: c\n    task: t\n", 2, "model.max_steps: Input should be greater"),
         ("name: s\ncases:\n  - name: c\n    task: t\n   bad: [\n", 5, "not valid YAML"),
-        ("name: s\nconcurency: 3\ncases:\n  - name: c\n    task: t\n", 2, "concurency: Extra inputs are not permitted"),
+        # a misspelt key names the key it may be, at every level (pydantic's own words reached users raw)
+        ("name: s\nconcurency: 3\ncases:\n  - name: c\n    task: t\n", 2, "concurency: unknown key (did you mean 'concurrency'?)"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n    expects: [{text: a}]\n", 5,
+         "cases[0].expects: unknown key (did you mean 'expect'?)"),
+        ("name: s\ntimeouts: {steps: 3}\ncases:\n  - name: c\n    task: t\n", 2, "timeouts.steps: unknown key (did you mean 'step'?)"),
+        ("name: s\nmodel: {profle: holo2}\ncases:\n  - name: c\n    task: t\n", 2, "model.profle: unknown key (did you mean 'profile'?)"),
+        ("name: s\nmodel:\n  max_steps: 3\n  policy: {modle: x}\ncases:\n  - name: c\n    task: t\n", 4,
+         "model.policy.modle: unknown key (did you mean 'model'?)"),  # (its own line, not the line of `model:`)
+        ("name: s\ncases:\n  - name: c\n    task: t\n    colour: red\n", 5, "cases[0].colour: unknown key; the keys here are: name, url,"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n  - 42\n", 5, "cases[1]: a case is a mapping of keys (`key: value` lines), not a number"),
+        ("name: s\ncases:\n  - name: c\n    steps: Click it\n", 4, "cases[0].steps: must be a list (`[a, b]`, or one `- item` a line), not the text 'Click it'"),
+        ("cases:\n  - task: t\n", 2, "cases[0].name: missing: this key is required"),
+        ("name: s\ncases: []\n", 2, "cases: the suite has no cases"),
+        ("name: s\ncases:\n  - name: Café\n    task: t\n", 3, "not UTF-8 text (byte 0xe9): save the suite file as UTF-8"),
+        # a step or an expectation with ': ' in it is a mapping to YAML; a key given twice kept only its last value
+        ("name: s\ncases:\n  - name: c\n    steps:\n      - 'Open the cart'\n      - Sign in: as alice\n", 6,
+         "cases[0].steps[1]: must be text, but the line was read as a mapping ('Sign in': 'as alice') because of the ': '"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [The page says: hi]\n", 5,
+         "cases[0].expect[0]: an expectation is a sentence for the validator, or one of {text: ...}, {url: ...}, "
+         "{answer: ...}; the line was read as a mapping"),
+        ("name: s\ncases:\n  - name: 404\n    task: t\n", 3, "cases[0].name: must be text, not a number (quote it: '404')"),
+        # a variable's value is one problem (not one for each type it could have been), and said as one
+        ("name: s\nvars: {users: [a, b]}\ncases:\n  - name: c\n    task: t\n", 2,
+         "vars.users: a variable is text, a number or true/false, not a list"),
+        ("name: s\ncases:\n  - name: c\n    task: t\n    expect: [{text: a}]\n    tags: [x]\n    expect: [{url: b}]\n", 7,
+         "cases[0].expect: given twice in one mapping (first at line 5); YAML keeps only the last"),
         ("name: s\ncases:\n  - name: Prix 🍕\n    task: t\n  - name: prix 🚀\n    task: t\n", 1,
          "cases 'Prix 🍕' and 'prix 🚀' differ only in punctuation or symbols, and would share the directory 'prix'"),
     ],
 )
 def test_a_bad_suite_names_file_line_and_field(tmp_path, body, line, message):
     path = tmp_path / "bad.yaml"
-    path.write_text(body)
+    path.write_bytes(body.encode("latin-1") if message.startswith("not UTF-8") else body.encode())
     with pytest.raises(SuiteError) as info:
         load_suite(path, {}, {"HOME": "/root"})
     assert f"{path}:{line}: " in str(info.value)
-    assert message in str(info.value)
+    assert message in str(info.value) and "more problem" not in str(info.value)
 
 
 def test_an_unset_secret_is_refused_for_the_cases_that_run_only(tmp_path):
@@ -101,14 +143,54 @@ def test_an_unset_secret_is_refused_for_the_cases_that_run_only(tmp_path):
         QaRunner([SuiteRun(suite, AgentConfig())], "unused", environ={})
     assert str(info.value) == f"{path}:5: cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set in the environment"
 
+    # a secret that comes through a variable is one too: its line is named, and it is kept to steps and task
+    path.write_text("name: s\nvars: {pw: '{{secret:QA_TEST_UNSET_SECRET}}'}\ncases:\n  - name: c\n    steps:\n      - Type {{pw}}\n")
+    assert load_suite(path, {}, {}).unset_secrets == {"c": f"{path}:6: cases[0].steps[0]: secret QA_TEST_UNSET_SECRET is not set in the environment"}
+    path.write_text("name: s\nvars: {pw: '{{secret:QA_TEST_UNSET_SECRET}}'}\ncases:\n  - name: c\n    url: /x/{{pw}}\n    task: t\n")
+    with pytest.raises(SuiteError, match=r"s.yaml:5: cases\[0\].url: secrets may appear only in steps and task"):
+        load_suite(path, {}, {"QA_TEST_UNSET_SECRET": "v"})
+
 
 def test_surfer_qa_exits_2_on_a_bad_suite(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("name: s\ncases:\n  - name: c\n    stepz: [a]\n")
     proc = surfer("qa", str(path), "--out", str(tmp_path / "out"))  # (in this process: tests/inprocess.py)
     assert proc.returncode == 2, proc.stderr
-    assert f"{path}:4: cases[0].stepz: Extra inputs are not permitted" in " ".join(proc.stderr.split())
+    assert f"{path}:4: cases[0].stepz: unknown key (did you mean 'steps'?)" in " ".join(proc.stderr.split())
     assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_a_huge_expectation_is_quoted_in_part_in_messages(tmp_path):
+    # a 200 KB text was written whole into every message of its failure (the console, JUnit thrice, the Markdown
+    # summary, which GitHub refuses past 1 MiB)
+    from surfer.qa.suite import describe_expectation
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ncases:\n  - name: c\n    task: t\n    expect:\n      - text: '{'Thank you ' * 500}'\n"
+                    f"      - answer: '{'9:00|' * 100}x'\n      - {'The page is fine. ' * 50}\n")
+    text, answer, sentence = (describe_expectation(e) for e in load_suite(path, {}, {}).cases[0].expect)
+    assert text == f"text {'Thank you ' * 20!r}… (5000 characters) is visible"
+    assert answer == f"answer matches {'9:00|' * 40!r}… (501 characters)"
+    assert sentence == "The page is fine. " * 11 + "Th… (899 characters)"
+    assert describe_expectation("Short enough") == "Short enough"
+
+
+def test_surfer_qa_takes_a_folder_of_suites(tmp_path):
+    # `surfer qa tests/qa/` (as Playwright and pytest take a folder): its *.yaml and *.yml files, subfolders too
+    from surfer.apps.qa_command import suite_files
+
+    folder = tmp_path / "qa"
+    (folder / "admin").mkdir(parents=True)
+    (folder / ".github").mkdir()
+    for name in ("b.yaml", "a.yml", "admin/c.yaml", ".github/ci.yml", "notes.txt"):
+        (folder / name).write_text("name: s\ncases:\n  - name: c\n    task: t\n")
+    assert suite_files([folder, folder / "a.yml"]) == [folder / "a.yml", folder / "admin" / "c.yaml", folder / "b.yaml"]
+    (folder / "admin" / "c.yaml").write_text("name: c\ncases:\n  - name: c\n    tsk: t\n")
+    proc = surfer("qa", str(folder), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and f"{folder / 'admin' / 'c.yaml'}:4: cases[0].tsk: unknown key (did you mean 'task'?)" in proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc = surfer("qa", str(tmp_path / "empty"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "is a folder with no suite file (*.yaml, *.yml) in it" in proc.stderr
 
 
 def test_the_qa_guide_shows_the_sample_suite_as_it_is():
@@ -154,12 +236,23 @@ def test_tag_and_grep_select_cases(tmp_path):
         assert [c.case.name for c in runner.cases] == expected
 
 
+def test_a_page_path_in_a_suite_without_base_url_names_the_missing_base_url(tmp_path):
+    # '/orders' with no base_url is a file path to the browser: refused as a file URL, which did not say what was wrong
+    (tmp_path / "s.yaml").write_text("name: s\ncases:\n  - name: c\n    url: /orders\n    task: t\n")
+    proc = surfer("qa", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+    assert proc.returncode == 2 and "if /orders is a page of your app, give the suite its base_url" in " ".join(proc.stderr.split())
+
+
 def test_two_suites_with_one_name_exit_2(tmp_path):
     for name in ("a.yaml", "b.yaml"):
         (tmp_path / name).write_text("name: shop\ncases:\n  - name: c\n    task: t\n")
     proc = surfer("qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert "the suite name 'shop' is already used by" in " ".join(proc.stderr.split())
+    (tmp_path / "b.yaml").write_text("name: Shop!\ncases:\n  - name: c\n    task: t\n")  # the same directory, 'shop'
+    proc = surfer("qa", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and (f"the suite names 'shop' ({tmp_path / 'a.yaml'}) and 'Shop!' differ only in punctuation or "
+                                     "symbols, and would share the directory 'shop'") in " ".join(proc.stderr.split())
 
 
 async def test_visible_text_reads_the_frames_and_web_components_that_are_shown(browser_env, pages):
@@ -209,11 +302,36 @@ def test_outputs_that_cannot_be_written_are_refused_before_anything_runs(tmp_pat
         (["--junit", str(tmp_path / "reports")], f"--junit {tmp_path / 'reports'} is a directory: name the file to write"),
         (["--out", str(tmp_path / "a-file")], f"--out {tmp_path / 'a-file'} is a file: name a directory"),
         (["--html", str(tmp_path / "a-file" / "x.html")], f"--html {tmp_path / 'a-file' / 'x.html'}: a file is in the way"),
+        # a report over another one, or over the run's own files in OUT: written over at the end, silently (exit 0)
+        (["--junit", str(tmp_path / "r.xml"), "--html", str(tmp_path / "r.xml")],
+         f"--junit and --html would both write {tmp_path / 'r.xml'}"),
+        (["--markdown", str(tmp_path / "out" / "junit.xml")], f"--junit and --markdown would both write {tmp_path / 'out' / 'junit.xml'}"),
+        (["--junit", str(tmp_path / "out" / "results.jsonl")],
+         f"--junit {tmp_path / 'out' / 'results.jsonl'}: the run writes the cases' results there; name another file"),
+        (["--html", str(tmp_path / "out" / "cases")], f"--html {tmp_path / 'out' / 'cases'}: the run writes the case directories there"),
+        # found when the first case passed: a traceback, the run's reports lost
+        (["--cache", str(tmp_path / "a-file" / "cache")], f"the action cache {tmp_path / 'a-file' / 'cache'}: {tmp_path / 'a-file'} is a file"),
     ):
         proc = surfer("qa", str(suite), *endpoint, *(["--out", str(tmp_path / "out")] if "--out" not in flags else []), *flags)
         assert proc.returncode == 2 and said in " ".join(proc.stderr.split()), proc.stderr
         assert "Traceback" not in proc.stderr and not (tmp_path / "out" / "cases").exists()
     assert (tmp_path / "a-file").read_text() == "mine"
+
+
+async def test_a_cache_entry_that_cannot_be_written_leaves_the_case_as_it_ended(tmp_path):
+    # (a read-only checkout, a full disk, a file in the way): the run ended in a traceback, no report written
+    from surfer.agent.config import AgentConfig
+    from surfer.qa.cache import ActionCache, CaseEntry
+    from surfer.qa.runner import QaRunner, SuiteRun
+
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
+    runner = QaRunner([SuiteRun(suite, AgentConfig())], tmp_path / "out", environ={"LIBRARY_PASSWORD": "x"})
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "library-smoke").write_text("in the way")
+    cache = ActionCache(tmp_path / "cache")
+    assert await runner._in_cache(cache.store, CaseEntry("library-smoke/opening-hours", "", [])) is None
+    assert len(runner.cache_problems) == 1 and runner.cache_problems[0].startswith("store: [Errno ")
+    assert (tmp_path / "cache" / "library-smoke").read_text() == "in the way"
 
 
 def test_the_formats_page_names_every_field_of_a_case_line(tmp_path):

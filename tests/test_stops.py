@@ -254,6 +254,26 @@ def test_a_second_signal_exits_at_once():
     assert "exiting at once" in proc.stderr.read()
 
 
+def test_a_stop_as_the_reports_are_written_waits_for_them():
+    # `surfer qa` writes JUnit and HTML after its run: a SIGTERM then left them unwritten, saying "its record is kept"
+    from surfer.apps import signals
+
+    requests = signals._requests
+    previous = requests.install()  # (this process's handlers, as arm() installs them, for this test only)
+    requests.began = True  # the run ended; its reports are written next
+    written = []
+    try:
+        with pytest.raises(signals.StoppedOutsideRun) as stop:
+            with signals.writing_record():
+                os.kill(os.getpid(), signal.SIGTERM)  # (handled at once, in this thread)
+                written.append("reports")
+        assert written == ["reports"] and stop.value.exit_code == 143
+    finally:
+        for signum, handler in (previous or {}).items():
+            signal.signal(signum, handler)
+        requests.reset()
+
+
 @WALL_CLOCK
 def test_copies_of_one_signal_are_one_request():
     """GNU `timeout` signals the command, then its whole process group: the same

@@ -139,16 +139,24 @@ def test_the_ci_examples_run_the_documented_qa_command():
 
     root = Path(__file__).resolve().parents[1]
     guide = root / "docs" / "guides" / "qa.md"
-    documented = "surfer qa examples/qa/library.yaml --out qa-out --junit qa-out/junit.xml --html qa-out/index.html " \
-                 "--trace retain-on-failure --video retain-on-failure --quiet"
+    documented = "surfer qa examples/qa/library.yaml --var demo_url=http://127.0.0.1:8080/ --out qa-out --junit qa-out/junit.xml " \
+                 "--html qa-out/index.html --trace retain-on-failure --video retain-on-failure --quiet"
     assert documented in " ".join(guide.read_text().split())
+    # the command loads its suite (without the --var it was refused, exit 2: {{demo_url}} is not defined), and the job
+    # serves the app at that address before it
+    from surfer.qa.suite import load_suite, parse_vars
+
+    flags = documented.split()
+    variables = parse_vars([flags[i + 1] for i, flag in enumerate(flags) if flag == "--var"])
+    assert load_suite(root / "examples/qa/library.yaml", variables, {"LIBRARY_PASSWORD": "x"}).base_url == "http://127.0.0.1:8080/"
+    serve = "python -m http.server 8080 -d surfer/apps/demo/demo_site > /dev/null 2>&1 &"
     github = yaml.safe_load((root / "examples/ci/github-actions.yml").read_text())
     steps = github["jobs"]["qa"]["steps"]
     commands = [" ".join(str(s.get("run", "")).split()) for s in steps]
-    assert documented in commands
+    assert documented in commands and commands.index(serve) < commands.index(documented)
     assert any(s.get("uses", "").startswith("actions/upload-artifact") and s["with"]["path"] == "qa-out/" for s in steps)
     gitlab = yaml.safe_load((root / "examples/ci/gitlab-ci.yml").read_text())["surfer-qa"]
-    assert documented in [" ".join(c.split()) for c in gitlab["script"]]
+    assert [" ".join(c.split()) for c in gitlab["script"]] == [serve, documented]
     assert gitlab["artifacts"]["reports"]["junit"] == "qa-out/junit.xml" and gitlab["artifacts"]["when"] == "always"
 
 

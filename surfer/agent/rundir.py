@@ -23,10 +23,18 @@ RUNS_ROOT = Path("runs")
 RUN_FILES = ("run.json", "trajectory.jsonl", "result.json")
 
 
-def slugify(text: str, limit: int = 40) -> str:
+def slugify(text: str, limit: int = 40, distinct: bool = False) -> str:
     """A file name from `text`: its letters and digits (in any script: 'Café' -> 'café', '検索' stays),
-    lower case, the rest turned into dashes; at most `limit` characters and twice that in UTF-8 bytes."""
-    slug = re.sub(r"[\W_]+", "-", unicodedata.normalize("NFKC", text).lower()).strip("-")[:limit]
+    lower case, the rest turned into dashes; at most `limit` characters and twice that in UTF-8 bytes.
+    `distinct`: a slug that had to be cut ends in 6 hex digits of the whole one, so that two long texts that differ
+    only past the cut (QA cases, pytest parameters) get names of their own; a short one is as without it."""
+    whole = re.sub(r"[\W_]+", "-", unicodedata.normalize("NFKC", text).lower()).strip("-")
+    fits = len(whole) <= limit and len(whole.encode()) <= 2 * limit
+    if distinct and not fits:
+        import hashlib
+
+        return f"{slugify(whole, limit - 7)}-{hashlib.sha1(whole.encode()).hexdigest()[:6]}"
+    slug = whole[:limit]
     while len(slug.encode()) > 2 * limit:
         slug = slug[:-1]
     return slug.strip("-") or "run"

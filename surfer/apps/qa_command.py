@@ -165,7 +165,10 @@ def check_start_urls(runs: list[SuiteRun]) -> None:
                     check_start_url(url, run.config)
                 except ConfigError as exc:
                     line = run.suite.lines.get(case.name, 1)
-                    raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}") from None
+                    # ('/orders' with no base_url is a file path, refused as one: the suite's base_url was forgotten)
+                    hint = (f"; if {case.url} is a page of your app, give the suite its base_url (base_url: "
+                            "http://localhost:3000)") if case.url and case.url.startswith("/") and not run.suite.base_url else ""
+                    raise ConfigError(f"{run.suite.path}:{line}: case {case.name!r}: {exc}{hint}") from None
 
 
 def check_state_files(runs: list[SuiteRun], console: Any, chosen: Optional[set[str]] = None) -> None:
@@ -207,6 +210,20 @@ def check_outputs(out_dir: Path, reports: dict[str, Path]) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file: name a directory")
     make(out_dir, "--out", out_dir)
+    # a report written over another one, or over what the run writes in OUT, was lost at the end of the run (the JUnit
+    # file CI reads held the HTML summary; results.jsonl, which --rerun-failed reads, the JUnit XML)
+    own = {out_dir.resolve() / name: what for name, what in (
+        ("results.jsonl", "the cases' results"), ("attempts.jsonl", "the unfinished cases"), ("cases", "the case directories"))}
+    taken: dict[Path, str] = {}
+    for flag, path in reports.items():
+        where = path.resolve()
+        if where in taken:
+            raise ConfigError(f"{taken[where]} and {flag} would both write {path} (--junit defaults to OUT/junit.xml, "
+                              "--html to OUT/index.html): give each report a file of its own")
+        taken[where] = flag
+        clash = next((what for mine, what in own.items() if where == mine or mine in where.parents), None)
+        if clash is not None:
+            raise ConfigError(f"{flag} {path}: the run writes {clash} there; name another file")
     for flag, path in reports.items():
         if path.is_dir():
             example = {"--junit": "junit.xml", "--html": "index.html"}.get(flag, "summary.md")
@@ -214,10 +231,42 @@ def check_outputs(out_dir: Path, reports: dict[str, Path]) -> None:
         make(path.parent, flag, path)
 
 
+def check_caches(roots: list[Path]) -> None:
+    """An action cache folder with a file where it (or a folder above it) goes is refused before the run: found
+    when the first case passed, it ended the run in a traceback with no report written."""
+    from surfer.core.errors import ConfigError
+
+    for root in dict.fromkeys(roots):
+        above = next((p for p in (root, *root.parents) if p.exists()), None)
+        if above is not None and not above.is_dir():
+            raise ConfigError(f"the action cache {root}: {above} is a file (--cache names a folder)")
+
+
+def suite_files(paths: list[Path]) -> list[Path]:
+    """The suite files the arguments name: a folder stands for its `*.yaml` and `*.yml` files, its subfolders' too
+    (hidden ones left out), in name order; a file named twice runs once."""
+    from surfer.core.errors import ConfigError
+
+    found: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            found.append(path)
+            continue
+        inside = sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file()
+                        and not any(part.startswith(".") for part in f.relative_to(path).parts))
+        if not inside:
+            raise ConfigError(f"{path} is a folder with no suite file (*.yaml, *.yml) in it")
+        found += inside
+    once: dict[Path, Path] = {}
+    for path in found:
+        once.setdefault(path.resolve(), path)
+    return list(once.values())
+
+
 def register(app: typer.Typer) -> None:
     @app.command("qa")
     def qa(
-        files: list[Path] = typer.Argument(..., help="Suite files (YAML)."),
+        files: list[Path] = typer.Argument(..., help="Suite files (YAML), or folders of them (their *.yaml and *.yml files)."),
         concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", help="Cases at once (default: the suite's, 4)."),
         tag: list[str] = typer.Option([], "--tag", help="Run only cases with this tag (repeatable)."),
         grep: Optional[str] = typer.Option(
@@ -265,7 +314,7 @@ def register(app: typer.Typer) -> None:
 
         from surfer.apps.console import redraws
         from surfer.apps.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
-        from surfer.apps.signals import Interrupted
+        from surfer.apps.signals import Interrupted, writing_record
         from surfer.core.errors import ConfigError
 
         from surfer.qa.cache import ActionCache
@@ -290,13 +339,19 @@ def register(app: typer.Typer) -> None:
                 variables.setdefault("demo_url", served["demo_url"])
                 base_url, model = base_url or [served["base_url"]], model or served["model"]
                 profile = profile or "holotron"
+            files = suite_files(files)
             suites = [load_suite(f, variables) for f in files]
-            named: dict[str, Path] = {}
+            named: dict[str, tuple[str, Path]] = {}
             for suite, path in zip(suites, files):
                 if suite.slug in named:
-                    raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {named[suite.slug]} "
+                    other, where = named[suite.slug]
+                    if other != suite.name:  # ('🚀' and '🛒' are both 'run')
+                        raise ConfigError(f"{path}: the suite names {other!r} ({where}) and {suite.name!r} differ only in "
+                                          f"punctuation or symbols, and would share the directory {suite.slug!r} (case ids, "
+                                          "outputs and cache entries would collide): give them names that differ in letters or digits")
+                    raise ConfigError(f"{path}: the suite name {suite.name!r} is already used by {where} "
                                       "(case ids, outputs and cache entries would collide)")
-                named[suite.slug] = path
+                named[suite.slug] = (suite.name, path)
             options.check_artifact_modes(trace, video)
             flags = {"base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "server_wait": server_wait,
                      "record_tokens": True if record_tokens else None, "policy_version": policy_version,
@@ -325,6 +380,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"no case of these suites failed in {rerun_failed}" + (" and matches --tag/--grep" if tag or grep or grep_invert else "")
                                   if again else "no case matches --tag/--grep/--grep-invert")
             check_state_files(runs, console, {c.id for c in runner.cases})
+            check_caches([c.root for c in (runner.cache, *(r.cache for r in runs)) if c is not None])
             runner.warn_unbound_secrets(lambda text: options.say(console, "warning:", "yellow", text))
             if {c.suite for c in runner.cases} & {r.suite.name for r in runs if r.suite.environment == "desktop"}:
                 from surfer.tools.desktop_display import check_display
@@ -345,7 +401,11 @@ def register(app: typer.Typer) -> None:
                 write_reports(stopped, junit_path, html_path, markdown)
                 options.say(console, "interrupted", "yellow", f"by {stop}: {stopped_line(stopped, junit_path)}")
                 raise typer.Exit(stop.exit_code) from None
-            write_reports(summary, junit_path, html_path, markdown)
+            with writing_record():  # (a stop as they are written ends the command once they are)
+                write_reports(summary, junit_path, html_path, markdown)
+        if runner.cache_problems:
+            options.say(console, "warning:", "yellow", f"{len(runner.cache_problems)} change(s) to the action cache could "
+                        f"not be made, the first: {runner.cache_problems[0]}")
         console.print(summary.line(), soft_wrap=True)
         for case in summary.cases:
             if case.status in ("failed", "needs_approval", "needs_input", "error"):

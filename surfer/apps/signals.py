@@ -48,6 +48,7 @@ ends the run as `interrupted`, not as a crash.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -57,7 +58,7 @@ from surfer.core import stopping
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Callable, Coroutine, Iterator
     from typing import Any, TypeVar
 
     T = TypeVar("T")
@@ -284,6 +285,22 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
     if received:  # main caught the cancellation and returned: still a stop
         raise Interrupted(received[0])
     return result
+
+
+@contextlib.contextmanager
+def writing_record() -> Iterator[None]:
+    """While a command writes what its ended run leaves (`surfer qa`'s JUnit and HTML reports): a stop request
+    waits until the block is done, then ends the command (`StoppedOutsideRun`). Raised in the middle, it left the
+    reports unwritten (or a `.tmp` beside them) while the command said "its record is kept". A second request
+    still exits at once."""
+    held: list[int] = []
+    previous, _requests.deliver = _requests.deliver, held.append
+    try:
+        yield
+    finally:
+        _requests.deliver = previous
+    if held:
+        raise StoppedOutsideRun(held[0])
 
 
 def run_command(main: Coroutine[Any, Any, T], what: str = "stopped") -> T:

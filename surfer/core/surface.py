@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator, Literal
 
-Caller = Literal["cli", "python"]
+Caller = Literal["cli", "python", "pytest"]
 
 _CALLER: ContextVar[Caller] = ContextVar("surfer_caller", default="python")
 
@@ -46,9 +46,28 @@ def calling_from_cli() -> Iterator[None]:
         _CALLER.reset(token)
 
 
+# the pytest plugin's options (surfer/qa/pytest_plugin.py); the other keys are its --surfer-config file's
+_PYTEST_OPTIONS = {"base_url": "--surfer-base-url", "model": "--surfer-model", "profile": "--surfer-profile"}
+
+
+@contextmanager
+def calling_from_pytest() -> Iterator[None]:
+    """The code inside runs for the pytest plugin's `surfer` fixture (its messages name its options): a test's
+    message said `Agent(base_url=...)`, which a pytest user has no way to set."""
+    token = _CALLER.set("pytest")
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
 def setting(name: str) -> str:
     """How the caller sets the configuration key `name`: "--base-url or SURFER_BASE_URL" from the CLI,
     "Agent(base_url=...) or SURFER_BASE_URL" from Python; a key without a flag: "read_timeout, a config file key"."""
+    if caller() == "pytest":
+        variable = _SETTINGS.get(name, (None, None))[1]
+        how = _PYTEST_OPTIONS.get(name) or f"{name}, a key of the --surfer-config file"
+        return f"{how} or {variable}" if variable else how
     flag, variable = _SETTINGS.get(name, (None, None))
     if caller() == "python":
         how = _PYTHON_FORMS.get(name) or f"Agent({name}=...)"

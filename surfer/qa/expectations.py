@@ -70,7 +70,7 @@ async def check_expectations(
             results.append(ExpectationResult(label, passed, "" if passed else detail))
         elif isinstance(expectation, AnswerExpectation):
             passed = answer is not None and re.search(expectation.answer, answer) is not None
-            results.append(ExpectationResult(label, passed, "" if passed else f"the answer was {answer!r}"))
+            results.append(ExpectationResult(label, passed, "" if passed else f"the answer was {_clip(repr(answer))}"))
         else:
             results.append(await _judge(expectation, env, validator, profile, sink))
     return results
@@ -82,4 +82,4 @@ async def _judge(statement: str, env: QaEnvironment, validator: Any, profile: An
     verdict = await validator.judge(
         f"Check on the screen that this statement is true: {statement}", f"Confirmed: {statement}", [image], sink,
     )
-    return ExpectationResult(statement, verdict.accepted, verdict.reasons, judged_by="validator")
+    return ExpectationResult(describe_expectation(statement), verdict.accepted, verdict.reasons, judged_by="validator")

@@ -61,7 +61,11 @@ class _LoopThread:
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(CALL_TIMEOUT)
+        from surfer.core.surface import calling_from_pytest
+
+        with calling_from_pytest():  # (the task takes this thread's context: its messages name the plugin's options)
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(CALL_TIMEOUT)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -129,8 +133,8 @@ class SurferFixture:
         from .suite import Case
 
         self.runtime = runtime
-        self.case_id = "pytest/" + slugify(node_id.replace("::", "-"), 120)
-        self.dir = runtime.out / slugify(node_id.replace("::", "-"), 120)
+        self.case_id = "pytest/" + slugify(node_id.replace("::", "-"), 120, distinct=True)
+        self.dir = runtime.out / slugify(node_id.replace("::", "-"), 120, distinct=True)
         shutil.rmtree(self.dir, ignore_errors=True)  # this test's record from an earlier session is replaced
         self.report = CaseReport("pytest", Case(name=node_id, task=node_id), self.case_id, self.dir, status="running")
         self.attempt = AttemptReport(1, str(self.dir / "attempt-1"))

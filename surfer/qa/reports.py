@@ -94,8 +94,10 @@ def junit_xml(summary: QaSummary, path: Path | None = None, base: Path | None = 
                 kind = case.status if case.status in ("needs_approval", "needs_input") else (
                     last.error_kind if last else summary.stopped_kind) or tag
                 ET.SubElement(element, tag, message=_xml(message), type=kind).text = _xml(_details(case) if last else message)
-            elif not case.passed:
-                ET.SubElement(element, "skipped", message=_xml(f"not finished: the run stopped early ({summary.stopped or case.status})"))
+            elif not case.passed:  # (what attempts it made before the stop, and their reasons, are kept as its text)
+                skipped = ET.SubElement(element, "skipped", message=_xml(f"not finished: the run stopped early ({summary.stopped or case.status})"))
+                if case.attempts:
+                    skipped.text = _xml(_details(case))
             earlier = case.attempts[:-1] if case.status == "flaky" else []  # Surefire's record of a flaky test: its
             for tag in ("flakyFailure", "flakyError"):  # schema's order (failures, then errors), each with a stackTrace
                 for attempt in (a for a in earlier if (a.status == "error") == (tag == "flakyError")):
@@ -202,9 +204,12 @@ def _attempt_html(attempt: AttemptReport, case_dir: Path) -> str:
             + (f"<h3>Expectations</h3><table>{expectations}</table>" if expectations else "") + "</section>")
 
 
-def write_case_report(case: CaseReport) -> None:
+def write_case_report(case: CaseReport, status: str | None = None) -> None:
+    """The case's report.html; `status`: what its header says instead of the case's (a stopped run's case,
+    still running, is "interrupted")."""
     case.dir.mkdir(parents=True, exist_ok=True)
-    header = f'<div><span class="{_e(case.status)}">{_e(case.status)}</span> · {_e(case.suite)} · {case.seconds:.1f} s</div>'
+    status = status or case.status
+    header = f'<div><span class="{_e(status)}">{_e(status)}</span> · {_e(case.suite)} · {case.seconds:.1f} s</div>'
     body = "".join(_attempt_html(a, case.dir) for a in case.attempts)
     write_atomic(case.dir / "report.html", _page(case.case.name, header, body))
 
@@ -233,5 +238,18 @@ def write_reports(summary: QaSummary, junit: Path, html_path: Path, markdown: Pa
         path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(junit, junit_xml(summary, junit))
     write_atomic(html_path, summary_html(summary, html_path))
-    if markdown is not None:
+    if markdown is not None and _step_summary(markdown):  # what the step's other commands wrote there stays
+        with markdown.open("a", encoding="utf-8") as summary_file:
+            summary_file.write(("\n" if summary_file.tell() else "") + summary_markdown(summary))
+    elif markdown is not None:
         write_atomic(markdown, summary_markdown(summary))
+
+
+def _step_summary(path: Path) -> bool:
+    """`path` is GitHub Actions' job summary file of this step ($GITHUB_STEP_SUMMARY), which collects the Markdown of
+    every command of the step (each appends, `>>`): written over, it lost theirs, and an earlier suite's."""
+    named = os.environ.get("GITHUB_STEP_SUMMARY")
+    try:
+        return bool(named) and Path(named).resolve() == path.resolve()
+    except OSError:
+        return False

@@ -157,6 +157,7 @@ class QaRunner:
         self.retries = retries
         self.cache = cache
         self.update_cache = update_cache
+        self.cache_problems: list[str] = []  # cache entries that could not be written (the cases' outcomes stand)
         self._backend = backend
         environ = os.environ if environ is None else environ
         self.cases: list[CaseReport] = []
@@ -281,10 +282,14 @@ class QaRunner:
         for number in range(1, retries + 2):
             try:
                 attempt = await self._attempt(run, report, entry, "retry" if number > 1 else "try")
-            except asyncio.CancelledError:  # stopped: the case has no outcome; its attempt is recorded
+            except asyncio.CancelledError:  # stopped: the case has no outcome; its attempts are recorded, and its
+                # report written (the summary links it; an earlier attempt's failure, trace and video are read there)
+                from .reports import write_case_report
+
                 report.seconds = time.monotonic() - (report.started or time.monotonic())  # (how long it ran)
                 await asyncio.shield(self.index.append_attempt(
                     {**report.to_record(self.out_dir), "status": "interrupted", "failure": stopping.interrupted_reason()}))
+                await asyncio.shield(asyncio.to_thread(write_case_report, report, "interrupted"))
                 raise
             if attempt.error_kind == "environment":
                 await self._app_gone(run, report, attempt)
@@ -292,7 +297,7 @@ class QaRunner:
                 # a cache entry that replays into a failure is dropped; the case runs with the model once more
                 report.cache_dropped, entry = True, None
                 if cache is not None:
-                    await asyncio.to_thread(cache.drop, report.id)
+                    await self._in_cache(cache.drop, report.id)
                 attempt = await self._attempt(run, report, None, "cache-dropped")
             if attempt.status in ("passed", "needs_approval", "needs_input") or attempt.error_kind in STOPPING_ERRORS:
                 break  # a refusal is not luck: trying again asks for the same approval
@@ -302,7 +307,7 @@ class QaRunner:
         if last.status == "passed":
             report.status = "flaky" if failed_before else "passed"
             if cache is not None:
-                report.cache_written = await asyncio.to_thread(cache.store, self._entry(run, report))
+                report.cache_written = bool(await self._in_cache(cache.store, self._entry(run, report)))
         else:
             report.status = last.status if last.status in ("error", "needs_approval", "needs_input") else "failed"
             if last.error_kind in STOPPING_ERRORS:  # not the case's outcome: the run stops, the case is not finished
@@ -312,6 +317,15 @@ class QaRunner:
         if report.case.setup and not report.passed:
             self._failed_setup.setdefault(run.suite.name, f"its setup case {report.case.name!r} did not pass ({report.failure})")
         await self._finish(report)
+
+    async def _in_cache(self, change: Callable[..., Any], *args: Any) -> Any:
+        """A change to the action cache; one that cannot be made (a read-only checkout, a full disk) is noted for
+        the command to say, and the case's outcome stands: it ended the run in a traceback, no report written."""
+        try:
+            return await asyncio.to_thread(change, *args)
+        except OSError as exc:
+            self.cache_problems.append(f"{getattr(change, '__name__', 'change')}: {exc}")
+            return None
 
     async def _app_gone(self, run: SuiteRun, report: CaseReport, attempt: AttemptReport) -> None:
         """A case whose page did not open: if the app went away (it crashed mid-suite), the run stops here

@@ -39,6 +39,14 @@ class SuiteError(ConfigError):
 Confirm = Literal["ask", "deny", "approve"]
 
 
+class _SettingError(ValueError):
+    """A problem of the suite's `model` settings, with the key's place in them (its line in the file)."""
+
+    def __init__(self, loc: tuple[Any, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -91,14 +99,27 @@ Expectation = Annotated[
 ]
 
 
+SHOWN_CHARS = 200  # how much of an expectation a report or a failure message quotes
+
+
 def describe_expectation(expectation: Expectation) -> str:
+    """The expectation as reports and failure messages say it; a long one quoted in part with its length (a 200 KB
+    `text` was written whole into each message: the console line, JUnit thrice, the Markdown summary)."""
     if isinstance(expectation, str):
-        return expectation
+        return _shown(expectation)
     if isinstance(expectation, TextExpectation):
-        return f"text {expectation.text!r} is visible"
+        return f"text {_quoted(expectation.text)} is visible"
     if isinstance(expectation, UrlExpectation):
-        return f"URL matches {expectation.url!r}"
-    return f"answer matches {expectation.answer!r}"
+        return f"URL matches {_quoted(expectation.url)}"
+    return f"answer matches {_quoted(expectation.answer)}"
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}… ({len(text)} characters)"
+
+
+def _quoted(text: str) -> str:
+    return repr(text) if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]!r}… ({len(text)} characters)"
 
 
 class Timeouts(_Strict):
@@ -203,19 +224,21 @@ class Suite(_Strict):
     @field_validator("model")
     @classmethod
     def _model_settings(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from surfer.agent.config import unknown_key
+
         try:
             AgentConfig.model_validate(value)
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
+            message = unknown_key(first["loc"]) if first["type"] == "extra_forbidden" else first["msg"]
+            raise _SettingError(first["loc"], message.removeprefix("Value error, ")) from None
         return value
 
     @model_validator(mode="after")
     def _unique_names(self) -> "Suite":
         seen: dict[str, str] = {}
         for case in self.cases:
-            key = slugify(case.name, 80)
+            key = slugify(case.name, 80, distinct=True)
             if key in seen:
                 if seen[key] == case.name:
                     raise ValueError(f"two cases are named {case.name!r} (case names must be unique)")
@@ -251,10 +274,10 @@ class Suite(_Strict):
 
     @property
     def slug(self) -> str:
-        return slugify(self.name, 60)
+        return slugify(self.name, 60, distinct=True)
 
     def case_id(self, case: Case) -> str:
-        return f"{self.slug}/{slugify(case.name, 80)}"
+        return f"{self.slug}/{slugify(case.name, 80, distinct=True)}"
 
     def confirm_settings(self, case: Case) -> dict[str, Any]:
         """Config overrides for the sensitive actions of `case`: the suite tests the user's own app,
@@ -342,15 +365,6 @@ def _substitute(
         return [_substitute(v, (*loc, i), variables, environ, path, located, unset) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
-    for match in SECRET.finditer(value):
-        field = next((p for p in reversed(loc) if isinstance(p, str)), "")
-        if field not in SECRET_FIELDS:
-            raise _fail(path, located, loc, f"secrets may appear only in steps and task, not in {field!r}")
-        if not environ.get(match.group(1)):
-            problem = _fail(path, located, loc, f"secret {match.group(1)} is not set in the environment")
-            if len(loc) < 2 or loc[0] != "cases" or not isinstance(loc[1], int):
-                raise problem
-            unset.setdefault(loc[1], str(problem))
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -360,7 +374,102 @@ def _substitute(
             return environ[name]
         raise _fail(path, located, loc, f"variable {{{{{name}}}}} is not defined (suite vars, --var {name}=... or the environment)")
 
-    return VARIABLE.sub(replace, value)
+    value = VARIABLE.sub(replace, value)
+    for match in SECRET.finditer(value):  # (after the variables: a secret may come through one, `vars: {pw: ...}`)
+        field = next((p for p in reversed(loc) if isinstance(p, str)), "")
+        if field not in SECRET_FIELDS:
+            raise _fail(path, located, loc, f"secrets may appear only in steps and task, not in {field!r}")
+        if not environ.get(match.group(1)):
+            problem = _fail(path, located, loc, f"secret {match.group(1)} is not set in the environment")
+            if len(loc) < 2 or loc[0] != "cases" or not isinstance(loc[1], int):
+                raise problem
+            unset.setdefault(loc[1], str(problem))
+    return value
+
+
+def _where(err: Any) -> tuple[Any, ...]:
+    """The field of a problem: a variable's value is one field, whichever member of its union pydantic names; a
+    key of the `model` settings is where it is in them."""
+    loc = _without_tags(err["loc"])
+    setting = (err.get("ctx") or {}).get("error")
+    if isinstance(setting, _SettingError):
+        return (*loc, *setting.loc)
+    return loc[:2] if loc[:1] == ("vars",) else loc
+
+
+def _problem(err: Any) -> str:
+    """pydantic's message for one problem, in the words of a suite file: a misspelt key names the key it may be."""
+    loc, kind = _where(err), err["type"]
+    if loc[:1] == ("vars",) and len(loc) == 2:
+        return f"a variable is text, a number or true/false, not {_yaml_type(err['input'])}"
+    if kind == "extra_forbidden":
+        return _unknown_key(loc)
+    if kind == "missing":
+        return "missing: this key is required"
+    if kind == "too_short" and isinstance(err["input"], list) and not err["input"]:
+        return "must not be empty" if loc != ("cases",) else "the suite has no cases (a list of at least one)"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        what = "a case is a mapping" if loc[:1] == ("cases",) and len(loc) == 2 else "must be a mapping"
+        return f"{what} of keys (`key: value` lines), not {_yaml_type(err['input'])}"
+    if kind == "string_type" and isinstance(err["input"], dict) and len(err["input"]) == 1:
+        return f"must be text, but the {_colon_hint(err['input'])}"
+    if kind == "string_type":
+        return f"must be text, not {_yaml_type(err['input'])} (quote it: '{err['input']}')"
+    if kind == "expectation" and isinstance(err["input"], dict) and len(err["input"]) == 1:
+        return f"{err['msg']}; the {_colon_hint(err['input'])}"
+    if kind == "list_type":
+        return f"must be a list (`[a, b]`, or one `- item` a line), not {_yaml_type(err['input'])}"
+    return err["msg"].removeprefix("Value error, ")
+
+
+def _unknown_key(loc: tuple[Any, ...]) -> str:
+    """A key that the suite, a case or `timeouts` does not have: the one it may be, else the keys there."""
+    import difflib
+
+    model = {"cases": Case, "timeouts": Timeouts}.get(loc[0], Suite) if len(loc) > 1 else Suite
+    keys = [name for name, field in model.model_fields.items() if not field.exclude]  # (not the loader's own)
+    close = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
+    return f"unknown key (did you mean {close[0]!r}?)" if close else f"unknown key; the keys here are: {', '.join(keys)}"
+
+
+def _colon_hint(value: dict[Any, Any]) -> str:
+    """YAML reads `- Sign in: as alice` as a mapping, not as the text a user meant."""
+    key, item = next(iter(value.items()))
+    return f"line was read as a mapping ({key!r}: {item!r}) because of the ': ' in it: put the whole text in quotes"
+
+
+def _yaml_type(value: Any) -> str:
+    if value is None:
+        return "nothing (an empty value)"
+    if isinstance(value, str):
+        return f"the text {value[:60]!r}" + ("…" if len(value) > 60 else "")
+    return {bool: "true/false", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(
+        type(value), type(value).__name__)
+
+
+def _key_twice(node: Any, loc: tuple[Any, ...], seen_nodes: set[int] | None = None) -> tuple[tuple[Any, ...], int, int] | None:
+    """The first key given twice in one mapping (its field, its line, the line of the first): YAML keeps the last
+    silently, and a case's second `expect:` dropped its first list of expectations without a word."""
+    import yaml
+
+    seen_nodes = set() if seen_nodes is None else seen_nodes
+    if id(node) in seen_nodes:  # (an alias: the node its anchor named, already read)
+        return None
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key, value in node.value:
+            name = getattr(key, "value", None)
+            if isinstance(key, yaml.ScalarNode) and name in seen:
+                return (*loc, name), key.start_mark.line + 1, seen[name]
+            seen[name] = key.start_mark.line + 1
+            if found := _key_twice(value, (*loc, name), seen_nodes):
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            if found := _key_twice(item, (*loc, i), seen_nodes):
+                return found
+    return None
 
 
 _TAGS = frozenset({"sentence", "text", "url", "answer"})
@@ -384,7 +493,11 @@ def load_suite(
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SuiteError(f"suite file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise SuiteError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}): save the suite file as "
+                         "UTF-8") from None
+    except OSError as exc:
         raise SuiteError(f"cannot read suite file {path}: {exc}") from None
     try:
         located = _Located(yaml.compose(text, Loader=yaml.SafeLoader))
@@ -395,6 +508,10 @@ def load_suite(
         raise SuiteError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
     if not isinstance(data, dict):
         raise SuiteError(f"{path}:1: (top level): a suite is a mapping with 'name' and 'cases'")
+    if twice := _key_twice(located.node, ()):
+        loc, line, first = twice
+        raise SuiteError(f"{path}:{line}: {field_name(loc)}: given twice in one mapping (first at line {first}); "
+                         "YAML keeps only the last, so the first would be ignored")
     raw_vars = data.get("vars") or {}
     if not isinstance(raw_vars, dict):
         raise _fail(path, located, ("vars",), "must be a mapping of names to values")
@@ -406,9 +523,13 @@ def load_suite(
     try:
         suite = Suite.model_validate(body)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors()[:5]:
-            problems.append(str(_fail(path, located, _without_tags(err["loc"]), err["msg"].removeprefix("Value error, "))))
+        first: dict[tuple[Any, ...], Any] = {}
+        for err in exc.errors():  # one a field (each member of a union fails on its own)
+            first.setdefault(_where(err), err)
+        errors = list(first.values())
+        problems = [str(_fail(path, located, _where(err), _problem(err))) for err in errors[:5]]
+        if len(errors) > 5:
+            problems.append(f"(and {len(errors) - 5} more problem(s) in {path})")
         raise SuiteError("\n".join(problems)) from None
     suite.path = path
     suite.lines = {case.name: located.line(("cases", i)) for i, case in enumerate(suite.cases)}
