@@ -89,6 +89,10 @@ def test_secret_specs_and_values():
         Secrets.from_env_specs(["PW"], {})
     with pytest.raises(ConfigError, match="letters, digits"):
         Secrets({"my-pw": "x"})
+    # a one-character secret replaced that character in every record and in the model's replies read back to it
+    with pytest.raises(ConfigError, match="secret PW is 1 character long: too short to keep out of the records"):
+        Secrets.from_env_specs(["PW=SHOP_PW"], {"SHOP_PW": "x"})
+    assert Secrets({"CVC": "123"}).scrub("code 123") == "code {{CVC}}"
     bound = Secrets.from_env_specs(["PW=SHOP_PW@example.com, *.example.org:8443"], {"SHOP_PW": "s3cret"})
     assert [str(p.host) for p in bound.sites("PW")] == ["example.com", "example.org"] and bound.scrub("s3cret") == "{{PW}}"
     assert surfer_pkg.Secret is Secret and bound.unbound_warning([]) is None and "Secret('***'" in repr(Secret("s3cret", ["example.com"]))

@@ -44,6 +44,9 @@ BIND_PYTHON = ('bind a secret to its sites, secrets={"NAME": Secret(value, domai
                "Agent(allowed_domains=[...])")
 
 
+MIN_LENGTH = 3  # shorter values are refused (a card's security code has 3 digits)
+
+
 def _bind() -> str:
     """How the caller binds a secret: the CLI's flags, or Python's arguments (core/surface.py)."""
     from surfer.core.surface import caller
@@ -92,6 +95,12 @@ class Secrets:
                                   f"{type(value).__name__}{unset}")
             if not value:
                 raise ConfigError(f"secret {name} has no value")
+            if len(value) < MIN_LENGTH:
+                # every record is scrubbed of the value: one or two characters would be replaced in every text
+                # (the model's own replies read back to it, page titles, reasons) by the placeholder
+                raise ConfigError(f"secret {name} is {len(value)} character{'s' * (len(value) > 1)} long: too short "
+                                  f"to keep out of the records, where each occurrence would be replaced; a secret has "
+                                  f"{MIN_LENGTH} or more (give a shorter value in the task's text instead)")
             if domains:
                 try:
                     self._sites[name] = parse_patterns(domains)
