@@ -40,6 +40,24 @@ async def test_a_server_that_honours_the_schema_passes(standin) -> None:
     parts = [{"type": "text", "text": json.dumps(PROBE_ANSWER)}]
     server.respond = lambda r: RawReply({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": parts}}]})
     assert by_name(await check_endpoint(server.base_url, server.model))["structured outputs"].status == "ok"
+    # answers as a run reads them, where the openai SDK raised inside doctor (a traceback): a server that
+    # answers only in server-sent events passes; a web page, a refused key and a rate limit are named
+    streamed = "".join(f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': part}}]})}\n\n"
+                       for part in (json.dumps(PROBE_ANSWER)[:9], json.dumps(PROBE_ANSWER)[9:])) + "data: [DONE]\n\n"
+    server.respond = lambda r: RawReply(streamed, headers={"Content-Type": "text/event-stream"})
+    assert by_name(await check_endpoint(server.base_url, server.model))["structured outputs"].status == "ok"
+    for reply, detail, fix in [
+        (RawReply("<html><body>Sign in</body></html>", headers={"Content-Type": "text/html"}),
+         "POST /chat/completions answered HTTP 200, a text/html answer, not JSON: 'Sign in': not an OpenAI-compatible API",
+         "check --base-url"),
+        (RawReply({"error": {"message": "Invalid API key"}}, 401), "refused (Error code: 401 - Invalid API key)",
+         "give the server's API key with --api-key"),
+        (RawReply({"error": {"message": "slow down"}}, 429, {"Retry-After": "1"}), "refused (Error code: 429 - slow down)",
+         "the server is rate limiting this key"),
+    ]:
+        server.respond = lambda r, reply=reply: reply
+        check = by_name(await check_endpoint(server.base_url, server.model))["structured outputs"]
+        assert check.failed and detail in check.detail and check.fix.startswith(fix), check
 
 
 async def test_a_server_that_ignores_the_schema_is_flagged(standin) -> None:

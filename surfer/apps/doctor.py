@@ -252,7 +252,7 @@ def _probe_png() -> bytes:
 async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY", timeout: float = 60.0) -> list[Check]:
     import openai
 
-    from surfer.models.json_http import one_line, openai_client
+    from surfer.models.json_http import JsonClient, one_line, openai_client
 
     base = base_url.rstrip("/")
     client = openai_client(base_url=base, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
@@ -267,7 +267,7 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
                           "start the server (`surfer serve MODEL`) or fix --base-url", True)]
         except openai.APIStatusError as exc:
             return [Check("endpoint", "fail", f"{base}/models answered HTTP {exc.status_code}",
-                          "check --base-url (it usually ends in /v1) and --api-key", True)]
+                          _refusal_fix(exc.status_code, api_key) or "check --base-url (it usually ends in /v1) and --api-key", True)]
         try:
             listing = json.loads(raw.http_response.text)
         except ValueError:  # a web page (HTTP 200, HTML), not an API: the SDK would fail to read it
@@ -287,8 +287,14 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
             checks.append(Check("model", "fail", f"{model!r} is not served here", f"use --model {served[0]!r}" if served else "load a model", True))
             return checks
         checks.append(Check("model", "ok", f"{model!r} is listed", required=True))
-        checks.append(await check_structured_outputs(client, model))
-        checks.append(await check_token_ids(client, model))
+        # the probes go as a run's requests go (json_http.py): an answer streamed as server-sent events is
+        # read, a web page or a refused key is named (the openai SDK raised inside doctor on the first two)
+        http = JsonClient(base, api_key, timeout)
+        try:
+            checks.append(await check_structured_outputs(http, model, api_key, timeout))
+            checks.append(await check_token_ids(http, model, timeout))
+        finally:
+            await http.aclose()
         return checks
     finally:
         await client.close()
@@ -301,26 +307,40 @@ def _served_models(listing: Any) -> list[str] | None:
     return [m["id"] for m in data] if ok else None  # type: ignore[union-attr]
 
 
-async def _probe(client: Any, model: str, mode: str) -> tuple[int, str, str]:
-    import openai
-
-    options: dict[str, Any] = {}
-    if mode == "response_format":
-        options["response_format"] = {"type": "json_schema", "json_schema": {"name": "doctor", "schema": PROBE_SCHEMA, "strict": True}}
-    else:
-        options["extra_body"] = {"structured_outputs": {"json": PROBE_SCHEMA}}
-    try:
-        response = await client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": PROBE_PROMPT}], temperature=0, max_tokens=PROBE_TOKENS, **options,
-        )
-    except openai.APIStatusError as exc:
-        return exc.status_code, str(exc.message)[:200], ""
-    if not response.choices:
-        return 200, "", ""
+async def _probe(client: Any, model: str, mode: str, timeout: float) -> tuple[int, str, str]:
+    """The probe's (status, reply text, finish reason): a 4xx other than 401, 403 and 429 is a refusal of
+    the request's form (its status and message); any other failure raises (HttpStatusError, ConnectFailed,
+    TimedOut)."""
+    from surfer.models.json_http import HttpStatusError
     from surfer.models.replies import reply_text
 
-    choice = response.choices[0]  # its text read as a run reads it (text parts, a tool call, reasoning alone)
-    return 200, reply_text(choice.message.model_dump(warnings=False)), choice.finish_reason or ""
+    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": PROBE_PROMPT}], "temperature": 0,
+                            "max_tokens": PROBE_TOKENS}
+    if mode == "response_format":
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "doctor", "schema": PROBE_SCHEMA, "strict": True}}
+    else:
+        body["structured_outputs"] = {"json": PROBE_SCHEMA}
+    try:
+        response = await client.request("POST", "chat/completions", timeout, body)
+    except HttpStatusError as exc:
+        if 400 <= exc.status_code < 500 and _refusal_fix(exc.status_code, "") is None:
+            return exc.status_code, str(exc)[:200], ""
+        raise
+    choices = response.get("choices") if isinstance(response, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    # its text read as a run reads it (text parts, a tool call, reasoning alone)
+    return 200, reply_text(choice.get("message")), str(choice.get("finish_reason") or "")
+
+
+def _refusal_fix(status: int, api_key: str) -> str | None:
+    """The fix for an answer that says nothing of the request's form: a key refused or wanted (401, 403), a
+    rate limit (429); None for any other status."""
+    if status in (401, 403):
+        return ("give the server's API key with --api-key (or SURFER_API_KEY)" if api_key in ("", "EMPTY")
+                else "check --api-key: the server refused the key given")
+    if status == 429:
+        return "the server is rate limiting this key: try again later, or use a key with a higher limit"
+    return None
 
 
 def probe_verdict(text: str, finish_reason: str) -> str:
@@ -340,14 +360,20 @@ def probe_verdict(text: str, finish_reason: str) -> str:
     return "ignored"
 
 
-async def check_structured_outputs(client: Any, model: str) -> Check:
-    import openai
+async def check_structured_outputs(client: Any, model: str, api_key: str = "EMPTY", timeout: float = 60.0) -> Check:
+    from surfer.models.json_http import ConnectFailed, HttpStatusError, TimedOut
 
     replies = []
     for mode in ("response_format", "structured_outputs"):
         try:
-            status, text, finish = await _probe(client, model, mode)
-        except openai.APIError as exc:
+            status, text, finish = await _probe(client, model, mode, timeout)
+        except HttpStatusError as exc:
+            if exc.status_code < 400:  # a success that is no JSON: a web page, a login portal
+                return Check("structured outputs", "fail", f"POST /chat/completions answered HTTP {exc.status_code}, "
+                             f"{exc.message}: not an OpenAI-compatible API", "check --base-url (it usually ends in /v1)", True)
+            return Check("structured outputs", "fail", f"the probe request was refused ({exc})",
+                         _refusal_fix(exc.status_code, api_key) or "check the server log", True)
+        except (ConnectFailed, TimedOut) as exc:
             return Check("structured outputs", "fail", f"the probe request failed ({exc})", "check the server log", True)
         verdict = probe_verdict(text, finish) if status == 200 else "rejected"
         if verdict in ("honoured", "cut"):
@@ -365,21 +391,20 @@ async def check_structured_outputs(client: Any, model: str) -> Check:
     )
 
 
-async def check_token_ids(client: Any, model: str) -> Check:
+async def check_token_ids(client: Any, model: str, timeout: float = 60.0) -> Check:
     """Whether chat completions return their token ids and logprobs (what `--record-tokens` needs)."""
-    import openai
-
     from surfer.models.capture import NEEDS, TOKEN_PARAMS, missing_fields
+    from surfer.models.json_http import ConnectFailed, HttpStatusError, TimedOut
 
     fix = f"{NEEDS}; without it, leave --record-tokens off"
+    body = {"model": model, "messages": [{"role": "user", "content": "Say OK."}], "temperature": 0, "max_tokens": 1, **TOKEN_PARAMS}
     try:
-        response = await client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": "Say OK."}], temperature=0, max_tokens=1, extra_body=TOKEN_PARAMS)
-    except openai.APIStatusError as exc:
-        return Check("token ids", "warn", f"a request for token ids was refused (HTTP {exc.status_code}: {str(exc.message)[:120]})", fix)
-    except openai.APIError as exc:
+        response = await client.request("POST", "chat/completions", timeout, body)
+    except HttpStatusError as exc:
+        return Check("token ids", "warn", f"a request for token ids was refused (HTTP {exc.status_code}: {exc.message[:120]})", fix)
+    except (ConnectFailed, TimedOut) as exc:
         return Check("token ids", "warn", f"the probe request failed ({exc})", fix)
-    missing = missing_fields(response.model_dump(warnings=False))  # (content may be text parts, not the str it types)
+    missing = missing_fields(response)  # (content may be text parts)
     if missing:
         return Check("token ids", "warn", f"not returned (no {', '.join(missing)}): --record-tokens cannot be used", fix)
     return Check("token ids", "ok", "prompt and generated token ids with logprobs are returned (--record-tokens)")
