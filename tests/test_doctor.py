@@ -76,6 +76,19 @@ async def test_a_server_that_rejects_response_format_passes_through_the_fallback
     assert "structured_outputs" in check.detail and "falls back" in check.detail
 
 
+async def test_a_server_that_stalls_is_named_as_stalled_and_waited_for_once(standin) -> None:
+    """A server that takes the connection and never answers was "cannot reach ... ()" with "start the server"
+    as the fix; one whose chat completions stall was waited for a second time by the token-ids probe."""
+    server = standin(honours_schema, hang_after=0)
+    server.hang_paths.add("/v1/models")
+    [found] = await check_endpoint(server.base_url, server.model, timeout=0.3)
+    assert found.failed and "took the connection but did not answer within 0.3 s" in found.detail and "stalled" in found.fix
+    server.hang_paths.clear()
+    checks = by_name(await check_endpoint(server.base_url, server.model, timeout=0.3))
+    assert checks["structured outputs"].failed and "no complete answer within 0.3 s" in checks["structured outputs"].detail
+    assert checks["token ids"].status == "skip" and server.hung == 1
+
+
 async def test_a_model_that_is_not_served_is_flagged(standin) -> None:
     server = standin(honours_schema)
     check = by_name(await check_endpoint(server.base_url, "Hcompany/Holo2-8B"))["model"]

@@ -259,6 +259,9 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
     try:
         try:
             raw = await client.models.with_raw_response.list()
+        except openai.APITimeoutError:  # (an APIConnectionError too) connected, but no answer: not "start the server"
+            return [Check("endpoint", "fail", f"{base}/models took the connection but did not answer within {timeout:g} s",
+                          "check the server log: it is there but stalled (a wedged process, a proxy without its server)", True)]
         except openai.APIConnectionError as exc:
             if "certificate verify failed" in str(exc.__cause__ or exc).lower():
                 return [Check("endpoint", "fail", f"{base}: its TLS certificate is not trusted here ({exc.__cause__ or exc})",
@@ -292,7 +295,10 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
         http = JsonClient(base, api_key, timeout)
         try:
             checks.append(await check_structured_outputs(http, model, api_key, timeout))
-            checks.append(await check_token_ids(http, model, timeout))
+            if checks[-1].detail.startswith("the probe request failed"):  # no answer: a second probe would wait as long
+                checks.append(Check("token ids", "skip", "not checked: the structured-outputs probe got no answer"))
+            else:
+                checks.append(await check_token_ids(http, model, timeout))
         finally:
             await http.aclose()
         return checks
