@@ -258,7 +258,7 @@ async def test_doctor_says_which_engine_serves_and_the_serving_flags_a_profile_l
     assert by_name(await check_serving(plain.base_url, plain.model, None))["engine"].status == "skip"
 
 
-def test_doctor_cli_checks_the_serving_flags_of_the_profile_named(standin) -> None:
+def test_doctor_cli_checks_the_serving_flags_of_the_profile_named(standin, tmp_path) -> None:
     server = standin(honours_schema, engine="sglang", kv_capacity=10**6, max_model_len=65536, settings={})
     result = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--model", server.model,
                                       "--profile", "holotron", "--json"])
@@ -267,6 +267,16 @@ def test_doctor_cli_checks_the_serving_flags_of_the_profile_named(standin) -> No
     assert checks["engine"]["detail"] == "SGLang (its /metrics)" and checks["serving flags"]["status"] == "warn"
     wrong = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--profile", "nope"])
     assert wrong.exit_code == 2 and "nope" in wrong.output
+    # `auto` (as `surfer run` takes it) is the suggestion from the model's name: it was "unknown profile 'auto'", exit 2
+    auto = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--model", server.model,
+                                    "--profile", "auto", "--json"])
+    assert auto.exit_code == 0, auto.output
+    assert {c["name"]: c for c in json.loads(auto.stdout)["checks"]}["serving flags"]["detail"].startswith("for openai: ")
+    # a misspelt profile in a configuration file (or a server's) passed every check; a run then refused it
+    for text, where in [('profile = "holo-2"', "profile"), ('[[servers]]\nbase_url = "http://h:1/v1"\nprofile = "holo-2"', "servers.0.profile")]:
+        (tmp_path / "surfer.toml").write_text(f'base_url = "{server.base_url}"\n{text}\n')
+        bad = CliRunner().invoke(app, ["doctor", "--no-browser", "--config", str(tmp_path / "surfer.toml")])
+        assert bad.exit_code == 2 and f"surfer.toml): {where}: unknown profile 'holo-2'; choose one of: holo1.5," in bad.output
 
 
 def test_doctor_checks_every_extra_that_pyproject_declares() -> None:

@@ -171,7 +171,7 @@ async def check_serving(base_url: str, model: str | None, profile_name: str | No
         return [Check("engine", "skip", "no /metrics page: which engine serves, and how, is unknown",
                       "vLLM serves /metrics; start SGLang with --enable-metrics (`surfer serve --engine sglang` does)")]
     checks = [Check("engine", "ok", f"{ENGINE_NAMES[engine]} (its /metrics)")]
-    name = profile_name or suggest_profile([model or ""])[0]
+    name = profile_name if profile_name not in (None, "auto") else suggest_profile([model or ""])[0]
     profile = get_profile(name)
     length = profile.serving.max_model_len
     if engine == "sglang":
@@ -477,7 +477,7 @@ def register(app: typer.Typer) -> None:
             None, "--config", help="Check the servers of this configuration file (`servers = [...]`, or its base_url)."),
         model: str | None = typer.Option(None, "--model", help="Model that should be served there."),
         profile: str | None = typer.Option(
-            None, "--profile", help="The model's family, for its serving flags (default: suggested from --model)."),
+            None, "--profile", help="The model's family, for its serving flags (default, or auto: suggested from --model)."),
         api_key: str = typer.Option("EMPTY", "--api-key", help="API key, if the server wants one."),
         no_browser: bool = typer.Option(False, "--no-browser", help="Skip the Chromium check (e.g. on a GPU box that only serves the model)."),
         as_json: bool = typer.Option(False, "--json", help="Print the checks as one JSON object."),
@@ -490,7 +490,7 @@ def register(app: typer.Typer) -> None:
         from surfer.core.errors import ConfigError
 
         try:
-            if profile is not None:
+            if profile is not None and profile != "auto":  # (auto: suggested from the model's name, as left out)
                 from surfer.models.profiles import get_profile
 
                 profile = get_profile(profile).name
