@@ -99,6 +99,10 @@ def test_profile_guess_is_announced() -> None:
     result = CliRunner().invoke(app, ["serve", "my-org/some-vlm", "--dry-run"])
     assert result.exit_code == 0
     assert "using the generic 'openai' profile" in result.stderr and "pass --profile" in result.stderr
+    # `--profile auto` (the docs' and `surfer run`'s word for it) is the same suggestion: it was "unknown profile"
+    auto = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--profile", "auto", "--dry-run"])
+    assert auto.exit_code == 0, auto.output
+    assert "using profile 'holo2'" in auto.stderr and "--reasoning-parser holo2" in auto.stdout
 
 
 FAKE_OLD_HELP = """usage: vllm serve [model_tag] [options]

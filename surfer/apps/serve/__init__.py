@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
     def serve_command(
         ctx: typer.Context,
         model: str = typer.Argument(..., help="Model id or local directory, e.g. Hcompany/Holotron-12B."),
-        profile: str | None = typer.Option(None, "--profile", help="Model family profile; default: suggested from the name (said so)."),
+        profile: str | None = typer.Option(None, "--profile", help="Model family profile; default (or auto): suggested from the name (said so)."),
         engine: str | None = typer.Option(
             None, "--engine", help="vllm or sglang (default: the profile's faster engine, measured through surfer)."),
         host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
         try:
             if not model.strip():
                 raise ConfigError("the model is empty: name a model id or a local directory, e.g. Hcompany/Holotron-12B")
-            if profile is None:
+            if profile is None or profile == "auto":  # (auto, as `surfer run` takes it: the same suggestion)
                 profile, reason = suggest_profile([model])
                 say(f"profile: {reason} (pass --profile to choose)", markup=False)
             chosen = get_profile(profile)
