@@ -158,9 +158,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         for note in dict.fromkeys(note for plan in plans for note in plan.notes):
             say(f"note: {escape(note)}")
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-        if ":" in shown and not shown.startswith("["):  # an IPv6 address (::1) in a URL: http://[::1]:8000/v1
-            shown = f"[{shown}]"
+        shown = options.url_host("127.0.0.1" if host in ("0.0.0.0", "::") else host)  # (::1 as http://[::1]:8000/v1)
         base_urls = [f"http://{shown}:{port + n}/v1" for n in range(len(plans))]
         if dry_run:
             for plan in plans:
