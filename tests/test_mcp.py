@@ -330,6 +330,8 @@ async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, s
         assert Path(summary["cases"][0]["report"]).exists()
         missing = await session.call_tool("run_suite", {"suite": str(tmp_path / "none.yaml")})
         assert "does not exist" in error_text(missing)
+        # a folder: it said "does not exist" of a folder that does
+        assert f"{tmp_path} is a directory: give a suite file" in error_text(await session.call_tool("run_suite", {"suite": str(tmp_path)}))
         down = f"http://127.0.0.1:{free_port()}/"  # the app under test is not up: said once, no case started
         (tmp_path / "down.yaml").write_text(f"name: s\nbase_url: {down}\ncases:\n  - name: c\n    task: t\n")
         stopped = error_text(await session.call_tool("run_suite", {"suite": str(tmp_path / "down.yaml"), "grep": "^C$"}))
