@@ -142,6 +142,10 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"{flag} after `--` moves the engine, but surfer waits for it (and prints its URL) "
                                   f"where its own {flag} says: give it before `--`")
             images = max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images
+            if not (lora or adapter):  # (a LoRA setting alone started a server without LoRA, found out at `policy load`)
+                for name, flag in (("max_lora_rank", "--max-lora-rank"), ("max_loras", "--max-loras")):
+                    if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE":  # (given, not the default)
+                        raise ConfigError(f"{flag} sizes LoRA adapters: add --lora (or --adapter NAME=PATH) to serve them")
             adapters = LoraOptions.parse(adapter, max_lora_rank, max_loras) if lora or adapter else None
             caps = engine_capabilities(engine, dry_run, sglang_version if engine == "sglang" else vllm_version, say)
             plans = replica_plans(
