@@ -424,6 +424,8 @@ def load_config(
     env = os.environ if environ is None else environ
     from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var, "").strip()}
     from_openai = {var: {field: env[var]} for var, field in OPENAI_ENV_VARS.items() if env.get(var, "").strip()}
+    if "SURFER_BASE_URL" in from_env and file_data.get("servers"):  # over a file's servers, as one --base-url is
+        from_env["SURFER_BASE_URL"]["servers"] = []
     flags = _drop_none(overrides or {})
     # where a value came from: the first of these layers that holds it
     layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data), *from_openai.items()]
