@@ -54,6 +54,7 @@ async def test_a_server_that_honours_the_schema_passes(standin) -> None:
          "give the server's API key with --api-key"),
         (RawReply({"error": {"message": "slow down"}}, 429, {"Retry-After": "1"}), "refused (Error code: 429 - slow down)",
          "the server is rate limiting this key"),
+        (RawReply({"error": {"message": "no such model"}}, 404), "refused (Error code: 404 - no such model)", "check --model"),
     ]:
         server.respond = lambda r, reply=reply: reply
         check = by_name(await check_endpoint(server.base_url, server.model))["structured outputs"]

@@ -340,12 +340,14 @@ async def _probe(client: Any, model: str, mode: str, timeout: float) -> tuple[in
 
 def _refusal_fix(status: int, api_key: str) -> str | None:
     """The fix for an answer that says nothing of the request's form: a key refused or wanted (401, 403), a
-    rate limit (429); None for any other status."""
+    rate limit (429), no such model or route (404); None for any other status."""
     if status in (401, 403):
         return ("give the server's API key with --api-key (or SURFER_API_KEY)" if api_key in ("", "EMPTY")
                 else "check --api-key: the server refused the key given")
     if status == 429:
         return "the server is rate limiting this key: try again later, or use a key with a higher limit"
+    if status == 404:  # (a run says the same: the model, or its chat completions, is not there)
+        return "check --model (its /models lists it, but its chat completions do not know it) and --base-url"
     return None
 
 
