@@ -95,6 +95,10 @@ async def test_a_model_that_is_not_served_is_flagged(standin) -> None:
     check = by_name(await check_endpoint(server.base_url, "Hcompany/Holo2-8B"))["model"]
     assert check.status == "fail" and "'Hcompany/Holo2-8B' is not served" in check.detail
     assert server.model in check.fix
+    # a base URL without /v1 at a server that routes only under it: the fix is the base URL
+    strict = standin(honours_schema, strict_paths=True)
+    [found] = await check_endpoint(strict.base_url.removesuffix("/v1"), strict.model)
+    assert found.failed and "answered HTTP 404" in found.detail and found.fix.startswith("check --base-url (it usually ends in /v1)")
 
 
 def test_cli_exit_codes_and_lines(standin) -> None:

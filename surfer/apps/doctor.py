@@ -270,7 +270,8 @@ async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY
                           "start the server (`surfer serve MODEL`) or fix --base-url", True)]
         except openai.APIStatusError as exc:
             return [Check("endpoint", "fail", f"{base}/models answered HTTP {exc.status_code}",
-                          _refusal_fix(exc.status_code, api_key) or "check --base-url (it usually ends in /v1) and --api-key", True)]
+                          (exc.status_code != 404 and _refusal_fix(exc.status_code, api_key))
+                          or "check --base-url (it usually ends in /v1) and --api-key", True)]
         try:
             listing = json.loads(raw.http_response.text)
         except ValueError:  # a web page (HTTP 200, HTML), not an API: the SDK would fail to read it
