@@ -314,3 +314,24 @@ def test_an_extra_is_unmet_when_a_requirement_is_missing_or_too_old() -> None:
     for requirement in (r for r in requirements() if r.marker):
         for extra in ("", *extras()):
             assert _applies_without_packaging(requirement.marker, extra) == requirement.applies(extra), (requirement, extra)
+
+
+async def test_a_password_in_the_base_url_is_never_shown(standin) -> None:
+    """http://user:pw@host/v1 (sent as basic auth) was printed and recorded whole: doctor's lines, a run's header and
+    run.json (the backend's label), its errors and a batch's results."""
+    from surfer.core.errors import ModelNotFound
+    from surfer.models.endpoint import Endpoint
+    from surfer.models.http import OpenAICompatibleBackend
+
+    server = standin(honours_schema)
+    url = server.base_url.replace("http://", "http://alice:s3cret@")
+    checks = by_name(await check_endpoint(url, server.model))
+    assert checks["structured outputs"].status == "ok" and "alice:***@127.0.0.1" in checks["endpoint"].detail
+    assert not any("s3cret" in c.detail + c.fix for c in checks.values())
+    backend = OpenAICompatibleBackend(Endpoint(base_url=url, model="nope"))
+    try:
+        with pytest.raises(ModelNotFound, match=r"model server at http://alice:\*\*\*@127\.0\.0\.1:\d+/v1 does not serve") as caught:
+            await backend.check()
+    finally:
+        await backend.aclose()
+    assert "s3cret" not in str(caught.value) + backend.label

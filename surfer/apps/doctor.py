@@ -252,39 +252,41 @@ def _probe_png() -> bytes:
 async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY", timeout: float = 60.0) -> list[Check]:
     import openai
 
+    from surfer.models.endpoint import shown_url
     from surfer.models.json_http import JsonClient, one_line, openai_client
 
     base = base_url.rstrip("/")
+    shown = shown_url(base)  # (a password in the URL as ***)
     client = openai_client(base_url=base, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
     try:
         try:
             raw = await client.models.with_raw_response.list()
         except openai.APITimeoutError:  # (an APIConnectionError too) connected, but no answer: not "start the server"
-            return [Check("endpoint", "fail", f"{base}/models took the connection but did not answer within {timeout:g} s",
+            return [Check("endpoint", "fail", f"{shown}/models took the connection but did not answer within {timeout:g} s",
                           "check the server log: it is there but stalled (a wedged process, a proxy without its server)", True)]
         except openai.APIConnectionError as exc:
             if "certificate verify failed" in str(exc.__cause__ or exc).lower():
-                return [Check("endpoint", "fail", f"{base}: its TLS certificate is not trusted here ({exc.__cause__ or exc})",
+                return [Check("endpoint", "fail", f"{shown}: its TLS certificate is not trusted here ({exc.__cause__ or exc})",
                               "give the certificate of its CA with SSL_CERT_FILE=/path/to/ca.pem", True)]
-            return [Check("endpoint", "fail", f"cannot reach {base}/models ({exc.__cause__ or exc})",
+            return [Check("endpoint", "fail", f"cannot reach {shown}/models ({exc.__cause__ or exc})",
                           "start the server (`surfer serve MODEL`) or fix --base-url", True)]
         except openai.APIStatusError as exc:
-            return [Check("endpoint", "fail", f"{base}/models answered HTTP {exc.status_code}",
+            return [Check("endpoint", "fail", f"{shown}/models answered HTTP {exc.status_code}",
                           (exc.status_code != 404 and _refusal_fix(exc.status_code, api_key))
                           or "check --base-url (it usually ends in /v1) and --api-key", True)]
         try:
             listing = json.loads(raw.http_response.text)
         except ValueError:  # a web page (HTTP 200, HTML), not an API: the SDK would fail to read it
             kind = raw.http_response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
-            return [Check("endpoint", "fail", f"{base}/models answered HTTP {raw.http_response.status_code}, a {kind} answer, "
+            return [Check("endpoint", "fail", f"{shown}/models answered HTTP {raw.http_response.status_code}, a {kind} answer, "
                           f"not JSON: {one_line(raw.http_response.text, 120)!r}: not an OpenAI-compatible API",
                           "check --base-url (it usually ends in /v1)", True)]
         served = _served_models(listing)
         if served is None:  # JSON of another shape (a list, no `data`, entries without an id): the SDK failed on it
-            return [Check("endpoint", "fail", f"{base}/models answered JSON that is not a model list ({{\"data\": [{{\"id\": "
+            return [Check("endpoint", "fail", f"{shown}/models answered JSON that is not a model list ({{\"data\": [{{\"id\": "
                           f"...}}]}}): {one_line(raw.http_response.text, 120)!r}: not an OpenAI-compatible API",
                           "check --base-url (it usually ends in /v1)", True)]
-        checks = [Check("endpoint", "ok", f"{base} answers; serves {', '.join(served) or 'no models'}", required=True)]
+        checks = [Check("endpoint", "ok", f"{shown} answers; serves {', '.join(served) or 'no models'}", required=True)]
         if model is None:
             return checks
         if model not in served:
@@ -436,7 +438,7 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
     checks.extend(await asyncio.to_thread(check_extras))
     checks.append(await asyncio.to_thread(check_gpu))
     urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
-    from surfer.models.endpoint import Endpoint
+    from surfer.models.endpoint import Endpoint, shown_url
 
     targets = [(s.endpoint.base_url, s.endpoint.model, s.endpoint.api_key, s.profile, s.endpoint) for s in servers or []] or \
         [(url, model, api_key, profile, Endpoint(base_url=url, model=model or "", api_key=api_key)) for url in urls]
@@ -452,8 +454,8 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
         if len(targets) > 1:
             for check in found:
                 check.name = f"server {number}: {check.name}"
-                if url.rstrip("/") not in check.detail:
-                    check.detail = f"{url}: {check.detail}"
+                if shown_url(url).rstrip("/") not in check.detail:
+                    check.detail = f"{shown_url(url)}: {check.detail}"
         checks.extend(found)
     return checks
 
@@ -461,11 +463,13 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
 def endpoint_origin(settings: Any, flagged: bool) -> Check | None:
     """Where the endpoint and key checked came from, when any came from the environment (SURFER_* or
     OPENAI_* variables, which `surfer run` reads too); None when nothing did."""
+    from surfer.models.endpoint import shown_url
+
     url = "--base-url" if flagged else settings.origin("base_url")
     key = settings.origin("api_key")
     if url in ("--base-url", "default") and key in ("flags", "default"):
         return None
-    said = f"endpoint {settings.base_url} from {url}" if url not in ("--base-url", "default") else "endpoint from --base-url"
+    said = f"endpoint {shown_url(settings.base_url)} from {url}" if url not in ("--base-url", "default") else "endpoint from --base-url"
     if key not in ("flags", "default"):
         said += f"; API key from {key}"
     return Check("settings", "ok", said)
