@@ -335,3 +335,19 @@ async def test_a_password_in_the_base_url_is_never_shown(standin) -> None:
     finally:
         await backend.aclose()
     assert "s3cret" not in str(caught.value) + backend.label
+
+
+def test_doctor_config_checks_a_roles_own_endpoint(standin, tmp_path) -> None:
+    """A [localizer] on a server of its own went unchecked: all passed, and every run's localizer then failed."""
+    import socket
+
+    server = standin(honours_schema)
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    (tmp_path / "surfer.toml").write_text(f'base_url = "{server.base_url}"\nmodel = "{server.model}"\nprofile = "holo2"\n'
+                                          f'[localizer]\nbase_url = "http://127.0.0.1:{port}/v1"\n')
+    result = CliRunner().invoke(app, ["doctor", "--no-browser", "--config", str(tmp_path / "surfer.toml"), "--json"])
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert result.exit_code == 1 and checks["server 1: structured outputs"]["status"] == "ok"
+    assert checks["localizer: endpoint"]["status"] == "fail" and f"127.0.0.1:{port}/v1/models" in checks["localizer: endpoint"]["detail"]

@@ -427,10 +427,12 @@ def _ids_by_tokens_in() -> Check:
 
 
 async def run_checks(base_url: str | list[str] | None = None, model: str | None = None, api_key: str = "EMPTY", *,
-                     browser: bool = True, profile: str | None = None, servers: list[Any] | None = None) -> list[Check]:
+                     browser: bool = True, profile: str | None = None, servers: list[Any] | None = None,
+                     names: dict[int, str] | None = None) -> list[Check]:
     """The local checks, then each server's: `base_url` (one or several, with `model` and `api_key`), or
     `servers` (ServerSpec: each its own model, key and profile). With several, each check's name says
-    which server (`server 2: model`) and its detail names the URL."""
+    which server (`server 2: model`, or its name in `names` by number: a role's own endpoint, `localizer`)
+    and its detail names the URL."""
     checks: list[Check] = []
     if browser:
         checks.extend(await check_chromium())
@@ -453,7 +455,7 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
                 found = [_ids_by_tokens_in() if c.name == "token ids" and c.status != "ok" else c for c in found]
         if len(targets) > 1:
             for check in found:
-                check.name = f"server {number}: {check.name}"
+                check.name = f"{(names or {}).get(number) or f'server {number}'}: {check.name}"
                 if shown_url(url).rstrip("/") not in check.detail:
                     check.detail = f"{shown_url(url)}: {check.detail}"
         checks.extend(found)
@@ -481,7 +483,7 @@ def register(app: typer.Typer) -> None:
         base_url: Optional[list[str]] = typer.Option(
             None, "--base-url", help="OpenAI-compatible endpoint to check, e.g. http://127.0.0.1:8000/v1 (repeat for several servers)."),
         config: Optional[Path] = typer.Option(
-            None, "--config", help="Check the servers of this configuration file (`servers = [...]`, or its base_url)."),
+            None, "--config", help="Check the servers of this configuration file (`servers = [...]`, or its base_url), and each role's own endpoint ([localizer] base_url ...)."),
         model: str | None = typer.Option(None, "--model", help="Model that should be served there."),
         profile: str | None = typer.Option(
             None, "--profile", help="The model's family, for its serving flags (default, or auto: suggested from --model)."),
@@ -501,14 +503,23 @@ def register(app: typer.Typer) -> None:
                 from surfer.models.profiles import get_profile
 
                 profile = get_profile(profile).name
-            servers, found = None, None
+            servers, found, names = None, None, {}
             from surfer.agent.config import load_config
+            from surfer.models.servers import ServerSpec
 
             if config is not None:
                 if base_url:
                     raise ConfigError("--config and --base-url both name servers: give one of them")
                 overrides = {"model": model, "profile": profile, "api_key": api_key if api_key != "EMPTY" else None}
-                servers = load_config(config, overrides).server_specs()
+                settings = load_config(config, overrides)
+                servers = settings.server_specs()
+                for role in ("policy", "localizer", "validator"):  # a role's own endpoint ([localizer] base_url = ...)
+                    own = getattr(settings, role)
+                    endpoint = settings.endpoint(role)
+                    if (own.base_url or own.model) and all((s.endpoint.base_url, s.endpoint.model) != (endpoint.base_url, endpoint.model)
+                                                           for s in servers):
+                        servers.append(ServerSpec(endpoint, settings.profile))
+                        names[len(servers)] = role
             else:
                 from surfer.apps.options import check_base_urls
 
@@ -520,7 +531,8 @@ def register(app: typer.Typer) -> None:
                 if not base_url and settings.origin("base_url") != "default":
                     base_url = [settings.base_url]
                     model = model or (settings.model if settings.origin("model") != "default" else None)
-            checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile, servers=servers))
+            checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile, servers=servers,
+                                            names=names))
             if config is None and found is not None:  # said just before the endpoint's checks
                 checks.insert(next((n for n, c in enumerate(checks) if c.name.endswith("endpoint")), len(checks)), found)
         except ConfigError as exc:
