@@ -335,6 +335,8 @@ async def test_a_password_in_the_base_url_is_never_shown(standin) -> None:
     finally:
         await backend.aclose()
     assert "s3cret" not in str(caught.value) + backend.label
+    token = server.base_url.replace("http://", "http://sk-s3cret@")  # a token as the user name, no password
+    assert "s3cret" not in by_name(await check_endpoint(token, server.model))["endpoint"].detail
 
 
 def test_doctor_config_checks_a_roles_own_endpoint(standin, tmp_path) -> None:

@@ -19,15 +19,13 @@ _SCHEMELESS = re.compile(r"^(?:[\w.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:/\S*)?
 
 def shown_url(url: str) -> str:
     """`url` as it is shown and recorded: a password in it (http://user:pw@host/v1, which the request sends as
-    basic auth) as ***; any other URL as it is."""
+    basic auth) as ***, and a user name alone too (http://TOKEN@host/v1, a token as the user); any other URL as it is."""
     parts = urlsplit(url)
-    try:
-        if parts.password is None:
-            return url
-    except ValueError:
+    if "@" not in parts.netloc:
         return url
     userinfo, _, host = parts.netloc.rpartition("@")
-    return parts._replace(netloc=f"{userinfo.partition(':')[0]}:***@{host}").geturl()
+    user, colon, _ = userinfo.partition(":")
+    return parts._replace(netloc=f"{user}:***@{host}" if colon else f"***@{host}").geturl()
 
 
 def check_server_url(url: str) -> str:
