@@ -269,6 +269,9 @@ def test_surfer_serve_lora_turns_runtime_adapters_on_per_engine():
     assert code == 2 and "--adapter takes NAME=PATH" in out
     code, out = plan("Hcompany/Holo2-8B", "--engine", "vllm")
     assert code == 0 and "--enable-lora" not in out and "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in out
+    # a LoRA size without --lora started a server without LoRA (found out at `surfer policy load`)
+    code, out = plan("Hcompany/Holo2-8B", "--max-lora-rank", "64")
+    assert code == 2 and "--max-lora-rank sizes LoRA adapters: add --lora (or --adapter NAME=PATH)" in out
 
 
 def test_policies_are_name_at_version():

@@ -58,3 +58,13 @@ def test_calibrate_text_report_marks_the_profile_row(standin) -> None:
     assert result.exit_code == 0, result.output
     assert re.search(r"normalized_1000\s+8/8 hits  <- profile", result.stdout)
     assert "OK: frame 'normalized_1000' of profile 'holotron' fits best (8/8)" in result.stdout
+
+
+
+def test_calibrate_takes_profile_auto_as_the_suggestion_from_the_name(standin) -> None:
+    """`--profile auto` (the docs' and `surfer run`'s word for it) was "unknown profile 'auto'"."""
+    server = standin(normalised_oracle)  # serving another model: the profile is chosen before the server says so
+    result = CliRunner().invoke(app, ["calibrate", "--base-url", server.base_url, "--model", "Hcompany/Holo2-8B",
+                                      "--profile", "auto"])
+    assert "using profile 'holo2'" in result.output and "unknown profile" not in result.output
+    assert result.exit_code == 2 and "does not serve model 'Hcompany/Holo2-8B'" in result.output, result.output

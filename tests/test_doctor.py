@@ -40,6 +40,25 @@ async def test_a_server_that_honours_the_schema_passes(standin) -> None:
     parts = [{"type": "text", "text": json.dumps(PROBE_ANSWER)}]
     server.respond = lambda r: RawReply({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": parts}}]})
     assert by_name(await check_endpoint(server.base_url, server.model))["structured outputs"].status == "ok"
+    # answers as a run reads them, where the openai SDK raised inside doctor (a traceback): a server that
+    # answers only in server-sent events passes; a web page, a refused key and a rate limit are named
+    streamed = "".join(f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': part}}]})}\n\n"
+                       for part in (json.dumps(PROBE_ANSWER)[:9], json.dumps(PROBE_ANSWER)[9:])) + "data: [DONE]\n\n"
+    server.respond = lambda r: RawReply(streamed, headers={"Content-Type": "text/event-stream"})
+    assert by_name(await check_endpoint(server.base_url, server.model))["structured outputs"].status == "ok"
+    for reply, detail, fix in [
+        (RawReply("<html><body>Sign in</body></html>", headers={"Content-Type": "text/html"}),
+         "POST /chat/completions answered HTTP 200, a text/html answer, not JSON: 'Sign in': not an OpenAI-compatible API",
+         "check --base-url"),
+        (RawReply({"error": {"message": "Invalid API key"}}, 401), "refused (Error code: 401 - Invalid API key)",
+         "give the server's API key with --api-key"),
+        (RawReply({"error": {"message": "slow down"}}, 429, {"Retry-After": "1"}), "refused (Error code: 429 - slow down)",
+         "the server is rate limiting this key"),
+        (RawReply({"error": {"message": "no such model"}}, 404), "refused (Error code: 404 - no such model)", "check --model"),
+    ]:
+        server.respond = lambda r, reply=reply: reply
+        check = by_name(await check_endpoint(server.base_url, server.model))["structured outputs"]
+        assert check.failed and detail in check.detail and check.fix.startswith(fix), check
 
 
 async def test_a_server_that_ignores_the_schema_is_flagged(standin) -> None:
@@ -58,11 +77,28 @@ async def test_a_server_that_rejects_response_format_passes_through_the_fallback
     assert "structured_outputs" in check.detail and "falls back" in check.detail
 
 
+async def test_a_server_that_stalls_is_named_as_stalled_and_waited_for_once(standin) -> None:
+    """A server that takes the connection and never answers was "cannot reach ... ()" with "start the server"
+    as the fix; one whose chat completions stall was waited for a second time by the token-ids probe."""
+    server = standin(honours_schema, hang_after=0)
+    server.hang_paths.add("/v1/models")
+    [found] = await check_endpoint(server.base_url, server.model, timeout=0.3)
+    assert found.failed and "took the connection but did not answer within 0.3 s" in found.detail and "stalled" in found.fix
+    server.hang_paths.clear()
+    checks = by_name(await check_endpoint(server.base_url, server.model, timeout=0.3))
+    assert checks["structured outputs"].failed and "no complete answer within 0.3 s" in checks["structured outputs"].detail
+    assert checks["token ids"].status == "skip" and server.hung == 1
+
+
 async def test_a_model_that_is_not_served_is_flagged(standin) -> None:
     server = standin(honours_schema)
     check = by_name(await check_endpoint(server.base_url, "Hcompany/Holo2-8B"))["model"]
     assert check.status == "fail" and "'Hcompany/Holo2-8B' is not served" in check.detail
     assert server.model in check.fix
+    # a base URL without /v1 at a server that routes only under it: the fix is the base URL
+    strict = standin(honours_schema, strict_paths=True)
+    [found] = await check_endpoint(strict.base_url.removesuffix("/v1"), strict.model)
+    assert found.failed and "answered HTTP 404" in found.detail and found.fix.startswith("check --base-url (it usually ends in /v1)")
 
 
 def test_cli_exit_codes_and_lines(standin) -> None:
@@ -227,7 +263,7 @@ async def test_doctor_says_which_engine_serves_and_the_serving_flags_a_profile_l
     assert by_name(await check_serving(plain.base_url, plain.model, None))["engine"].status == "skip"
 
 
-def test_doctor_cli_checks_the_serving_flags_of_the_profile_named(standin) -> None:
+def test_doctor_cli_checks_the_serving_flags_of_the_profile_named(standin, tmp_path) -> None:
     server = standin(honours_schema, engine="sglang", kv_capacity=10**6, max_model_len=65536, settings={})
     result = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--model", server.model,
                                       "--profile", "holotron", "--json"])
@@ -236,6 +272,16 @@ def test_doctor_cli_checks_the_serving_flags_of_the_profile_named(standin) -> No
     assert checks["engine"]["detail"] == "SGLang (its /metrics)" and checks["serving flags"]["status"] == "warn"
     wrong = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--profile", "nope"])
     assert wrong.exit_code == 2 and "nope" in wrong.output
+    # `auto` (as `surfer run` takes it) is the suggestion from the model's name: it was "unknown profile 'auto'", exit 2
+    auto = CliRunner().invoke(app, ["doctor", "--no-browser", "--base-url", server.base_url, "--model", server.model,
+                                    "--profile", "auto", "--json"])
+    assert auto.exit_code == 0, auto.output
+    assert {c["name"]: c for c in json.loads(auto.stdout)["checks"]}["serving flags"]["detail"].startswith("for openai: ")
+    # a misspelt profile in a configuration file (or a server's) passed every check; a run then refused it
+    for text, where in [('profile = "holo-2"', "profile"), ('[[servers]]\nbase_url = "http://h:1/v1"\nprofile = "holo-2"', "servers.0.profile")]:
+        (tmp_path / "surfer.toml").write_text(f'base_url = "{server.base_url}"\n{text}\n')
+        bad = CliRunner().invoke(app, ["doctor", "--no-browser", "--config", str(tmp_path / "surfer.toml")])
+        assert bad.exit_code == 2 and f"surfer.toml): {where}: unknown profile 'holo-2'; choose one of: holo1.5," in bad.output
 
 
 def test_doctor_checks_every_extra_that_pyproject_declares() -> None:
@@ -268,3 +314,42 @@ def test_an_extra_is_unmet_when_a_requirement_is_missing_or_too_old() -> None:
     for requirement in (r for r in requirements() if r.marker):
         for extra in ("", *extras()):
             assert _applies_without_packaging(requirement.marker, extra) == requirement.applies(extra), (requirement, extra)
+
+
+async def test_a_password_in_the_base_url_is_never_shown(standin) -> None:
+    """http://user:pw@host/v1 (sent as basic auth) was printed and recorded whole: doctor's lines, a run's header and
+    run.json (the backend's label), its errors and a batch's results."""
+    from surfer.core.errors import ModelNotFound
+    from surfer.models.endpoint import Endpoint
+    from surfer.models.http import OpenAICompatibleBackend
+
+    server = standin(honours_schema)
+    url = server.base_url.replace("http://", "http://alice:s3cret@")
+    checks = by_name(await check_endpoint(url, server.model))
+    assert checks["structured outputs"].status == "ok" and "alice:***@127.0.0.1" in checks["endpoint"].detail
+    assert not any("s3cret" in c.detail + c.fix for c in checks.values())
+    backend = OpenAICompatibleBackend(Endpoint(base_url=url, model="nope"))
+    try:
+        with pytest.raises(ModelNotFound, match=r"model server at http://alice:\*\*\*@127\.0\.0\.1:\d+/v1 does not serve") as caught:
+            await backend.check()
+    finally:
+        await backend.aclose()
+    assert "s3cret" not in str(caught.value) + backend.label
+    token = server.base_url.replace("http://", "http://sk-s3cret@")  # a token as the user name, no password
+    assert "s3cret" not in by_name(await check_endpoint(token, server.model))["endpoint"].detail
+
+
+def test_doctor_config_checks_a_roles_own_endpoint(standin, tmp_path) -> None:
+    """A [localizer] on a server of its own went unchecked: all passed, and every run's localizer then failed."""
+    import socket
+
+    server = standin(honours_schema)
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    (tmp_path / "surfer.toml").write_text(f'base_url = "{server.base_url}"\nmodel = "{server.model}"\nprofile = "holo2"\n'
+                                          f'[localizer]\nbase_url = "http://127.0.0.1:{port}/v1"\n')
+    result = CliRunner().invoke(app, ["doctor", "--no-browser", "--config", str(tmp_path / "surfer.toml"), "--json"])
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert result.exit_code == 1 and checks["server 1: structured outputs"]["status"] == "ok"
+    assert checks["localizer: endpoint"]["status"] == "fail" and f"127.0.0.1:{port}/v1/models" in checks["localizer: endpoint"]["detail"]

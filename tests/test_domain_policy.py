@@ -206,6 +206,11 @@ def test_host_patterns():
     assert "refused page" in policy.refusal("data:text/html,hi", opener="https://evil.test/")
     assert policy.refusal("blob:https://evil.test/1234") == "evil.test is not an allowed domain"
     assert HostPattern.parse("[::1]:8080") == HostPattern("::1", False, 8080)
+    # an international name, written as people write it: it was "not a host"; it matches as browsers send it
+    assert HostPattern.parse("*.Bücher.de") == HostPattern("xn--bcher-kva.de", True, None)
+    german = UrlPolicy(allowed_domains=["bücher.de"])
+    assert german.refusal("https://xn--bcher-kva.de/") is None and german.refusal("https://bücher.de/a") is None
+    assert german.refusal("https://bucher.de/") == "bucher.de is not an allowed domain"
     for bad in ("https://example.com", "example.com/path", "exa mple.com", ""):
         with pytest.raises(ConfigError, match="is not a host"):
             HostPattern.parse(bad)

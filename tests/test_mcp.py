@@ -5,6 +5,7 @@ demo site's oracle over real HTTP, real Chromium on the demo site."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -329,6 +330,8 @@ async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, s
         assert Path(summary["cases"][0]["report"]).exists()
         missing = await session.call_tool("run_suite", {"suite": str(tmp_path / "none.yaml")})
         assert "does not exist" in error_text(missing)
+        # a folder: it said "does not exist" of a folder that does
+        assert f"{tmp_path} is a directory: give a suite file" in error_text(await session.call_tool("run_suite", {"suite": str(tmp_path)}))
         down = f"http://127.0.0.1:{free_port()}/"  # the app under test is not up: said once, no case started
         (tmp_path / "down.yaml").write_text(f"name: s\nbase_url: {down}\ncases:\n  - name: c\n    task: t\n")
         stopped = error_text(await session.call_tool("run_suite", {"suite": str(tmp_path / "down.yaml"), "grep": "^C$"}))
@@ -348,11 +351,13 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
     assert unwritable.returncode == 2 and "a-file is not a directory; give --runs-dir" in unwritable.stderr, unwritable.stderr
 
     down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    proc = subprocess.Popen([sys.executable, "-m", "surfer", "mcp", "--http", str(port), "--runs-dir", str(tmp_path),
-                             "--base-url", down, "--model", "m", "--profile", "holotron"],
+    # on IPv6's loopback where the machine has it: the URL it prints was http://::1:PORT/mcp, which no client opens
+    host = "::1" if ipv6_loopback() else "127.0.0.1"
+    proc = subprocess.Popen([sys.executable, "-m", "surfer", "mcp", "--http", str(port), "--host", host, "--runs-dir",
+                             str(tmp_path), "--base-url", down, "--model", "m", "--profile", "holotron"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=server_env(SURFER_MCP_TOKEN="s3cret-token"))
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://{'[::1]' if host == '::1' else host}:{port}/mcp"
     try:
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
@@ -399,6 +404,14 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
         proc.wait(10)
     stderr = proc.stderr.read() if proc.stderr else ""
     assert proc.returncode == 0 and "Traceback" not in stderr, stderr  # SIGTERM: a quiet exit
+    assert f"surfer mcp: {url} · bearer token required" in stderr, stderr
+
+
+def ipv6_loopback() -> bool:
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET6) as sock:
+        sock.bind(("::1", 0))
+        return True
+    return False
 
 
 async def test_a_session_id_continues_in_the_same_browser_until_the_session_idles_out(standin, acme_site, acme_centres, tmp_path):

@@ -15,8 +15,8 @@ from surfer.agent.config import AgentConfig
 from surfer.fleet.batch import Batch, BatchTask
 from surfer.apps.options import DEMO_RECORDINGS
 from surfer.core.actions import Click, CssPoint
-from surfer.core.errors import ConfigError
-from surfer.tools.replay import ReplayEnvironment, load_recording, load_recordings
+from surfer.core.errors import ConfigError, EnvironmentFailure
+from surfer.tools.replay import ReplayEnvironment, load_recording, load_recordings, read_screenshots
 
 
 class Clicker:
@@ -105,6 +105,10 @@ def test_folder_of_images_and_bad_sources(tmp_path):
         Image.new("RGB", (64, 48), "green").save(taken / "screenshots" / f"{name}.png")
     (taken / "trajectory.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert [f.path.name for f in load_recording(taken).frames] == ["step-001.png", "step-002.png"]
+    # a file named as an image that is none: named plainly (PIL's message named its in-memory buffer, 0x... and all)
+    (images / "c.png").write_text("not a PNG")
+    with pytest.raises(EnvironmentFailure, match=r"c.png is not a readable image: not an image format PIL reads$"):
+        read_screenshots(load_recording(images))
 
 
 def test_run_command_replays_a_recording_through_the_http_model_path(standin, tmp_path):

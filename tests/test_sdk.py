@@ -71,6 +71,10 @@ def test_bad_settings_are_config_errors():
         Agent(AgentConfig(), max_rejections=-1)
     with pytest.raises(ConfigError, match="unknown role"):
         Agent(backends={"planner": ScriptedModel()})
+    # a viewport that is neither "WxH" nor two whole numbers (a TOML `viewport = 5`): named, not a TypeError
+    for viewport in (5, [1280, "a"], [1280.5, 800], [float("inf"), 800]):
+        with pytest.raises(ConfigError, match=r'browser.viewport: viewport must be "WxH" or \[W, H\]'):
+            Agent(browser={"viewport": viewport})
     # a Playwright context or page, or a sync-API browser, as browser=: one line (an AttributeError deep in the first run)
     from surfer import BrowserEnvironment
 

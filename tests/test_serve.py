@@ -99,6 +99,10 @@ def test_profile_guess_is_announced() -> None:
     result = CliRunner().invoke(app, ["serve", "my-org/some-vlm", "--dry-run"])
     assert result.exit_code == 0
     assert "using the generic 'openai' profile" in result.stderr and "pass --profile" in result.stderr
+    # `--profile auto` (the docs' and `surfer run`'s word for it) is the same suggestion: it was "unknown profile"
+    auto = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--profile", "auto", "--dry-run"])
+    assert auto.exit_code == 0, auto.output
+    assert "using profile 'holo2'" in auto.stderr and "--reasoning-parser holo2" in auto.stdout
 
 
 FAKE_OLD_HELP = """usage: vllm serve [model_tag] [options]
@@ -359,6 +363,10 @@ def test_gpus_start_one_replica_per_gpu_each_on_its_port() -> None:
     # what to pass surfer: every replica's --base-url
     assert ("--base-url http://127.0.0.1:9000/v1 --base-url http://127.0.0.1:9001/v1" in
             " ".join(result.stderr.split()))
+    # an IPv6 address is bracketed in the URLs (http://::1:9000/v1 ended the wait for the engine in a traceback)
+    six = CliRunner().invoke(app, ["serve", "Hcompany/Holo2-8B", "--gpus", "2", "--port", "9000", "--host", "::1", "--dry-run"])
+    assert six.exit_code == 0 and "--host ::1" in six.stdout
+    assert "--base-url http://[::1]:9000/v1 --base-url http://[::1]:9001/v1" in " ".join(six.stderr.split())
 
 
 def test_tensor_and_data_parallelism_pass_through_to_each_engine() -> None:

@@ -222,6 +222,10 @@ def test_servers_in_config_and_on_the_command_line(standin, tmp_path):
     assert [(s.endpoint.base_url, s.endpoint.model, s.weight, s.profile) for s in specs] == [
         (a.base_url, a.model, 1.0, "holotron"), (b.base_url, "other-name", 3.0, "holotron")]
     assert specs[1].endpoint.server_wait == 5 and cfg.placed("policy")
+    # SURFER_BASE_URL is above the file (as one --base-url is): its servers gave way to it; OPENAI_BASE_URL is below
+    env = load_config(config, environ={"SURFER_BASE_URL": "http://10.0.0.9:8000/v1"})
+    assert [s.endpoint.base_url for s in env.server_specs()] == ["http://10.0.0.9:8000/v1"] and env.origin("servers") == "SURFER_BASE_URL"
+    assert len(load_config(config, environ={"OPENAI_BASE_URL": "http://10.0.0.9:8000/v1"}).server_specs()) == 2
 
     tasks_file = tmp_path / "tasks.jsonl"
     tasks_file.write_text("".join(json.dumps({"id": f"s{k}", "task": "Register Ada"}) + "\n" for k in range(4)))

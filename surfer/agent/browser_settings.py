@@ -18,6 +18,9 @@ def parse_viewport(value: Any) -> tuple[int, int]:
         if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
             raise ValueError(f"viewport must look like 1280x800, got {value!r}")
         value = (int(parts[0]), int(parts[1]))
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer() for v in value)):
+        raise ValueError(f'viewport must be "WxH" or [W, H] in whole pixels, got {value!r}')
     width, height = value
     if not (100 <= width <= 10_000 and 100 <= height <= 10_000):
         raise ValueError(f"viewport {width}x{height} is out of range (100..10000 per side)")

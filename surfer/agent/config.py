@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from surfer.core.errors import ConfigError
 from surfer.models.endpoint import DEFAULT_SERVER_WAIT, Endpoint, check_server_url
 from surfer.models.servers import ServerSpec
-from surfer.models.profiles import DEFAULT_PROFILE
+from surfer.models.profiles import DEFAULT_PROFILE, PROFILES
 
 from .browser_settings import BrowserSettings, parse_viewport  # noqa: F401  (imported from here too)
 
@@ -34,6 +34,14 @@ ROLE_NAMES = ("policy", "localizer", "validator")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def check_profile(value: str | None) -> str | None:
+    """A profile name of the registry, or `auto`: anything else is refused with the names (a misspelt one in a
+    file passed `surfer doctor` and failed only when a run started)."""
+    if value is not None and value != "auto" and value not in PROFILES:
+        raise ValueError(f"unknown profile {value!r}; choose one of: {', '.join(PROFILES)} (or auto)")
+    return value
 
 
 class RoleSettings(_Strict):
@@ -75,6 +83,8 @@ class ServerSettings(_Strict):
     @classmethod
     def _url(cls, value: str) -> str:
         return check_server_url(value)
+
+    _profile = field_validator("profile")(check_profile)
 
 
 class DesktopSettings(_Strict):
@@ -242,6 +252,8 @@ class AgentConfig(_Strict):
     @classmethod
     def _url(cls, value: str) -> str:
         return check_server_url(value)
+
+    _profile = field_validator("profile")(check_profile)
 
     @field_validator("servers", mode="before")
     @classmethod
@@ -427,6 +439,8 @@ def load_config(
     env = os.environ if environ is None else environ
     from_env = {var: {field: env[var]} for var, field in ENV_VARS.items() if env.get(var, "").strip()}
     from_openai = {var: {field: env[var]} for var, field in OPENAI_ENV_VARS.items() if env.get(var, "").strip()}
+    if "SURFER_BASE_URL" in from_env and file_data.get("servers"):  # over a file's servers, as one --base-url is
+        from_env["SURFER_BASE_URL"]["servers"] = []
     flags = _drop_none(overrides or {})
     # where a value came from: the first of these layers that holds it
     layers = [(overrides_source, flags), *from_env.items(), (str(path), file_data), *from_openai.items()]

@@ -145,7 +145,7 @@ def register(app: typer.Typer) -> None:
     def calibrate_command(
         base_url: str = typer.Option(..., "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
         model: str = typer.Option(..., "--model", help="Model served there."),
-        profile: str | None = typer.Option(None, "--profile", help="Profile to check (default: suggested from the model name, said so)."),
+        profile: str | None = typer.Option(None, "--profile", help="Profile to check (default, or auto: suggested from the model name, said so)."),
         api_key: str = typer.Option("EMPTY", "--api-key", help="API key, if the server wants one."),
         viewport: str = typer.Option("1280x800", "--viewport", help="Viewport WxH in CSS pixels."),
         scale: float = typer.Option(1.0, "--device-scale-factor", help="Device scale factor."),
@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
         except (ValueError, ConfigError) as exc:
             console.print(f"error: {exc}", markup=False)
             raise typer.Exit(2) from None
-        if profile is None:
+        if profile is None or profile == "auto":  # (auto, as `surfer run` takes it: the same suggestion)
             profile, reason = suggest_profile([model], advice="this calibration checks whether that frame fits")
             console.print(f"profile: {reason} (pass --profile NAME to check another profile's frame)", markup=False)
         try:

@@ -171,7 +171,7 @@ async def check_serving(base_url: str, model: str | None, profile_name: str | No
         return [Check("engine", "skip", "no /metrics page: which engine serves, and how, is unknown",
                       "vLLM serves /metrics; start SGLang with --enable-metrics (`surfer serve --engine sglang` does)")]
     checks = [Check("engine", "ok", f"{ENGINE_NAMES[engine]} (its /metrics)")]
-    name = profile_name or suggest_profile([model or ""])[0]
+    name = profile_name if profile_name not in (None, "auto") else suggest_profile([model or ""])[0]
     profile = get_profile(name)
     length = profile.serving.max_model_len
     if engine == "sglang":
@@ -252,43 +252,58 @@ def _probe_png() -> bytes:
 async def check_endpoint(base_url: str, model: str | None, api_key: str = "EMPTY", timeout: float = 60.0) -> list[Check]:
     import openai
 
-    from surfer.models.json_http import one_line, openai_client
+    from surfer.models.endpoint import shown_url
+    from surfer.models.json_http import JsonClient, one_line, openai_client
 
     base = base_url.rstrip("/")
+    shown = shown_url(base)  # (a password in the URL as ***)
     client = openai_client(base_url=base, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
     try:
         try:
             raw = await client.models.with_raw_response.list()
+        except openai.APITimeoutError:  # (an APIConnectionError too) connected, but no answer: not "start the server"
+            return [Check("endpoint", "fail", f"{shown}/models took the connection but did not answer within {timeout:g} s",
+                          "check the server log: it is there but stalled (a wedged process, a proxy without its server)", True)]
         except openai.APIConnectionError as exc:
             if "certificate verify failed" in str(exc.__cause__ or exc).lower():
-                return [Check("endpoint", "fail", f"{base}: its TLS certificate is not trusted here ({exc.__cause__ or exc})",
+                return [Check("endpoint", "fail", f"{shown}: its TLS certificate is not trusted here ({exc.__cause__ or exc})",
                               "give the certificate of its CA with SSL_CERT_FILE=/path/to/ca.pem", True)]
-            return [Check("endpoint", "fail", f"cannot reach {base}/models ({exc.__cause__ or exc})",
+            return [Check("endpoint", "fail", f"cannot reach {shown}/models ({exc.__cause__ or exc})",
                           "start the server (`surfer serve MODEL`) or fix --base-url", True)]
         except openai.APIStatusError as exc:
-            return [Check("endpoint", "fail", f"{base}/models answered HTTP {exc.status_code}",
-                          "check --base-url (it usually ends in /v1) and --api-key", True)]
+            return [Check("endpoint", "fail", f"{shown}/models answered HTTP {exc.status_code}",
+                          (exc.status_code != 404 and _refusal_fix(exc.status_code, api_key))
+                          or "check --base-url (it usually ends in /v1) and --api-key", True)]
         try:
             listing = json.loads(raw.http_response.text)
         except ValueError:  # a web page (HTTP 200, HTML), not an API: the SDK would fail to read it
             kind = raw.http_response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
-            return [Check("endpoint", "fail", f"{base}/models answered HTTP {raw.http_response.status_code}, a {kind} answer, "
+            return [Check("endpoint", "fail", f"{shown}/models answered HTTP {raw.http_response.status_code}, a {kind} answer, "
                           f"not JSON: {one_line(raw.http_response.text, 120)!r}: not an OpenAI-compatible API",
                           "check --base-url (it usually ends in /v1)", True)]
         served = _served_models(listing)
         if served is None:  # JSON of another shape (a list, no `data`, entries without an id): the SDK failed on it
-            return [Check("endpoint", "fail", f"{base}/models answered JSON that is not a model list ({{\"data\": [{{\"id\": "
+            return [Check("endpoint", "fail", f"{shown}/models answered JSON that is not a model list ({{\"data\": [{{\"id\": "
                           f"...}}]}}): {one_line(raw.http_response.text, 120)!r}: not an OpenAI-compatible API",
                           "check --base-url (it usually ends in /v1)", True)]
-        checks = [Check("endpoint", "ok", f"{base} answers; serves {', '.join(served) or 'no models'}", required=True)]
+        checks = [Check("endpoint", "ok", f"{shown} answers; serves {', '.join(served) or 'no models'}", required=True)]
         if model is None:
             return checks
         if model not in served:
             checks.append(Check("model", "fail", f"{model!r} is not served here", f"use --model {served[0]!r}" if served else "load a model", True))
             return checks
         checks.append(Check("model", "ok", f"{model!r} is listed", required=True))
-        checks.append(await check_structured_outputs(client, model))
-        checks.append(await check_token_ids(client, model))
+        # the probes go as a run's requests go (json_http.py): an answer streamed as server-sent events is
+        # read, a web page or a refused key is named (the openai SDK raised inside doctor on the first two)
+        http = JsonClient(base, api_key, timeout)
+        try:
+            checks.append(await check_structured_outputs(http, model, api_key, timeout))
+            if checks[-1].detail.startswith("the probe request failed"):  # no answer: a second probe would wait as long
+                checks.append(Check("token ids", "skip", "not checked: the structured-outputs probe got no answer"))
+            else:
+                checks.append(await check_token_ids(http, model, timeout))
+        finally:
+            await http.aclose()
         return checks
     finally:
         await client.close()
@@ -301,26 +316,42 @@ def _served_models(listing: Any) -> list[str] | None:
     return [m["id"] for m in data] if ok else None  # type: ignore[union-attr]
 
 
-async def _probe(client: Any, model: str, mode: str) -> tuple[int, str, str]:
-    import openai
-
-    options: dict[str, Any] = {}
-    if mode == "response_format":
-        options["response_format"] = {"type": "json_schema", "json_schema": {"name": "doctor", "schema": PROBE_SCHEMA, "strict": True}}
-    else:
-        options["extra_body"] = {"structured_outputs": {"json": PROBE_SCHEMA}}
-    try:
-        response = await client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": PROBE_PROMPT}], temperature=0, max_tokens=PROBE_TOKENS, **options,
-        )
-    except openai.APIStatusError as exc:
-        return exc.status_code, str(exc.message)[:200], ""
-    if not response.choices:
-        return 200, "", ""
+async def _probe(client: Any, model: str, mode: str, timeout: float) -> tuple[int, str, str]:
+    """The probe's (status, reply text, finish reason): a 4xx other than 401, 403 and 429 is a refusal of
+    the request's form (its status and message); any other failure raises (HttpStatusError, ConnectFailed,
+    TimedOut)."""
+    from surfer.models.json_http import HttpStatusError
     from surfer.models.replies import reply_text
 
-    choice = response.choices[0]  # its text read as a run reads it (text parts, a tool call, reasoning alone)
-    return 200, reply_text(choice.message.model_dump(warnings=False)), choice.finish_reason or ""
+    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": PROBE_PROMPT}], "temperature": 0,
+                            "max_tokens": PROBE_TOKENS}
+    if mode == "response_format":
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "doctor", "schema": PROBE_SCHEMA, "strict": True}}
+    else:
+        body["structured_outputs"] = {"json": PROBE_SCHEMA}
+    try:
+        response = await client.request("POST", "chat/completions", timeout, body)
+    except HttpStatusError as exc:
+        if 400 <= exc.status_code < 500 and _refusal_fix(exc.status_code, "") is None:
+            return exc.status_code, str(exc)[:200], ""
+        raise
+    choices = response.get("choices") if isinstance(response, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    # its text read as a run reads it (text parts, a tool call, reasoning alone)
+    return 200, reply_text(choice.get("message")), str(choice.get("finish_reason") or "")
+
+
+def _refusal_fix(status: int, api_key: str) -> str | None:
+    """The fix for an answer that says nothing of the request's form: a key refused or wanted (401, 403), a
+    rate limit (429), no such model or route (404); None for any other status."""
+    if status in (401, 403):
+        return ("give the server's API key with --api-key (or SURFER_API_KEY)" if api_key in ("", "EMPTY")
+                else "check --api-key: the server refused the key given")
+    if status == 429:
+        return "the server is rate limiting this key: try again later, or use a key with a higher limit"
+    if status == 404:  # (a run says the same: the model, or its chat completions, is not there)
+        return "check --model (its /models lists it, but its chat completions do not know it) and --base-url"
+    return None
 
 
 def probe_verdict(text: str, finish_reason: str) -> str:
@@ -340,14 +371,20 @@ def probe_verdict(text: str, finish_reason: str) -> str:
     return "ignored"
 
 
-async def check_structured_outputs(client: Any, model: str) -> Check:
-    import openai
+async def check_structured_outputs(client: Any, model: str, api_key: str = "EMPTY", timeout: float = 60.0) -> Check:
+    from surfer.models.json_http import ConnectFailed, HttpStatusError, TimedOut
 
     replies = []
     for mode in ("response_format", "structured_outputs"):
         try:
-            status, text, finish = await _probe(client, model, mode)
-        except openai.APIError as exc:
+            status, text, finish = await _probe(client, model, mode, timeout)
+        except HttpStatusError as exc:
+            if exc.status_code < 400:  # a success that is no JSON: a web page, a login portal
+                return Check("structured outputs", "fail", f"POST /chat/completions answered HTTP {exc.status_code}, "
+                             f"{exc.message}: not an OpenAI-compatible API", "check --base-url (it usually ends in /v1)", True)
+            return Check("structured outputs", "fail", f"the probe request was refused ({exc})",
+                         _refusal_fix(exc.status_code, api_key) or "check the server log", True)
+        except (ConnectFailed, TimedOut) as exc:
             return Check("structured outputs", "fail", f"the probe request failed ({exc})", "check the server log", True)
         verdict = probe_verdict(text, finish) if status == 200 else "rejected"
         if verdict in ("honoured", "cut"):
@@ -365,21 +402,20 @@ async def check_structured_outputs(client: Any, model: str) -> Check:
     )
 
 
-async def check_token_ids(client: Any, model: str) -> Check:
+async def check_token_ids(client: Any, model: str, timeout: float = 60.0) -> Check:
     """Whether chat completions return their token ids and logprobs (what `--record-tokens` needs)."""
-    import openai
-
     from surfer.models.capture import NEEDS, TOKEN_PARAMS, missing_fields
+    from surfer.models.json_http import ConnectFailed, HttpStatusError, TimedOut
 
     fix = f"{NEEDS}; without it, leave --record-tokens off"
+    body = {"model": model, "messages": [{"role": "user", "content": "Say OK."}], "temperature": 0, "max_tokens": 1, **TOKEN_PARAMS}
     try:
-        response = await client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": "Say OK."}], temperature=0, max_tokens=1, extra_body=TOKEN_PARAMS)
-    except openai.APIStatusError as exc:
-        return Check("token ids", "warn", f"a request for token ids was refused (HTTP {exc.status_code}: {str(exc.message)[:120]})", fix)
-    except openai.APIError as exc:
+        response = await client.request("POST", "chat/completions", timeout, body)
+    except HttpStatusError as exc:
+        return Check("token ids", "warn", f"a request for token ids was refused (HTTP {exc.status_code}: {exc.message[:120]})", fix)
+    except (ConnectFailed, TimedOut) as exc:
         return Check("token ids", "warn", f"the probe request failed ({exc})", fix)
-    missing = missing_fields(response.model_dump(warnings=False))  # (content may be text parts, not the str it types)
+    missing = missing_fields(response)  # (content may be text parts)
     if missing:
         return Check("token ids", "warn", f"not returned (no {', '.join(missing)}): --record-tokens cannot be used", fix)
     return Check("token ids", "ok", "prompt and generated token ids with logprobs are returned (--record-tokens)")
@@ -391,10 +427,12 @@ def _ids_by_tokens_in() -> Check:
 
 
 async def run_checks(base_url: str | list[str] | None = None, model: str | None = None, api_key: str = "EMPTY", *,
-                     browser: bool = True, profile: str | None = None, servers: list[Any] | None = None) -> list[Check]:
+                     browser: bool = True, profile: str | None = None, servers: list[Any] | None = None,
+                     names: dict[int, str] | None = None) -> list[Check]:
     """The local checks, then each server's: `base_url` (one or several, with `model` and `api_key`), or
     `servers` (ServerSpec: each its own model, key and profile). With several, each check's name says
-    which server (`server 2: model`) and its detail names the URL."""
+    which server (`server 2: model`, or its name in `names` by number: a role's own endpoint, `localizer`)
+    and its detail names the URL."""
     checks: list[Check] = []
     if browser:
         checks.extend(await check_chromium())
@@ -402,7 +440,7 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
     checks.extend(await asyncio.to_thread(check_extras))
     checks.append(await asyncio.to_thread(check_gpu))
     urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
-    from surfer.models.endpoint import Endpoint
+    from surfer.models.endpoint import Endpoint, shown_url
 
     targets = [(s.endpoint.base_url, s.endpoint.model, s.endpoint.api_key, s.profile, s.endpoint) for s in servers or []] or \
         [(url, model, api_key, profile, Endpoint(base_url=url, model=model or "", api_key=api_key)) for url in urls]
@@ -417,9 +455,9 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
                 found = [_ids_by_tokens_in() if c.name == "token ids" and c.status != "ok" else c for c in found]
         if len(targets) > 1:
             for check in found:
-                check.name = f"server {number}: {check.name}"
-                if url.rstrip("/") not in check.detail:
-                    check.detail = f"{url}: {check.detail}"
+                check.name = f"{(names or {}).get(number) or f'server {number}'}: {check.name}"
+                if shown_url(url).rstrip("/") not in check.detail:
+                    check.detail = f"{shown_url(url)}: {check.detail}"
         checks.extend(found)
     return checks
 
@@ -427,11 +465,13 @@ async def run_checks(base_url: str | list[str] | None = None, model: str | None 
 def endpoint_origin(settings: Any, flagged: bool) -> Check | None:
     """Where the endpoint and key checked came from, when any came from the environment (SURFER_* or
     OPENAI_* variables, which `surfer run` reads too); None when nothing did."""
+    from surfer.models.endpoint import shown_url
+
     url = "--base-url" if flagged else settings.origin("base_url")
     key = settings.origin("api_key")
     if url in ("--base-url", "default") and key in ("flags", "default"):
         return None
-    said = f"endpoint {settings.base_url} from {url}" if url not in ("--base-url", "default") else "endpoint from --base-url"
+    said = f"endpoint {shown_url(settings.base_url)} from {url}" if url not in ("--base-url", "default") else "endpoint from --base-url"
     if key not in ("flags", "default"):
         said += f"; API key from {key}"
     return Check("settings", "ok", said)
@@ -443,10 +483,10 @@ def register(app: typer.Typer) -> None:
         base_url: Optional[list[str]] = typer.Option(
             None, "--base-url", help="OpenAI-compatible endpoint to check, e.g. http://127.0.0.1:8000/v1 (repeat for several servers)."),
         config: Optional[Path] = typer.Option(
-            None, "--config", help="Check the servers of this configuration file (`servers = [...]`, or its base_url)."),
+            None, "--config", help="Check the servers of this configuration file (`servers = [...]`, or its base_url), and each role's own endpoint ([localizer] base_url ...)."),
         model: str | None = typer.Option(None, "--model", help="Model that should be served there."),
         profile: str | None = typer.Option(
-            None, "--profile", help="The model's family, for its serving flags (default: suggested from --model)."),
+            None, "--profile", help="The model's family, for its serving flags (default, or auto: suggested from --model)."),
         api_key: str = typer.Option("EMPTY", "--api-key", help="API key, if the server wants one."),
         no_browser: bool = typer.Option(False, "--no-browser", help="Skip the Chromium check (e.g. on a GPU box that only serves the model)."),
         as_json: bool = typer.Option(False, "--json", help="Print the checks as one JSON object."),
@@ -459,18 +499,27 @@ def register(app: typer.Typer) -> None:
         from surfer.core.errors import ConfigError
 
         try:
-            if profile is not None:
+            if profile is not None and profile != "auto":  # (auto: suggested from the model's name, as left out)
                 from surfer.models.profiles import get_profile
 
                 profile = get_profile(profile).name
-            servers, found = None, None
+            servers, found, names = None, None, {}
             from surfer.agent.config import load_config
+            from surfer.models.servers import ServerSpec
 
             if config is not None:
                 if base_url:
                     raise ConfigError("--config and --base-url both name servers: give one of them")
                 overrides = {"model": model, "profile": profile, "api_key": api_key if api_key != "EMPTY" else None}
-                servers = load_config(config, overrides).server_specs()
+                settings = load_config(config, overrides)
+                servers = settings.server_specs()
+                for role in ("policy", "localizer", "validator"):  # a role's own endpoint ([localizer] base_url = ...)
+                    own = getattr(settings, role)
+                    endpoint = settings.endpoint(role)
+                    if (own.base_url or own.model) and all((s.endpoint.base_url, s.endpoint.model) != (endpoint.base_url, endpoint.model)
+                                                           for s in servers):
+                        servers.append(ServerSpec(endpoint, settings.profile))
+                        names[len(servers)] = role
             else:
                 from surfer.apps.options import check_base_urls
 
@@ -482,7 +531,8 @@ def register(app: typer.Typer) -> None:
                 if not base_url and settings.origin("base_url") != "default":
                     base_url = [settings.base_url]
                     model = model or (settings.model if settings.origin("model") != "default" else None)
-            checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile, servers=servers))
+            checks = asyncio.run(run_checks(base_url, model, api_key, browser=not no_browser, profile=profile, servers=servers,
+                                            names=names))
             if config is None and found is not None:  # said just before the endpoint's checks
                 checks.insert(next((n for n, c in enumerate(checks) if c.name.endswith("endpoint")), len(checks)), found)
         except ConfigError as exc:

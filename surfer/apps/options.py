@@ -89,6 +89,11 @@ ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="TOML configuration file (per-role endpoints, limits, browser).")]
 
 
+def url_host(host: str) -> str:
+    """`host` as a URL names it: an IPv6 address in brackets (http://[::1]:8000/), anything else as it is."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def server_overrides(base_url: list[str] | None) -> dict[str, Any]:
     """Config overrides of `--base-url` (run, batch, qa, mcp): one endpoint, or several servers
     (`servers`; a list in the config file is then replaced)."""

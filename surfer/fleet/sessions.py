@@ -23,6 +23,7 @@ from typing import Any, Iterable
 
 from surfer.agent.events import Event, Finished, ModelAsked, ModelCalled, Observed, StepFinished, Waiting
 from surfer.models.affinity import current_session
+from surfer.models.endpoint import shown_url
 
 LIVE = "live"
 BATCH_FILE = "batch.json"
@@ -108,7 +109,7 @@ class SessionWatch:
         state["updated_at"] = time.time()
         session = current_session()  # with several model servers: the one this session is on
         if session is not None and session.server is not None:
-            state["server"] = session.server.base_url
+            state["server"] = shown_url(session.server.base_url)
         if image:
             state["thumb_version"] += 1
             state["thumb"] = f"{LIVE}/{self.thumb_path.name}"

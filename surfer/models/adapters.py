@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from surfer.core.errors import ConfigError
 
-from .endpoint import Endpoint
+from .endpoint import Endpoint, shown_url
 
 ADMIN_TIMEOUT = 300.0  # seconds for a load: the server reads the adapter's weights (from disk or a hub)
 NO_RUNTIME_LOADING = ("does not load adapters at run time: start it with `surfer serve --lora` (vLLM: "
@@ -104,7 +104,7 @@ def _root(base_url: str) -> str:
 
 
 def label(n: int, base_url: str) -> str:
-    return f"server {n} ({base_url})"
+    return f"server {n} ({shown_url(base_url)})"
 
 
 async def _request(client: Any, endpoint: Endpoint, method: str, url: str, body: dict[str, Any] | None,

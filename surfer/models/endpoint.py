@@ -17,6 +17,17 @@ EXAMPLE_URL = "http://127.0.0.1:8000/v1"
 _SCHEMELESS = re.compile(r"^(?:[\w.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:/\S*)?$")
 
 
+def shown_url(url: str) -> str:
+    """`url` as it is shown and recorded: a password in it (http://user:pw@host/v1, which the request sends as
+    basic auth) as ***, and a user name alone too (http://TOKEN@host/v1, a token as the user); any other URL as it is."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    return parts._replace(netloc=f"{user}:***@{host}" if colon else f"***@{host}").geturl()
+
+
 def check_server_url(url: str) -> str:
     """`url` stripped when it is an http(s) URL with a host (and a port that is a number), else
     ValueError naming it, with the likely URL when only the scheme is missing

@@ -39,7 +39,7 @@ from .backend import Completion, ImagePart, Message, ModelBackend, ModelRequest,
 from .capture import NEEDS, TOKEN_PARAMS, missing_fields, probe_body, read_tokens, sampling_of
 from .connections import Connections
 from .data_parallel import count_ranks_at
-from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint
+from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint, shown_url
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, TimedOut, answers, environment_proxy
 from .outage import answered_before, server_watch
@@ -115,7 +115,7 @@ class OpenAICompatibleBackend(ModelBackend):
 
     @property
     def label(self) -> str:
-        return f"{self.endpoint.model} @ {self.endpoint.base_url}"
+        return f"{self.endpoint.model} @ {shown_url(self.endpoint.base_url)}"
 
     async def aclose(self) -> None:
         """Close this event loop's connections; a later call opens new ones (`run_sync` closes its
@@ -161,11 +161,11 @@ class OpenAICompatibleBackend(ModelBackend):
                 if self._outage():
                     await self._hold()
                     return await self.check()
-                raise ServerGone(f"model server at {self.endpoint.base_url} is not ready: /models answered HTTP "
+                raise ServerGone(f"model server at {shown_url(self.endpoint.base_url)} is not ready: /models answered HTTP "
                                  f"{exc.status_code} ({exc.message}); run again once it answers") from None
             if exc.status_code < 400:  # a success with no JSON: a web page, not an API
                 raise not_an_api(self.endpoint, "GET /models", exc) from None
-            raise ModelRequestError(f"model server at {self.endpoint.base_url} answered /models with HTTP {exc.status_code}") from None
+            raise ModelRequestError(f"model server at {shown_url(self.endpoint.base_url)} answered /models with HTTP {exc.status_code}") from None
         self._mark_answered()
         cards = [m for m in page.get("data") or [] if isinstance(m, dict)] if isinstance(page, dict) else []
         served = [m["id"] for m in cards if isinstance(m.get("id"), str)]
@@ -173,12 +173,12 @@ class OpenAICompatibleBackend(ModelBackend):
         policy = self.policy()
         if served and policy is not None and policy.name not in served:
             raise ModelNotFound(
-                f"model server at {self.endpoint.base_url} does not serve policy {policy.name!r} (load the adapter "
+                f"model server at {shown_url(self.endpoint.base_url)} does not serve policy {policy.name!r} (load the adapter "
                 f"first: `surfer policy load`); it serves: {named(served)}"
             )
         if served and self.endpoint.model not in served:
             raise ModelNotFound(
-                f"model server at {self.endpoint.base_url} does not serve model {self.endpoint.model!r}; "
+                f"model server at {shown_url(self.endpoint.base_url)} does not serve model {self.endpoint.model!r}; "
                 f"it serves: {named(served)} (choose one with {setting('model')})"
             )
         await self.choose_path()
@@ -221,11 +221,11 @@ class OpenAICompatibleBackend(ModelBackend):
             if exc.status_code >= 500:
                 return
             raise ConfigError(
-                f"model server at {self.endpoint.base_url} refused a request for token ids and logprobs "
+                f"model server at {shown_url(self.endpoint.base_url)} refused a request for token ids and logprobs "
                 f"(HTTP {exc.status_code}: {exc.message}); {NEEDS}") from None
         missing = missing_fields(answer)
         if missing:
-            raise ConfigError(f"model server at {self.endpoint.base_url} does not return {', '.join(missing)}; {NEEDS}")
+            raise ConfigError(f"model server at {shown_url(self.endpoint.base_url)} does not return {', '.join(missing)}; {NEEDS}")
         self._tokens_checked = True
 
     async def choose_path(self) -> RequestPath:
@@ -264,11 +264,11 @@ class OpenAICompatibleBackend(ModelBackend):
             except TimedOut as exc:
                 if exc.stalled is not None:
                     raise ModelServerUnreachable(
-                        f"model server at {self.endpoint.base_url} stalled: it sent nothing for {exc.stalled:.3g} s "
+                        f"model server at {shown_url(self.endpoint.base_url)} stalled: it sent nothing for {exc.stalled:.3g} s "
                         f"while answering ({setting('read_timeout')})"
                     ) from None
                 raise ModelServerUnreachable(
-                    f"model server at {self.endpoint.base_url} did not answer within {timeout:.3g} s ({setting('request_timeout')})"
+                    f"model server at {shown_url(self.endpoint.base_url)} did not answer within {timeout:.3g} s ({setting('request_timeout')})"
                 ) from None
             except ConnectFailed as exc:
                 if "certificate verify failed" in str(exc).lower():  # no retry or outage makes it trusted
@@ -282,7 +282,7 @@ class OpenAICompatibleBackend(ModelBackend):
                             f"({name}; {exc}). Is the proxy running? Or connect directly: no_proxy={urlsplit(self.endpoint.base_url).hostname}"
                         ) from None
                     raise ServerGone(
-                        f"cannot reach the model server at {self.endpoint.base_url} ({exc}). "
+                        f"cannot reach the model server at {shown_url(self.endpoint.base_url)} ({exc}). "
                         f"Is it running? Start one with `vllm serve` or set {setting('base_url')}."
                     ) from None
                 await asyncio.sleep(0.2 * (attempt + 1))
@@ -357,7 +357,7 @@ class OpenAICompatibleBackend(ModelBackend):
                 if exc.status_code == 404:
                     policy = self.policy()
                     what = f"policy {policy.name!r} (its adapter unloaded?)" if policy else f"model {self.endpoint.model!r}"
-                    raise ModelNotFound(f"model server at {self.endpoint.base_url} does not serve {what}: {exc.message}") from None
+                    raise ModelNotFound(f"model server at {shown_url(self.endpoint.base_url)} does not serve {what}: {exc.message}") from None
                 if exc.status_code in (401, 403):
                     raise key_refused(self.endpoint, exc) from None
                 if exc.status_code < 400:
@@ -379,7 +379,7 @@ class OpenAICompatibleBackend(ModelBackend):
                     continue
                 failure = ContextTooLong if context_too_long(exc) else ModelRequestError
                 raise failure(
-                    f"model server at {self.endpoint.base_url} answered HTTP {exc.status_code}: {exc.message}"
+                    f"model server at {shown_url(self.endpoint.base_url)} answered HTTP {exc.status_code}: {exc.message}"
                 ) from None
             self._mark_answered()
             if sent is not None:
@@ -442,7 +442,7 @@ class OpenAICompatibleBackend(ModelBackend):
         limit = self.endpoint.server_wait
         if held >= limit:
             raise ModelServerUnreachable(
-                f"the model server at {self.endpoint.base_url} kept failing this call for {limit:g} s ({setting('server_wait')})"
+                f"the model server at {shown_url(self.endpoint.base_url)} kept failing this call for {limit:g} s ({setting('server_wait')})"
             )
         # the run's limits move past the longest possible wait first (a limit must not fire while held),
         # then back by what was not used: held time is not the task's
@@ -480,7 +480,7 @@ class OpenAICompatibleBackend(ModelBackend):
         if not choices:  # (a proxy may answer HTTP 200 with an error object instead)
             error = response.get("error") if isinstance(response, dict) else None
             said = f": {error.get('message') or error}" if isinstance(error, dict) else ""
-            raise ModelRequestError(f"model server at {self.endpoint.base_url} answered without choices{said}")
+            raise ModelRequestError(f"model server at {shown_url(self.endpoint.base_url)} answered without choices{said}")
         text = reply_text(choices[0].get("message"))
         usage = Usage(*usage_of(response.get("usage")))
         policy = self.policy()

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 
 from surfer.core.errors import ModelServerUnreachable
 from surfer.core.surface import caller, setting
+from .endpoint import shown_url
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class ServerWatch:
                 self._stop_watching()  # nobody waits any more: the next caller starts a fresh outage
         if not back:
             raise ModelServerUnreachable(
-                f"the model server at {self.base_url} has not answered for {limit:g} s ({setting('server_wait')}); "
+                f"the model server at {shown_url(self.base_url)} has not answered for {limit:g} s ({setting('server_wait')}); "
                 f"nothing was recorded as finished because of it: {again()}"
             )
         return waited
@@ -172,5 +173,5 @@ def outage_note() -> str | None:
     for watch in (watch for group in groups for watch in list(group.values())):
         if watch.down and watch.down_since_wall is not None:
             since = watch.down_since_wall.astimezone().strftime("%H:%M:%S")
-            return f"waiting for the model server at {watch.base_url} since {since}"
+            return f"waiting for the model server at {shown_url(watch.base_url)} since {since}"
     return None

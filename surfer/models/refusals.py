@@ -7,7 +7,7 @@ from __future__ import annotations
 from surfer.core.errors import ConfigError
 from surfer.core.surface import setting
 
-from .endpoint import Endpoint
+from .endpoint import Endpoint, shown_url
 from .json_http import HttpStatusError
 
 GONE_STATUSES = (502, 503, 504)  # a proxy without its server, a server starting or stopping
@@ -28,7 +28,7 @@ def server_gone(exc: HttpStatusError) -> bool:
 
 def key_refused(endpoint: Endpoint, exc: HttpStatusError) -> ConfigError:
     """HTTP 401 / 403: the server wants a key that was not given, or refused the one given."""
-    where = f"model server at {endpoint.base_url}"
+    where = f"model server at {shown_url(endpoint.base_url)}"
     if endpoint.api_key in ("", "EMPTY"):
         return ConfigError(f"{where} wants an API key (HTTP {exc.status_code}: {exc.message}); "
                            f"give it with {setting('api_key')} (or api_key in a config file)")
@@ -39,13 +39,13 @@ def key_refused(endpoint: Endpoint, exc: HttpStatusError) -> ConfigError:
 def not_an_api(endpoint: Endpoint, path: str, exc: HttpStatusError) -> ConfigError:
     """A success status with an answer that is not JSON (a web page, a login portal): the base URL is
     not an OpenAI-compatible API."""
-    return ConfigError(f"{endpoint.base_url} is not an OpenAI-compatible API: {path} answered HTTP {exc.status_code}, "
+    return ConfigError(f"{shown_url(endpoint.base_url)} is not an OpenAI-compatible API: {path} answered HTTP {exc.status_code}, "
                        f"{exc.message}; check {setting('base_url')} (a server's API usually ends in /v1)")
 
 
 def certificate_refused(endpoint: Endpoint, reason: str) -> ConfigError:
     """An https server whose certificate this machine does not trust (self-signed, a private CA)."""
-    return ConfigError(f"model server at {endpoint.base_url}: its TLS certificate is not trusted here ({reason}); "
+    return ConfigError(f"model server at {shown_url(endpoint.base_url)}: its TLS certificate is not trusted here ({reason}); "
                        "give the certificate of its CA with SSL_CERT_FILE=/path/to/ca.pem")
 
 

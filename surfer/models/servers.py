@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from surfer.core.errors import ModelServerUnreachable
 
-from .endpoint import Endpoint
+from .endpoint import Endpoint, shown_url
 from .outage import FIRST_PROBE, LONGEST_PROBE, PROBE_TIMEOUT, again, watch_of
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class Server:
 
     @property
     def label(self) -> str:
-        return f"server {self.index} ({self.base_url})"
+        return f"server {self.index} ({shown_url(self.base_url)})"
 
     @property
     def state(self) -> str:
@@ -268,7 +268,7 @@ class ServerPool:
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Each server's state for displays and metrics.jsonl."""
-        return [{"server": s.index, "base_url": s.base_url, "profile": s.spec.profile, "weight": s.spec.weight,
+        return [{"server": s.index, "base_url": shown_url(s.base_url), "profile": s.spec.profile, "weight": s.spec.weight,
                  "state": s.state, "sessions": s.sessions, "placed": s.placed, "moved_away": s.moved_away,
                  "waiting": s.waiting, "running": s.running} for s in self.servers]
 

@@ -25,7 +25,7 @@ from typing import Any, Awaitable, Callable
 from surfer.core.errors import ConfigError
 
 from .chat_tokens import TemplateTokenizer
-from .endpoint import Endpoint
+from .endpoint import Endpoint, shown_url
 from .json_http import ConnectFailed, HttpStatusError, TimedOut
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ async def choose_path(endpoint: Endpoint, get: Call) -> RequestPath:
     if info is None:
         why = "the server is not SGLang (no /get_model_info): chat completions"
         if endpoint.tokens_in == "on":
-            raise ConfigError(f"tokens_in = on, but {endpoint.base_url}: {why}; set tokens_in = auto or off")
+            raise ConfigError(f"tokens_in = on, but {shown_url(endpoint.base_url)}: {why}; set tokens_in = auto or off")
         return RequestPath(False, why)
     source = _tokenizer_source(endpoint, info)
     local = Path(source).expanduser()

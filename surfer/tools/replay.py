@@ -130,7 +130,7 @@ def _read_screenshot(frame: Frame, variant: int | None = None) -> Screenshot:
     """The recorded screenshot; with a `variant`, its top-left pixels are set to a
     colour code of that number and the image re-encoded, so that sessions
     replaying one recording send different images (as different real sessions would)."""
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     data, mime = frame.path.read_bytes(), frame.mime
     try:
@@ -149,7 +149,9 @@ def _read_screenshot(frame: Frame, variant: int | None = None) -> Screenshot:
                 marked.save(out, format="JPEG", quality=90) if mime == "image/jpeg" else marked.save(out, format="PNG")
                 data = out.getvalue()
     except Exception as exc:  # noqa: BLE001 - PIL raises several kinds
-        raise EnvironmentFailure(f"recorded screenshot {frame.path} is not a readable image: {exc}") from None
+        # (PIL's "cannot identify image file <_io.BytesIO object at 0x...>" names the buffer, not the file)
+        why = "not an image format PIL reads" if isinstance(exc, UnidentifiedImageError) else str(exc)
+        raise EnvironmentFailure(f"recorded screenshot {frame.path} is not a readable image: {why}") from None
     return Screenshot(data, mime, size, scale=frame.scale, origin=frame.origin)
 
 

@@ -69,6 +69,16 @@ def normalize_url(url: str, current: str = "") -> str:
     return url
 
 
+def ascii_host(host: str) -> str:
+    """An international host name (bücher.de) as browsers send it (xn--bcher-kva.de); any other as it is."""
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host  # (not a name: no pattern matches it)
+
+
 @dataclass(frozen=True)
 class HostPattern:
     host: str
@@ -87,6 +97,7 @@ class HostPattern:
         elif value.count(":") == 1:
             host, port_text = value.split(":")
         ipv6 = ":" in host
+        host = host if ipv6 else ascii_host(host)
         valid = bool(_IPV6.match(host)) if ipv6 else bool(_HOSTNAME.match(host))
         if not valid or (port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536)) or (ipv6 and wildcard):
             raise ConfigError(
@@ -98,6 +109,7 @@ class HostPattern:
     def matches(self, host: str, port: int) -> bool:
         if self.port is not None and self.port != port:
             return False
+        host = ascii_host(host.lower())  # (a URL's host as written, bücher.de, or as sent, xn--bcher-kva.de)
         return host == self.host or (self.wildcard and host.endswith("." + self.host))
 
 

@@ -86,7 +86,9 @@ async def _serve_http(server: Any, settings: ServerSettings, port: int, host: st
     app: Any = server.streamable_http_app(host=host)
     if token:
         app = BearerToken(app, token)
-    console.print(f"surfer mcp: http://{host}:{port}/mcp" + (" · bearer token required" if token else "")
+    from surfer.apps.options import url_host
+
+    console.print(f"surfer mcp: http://{url_host(host)}:{port}/mcp" + (" · bearer token required" if token else "")
                   + f" · runs in {settings.runs_root.resolve()}")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     logging.getLogger("uvicorn.error").addFilter(_QuietWhenClosing(runs))

@@ -26,6 +26,8 @@ def _prepare(settings: ServerSettings, path: Path, tags: list[str], grep: Option
     from surfer.qa.runner import QaRunner, SuiteRun
     from surfer.qa.suite import load_suite
 
+    if path.is_dir():
+        raise SuiteRefused(f"{path} is a directory: give a suite file (YAML) in it")
     if not path.is_file():
         raise SuiteRefused(f"suite file {path} does not exist (paths are relative to {Path.cwd()})")
     if concurrency is not None and concurrency < 1:

@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
     def serve_command(
         ctx: typer.Context,
         model: str = typer.Argument(..., help="Model id or local directory, e.g. Hcompany/Holotron-12B."),
-        profile: str | None = typer.Option(None, "--profile", help="Model family profile; default: suggested from the name (said so)."),
+        profile: str | None = typer.Option(None, "--profile", help="Model family profile; default (or auto): suggested from the name (said so)."),
         engine: str | None = typer.Option(
             None, "--engine", help="vllm or sglang (default: the profile's faster engine, measured through surfer)."),
         host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
         try:
             if not model.strip():
                 raise ConfigError("the model is empty: name a model id or a local directory, e.g. Hcompany/Holotron-12B")
-            if profile is None:
+            if profile is None or profile == "auto":  # (auto, as `surfer run` takes it: the same suggestion)
                 profile, reason = suggest_profile([model])
                 say(f"profile: {reason} (pass --profile to choose)", markup=False)
             chosen = get_profile(profile)
@@ -142,6 +142,10 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"{flag} after `--` moves the engine, but surfer waits for it (and prints its URL) "
                                   f"where its own {flag} says: give it before `--`")
             images = max_images or Layout(check_layout(prompt_layout), chosen.max_images).max_images
+            if not (lora or adapter):  # (a LoRA setting alone started a server without LoRA, found out at `policy load`)
+                for name, flag in (("max_lora_rank", "--max-lora-rank"), ("max_loras", "--max-loras")):
+                    if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE":  # (given, not the default)
+                        raise ConfigError(f"{flag} sizes LoRA adapters: add --lora (or --adapter NAME=PATH) to serve them")
             adapters = LoraOptions.parse(adapter, max_lora_rank, max_loras) if lora or adapter else None
             caps = engine_capabilities(engine, dry_run, sglang_version if engine == "sglang" else vllm_version, say)
             plans = replica_plans(
@@ -158,7 +162,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         for note in dict.fromkeys(note for plan in plans for note in plan.notes):
             say(f"note: {escape(note)}")
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        shown = options.url_host("127.0.0.1" if host in ("0.0.0.0", "::") else host)  # (::1 as http://[::1]:8000/v1)
         base_urls = [f"http://{shown}:{port + n}/v1" for n in range(len(plans))]
         if dry_run:
             for plan in plans:

@@ -158,8 +158,9 @@ def create_app(out_dir: str | Path, *, token: str | None = None) -> Any:
 
 
 def view_url(host: str, port: int, token: str | None) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    from surfer.apps.options import url_host
+
+    return f"http://{url_host(host)}:{port}/" + (f"?token={token}" if token else "")
 
 
 def _quiet_server_class() -> Any:

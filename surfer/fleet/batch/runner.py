@@ -19,6 +19,7 @@ from surfer.core.deadline import run_deadline
 from surfer.core.errors import ConfigError, ModelServerUnreachable
 from surfer.core import stopping
 from surfer.models.backend import ModelBackend
+from surfer.models.endpoint import shown_url
 from surfer.fleet.browser_pool import SharedBrowser
 
 from .drain import drain
@@ -446,7 +447,7 @@ class Batch:
         if task_id not in self._server_of:
             return {}
         url, moves, rank = self._server_of.pop(task_id)
-        return {**({"server": url, "server_moves": moves} if url else {}),
+        return {**({"server": shown_url(url), "server_moves": moves} if url else {}),
                 **({"data_parallel_rank": rank} if rank is not None else {})}
 
     async def _unfinished_attempt(self, record: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ import re
 
 from surfer.core.errors import ConfigError, ModelServerUnreachable
 from surfer.core.surface import caller
+from surfer.models.endpoint import shown_url
 
 # (pattern over a lower-cased model id, profile, family named in the reason)
 FAMILY_PATTERNS: tuple[tuple[str, str, str], ...] = (
@@ -65,7 +66,7 @@ async def suggest_profile_for_endpoint(
     try:
         page = await client.models.list()
     except openai.APIConnectionError as exc:
-        raise ModelServerUnreachable(f"{_auto()}: cannot reach {base_url} to list its models ({exc.__cause__ or exc})") from None
+        raise ModelServerUnreachable(f"{_auto()}: cannot reach {shown_url(base_url)} to list its models ({exc.__cause__ or exc})") from None
     except openai.APIStatusError as exc:
         from surfer.models.endpoint import Endpoint
         from surfer.models.json_http import HttpStatusError
@@ -75,9 +76,9 @@ async def suggest_profile_for_endpoint(
         if exc.status_code in (401, 403):  # the key, not the profile, is what to fix
             raise ConfigError(f"{_auto()}: {key_refused(Endpoint(base_url=base_url, api_key=api_key or 'EMPTY'), refusal)}") from None
         if server_gone(refusal):
-            raise ModelServerUnreachable(f"{_auto()}: the model server at {base_url} is not ready: /models answered "
+            raise ModelServerUnreachable(f"{_auto()}: the model server at {shown_url(base_url)} is not ready: /models answered "
                                          f"HTTP {exc.status_code} ({refusal.message}); run again once it answers") from None
-        raise ConfigError(f"{_auto()}: {base_url}/models answered HTTP {exc.status_code}; choose {'--profile' if caller() == 'cli' else 'Agent(profile=...)'} explicitly") from None
+        raise ConfigError(f"{_auto()}: {shown_url(base_url)}/models answered HTTP {exc.status_code}; choose {'--profile' if caller() == 'cli' else 'Agent(profile=...)'} explicitly") from None
     finally:
         await client.close()
     ids: list[str] = []
