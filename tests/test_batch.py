@@ -265,6 +265,9 @@ def test_results_written_by_an_older_version_resume_and_become_one_final_line_pe
     assert index.compact() == 0
     asyncio.run(index.append({"id": "g", "status": "success"}))
     assert '"sta\n{"id": "g"' in (tmp_path / "results.jsonl").read_text()  # the torn line did not swallow the next one
+    # saved by an editor that writes a byte order mark: the first line was lost (its task ran again on the resume)
+    (tmp_path / "results.jsonl").write_text('{"id": "b", "status": "success"}\n', encoding="utf-8-sig")
+    assert [r["id"] for r in read_results(tmp_path)] == ["b"]
 
 
 def test_a_results_directory_holding_another_batch_is_refused_not_counted_as_done(tmp_path):

@@ -119,10 +119,11 @@ def check_same_tasks(path: Path, finished: dict[str, dict[str, Any]], tasks: Ite
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file; a torn last line (crash mid-write) is skipped."""
+    """The JSON objects of a JSON-lines file; a torn last line (crash mid-write) is skipped, and a byte order mark
+    (an editor's save) is not part of the first line."""
     records = []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         return []
     for line in text.splitlines():
