@@ -68,3 +68,6 @@ def test_calibrate_takes_profile_auto_as_the_suggestion_from_the_name(standin) -
                                       "--profile", "auto"])
     assert "using profile 'holo2'" in result.output and "unknown profile" not in result.output
     assert result.exit_code == 2 and "does not serve model 'Hcompany/Holo2-8B'" in result.output, result.output
+    # a factor `surfer run` refuses was taken (and a screenshot 5x the viewport asked of the browser)
+    result = CliRunner().invoke(app, ["calibrate", "--base-url", server.base_url, "--model", "m", "--device-scale-factor", "5"])
+    assert result.exit_code == 2 and "--device-scale-factor 5: give a factor above 0 and at most 4" in result.output

@@ -162,6 +162,8 @@ def register(app: typer.Typer) -> None:
         try:
             size = parse_viewport(viewport)
             check_base_urls(base_url)
+            if not 0 < scale <= 4:  # (as the browser settings take it: surfer run refuses the same)
+                raise ConfigError(f"--device-scale-factor {scale:g}: give a factor above 0 and at most 4")
         except (ValueError, ConfigError) as exc:
             console.print(f"error: {exc}", markup=False)
             raise typer.Exit(2) from None
