@@ -271,9 +271,9 @@ async def test_type_clears_appends_and_submits(xvfb: str, desktop: DesktopEnviro
     await tk_form.event(is_event("submit", field="first", value="12"))
     await desktop.perform(TypeText(text="<3", target="First number", point=field, clear=False, submit=True))
     await tk_form.event(is_event("submit", field="first", value="12<3"))
-    for key in ("<", "€"):  # a lone character pressed is the one typed ('>' and an unknown key)
+    for key in ("<", "€", "A", "b"):  # a lone character pressed is the one typed ('>', an unknown key, and 'a')
         await desktop.perform(PressKeys(keys=key))
-    await tk_form.event(is_event("text", field="first", value="12<3<€"))
+    await tk_form.event(is_event("text", field="first", value="12<3<€Ab"))
     text = "Hi 9! if a<b: café Grüße 5€ 日本"
     await desktop.perform(TypeText(text=text, target="First number", point=field, clear=True, submit=True))
     await tk_form.event(is_event("submit", field="first", value=text))

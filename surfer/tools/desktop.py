@@ -473,9 +473,10 @@ class DesktopEnvironment(Environment):
     async def _act_press(self, action: PressKeys) -> str:
         parts = split_keys(action.keys)
         char = parts[0] if len(parts) == 1 and len(parts[0]) == 1 else ""
-        if self._keyboard is not None and char.strip() and char.isprintable() and not (char.isascii() and char.isalpha()):
-            # A lone character ('<', '€') by the display's keymap, as typed: pyautogui added Shift to the <> key
-            # of the pc105 keymap ('<' came out as '>') and knew no key for a character on none.
+        if self._keyboard is not None and char.strip() and char.isprintable() and not (char.isascii() and char.islower()):
+            # A lone character ('<', '€', 'A') by the display's keymap, as typed: pyautogui added Shift to the <> key
+            # of the pc105 keymap ('<' came out as '>'), knew no key for a character on none, and pressed 'a' for
+            # 'A' (the browser's press of 'A' types 'A').
             self._check_typeable(char)
             return await self._input(f"pressed {action.keys}", ("write", (char,), {}))
         names = self._key_names(action.keys)
