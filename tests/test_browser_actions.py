@@ -315,3 +315,12 @@ async def test_goto_relative_url_resolves_against_the_current_page(browser_env, 
     env = await browser_env(pages.url("actions.html"))
     await env.perform(Goto(url="/page3.html"))
     assert env.page.url == pages.url("page3.html")
+
+
+def test_a_gone_browser_is_named_as_the_user_could_have_ended_it():
+    """A headful window a person closed (in a take-over, say) was called a crash."""
+    from surfer.tools.browser import BrowserEnvironment
+
+    assert BrowserEnvironment(headless=False)._gone_reason() == (
+        "the browser is gone: its window was closed, or the Chromium process died")
+    assert BrowserEnvironment()._gone_reason() == "the browser crashed (the Chromium process died)"

@@ -493,6 +493,8 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
     def _gone_reason(self) -> str:
         """Why the browser is gone: one surfer launched crashed; one it attached to went away (the user's
         own browser, closed or killed, or its connection lost)."""
+        if not self.attached and not self.headless:  # a window a person can close (during a take-over, say)
+            return "the browser is gone: its window was closed, or the Chromium process died"
         if not self.attached:
             return "the browser crashed (the Chromium process died)"
         flag, url = ("--cdp-url", self.cdp_url) if self.cdp_url else ("--browser-ws", self.browser_ws)
