@@ -266,7 +266,7 @@ async def test_visible_text_reads_the_frames_and_web_components_that_are_shown(b
 
 
 def test_an_out_directory_that_holds_something_else_is_refused_and_kept(tmp_path):
-    from surfer.qa.runner import foreign_output
+    from surfer.qa.out_dir import foreign_output
 
     suite = tmp_path / "s.yaml"
     suite.write_text("name: s\ncases:\n  - name: c\n    url: http://127.0.0.1:9/\n    task: t\n")
@@ -324,8 +324,8 @@ async def test_a_cache_entry_that_cannot_be_written_leaves_the_case_as_it_ended(
     from surfer.qa.cache import ActionCache, CaseEntry
     from surfer.qa.runner import QaRunner, SuiteRun
 
-    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
-    runner = QaRunner([SuiteRun(suite, AgentConfig())], tmp_path / "out", environ={"LIBRARY_PASSWORD": "x"})
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
+    runner = QaRunner([SuiteRun(suite, AgentConfig())], tmp_path / "out", environ={"LIBRARY_PASSWORD": "s3cret-value"})
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "library-smoke").write_text("in the way")
     cache = ActionCache(tmp_path / "cache")
@@ -339,7 +339,7 @@ def test_the_formats_page_names_every_field_of_a_case_line(tmp_path):
 
     from surfer.qa.outcomes import CaseReport
 
-    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
     record = CaseReport(suite.name, suite.cases[0], suite.case_id(suite.cases[0]), tmp_path / "cases" / "c").to_record(tmp_path)
     page = (SAMPLE.parents[2] / "docs" / "reference" / "formats.md").read_text()
     table = page.split("A case's line:", 1)[1].split("\n\n", 2)[1]
@@ -354,7 +354,7 @@ def test_junit_is_xml_whatever_the_model_or_page_said(tmp_path):
     from surfer.qa.outcomes import AttemptReport, CaseReport, QaSummary
     from surfer.qa.reports import junit_xml
 
-    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "x"})
+    suite = load_suite(SAMPLE, {"demo_url": "http://127.0.0.1:9/"}, {"LIBRARY_PASSWORD": "s3cret-value"})
     case = CaseReport(suite.name, suite.cases[0], suite.case_id(suite.cases[0]), tmp_path / "c", status="failed")
     attempt = AttemptReport(1, str(tmp_path / "c" / "attempt-1"), status="failed", failure="the validator said \x1b[2mno\x1b[0m\x08")
     case.attempts.append(attempt)

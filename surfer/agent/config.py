@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -17,6 +17,7 @@ from surfer.models.servers import ServerSpec
 from surfer.models.profiles import DEFAULT_PROFILE, PROFILES
 
 from .browser_settings import BrowserSettings, parse_viewport  # noqa: F401  (imported from here too)
+from .config_errors import format_validation_error
 
 ENV_VARS = {
     "SURFER_BASE_URL": "base_url",
@@ -328,53 +329,6 @@ class AgentConfig(_Strict):
         )
 
 
-def format_validation_error(
-    exc: ValidationError, source: str, origin: Callable[[tuple[Any, ...]], str] | None = None,
-) -> str:
-    """The problems pydantic found, each with its field and where its value came from (`origin` of
-    its location, else `source`): one line for one problem."""
-    problems = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":  # pydantic's "Extra inputs are not permitted": a misspelt key, mostly
-            message = unknown_key(err["loc"])
-        problems.append((origin(err["loc"]) if origin else source, f"{where}: {message}"))
-    if len(problems) == 1:
-        return f"invalid configuration ({problems[0][0]}): {problems[0][1]}"
-    sources = ", ".join(dict.fromkeys(label for label, _ in problems))
-    return "\n".join([f"invalid configuration ({sources}):", *(f"  {text}" for _, text in problems)])
-
-
-def unknown_key(loc: tuple[Any, ...]) -> str:
-    """What to say of a key at `loc` that no section of the configuration has: the keys it may have meant."""
-    import typing
-
-    model: Any = AgentConfig
-    for part in loc[:-1]:
-        field = model.model_fields.get(part) if isinstance(part, str) else None
-        if field is None:
-            continue  # (an index into a list of sections: `servers`)
-        model = next((t for t in (field.annotation, *typing.get_args(field.annotation))
-                      if isinstance(t, type) and issubclass(t, BaseModel)), None)
-        if model is None:
-            return "unknown key"
-    close = did_you_mean(str(loc[-1]), list(model.model_fields))
-    if close:
-        return f"unknown key (did you mean {close!r}?)"
-    if model is AgentConfig:
-        return "unknown key (every key is in the configuration reference)"
-    return f"unknown key; [{'.'.join(str(p) for p in loc[:-1] if isinstance(p, str))}] has: {', '.join(model.model_fields)}"
-
-
-def did_you_mean(name: str, names: list[str]) -> str | None:
-    """The one of `names` that a misspelt `name` most likely meant, if any is close."""
-    import difflib
-
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
 def merge_settings(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     """`base` with `extra` laid over it, nested sections merged key by key."""
     out = dict(base)
@@ -459,7 +413,7 @@ def load_config(
     try:
         config = AgentConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, "", origin)) from None
+        raise ConfigError(format_validation_error(exc, "", origin, AgentConfig)) from None
     config._origins = {field: next((label for label, layer in layers if field in layer), "default") for field in data}
     if guessed:
         config._origins["profile"] = guessed
@@ -498,7 +452,7 @@ def validate_config(data: Mapping[str, Any], source: str) -> AgentConfig:
     try:
         return AgentConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, source)) from None
+        raise ConfigError(format_validation_error(exc, source, root=AgentConfig)) from None
 
 
 def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -386,7 +386,7 @@ def register(app: typer.Typer) -> None:
                 from surfer.tools.desktop_display import check_display
 
                 check_display()  # no display, or one that does not answer: refused once, not an error per case
-            from surfer.qa.runner import check_out_dir
+            from surfer.qa.out_dir import check_out_dir
 
             check_out_dir(out_dir)  # (before the note: never replace what another command wrote)
             if (out_dir / "results.jsonl").exists() or (out_dir / "cases").exists():

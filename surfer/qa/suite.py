@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from surfer.agent.config import AgentConfig, parse_viewport
 from surfer.agent.loop import slugify
 from surfer.core.errors import ConfigError
+from .suite_problems import SettingError, key_twice, problem, where
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
 SECRET = re.compile(r"\{\{\s*secret:([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -37,14 +38,6 @@ class SuiteError(ConfigError):
 
 
 Confirm = Literal["ask", "deny", "approve"]
-
-
-class _SettingError(ValueError):
-    """A problem of the suite's `model` settings, with the key's place in them (its line in the file)."""
-
-    def __init__(self, loc: tuple[Any, ...], message: str) -> None:
-        super().__init__(message)
-        self.loc = loc
 
 
 class _Strict(BaseModel):
@@ -224,14 +217,14 @@ class Suite(_Strict):
     @field_validator("model")
     @classmethod
     def _model_settings(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from surfer.agent.config import unknown_key
+        from surfer.agent.config_errors import unknown_key
 
         try:
             AgentConfig.model_validate(value)
         except ValidationError as exc:
             first = exc.errors()[0]
-            message = unknown_key(first["loc"]) if first["type"] == "extra_forbidden" else first["msg"]
-            raise _SettingError(first["loc"], message.removeprefix("Value error, ")) from None
+            message = unknown_key(first["loc"], AgentConfig) if first["type"] == "extra_forbidden" else first["msg"]
+            raise SettingError(first["loc"], message.removeprefix("Value error, ")) from None
         return value
 
     @model_validator(mode="after")
@@ -387,99 +380,6 @@ def _substitute(
     return value
 
 
-def _where(err: Any) -> tuple[Any, ...]:
-    """The field of a problem: a variable's value is one field, whichever member of its union pydantic names; a
-    key of the `model` settings is where it is in them."""
-    loc = _without_tags(err["loc"])
-    setting = (err.get("ctx") or {}).get("error")
-    if isinstance(setting, _SettingError):
-        return (*loc, *setting.loc)
-    return loc[:2] if loc[:1] == ("vars",) else loc
-
-
-def _problem(err: Any) -> str:
-    """pydantic's message for one problem, in the words of a suite file: a misspelt key names the key it may be."""
-    loc, kind = _where(err), err["type"]
-    if loc[:1] == ("vars",) and len(loc) == 2:
-        return f"a variable is text, a number or true/false, not {_yaml_type(err['input'])}"
-    if kind == "extra_forbidden":
-        return _unknown_key(loc)
-    if kind == "missing":
-        return "missing: this key is required"
-    if kind == "too_short" and isinstance(err["input"], list) and not err["input"]:
-        return "must not be empty" if loc != ("cases",) else "the suite has no cases (a list of at least one)"
-    if kind in ("model_type", "model_attributes_type", "dict_type"):
-        what = "a case is a mapping" if loc[:1] == ("cases",) and len(loc) == 2 else "must be a mapping"
-        return f"{what} of keys (`key: value` lines), not {_yaml_type(err['input'])}"
-    if kind == "string_type" and isinstance(err["input"], dict) and len(err["input"]) == 1:
-        return f"must be text, but the {_colon_hint(err['input'])}"
-    if kind == "string_type":
-        return f"must be text, not {_yaml_type(err['input'])} (quote it: '{err['input']}')"
-    if kind == "expectation" and isinstance(err["input"], dict) and len(err["input"]) == 1:
-        return f"{err['msg']}; the {_colon_hint(err['input'])}"
-    if kind == "list_type":
-        return f"must be a list (`[a, b]`, or one `- item` a line), not {_yaml_type(err['input'])}"
-    return err["msg"].removeprefix("Value error, ")
-
-
-def _unknown_key(loc: tuple[Any, ...]) -> str:
-    """A key that the suite, a case or `timeouts` does not have: the one it may be, else the keys there."""
-    import difflib
-
-    model = {"cases": Case, "timeouts": Timeouts}.get(loc[0], Suite) if len(loc) > 1 else Suite
-    keys = [name for name, field in model.model_fields.items() if not field.exclude]  # (not the loader's own)
-    close = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
-    return f"unknown key (did you mean {close[0]!r}?)" if close else f"unknown key; the keys here are: {', '.join(keys)}"
-
-
-def _colon_hint(value: dict[Any, Any]) -> str:
-    """YAML reads `- Sign in: as alice` as a mapping, not as the text a user meant."""
-    key, item = next(iter(value.items()))
-    return f"line was read as a mapping ({key!r}: {item!r}) because of the ': ' in it: put the whole text in quotes"
-
-
-def _yaml_type(value: Any) -> str:
-    if value is None:
-        return "nothing (an empty value)"
-    if isinstance(value, str):
-        return f"the text {value[:60]!r}" + ("…" if len(value) > 60 else "")
-    return {bool: "true/false", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(
-        type(value), type(value).__name__)
-
-
-def _key_twice(node: Any, loc: tuple[Any, ...], seen_nodes: set[int] | None = None) -> tuple[tuple[Any, ...], int, int] | None:
-    """The first key given twice in one mapping (its field, its line, the line of the first): YAML keeps the last
-    silently, and a case's second `expect:` dropped its first list of expectations without a word."""
-    import yaml
-
-    seen_nodes = set() if seen_nodes is None else seen_nodes
-    if id(node) in seen_nodes:  # (an alias: the node its anchor named, already read)
-        return None
-    seen_nodes.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[Any, int] = {}
-        for key, value in node.value:
-            name = getattr(key, "value", None)
-            if isinstance(key, yaml.ScalarNode) and name in seen:
-                return (*loc, name), key.start_mark.line + 1, seen[name]
-            seen[name] = key.start_mark.line + 1
-            if found := _key_twice(value, (*loc, name), seen_nodes):
-                return found
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            if found := _key_twice(item, (*loc, i), seen_nodes):
-                return found
-    return None
-
-
-_TAGS = frozenset({"sentence", "text", "url", "answer"})
-
-
-def _without_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Drop the union tag pydantic puts after an expectation's index."""
-    return tuple(p for i, p in enumerate(loc) if not (p in _TAGS and i >= 2 and loc[i - 2] == "expect"))
-
-
 def load_suite(
     path: str | Path, variables: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None,
 ) -> Suite:
@@ -508,7 +408,7 @@ def load_suite(
         raise SuiteError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
     if not isinstance(data, dict):
         raise SuiteError(f"{path}:1: (top level): a suite is a mapping with 'name' and 'cases'")
-    if twice := _key_twice(located.node, ()):
+    if twice := key_twice(located.node, ()):
         loc, line, first = twice
         raise SuiteError(f"{path}:{line}: {field_name(loc)}: given twice in one mapping (first at line {first}); "
                          "YAML keeps only the last, so the first would be ignored")
@@ -525,9 +425,9 @@ def load_suite(
     except ValidationError as exc:
         first: dict[tuple[Any, ...], Any] = {}
         for err in exc.errors():  # one a field (each member of a union fails on its own)
-            first.setdefault(_where(err), err)
+            first.setdefault(where(err), err)
         errors = list(first.values())
-        problems = [str(_fail(path, located, _where(err), _problem(err))) for err in errors[:5]]
+        problems = [str(_fail(path, located, where(err), problem(err, Suite))) for err in errors[:5]]
         if len(errors) > 5:
             problems.append(f"(and {len(errors) - 5} more problem(s) in {path})")
         raise SuiteError("\n".join(problems)) from None

@@ -161,7 +161,7 @@ def _problem(error: Any) -> str:
     """What is wrong with one field, in a task line's terms (pydantic's "Extra inputs are not permitted": a
     misspelt or unknown key)."""
     if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
-        from surfer.agent.config import did_you_mean
+        from surfer.agent.config_errors import did_you_mean
 
         fields = [name for name in BatchTask.model_fields if name not in SET_BY_SAMPLES]
         close = did_you_mean(str(error["loc"][0]), fields)

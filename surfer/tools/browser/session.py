@@ -11,7 +11,6 @@ storage state loaded into its context (state.py), a persistent profile
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 from pathlib import Path
@@ -24,6 +23,7 @@ from surfer.tools import dialogs
 from surfer.tools.base import Environment
 from surfer.tools.browser.actions import BrowserActions, normalize_url  # noqa: F401  (normalize_url: also imported from here)
 from surfer.tools.browser.capture import BrowserCapture
+from surfer.tools.browser.liveness import Liveness
 from surfer.tools.browser.own_tabs import OwnTabs, page_script
 from surfer.tools.browser.tabs import PageTabs
 from surfer.tools.chromium import start_chromium
@@ -36,12 +36,11 @@ from surfer.tools.widgets import widgets_script
 log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT_S = 10.0  # closing a context or browser that stopped answering must not hang the caller
-ALIVE_CHECK_S = 5.0  # a browser that does not answer its liveness check in this long is taken as alive (busy)
 STATE_TIMEOUT_S = 30.0  # reading a context's storage state (it may visit origins no tab shows)
 CRASH_SIGNS = ("target crashed", "browser has been closed", "browser has disconnected")  # Playwright's words for a dead browser
 
 
-class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Environment):
+class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Liveness, Environment):
     """A browser the agent works in: one isolated context (its own cookies and tabs) in a Chromium it
     launches, or in `browser=`, a Playwright `Browser` of the async API you launched (many environments,
     one Chromium process); `close()` closes its context, and a Chromium it launched, never yours.
@@ -463,45 +462,6 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Envi
             page.on("download", self._downloads.on_download)
             self.url_policy.watch(page)
 
-    def _on_crash(self, page: Any) -> None:
-        if page is self._page:
-            self._crashed = page.url
-            if self._died is not None:
-                self._died.set()
-
-    def _on_browser_gone(self) -> None:
-        self._browser_gone = True
-        if self._died is not None:
-            self._died.set()
-
     def _on_navigated(self, page: Any, frame: Any) -> None:
         if page is self._page and frame == page.main_frame:
             self._navigations += 1
-
-    @property
-    def alive(self) -> bool:
-        return not self._browser_gone and self._crashed is None
-
-    async def check_alive(self) -> bool:
-        """A round trip to the browser (not to the page's script): Playwright reports a browser
-        that died before it answers, so `alive` is current afterwards."""
-        if self.alive and self._context is not None:
-            with contextlib.suppress(Exception):  # (a dead browser's error: `alive` says it)
-                await asyncio.wait_for(self._context.cookies("https://alive.invalid/"), ALIVE_CHECK_S)
-        return self.alive
-
-    def _gone_reason(self) -> str:
-        """Why the browser is gone: one surfer launched crashed; one it attached to went away (the user's
-        own browser, closed or killed, or its connection lost)."""
-        if not self.attached and not self.headless:  # a window a person can close (during a take-over, say)
-            return "the browser is gone: its window was closed, or the Chromium process died"
-        if not self.attached:
-            return "the browser crashed (the Chromium process died)"
-        flag, url = ("--cdp-url", self.cdp_url) if self.cdp_url else ("--browser-ws", self.browser_ws)
-        return f"the browser at {url} ({flag}) went away: it was closed, its process ended, or the connection to it was lost"
-
-    def _check_alive(self) -> None:
-        if self._browser_gone:
-            raise BrowserCrashed(self._gone_reason())
-        if self._crashed is not None:
-            raise BrowserCrashed(f"the page crashed (at {self._crashed or 'about:blank'})")
