@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from surfer.core.errors import ConfigError
+from surfer.core.errors import ConfigError, RunError
 
 # Where a run that is given no directory of its own is recorded: `surfer run`,
 # `surfer demo` and the SDK alike (relative to the working directory).
@@ -113,6 +113,15 @@ def _check_can_make(path: Path, what: str = "run") -> None:
                 directory.rmdir()
             except OSError:  # (another run wrote into it meanwhile: it is that run's now)
                 pass
+
+
+class RunDirLost(RunError):
+    """The run directory could not be written any more (deleted during the run, its disk full): the run ends
+    `error` (`environment`) with this reason, where the writer's OSError was a traceback."""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        super().__init__(f"the run directory {path} could not be written ({exc.strerror or exc}: "
+                         f"{exc.filename or path}): was it deleted, or its disk full?")
 
 
 class RunDirTaken(ConfigError):

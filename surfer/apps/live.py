@@ -129,7 +129,8 @@ class LiveView:
         if res.reason:
             self._line(f"reason: {res.reason}", style="dim" if res.ok else "red")
         if res.run_dir:
-            self._line(f"report: {res.run_dir}/report.html", style="dim")
+            if os.path.exists(os.path.join(res.run_dir, "report.html")):  # (not in a directory deleted meanwhile)
+                self._line(f"report: {res.run_dir}/report.html", style="dim")
         elif self._run_dir and res.error_kind == "unreachable":
             self._line(f"nothing recorded: the run never reached its model server ({self._run_dir} was not written)", style="dim")
         elif self._run_dir and not os.path.lexists(self._run_dir):  # (a browser that never started)
