@@ -116,12 +116,13 @@ def _check_can_make(path: Path, what: str = "run") -> None:
 
 
 class RunDirLost(RunError):
-    """The run directory could not be written any more (deleted during the run, its disk full): the run ends
-    `error` (`environment`) with this reason, where the writer's OSError was a traceback."""
+    """The run directory was deleted or moved during the run: the run ends `error` (`environment`) with this
+    reason, where the writer's OSError was a traceback. (A full disk is still raised as its OSError: a batch
+    stops on it and runs the task again on resume.)"""
 
     def __init__(self, path: Path, exc: OSError) -> None:
-        super().__init__(f"the run directory {path} could not be written ({exc.strerror or exc}: "
-                         f"{exc.filename or path}): was it deleted, or its disk full?")
+        super().__init__(f"the run directory {path} was deleted or moved during the run: "
+                         f"{exc.filename or path} could not be written ({exc.strerror or exc})")
 
 
 class RunDirTaken(ConfigError):

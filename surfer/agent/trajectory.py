@@ -46,11 +46,13 @@ class TrajectoryWriter:
         self._lost = False  # the directory could not be written (deleted, disk full): the run ended on it
 
     async def handle(self, event: Event) -> None:
-        """Writes what `event` adds; a directory that cannot be written any more ends the run (RunDirLost), and its
-        result, written last, is given up quietly where the directory is gone."""
+        """Writes what `event` adds; a directory deleted or moved during the run ends it (RunDirLost), and its
+        result, written last, is then given up quietly. Other write errors (a full disk) are raised as they are."""
         try:
             await self._handle(event)
         except OSError as exc:
+            if not self._made or self.run_dir.is_dir():  # (not lost: a full disk, a read-only file system)
+                raise
             if isinstance(event, Finished):  # (the run has ended: its result is the caller's, the record lost)
                 if not self._lost:  # (else the run's reason says so already)
                     log.warning("%s", RunDirLost(self.run_dir, exc))
