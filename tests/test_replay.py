@@ -231,6 +231,32 @@ def test_a_reply_holding_half_a_surrogate_pair_is_kept_with_the_run(standin, tmp
     assert json.loads((out / "result.json").read_text(encoding="utf-8"))["answer"] == result.answer
 
 
+def test_a_full_disk_under_surfer_run_is_one_line(standin, tmp_path, monkeypatch):
+    """`surfer run` whose disk fills up mid-run: one line naming the run directory and what to do, exit 1, where a
+    traceback of some 260 lines came out (a write cut short names no file)."""
+    from typer.testing import CliRunner
+
+    from surfer.agent.trajectory import TrajectoryWriter
+    from surfer.apps.cli import app
+
+    write_step = TrajectoryWriter._step
+
+    def disk_full(self, event):  # type: ignore[no-untyped-def]
+        if event.record.index == 2:
+            raise OSError(28, "No space left on device")
+        return write_step(self, event)
+
+    monkeypatch.setattr(TrajectoryWriter, "_step", disk_full)
+    server, out = standin(Clicker()), tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "run", "Register Ada", "--env", "replay", "--replay", str(DEMO_RECORDINGS / "demo-1024x768"),
+        "--base-url", server.base_url, "--model", server.model, "--out", str(out),
+    ], env={"COLUMNS": "300", "NO_COLOR": "1"})
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 1, result.output[-3000:]
+    assert f"error: cannot write {out}: No space left on device; what was written before is kept" in result.output
+    assert len((out / "trajectory.jsonl").read_text().splitlines()) == 1 and "Traceback" not in result.output
+
+
 async def test_a_full_disk_stops_the_batch_and_records_no_task_as_failed(standin, tmp_path, monkeypatch):
     """The disk fills up under a run (its step cannot be written): that is no task's fault. The batch stops, the
     task has no results line (it was recorded as an internal error, never run again), and a rerun finishes it."""

@@ -163,8 +163,12 @@ def leaves_record(status: str, error_kind: str | None, reached_server: bool) -> 
 
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # (a full disk: no half-written .tmp left beside the files)
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_trajectory(run_dir: str | Path) -> list[dict[str, Any]]:

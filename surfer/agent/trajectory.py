@@ -52,6 +52,8 @@ class TrajectoryWriter:
             await self._handle(event)
         except OSError as exc:
             if not self._made or self.run_dir.is_dir():  # (not lost: a full disk, a read-only file system)
+                if exc.filename is None:  # (a write cut short names no file: the run directory is what filled up)
+                    exc.filename = str(self.run_dir)
                 raise
             if isinstance(event, Finished):  # (the run has ended: its result is the caller's, the record lost)
                 if not self._lost:  # (else the run's reason says so already)
