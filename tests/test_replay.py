@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import threading
 
 import pytest
@@ -105,6 +106,20 @@ def test_folder_of_images_and_bad_sources(tmp_path):
         Image.new("RGB", (64, 48), "green").save(taken / "screenshots" / f"{name}.png")
     (taken / "trajectory.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert [f.path.name for f in load_recording(taken).frames] == ["step-001.png", "step-002.png"]
+    # the runs/ folder `surfer run` fills: a terminal session's folder (a run directory per task), a run whose page
+    # never opened (no screenshot), a batch's --out (its runs/, not the view's live/ thumbnails): each was refused
+    runs = tmp_path / "runs"
+    shutil.copytree(DEMO_RECORDINGS / "demo-1024x768", runs / "20260101-session" / "01-register")
+    (runs / "20260101-session" / "session.json").write_text("{}")
+    (runs / "20260101-no-page" / "screenshots").mkdir(parents=True)
+    (runs / "20260101-no-page" / "trajectory.jsonl").write_text("")
+    shutil.copytree(DEMO_RECORDINGS / "demo-1280x800", runs / "batch" / "runs" / "t0")
+    shutil.copytree(images, runs / "batch" / "live", ignore=shutil.ignore_patterns("*.txt"))
+    (runs / "batch" / "results.jsonl").write_text("")
+    assert [r.name for r in load_recordings(runs)] == ["20260101-session/01-register", "batch/runs/t0"]
+    assert [r.name for r in load_recordings(runs / "batch")] == ["runs/t0"]
+    with pytest.raises(ConfigError, match="no recordings"):
+        load_recordings(runs / "20260101-no-page" / "screenshots")
     # a file named as an image that is none: named plainly (PIL's message named its in-memory buffer, 0x... and all)
     (images / "c.png").write_text("not a PNG")
     with pytest.raises(EnvironmentFailure, match=r"c.png is not a readable image: not an image format PIL reads$"):
