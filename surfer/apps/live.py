@@ -97,7 +97,8 @@ class LiveView:
         r = event.record
         self._line((f"step {r.index:>2} ", "bold"), (r.url or "", "dim"))
         if r.thought:
-            self._line("   " + r.thought.strip().replace("\n", " ")[:300], style="italic")
+            thought = " ".join(r.thought.split())  # one line; cut at 300 characters, and said to be cut
+            self._line("   " + (thought if len(thought) <= 300 else thought[:299] + "…"), style="italic")
         if r.action is not None:
             line = Text("   → ", style="bold")
             line.append(r.action.describe(), style="cyan")
