@@ -199,6 +199,7 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         assert problems == []
         # the folder deleted while viewed: the page says so (each poll was an HTTP 500, and a traceback in the terminal)
         shutil.rmtree(tmp_path)
+        await page.evaluate("poll()")  # (now, not at the next second's poll)
         await page.wait_for_function("() => document.getElementById('stale').textContent.includes('is gone')")
         assert f"(not updating: {tmp_path.name} is gone (deleted or moved))" == await page.locator("#stale").inner_text()
     finally:
