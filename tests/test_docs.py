@@ -125,6 +125,11 @@ def test_the_generated_cli_reference_lists_every_command_and_every_flag_of_surfe
     missing = [flag for flag in sorted(flags) if not re.search(rf"`{re.escape(flag)}\b", section)]
     assert missing == []
     assert "surfer bench gpu run" in markdown  # the entry-point command is loaded
+    # usage lines name arguments as --help conventions do, whatever braces Typer prints around required ones
+    usages = re.findall(r"^```text\n(surfer .*)\n```$", markdown, re.M)
+    assert [line for line in usages if re.search(r"[{}]", line)] == []
+    assert {"surfer qa [OPTIONS] FILES...", "surfer run [OPTIONS] [TASK]", "surfer batch [OPTIONS] TASKS_FILE",
+            "surfer policy switch [OPTIONS] NAME@VERSION"} <= set(usages)
 
 
 def test_the_generated_config_reference_has_every_key_with_a_description():
