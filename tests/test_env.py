@@ -162,6 +162,9 @@ def test_the_guides_example_runs_an_episode(demo_site, env_loop, capsys):
     example = runpy.run_path(str(ROOT / "examples" / "gym" / "episode.py"))
     example["main"]([demo_site.url("index.html")])
     assert capsys.readouterr().out.strip() == "reward 0.0 (failed: not found) after 3 steps"
+    with pytest.raises(SystemExit) as stop:  # without its URL: the usage line, not an IndexError
+        example["main"]([])
+    assert stop.value.code == 2 and "usage: python examples/gym/episode.py URL" in capsys.readouterr().err
 
 
 def test_the_desktop_is_an_environment_too(xvfb, tk_form, env_loop):
