@@ -130,6 +130,14 @@ async def test_a_base_url_without_v1_is_named_by_preflight(standin):
     with pytest.raises(ConfigError, match=f"did you mean the base URL {root}/v1"):
         await backend.check()
     await backend.aclose()
+    # a base URL with a path the server has no routes under (no /models there either, so no check fails): its
+    # FastAPI 404 is no route, not "does not serve model"
+    backend = OpenAICompatibleBackend(Endpoint(base_url=root + "/api", model=server.model))
+    await backend.check()
+    with pytest.raises(ConfigError, match=r"/api is not an OpenAI-compatible API: POST /chat/completions answered HTTP 404, "
+                                          r"Not Found; check Agent\(base_url=\.\.\.\)"):
+        await backend.complete(request())
+    await backend.aclose()
 
 
 async def test_unknown_model_is_reported_by_preflight_and_by_requests(standin):

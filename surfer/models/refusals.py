@@ -38,9 +38,10 @@ def key_refused(endpoint: Endpoint, exc: HttpStatusError) -> ConfigError:
 
 def no_api_here(exc: HttpStatusError) -> bool:
     """An error answer that says no API takes the request at this path: a method the server does not take there
-    (405, 501), or a page not found that is a web page rather than an API's JSON error (a web app's `Cannot POST
-    /v1/chat/completions`; a model server's 404 naming a model it does not serve is JSON)."""
-    return exc.status_code in (405, 501) or (exc.status_code == 404 and exc.json_body is False)
+    (405, 501), or a page not found that is no API's error about the request: a web page (a web app's `Cannot POST
+    /v1/chat/completions`) or a route FastAPI does not have (`{"detail": "Not Found"}`, as vLLM answers a path
+    outside /v1). A model server's 404 naming a model it does not serve says so in JSON."""
+    return exc.status_code in (405, 501) or (exc.status_code == 404 and (exc.json_body is False or exc.message == "Not Found"))
 
 
 def not_an_api(endpoint: Endpoint, path: str, exc: HttpStatusError) -> ConfigError:
