@@ -67,6 +67,11 @@ def test_the_environment_passes_gymnasiums_checker_and_refuses_misuse(demo_site,
             env.step({"type": "wait"})
         with pytest.raises(ValueError, match="reset options are task and url, not seed"):
             env.reset(options={"seed": 1})
+        from surfer import ActionFailed  # a start URL that does not open, as the guide says: raised, then a new reset
+
+        with pytest.raises(ActionFailed, match="could not open http://127.0.0.1:9/"):
+            env.reset(options={"task": "Scroll.", "url": "http://127.0.0.1:9/"})
+        assert env.reset(options={"task": "Scroll.", "url": demo_site.url("index.html")})[0]["url"].endswith("index.html")
     finally:
         env.close()
         other.close()
