@@ -125,6 +125,24 @@ def test_the_generated_cli_reference_lists_every_command_and_every_flag_of_surfe
     missing = [flag for flag in sorted(flags) if not re.search(rf"`{re.escape(flag)}\b", section)]
     assert missing == []
     assert "surfer bench gpu run" in markdown  # the entry-point command is loaded
+    # usage lines name arguments as --help conventions do, whatever braces Typer prints around required ones
+    usages = re.findall(r"^```text\n(surfer .*)\n```$", markdown, re.M)
+    assert [line for line in usages if re.search(r"[{}]", line)] == []
+    assert {"surfer qa [OPTIONS] FILES...", "surfer run [OPTIONS] [TASK]", "surfer batch [OPTIONS] TASKS_FILE",
+            "surfer policy switch [OPTIONS] NAME@VERSION"} <= set(usages)
+
+
+def test_an_unanswered_question_is_told_as_each_command_ends_it():
+    """`surfer run` asks at a terminal or exits 4; a batch asks nobody and exits 0 over a needs_input task."""
+    reference = _reference()
+
+    def answers_help(command: str) -> str:
+        _, found, ctx, _ = reference.find_command([command])
+        return next(p.help for p in found.get_params(ctx) if "--answers" in getattr(p, "opts", []))
+
+    assert "exit code 4" in answers_help("run") and "interactive terminal" in answers_help("run")
+    assert "needs_input, a final outcome" in answers_help("batch")
+    assert "exit code 4" not in answers_help("batch") and "terminal" not in answers_help("batch")
 
 
 def test_the_generated_config_reference_has_every_key_with_a_description():

@@ -67,6 +67,11 @@ def test_the_environment_passes_gymnasiums_checker_and_refuses_misuse(demo_site,
             env.step({"type": "wait"})
         with pytest.raises(ValueError, match="reset options are task and url, not seed"):
             env.reset(options={"seed": 1})
+        from surfer import ActionFailed  # a start URL that does not open, as the guide says: raised, then a new reset
+
+        with pytest.raises(ActionFailed, match="could not open http://127.0.0.1:9/"):
+            env.reset(options={"task": "Scroll.", "url": "http://127.0.0.1:9/"})
+        assert env.reset(options={"task": "Scroll.", "url": demo_site.url("index.html")})[0]["url"].endswith("index.html")
     finally:
         env.close()
         other.close()
@@ -162,6 +167,9 @@ def test_the_guides_example_runs_an_episode(demo_site, env_loop, capsys):
     example = runpy.run_path(str(ROOT / "examples" / "gym" / "episode.py"))
     example["main"]([demo_site.url("index.html")])
     assert capsys.readouterr().out.strip() == "reward 0.0 (failed: not found) after 3 steps"
+    with pytest.raises(SystemExit) as stop:  # without its URL: the usage line, not an IndexError
+        example["main"]([])
+    assert stop.value.code == 2 and "usage: python examples/gym/episode.py URL" in capsys.readouterr().err
 
 
 def test_the_desktop_is_an_environment_too(xvfb, tk_form, env_loop):

@@ -108,7 +108,7 @@ async def test_a_501_is_not_retried(standin):
     server = standin(lambda r: {"x": 2})
     server.fail_next(501, count=10)
     backend = backend_for(server, max_retries=4)
-    with pytest.raises(ModelRequestError, match="HTTP 501"):
+    with pytest.raises(ConfigError, match="is not an OpenAI-compatible API: POST /chat/completions answered HTTP 501"):
         await backend.complete(request())
     assert server._next_failure() == 501 and len(server._failures) == 8  # one request sent, not five
     await backend.aclose()
@@ -129,6 +129,14 @@ async def test_a_base_url_without_v1_is_named_by_preflight(standin):
     backend = OpenAICompatibleBackend(Endpoint(base_url=root, model=server.model))
     with pytest.raises(ConfigError, match=f"did you mean the base URL {root}/v1"):
         await backend.check()
+    await backend.aclose()
+    # a base URL with a path the server has no routes under (no /models there either, so no check fails): its
+    # FastAPI 404 is no route, not "does not serve model"
+    backend = OpenAICompatibleBackend(Endpoint(base_url=root + "/api", model=server.model))
+    await backend.check()
+    with pytest.raises(ConfigError, match=r"/api is not an OpenAI-compatible API: POST /chat/completions answered HTTP 404, "
+                                          r"Not Found; check Agent\(base_url=\.\.\.\)"):
+        await backend.complete(request())
     await backend.aclose()
 
 
@@ -230,14 +238,19 @@ async def test_a_server_that_stalls_or_trickles_mid_answer_is_cut_off_and_named(
         server.close()
 
 
-async def web_page_server():  # type: ignore[no-untyped-def]
-    """A server that answers every request with an app's web page (HTTP 200, HTML): a base URL that is no API."""
+async def web_page_server(status: int = 200):  # type: ignore[no-untyped-def]
+    """A server that answers every request with an app's web page (HTTP 200, HTML): a base URL that is no API. With
+    another `status`, every request gets it with a page saying so, as a web app's router does (Express: HTTP 404,
+    `Cannot POST /v1/chat/completions`)."""
     import asyncio
 
     async def page(reader, writer) -> None:  # type: ignore[no-untyped-def]
-        await reader.readuntil(b"\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
         body = b"<html><head><title>App</title></head><body><h1>Welcome to my app</h1></body></html>"
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        if status != 200:
+            body = b"<html><body><pre>Cannot %s</pre></body></html>" % b" ".join(head.split(b" ")[:2])
+        writer.write(b"HTTP/1.1 %d Web\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\nConnection: close"
+                     b"\r\n\r\n%s" % (status, len(body), body))
         await writer.drain()
         writer.close()
 
@@ -258,6 +271,18 @@ async def test_a_web_page_or_an_untrusted_certificate_is_named_not_retried_as_a_
         await backend.check()
     await backend.aclose()
     server.close()
+    # a web app's own 404 page for every path (no /models, so no check fails), or 405: not an API either, rather
+    # than "does not serve model 'm'" (exit 2 for a model the server lacks, but the wrong advice) or a run's error
+    for status in (404, 405):
+        server = await web_page_server(status)
+        backend = backend_for(type("S", (), {"base_url": f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", "model": "m"}))
+        with pytest.raises(ConfigError, match=rf"/v1 is not an OpenAI-compatible API: (GET /models|POST /chat/completions) "
+                                              rf"answered HTTP {status}, Cannot (GET|POST) /v1/(models|chat/completions); "
+                                              r"check Agent\(base_url=\.\.\.\)"):
+            await backend.check()
+            await backend.complete(request())
+        await backend.aclose()
+        server.close()
     data = Path(__file__).with_name("data")
     with StaticSite(Path(__file__).with_name("pages"), tls=(data / "self-signed-test-only.crt", data / "self-signed-test-only.key")) as site:
         backend = OpenAICompatibleBackend(Endpoint(base_url=site.url("v1"), model="m"))

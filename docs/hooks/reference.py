@@ -105,6 +105,17 @@ def anchor(path: tuple[str, ...]) -> str:
     return "-".join(path).replace(".", "")
 
 
+def usage_piece(piece: str) -> str:
+    """An argument of a usage line as --help conventions write it: Typer's `{name}` (required) is `NAME`, `[name]`
+    (optional) `[NAME]`, a trailing `...` kept; a metavar keeps its spelling (`{NAME@VERSION}`: `NAME@VERSION`), and
+    `[OPTIONS]`, `COMMAND [ARGS]...` stay as they are."""
+    match = re.fullmatch(r"([{\[])(.+?)([}\]])(\.\.\.)?", piece)
+    if match is None or piece in ("[OPTIONS]", "[ARGS]..."):
+        return piece
+    name = match.group(2).upper() if re.fullmatch(r"[a-z_][a-z0-9_]*", match.group(2)) else match.group(2)
+    return (name if match.group(1) == "{" else f"[{name}]") + (match.group(4) or "")
+
+
 def cli_markdown() -> str:
     out: list[str] = []
     for path, command, ctx in walk_commands():
@@ -112,7 +123,7 @@ def cli_markdown() -> str:
         out.append(f"{level} `{' '.join(path)}` {{ #{anchor(path)} }}\n")
         if command.help:
             out.append(_md(command.help.strip()) + "\n")
-        pieces = [p.strip("{}").upper() if p.startswith("{") else p for p in command.collect_usage_pieces(ctx)]
+        pieces = [usage_piece(p) for p in command.collect_usage_pieces(ctx)]
         out.append("```text\n" + " ".join([*path, *pieces]) + "\n```\n")
         subs = [(p, c) for p, c, _ in walk_commands(command, path, ctx.parent) if len(p) == len(path) + 1]
         if subs:

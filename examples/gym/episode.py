@@ -35,6 +35,9 @@ def run_episode(env: SurferEnv, task: str, url: str) -> tuple[float, dict[str, A
 
 
 def main(argv: list[str]) -> None:
+    if len(argv) != 1:
+        print("usage: python examples/gym/episode.py URL", file=sys.stderr)
+        sys.exit(2)
     env = SurferEnv(AgentConfig(max_steps=10))
     try:
         reward, result = run_episode(env, "Find the opening hours.", argv[0])

@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
         allow_domain: options.AllowDomain = None,
         block_domain: options.BlockDomain = None,
         secret: options.Secret = None,
-        answers: options.Answers = None,
+        answers: options.BatchAnswers = None,
         approve_all: options.ApproveAll = False,
         approve_domain: options.ApproveDomain = None,
         storage_state: options.StorageState = None,

@@ -52,10 +52,14 @@ Secret = Annotated[Optional[list[str]], typer.Option(
     "--secret", metavar="NAME=ENV_VAR[@SITES]", help="A secret the model knows only as {{NAME}}; its value is read from the "
     "environment variable and typed by the executor, never sent or written (repeatable). @example.com,*.example.org "
     "binds it to those sites (the --allow-domain patterns): it is typed only into their fields and sent only to them.")]
+ANSWERS_HELP = ("Replies to the agent's questions, given beforehand: a JSON file mapping a question pattern (a regular "
+                "expression) to its reply, or a list of {\"pattern\", \"answer\", \"secret\"}. ")
 Answers = Annotated[Optional[Path], typer.Option(
-    "--answers", metavar="FILE", help="Replies to the agent's questions, given beforehand: a JSON file mapping a question "
-    "pattern (a regular expression) to its reply, or a list of {\"pattern\", \"answer\", \"secret\"}. A question no "
-    "pattern matches is asked at an interactive terminal; elsewhere the run ends needs_input (exit code 4).")]
+    "--answers", metavar="FILE", help=ANSWERS_HELP + "A question no pattern matches is asked at an interactive terminal; "
+    "elsewhere the run ends needs_input (exit code 4).")]
+BatchAnswers = Annotated[Optional[Path], typer.Option(
+    "--answers", metavar="FILE", help=ANSWERS_HELP + "A task whose question no pattern (nor its line's answers) matches "
+    "ends needs_input, a final outcome.")]
 ApproveAll = Annotated[bool, typer.Option(
     "--approve-all", help="Perform sensitive actions (pressing Buy, Place order, Pay, Delete, Send ...) without asking; "
     "without it they are asked at an interactive terminal and refused elsewhere (the run ends needs_approval).")]

@@ -43,8 +43,8 @@ from .endpoint import DEFAULT_REQUEST_TIMEOUT, Endpoint, shown_url
 from .image_refs import ImageRefs, image_uuid, is_cache_miss, refs_for
 from .json_http import ConnectFailed, HttpStatusError, TimedOut, answers, environment_proxy
 from .outage import answered_before, server_watch
-from .refusals import (certificate_refused, context_too_long, key_refused, named, not_an_api, rejects_structured_param,
-                       server_gone)
+from .refusals import (certificate_refused, context_too_long, key_refused, named, no_api_here, not_an_api,
+                       rejects_structured_param, server_gone)
 from .replies import reply_text, usage_of
 from .tokens_in import PROBE_TIMEOUT, RequestPath, choose_path
 
@@ -163,7 +163,7 @@ class OpenAICompatibleBackend(ModelBackend):
                     return await self.check()
                 raise ServerGone(f"model server at {shown_url(self.endpoint.base_url)} is not ready: /models answered HTTP "
                                  f"{exc.status_code} ({exc.message}); run again once it answers") from None
-            if exc.status_code < 400:  # a success with no JSON: a web page, not an API
+            if exc.status_code < 400 or no_api_here(exc):  # a success with no JSON, or no GET here: a web page, not an API
                 raise not_an_api(self.endpoint, "GET /models", exc) from None
             raise ModelRequestError(f"model server at {shown_url(self.endpoint.base_url)} answered /models with HTTP {exc.status_code}") from None
         self._mark_answered()
@@ -354,14 +354,14 @@ class OpenAICompatibleBackend(ModelBackend):
                 if sent is not None and self._tokens_in_refused(exc, sent):
                     sent = None  # this request, and the endpoint's next ones, go by chat
                     continue
+                if exc.status_code < 400 or no_api_here(exc):
+                    raise not_an_api(self.endpoint, "POST /chat/completions", exc) from None
                 if exc.status_code == 404:
                     policy = self.policy()
                     what = f"policy {policy.name!r} (its adapter unloaded?)" if policy else f"model {self.endpoint.model!r}"
                     raise ModelNotFound(f"model server at {shown_url(self.endpoint.base_url)} does not serve {what}: {exc.message}") from None
                 if exc.status_code in (401, 403):
                     raise key_refused(self.endpoint, exc) from None
-                if exc.status_code < 400:
-                    raise not_an_api(self.endpoint, "POST /chat/completions", exc) from None
                 if self.image_refs is not None and exc.status_code == 400 and is_cache_miss(str(exc)) and not resent:
                     self.image_refs.missed(_image_uuids(request))  # evicted, or a restarted server: send them again
                     resent = True

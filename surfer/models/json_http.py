@@ -27,11 +27,14 @@ def http_library() -> Any:
 class HttpStatusError(Exception):
     """The server answered with an error status (`retry_after`: the seconds its Retry-After header asks for)."""
 
-    def __init__(self, status_code: int, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, status_code: int, message: str, retry_after: float | None = None, *,
+                 json_body: bool | None = None) -> None:
+        """`json_body`: whether the answer was JSON, as an API's errors are (False: a web page, plain text; None: not known)."""
         super().__init__(f"Error code: {status_code} - {message}")
         self.status_code = status_code
         self.message = message
         self.retry_after = retry_after
+        self.json_body = json_body
 
 
 def retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -81,6 +84,14 @@ def _error_message(response: Any) -> str:
     if isinstance(payload, dict) and payload.get("detail"):
         return json.dumps(payload["detail"]) if not isinstance(payload["detail"], str) else payload["detail"]
     return json.dumps(payload)[:500]
+
+
+def _is_json(response: Any) -> bool:
+    try:
+        response.json()
+    except ValueError:
+        return False
+    return True
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -211,7 +222,8 @@ class JsonClient:
         except httpx.TransportError as exc:
             raise ConnectFailed(str(exc) or type(exc).__name__) from None
         if response.status_code >= 400:
-            raise HttpStatusError(response.status_code, _error_message(response), retry_after(response.headers.get("retry-after")))
+            raise HttpStatusError(response.status_code, _error_message(response), retry_after(response.headers.get("retry-after")),
+                                  json_body=_is_json(response))
         return response
 
     async def aclose(self) -> None:

@@ -36,9 +36,17 @@ def key_refused(endpoint: Endpoint, exc: HttpStatusError) -> ConfigError:
                        f"check {setting('api_key')}")
 
 
+def no_api_here(exc: HttpStatusError) -> bool:
+    """An error answer that says no API takes the request at this path: a method the server does not take there
+    (405, 501), or a page not found that is no API's error about the request: a web page (a web app's `Cannot POST
+    /v1/chat/completions`) or a route FastAPI does not have (`{"detail": "Not Found"}`, as vLLM answers a path
+    outside /v1). A model server's 404 naming a model it does not serve says so in JSON."""
+    return exc.status_code in (405, 501) or (exc.status_code == 404 and (exc.json_body is False or exc.message == "Not Found"))
+
+
 def not_an_api(endpoint: Endpoint, path: str, exc: HttpStatusError) -> ConfigError:
-    """A success status with an answer that is not JSON (a web page, a login portal): the base URL is
-    not an OpenAI-compatible API."""
+    """A success status with an answer that is not JSON (a web page, a login portal), or an error that says no API is
+    there (`no_api_here`): the base URL is not an OpenAI-compatible API."""
     return ConfigError(f"{shown_url(endpoint.base_url)} is not an OpenAI-compatible API: {path} answered HTTP {exc.status_code}, "
                        f"{exc.message}; check {setting('base_url')} (a server's API usually ends in /v1)")
 

@@ -81,7 +81,8 @@ def register(app: typer.Typer) -> None:
         browser_ws: options.BrowserWs = None,
         config: options.ConfigFile = None,
     ) -> None:
-        """Serve surfer as an MCP server: run_task, start_task / task_status / cancel_task, run_suite, run reports as resources."""
+        """Serve surfer as an MCP server: run_task, start_task / task_status / cancel_task / answer_task, end_session,
+        run_suite, run reports as resources."""
         from surfer.core.errors import ConfigError
 
         console = options.console(stderr=True)  # stdout carries the protocol only
