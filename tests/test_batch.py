@@ -304,7 +304,8 @@ def test_load_tasks_expands_samples_and_names_bad_lines(tmp_path):
         ('{"task": "a"}\n{"task": ', "tasks.jsonl:2: not valid JSON"),
         # the formats a newcomer tries first: each says what a tasks file is
         ('[{"task": "a"}, {"task": "b"}]', r"tasks.jsonl:1: a JSON array, not a task .*one JSON object per line"),
-        ("id,task\nq1,\"Find the hours, then stop\"\n", r"tasks.jsonl:1: not valid JSON .*one JSON object per line"),
+        ("id,task\nq1,\"Find the hours, then stop\"\n", r"tasks.jsonl:1: not valid JSON \(.*\) \(this looks like CSV\); .*one JSON object per line"),
+        ("- task: Find the hours\n  url: https://example.com\n", r"tasks.jsonl:1: not valid JSON \(.*\) \(this looks like YAML\)"),
         ('"Find the hours"', r"tasks.jsonl:1: \"Find the hours\", not a task; .*one JSON object per line"),
         ('{"task": "a", "sample": 3}', "tasks.jsonl:1: sample is set by --samples, not by a tasks file"),
         ('{"task": "a", "id": "x"}\n{"task": "b", "id": "x"}', "duplicate task id 'x'"),

@@ -100,7 +100,8 @@ def load_tasks(path: str | Path, samples: int = 1) -> list[BatchTask]:
                                   "holds anything of your own)")
             task = BatchTask.model_validate(item)
         except json.JSONDecodeError as exc:  # a first line that is no JSON: likely another format (a JSON array, YAML, CSV)
-            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg}){'' if tasks else JSON_LINES}") from None
+            kind = "" if tasks else _other_format(path, line)
+            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg}){kind}{'' if tasks else JSON_LINES}") from None
         except ValidationError as exc:
             raise ConfigError(f"{path}:{number}: {_problems(exc)}") from None
         task.id = task.id or f"line-{number}"
@@ -145,6 +146,16 @@ def tasks_of(items: Iterable[BatchTask | dict[str, Any] | str], samples: int = 1
 
 SET_BY_SAMPLES = frozenset({"group", "sample", "samples"})
 JSON_LINES = '; a tasks file holds one JSON object per line (JSON lines), {"task": ...}'
+
+
+def _other_format(path: Path | str, line: str) -> str:
+    """The format a tasks file that is not JSON lines seems to be in, as ' (this looks like CSV)', or ''."""
+    suffix, text = Path(path).suffix.lower(), line.strip()
+    if suffix in (".yaml", ".yml") or text.startswith("- ") or (":" in text and not text.startswith(("{", "["))):
+        return " (this looks like YAML)"
+    if suffix in (".csv", ".tsv") or ("," in text or "\t" in text) and not text.startswith(("{", "[")):
+        return " (this looks like CSV)"
+    return ""
 
 
 def _not_an_object(item: Any) -> str:
