@@ -514,3 +514,58 @@ def test_an_outage_tells_the_mcp_client_to_call_again_not_to_run_a_command():
         assert "surfer run" not in reason and "--out" not in reason and reason.endswith(
             "call run_task or start_task again once it is back (a new task, into a new run directory)"), reason
     assert for_client(None) is None and for_client("stuck on the page") == "stuck on the page"
+
+
+BLOCKED_WRITER = """
+import os, sys, threading
+from surfer.apps.mcp_server import stdout_relay
+stdout_relay.DRAIN_S = 0.1
+relay = stdout_relay.StdoutRelay.start()
+wire = os.fdopen(os.dup(1), "wb", buffering=0)  # the SDK's: a duplicate of fd 1, written in a worker thread
+writer = threading.Thread(target=lambda: [wire.write(b"x" * 8192) for _ in range(64)])  # more than the pipes hold
+writer.start()
+relay.end()  # the server closes (a signal, or the client closed stdin)
+writer.join()
+relay.restore()
+"""
+
+
+def test_a_client_that_stops_reading_does_not_keep_the_server_open():
+    """A client that stops reading the server's stdout (its pipe full) and never closes it: once the server closes,
+    the SDK's write ends (it blocked for ever in a worker thread, holding the server open after SIGTERM, its
+    sessions' browsers with it); what the client had room for came through as written."""
+    proc = subprocess.Popen([sys.executable, "-c", BLOCKED_WRITER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=server_env())
+    try:
+        proc.wait(30)  # (a hang guard) nobody reads its stdout meanwhile
+    except subprocess.TimeoutExpired:
+        pytest.fail("a write the client does not read held the closing server open")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    came, said = proc.communicate()
+    assert proc.returncode == 0 and "stopped reading its stdout" in said.decode(), said
+    assert len(came) >= 40_000 and set(came) == {ord("x")}
+
+
+async def test_a_progress_notification_the_client_does_not_take_does_not_hold_the_run(monkeypatch):
+    """A step's progress notification that cannot be sent (a client that stopped reading) is given up on; the run
+    goes on, and the other listeners hear every step (it had waited for ever on its first step)."""
+    from surfer.agent.events import StepRecord
+    from surfer.apps.mcp_server import runs
+
+    monkeypatch.setattr(runs, "LISTENER_WAIT_S", 0.05, raising=False)
+    heard: list[int] = []
+
+    async def never_sent(record: StepRecord) -> None:
+        await asyncio.Event().wait()
+
+    async def sent(record: StepRecord) -> None:
+        heard.append(record.index)
+
+    run = runs.TaskRun("r", "t", None, Path("r"), 5, handle=None, driver=None, listeners=[never_sent, sent])  # type: ignore[arg-type]
+    manager = runs.RunManager(None)  # type: ignore[arg-type]
+    for index in (1, 2):
+        await asyncio.wait_for(manager._step_finished(run, StepRecord(index)), 10)  # (a hang guard)
+    assert heard == [1, 2] and run.listeners == [sent] and run.steps == 2 and run.last_step == "step 2: no action"

@@ -33,6 +33,7 @@ CANCELLED_REASON = "cancelled by the MCP client (cancel_task)"
 ENDED_REASON = "cancelled by the MCP client (end_session)"
 CLOSED_REASON = "cancelled: the MCP server closed (its client went away, or a signal)"
 CANCEL_WAIT_S = 30.0  # how long cancel_task waits for the run to write its record
+LISTENER_WAIT_S = 5.0  # how long a step's progress notification may take to send (a client that stopped reading)
 ARTIFACT_TYPES = {"trace.zip": "application/zip", "video.mp4": "video/mp4", "video.webp": "image/webp"}  # --trace, --video
 LISTED_RUNS = 50  # resources/list: the reports and results of the most recent runs
 SCREENSHOT_TYPES = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
@@ -340,10 +341,10 @@ class RunManager:
     async def _step_finished(self, run: TaskRun, record: "StepRecord") -> None:
         run.steps, run.last_step = record.index, step_line(record)
         for listener in list(run.listeners):
-            try:
-                await listener(record)
-            except Exception as exc:  # noqa: BLE001 - a listener (a client gone) never breaks the run
-                log.warning("task %s: a step listener failed: %r", run.id, exc)
+            try:  # bounded: a client that stopped reading its stdout had the run wait for ever on its first step
+                await asyncio.wait_for(listener(record), LISTENER_WAIT_S)
+            except Exception as exc:  # noqa: BLE001 - a listener (a client gone, one not reading) never breaks the run
+                log.warning("task %s: a step listener failed (%r); the run goes on without it", run.id, exc)
                 run.listeners.remove(listener)
 
     async def _drive(self, agent: Any, handle: "RunHandle", holder: list[TaskRun], held: ServerSession) -> "RunResult | None":
