@@ -204,6 +204,8 @@ async def test_runs_on_several_model_servers_then_a_long_task_cancelled_and_bad_
         assert mistyped == "run_task: bad arguments: max_steps: Input should be a valid integer, unable to parse string as an integer"
         refused = await session.call_tool("start_task", {"task": "t", "url": "file:///etc/passwd"})
         assert "file" in error_text(refused)
+        broken = error_text(await session.call_tool("start_task", {"task": "t", "url": "http://[::1"}))
+        assert broken.endswith("the start URL http://[::1 is not a valid URL: Invalid IPv6 URL"), broken  # not a crash
         # a start URL that does not open (nothing listens there) is a tool error too, not a result saying error
         down = f"http://127.0.0.1:{free_port()}/"
         unopened = await session.call_tool("run_task", {"task": "t", "url": down, "session_id": started["session_id"]})
