@@ -330,6 +330,24 @@ async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, s
         assert [c["case"] for c in summary["cases"]] == ["opening hours"] and summary["cases"][0]["status"] == "passed"
         assert Path(summary["junit"]).exists() and Path(summary["html"]).exists()
         assert Path(summary["cases"][0]["report"]).exists()
+
+        # the client cancels a run_suite call mid-case: the run stops, its reports say so (none were written)
+        server.hang_after = len(server.requests)  # its next model call is never answered: the case runs until stopped
+        call = asyncio.ensure_future(session.call_tool("run_suite", {
+            "suite": str(SAMPLE_SUITE), "grep": "opening hours", "no_cache": True, "variables": {"demo_url": demo_site.base_url}}))
+        deadline = time.monotonic() + 60
+        while not server.hung:
+            assert time.monotonic() < deadline and not call.done(), call
+            await asyncio.sleep(0.02)
+        call.cancel()
+        stopped_dir = next(d for d in (tmp_path / "qa").iterdir() if str(d) != summary["out_dir"])
+        while not (stopped_dir / "index.html").exists():
+            assert time.monotonic() < deadline, "a cancelled run_suite wrote no reports"
+            await asyncio.sleep(0.05)
+        junit = (stopped_dir / "junit.xml").read_text()
+        assert "interrupted: the MCP client cancelled run_suite" in (stopped_dir / "index.html").read_text() and "opening hours" in junit
+        server.hang_after = None
+
         missing = await session.call_tool("run_suite", {"suite": str(tmp_path / "none.yaml")})
         assert "does not exist" in error_text(missing)
         # a folder: it said "does not exist" of a folder that does

@@ -5,11 +5,15 @@ summary returned to the MCP client."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
 from .runs import ServerSettings
+
+
+STOPPED = "interrupted: the MCP client cancelled run_suite, or the server closed"
 
 
 class SuiteRefused(Exception):
@@ -53,8 +57,16 @@ async def run_suite_file(settings: ServerSettings, path: Path, *, tags: list[str
     from surfer.qa.reports import write_reports
 
     runner = await asyncio.to_thread(_prepare, settings, path, tags, grep, variables, concurrency, no_cache, grep_invert)
-    summary = await runner.run()
     junit, html = runner.out_dir / "junit.xml", runner.out_dir / "index.html"
+    started = time.monotonic()
+    try:
+        summary = await runner.run()
+    except asyncio.CancelledError:  # the client cancelled the call, or the server closes: the reports say so, as surfer qa's
+        from surfer.qa.outcomes import QaSummary
+
+        stopped = QaSummary(runner.out_dir, runner.cases, time.monotonic() - started, STOPPED, "interrupted")
+        await asyncio.shield(asyncio.to_thread(write_reports, stopped, junit, html))
+        raise
     await asyncio.to_thread(write_reports, summary, junit, html)
     if summary.stopped and summary.stopped_kind == "unreachable":
         raise SuiteRefused(f"model server unreachable: {summary.stopped} (reports in {runner.out_dir})")
