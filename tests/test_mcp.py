@@ -217,6 +217,8 @@ async def test_runs_on_several_model_servers_then_a_long_task_cancelled_and_bad_
         for server in servers:  # (at whichever the session is placed)
             server.hang_after = len(server.requests)  # its first model call never answered: the task runs until stopped
         again = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "session_id": started["session_id"]}))
+        queued = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "session_id": started["session_id"]}))
+        assert queued["waiting_for_task"] == again["task_id"] and "waiting_for_task" not in again, queued  # one at a time
         while not any(server.hung for server in servers):
             assert time.monotonic() < deadline + 20
             await asyncio.sleep(0.02)

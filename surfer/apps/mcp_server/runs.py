@@ -89,6 +89,7 @@ class TaskRun:
     question: Any = None  # the agent's question waiting for answer_task (surfer.agent.questions.Question)
     reply: "asyncio.Future[Any] | None" = None
     screen: Optional[bytes] = None  # the screen the run ended on, a small JPEG (screens.py)
+    behind: "TaskRun | None" = None  # the task of its session still going when it started: it begins once that ends
 
     @property
     def failure(self) -> Optional[str]:
@@ -117,6 +118,8 @@ class TaskRun:
         }
         if not done:
             data.update(last_step=self.last_step, max_steps=self.max_steps)
+            if self.behind is not None and not self.behind.driver.done() and not self.steps:  # (it said running, steps 0)
+                data["waiting_for_task"] = self.behind.id
             if self.question is not None:
                 data.update(question=self.question.text, waiting_for_answer=True)
             return {k: v for k, v in data.items() if v is not None}
@@ -305,9 +308,11 @@ class RunManager:
         if held.closer is not None:
             held.closer.cancel()
             held.closer = None
+        behind = next((r for r in reversed(self.runs.values()) if r.session_id == held.id and not r.driver.done()), None)
         handle = held.session.start(task, url, out_dir=run_dir, listeners=[on_event], answer_schema=answer, agent=agent)
         driver = asyncio.ensure_future(self._drive(agent, handle, holder, held))
-        run = TaskRun(run_dir.name, task, url, run_dir, agent.config.max_steps, handle, driver, session_id=held.id)
+        run = TaskRun(run_dir.name, task, url, run_dir, agent.config.max_steps, handle, driver, session_id=held.id,
+                      behind=behind)
         holder.append(run)
         self.runs[run.id] = run
         log.info("task %s started: %s", run.id, task)
