@@ -591,3 +591,17 @@ async def test_a_progress_notification_the_client_does_not_take_does_not_hold_th
     for index in (1, 2):
         await asyncio.wait_for(manager._step_finished(run, StepRecord(index)), 10)  # (a hang guard)
     assert heard == [1, 2] and run.listeners == [sent] and run.steps == 2 and run.last_step == "step 2: no action"
+
+
+async def test_a_runs_dir_that_became_a_file_refuses_the_task_with_the_reason(tmp_path):
+    """--runs-dir replaced by a file (or made read-only) after the server started: the task is refused saying why
+    (the client got a bare 'Error executing tool run_task')."""
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.mcp_server.runs import RunManager, RunRefused, ServerSettings
+
+    (tmp_path / "runs").write_text("")
+    config = AgentConfig(base_url="http://127.0.0.1:9/v1", model="m", profile="holotron")
+    runs = RunManager(ServerSettings(config, None, {}, None, tmp_path / "runs", tmp_path / "qa"))
+    with pytest.raises(RunRefused, match=f"cannot be made: {tmp_path / 'runs'} is a file, not a directory"):
+        runs.start("t", "http://127.0.0.1:9/")
+    assert not runs.runs and not runs.sessions

@@ -302,7 +302,11 @@ class RunManager:
             from surfer.agent.session import Session
 
             # the session's summary (session.json) beside its tasks' run directories, never in the working directory
-            held = ServerSession(uuid.uuid4().hex[:12], Session(agent, url, out_dir=default_run_dir("session", self.settings.runs_root)))
+            try:
+                session = Session(agent, url, out_dir=default_run_dir("session", self.settings.runs_root))
+            except ConfigError as exc:  # --runs-dir removed, made a file or read-only since the start: the reason, not a crash
+                raise RunRefused(str(exc)) from None
+            held = ServerSession(uuid.uuid4().hex[:12], session)
             self.sessions[held.id] = held
         held.busy += 1
         if held.closer is not None:
