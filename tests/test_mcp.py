@@ -594,14 +594,21 @@ async def test_a_progress_notification_the_client_does_not_take_does_not_hold_th
 
 
 async def test_a_runs_dir_that_became_a_file_refuses_the_task_with_the_reason(tmp_path):
-    """--runs-dir replaced by a file (or made read-only) after the server started: the task is refused saying why
-    (the client got a bare 'Error executing tool run_task')."""
+    """--runs-dir / --qa-dir replaced by a file (or made read-only) after the server started: the task or suite is
+    refused saying why (the client got a bare 'Error executing tool run_task' / 'run_suite')."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.mcp_server.runs import RunManager, RunRefused, ServerSettings
+    from surfer.apps.mcp_server.suites import SuiteRefused, run_suite_file
 
     (tmp_path / "runs").write_text("")
-    config = AgentConfig(base_url="http://127.0.0.1:9/v1", model="m", profile="holotron")
-    runs = RunManager(ServerSettings(config, None, {}, None, tmp_path / "runs", tmp_path / "qa"))
+    (tmp_path / "qa").write_text("")
+    flags = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "profile": "holotron"}
+    settings = ServerSettings(AgentConfig(**flags), None, flags, None, tmp_path / "runs", tmp_path / "qa")
+    runs = RunManager(settings)
     with pytest.raises(RunRefused, match=f"cannot be made: {tmp_path / 'runs'} is a file, not a directory"):
         runs.start("t", "http://127.0.0.1:9/")
     assert not runs.runs and not runs.sessions
+    (tmp_path / "suite.yaml").write_text("name: s\nbase_url: http://127.0.0.1:9/\ncases:\n  - name: c\n    task: t\n")
+    with pytest.raises(SuiteRefused, match=f"QA output directory .* cannot be made: {tmp_path / 'qa'} is a file"):
+        await run_suite_file(settings, tmp_path / "suite.yaml", tags=[], grep=None, variables={}, concurrency=None,
+                             no_cache=True)

@@ -24,6 +24,7 @@ def _prepare(settings: ServerSettings, path: Path, tags: list[str], grep: Option
              concurrency: Optional[int], no_cache: bool, grep_invert: Optional[str] = None) -> Any:
     """Load the suite and build its runner (blocking: files, and `--profile auto` asks the server)."""
     from surfer.apps import options
+    from surfer.agent.rundir import claim_run_dir
     from surfer.apps.qa_command import DEFAULT_CACHE, check_start_urls, selector, suite_config
     from surfer.core.errors import ConfigError, ModelServerUnreachable
     from surfer.qa.cache import ActionCache
@@ -45,6 +46,10 @@ def _prepare(settings: ServerSettings, path: Path, tags: list[str], grep: Option
     except (ConfigError, ModelServerUnreachable) as exc:
         raise SuiteRefused(str(exc)) from None
     out_dir = settings.qa_root / f"{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}-{suite.slug}"
+    try:  # --qa-dir removed for a file, or made read-only, since the start: the reason, not a bare tool crash
+        claim_run_dir(out_dir, "QA output")
+    except ConfigError as exc:
+        raise SuiteRefused(str(exc)) from None
     runner = QaRunner([run], out_dir, concurrency=concurrency, select=select)
     if not runner.cases:
         raise SuiteRefused("no case matches tags/grep/grep_invert")
