@@ -593,9 +593,9 @@ async def test_a_progress_notification_the_client_does_not_take_does_not_hold_th
     assert heard == [1, 2] and run.listeners == [sent] and run.steps == 2 and run.last_step == "step 2: no action"
 
 
-async def test_a_runs_dir_that_became_a_file_refuses_the_task_with_the_reason(tmp_path):
-    """--runs-dir / --qa-dir replaced by a file (or made read-only) after the server started: the task or suite is
-    refused saying why (the client got a bare 'Error executing tool run_task' / 'run_suite')."""
+async def test_a_task_the_server_cannot_start_is_refused_with_the_reason(tmp_path):
+    """--runs-dir / --qa-dir replaced by a file (or made read-only) after the server started, a blank url: the task or
+    suite is refused saying why (the client got a bare 'Error executing tool run_task' / 'run_suite')."""
     from surfer.agent.config import AgentConfig
     from surfer.apps.mcp_server.runs import RunManager, RunRefused, ServerSettings
     from surfer.apps.mcp_server.suites import SuiteRefused, run_suite_file
@@ -607,6 +607,9 @@ async def test_a_runs_dir_that_became_a_file_refuses_the_task_with_the_reason(tm
     runs = RunManager(settings)
     with pytest.raises(RunRefused, match=f"cannot be made: {tmp_path / 'runs'} is a file, not a directory"):
         runs.start("t", "http://127.0.0.1:9/")
+    (tmp_path / "runs").unlink()
+    with pytest.raises(RunRefused, match="the url is blank"):  # (a bare tool crash that left a session busy for ever)
+        runs.start("t", "  ")
     assert not runs.runs and not runs.sessions
     (tmp_path / "suite.yaml").write_text("name: s\nbase_url: http://127.0.0.1:9/\ncases:\n  - name: c\n    task: t\n")
     with pytest.raises(SuiteRefused, match=f"QA output directory .* cannot be made: {tmp_path / 'qa'} is a file"):

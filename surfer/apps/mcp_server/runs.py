@@ -260,6 +260,7 @@ class RunManager:
         from surfer.agent.answers import AnswerSchema
         from surfer.agent.environments import check_start_url
         from surfer.agent.loop import Agent, default_run_dir
+        from surfer.agent.run_state import check_task
         from surfer.core.errors import ConfigError
 
         if not task or not task.strip():
@@ -275,6 +276,7 @@ class RunManager:
         if held is not None and (storage_state or save_storage_state):
             raise RunRefused("storage_state and save_storage_state are for a new browser: leave out session_id")
         try:
+            check_task(task, url)  # (a blank url raised past here: a bare tool crash, its session left busy for ever)
             if url:
                 check_start_url(url, cfg)
             answer = AnswerSchema.of(answer_schema) if answer_schema else None
