@@ -570,6 +570,12 @@ def test_a_client_that_stops_reading_does_not_keep_the_server_open():
     assert proc.returncode == 0 and "stopped reading its stdout" in said.decode(), said
     assert len(came) >= 40_000 and set(came) == {ord("x")}
 
+    # a client that reads: what the server wrote last reaches it, though the server exits at once (it was lost)
+    last_words = subprocess.run([sys.executable, "-c", "import os\nfrom surfer.apps.mcp_server import stdout_relay\n"
+                                 "relay = stdout_relay.StdoutRelay.start()\nos.write(1, b'y' * 300_000)\n"
+                                 "relay.end()\nrelay.restore()\n"], capture_output=True, env=server_env())
+    assert last_words.returncode == 0 and last_words.stdout == b"y" * 300_000, (len(last_words.stdout), last_words.stderr)
+
 
 async def test_a_progress_notification_the_client_does_not_take_does_not_hold_the_run(monkeypatch):
     """A step's progress notification that cannot be sent (a client that stopped reading) is given up on; the run

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+import sys
 import threading
 from typing import Optional
 
@@ -27,6 +28,8 @@ class StdoutRelay:
     def __init__(self, sink: int) -> None:
         self.sink = sink  # the real stdout (a duplicate of fd 1 before the relay)
         self.dropping = False  # the server closed and the client did not read: what comes is dropped
+        self.busy = False  # the relay holds bytes it read and has not written yet
+        self.idle = threading.Condition()
         self.stop_read, self.stop_write = os.pipe()
         self.source, write_end = os.pipe()
         os.dup2(write_end, 1)
@@ -47,7 +50,10 @@ class StdoutRelay:
     def _copy(self) -> None:
         try:
             while True:
-                data = memoryview(os.read(self.source, CHUNK))
+                select.select([self.source], [], [])
+                with self.idle:  # (restore() sees the bytes in the pipe, or `busy`: never neither while some are held)
+                    data = memoryview(os.read(self.source, CHUNK))
+                    self.busy = True
                 if not data:
                     return
                 while data and not self.dropping:
@@ -55,8 +61,23 @@ class StdoutRelay:
                         data = data[self._write(data):]
                     except OSError:  # the client closed its end: nobody reads any more
                         self.dropping = True
+                with self.idle:
+                    self.busy = False
+                    self.idle.notify_all()
         except OSError:
             return
+        finally:
+            with self.idle:
+                self.busy = False
+                self.idle.notify_all()
+
+    def _flushed(self) -> bool:
+        import fcntl
+        import termios
+
+        unread = bytearray(4)
+        fcntl.ioctl(self.source, termios.FIONREAD, unread)
+        return not self.busy and not int.from_bytes(unread, sys.byteorder)
 
     def _write(self, data: memoryview) -> int:
         """What the sink takes of `data` without blocking; once the server closes, a sink that takes nothing
@@ -81,5 +102,8 @@ class StdoutRelay:
             pass
 
     def restore(self) -> None:
-        """fd 1 back to the real stdout (the server has closed)."""
+        """fd 1 back to the real stdout (the server has closed), once what the server wrote has reached it (the last
+        answers were lost when the process exited before the relay had written them), or has waited DRAIN_S."""
+        with self.idle:
+            self.idle.wait_for(self._flushed, DRAIN_S)
         os.dup2(self.sink, 1)
