@@ -204,6 +204,8 @@ async def test_runs_on_several_model_servers_then_a_long_task_cancelled_and_bad_
         assert mistyped == "run_task: bad arguments: max_steps: Input should be a valid integer, unable to parse string as an integer"
         refused = await session.call_tool("start_task", {"task": "t", "url": "file:///etc/passwd"})
         assert "file" in error_text(refused)
+        broken = error_text(await session.call_tool("start_task", {"task": "t", "url": "http://[::1"}))
+        assert broken.endswith("the start URL http://[::1 is not a valid URL: Invalid IPv6 URL"), broken  # not a crash
         # a start URL that does not open (nothing listens there) is a tool error too, not a result saying error
         down = f"http://127.0.0.1:{free_port()}/"
         unopened = await session.call_tool("run_task", {"task": "t", "url": down, "session_id": started["session_id"]})
@@ -215,6 +217,8 @@ async def test_runs_on_several_model_servers_then_a_long_task_cancelled_and_bad_
         for server in servers:  # (at whichever the session is placed)
             server.hang_after = len(server.requests)  # its first model call never answered: the task runs until stopped
         again = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "session_id": started["session_id"]}))
+        queued = payload(await session.call_tool("start_task", {"task": DEMO_TASK, "session_id": started["session_id"]}))
+        assert queued["waiting_for_task"] == again["task_id"] and "waiting_for_task" not in again, queued  # one at a time
         while not any(server.hung for server in servers):
             assert time.monotonic() < deadline + 20
             await asyncio.sleep(0.02)
@@ -328,6 +332,24 @@ async def test_run_suite_returns_each_case_and_the_reports(standin, demo_site, s
         assert [c["case"] for c in summary["cases"]] == ["opening hours"] and summary["cases"][0]["status"] == "passed"
         assert Path(summary["junit"]).exists() and Path(summary["html"]).exists()
         assert Path(summary["cases"][0]["report"]).exists()
+
+        # the client cancels a run_suite call mid-case: the run stops, its reports say so (none were written)
+        server.hang_after = len(server.requests)  # its next model call is never answered: the case runs until stopped
+        call = asyncio.ensure_future(session.call_tool("run_suite", {
+            "suite": str(SAMPLE_SUITE), "grep": "opening hours", "no_cache": True, "variables": {"demo_url": demo_site.base_url}}))
+        deadline = time.monotonic() + 60
+        while not server.hung:
+            assert time.monotonic() < deadline and not call.done(), call
+            await asyncio.sleep(0.02)
+        call.cancel()
+        stopped_dir = next(d for d in (tmp_path / "qa").iterdir() if str(d) != summary["out_dir"])
+        while not (stopped_dir / "index.html").exists():
+            assert time.monotonic() < deadline, "a cancelled run_suite wrote no reports"
+            await asyncio.sleep(0.05)
+        junit = (stopped_dir / "junit.xml").read_text()
+        assert "interrupted: the MCP client cancelled run_suite" in (stopped_dir / "index.html").read_text() and "opening hours" in junit
+        server.hang_after = None
+
         missing = await session.call_tool("run_suite", {"suite": str(tmp_path / "none.yaml")})
         assert "does not exist" in error_text(missing)
         # a folder: it said "does not exist" of a folder that does
@@ -397,7 +419,7 @@ async def test_http_needs_a_token_off_loopback_and_a_model_server_down_is_a_tool
                     text = error_text(result)
                     assert "model server unreachable" in text and down.removesuffix("/v1") in text, text
                     assert {t.name for t in (await session.list_tools()).tools} >= {"run_task", "cancel_task"}
-                    with pytest.raises(MCPError, match="no run 'nope'|has no report.html"):
+                    with pytest.raises(MCPError, match="^no run 'nope' under .* \\(never run there, or deleted\\)$"):
                         await session.read_resource("surfer://runs/nope/report.html")
     finally:
         proc.terminate()
@@ -514,3 +536,88 @@ def test_an_outage_tells_the_mcp_client_to_call_again_not_to_run_a_command():
         assert "surfer run" not in reason and "--out" not in reason and reason.endswith(
             "call run_task or start_task again once it is back (a new task, into a new run directory)"), reason
     assert for_client(None) is None and for_client("stuck on the page") == "stuck on the page"
+
+
+BLOCKED_WRITER = """
+import os, sys, threading
+from surfer.apps.mcp_server import stdout_relay
+stdout_relay.DRAIN_S = 0.1
+relay = stdout_relay.StdoutRelay.start()
+wire = os.fdopen(os.dup(1), "wb", buffering=0)  # the SDK's: a duplicate of fd 1, written in a worker thread
+writer = threading.Thread(target=lambda: [wire.write(b"x" * 8192) for _ in range(64)])  # more than the pipes hold
+writer.start()
+relay.end()  # the server closes (a signal, or the client closed stdin)
+writer.join()
+relay.restore()
+"""
+
+
+def test_a_client_that_stops_reading_does_not_keep_the_server_open():
+    """A client that stops reading the server's stdout (its pipe full) and never closes it: once the server closes,
+    the SDK's write ends (it blocked for ever in a worker thread, holding the server open after SIGTERM, its
+    sessions' browsers with it); what the client had room for came through as written."""
+    proc = subprocess.Popen([sys.executable, "-c", BLOCKED_WRITER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=server_env())
+    try:
+        proc.wait(30)  # (a hang guard) nobody reads its stdout meanwhile
+    except subprocess.TimeoutExpired:
+        pytest.fail("a write the client does not read held the closing server open")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    came, said = proc.communicate()
+    assert proc.returncode == 0 and "stopped reading its stdout" in said.decode(), said
+    assert len(came) >= 40_000 and set(came) == {ord("x")}
+
+    # a client that reads: what the server wrote last reaches it, though the server exits at once (it was lost)
+    last_words = subprocess.run([sys.executable, "-c", "import os\nfrom surfer.apps.mcp_server import stdout_relay\n"
+                                 "relay = stdout_relay.StdoutRelay.start()\nos.write(1, b'y' * 300_000)\n"
+                                 "relay.end()\nrelay.restore()\n"], capture_output=True, env=server_env())
+    assert last_words.returncode == 0 and last_words.stdout == b"y" * 300_000, (len(last_words.stdout), last_words.stderr)
+
+
+async def test_a_progress_notification_the_client_does_not_take_does_not_hold_the_run(monkeypatch):
+    """A step's progress notification that cannot be sent (a client that stopped reading) is given up on; the run
+    goes on, and the other listeners hear every step (it had waited for ever on its first step)."""
+    from surfer.agent.events import StepRecord
+    from surfer.apps.mcp_server import runs
+
+    monkeypatch.setattr(runs, "LISTENER_WAIT_S", 0.05, raising=False)
+    heard: list[int] = []
+
+    async def never_sent(record: StepRecord) -> None:
+        await asyncio.Event().wait()
+
+    async def sent(record: StepRecord) -> None:
+        heard.append(record.index)
+
+    run = runs.TaskRun("r", "t", None, Path("r"), 5, handle=None, driver=None, listeners=[never_sent, sent])  # type: ignore[arg-type]
+    manager = runs.RunManager(None)  # type: ignore[arg-type]
+    for index in (1, 2):
+        await asyncio.wait_for(manager._step_finished(run, StepRecord(index)), 10)  # (a hang guard)
+    assert heard == [1, 2] and run.listeners == [sent] and run.steps == 2 and run.last_step == "step 2: no action"
+
+
+async def test_a_task_the_server_cannot_start_is_refused_with_the_reason(tmp_path):
+    """--runs-dir / --qa-dir replaced by a file (or made read-only) after the server started, a blank url: the task or
+    suite is refused saying why (the client got a bare 'Error executing tool run_task' / 'run_suite')."""
+    from surfer.agent.config import AgentConfig
+    from surfer.apps.mcp_server.runs import RunManager, RunRefused, ServerSettings
+    from surfer.apps.mcp_server.suites import SuiteRefused, run_suite_file
+
+    (tmp_path / "runs").write_text("")
+    (tmp_path / "qa").write_text("")
+    flags = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "profile": "holotron"}
+    settings = ServerSettings(AgentConfig(**flags), None, flags, None, tmp_path / "runs", tmp_path / "qa")
+    runs = RunManager(settings)
+    with pytest.raises(RunRefused, match=f"cannot be made: {tmp_path / 'runs'} is a file, not a directory"):
+        runs.start("t", "http://127.0.0.1:9/")
+    (tmp_path / "runs").unlink()
+    with pytest.raises(RunRefused, match="the url is blank"):  # (a bare tool crash that left a session busy for ever)
+        runs.start("t", "  ")
+    assert not runs.runs and not runs.sessions
+    (tmp_path / "suite.yaml").write_text("name: s\nbase_url: http://127.0.0.1:9/\ncases:\n  - name: c\n    task: t\n")
+    with pytest.raises(SuiteRefused, match=f"QA output directory .* cannot be made: {tmp_path / 'qa'} is a file"):
+        await run_suite_file(settings, tmp_path / "suite.yaml", tags=[], grep=None, variables={}, concurrency=None,
+                             no_cache=True)

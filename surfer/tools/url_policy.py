@@ -236,6 +236,10 @@ class UrlPolicy:
 
 def check_start_url(url: str, policy: UrlPolicy) -> None:
     """A start URL is the user's input: a refused one is a usage error (exit 2)."""
+    try:
+        urlsplit(normalize_url(url))
+    except ValueError as exc:  # ('http://[::1' raised a traceback from the checks below)
+        raise ConfigError(f"the start URL {url} is not a valid URL: {exc}") from None
     reason = policy.refusal(url) or policy.refusal(normalize_url(url))  # ('/tmp/page.html' opens a file: URL)
     if reason is not None:
         raise ConfigError(f"the start URL {url} is refused: {reason}")

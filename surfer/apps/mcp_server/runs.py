@@ -33,6 +33,7 @@ CANCELLED_REASON = "cancelled by the MCP client (cancel_task)"
 ENDED_REASON = "cancelled by the MCP client (end_session)"
 CLOSED_REASON = "cancelled: the MCP server closed (its client went away, or a signal)"
 CANCEL_WAIT_S = 30.0  # how long cancel_task waits for the run to write its record
+LISTENER_WAIT_S = 5.0  # how long a step's progress notification may take to send (a client that stopped reading)
 ARTIFACT_TYPES = {"trace.zip": "application/zip", "video.mp4": "video/mp4", "video.webp": "image/webp"}  # --trace, --video
 LISTED_RUNS = 50  # resources/list: the reports and results of the most recent runs
 SCREENSHOT_TYPES = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
@@ -88,6 +89,7 @@ class TaskRun:
     question: Any = None  # the agent's question waiting for answer_task (surfer.agent.questions.Question)
     reply: "asyncio.Future[Any] | None" = None
     screen: Optional[bytes] = None  # the screen the run ended on, a small JPEG (screens.py)
+    behind: "TaskRun | None" = None  # the task of its session still going when it started: it begins once that ends
 
     @property
     def failure(self) -> Optional[str]:
@@ -116,6 +118,8 @@ class TaskRun:
         }
         if not done:
             data.update(last_step=self.last_step, max_steps=self.max_steps)
+            if self.behind is not None and not self.behind.driver.done() and not self.steps:  # (it said running, steps 0)
+                data["waiting_for_task"] = self.behind.id
             if self.question is not None:
                 data.update(question=self.question.text, waiting_for_answer=True)
             return {k: v for k, v in data.items() if v is not None}
@@ -256,6 +260,7 @@ class RunManager:
         from surfer.agent.answers import AnswerSchema
         from surfer.agent.environments import check_start_url
         from surfer.agent.loop import Agent, default_run_dir
+        from surfer.agent.run_state import check_task
         from surfer.core.errors import ConfigError
 
         if not task or not task.strip():
@@ -271,6 +276,7 @@ class RunManager:
         if held is not None and (storage_state or save_storage_state):
             raise RunRefused("storage_state and save_storage_state are for a new browser: leave out session_id")
         try:
+            check_task(task, url)  # (a blank url raised past here: a bare tool crash, its session left busy for ever)
             if url:
                 check_start_url(url, cfg)
             answer = AnswerSchema.of(answer_schema) if answer_schema else None
@@ -298,15 +304,21 @@ class RunManager:
             from surfer.agent.session import Session
 
             # the session's summary (session.json) beside its tasks' run directories, never in the working directory
-            held = ServerSession(uuid.uuid4().hex[:12], Session(agent, url, out_dir=default_run_dir("session", self.settings.runs_root)))
+            try:
+                session = Session(agent, url, out_dir=default_run_dir("session", self.settings.runs_root))
+            except ConfigError as exc:  # --runs-dir removed, made a file or read-only since the start: the reason, not a crash
+                raise RunRefused(str(exc)) from None
+            held = ServerSession(uuid.uuid4().hex[:12], session)
             self.sessions[held.id] = held
         held.busy += 1
         if held.closer is not None:
             held.closer.cancel()
             held.closer = None
+        behind = next((r for r in reversed(self.runs.values()) if r.session_id == held.id and not r.driver.done()), None)
         handle = held.session.start(task, url, out_dir=run_dir, listeners=[on_event], answer_schema=answer, agent=agent)
         driver = asyncio.ensure_future(self._drive(agent, handle, holder, held))
-        run = TaskRun(run_dir.name, task, url, run_dir, agent.config.max_steps, handle, driver, session_id=held.id)
+        run = TaskRun(run_dir.name, task, url, run_dir, agent.config.max_steps, handle, driver, session_id=held.id,
+                      behind=behind)
         holder.append(run)
         self.runs[run.id] = run
         log.info("task %s started: %s", run.id, task)
@@ -340,10 +352,10 @@ class RunManager:
     async def _step_finished(self, run: TaskRun, record: "StepRecord") -> None:
         run.steps, run.last_step = record.index, step_line(record)
         for listener in list(run.listeners):
-            try:
-                await listener(record)
-            except Exception as exc:  # noqa: BLE001 - a listener (a client gone) never breaks the run
-                log.warning("task %s: a step listener failed: %r", run.id, exc)
+            try:  # bounded: a client that stopped reading its stdout had the run wait for ever on its first step
+                await asyncio.wait_for(listener(record), LISTENER_WAIT_S)
+            except Exception as exc:  # noqa: BLE001 - a listener (a client gone, one not reading) never breaks the run
+                log.warning("task %s: a step listener failed (%r); the run goes on without it", run.id, exc)
                 run.listeners.remove(listener)
 
     async def _drive(self, agent: Any, handle: "RunHandle", holder: list[TaskRun], held: ServerSession) -> "RunResult | None":

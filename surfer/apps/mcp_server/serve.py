@@ -1,7 +1,8 @@
 """Running the MCP server: stdio (until the client closes it) or streamable
 HTTP (uvicorn, behind the bearer token when one is set). SIGTERM and Ctrl-C
 cancel the runs still going (each records `interrupted`) before the exit;
-on stdio they end the transport as the client closing stdin does (stdin_relay.py)."""
+on stdio they end the transport as the client closing stdin does (stdin_relay.py), and a client that stopped
+reading cannot hold the server open (stdout_relay.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Optional
 
 from .runs import ServerSettings
 from .stdin_relay import StdinRelay
+from .stdout_relay import StdoutRelay
 
 log = logging.getLogger("surfer.mcp")
 
@@ -37,7 +39,8 @@ def serve(settings: ServerSettings, *, http: Optional[int], host: str, token: Op
     async def main() -> None:
         loop = asyncio.get_running_loop()
         current = asyncio.current_task()
-        relay = StdinRelay.start() if http is None else None
+        out = StdoutRelay.start() if http is None else None
+        relay = StdinRelay.start(out.end if out is not None else None) if http is None else None
 
         def stop() -> None:  # the runs still going are recorded as closed with the server, not as cancelled by the client
             runs.closing = True
@@ -60,6 +63,8 @@ def serve(settings: ServerSettings, *, http: Optional[int], host: str, token: Op
             await asyncio.shield(runs.aclose())
             if relay is not None:
                 relay.restore()
+            if out is not None:
+                out.restore()
 
     with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
         asyncio.run(main())

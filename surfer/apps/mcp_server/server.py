@@ -306,6 +306,8 @@ def build_server(settings: ServerSettings) -> tuple[MCPServer, RunManager]:
         path = root.joinpath(run_id, *parts)
         if not path.resolve().is_relative_to(root / run_id):  # a link out of the run directory
             raise ResourceNotFoundError(f"no run {run_id!r}")
+        if not (root / run_id).is_dir():  # it said "has no report.html (yet)" of a run deleted, or never run there
+            raise ResourceNotFoundError(f"no run {run_id!r} under {root} (never run there, or deleted)")
         if not path.is_file():
             raise ResourceNotFoundError(f"run {run_id!r} has no {'/'.join(parts)} (yet)")
         return path

@@ -15,15 +15,16 @@ import logging
 import os
 import select
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 log = logging.getLogger("surfer.mcp")
 CHUNK = 65536
 
 
 class StdinRelay:
-    def __init__(self, source: int) -> None:
+    def __init__(self, source: int, on_end: Optional[Callable[[], None]] = None) -> None:
         self.source = source  # the real stdin (a duplicate of fd 0 before the relay)
+        self.on_end = on_end  # called (in the relay's thread) once the transport's input has ended
         self.stop_read, self.stop_write = os.pipe()
         read_end, self.write_end = os.pipe()
         os.dup2(read_end, 0)
@@ -31,12 +32,12 @@ class StdinRelay:
         threading.Thread(target=self._copy, name="surfer-mcp-stdin", daemon=True).start()
 
     @classmethod
-    def start(cls) -> Optional["StdinRelay"]:
+    def start(cls, on_end: Optional[Callable[[], None]] = None) -> Optional["StdinRelay"]:
         """Relay fd 0 (None where it cannot: not POSIX, no stdin)."""
         if os.name != "posix":
             return None
         try:
-            return cls(os.dup(0))
+            return cls(os.dup(0), on_end)
         except OSError as exc:
             log.warning("stdin is read as it is (%r): a signal ends the server only once the client closes it", exc)
             return None
@@ -56,6 +57,8 @@ class StdinRelay:
             return
         finally:
             os.close(self.write_end)  # the transport reads end-of-file
+            if self.on_end is not None:
+                self.on_end()
 
     def end(self) -> None:
         """End the transport's input now (a signal): the server closes as if the client had."""

@@ -5,11 +5,15 @@ summary returned to the MCP client."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
 from .runs import ServerSettings
+
+
+STOPPED = "interrupted: the MCP client cancelled run_suite, or the server closed"
 
 
 class SuiteRefused(Exception):
@@ -20,6 +24,7 @@ def _prepare(settings: ServerSettings, path: Path, tags: list[str], grep: Option
              concurrency: Optional[int], no_cache: bool, grep_invert: Optional[str] = None) -> Any:
     """Load the suite and build its runner (blocking: files, and `--profile auto` asks the server)."""
     from surfer.apps import options
+    from surfer.agent.rundir import claim_run_dir
     from surfer.apps.qa_command import DEFAULT_CACHE, check_start_urls, selector, suite_config
     from surfer.core.errors import ConfigError, ModelServerUnreachable
     from surfer.qa.cache import ActionCache
@@ -41,6 +46,10 @@ def _prepare(settings: ServerSettings, path: Path, tags: list[str], grep: Option
     except (ConfigError, ModelServerUnreachable) as exc:
         raise SuiteRefused(str(exc)) from None
     out_dir = settings.qa_root / f"{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}-{suite.slug}"
+    try:  # --qa-dir removed for a file, or made read-only, since the start: the reason, not a bare tool crash
+        claim_run_dir(out_dir, "QA output")
+    except ConfigError as exc:
+        raise SuiteRefused(str(exc)) from None
     runner = QaRunner([run], out_dir, concurrency=concurrency, select=select)
     if not runner.cases:
         raise SuiteRefused("no case matches tags/grep/grep_invert")
@@ -53,8 +62,16 @@ async def run_suite_file(settings: ServerSettings, path: Path, *, tags: list[str
     from surfer.qa.reports import write_reports
 
     runner = await asyncio.to_thread(_prepare, settings, path, tags, grep, variables, concurrency, no_cache, grep_invert)
-    summary = await runner.run()
     junit, html = runner.out_dir / "junit.xml", runner.out_dir / "index.html"
+    started = time.monotonic()
+    try:
+        summary = await runner.run()
+    except asyncio.CancelledError:  # the client cancelled the call, or the server closes: the reports say so, as surfer qa's
+        from surfer.qa.outcomes import QaSummary
+
+        stopped = QaSummary(runner.out_dir, runner.cases, time.monotonic() - started, STOPPED, "interrupted")
+        await asyncio.shield(asyncio.to_thread(write_reports, stopped, junit, html))
+        raise
     await asyncio.to_thread(write_reports, summary, junit, html)
     if summary.stopped and summary.stopped_kind == "unreachable":
         raise SuiteRefused(f"model server unreachable: {summary.stopped} (reports in {runner.out_dir})")
