@@ -1,7 +1,7 @@
 """Secrets the model never sees: the model writes {{NAME}}, the executor types
 the value, and the value appears in no request the model server received and
-in no file the run wrote — even after a form put it into the URL and the page
-into its title."""
+in no file the run wrote — even after a form put it into the URL, a script
+into the URL's fragment and the page into its title."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 
 import pytest
 from inprocess import surfer
@@ -20,7 +21,11 @@ from surfer.agent.secrets import Secret, Secrets
 from surfer.core.actions import Goto, TypeText
 from surfer.core.errors import ConfigError
 
-VALUE = "hunter2-Zq9!x&y"  # characters that URL encoding changes
+VALUE = 'hunter 2*Zq~9!x&"y\\'  # characters that URL encoding, JSON and HTML change, each in its own way
+# the value as records may hold it: as is, as Python, a browser's form and a script's encodeURIComponent encode it
+# in a URL (the last two leave different characters as they are), in a JSON string and in HTML
+LEAKS = (VALUE, "hunter%202%2AZq~9%21x%26%22y%5C", "hunter+2*Zq%7E9%21x%26%22y%5C", "hunter%202*Zq~9!x%26%22y%5C",
+         'hunter 2*Zq~9!x&\\"y\\\\', "hunter 2*Zq~9!x&amp;&quot;y\\")
 
 
 def sign_in(request):  # type: ignore[no-untyped-def]
@@ -44,28 +49,28 @@ def test_the_value_reaches_the_page_and_nothing_else(standin, pages, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "surfer", "run", f"Sign in with the password {VALUE}", "--url", pages.url("login.html"),
          "--base-url", server.base_url, "--model", server.model, "--profile", "holo2", "--out", str(run_dir),
-         "--secret", "PASSWORD=SHOP_PASSWORD@127.0.0.1", "--secret", "USER=SHOP_USER", "--json"],
+         "--secret", "PASSWORD=SHOP_PASSWORD@127.0.0.1", "--secret", "USER=SHOP_USER", "--json", "--trace", "on"],
         capture_output=True, text=True, timeout=120, env=env,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     steps = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
     # the executor typed the real value: the page put it into its title, which the record shows scrubbed
     assert steps[1]["title"] == "Signed in with {{PASSWORD}}"
-    assert "pw={{PASSWORD}}" in steps[1]["url"]
+    assert "pw={{PASSWORD}}" in steps[1]["url"] and steps[1]["url"].endswith("#echo={{PASSWORD}}")
     assert steps[0]["action"]["text"] == "{{PASSWORD}}"
     # the model was told which placeholders it may use
     assert "{{PASSWORD}}" in server.requests[0].text
-    encoded = ("hunter2-Zq9%21x%26y", "hunter2-Zq9!x&y")
     for request in server.requests:
-        body = json.dumps(request.body)
-        assert not any(form in body for form in encoded), request.role
+        body = json.dumps(request.body, ensure_ascii=False)
+        assert not any(form in body for form in LEAKS), request.role
     written = [p for p in run_dir.rglob("*") if p.is_file()]
-    assert {p.name for p in written} >= {"trajectory.jsonl", "result.json", "report.html", "run.json"}
-    for path in written:
-        data = path.read_bytes()
-        assert not any(form.encode() in data for form in encoded), path
+    assert {p.name for p in written} >= {"trajectory.jsonl", "result.json", "report.html", "run.json", "trace.zip"}
+    with zipfile.ZipFile(run_dir / "trace.zip") as trace:  # its network log, page snapshots, typed text
+        files = {f"trace.zip:{name}": trace.read(name) for name in trace.namelist()}
+    for name, data in {**{str(p): p.read_bytes() for p in written}, **files}.items():
+        assert not any(form.encode() in data for form in LEAKS), name
     for stream in (proc.stdout, proc.stderr):
-        assert not any(form in stream for form in encoded)
+        assert not any(form in stream for form in LEAKS)
     result = json.loads(proc.stdout)
     assert result["task"] == "Sign in with the password {{PASSWORD}}"
     # PASSWORD is bound to 127.0.0.1 (typed there: it worked); USER is not, which is said once, at the start
@@ -93,6 +98,8 @@ def test_secret_specs_and_values():
     with pytest.raises(ConfigError, match="secret PW is 1 character long: too short to keep out of the records"):
         Secrets.from_env_specs(["PW=SHOP_PW"], {"SHOP_PW": "x"})
     assert Secrets({"CVC": "123"}).scrub("code 123") == "code {{CVC}}"
+    mixed_forms = "q=a+b%7ec%C3%A9&r=a%20b~c%c3%a9&j=\"a b~c\\u00e9\"&h=x&amp;y"  # a form's, a script's, JSON, HTML
+    assert Secrets({"PW": "a b~cé", "H": "x&y"}).scrub(mixed_forms) == "q={{PW}}&r={{PW}}&j=\"{{PW}}\"&h={{H}}"
     bound = Secrets.from_env_specs(["PW=SHOP_PW@example.com, *.example.org:8443"], {"SHOP_PW": "s3cret"})
     assert [str(p.host) for p in bound.sites("PW")] == ["example.com", "example.org"] and bound.scrub("s3cret") == "{{PW}}"
     assert surfer_pkg.Secret is Secret and bound.unbound_warning([]) is None and "Secret('***'" in repr(Secret("s3cret", ["example.com"]))

@@ -4,7 +4,7 @@ The model knows a secret only by its placeholder, `{{NAME}}`: it writes
 `type(text="{{PASSWORD}}")`, and the executor types the real value. Every
 string that leaves the agent — model requests, completions, the trajectory,
 results, reports, the live view — passes through `scrub`, which puts the
-placeholder back wherever a value (or its URL-encoded form) shows up: in a
+placeholder back wherever a value (or a URL, JSON or HTML encoding of it) shows up: in a
 URL a form put it in, a page title, an error message, or a completion that
 read it off the screen. Screenshots are pixels and cannot be scrubbed: type
 secrets into password fields.
@@ -23,12 +23,14 @@ with allowed domains, to those (`refusal`'s `default`).
 
 from __future__ import annotations
 
+import html
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
-from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from surfer.core.actions import Goto, TypeText
 from surfer.core.errors import ConfigError
@@ -110,12 +112,12 @@ class Secrets:
         self._index()
 
     def _index(self) -> None:
-        forms: dict[str, str] = {}
-        for name, value in self._values.items():
-            for form in (value, quote(value, safe=""), quote_plus(value)):
-                forms.setdefault(form, name)
-        # Longest first, so a value that contains another is replaced whole.
-        self._forms = sorted(forms.items(), key=lambda item: -len(item[0]))
+        # One pattern per value, longest first (a value that contains another is replaced whole), matching the
+        # value however a page, a browser or a file wrote it: each character as is or encoded as URLs (any mix:
+        # a form's `+` and `%7E`, JavaScript's encodeURIComponent leaving `!*()'~`), JSON strings and HTML do.
+        values = sorted(dict.fromkeys(self._values.values()), key=len, reverse=True)
+        names = {value: name for name, value in reversed(list(self._values.items()))}  # the first name of a value
+        self._forms = [(re.compile("".join(map(_char_forms, value))), names[value]) for value in values]
 
     def add_reply(self, value: str) -> str:
         """Keep a secret reply of the user's (agent/questions.py) like a `--secret`: its placeholder name
@@ -275,10 +277,9 @@ class Secrets:
         return self.reveal(url)
 
     def scrub(self, text: str) -> str:
-        """Every value (and its URL-encoded forms) replaced by its placeholder."""
-        for form, name in self._forms:
-            if form in text:
-                text = text.replace(form, "{{" + name + "}}")
+        """Every value (as is, or encoded as in a URL, a JSON string or HTML) replaced by its placeholder."""
+        for pattern, name in self._forms:
+            text = pattern.sub("{{" + name + "}}", text)
         return text
 
     def scrub_obj(self, value: Any) -> Any:
@@ -316,6 +317,21 @@ def refused_outcome(refused: tuple[str, str, str]) -> dict[str, Any]:
     placeholder and the host, never the value."""
     name, host, reason = refused
     return {"error": reason, "refused": True, "secret": "{{" + name + "}}", "host": host}
+
+
+def _char_forms(char: str) -> str:
+    """A regular expression for one character of a secret's value as records may hold it: as is, percent-encoded
+    (its UTF-8 bytes, hex in either case; a space also `+`), escaped in a JSON string or in HTML."""
+    forms = {re.escape(char)}
+    forms.add("".join("%" + "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in f"{b:02X}")
+                      for b in char.encode("utf-8", "surrogatepass")))
+    if char == " ":
+        forms.add(r"\+")
+    escapes = {json.dumps(char)[1:-1], json.dumps(char, ensure_ascii=False)[1:-1], html.escape(char)}
+    if not char.isalnum():
+        escapes |= {f"&#{ord(char)};", f"&#x{ord(char):x};", "\\" + char if char == "/" else char}
+    forms.update(re.escape(escaped) for escaped in escapes)
+    return "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
 
 
 def _pattern_text(pattern: HostPattern) -> str:
