@@ -127,6 +127,23 @@ def test_commitment_button_names(name):
     assert click_commitment(button(name))
 
 
+@pytest.mark.parametrize("name, expected", [
+    ("Jetzt kaufen", "buy"), ("Konto löschen", "delete"), ("Zahlungspflichtig bestellen", "buy"), ("Payer 42,10 €", "pay"),
+    ("Supprimer le compte", "delete"), ("Comprar ahora", "buy"), ("Invia", "send"), ("Betalen", "pay"),
+    ("Купить сейчас", "buy"), ("立即购买会员", "buy"), ("确认支付", "pay"), ("削除", "delete"),
+    ("Meine Bestellungen", None), ("Filter löschen", None), ("Eliminar filtro", None), ("購入履歴", None),
+    ("支付方式", None), ("Warenkorb", None)])
+def test_commitments_in_other_languages(name, expected):
+    """Where these languages put the verb: first, last ("Konto löschen"), inside a name without spaces ("立即购买会员")."""
+    assert DEFAULT_VOCABULARY.commitment(name) == expected
+
+
+def test_sensitive_words_in_any_script():
+    rules = Commitments.from_sensitive_words(["归档", "архивировать", "archivieren"])
+    assert rules.click(button("立即归档")) and rules.click(button("Архивировать")) and rules.click(button("Alle archivieren"))
+    assert rules.click(button("Archiv")) is None and rules.click(button("Переслать")) is None
+
+
 def test_reasons_are_human_readable():
     assert click_commitment(button("Place order")) == "it presses the 'Place order' button"
     pay = FormFacts(fields=[FieldFacts(name="Card number", type="text", autocomplete="cc-number")], submit_name="Continue",

@@ -83,6 +83,16 @@ async def test_a_cart_line_remove_button_from_its_icon(page):
     assert click_commitment(remove)
 
 
+async def test_a_commitment_in_another_language(page):
+    """A German shop's order button (its verb last), a Chinese one (no spaces); their pages are not."""
+    order = await facts(page, page.locator("#bestellen"))
+    assert order.name == "Zahlungspflichtig bestellen"
+    assert click_commitment(order) == "it presses the 'Zahlungspflichtig bestellen' button"
+    assert click_commitment(await facts(page, page.locator("#kaufen-zh"))) == "it presses the '立即购买' button"
+    assert click_commitment(await facts(page, page.locator("#history-ja"))) is None  # purchase history: a title
+    assert click_commitment(await facts(page, page.locator("#bestellungen"))) is None
+
+
 async def test_forms_login_and_payment(page, pages):
     signin = await facts(page, page.locator("#signin"))
     assert (signin.role, signin.name, signin.type) == ("button", "Sign in", "submit")
