@@ -107,7 +107,7 @@ async def test_forms_login_and_payment(page, pages):
 
     place = await facts(page, page.locator("#place"))
     assert (place.role, place.name, place.tag, place.type) == ("button", "Place order", "input", "submit")
-    assert place.form.has_payment_fields and place.form.action_origin == "https://pay.example"
+    assert place.form.has_payment_fields and place.form.action_origin == "https://pay.example" and place.form.sends_to == ["https://pay.example"]
     assert place.form.name == "Payment"
     assert click_commitment(place) == "it submits a form with payment fields"
     card = await facts(page, page.locator("#cc"))

@@ -127,6 +127,8 @@ def test_secret_specs_and_values():
     assert sent[1] == "collect.evil.example" and "the form of the field sends it to a page that is on" in sent[2]
     assert mixed.refusal(type_pw, field_origin="https://www.shop.example", form_origin="https://www.shop.example") is None
     assert mixed.refusal(type_pw, field_origin="https://www.shop.example", form_origin="null") is None
+    both = ["https://www.shop.example", "https://collect.evil.example"]  # its action's and a submit button's formaction's
+    assert mixed.refusal(type_pw, field_origin="https://www.shop.example", form_origin=both)[1] == "collect.evil.example"
     assert "no field was found" in mixed.refusal(type_pw)[2]
     desktop = mixed.refusal(type_pw, desktop=True)
     assert desktop[1] == "desktop" and "on the desktop there is no site to check it against" in desktop[2]
@@ -160,6 +162,7 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     start = pages.url("secret_sites.html")
     field, frame_field, sent_field = {"x": 195, "y": 150}, {"x": 195, "y": 400}, {"x": 195, "y": 625}  # centres, 0..1000
     trap_field = {"x": 195, "y": 775}  # on 127.0.0.1, but its click moves the focus into the frame
+    button_sent_field = {"x": 195, "y": 900}  # on 127.0.0.1, in a form of 127.0.0.1 whose button sends it elsewhere
 
     def typing(text: str, target: str | None) -> dict:
         return {"thought": "", "notes": "", "action": {"type": "type", "text": text, **({"target": target} if target else {})}}
@@ -172,9 +175,10 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
                 typing("{{PW}}", "the password field"), typing("{{USER}}", "the field in the frame"),
                 typing("{{PW}}", "the trap field"), typing("{{PW}}", None),
                 typing("{{PW}}", "the field of the form that sends elsewhere"),
+                typing("{{PW}}", "the field of the form whose button sends elsewhere"),
                 {"thought": "", "notes": "", "action": {"type": "goto", "url": slashed_goto}},
                 {"thought": "", "notes": "", "action": {"type": "answer", "text": "done"}}],
-        localizer=[frame_field, field, frame_field, trap_field, sent_field],
+        localizer=[frame_field, field, frame_field, trap_field, sent_field, button_sent_field],
     )
     secrets = Secrets({"PW": Secret(VALUE, domains=["127.0.0.1"]), "USER": "alice"})
     with caplog.at_level("WARNING", logger="surfer.agent.secrets"):
@@ -189,11 +193,12 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     assert result.status == "success", result
     steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
     refused = [s["outcome"] for s in steps if s.get("outcome", {}).get("refused")]
-    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 6
+    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 7
     assert "the field that would take the keys is on localhost" in refused[0]["error"]
     assert "the page it opens is on localhost" in refused[1]["error"]
     assert "the form of the field sends it to a page that is on localhost" in refused[4]["error"]
-    assert "the page it opens is on localhost" in refused[5]["error"]
+    assert "the form of the field sends it to a page that is on localhost" in refused[5]["error"]  # (formaction)
+    assert "the page it opens is on localhost" in refused[6]["error"]
     assert "127.0.0.1" in steps[-1]["url"] and "pw=" not in steps[-1]["url"]  # the goto was not performed
     assert steps[2]["outcome"].get("error") is None and steps[3]["outcome"].get("error") is None
     # the trap field is on its site, but the page moved the focus to the frame after the click: checked again
@@ -205,11 +210,12 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     assert await env.page.locator("#pw").input_value() == VALUE  # on its own site
     assert await frame.input_value() == "alice"  # the unbound secret, anywhere; PW never reached the frame
     assert await env.page.locator("#sent").input_value() == ""  # nor the field whose form sends it elsewhere
+    assert await env.page.locator("#sent2").input_value() == ""  # nor the one whose form's button does
     written = (tmp_path / "run" / "trajectory.jsonl").read_text()
     assert VALUE not in written and "{{PW}} belongs to 127.0.0.1" in written
     # the policy was told why, by placeholder
     history = "".join(p.text for m in model.requests[-1].messages for p in m.content if hasattr(p, "text"))
     assert "not performed: the secret {{PW}} belongs to 127.0.0.1" in history and VALUE not in history
     assert "{{PW}} (only into fields of 127.0.0.1), {{USER}}." in history  # told up front where each one goes
-    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 6  # and the person watching
-    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 6
+    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 7  # and the person watching
+    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 7

@@ -188,12 +188,12 @@ class Secrets:
         self.warned = True
         (say or log.warning)(text)
 
-    def refusal(self, action: Any, *, field_origin: str | None = None, form_origin: str | None = None,
+    def refusal(self, action: Any, *, field_origin: str | None = None, form_origin: str | Sequence[str] | None = None,
                 page_url: str = "", desktop: bool = False, default: Sequence[str] = ()) -> tuple[str, str, str] | None:
         """Why `action` may not take a bound secret where it goes, as (name, host, reason), or None.
         A `type` goes to `field_origin`, the origin of the frame whose field takes the keys (None: no
-        field could be read), and to `form_origin`, where the field's form sends it (None or empty: no
-        form); a `goto` to its URL's host (resolved against `page_url`). Unbound secrets are bound to
+        field could be read), and to `form_origin`, where the field's form sends it (every origin a submission
+        may go to: its action's, a submit button's formaction's; None or empty: no form); a `goto` to its URL's host (resolved against `page_url`). Unbound secrets are bound to
         `default` (the allowed domains) when given. The reason names the placeholder and the host, never
         the value."""
         if isinstance(action, TypeText):
@@ -211,8 +211,9 @@ class Secrets:
             targets = [(normalize_url(self.reveal_url(action.url), page_url), "the page it opens")]
         else:
             targets = [(field_origin or "", "the field that would take the keys")]
-            if form_origin and urlsplit(form_origin).scheme in ("http", "https"):  # (not javascript: or a null origin)
-                targets.append((form_origin, "the form of the field sends it to a page that"))
+            for sent in [form_origin] if isinstance(form_origin, str) else form_origin or ():
+                if sent and urlsplit(sent).scheme in ("http", "https"):  # (not javascript: or a null origin)
+                    targets.append((sent, "the form of the field sends it to a page that"))
         for url, where in targets:
             refused = self._refused_at(url, where, bound, desktop)
             if refused is not None:

@@ -360,7 +360,8 @@ class Stepper:
             return False
         refused = self.secrets.refusal(
             action, field_origin=element.origin if element is not None else None, page_url=record.url or "",
-            form_origin=element.form.action_origin if element is not None and element.form is not None else None,
+            form_origin=(element.form.sends_to or element.form.action_origin) if element is not None and element.form is not None
+            else None,
             desktop=kind == "desktop", default=self.config.allowed_domains,
         )
         if refused is None:
