@@ -163,6 +163,7 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     field, frame_field, sent_field = {"x": 195, "y": 150}, {"x": 195, "y": 400}, {"x": 195, "y": 625}  # centres, 0..1000
     trap_field = {"x": 195, "y": 775}  # on 127.0.0.1, but its click moves the focus into the frame
     button_sent_field = {"x": 195, "y": 900}  # on 127.0.0.1, in a form of 127.0.0.1 whose button sends it elsewhere
+    trap_to_sent = {"x": 586, "y": 900}  # on 127.0.0.1, but its click moves the focus to the field sent elsewhere
 
     def typing(text: str, target: str | None) -> dict:
         return {"thought": "", "notes": "", "action": {"type": "type", "text": text, **({"target": target} if target else {})}}
@@ -176,9 +177,11 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
                 typing("{{PW}}", "the trap field"), typing("{{PW}}", None),
                 typing("{{PW}}", "the field of the form that sends elsewhere"),
                 typing("{{PW}}", "the field of the form whose button sends elsewhere"),
+                typing("{{PW}}", "the second trap field"),
                 {"thought": "", "notes": "", "action": {"type": "goto", "url": slashed_goto}},
                 {"thought": "", "notes": "", "action": {"type": "answer", "text": "done"}}],
-        localizer=[frame_field, field, frame_field, trap_field, sent_field, button_sent_field],
+        localizer=[frame_field, field, frame_field, trap_field, sent_field, button_sent_field,
+                   trap_to_sent],
     )
     secrets = Secrets({"PW": Secret(VALUE, domains=["127.0.0.1"]), "USER": "alice"})
     with caplog.at_level("WARNING", logger="surfer.agent.secrets"):
@@ -193,12 +196,13 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     assert result.status == "success", result
     steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
     refused = [s["outcome"] for s in steps if s.get("outcome", {}).get("refused")]
-    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 7
+    assert [(o["secret"], o["host"]) for o in refused] == [("{{PW}}", "localhost")] * 8
     assert "the field that would take the keys is on localhost" in refused[0]["error"]
     assert "the page it opens is on localhost" in refused[1]["error"]
     assert "the form of the field sends it to a page that is on localhost" in refused[4]["error"]
     assert "the form of the field sends it to a page that is on localhost" in refused[5]["error"]  # (formaction)
-    assert "the page it opens is on localhost" in refused[6]["error"]
+    assert "the form of the field sends it to a page that is on localhost" in refused[6]["error"]  # (checked at the keys)
+    assert "the page it opens is on localhost" in refused[7]["error"]
     assert "127.0.0.1" in steps[-1]["url"] and "pw=" not in steps[-1]["url"]  # the goto was not performed
     assert steps[2]["outcome"].get("error") is None and steps[3]["outcome"].get("error") is None
     # the trap field is on its site, but the page moved the focus to the frame after the click: checked again
@@ -217,5 +221,5 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     history = "".join(p.text for m in model.requests[-1].messages for p in m.content if hasattr(p, "text"))
     assert "not performed: the secret {{PW}} belongs to 127.0.0.1" in history and VALUE not in history
     assert "{{PW}} (only into fields of 127.0.0.1), {{USER}}." in history  # told up front where each one goes
-    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 7  # and the person watching
-    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 7
+    assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 8  # and the person watching
+    assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 8

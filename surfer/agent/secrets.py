@@ -221,17 +221,18 @@ class Secrets:
         return None
 
     def keys_guard(self, action: Any, page_url: str, default: Sequence[str], refusals: list[tuple[str, str, str]]
-                   ) -> Callable[[str | None], str | None] | None:
+                   ) -> Callable[[str | None, list[str]], str | None] | None:
         """For a `type` of a bound secret in a browser: the check of where its keys go, which the browser asks
-        right before it types, with the origin of the frame that has the focus then (the field the click aimed at
-        was checked before the click; a page can move the focus to another site's frame in between). It returns
+        right before it types, with the origin of the frame that has the focus then and where the focused field's
+        form sends it (the field the click aimed at was checked before the click; a page can move the focus to
+        another site's frame, or to a field whose form sends elsewhere, in between). It returns
         the refusal's reason (and appends the refusal to `refusals`) or None. None when nothing of the text is
         bound."""
         if not self or self.refusal(action, default=default) is None:
             return None
 
-        def guard(origin: str | None) -> str | None:
-            refused = self.refusal(action, field_origin=origin, page_url=page_url, default=default)
+        def guard(origin: str | None, sends_to: list[str]) -> str | None:
+            refused = self.refusal(action, field_origin=origin, form_origin=sends_to, page_url=page_url, default=default)
             if refused is None:
                 return None
             refusals.append(refused)
