@@ -12,6 +12,8 @@ from surfer.agent.commitments import (
     Commitments, DEFAULT_VOCABULARY, click_commitment, described_commitment, typing_commitment,
 )
 from surfer.agent.commitments_eval import NEVER_SENSITIVE, evaluate, format_table, load_items, old_rule
+from surfer.agent.confirm import SensitiveRules
+from surfer.core.actions import Dialog
 from surfer.core.elements import ElementFacts, FieldFacts, FormFacts
 
 DATA = Path(__file__).with_name("data")
@@ -173,6 +175,15 @@ def test_dialog_confirmations():
     assert click_commitment(button("OK", dialog="Delete 3 conversations? This cannot be undone."))
     assert click_commitment(button("OK", dialog="Changes saved")) is None
     assert click_commitment(button("Cancel", dialog="Delete 3 conversations?")) is None
+    for yes, said in (("OK", "Möchten Sie diese 3 Dateien wirklich löschen?"), ("はい", "このファイルを削除しますか？"),
+                      ("Oui", "Voulez-vous vraiment supprimer ce compte ?"), ("Да", "Удалить 3 файла?")):
+        assert click_commitment(button(yes, dialog=said)), said
+    assert click_commitment(button("确定", dialog="设置已保存")) is None  # "settings saved"
+    assert click_commitment(button("Ja", dialog="Filter löschen?")) is None
+    rules = SensitiveRules()
+    assert rules.reason(Dialog(response="accept"), "https://a.example/", "Open dialog: confirm: 确定要删除吗？") == (
+        "it may accept a dialog that mentions '删除'")
+    assert rules.reason(Dialog(response="accept"), "https://a.example/", "Open dialog: confirm: Änderungen speichern?") is None
 
 
 def test_plain_content_and_no_facts():

@@ -54,7 +54,8 @@ from surfer.core.elements import ElementFacts, FieldFacts, FormFacts
 
 from .vocabulary import (
     BUTTON_ROLES, CONTEXT_BENIGN, DEFAULT_VOCABULARY, DIALOG_EVIDENCE, FORM_NON_COMMIT, GENERIC_CONFIRMS, NEEDS_OBJECT,
-    NEVER_GROUPS, NEVER_ROLES, OLD_SENSITIVE_WORDS, PAYMENT_FIELD, STANDALONE, SUBMIT_SENDS, Vocabulary, tokens,
+    NEVER_GROUPS, NEVER_ROLES, OLD_SENSITIVE_WORDS, PAYMENT_FIELD, STANDALONE, SUBMIT_SENDS, Vocabulary, foreign_evidence,
+    tokens,
 )
 
 
@@ -351,7 +352,7 @@ def _dialog_commitment(text: str) -> Optional[str]:
     if set(lowered.split()) & CONTEXT_BENIGN:
         return None
     found = DIALOG_EVIDENCE.search(lowered)
-    return found.group(0) if found else None
+    return found.group(0) if found else foreign_evidence(text)
 
 
 DEFAULT = Commitments()

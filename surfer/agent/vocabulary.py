@@ -169,6 +169,20 @@ def tokens(text: str) -> list[str]:
     return [t.strip("'") for t in text.split() if t.strip("'")]
 
 
+# a yes in the languages of FOREIGN: a commitment when the dialog around it is about one ("OK" under "确定删除吗?")
+FOREIGN_CONFIRMS = ("ja", "bestätigen", "oui", "confirmer", "sí", "si", "confirmar", "conferma", "confermare", "sim",
+                    "bevestigen", "да", "подтвердить", "确定", "確定", "确认", "確認", "はい", "是")
+GENERIC_CONFIRMS = GENERIC_CONFIRMS | frozenset(" ".join(tokens(w)) for w in FOREIGN_CONFIRMS)
+_FOREIGN_PHRASES = sorted(((tuple(tokens(p)), p) for p in FOREIGN), key=lambda pp: -len(pp[0]))
+
+
+def foreign_evidence(text: str) -> Optional[str]:
+    """The commitment verb of another language a dialog's text holds ("Möchten Sie die Datei wirklich löschen?",
+    "确定要删除吗？"), or None."""
+    words = tokens(text)
+    return next((phrase for found, phrase in _FOREIGN_PHRASES if _contains(words, found)), None)
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """Commitment phrases and what makes them harmless. `extra` phrases commit
