@@ -140,6 +140,14 @@ def test_commitments_in_other_languages(name, expected):
     assert DEFAULT_VOCABULARY.commitment(name) == expected
 
 
+def test_described_in_other_languages_and_quotes():
+    assert described_commitment("the „Jetzt kaufen“ button") == "it presses 'Jetzt kaufen' (as described)"
+    assert described_commitment("the 「購入する」 button") == "it presses '購入する' (as described)"
+    assert described_commitment("the « Supprimer » button") == "it presses 'Supprimer' (as described)"
+    assert described_commitment("the Ja button in the „Datei löschen?“ dialog")
+    assert described_commitment("the «Mes commandes» link") is None
+
+
 def test_sensitive_words_in_any_script():
     rules = Commitments.from_sensitive_words(["归档", "архивировать", "archivieren"])
     assert rules.click(button("立即归档")) and rules.click(button("Архивировать")) and rules.click(button("Alle archivieren"))
