@@ -20,6 +20,7 @@ no host: they are allowed when the page that opens them is.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -122,7 +123,19 @@ class HostPattern:
         if self.port is not None and self.port != port:
             return False
         host = ascii_host(host.lower())  # (a URL's host as written, bücher.de, or as sent, xn--bcher-kva.de)
+        host = _ipv4_of(host) or host  # ([::ffff:a9fe:a9fe] reaches 169.254.169.254)
         return host == self.host or (self.wildcard and host.endswith("." + self.host))
+
+
+def _ipv4_of(host: str) -> str | None:
+    """The IPv4 address an IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, `::ffff:a00:1`) reaches, or None."""
+    if ":" not in host:
+        return None
+    try:
+        mapped = ipaddress.IPv6Address(host.strip("[]")).ipv4_mapped
+    except ValueError:
+        return None
+    return str(mapped) if mapped is not None else None
 
 
 def parse_patterns(values: Iterable[str]) -> tuple[HostPattern, ...]:
@@ -153,10 +166,11 @@ class UrlPolicy:
         """Why a request to `host` may not be made, or None when it may."""
         host = host.lower().strip("[]").rstrip(".")
         port = port or DEFAULT_PORTS.get(scheme, 0)
+        named = f"{host} ({_ipv4_of(host)})" if _ipv4_of(host) else host
         if any(p.matches(host, port) for p in self.blocked):
-            return f"{host} is a blocked domain"
+            return f"{named} is a blocked domain"
         if self.allowed and not any(p.matches(host, port) for p in self.allowed):
-            return f"{host} is not an allowed domain"
+            return f"{named} is not an allowed domain"
         return None
 
     def scheme_refusal(self, url: str) -> str | None:
