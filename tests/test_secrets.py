@@ -213,6 +213,8 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     frame = env.page.frame_locator("#other").locator("#field")
     assert await env.page.locator("#pw").input_value() == VALUE  # on its own site
     assert await frame.input_value() == "alice"  # the unbound secret, anywhere; PW never reached the frame
+    # a field that took a secret draws dots, as a password field does (screenshots are pixels)
+    assert await frame.evaluate("el => getComputedStyle(el).webkitTextSecurity") == "disc"
     assert await env.page.locator("#sent").input_value() == ""  # nor the field whose form sends it elsewhere
     assert await env.page.locator("#sent2").input_value() == ""  # nor the one whose form's button does
     written = (tmp_path / "run" / "trajectory.jsonl").read_text()

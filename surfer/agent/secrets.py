@@ -6,8 +6,9 @@ string that leaves the agent — model requests, completions, the trajectory,
 results, reports, the live view — passes through `scrub`, which puts the
 placeholder back wherever a value (or a URL, JSON or HTML encoding of it) shows up: in a
 URL a form put it in, a page title, an error message, or a completion that
-read it off the screen. Screenshots are pixels and cannot be scrubbed: type
-secrets into password fields.
+read it off the screen. Screenshots are pixels and cannot be scrubbed: in the
+browser the field that takes a secret draws dots (tools/typing.py: hide_typed);
+on the desktop, type secrets into password fields.
 
 A secret may be bound to the sites it belongs to (`Secret(value, domains=[...])`,
 `--secret NAME=ENV_VAR@example.com,*.example.org`; the domain rules' patterns,

@@ -137,6 +137,26 @@ FOCUSED_HERE = """() => {
 }"""
 
 
+# A field that took a secret draws it as dots, as a password field does (screenshots are pixels: they go to the
+# model server and into the run's records). The focused element of the focused document; a password field
+# already does.
+HIDE_TYPED = """() => {
+  const el = document.hasFocus() ? document.activeElement : null;
+  if (!el || el === document.body || el.tagName === 'IFRAME' || (el.getAttribute('type') || '').toLowerCase() === 'password') return false;
+  el.style.setProperty('-webkit-text-security', 'disc', 'important');
+  return true;
+}"""
+
+
+async def hide_typed(page: object) -> None:
+    """Make the focused field (in whichever frame has the focus) draw its text as dots."""
+    for frame in getattr(page, "frames", []):
+        try:
+            await frame.evaluate(HIDE_TYPED)
+        except Exception:  # noqa: BLE001 - a frame detached or navigating meanwhile
+            continue
+
+
 async def focused_origin(page: object) -> str | None:
     """The origin of the frame whose document has the focus — where keys typed now go (the deepest frame that
     says it has it: a focused iframe's ancestors say so too); the main frame's when no frame says so. None when
