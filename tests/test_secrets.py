@@ -225,3 +225,26 @@ async def test_a_bound_secret_goes_only_to_its_site(browser_env, pages, tmp_path
     assert "{{PW}} (only into fields of 127.0.0.1), {{USER}}." in history  # told up front where each one goes
     assert live.getvalue().count("refused: not performed: the secret {{PW}}") == 8  # and the person watching
     assert (tmp_path / "run" / "report.html").read_text().count("refused: not performed: the secret {{PW}}") == 8
+
+
+@pytest.mark.browser
+async def test_a_qa_case_checks_where_a_secret_goes_as_a_run_does(browser_env, pages):
+    """A QA case's environment wraps the browser: the focused field's facts (a `type` without a target, Enter) and
+    the check right before a secret's keys reach the browser that types."""
+    from surfer.agent.secrets import Secret as S
+    from surfer.core.actions import CssPoint
+    from surfer.core.errors import ActionFailed
+    from surfer.qa.executor import QaEnvironment
+
+    secrets = Secrets({"PW": S(VALUE, domains=["127.0.0.1"])})
+    env = QaEnvironment(await browser_env(pages.url("secret_sites.html")), secrets, None)
+    await env.page.locator("#pw").focus()
+    assert (await env.focused_element()).origin.startswith("http://127.0.0.1")
+    action = TypeText(text="{{PW}}", target="the trap field", point=CssPoint(x=250, y=620))
+    env.keys_guard, env.hide_typed = secrets.keys_guard(action, env.url, [], []), True
+    with pytest.raises(ActionFailed, match="the field that would take the keys is on localhost"):
+        await env.perform(action)  # the trap moved the focus into the other site's frame
+    env.keys_guard = None
+    await env.perform(TypeText(text="{{PW}}", target="the field in the frame", point=CssPoint(x=250, y=320)))
+    field = env.page.frame_locator("#other").locator("#field")  # (no guard: typed; and drawn as dots)
+    assert await field.evaluate("el => getComputedStyle(el).webkitTextSecurity") == "disc"
