@@ -134,7 +134,7 @@ def test_commitment_button_names(name):
     ("Supprimer le compte", "delete"), ("Comprar ahora", "buy"), ("Invia", "send"), ("Betalen", "pay"),
     ("Купить сейчас", "buy"), ("立即购买会员", "buy"), ("确认支付", "pay"), ("削除", "delete"),
     ("Meine Bestellungen", None), ("Filter löschen", None), ("Eliminar filtro", None), ("購入履歴", None),
-    ("支付方式", None), ("Warenkorb", None)])
+    ("支付方式", None), ("Warenkorb", None), ("发送验证码", None), ("删除线", None), ("获取验证码并发送", None)])
 def test_commitments_in_other_languages(name, expected):
     """Where these languages put the verb: first, last ("Konto löschen"), inside a name without spaces ("立即购买会员")."""
     assert DEFAULT_VOCABULARY.commitment(name) == expected

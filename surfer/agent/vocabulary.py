@@ -110,6 +110,9 @@ NOUN_HEADS = frozenset({
 # the same heads in Chinese and Japanese, whose names have no spaces ("購入履歴", "支付方式"), as `tokens` splits them
 CJK_NOUN_HEADS = ("履歴", "历史", "歷史", "记录", "記錄", "記録", "设置", "設定", "方式", "方法", "详情", "詳細", "明细",
                   "管理", "页面", "一覧", "列表", "状态", "状況", "確認画面")
+# the harmless objects in Chinese and Japanese ("发送验证码": send a verification code; "删除筛选": remove a filter)
+CJK_BENIGN = ("验证码", "驗證碼", "認証コード", "确认码", "校验码", "筛选", "篩選", "搜索", "搜尋", "检索", "フィルター",
+              "検索", "删除线", "刪除線", "取り消し線")
 _AFFIRMATIONS = frozenset({"yes", "ok", "okay", "sure", "i'm", "im", "i", "understand", "the", "consequences",
                            "permanently", "securely", "please", "now", "instantly", "also"})
 _LEAD_INS = frozenset({"confirm", "agree", "accept", "continue", "save", "review", "book", "reserve", "submit",
@@ -235,7 +238,7 @@ class Vocabulary:
             unspaced = all(_CJK.fullmatch(w) for w in phrase)
             at = [i for i in range(len(words) - n + 1) if tuple(words[i: i + n]) == phrase]
             if at and (at[-1] == len(words) - n or unspaced):
-                if set(words) & BENIGN_OBJECTS or _cjk_title(words) or _softened(category, context):
+                if set(words) & BENIGN_OBJECTS or _cjk_benign(words) or _cjk_title(words) or _softened(category, context):
                     return ""
                 return category
         return None
@@ -286,7 +289,11 @@ def _contains(words: list[str], phrase: tuple[str, ...]) -> bool:
 
 
 def _harmless(obj: list[str], words: list[str]) -> bool:
-    return bool(set(obj[:8]) & BENIGN_OBJECTS) or (bool(obj) and (words[-1] in NOUN_HEADS or _cjk_title(words)))
+    return bool(set(obj[:8]) & BENIGN_OBJECTS) or _cjk_benign(words) or (bool(obj) and (words[-1] in NOUN_HEADS or _cjk_title(words)))
+
+
+def _cjk_benign(words: list[str]) -> bool:
+    return any(_contains(words, tuple(phrase)) for phrase in CJK_BENIGN)
 
 
 def _cjk_title(words: list[str]) -> bool:
