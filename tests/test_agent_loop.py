@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,11 @@ async def test_malformed_policy_output_is_retried_with_feedback(env):
     feedback2 = policy_requests[2].messages[-1].content[0].text
     assert "does not match the required format" in feedback2 and "action" in feedback2
     assert await env.page.evaluate("window.__log") == ["click:0"]  # 125/1000*1280 = 160, 150/1000*800 = 120
+    # the report shows what the model said beside why it was rejected, folded open (escaped: the answer is not markup)
+    report = (Path(result.run_dir) / "report.html").read_text(encoding="utf-8")
+    assert '<details class="calls" open><summary>model answers (4, 2 rejected)' in report
+    assert "this is not json</pre>" in report and "rejected: The answer is not JSON" in report
+    assert "&quot;teleport&quot;" in report and '"teleport"' not in report
 
 
 async def test_out_of_range_point_is_retried_never_clicked(env):

@@ -154,6 +154,18 @@ def test_a_run_directory_that_cannot_be_made_is_a_usage_error(tmp_path):
     assert claim_run_dir(tmp_path / "new" / "run") == tmp_path / "new" / "run" and not (tmp_path / "new").exists()
 
 
+def test_run_json_says_a_usage_error_on_stdout_too(tmp_path):
+    """`surfer run --json` printed nothing on stdout for a usage error (exit 2): a script reading it got empty input."""
+    import json
+
+    result = invoke("run", "x", "--url", "http://127.0.0.1:9/", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                    "--viewport", "1x1", "--json", "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2, result.output
+    line = json.loads(result.stdout)
+    assert (line["status"], line["error_kind"], line["run_dir"]) == ("error", "config", None)
+    assert "viewport 1x1 is out of range" in line["reason"] and not (tmp_path / "run").exists()
+
+
 def test_calibrate_does_not_tell_its_user_to_run_calibrate():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

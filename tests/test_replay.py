@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import threading
 
 import pytest
@@ -105,6 +106,20 @@ def test_folder_of_images_and_bad_sources(tmp_path):
         Image.new("RGB", (64, 48), "green").save(taken / "screenshots" / f"{name}.png")
     (taken / "trajectory.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert [f.path.name for f in load_recording(taken).frames] == ["step-001.png", "step-002.png"]
+    # the runs/ folder `surfer run` fills: a terminal session's folder (a run directory per task), a run whose page
+    # never opened (no screenshot), a batch's --out (its runs/, not the view's live/ thumbnails): each was refused
+    runs = tmp_path / "runs"
+    shutil.copytree(DEMO_RECORDINGS / "demo-1024x768", runs / "20260101-session" / "01-register")
+    (runs / "20260101-session" / "session.json").write_text("{}")
+    (runs / "20260101-no-page" / "screenshots").mkdir(parents=True)
+    (runs / "20260101-no-page" / "trajectory.jsonl").write_text("")
+    shutil.copytree(DEMO_RECORDINGS / "demo-1280x800", runs / "batch" / "runs" / "t0")
+    shutil.copytree(images, runs / "batch" / "live", ignore=shutil.ignore_patterns("*.txt"))
+    (runs / "batch" / "results.jsonl").write_text("")
+    assert [r.name for r in load_recordings(runs)] == ["20260101-session/01-register", "batch/runs/t0"]
+    assert [r.name for r in load_recordings(runs / "batch")] == ["runs/t0"]
+    with pytest.raises(ConfigError, match="no recordings"):
+        load_recordings(runs / "20260101-no-page" / "screenshots")
     # a file named as an image that is none: named plainly (PIL's message named its in-memory buffer, 0x... and all)
     (images / "c.png").write_text("not a PNG")
     with pytest.raises(EnvironmentFailure, match=r"c.png is not a readable image: not an image format PIL reads$"):
@@ -229,6 +244,32 @@ def test_a_reply_holding_half_a_surrogate_pair_is_kept_with_the_run(standin, tmp
     assert step["thought"] == "click \ufffd" and step["notes"] == "}}bo \ufffd"
     assert step["action"]["target"] == "the \ufffd link"
     assert json.loads((out / "result.json").read_text(encoding="utf-8"))["answer"] == result.answer
+
+
+def test_a_full_disk_under_surfer_run_is_one_line(standin, tmp_path, monkeypatch):
+    """`surfer run` whose disk fills up mid-run: one line naming the run directory and what to do, exit 1, where a
+    traceback of some 260 lines came out (a write cut short names no file)."""
+    from typer.testing import CliRunner
+
+    from surfer.agent.trajectory import TrajectoryWriter
+    from surfer.apps.cli import app
+
+    write_step = TrajectoryWriter._step
+
+    def disk_full(self, event):  # type: ignore[no-untyped-def]
+        if event.record.index == 1:
+            raise OSError(28, "No space left on device")
+        return write_step(self, event)
+
+    monkeypatch.setattr(TrajectoryWriter, "_step", disk_full)
+    server, out = standin(Clicker()), tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "run", "Register Ada", "--env", "replay", "--replay", str(DEMO_RECORDINGS / "demo-1024x768"),
+        "--base-url", server.base_url, "--model", server.model, "--out", str(out),
+    ], env={"COLUMNS": "300", "NO_COLOR": "1"})
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 1, result.output[-3000:]
+    assert f"error: cannot write {out}: No space left on device; what was written before is kept" in result.output
+    assert (out / "run.json").is_file() and not list(out.glob("*.tmp")) and "Traceback" not in result.output
 
 
 async def test_a_full_disk_stops_the_batch_and_records_no_task_as_failed(standin, tmp_path, monkeypatch):

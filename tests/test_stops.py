@@ -360,6 +360,36 @@ async def test_the_record_of_a_directory_stopped_while_opening_waits_for_it(tmp_
     assert result["status"] == "interrupted" and steps == []
 
 
+async def test_a_run_directory_deleted_during_the_run_ends_it_with_an_error_that_says_so(tmp_path):
+    """Its directory deleted under a run: the run ends `error` (`environment`) naming the directory, where the
+    writer's OSError came out of `surfer run` as a traceback; the live view points at no report. (A full disk is
+    still raised: test_replay's batch stops on it.)"""
+    import io
+    import shutil
+
+    from surfer.agent.events import StepFinished
+    from surfer.apps.console import Console
+    from surfer.apps.live import LiveView
+    from surfer.apps.options import DEMO_RECORDINGS
+    from surfer.models.scripted import ScriptedModel
+    from surfer.tools.replay import ReplayEnvironment
+
+    run_dir, out = tmp_path / "run", io.StringIO()
+
+    def delete_it(event):  # type: ignore[no-untyped-def]
+        if isinstance(event, StepFinished) and event.record.index == 1:
+            shutil.rmtree(run_dir)
+
+    agent = Agent(backend=ScriptedModel(default={"policy": SCROLL}), profile="holo2", max_steps=4,
+                  environment=ReplayEnvironment(DEMO_RECORDINGS / "demo-1280x800"),
+                  listeners=[delete_it, LiveView(Console(file=out, width=200), spinner=False)])
+    result = await agent.run("probe", out_dir=run_dir)
+    await agent.aclose()
+    assert result.status == "error" and result.error_kind == "environment", result
+    assert f"the run directory {run_dir} was deleted or moved during the run" in (result.reason or "") and result.steps == 2
+    assert "was deleted or moved" in out.getvalue() and "report:" not in out.getvalue() and not run_dir.exists()
+
+
 # -- refused URLs ---------------------------------------------------------------------
 
 

@@ -142,3 +142,33 @@ def test_verdict_prints_under_the_step_it_judges_and_model_text_is_not_markup():
     verdict = next(i for i, line in enumerate(lines) if "validator accepted" in line)
     assert verdict > step
     assert "[red]matches[/red]" in lines[verdict] and "[bold]ACME-1[/bold]" in out.getvalue()
+
+
+def test_control_characters_show_as_symbols_and_a_cut_thought_says_so():
+    """A page can put escape sequences in what a model answers (or a URL, a server's error): printed raw they would
+    retitle the window, set the clipboard (OSC 52) or clear the screen. The CLI's console shows them as symbols;
+    its own styles and the status line's cursor moves still reach the terminal."""
+    import io
+
+    from surfer.agent.events import Finished, StepFinished, StepRecord, StepStarted
+    from surfer.agent.result import RunResult
+    from surfer.apps.console import Console
+    from surfer.apps.live import LiveView
+
+    out = io.StringIO()
+    view = LiveView(Console(file=out, width=200, highlight=False, force_terminal=True, color_system="standard"))
+    record = StepRecord(1)
+    record.thought = "Reading \x1b]0;pwned\x07 the page\x1b[2J"
+    record.url = "http://127.0.0.1/\x9b31m"
+    view(StepStarted(1))
+    view(StepFinished(record))
+    view(Finished(RunResult(status="success", answer="ACME-1\x1b]52;c;cm0gLXJmIH4=\x07", reason="ok\x7f", steps=1)))
+    text = out.getvalue()
+    assert "\x1b]" not in text and "\x1b[2J" not in text and "\x07" not in text and "\x9b" not in text and "\x7f" not in text
+    assert "Reading ␛]0;pwned the page␛[2J" in text and "ACME-1␛]52;c;cm0gLXJmIH4=" in text and "ok␡" in text  # (rich drops BEL itself)
+    assert "\x1b[1m" in text  # (rich's own styles: "step" in bold)
+    # a long thought is cut on its one line, and shows it was cut
+    record = StepRecord(2)
+    record.thought = "word " * 100
+    view(StepFinished(record))
+    assert "   " + ("word " * 60)[:299] + "…\x1b[0m\n" in out.getvalue()

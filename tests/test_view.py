@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import shutil
 
 import pytest
 
@@ -196,7 +197,13 @@ async def test_view_over_a_runs_folder_shows_run_text_as_text(shared_browser, tm
         await page.locator('[data-filter=failure]').click()
         assert await row.is_hidden()
         assert problems == []
+        # the folder deleted while viewed: the page says so (each poll was an HTTP 500, and a traceback in the terminal)
+        shutil.rmtree(tmp_path)
+        await page.evaluate("poll()")  # (now, not at the next second's poll)
+        await page.wait_for_function("() => document.getElementById('stale').textContent.includes('is gone')")
+        assert f"(not updating: {tmp_path.name} is gone (deleted or moved))" == await page.locator("#stale").inner_text()
     finally:
+        tmp_path.mkdir(exist_ok=True)
         await context.close()
         await view.stop()
 

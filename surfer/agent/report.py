@@ -1,6 +1,6 @@
 """report.html: one self-contained page (screenshots inlined) showing each
-step's screenshot with the click point marked, the thought, the action and
-the timings."""
+step's screenshot with the click point marked, the thought, the action, the
+model's raw answers (open where one was rejected) and the timings."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ main{padding:16px 24px;display:grid;gap:16px}
 .mark.to{border-color:#0a84ff}
 .step.human{border-left:6px solid #ff9f0a}.actor{background:#ff9f0a;color:#fff;border-radius:4px;padding:1px 6px;font-size:12px}
 pre{white-space:pre-wrap;word-break:break-word;background:#f0f0f3;padding:6px 8px;border-radius:6px;margin:4px 0}
+details.calls summary{cursor:pointer;color:#6e6e73}details.calls pre{max-height:24em;overflow:auto}
 .err{color:#c4001a}.muted{color:#6e6e73}table{border-collapse:collapse}td{padding:1px 8px 1px 0}
 """
 
@@ -67,6 +68,24 @@ def _artifacts(artifacts: dict[str, str]) -> str:
     return f'<section class="artifacts">{"".join(parts)}</section>' if parts else ""
 
 
+def _calls(step: dict[str, Any]) -> str:
+    """The step's model calls, each role's raw answer as the server sent it: folded, open where one was rejected
+    (the reason it was retried, or the step failed, is then beside what the model said)."""
+    calls = [call for role_calls in (step.get("calls") or {}).values() if isinstance(role_calls, list)
+             for call in role_calls if isinstance(call, dict)]
+    if not calls:
+        return ""
+    rejected = sum(1 for call in calls if call.get("error"))
+    items = "".join(
+        f'<p>{_e(call.get("role", "?"))} · {float(call.get("seconds") or 0):.2f} s'
+        + (f' · <span class="err">rejected: {_e(call["error"])}</span>' if call.get("error") else "")
+        + f'</p><pre>{_e(call.get("completion") or "")}</pre>'
+        for call in calls
+    )
+    summary = f"model answers ({len(calls)}" + (f", {rejected} rejected)" if rejected else ")")
+    return f'<details class="calls"{" open" if rejected else ""}><summary>{summary}</summary>{items}</details>'
+
+
 def _step(run_dir: Path, step: dict[str, Any]) -> str:
     timings = step.get("timings") or {}
     rows = "".join(f"<tr><td>{_e(k)}</td><td>{v:.3f} s</td></tr>" for k, v in timings.items() if isinstance(v, (int, float)))
@@ -93,7 +112,7 @@ def _step(run_dir: Path, step: dict[str, Any]) -> str:
 <p><b>Thought</b></p><pre>{_e(step.get('thought') or '')}</pre>
 <p><b>Action</b></p><pre>{_e(action)}</pre>
 {f'<p>point (CSS px): {_e(points)}</p>' if points else ''}{f'<p>outcome: {_e(outcome)}</p>' if outcome else ''}
-{verdicts}{error}<table>{rows}</table></div></section>"""
+{verdicts}{error}{_calls(step)}<table>{rows}</table></div></section>"""
 
 
 def render_report(run_dir: str | Path) -> str:

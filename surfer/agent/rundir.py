@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from surfer.core.errors import ConfigError
+from surfer.core.errors import ConfigError, RunError
 
 # Where a run that is given no directory of its own is recorded: `surfer run`,
 # `surfer demo` and the SDK alike (relative to the working directory).
@@ -115,6 +115,16 @@ def _check_can_make(path: Path, what: str = "run") -> None:
                 pass
 
 
+class RunDirLost(RunError):
+    """The run directory was deleted or moved during the run: the run ends `error` (`environment`) with this
+    reason, where the writer's OSError was a traceback. (A full disk is still raised as its OSError: a batch
+    stops on it and runs the task again on resume.)"""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        super().__init__(f"the run directory {path} was deleted or moved during the run: "
+                         f"{exc.filename or path} could not be written ({exc.strerror or exc})")
+
+
 class RunDirTaken(ConfigError):
     """Another run opened this run's directory first: this run writes nothing into it."""
 
@@ -153,8 +163,12 @@ def leaves_record(status: str, error_kind: str | None, reached_server: bool) -> 
 
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # (a full disk: no half-written .tmp left beside the files)
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_trajectory(run_dir: str | Path) -> list[dict[str, Any]]:

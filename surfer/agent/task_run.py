@@ -36,7 +36,7 @@ from .layouts import Layout
 from .memory import Memory
 from .result import RunResult
 from .rewards import Rewarder
-from .rundir import RunDirTaken, leaves_record
+from .rundir import RunDirLost, RunDirTaken, leaves_record
 from .run_state import RunState, time_limit_reason
 from .secrets import Secrets
 from .steps import Guards, Imaging, Roles, StepInputs, Stepper, task_prompt
@@ -58,7 +58,7 @@ def error_kind(exc: SurferError) -> str:
         return "unreachable"
     if isinstance(exc, BrowserCrashed):
         return "browser_crash"
-    if isinstance(exc, (EnvironmentFailure, ActionFailed, ActionNotSupported)):
+    if isinstance(exc, (EnvironmentFailure, RunDirLost, ActionFailed, ActionNotSupported)):
         return "environment"  # e.g. the start URL cannot be opened
     return "model" if isinstance(exc, RunError) else "internal"
 

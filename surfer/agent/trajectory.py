@@ -26,7 +26,7 @@ from surfer.core.retention import keeps
 from .events import Event, Finished, ModelCalled, RunStarted, StepFinished, StepStarted
 from .handover import HumanActed
 from .report import render_report
-from .rundir import open_run_dir, read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
+from .rundir import RunDirLost, open_run_dir, read_trajectory, write_atomic  # noqa: F401  (read_trajectory: also imported from here)
 from .video import make_video
 
 log = logging.getLogger(__name__)
@@ -43,8 +43,26 @@ class TrajectoryWriter:
         self._made = False
         self._tokens: Any = None  # the run's TokenLog, from its first call with token ids
         self._opening: asyncio.Future[None] | None = None
+        self._lost = False  # the directory could not be written (deleted, disk full): the run ended on it
 
     async def handle(self, event: Event) -> None:
+        """Writes what `event` adds; a directory deleted or moved during the run ends it (RunDirLost), and its
+        result, written last, is then given up quietly. Other write errors (a full disk) are raised as they are."""
+        try:
+            await self._handle(event)
+        except OSError as exc:
+            if not self._made or self.run_dir.is_dir():  # (not lost: a full disk, a read-only file system)
+                if exc.filename is None:  # (a write cut short names no file: the run directory is what filled up)
+                    exc.filename = str(self.run_dir)
+                raise
+            if isinstance(event, Finished):  # (the run has ended: its result is the caller's, the record lost)
+                if not self._lost:  # (else the run's reason says so already)
+                    log.warning("%s", RunDirLost(self.run_dir, exc))
+                return
+            self._lost = True
+            raise RunDirLost(self.run_dir, exc) from None
+
+    async def _handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self._meta = {"run_id": event.run_id, "task": event.task, "url": event.url, "config": event.config}
         elif isinstance(event, StepStarted) and not self._made:

@@ -156,7 +156,7 @@ def run(
     from surfer.apps.live import LiveView
 
     console = options.console(stderr=as_json)
-    with options.setup_errors(console):
+    with options.setup_errors(console, json_line=as_json):
         options.check_artifact_modes(trace, video)
         overrides = {
             "base_url": base_url, "model": model, "api_key": api_key, "profile": profile, "prompt_layout": prompt_layout,

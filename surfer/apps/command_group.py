@@ -4,7 +4,8 @@ surfer.bench` on its own): what all commands share on their way to the user.
 - Misuse reaches the user as one line, wherever in a command it was raised
   (a profile name read late, Chromium not found while a demo measures its
   page, a window without a display): `error: ...` and exit 2; a model server
-  that cannot be reached, exit 3 (surfer/apps/exit_codes.py).
+  that cannot be reached, exit 3 (surfer/apps/exit_codes.py); files that
+  cannot be written (a full disk, a quota, a read-only file system), exit 1.
 - A reader of its output that went away (`surfer ... | head -1`) stops it
   quietly, exit 141 (surfer/apps/signals.py), where click would exit 1 and a
   traceback could follow.
@@ -21,7 +22,7 @@ from typing import Any
 import typer
 import typer.core
 
-from surfer.apps.exit_codes import EXIT_OUTPUT_CLOSED, EXIT_UNREACHABLE, EXIT_USAGE
+from surfer.apps.exit_codes import EXIT_FAILED, EXIT_OUTPUT_CLOSED, EXIT_UNREACHABLE, EXIT_USAGE
 from surfer.apps.signals import OutputClosed
 
 
@@ -55,6 +56,16 @@ class CommandGroup(typer.core.TyperGroup):
             if not silence_closed():
                 raise
             raise typer.Exit(EXIT_OUTPUT_CLOSED) from None
+        except OSError as exc:
+            from surfer.core.errors import STORAGE_FULL
+
+            if exc.errno not in STORAGE_FULL:
+                raise
+            from surfer.apps.options import console, say
+
+            say(console(stderr=True), "error:", "red", f"cannot write {exc.filename or 'the output'}: {exc.strerror}; "
+                "what was written before is kept: make room (or give another --out) and run it again")
+            raise typer.Exit(EXIT_FAILED) from None
 
 
 def unlabel_flags(params: list[Any]) -> None:

@@ -97,7 +97,8 @@ class LiveView:
         r = event.record
         self._line((f"step {r.index:>2} ", "bold"), (r.url or "", "dim"))
         if r.thought:
-            self._line("   " + r.thought.strip().replace("\n", " ")[:300], style="italic")
+            thought = " ".join(r.thought.split())  # one line; cut at 300 characters, and said to be cut
+            self._line("   " + (thought if len(thought) <= 300 else thought[:299] + "…"), style="italic")
         if r.action is not None:
             line = Text("   → ", style="bold")
             line.append(r.action.describe(), style="cyan")
@@ -129,7 +130,8 @@ class LiveView:
         if res.reason:
             self._line(f"reason: {res.reason}", style="dim" if res.ok else "red")
         if res.run_dir:
-            self._line(f"report: {res.run_dir}/report.html", style="dim")
+            if os.path.exists(os.path.join(res.run_dir, "report.html")):  # (not in a directory deleted meanwhile)
+                self._line(f"report: {res.run_dir}/report.html", style="dim")
         elif self._run_dir and res.error_kind == "unreachable":
             self._line(f"nothing recorded: the run never reached its model server ({self._run_dir} was not written)", style="dim")
         elif self._run_dir and not os.path.lexists(self._run_dir):  # (a browser that never started)

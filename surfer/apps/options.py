@@ -235,20 +235,25 @@ def console(stderr: bool = False, soft_wrap: bool = False) -> Any:
 
 
 @contextmanager
-def setup_errors(console: Any) -> Iterator[None]:
+def setup_errors(console: Any, json_line: bool = False) -> Iterator[None]:
     """Around a command's setup: a bad configuration exits 2, a model server
-    that cannot be reached exits 3, each with its message."""
+    that cannot be reached exits 3, each with its message; with `json_line` (`surfer run --json`) the message is
+    also the result line on stdout (`status` error, its `error_kind`, no run directory), as a run that ends prints
+    its own: a script reading it never gets empty input."""
     from surfer.apps.exit_codes import EXIT_UNREACHABLE, EXIT_USAGE
     from surfer.core.errors import ConfigError, ModelServerUnreachable
 
     try:
         yield
-    except ConfigError as exc:
+    except (ConfigError, ModelServerUnreachable) as exc:
         say(console, "error:", "red", exc)
-        raise typer.Exit(EXIT_USAGE) from None
-    except ModelServerUnreachable as exc:
-        say(console, "error:", "red", exc)
-        raise typer.Exit(EXIT_UNREACHABLE) from None
+        usage = isinstance(exc, ConfigError)
+        if json_line:
+            import json
+
+            print(json.dumps({"status": "error", "error_kind": "config" if usage else "unreachable", "reason": str(exc),
+                              "run_dir": None}))
+        raise typer.Exit(EXIT_USAGE if usage else EXIT_UNREACHABLE) from None
 
 
 Replay = Annotated[Optional[str], typer.Option(

@@ -10,6 +10,12 @@
 
 from __future__ import annotations
 
+import errno
+
+# An OSError with one of these: a run's files cannot be written (a full disk, a quota, a read-only file system), no
+# task's fault: a batch stops (fleet/batch/runner.py), a command says it in one line (apps/command_group.py).
+STORAGE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
 
 class SurferError(Exception):
     """Base class for every error surfer raises on purpose."""

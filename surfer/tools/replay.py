@@ -12,7 +12,8 @@ A recording is read from a directory:
 
     a run directory        (trajectory.jsonl + screenshots/, as `surfer run` writes)
     a folder of images     (*.png / *.jpg / *.jpeg / *.webp, played in name order)
-    a folder of either     (each subdirectory one recording; `load_recordings`)
+    a folder of either     (each subdirectory one recording, or a folder of them: a session's, a batch's
+                            runs/; `load_recordings`)
 """
 
 from __future__ import annotations
@@ -99,16 +100,39 @@ def load_recording(path: str | Path) -> Recording:
     return Recording(folder.name, tuple(frames))
 
 
+def _is_recording(folder: Path) -> bool:
+    return (folder / "trajectory.jsonl").is_file() or bool(_frames_of_images(folder))
+
+
+def _recordings_below(folder: Path, root: Path, depth: int) -> list[Recording]:
+    """The recordings in `folder`'s subdirectories, and in theirs down to `depth` levels (a `runs/` folder holding a
+    terminal session's folder or a batch's --out, whose runs/ holds the run directories); a run that ended before its
+    first screenshot (its page did not open) is passed over, as are folders with none."""
+    if (folder / "results.jsonl").is_file() or (folder / "batch.json").is_file():  # a batch's --out: its runs/ only
+        folder = folder / "runs"  # (not live/: the view's thumbnails)
+        if not folder.is_dir():
+            return []
+    found = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if _is_recording(sub):
+            frames = _frames_of_run(sub) if (sub / "trajectory.jsonl").is_file() else _frames_of_images(sub)
+            if frames:
+                found.append(Recording(sub.relative_to(root).as_posix(), tuple(frames)))
+        elif depth > 1:
+            found += _recordings_below(sub, root, depth - 1)
+    return found
+
+
 def load_recordings(path: str | Path) -> list[Recording]:
-    """Every recording under `path`: itself when it is one, else each subdirectory that is one (name order)."""
+    """Every recording under `path`: itself when it is one, else those below it (`_recordings_below`, name order)."""
     folder = Path(path)
     if not folder.is_dir():
         raise ConfigError(f"replay source {folder} is not a directory")
-    if (folder / "trajectory.jsonl").is_file() or _frames_of_images(folder):
+    if _is_recording(folder):
         return [load_recording(folder)]
-    found = [load_recording(sub) for sub in sorted(folder.iterdir()) if sub.is_dir() and not sub.name.startswith(".")]
+    found = _recordings_below(folder, folder, depth=3)
     if not found:
-        raise ConfigError(f"{folder} holds no recordings (run directories or folders of images)")
+        raise ConfigError(f"{folder} holds no recordings (run directories or folders of images, or folders of them)")
     return found
 
 

@@ -123,7 +123,13 @@ def create_app(out_dir: str | Path, *, token: str | None = None) -> Any:
         except ValueError:
             return PlainTextResponse("since must be a whole number", status_code=400)
         async with lock:  # one reader of the incremental files at a time
-            snapshot = await asyncio.to_thread(source.snapshot, since)
+            try:
+                snapshot = await asyncio.to_thread(source.snapshot, since)
+            except OSError:
+                if root.is_dir():
+                    raise
+                # deleted or moved while viewed: said on the page, where each poll was a 500 and a traceback here
+                return secured(PlainTextResponse(f"{root.name} is gone (deleted or moved)", status_code=410), request)
         response = JSONResponse(snapshot)
         response.headers["Cache-Control"] = "no-store"
         return secured(response, request)

@@ -5,7 +5,6 @@ subclasses `Batch` and replaces only placement."""
 from __future__ import annotations
 
 import asyncio
-import errno
 import shutil
 import time
 import uuid
@@ -16,7 +15,7 @@ from typing import Any, Iterable
 from surfer.agent.config import AgentConfig
 from surfer.agent.result import RunResult
 from surfer.core.deadline import run_deadline
-from surfer.core.errors import ConfigError, ModelServerUnreachable
+from surfer.core.errors import STORAGE_FULL, ConfigError, ModelServerUnreachable
 from surfer.core import stopping
 from surfer.models.backend import ModelBackend
 from surfer.models.endpoint import shown_url
@@ -36,7 +35,6 @@ __all__ = ["BROWSER_DIED", "HARD_LIMIT_GRACE", "Batch", "BatchSummary", "drain",
 
 BROWSER_DIED = "the browser crashed (the Chromium process died)"
 HARD_LIMIT_GRACE = 60.0  # seconds past a task's max_seconds before it is cut off mid-step
-STORAGE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})  # a run's files cannot be written: no task's fault
 
 
 class Batch:
