@@ -12,6 +12,8 @@ from surfer.agent.commitments import (
     Commitments, DEFAULT_VOCABULARY, click_commitment, described_commitment, typing_commitment,
 )
 from surfer.agent.commitments_eval import NEVER_SENSITIVE, evaluate, format_table, load_items, old_rule
+from surfer.agent.confirm import SensitiveRules
+from surfer.core.actions import Dialog
 from surfer.core.elements import ElementFacts, FieldFacts, FormFacts
 
 DATA = Path(__file__).with_name("data")
@@ -127,6 +129,31 @@ def test_commitment_button_names(name):
     assert click_commitment(button(name))
 
 
+@pytest.mark.parametrize("name, expected", [
+    ("Jetzt kaufen", "buy"), ("Konto löschen", "delete"), ("Zahlungspflichtig bestellen", "buy"), ("Payer 42,10 €", "pay"),
+    ("Supprimer le compte", "delete"), ("Comprar ahora", "buy"), ("Invia", "send"), ("Betalen", "pay"),
+    ("Купить сейчас", "buy"), ("立即购买会员", "buy"), ("确认支付", "pay"), ("削除", "delete"),
+    ("Meine Bestellungen", None), ("Filter löschen", None), ("Eliminar filtro", None), ("購入履歴", None),
+    ("支付方式", None), ("Warenkorb", None), ("发送验证码", None), ("删除线", None), ("获取验证码并发送", None)])
+def test_commitments_in_other_languages(name, expected):
+    """Where these languages put the verb: first, last ("Konto löschen"), inside a name without spaces ("立即购买会员")."""
+    assert DEFAULT_VOCABULARY.commitment(name) == expected
+
+
+def test_described_in_other_languages_and_quotes():
+    assert described_commitment("the „Jetzt kaufen“ button") == "it presses 'Jetzt kaufen' (as described)"
+    assert described_commitment("the 「購入する」 button") == "it presses '購入する' (as described)"
+    assert described_commitment("the « Supprimer » button") == "it presses 'Supprimer' (as described)"
+    assert described_commitment("the Ja button in the „Datei löschen?“ dialog")
+    assert described_commitment("the «Mes commandes» link") is None
+
+
+def test_sensitive_words_in_any_script():
+    rules = Commitments.from_sensitive_words(["归档", "архивировать", "archivieren"])
+    assert rules.click(button("立即归档")) and rules.click(button("Архивировать")) and rules.click(button("Alle archivieren"))
+    assert rules.click(button("Archiv")) is None and rules.click(button("Переслать")) is None
+
+
 def test_reasons_are_human_readable():
     assert click_commitment(button("Place order")) == "it presses the 'Place order' button"
     pay = FormFacts(fields=[FieldFacts(name="Card number", type="text", autocomplete="cc-number")], submit_name="Continue",
@@ -156,6 +183,15 @@ def test_dialog_confirmations():
     assert click_commitment(button("OK", dialog="Delete 3 conversations? This cannot be undone."))
     assert click_commitment(button("OK", dialog="Changes saved")) is None
     assert click_commitment(button("Cancel", dialog="Delete 3 conversations?")) is None
+    for yes, said in (("OK", "Möchten Sie diese 3 Dateien wirklich löschen?"), ("はい", "このファイルを削除しますか？"),
+                      ("Oui", "Voulez-vous vraiment supprimer ce compte ?"), ("Да", "Удалить 3 файла?")):
+        assert click_commitment(button(yes, dialog=said)), said
+    assert click_commitment(button("确定", dialog="设置已保存")) is None  # "settings saved"
+    assert click_commitment(button("Ja", dialog="Filter löschen?")) is None
+    rules = SensitiveRules()
+    assert rules.reason(Dialog(response="accept"), "https://a.example/", "Open dialog: confirm: 确定要删除吗？") == (
+        "it may accept a dialog that mentions '删除'")
+    assert rules.reason(Dialog(response="accept"), "https://a.example/", "Open dialog: confirm: Änderungen speichern?") is None
 
 
 def test_plain_content_and_no_facts():

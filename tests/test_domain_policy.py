@@ -174,6 +174,10 @@ async def test_blocked_domains_win_and_ports_narrow(sites, browser_env):
     assert await env.page.inner_text("h1") == "home"
     with pytest.raises(ActionFailed, match="localhost is a blocked domain"):
         await env.perform(Goto(url=f"http://localhost:{evil.port}/secret"))
+    # a blocked address written as the IPv6 address that reaches it (the cloud's metadata one, 169.254.169.254, too)
+    env = await browser_env(blocked_domains=[f"127.0.0.1:{evil.port}"])
+    with pytest.raises(ActionFailed, match="is a blocked domain"):
+        await env.perform(Goto(url=f"http://[::ffff:127.0.0.1]:{evil.port}/mapped"))
     assert evil.hits == []
 
 
@@ -205,6 +209,9 @@ def test_host_patterns():
     assert policy.refusal("data:text/html,hi", opener="https://example.com/") is None
     assert "refused page" in policy.refusal("data:text/html,hi", opener="https://evil.test/")
     assert policy.refusal("blob:https://evil.test/1234") == "evil.test is not an allowed domain"
+    metadata = UrlPolicy(blocked_domains=["169.254.169.254"])
+    assert metadata.refusal("http://[::ffff:a9fe:a9fe]/latest") == "::ffff:a9fe:a9fe (169.254.169.254) is a blocked domain"
+    assert metadata.refusal("http://[::ffff:169.254.169.254]/") is not None and metadata.refusal("http://[::1]/") is None
     assert HostPattern.parse("[::1]:8080") == HostPattern("::1", False, 8080)
     # an international name, written as people write it: it was "not a host"; it matches as browsers send it
     assert HostPattern.parse("*.Bücher.de") == HostPattern("xn--bcher-kva.de", True, None)

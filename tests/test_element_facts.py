@@ -83,6 +83,19 @@ async def test_a_cart_line_remove_button_from_its_icon(page):
     assert click_commitment(remove)
 
 
+async def test_a_commitment_in_another_language(page):
+    """A German shop's order button (its verb last), a Chinese one (no spaces), a Chinese dialog's OK; their pages
+    are not."""
+    order = await facts(page, page.locator("#bestellen"))
+    assert order.name == "Zahlungspflichtig bestellen"
+    assert click_commitment(order) == "it presses the 'Zahlungspflichtig bestellen' button"
+    assert click_commitment(await facts(page, page.locator("#kaufen-zh"))) == "it presses the '立即购买' button"
+    assert click_commitment(await facts(page, page.locator("#history-ja"))) is None  # purchase history: a title
+    assert click_commitment(await facts(page, page.locator("#bestellungen"))) is None
+    ok = await facts(page, page.locator("#dlg-zh-ok"))  # "OK" under "Delete these 3 conversations?"
+    assert ok.dialog.startswith("确定要删除这3个会话吗？") and click_commitment(ok) == "it presses '确定' in a dialog that mentions '删除'"
+
+
 async def test_forms_login_and_payment(page, pages):
     signin = await facts(page, page.locator("#signin"))
     assert (signin.role, signin.name, signin.type) == ("button", "Sign in", "submit")
@@ -97,7 +110,7 @@ async def test_forms_login_and_payment(page, pages):
 
     place = await facts(page, page.locator("#place"))
     assert (place.role, place.name, place.tag, place.type) == ("button", "Place order", "input", "submit")
-    assert place.form.has_payment_fields and place.form.action_origin == "https://pay.example"
+    assert place.form.has_payment_fields and place.form.action_origin == "https://pay.example" and place.form.sends_to == ["https://pay.example"]
     assert place.form.name == "Payment"
     assert click_commitment(place) == "it submits a form with payment fields"
     card = await facts(page, page.locator("#cc"))

@@ -54,7 +54,8 @@ from surfer.core.elements import ElementFacts, FieldFacts, FormFacts
 
 from .vocabulary import (
     BUTTON_ROLES, CONTEXT_BENIGN, DEFAULT_VOCABULARY, DIALOG_EVIDENCE, FORM_NON_COMMIT, GENERIC_CONFIRMS, NEEDS_OBJECT,
-    NEVER_GROUPS, NEVER_ROLES, OLD_SENSITIVE_WORDS, PAYMENT_FIELD, STANDALONE, SUBMIT_SENDS, Vocabulary, tokens,
+    NEVER_GROUPS, NEVER_ROLES, OLD_SENSITIVE_WORDS, PAYMENT_FIELD, STANDALONE, SUBMIT_SENDS, Vocabulary, foreign_evidence,
+    tokens,
 )
 
 
@@ -286,7 +287,9 @@ _DESCRIBED_PAYMENT_FIELD = re.compile(
     r"card details|security code[^.]*\bcard\b|card'?s security code|expir\w* (date|month|year)|\bmm ?/ ?yy\b|"
     r"name on (the )?card|cardholder")
 _DESCRIBED_PAYMENT_FORM = re.compile(r"\b(card|payment|billing) (form|details|fields|info|information)\b|\bcard fields\b")
-_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019"
+                     # German, French, Chinese and Japanese quotes: „…“ «…» 「…」 『…』
+                     r"|\u201e([^\u201c\u201d]+)[\u201c\u201d]|\u00ab\s*([^\u00bb]+?)\s*\u00bb|\u300c([^\u300d]+)\u300d|\u300e([^\u300f]+)\u300f")
 
 
 def _described_parts(description: str) -> tuple[str, str, str]:
@@ -351,7 +354,7 @@ def _dialog_commitment(text: str) -> Optional[str]:
     if set(lowered.split()) & CONTEXT_BENIGN:
         return None
     found = DIALOG_EVIDENCE.search(lowered)
-    return found.group(0) if found else None
+    return found.group(0) if found else foreign_evidence(text)
 
 
 DEFAULT = Commitments()

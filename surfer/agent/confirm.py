@@ -35,6 +35,7 @@ from surfer.core.errors import ConfigError
 
 from .commitments import Commitments, activating_key
 from .questions import call_person
+from .vocabulary import foreign_evidence
 
 # Words that make an open dialog's OK a commitment ("Delete 3 files?", "Confirm your order").
 DIALOG_WORDS = ("buy", "pay", "purchase", "order", "delete", "remove", "transfer", "send", "checkout")
@@ -115,9 +116,10 @@ class SensitiveRules:
             return f"{host_port(url)[0]} is a domain where every action is confirmed"
         dialog = next((n for n in notices.split("\n") if n.startswith(OPEN_DIALOG)), "")
         found = self._dialog.search(dialog) if dialog else None
-        if found and (isinstance(action, (Click, PressKeys, TypeText)) or (isinstance(action, Dialog) and action.response == "accept")):
+        said = found.group(0) if found else foreign_evidence(dialog) if dialog else None
+        if said and (isinstance(action, (Click, PressKeys, TypeText)) or (isinstance(action, Dialog) and action.response == "accept")):
             # while a dialog is open, a click or a key answers it: its OK may be what deletes
-            return f"it may accept a dialog that mentions {found.group(0)!r}"
+            return f"it may accept a dialog that mentions {said!r}"
         rules = self.commitments
         if isinstance(action, PressKeys):  # Enter in a field submits its form, Enter or Space presses a button
             return rules.key(element, action.keys)

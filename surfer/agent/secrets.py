@@ -4,10 +4,11 @@ The model knows a secret only by its placeholder, `{{NAME}}`: it writes
 `type(text="{{PASSWORD}}")`, and the executor types the real value. Every
 string that leaves the agent — model requests, completions, the trajectory,
 results, reports, the live view — passes through `scrub`, which puts the
-placeholder back wherever a value (or its URL-encoded form) shows up: in a
+placeholder back wherever a value (or a URL, JSON or HTML encoding of it) shows up: in a
 URL a form put it in, a page title, an error message, or a completion that
-read it off the screen. Screenshots are pixels and cannot be scrubbed: type
-secrets into password fields.
+read it off the screen. Screenshots are pixels and cannot be scrubbed: in the
+browser the field that takes a secret draws dots (tools/typing.py: hide_typed);
+on the desktop, type secrets into password fields.
 
 A secret may be bound to the sites it belongs to (`Secret(value, domains=[...])`,
 `--secret NAME=ENV_VAR@example.com,*.example.org`; the domain rules' patterns,
@@ -23,12 +24,14 @@ with allowed domains, to those (`refusal`'s `default`).
 
 from __future__ import annotations
 
+import html
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
-from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from surfer.core.actions import Goto, TypeText
 from surfer.core.errors import ConfigError
@@ -110,12 +113,12 @@ class Secrets:
         self._index()
 
     def _index(self) -> None:
-        forms: dict[str, str] = {}
-        for name, value in self._values.items():
-            for form in (value, quote(value, safe=""), quote_plus(value)):
-                forms.setdefault(form, name)
-        # Longest first, so a value that contains another is replaced whole.
-        self._forms = sorted(forms.items(), key=lambda item: -len(item[0]))
+        # One pattern per value, longest first (a value that contains another is replaced whole), matching the
+        # value however a page, a browser or a file wrote it: each character as is or encoded as URLs (any mix:
+        # a form's `+` and `%7E`, JavaScript's encodeURIComponent leaving `!*()'~`), JSON strings and HTML do.
+        values = sorted(dict.fromkeys(self._values.values()), key=len, reverse=True)
+        names = {value: name for name, value in reversed(list(self._values.items()))}  # the first name of a value
+        self._forms = [(re.compile("".join(map(_char_forms, value))), names[value]) for value in values]
 
     def add_reply(self, value: str) -> str:
         """Keep a secret reply of the user's (agent/questions.py) like a `--secret`: its placeholder name
@@ -186,12 +189,12 @@ class Secrets:
         self.warned = True
         (say or log.warning)(text)
 
-    def refusal(self, action: Any, *, field_origin: str | None = None, form_origin: str | None = None,
+    def refusal(self, action: Any, *, field_origin: str | None = None, form_origin: str | Sequence[str] | None = None,
                 page_url: str = "", desktop: bool = False, default: Sequence[str] = ()) -> tuple[str, str, str] | None:
         """Why `action` may not take a bound secret where it goes, as (name, host, reason), or None.
         A `type` goes to `field_origin`, the origin of the frame whose field takes the keys (None: no
-        field could be read), and to `form_origin`, where the field's form sends it (None or empty: no
-        form); a `goto` to its URL's host (resolved against `page_url`). Unbound secrets are bound to
+        field could be read), and to `form_origin`, where the field's form sends it (every origin a submission
+        may go to: its action's, a submit button's formaction's; None or empty: no form); a `goto` to its URL's host (resolved against `page_url`). Unbound secrets are bound to
         `default` (the allowed domains) when given. The reason names the placeholder and the host, never
         the value."""
         if isinstance(action, TypeText):
@@ -209,8 +212,9 @@ class Secrets:
             targets = [(normalize_url(self.reveal_url(action.url), page_url), "the page it opens")]
         else:
             targets = [(field_origin or "", "the field that would take the keys")]
-            if form_origin and urlsplit(form_origin).scheme in ("http", "https"):  # (not javascript: or a null origin)
-                targets.append((form_origin, "the form of the field sends it to a page that"))
+            for sent in [form_origin] if isinstance(form_origin, str) else form_origin or ():
+                if sent and urlsplit(sent).scheme in ("http", "https"):  # (not javascript: or a null origin)
+                    targets.append((sent, "the form of the field sends it to a page that"))
         for url, where in targets:
             refused = self._refused_at(url, where, bound, desktop)
             if refused is not None:
@@ -218,17 +222,18 @@ class Secrets:
         return None
 
     def keys_guard(self, action: Any, page_url: str, default: Sequence[str], refusals: list[tuple[str, str, str]]
-                   ) -> Callable[[str | None], str | None] | None:
+                   ) -> Callable[[str | None, list[str]], str | None] | None:
         """For a `type` of a bound secret in a browser: the check of where its keys go, which the browser asks
-        right before it types, with the origin of the frame that has the focus then (the field the click aimed at
-        was checked before the click; a page can move the focus to another site's frame in between). It returns
+        right before it types, with the origin of the frame that has the focus then and where the focused field's
+        form sends it (the field the click aimed at was checked before the click; a page can move the focus to
+        another site's frame, or to a field whose form sends elsewhere, in between). It returns
         the refusal's reason (and appends the refusal to `refusals`) or None. None when nothing of the text is
         bound."""
         if not self or self.refusal(action, default=default) is None:
             return None
 
-        def guard(origin: str | None) -> str | None:
-            refused = self.refusal(action, field_origin=origin, page_url=page_url, default=default)
+        def guard(origin: str | None, sends_to: list[str]) -> str | None:
+            refused = self.refusal(action, field_origin=origin, form_origin=sends_to, page_url=page_url, default=default)
             if refused is None:
                 return None
             refusals.append(refused)
@@ -275,10 +280,9 @@ class Secrets:
         return self.reveal(url)
 
     def scrub(self, text: str) -> str:
-        """Every value (and its URL-encoded forms) replaced by its placeholder."""
-        for form, name in self._forms:
-            if form in text:
-                text = text.replace(form, "{{" + name + "}}")
+        """Every value (as is, or encoded as in a URL, a JSON string or HTML) replaced by its placeholder."""
+        for pattern, name in self._forms:
+            text = pattern.sub("{{" + name + "}}", text)
         return text
 
     def scrub_obj(self, value: Any) -> Any:
@@ -316,6 +320,21 @@ def refused_outcome(refused: tuple[str, str, str]) -> dict[str, Any]:
     placeholder and the host, never the value."""
     name, host, reason = refused
     return {"error": reason, "refused": True, "secret": "{{" + name + "}}", "host": host}
+
+
+def _char_forms(char: str) -> str:
+    """A regular expression for one character of a secret's value as records may hold it: as is, percent-encoded
+    (its UTF-8 bytes, hex in either case; a space also `+`), escaped in a JSON string or in HTML."""
+    forms = {re.escape(char)}
+    forms.add("".join("%" + "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in f"{b:02X}")
+                      for b in char.encode("utf-8", "surrogatepass")))
+    if char == " ":
+        forms.add(r"\+")
+    escapes = {json.dumps(char)[1:-1], json.dumps(char, ensure_ascii=False)[1:-1], html.escape(char)}
+    if not char.isalnum():
+        escapes |= {f"&#{ord(char)};", f"&#x{ord(char):x};", "\\" + char if char == "/" else char}
+    forms.update(re.escape(escaped) for escaped in escapes)
+    return "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
 
 
 def _pattern_text(pattern: HostPattern) -> str:

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
-from surfer.core.actions import Answer, AskUser, Fail, headline, targets_of, with_points
+from surfer.core.actions import Answer, AskUser, Fail, TypeText, headline, targets_of, with_points
 from surfer.core.deadline import RunClock
 from surfer.core.errors import ActionFailed, ActionNotSupported, BrowserCrashed, EnvironmentFailure, SurferError
 from surfer.models.imaging import ImagePolicy, prepare_image
@@ -360,7 +360,8 @@ class Stepper:
             return False
         refused = self.secrets.refusal(
             action, field_origin=element.origin if element is not None else None, page_url=record.url or "",
-            form_origin=element.form.action_origin if element is not None and element.form is not None else None,
+            form_origin=(element.form.sends_to or element.form.action_origin) if element is not None and element.form is not None
+            else None,
             desktop=kind == "desktop", default=self.config.allowed_domains,
         )
         if refused is None:
@@ -413,9 +414,12 @@ class Stepper:
         refusals: list[tuple[str, str, str]] = []  # a bound secret's keys held back (agent/secrets.py: keys_guard)
         guard = self.secrets.keys_guard(action, record.url or "", self.config.allowed_domains, refusals) \
             if hasattr(self.env, "keys_guard") else None
+        hide = isinstance(action, TypeText) and hasattr(self.env, "hide_typed") and self.secrets.reveal(action.text) != action.text
         try:
             if guard is not None:
                 self.env.keys_guard = guard  # type: ignore[attr-defined]
+            if hide:  # the field that takes a secret draws dots (screenshots are pixels)
+                self.env.hide_typed = True  # type: ignore[attr-defined]
             async with self.env.step_group(f"step {record.index}: {headline(action)}"):
                 outcome = await self.env.perform(self.secrets.reveal_action(action))  # the executor alone sees real values
         except (ActionFailed, ActionNotSupported, ValueError) as exc:
@@ -435,6 +439,8 @@ class Stepper:
         finally:
             if guard is not None:
                 self.env.keys_guard = None  # type: ignore[attr-defined]
+            if hide:
+                self.env.hide_typed = False  # type: ignore[attr-defined]
 
     async def _judge(self, record: StepRecord, action: Answer, sink: Any) -> Outcome:
         memory, roles = self.memory, self.inputs.roles

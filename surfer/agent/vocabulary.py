@@ -23,6 +23,33 @@ STANDALONE: dict[str, str] = {
     "unsubscribe": "subscription", "downgrade": "subscription",
     "deactivate": "account", "terminate": "account",
 }
+# The same commitments in other languages, as shops and apps label their buttons (infinitives and imperatives).
+# Besides where an English verb stands (first: "Löschen", "Comprar ahora"), they commit last too, where these
+# languages put the verb ("Konto löschen", "Zahlungspflichtig bestellen", "立即购买"), and inside a run of
+# Chinese or Japanese characters, which has no spaces (`tokens` splits it into characters).
+FOREIGN: dict[str, str] = {
+    # German
+    "kaufen": "buy", "bestellen": "buy", "bezahlen": "pay", "löschen": "delete", "entfernen": "delete",
+    "senden": "send", "absenden": "send", "überweisen": "transfer", "kündigen": "subscription", "abbestellen": "subscription",
+    # French
+    "acheter": "buy", "commander": "buy", "payer": "pay", "supprimer": "delete", "envoyer": "send",
+    "résilier": "subscription", "désabonner": "subscription", "se désabonner": "subscription",
+    # Spanish and Portuguese
+    "comprar": "buy", "pagar": "pay", "eliminar": "delete", "borrar": "delete", "excluir": "delete", "apagar": "delete",
+    "enviar": "send", "transferir": "transfer",
+    # Italian
+    "acquista": "buy", "acquistare": "buy", "ordina": "buy", "paga": "pay", "pagare": "pay", "elimina": "delete",
+    "eliminare": "delete", "invia": "send", "inviare": "send",
+    # Dutch
+    "kopen": "buy", "betalen": "pay", "verwijderen": "delete", "verzenden": "send", "versturen": "send",
+    "overmaken": "transfer",
+    # Russian
+    "купить": "buy", "заказать": "buy", "оплатить": "pay", "удалить": "delete", "отправить": "send",
+    # Chinese and Japanese
+    "购买": "buy", "購買": "buy", "購入": "buy", "下单": "buy", "提交订单": "buy", "注文する": "buy", "注文を確定": "buy", "支付": "pay",
+    "付款": "pay", "支払": "pay", "删除": "delete", "刪除": "delete", "削除": "delete", "发送": "send", "送信": "send",
+    "转账": "transfer", "振込": "transfer",
+}
 NEEDS_OBJECT: dict[str, tuple[str, frozenset[str]]] = {
     # a verb that commits only with one of these objects ("Cancel" alone dismisses a dialog)
     "order": ("buy", frozenset({"now", "it", "this", "again", "today", "online", "these", "for", "<amount>", "all"})),
@@ -59,6 +86,8 @@ BENIGN_OBJECTS = frozenset({
     "otp", "verification", "suggestion", "suggestions", "column", "columns", "widget", "emoji", "reaction", "link",
     "me", "myself", "test", "reset", "refinement", "refinements", "facet", "facets", "bookmark", "shortcut",
     "comparison", "compare",
+    "suche", "auswahl", "filtre", "filtres", "recherche", "sélection", "filtro", "filtros", "filtri", "búsqueda",
+    "ricerca", "pesquisa", "zoekopdracht", "фильтр", "фильтры", "поиск",
 })
 # the same, seen in the context (row, region, dialog) around a bare verb ("Remove" on a filter chip)
 CONTEXT_BENIGN = frozenset({
@@ -78,6 +107,12 @@ NOUN_HEADS = frozenset({
     "faq", "faqs", "policy", "policies", "guide", "tips", "log", "logs", "report", "reports", "requests", "dashboard",
     "tab", "menu", "tools", "templates", "rules", "notifications", "calculator", "statements", "receipts", "options",
 })
+# the same heads in Chinese and Japanese, whose names have no spaces ("購入履歴", "支付方式"), as `tokens` splits them
+CJK_NOUN_HEADS = ("履歴", "历史", "歷史", "记录", "記錄", "記録", "设置", "設定", "方式", "方法", "详情", "詳細", "明细",
+                  "管理", "页面", "一覧", "列表", "状态", "状況", "確認画面")
+# the harmless objects in Chinese and Japanese ("发送验证码": send a verification code; "删除筛选": remove a filter)
+CJK_BENIGN = ("验证码", "驗證碼", "認証コード", "确认码", "校验码", "筛选", "篩選", "搜索", "搜尋", "检索", "フィルター",
+              "検索", "删除线", "刪除線", "取り消し線")
 _AFFIRMATIONS = frozenset({"yes", "ok", "okay", "sure", "i'm", "im", "i", "understand", "the", "consequences",
                            "permanently", "securely", "please", "now", "instantly", "also"})
 _LEAD_INS = frozenset({"confirm", "agree", "accept", "continue", "save", "review", "book", "reserve", "submit",
@@ -122,14 +157,33 @@ PAYMENT_FIELD = re.compile(
 )
 
 
+_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-case words of a name; prices become "<amount>", hyphenated words join ("pre-order" -> "preorder")."""
+    """Lower-case words of a name, in any script; prices become "<amount>", hyphenated words join ("pre-order" ->
+    "preorder"); a Chinese or Japanese character is a word of its own (their names have no spaces)."""
     text = (text or "").lower().replace("\u2019", "'").replace("\u2018", "'")
     text = _PRICE.sub(" <amount> ", text)
-    text = re.sub(r"(?<=[a-z])-(?=[a-z])", "", text)
+    text = re.sub(r"(?<=[^\W\d_])-(?=[^\W\d_])", "", text)
     text = text.replace("&", " and ").replace("+", " and ")
-    text = re.sub(r"[^a-z0-9<>' ]+", " ", text)
+    text = _CJK.sub(r" \1 ", text)
+    text = re.sub(r"[^\w<>' ]+|_", " ", text)
     return [t.strip("'") for t in text.split() if t.strip("'")]
+
+
+# a yes in the languages of FOREIGN: a commitment when the dialog around it is about one ("OK" under "确定删除吗?")
+FOREIGN_CONFIRMS = ("ja", "bestätigen", "oui", "confirmer", "sí", "si", "confirmar", "conferma", "confermare", "sim",
+                    "bevestigen", "да", "подтвердить", "确定", "確定", "确认", "確認", "はい", "是")
+GENERIC_CONFIRMS = GENERIC_CONFIRMS | frozenset(" ".join(tokens(w)) for w in FOREIGN_CONFIRMS)
+_FOREIGN_PHRASES = sorted(((tuple(tokens(p)), p) for p in FOREIGN), key=lambda pp: -len(pp[0]))
+
+
+def foreign_evidence(text: str) -> Optional[str]:
+    """The commitment verb of another language a dialog's text holds ("Möchten Sie die Datei wirklich löschen?",
+    "确定要删除吗？"), or None."""
+    words = tokens(text)
+    return next((phrase for found, phrase in _FOREIGN_PHRASES if _contains(words, found)), None)
 
 
 @dataclass(frozen=True)
@@ -142,11 +196,16 @@ class Vocabulary:
     extra: tuple[str, ...] = ()
     exempt: tuple[str, ...] = ()
 
+    foreign: Mapping[str, str] = field(default_factory=lambda: dict(FOREIGN))
+
     def __post_init__(self) -> None:
-        phrases = {" ".join(tokens(p)): c for p, c in self.standalone.items()}
-        phrases.update({" ".join(tokens(p)): "extra" for p in self.extra if tokens(p)})
+        last = {" ".join(tokens(p)): c for p, c in self.foreign.items()}
+        last.update({" ".join(tokens(p)): "extra" for p in self.extra if tokens(p)})
+        phrases = {" ".join(tokens(p)): c for p, c in self.standalone.items()} | last
         object.__setattr__(self, "_phrases", sorted(((tuple(p.split()), c) for p in phrases for c in [phrases[p]]),
                                                     key=lambda pc: -len(pc[0])))
+        # the phrases that also commit last in a name (or anywhere in a run of Chinese or Japanese characters)
+        object.__setattr__(self, "_last", sorted(((tuple(p.split()), c) for p, c in last.items()), key=lambda pc: -len(pc[0])))
         object.__setattr__(self, "_exempt", [tuple(tokens(p)) for p in self.exempt if tokens(p)])
 
     def exempted(self, words: list[str]) -> bool:
@@ -162,9 +221,26 @@ class Vocabulary:
             found = self._match(words, start, context)
             if found is not None:
                 return found or None
+        found = self._match_last(words, context)
+        if found is not None:
+            return found or None
         if len(words) <= 4 and set(words) <= {"<amount>", "per", "mo", "month", "year", "yr", "week", "only", "total", "price"} \
                 and "<amount>" in words:
             return "buy"  # a price alone on a button ("$4.99"): it buys
+        return None
+
+    def _match_last(self, words: list[str], context: str) -> Optional[str]:
+        """A category for a phrase of another language or of the user's that ends the name ("Konto löschen") or
+        stands in a run of Chinese or Japanese characters ("立即购买会员"); "" when its object or the context makes
+        it harmless ("Filter löschen", "購入履歴"), None for none."""
+        for phrase, category in self._last:  # type: ignore[attr-defined]
+            n = len(phrase)
+            unspaced = all(_CJK.fullmatch(w) for w in phrase)
+            at = [i for i in range(len(words) - n + 1) if tuple(words[i: i + n]) == phrase]
+            if at and (at[-1] == len(words) - n or unspaced):
+                if set(words) & BENIGN_OBJECTS or _cjk_benign(words) or _cjk_title(words) or _softened(category, context):
+                    return ""
+                return category
         return None
 
     def _match(self, words: list[str], start: int, context: str) -> Optional[str]:
@@ -213,7 +289,16 @@ def _contains(words: list[str], phrase: tuple[str, ...]) -> bool:
 
 
 def _harmless(obj: list[str], words: list[str]) -> bool:
-    return bool(set(obj[:8]) & BENIGN_OBJECTS) or (bool(obj) and words[-1] in NOUN_HEADS)
+    return bool(set(obj[:8]) & BENIGN_OBJECTS) or _cjk_benign(words) or (bool(obj) and (words[-1] in NOUN_HEADS or _cjk_title(words)))
+
+
+def _cjk_benign(words: list[str]) -> bool:
+    return any(_contains(words, tuple(phrase)) for phrase in CJK_BENIGN)
+
+
+def _cjk_title(words: list[str]) -> bool:
+    """A Chinese or Japanese name ending in a title's head ("購入履歴", "支付方式"), split into characters."""
+    return any(tuple(words[-len(head):]) == tuple(head) for head in CJK_NOUN_HEADS)
 
 
 def _softened(category: str, context: str) -> bool:

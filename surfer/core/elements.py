@@ -44,6 +44,7 @@ class FormFacts:
     """The form an element belongs to."""
 
     action_origin: str = ""  # origin the form submits to ("https://pay.example")
+    sends_to: list[str] = field(default_factory=list)  # every origin a submission may go to: the action's, a button's formaction's
     method: str = "get"
     fields: list[FieldFacts] = field(default_factory=list)
     submit_name: str = ""  # accessible name of its (first) submit button
@@ -61,6 +62,7 @@ class FormFacts:
             return None
         known = _known(cls, data)
         known["fields"] = [FieldFacts.from_dict(f) for f in known.get("fields") or [] if isinstance(f, dict)]
+        known["sends_to"] = [_text(o, 300) for o in known.get("sends_to") or [] if isinstance(o, str)][:10]
         for flag in ("has_payment_fields", "has_new_password", "has_current_password"):
             known[flag] = bool(known.get(flag, False))
         for text in ("action_origin", "method", "submit_name", "name"):

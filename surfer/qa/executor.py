@@ -83,6 +83,29 @@ class QaEnvironment(Environment):
     async def element_at(self, point: Any) -> Any:
         return await self.inner.element_at(point)
 
+    async def focused_element(self) -> Any:
+        return await self.inner.focused_element()
+
+    # a browser's checks of a `type` the agent sets (agent/steps.py: a secret's keys_guard, hide_typed): on the
+    # wrapped environment, which types
+    @property
+    def keys_guard(self) -> Any:
+        return getattr(self.inner, "keys_guard", None)
+
+    @keys_guard.setter
+    def keys_guard(self, guard: Any) -> None:
+        if hasattr(self.inner, "keys_guard"):
+            self.inner.keys_guard = guard  # type: ignore[attr-defined]
+
+    @property
+    def hide_typed(self) -> bool:
+        return bool(getattr(self.inner, "hide_typed", False))
+
+    @hide_typed.setter
+    def hide_typed(self, hide: bool) -> None:
+        if hasattr(self.inner, "hide_typed"):
+            self.inner.hide_typed = hide  # type: ignore[attr-defined]
+
     async def episode_end(self) -> EpisodeEnd | None:
         return await self.inner.episode_end()
 

@@ -167,9 +167,12 @@ ELEMENT_FACTS_JS = r"""([x, y]) => {
       formName = clean(formEl.getAttribute('aria-labelledby').split(/\s+/).map((id) => { const r = byId(id); return r ? r.textContent : ''; }).join(' '));
     }
     if (!formName) { const head = formEl.querySelector('legend,h1,h2,h3,h4'); if (head) formName = clean(head.textContent); }
-    let actionOrigin = '';
-    try { actionOrigin = new URL(formEl.getAttribute('action') || doc.baseURI, doc.baseURI).origin; } catch (e) { actionOrigin = ''; }
-    form = {action_origin: actionOrigin, method: lower(formEl.getAttribute('method')) || 'get', fields: fields,
+    const originOf = (url) => { try { return new URL(url || doc.baseURI, doc.baseURI).origin; } catch (e) { return ''; } };
+    const actionOrigin = originOf(formEl.getAttribute('action'));
+    // where a submission may send the fields: the form's action, or a submit button's own formaction
+    const sendsTo = [actionOrigin];
+    for (const c of submits) if (c.hasAttribute('formaction') && sendsTo.length < 10) sendsTo.push(originOf(c.getAttribute('formaction')));
+    form = {action_origin: actionOrigin, sends_to: [...new Set(sendsTo)], method: lower(formEl.getAttribute('method')) || 'get', fields: fields,
       submit_name: submits.length ? nameOf(submits[0]) : '', has_payment_fields: payment, has_new_password: newPassword,
       has_current_password: currentPassword, name: formName};
   }

@@ -119,27 +119,68 @@ STILL_CARET = """
 })();
 """
 
-FOCUSED_HERE = "() => document.hasFocus() ? location.origin : null"
+# The frame's origin when its document has the focus (else null), with where the focused field's form may send
+# it: its action's origin and its submit buttons' formaction's.
+FOCUSED_HERE = """() => {
+  if (!document.hasFocus()) return null;
+  const form = document.activeElement && document.activeElement.form, sends = [];
+  const originOf = (url) => { try { return new URL(url || document.baseURI, document.baseURI).origin; } catch (e) { return ''; } };
+  if (form) {
+    sends.push(originOf(form.getAttribute('action')));
+    for (const c of Array.from(form.elements || [])) {
+      const type = (c.getAttribute('type') || '').toLowerCase();
+      const submits = (c.tagName === 'BUTTON' && !['button', 'reset'].includes(type)) || (c.tagName === 'INPUT' && ['submit', 'image'].includes(type));
+      if (submits && c.hasAttribute('formaction') && sends.length < 10) sends.push(originOf(c.getAttribute('formaction')));
+    }
+  }
+  return {origin: location.origin, sends: [...new Set(sends)]};
+}"""
+
+
+# A field that took a secret draws it as dots, as a password field does (screenshots are pixels: they go to the
+# model server and into the run's records). The focused element of the focused document; a password field
+# already does.
+HIDE_TYPED = """() => {
+  const el = document.hasFocus() ? document.activeElement : null;
+  if (!el || el === document.body || el.tagName === 'IFRAME' || (el.getAttribute('type') || '').toLowerCase() === 'password') return false;
+  el.style.setProperty('-webkit-text-security', 'disc', 'important');
+  return true;
+}"""
+
+
+async def hide_typed(page: object) -> None:
+    """Make the focused field (in whichever frame has the focus) draw its text as dots."""
+    for frame in getattr(page, "frames", []):
+        try:
+            await frame.evaluate(HIDE_TYPED)
+        except Exception:  # noqa: BLE001 - a frame detached or navigating meanwhile
+            continue
 
 
 async def focused_origin(page: object) -> str | None:
     """The origin of the frame whose document has the focus — where keys typed now go (the deepest frame that
     says it has it: a focused iframe's ancestors say so too); the main frame's when no frame says so. None when
     nothing could be read (the page is gone)."""
-    focused, depth = None, -1
+    return (await focused_target(page))[0]
+
+
+async def focused_target(page: object) -> tuple[str | None, list[str]]:
+    """`focused_origin`, and the origins the focused field's form may send it to (its action's, its submit buttons'
+    `formaction`'s; empty: no form)."""
+    focused, sends, depth = None, [], -1
     for frame in getattr(page, "frames", []):
         try:
-            origin = await frame.evaluate(FOCUSED_HERE)
+            here = await frame.evaluate(FOCUSED_HERE)
         except Exception:  # noqa: BLE001 - a frame detached or navigating meanwhile: it holds no focus to type into
             continue
         level, parent = 0, frame.parent_frame
         while parent is not None:
             level, parent = level + 1, parent.parent_frame
-        if origin is not None and level > depth:
-            focused, depth = origin, level
+        if isinstance(here, dict) and level > depth:
+            focused, sends, depth = here.get("origin"), [str(o) for o in here.get("sends") or []], level
     if focused is None:
         try:
             focused = await page.main_frame.evaluate("location.origin")  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001
-            return None
-    return focused
+            return None, []
+    return focused, sends

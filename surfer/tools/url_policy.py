@@ -20,6 +20,7 @@ no host: they are allowed when the page that opens them is.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ def url_scheme(url: str) -> str:
 
 
 _LOCAL_PATH = ("/", "./", "../", "~/")
+_WEB_URL = re.compile(r"^(https?|wss?|ftp):", re.IGNORECASE)  # the schemes whose URLs read \\ as /
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 _LOOPBACK = re.compile(r"^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?([/?#]|$)", re.IGNORECASE)
 
 
@@ -58,15 +61,25 @@ def normalize_url(url: str, current: str = "") -> str:
     `current` (a web page or a local file); a local path without a page to resolve it against
     (`/tmp/page.html`, `./page.html`, `~/page.html`) is that file's `file:` URL (which the policy
     then refuses unless file URLs are allowed); a bare loopback host (`localhost:8000/x`,
-    `127.0.0.1:8000`) gets http://, any other bare host https://."""
+    `127.0.0.1:8000`) gets http://, any other bare host https://. A backslash before the query reads as a
+    slash, as browsers read it in web URLs (`https://evil.example\\@shop.example/` opens evil.example, where
+    Python's parser sees shop.example)."""
     url = url.strip()
+    if not _SCHEME.match(url) and current.startswith(("http://", "https://")):
+        url = _web_slashes(url)  # ("/\\evil.example/" opens evil.example)
     if url.startswith(("/", "./", "../", "?", "#")) and current.startswith(("http://", "https://", "file:")):
         return urljoin(current, url)
     if url.startswith(_LOCAL_PATH) and not url.startswith("//"):
         return Path(os.path.abspath(os.path.expanduser(url))).as_uri()
     if "://" not in url and not url.startswith(("about:", "data:", "file:", "chrome:")):
         url = ("http://" if _LOOPBACK.match(url) else "https://") + url
-    return url
+    return _web_slashes(url) if _WEB_URL.match(url) else url
+
+
+def _web_slashes(url: str) -> str:
+    """Backslashes before the query as slashes."""
+    end = min([i for i in (url.find("?"), url.find("#")) if i >= 0], default=len(url))
+    return url[:end].replace("\\", "/") + url[end:]
 
 
 def ascii_host(host: str) -> str:
@@ -110,7 +123,19 @@ class HostPattern:
         if self.port is not None and self.port != port:
             return False
         host = ascii_host(host.lower())  # (a URL's host as written, bücher.de, or as sent, xn--bcher-kva.de)
+        host = _ipv4_of(host) or host  # ([::ffff:a9fe:a9fe] reaches 169.254.169.254)
         return host == self.host or (self.wildcard and host.endswith("." + self.host))
+
+
+def _ipv4_of(host: str) -> str | None:
+    """The IPv4 address an IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, `::ffff:a00:1`) reaches, or None."""
+    if ":" not in host:
+        return None
+    try:
+        mapped = ipaddress.IPv6Address(host.strip("[]")).ipv4_mapped
+    except ValueError:
+        return None
+    return str(mapped) if mapped is not None else None
 
 
 def parse_patterns(values: Iterable[str]) -> tuple[HostPattern, ...]:
@@ -141,10 +166,11 @@ class UrlPolicy:
         """Why a request to `host` may not be made, or None when it may."""
         host = host.lower().strip("[]").rstrip(".")
         port = port or DEFAULT_PORTS.get(scheme, 0)
+        named = f"{host} ({_ipv4_of(host)})" if _ipv4_of(host) else host
         if any(p.matches(host, port) for p in self.blocked):
-            return f"{host} is a blocked domain"
+            return f"{named} is a blocked domain"
         if self.allowed and not any(p.matches(host, port) for p in self.allowed):
-            return f"{host} is not an allowed domain"
+            return f"{named} is not an allowed domain"
         return None
 
     def scheme_refusal(self, url: str) -> str | None:

@@ -30,7 +30,7 @@ from surfer.tools.base import ActionOutcome
 from surfer.tools.browser import scrolling
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.keys import KEY_NAMES_HINT, browser_shortcut, playwright_keys
-from surfer.tools.typing import FOCUS_MOVES, MAY_INSERT, focused_origin
+from surfer.tools.typing import FOCUS_MOVES, MAY_INSERT, focused_target, hide_typed
 from surfer.tools.url_policy import normalize_url
 from surfer.tools.widgets import PRINT_NOTE, context_menu_note
 
@@ -282,6 +282,8 @@ class BrowserActions:
         if action.point is not None:
             await page.mouse.click(action.point.x, action.point.y)
         into_field = await self._type_text(page, action.text, clear=action.clear, clicked=action.point is not None)
+        if self.hide_typed and into_field:  # a secret: the field draws dots, in the screenshots too
+            await hide_typed(page)
         if action.submit:
             await page.keyboard.press("Enter")
         detail = f"typed {len(action.text)} characters" + (" and pressed Enter" if action.submit else "")
@@ -300,7 +302,7 @@ class BrowserActions:
         if way == "nowhere" and clicked and await page.evaluate(FOCUS_MOVES, FOCUS_WAIT_MS):
             way = await page.evaluate(MAY_INSERT, {"text": text, "clear": clear})
         if self.keys_guard is not None:  # where the keys go now, not where the click aimed (the page may move the focus)
-            refused = self.keys_guard(await focused_origin(page))
+            refused = self.keys_guard(*await focused_target(page))
             if refused is not None:
                 raise ActionFailed(refused)
         if way == "insert":

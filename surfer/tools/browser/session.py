@@ -130,7 +130,10 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Live
         self.navigation_timeout = navigation_timeout
         # Asked right before a `type` sends its keys, with the origin of the frame that has the focus then: a
         # reason not to type (a secret bound to another site: the page moved the focus after the click), or None.
-        self.keys_guard: Optional[Callable[[Optional[str]], Optional[str]]] = None
+        self.keys_guard: Optional[Callable[[Optional[str], list[str]], Optional[str]]] = None
+        # Set for a `type` of a secret: the field that took it draws dots, as a password field does (screenshots are
+        # pixels, sent to the model server and recorded).
+        self.hide_typed = False
         self._shared_browser = browser
         # An EarlyBrowser (surfer/tools/early_browser.py): a launch begun at process start, taken when it fits.
         self.ignore_https_errors = ignore_https_errors  # (a context option: a test server's self-signed certificate)
