@@ -98,6 +98,10 @@ def test_secret_specs_and_values():
     with pytest.raises(ConfigError, match="secret PW is 1 character long: too short to keep out of the records"):
         Secrets.from_env_specs(["PW=SHOP_PW"], {"SHOP_PW": "x"})
     assert Secrets({"CVC": "123"}).scrub("code 123") == "code {{CVC}}"
+    # a secret reply that short is typed by its placeholder but not scrubbed (every "42" in every record became one)
+    replied = Secrets({"CVC": "123"})
+    assert replied.add_reply("42") == "REPLY_1" and replied.reveal("{{REPLY_1}}") == "42"
+    assert replied.scrub("step 42: 123") == "step 42: {{CVC}}"
     mixed_forms = "q=a+b%7ec%C3%A9&r=a%20b~c%c3%a9&j=\"a b~c\\u00e9\"&h=x&amp;y"  # a form's, a script's, JSON, HTML
     assert Secrets({"PW": "a b~cé", "H": "x&y"}).scrub(mixed_forms) == "q={{PW}}&r={{PW}}&j=\"{{PW}}\"&h={{H}}"
     bound = Secrets.from_env_specs(["PW=SHOP_PW@example.com, *.example.org:8443"], {"SHOP_PW": "s3cret"})

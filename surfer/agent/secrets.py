@@ -116,7 +116,9 @@ class Secrets:
         # One pattern per value, longest first (a value that contains another is replaced whole), matching the
         # value however a page, a browser or a file wrote it: each character as is or encoded as URLs (any mix:
         # a form's `+` and `%7E`, JavaScript's encodeURIComponent leaving `!*()'~`), JSON strings and HTML do.
-        values = sorted(dict.fromkeys(self._values.values()), key=len, reverse=True)
+        # A reply of one or two characters (a `--secret` that short is refused) is typed by placeholder but not
+        # scrubbed: replaced wherever it appears, it would garble every record and the model's own replies.
+        values = sorted((v for v in dict.fromkeys(self._values.values()) if len(v) >= MIN_LENGTH), key=len, reverse=True)
         names = {value: name for name, value in reversed(list(self._values.items()))}  # the first name of a value
         self._forms = [(re.compile("".join(map(_char_forms, value))), names[value]) for value in values]
 
