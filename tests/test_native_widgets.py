@@ -30,6 +30,7 @@ from surfer.tools.dialogs import BLUE
 from surfer.tools.widgets import drawn
 
 GOLD = (255, 215, 0)
+SCROLL_THUMB = (168, 168, 168)  # widgets.js THUMB
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +121,17 @@ async def test_select_option_groups_long_lists_iframes_and_shadow_roots(widget_e
     visible = [i["label"] for i in await drawn(env.page) if i["visible"]]
     assert "Country 01" in visible and "Country 45" not in visible  # the popup shows at most 20 rows
     first = next(i for i in await drawn(env.page) if i["label"] == "Country 01")
+    # ... and a scroll bar beside them, drawn on the screenshot even where the browser hides its own (headless)
+    async def thumb() -> tuple[float, float]:  # where the scroll thumb is drawn beside the popup's rows
+        beside = (first["x"] + first["width"], first["y"], first["x"] + first["width"] + 15, first["y"] + 20 * 24)
+        shown = Image.open(io.BytesIO((await env.observe()).screenshot.data)).crop(tuple(map(round, beside)))
+        out = io.BytesIO()
+        shown.save(out, "PNG")
+        return colour_centre(out.getvalue(), SCROLL_THUMB)
+
+    top = (await thumb())[1]
     await env.perform(Scroll(direction="down", amount=10, point=CssPoint(x=first["x"] + 20, y=first["y"] + 40)))
+    assert (await thumb())[1] > top + 50  # it follows the list
     await click_drawn(env, "Country 45")
     shade = await box_of(env, "#shade")  # a select in a component's shadow root
     await click(env, shade["x"] + 10, shade["y"] + 5)

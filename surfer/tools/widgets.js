@@ -12,7 +12,7 @@
 (() => {
   if (window.__surferWidgets) return;
   const api = (window.__surferWidgets = { open: null, contextMenu: null, printed: 0 });
-  const BLUE = "#1967d2", BORDER = "#767676", ROW = 24, MAX_ROWS = 20;
+  const BLUE = "#1967d2", BORDER = "#767676", ROW = 24, MAX_ROWS = 20, BAR = 15, TRACK = "#f1f1f1", THUMB = "#a8a8a8";
   const PICKERS = new Set(["date", "datetime-local", "month", "week", "time", "color"]);
   let host = null, root = null, state = null, typed = "", typedAt = 0;
 
@@ -115,7 +115,7 @@
     const rows = listRows(el);
     if (!rows.length) return close();
     close();
-    const box = panel(el, "overflow-y:auto;overflow-x:hidden;padding:0");
+    const box = panel(el, "overflow-y:auto;overflow-x:hidden;padding:0;scrollbar-width:none");
     box.dataset.shrinks = "1";
     const r = el.getBoundingClientRect();
     box.style.minWidth = `${r.width}px`;
@@ -146,7 +146,9 @@
     const room = place(box, el, Math.min(rows.length, MAX_ROWS) * ROW + 2);
     const fit = Math.max(1, Math.min(rows.length, MAX_ROWS, Math.floor((room - 2) / ROW)));
     box.style.height = `${fit * ROW + 2}px`;
+    if (fit < rows.length) box.style.paddingRight = `${BAR}px`; // room for the scroll bar drawn beside the rows
     place(box, el, fit * ROW + 2);
+    if (fit < rows.length) scrollBar(box);
     const selectable = (i) => rows[i] && rows[i].option && !rows[i].disabled;
     const current = el instanceof HTMLSelectElement ? rows.findIndex((row) => row.option && row.option.selected) : -1;
     state = {
@@ -199,6 +201,43 @@
       if (item && state) state.commit(Number(item.dataset.option));
     });
     api.open = state.kind;
+  }
+
+  // A list longer than its popup shows a scroll bar, as Chromium's does. Drawn here, not left to the browser:
+  // the headless shell hides every scroll bar (Playwright's --hide-scrollbars), and a model that sees no bar
+  // cannot tell the list goes on. Its track pages the list when clicked; its thumb can be dragged.
+  function scrollBar(box) {
+    const track = document.createElement("div"), thumb = document.createElement("div");
+    track.setAttribute("part", "scrollbar");
+    track.style.cssText = `position:fixed;width:${BAR}px;background:${TRACK};cursor:default`;
+    thumb.style.cssText = `position:absolute;left:3px;right:3px;border-radius:4px;background:${THUMB}`;
+    track.appendChild(thumb);
+    box.after(track);
+    const draw = () => {
+      const r = box.getBoundingClientRect(), view = box.clientHeight, all = box.scrollHeight;
+      track.style.left = `${r.right - 1 - BAR}px`;
+      track.style.top = `${r.top + 1}px`;
+      track.style.height = `${view}px`;
+      const length = Math.max(16, (view * view) / all);
+      thumb.style.height = `${length}px`;
+      thumb.style.top = `${(box.scrollTop / Math.max(1, all - view)) * (view - length)}px`;
+    };
+    draw();
+    box.addEventListener("scroll", draw);
+    track.addEventListener("wheel", (e) => { e.preventDefault(); box.scrollTop += e.deltaY; }, { passive: false });
+    track.addEventListener("pointerdown", (e) => {
+      const at = thumb.getBoundingClientRect();
+      if (e.target !== thumb) { // a click on the track: a page toward it
+        box.scrollTop += (e.clientY < at.top ? -1 : 1) * box.clientHeight;
+        return;
+      }
+      const from = e.clientY, start = box.scrollTop;
+      const ratio = (box.scrollHeight - box.clientHeight) / Math.max(1, box.clientHeight - at.height);
+      thumb.setPointerCapture(e.pointerId);
+      const move = (m) => { box.scrollTop = start + (m.clientY - from) * ratio; };
+      thumb.addEventListener("pointermove", move);
+      thumb.addEventListener("pointerup", () => thumb.removeEventListener("pointermove", move), { once: true });
+    });
   }
 
   function listKey(e) {
