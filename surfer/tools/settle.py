@@ -58,7 +58,7 @@ MUTATION_TRACKER = """
   if (window.__surferSettle) return;
   // `log`: [time, node] of the last 2 s of mutations (one per node and batch), to tell the nodes a page keeps
   // changing on its own (a clock, a ticker, an animation driven by script) from what an action changed.
-  const state = window.__surferSettle = { last: Date.now(), start: Date.now(), log: [], timers: new Map(), chooser: 0, download: 0, popup: 0 };
+  const state = window.__surferSettle = { last: Date.now(), start: Date.now(), log: [], timers: new Map(), chooser: 0, download: 0, popup: 0, added: [] };
   // A file field or a downloading link activated (and not prevented): the browser is about to report a
   // file chooser or a download.
   const later = window.setTimeout.bind(window);
@@ -97,6 +97,10 @@ MUTATION_TRACKER = """
     let drop = 0;
     while (drop < log.length && (log[drop][0] < now - 2000 || log.length - drop > 5000)) drop++;
     if (drop) log.splice(0, drop);
+    // elements added (a toast appended to the body): what a wait may see shown and then taken away
+    const added = state.added;
+    for (const r of records) for (const node of r.addedNodes) if (node.nodeType === 1) added.push([now, node]);
+    if (added.length > 200) added.splice(0, added.length - 200);
   })
     .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   // Short timers count as pending work (a page that renders 150 ms after load);
@@ -133,7 +137,8 @@ MUTATION_TRACKER = """
 # since `since` is due within `horizon` ms of it (bounded chains, so a page
 # that polls forever still settles), or when `timeout` ms have passed, with
 # [why, the document's title, whether a file field / a downloading link was activated since `since`, whether
-# the page asked to print since then (window.print(), which widgets.js turns into a note), whether it opened a tab]
+# the page asked to print since then (window.print(), which widgets.js turns into a note), whether it opened a tab,
+# the texts shown during the wait and gone by its end]
 # (the title rides along so the screenshot that follows needs no round trip of
 # its own for it).
 WAIT_FOR_QUIET = """
@@ -201,6 +206,24 @@ async ({ quiet, timeout, since, horizon, ticking: ticking_ms }) => {
     }
     return end;
   };
+  // What the action showed while the wait held on for a timer (a toast, a "Copied" tip) and was hidden or removed
+  // by the time the wait ended: the screenshot after it cannot show it, so its text is told (short texts only).
+  const shown = new Map();  // element -> its text when it was drawn
+  const note = () => {
+    if (!state) return;
+    for (const [t, node] of [...state.log, ...state.added]) {
+      const el = node.nodeType === 1 ? node : node.parentElement;
+      if (t < since || !el || shown.has(el) || ambient.has(node) || ticking.has(node) || shown.size >= 50) continue;
+      const text = el.isConnected && el.checkVisibility() ? (el.innerText || '').trim() : '';
+      if (text && text.length <= 200) shown.set(el, text);
+    }
+  };
+  const gone = () => {
+    const texts = [...shown].filter(([el]) => !el.isConnected || !el.checkVisibility()).map(([, text]) => text);
+    const page = document.body ? document.body.innerText : '';
+    return [...new Set(texts)].filter((text, _, all) => !page.includes(text)
+      && !all.some((other) => other !== text && other.includes(text))).slice(0, 3);
+  };
   // Let the action's handlers run (one frame at most: the screenshot waits for a fresh frame itself).
   await new Promise((resolve) => { requestAnimationFrame(() => resolve()); setTimeout(resolve, 16); });
   for (;;) {
@@ -214,8 +237,9 @@ async ({ quiet, timeout, since, horizon, ticking: ticking_ms }) => {
       if (t.created >= since && t.due <= since + horizon && (t.root >= since || t.parent < since)
           && !(t.depth >= 3 && now - t.root >= ticking_ms)) nextDue = Math.min(nextDue, t.due);
     const drawn = drawnBy();
-    if (idle >= quiet && nextDue === Infinity && drawn <= now) return ["quiet", document.title, ...started()];
-    if (now - t0 >= timeout) return ["timeout", document.title, ...started()];
+    if (idle >= quiet && nextDue === Infinity && drawn <= now) return ["quiet", document.title, ...started(), gone()];
+    if (now - t0 >= timeout) return ["timeout", document.title, ...started(), gone()];
+    if (idle >= quiet && drawn <= now) note();  // drawn and still but for a timer the action set: what shows now
     const wait = Math.max(quiet - idle, nextDue === Infinity ? 0 : nextDue - now + 1, drawn - now + 1);
     await new Promise((r) => setTimeout(r, Math.max(1, Math.min(wait, timeout - (now - t0)))));
   }
@@ -371,7 +395,7 @@ async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: flo
     remaining = max(0.0, deadline - time.monotonic())
     seen.pop("title", None)
     try:
-        reason, seen["title"], chooser, download, printed, popup = await page.evaluate(WAIT_FOR_QUIET, {
+        reason, seen["title"], chooser, download, printed, popup, gone = await page.evaluate(WAIT_FOR_QUIET, {
             "quiet": config.quiet * 1000, "timeout": remaining * 1000,
             "since": mark.wall_ms, "horizon": config.timer_horizon * 1000, "ticking": config.ticking * 1000,
         })
@@ -379,6 +403,7 @@ async def _wait_quiet(page: Any, mark: Mark, config: SettleConfig, deadline: flo
         seen["download"] = seen.get("download", False) or download
         seen["printed"] = seen.get("printed", False) or printed
         seen["popup"] = seen.get("popup", False) or popup
+        seen["vanished"] = [*seen.get("vanished", []), *gone]
         return reason
     except PlaywrightError as exc:
         if page.is_closed():
@@ -401,7 +426,8 @@ async def settle_page(
     in-page check saw it (absent when that check failed), and `file_chooser` /
     `download`: True when the action activated a file field / a downloading link, and `printed`: True when
     the page asked to print (one round trip tells it all: no check of its own after each click), and `popup`:
-    True when it opened a tab (a target=_blank link, window.open())."""
+    True when it opened a tab (a target=_blank link, window.open()), and `vanished`: the texts the action showed
+    while the wait held on for a timer and were hidden or removed by its end (a toast that lasts under a second)."""
     from playwright.async_api import Error as PlaywrightError
 
     deadline = time.monotonic() + config.timeout

@@ -188,6 +188,7 @@ class BrowserActions:
         self._settled_title = None
         self._scrolled = None
         self._asked_to_print = False
+        self._vanished = []
         notes: list[str] = []
         self.activated(action.type)  # (the page may open a tab on a click or a key: session.may_open_tab)
         if self._dialog is not None and not self._answers_dialog(action):
@@ -213,6 +214,9 @@ class BrowserActions:
             outcome.settle_reason += "; left a refused page"
         if self._asked_to_print:  # (the settle wait's in-page check saw it)
             outcome.detail += f"; {PRINT_NOTE}"
+        if self._vanished:  # (a toast the settle wait outlasted: the screenshot does not show it)
+            shown = ", ".join(f'"{text}"' for text in self._vanished)
+            outcome.detail += f"; the page showed {shown} for a moment, gone before this screenshot"
         notes += [outcome.detail, *self._notices, *self.url_policy.take_notices(), *(r.describe() for r in arrived)]
         self._notices, self._start_notices = [], []
         outcome.detail = "; ".join(part for part in notes if part)

@@ -146,6 +146,7 @@ class BrowserCapture:
                 )
                 reason = f"{reason}; new tab: {more}"
         self._asked_to_print = bool(seen.get("printed"))
+        self._vanished = seen.get("vanished", [])
         if finished and "title" in seen and reason.endswith("quiet"):  # the page was quiet when its title was read
             self._settled_title = (self._page, self._navigations, seen["title"])
         # the page said the action opened a file chooser / started a download: the browser's report of it

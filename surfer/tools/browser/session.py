@@ -173,6 +173,7 @@ class BrowserEnvironment(BrowserCapture, BrowserActions, PageTabs, OwnTabs, Live
         self._area_shared: Any = None
         self._settled_title: tuple[Any, int, str] | None = None  # (page, navigations, title) the last settle saw
         self._asked_to_print = False  # the last settle wait saw the page call window.print()
+        self._vanished: list[str] = []  # texts the last settle wait saw shown and then hidden (a toast)
         self._notices: list[str] = []
         # What the agent must know about the start before its first action (a start URL that is a file), shown with
         # every observation until then.
