@@ -41,6 +41,22 @@ async def test_a_page_that_listens_to_keys_gets_every_key(browser_env, pages, ho
     assert log.count("plain:beforeinput:insertText") == 3  # one per key, as before
 
 
+async def test_what_a_field_did_not_keep_is_told_and_code_boxes_get_every_digit(browser_env, pages):
+    env = await browser_env(pages.url("typing.html"))
+    typed = {}
+    fields = (("code", 335, "123"), ("fixed", 385, "new"), ("short", 435, "abcdefg"), ("digits", 485, "555-12"))
+    for name, y, text in fields:
+        typed[name] = (await env.perform(TypeText(text=text, target=name, point=CssPoint(x=115, y=y)))).detail
+    # one digit per box, as a keyboard types them (an insert of "123" into the first box kept "1" of it)
+    boxes = await env.page.evaluate("[...document.querySelectorAll('#code input')].map((box) => box.value)")
+    assert boxes == ["1", "2", "3"]
+    assert typed["code"] == "typed 3 characters"
+    assert typed["fixed"].endswith("the field is read-only: its text did not change")
+    assert typed["short"].endswith("the field takes at most 4 characters: not all of the 7 typed went in")
+    assert typed["digits"].endswith("the field changed what was typed: it holds 5 characters, not the 6 typed")
+    assert await env.page.evaluate("[fixed.value, short.value, digits.value]") == ["fixed", "abcd", "55512"]
+
+
 async def test_a_newline_is_still_the_enter_key(browser_env, pages):
     env = await browser_env(pages.url("actions.html"))
     await env.perform(TypeText(text="hi\n", target="field", point=CssPoint(x=250, y=215), clear=True))

@@ -56,6 +56,9 @@ MAY_INSERT = r"""
   const noField = !focused || (!focused.isContentEditable &&
     (focused === document.body || focused === document.documentElement || /^(A|BUTTON|SUMMARY|IMG)$/.test(focused.tagName)));
   if (noField && document.designMode !== 'on') return 'nowhere';
+  // the field and its text now, for TYPED_IN to tell afterwards what the field did with the text
+  window.__surferTyping = focused instanceof HTMLTextAreaElement || (focused instanceof HTMLInputElement &&
+    ['text', 'search', 'email', 'url', 'tel', 'number'].includes(focused.type)) ? { el: focused, before: focused.value } : null;
   if (focused instanceof HTMLInputElement && ['date', 'datetime-local', 'month', 'week', 'time'].includes(focused.type) &&
       !focused.readOnly && !focused.disabled) {
     const before = focused.value, wanted = text.trim();
@@ -82,12 +85,39 @@ MAY_INSERT = r"""
     ['text', 'search', 'email', 'url', 'tel', 'password', 'number', ''].includes(el.type));
   if (!textual && !el.isContentEditable) return 'keys';
   if (el.disabled || el.readOnly) return 'keys';
+  // more than the field keeps: key by key, as typed, so a page that moves the focus on when a field is full (code
+  // boxes of one digit each) gets the rest in the next field
+  if (el.maxLength >= 0 && (clear ? 0 : el.value.length) + text.length > el.maxLength) return 'keys';
   if (clear) {
     try {
       if (el.isContentEditable) getSelection().selectAllChildren(el); else el.select();
     } catch (e) { return 'keys'; }
   }
   return 'insert';
+}
+"""
+
+# After typing into a text field (MAY_INSERT noted it and its text): '' when the text went in, else why not, in
+# words for the step's outcome — the field is read-only, kept only `maxlength` characters, or holds other text than
+# typed (a mask, a number field that drops letters). Lengths only, never the text: it may be a secret, partly kept.
+# (Told while the field keeps the focus: a page that moves it on, code boxes passing each digit to the next, is
+# not second-guessed.)
+TYPED_IN = r"""
+({ text, clear }) => {
+  const typing = window.__surferTyping;
+  window.__surferTyping = null;
+  // (not when the focus moved on: code boxes that pass each digit to the next; nor for Tab or Enter, keys not text)
+  let focused = document.activeElement;
+  while (focused && focused.shadowRoot && focused.shadowRoot.activeElement) focused = focused.shadowRoot.activeElement;
+  if (!typing || focused !== typing.el || /[\t\r]/.test(text) || (/\n/.test(text) && !(focused instanceof HTMLTextAreaElement)))
+    return '';
+  const el = typing.el, value = el.value;
+  if (value.includes(text)) return '';
+  if (value === typing.before)
+    return el.readOnly ? 'the field is read-only: its text did not change' : 'the field took none of it: its text did not change';
+  if (el.maxLength >= 0 && value.length >= el.maxLength && el.maxLength < (clear ? 0 : typing.before.length) + text.length)
+    return `the field takes at most ${el.maxLength} characters: not all of the ${text.length} typed went in`;
+  return `the field changed what was typed: it holds ${value.length} characters, not the ${text.length} typed`;
 }
 """
 

@@ -30,7 +30,7 @@ from surfer.tools.base import ActionOutcome
 from surfer.tools.browser import scrolling
 from surfer.tools.dialogs import PendingDialog
 from surfer.tools.keys import KEY_NAMES_HINT, browser_shortcut, playwright_keys
-from surfer.tools.typing import FOCUS_MOVES, MAY_INSERT, focused_target, hide_typed
+from surfer.tools.typing import FOCUS_MOVES, MAY_INSERT, TYPED_IN, focused_target, hide_typed
 from surfer.tools.url_policy import normalize_url
 from surfer.tools.widgets import PRINT_NOTE, context_menu_note
 
@@ -286,6 +286,9 @@ class BrowserActions:
         if action.point is not None:
             await page.mouse.click(action.point.x, action.point.y)
         into_field = await self._type_text(page, action.text, clear=action.clear, clicked=action.point is not None)
+        kept = ""  # what the field did not keep of the text, told (TYPED_IN)
+        if into_field and action.text and not self.legacy_step:
+            kept = await page.evaluate(TYPED_IN, {"text": action.text, "clear": action.clear})
         if self.hide_typed and into_field:  # a secret: the field draws dots, in the screenshots too
             await hide_typed(page)
         if action.submit:
@@ -294,7 +297,7 @@ class BrowserActions:
         if not into_field:
             where = f"the click at {action.point} focused no text field" if action.point else "no text field had the focus"
             detail += f"; {where}, so the keys went to the page, not into a field"
-        return detail
+        return f"{detail}; {kept}" if kept else detail
 
     async def _type_text(self, page: Any, text: str, *, clear: bool, clicked: bool = False) -> bool:
         """One insert when the page listens to no key (surfer/tools/typing.py), else
