@@ -110,6 +110,19 @@ async def test_select_option_is_chosen_where_the_screenshot_draws_it(widget_env)
     assert await drawn(env.page) == []  # the popup closed
 
 
+async def test_a_select_on_a_page_zoomed_as_a_whole_opens_under_it(widget_env):
+    env = await widget_env("select.html")
+    await env.page.evaluate("document.documentElement.style.zoom = '1.5'")  # the site zooms itself (`zoom` on <html>)
+    box = await box_of(env, "#plan")
+    await click(env, box["x"] + 10, box["y"] + box["height"] / 2)
+    shot = (await env.observe()).screenshot
+    x, y = colour_centre(shot.data, GOLD)
+    bottom = (box["y"] + box["height"]) * shot.scale
+    assert bottom + 2 * 24 < y < bottom + 3 * 24  # Gold, the third row, right under the select (not zoomed twice)
+    await click(env, x / shot.scale, y / shot.scale)
+    assert await received(env) == ["plan:input:Gold", "plan:change:Gold"]
+
+
 async def test_select_option_groups_long_lists_iframes_and_shadow_roots(widget_env):
     env = await widget_env("select.html")
     car = await box_of(env, "#car")

@@ -38,6 +38,10 @@
         });
       document.documentElement.appendChild(host);
     }
+    // a page zoomed as a whole (`zoom` on <html>) would zoom the popup's position again: undone, so the popup is
+    // placed in the same pixels getBoundingClientRect gives
+    const zoom = parseFloat(getComputedStyle(document.documentElement).zoom) || 1;
+    host.style.zoom = String(1 / zoom);
     root.replaceChildren();
     return root;
   }
