@@ -123,6 +123,23 @@ async def test_a_select_on_a_page_zoomed_as_a_whole_opens_under_it(widget_env):
     assert await received(env) == ["plan:input:Gold", "plan:change:Gold"]
 
 
+async def test_a_select_in_a_popover_or_a_modal_dialog_is_drawn_over_it_and_keeps_it_open(widget_env):
+    # both are in the browser's top layer, over any z-index; a modal makes the rest of the page inert, and a
+    # click outside a popover closes it
+    env = await widget_env("select.html")
+    open_state = "[document.querySelector('#filter-panel').matches(':popover-open'), checkout.open]"
+    for opener, select, choice, still_open in (("#filters", "#sort", "Cheapest", [True, False]),
+                                               ("#checkout-open", "#delivery", "Express", [False, True])):
+        button = await box_of(env, opener)
+        await click(env, button["x"] + 5, button["y"] + 5)
+        field = await box_of(env, select)
+        await click(env, field["x"] + 10, field["y"] + field["height"] / 2)
+        await click_drawn(env, choice)
+        assert await env.page.evaluate(open_state) == still_open
+    assert await received(env) == ["sort:input:Cheapest", "sort:change:Cheapest", "delivery:input:Express",
+                                   "delivery:change:Express"]
+
+
 async def test_select_option_groups_long_lists_iframes_and_shadow_roots(widget_env):
     env = await widget_env("select.html")
     car = await box_of(env, "#car")

@@ -26,7 +26,19 @@
   const listOf = (el) =>
     el instanceof HTMLInputElement && !el.disabled && !el.readOnly && el.list && el.list.options.length ? el.list : null;
 
-  function mount() {
+  const up = (node) => node.parentElement || (node.getRootNode().host || null); // through shadow roots
+  // The top-layer element the field is in (an open modal <dialog>, an open popover), else null.
+  function layerOf(el) {
+    for (let node = el; node; node = up(node))
+      if (node.matches("dialog:modal, :popover-open")) return node;
+    return null;
+  }
+
+  // The shadow root popups are drawn in, emptied. Under <html>; for a field in a top-layer element (a modal
+  // <dialog>, a popover) inside that element and shown as a popover above it: drawn over it (the page under a
+  // modal is drawn over it by the top layer, and inert), and part of it (a click there is not outside it, which
+  // would close the page's popover).
+  function mount(el) {
     if (!host || !host.isConnected) {
       host = document.createElement("surfer-popup");
       host.setAttribute("style", "all:initial;position:fixed;left:0;top:0;width:0;height:0;z-index:2147483647");
@@ -36,11 +48,19 @@
           e.stopPropagation();
           if (type === "mousedown" || type === "pointerdown") e.preventDefault(); // keep focus on the element
         });
-      document.documentElement.appendChild(host);
     }
-    // a page zoomed as a whole (`zoom` on <html>) would zoom the popup's position again: undone, so the popup is
-    // placed in the same pixels getBoundingClientRect gives
-    const zoom = parseFloat(getComputedStyle(document.documentElement).zoom) || 1;
+    const layer = (el && layerOf(el)) || null;
+    if (host.parentNode !== (layer || document.documentElement)) (layer || document.documentElement).appendChild(host);
+    if (layer && host.showPopover) {
+      host.popover = "manual";
+      if (host.matches(":popover-open")) host.hidePopover();
+      host.showPopover(); // (again: the last shown is the topmost)
+    }
+    // a page zoomed as a whole (`zoom` on <html>, or on the element it is in) would zoom the popup's position
+    // again: undone, so the popup is placed in the same pixels getBoundingClientRect gives
+    let zoom = 1;
+    for (let node = host.parentNode; node && node.nodeType === 1; node = up(node))
+      zoom *= parseFloat(getComputedStyle(node).zoom) || 1;
     host.style.zoom = String(1 / zoom);
     root.replaceChildren();
     return root;
@@ -52,6 +72,7 @@
     state = null;
     api.open = null;
     if (root) root.replaceChildren();
+    if (host && host.matches(":popover-open")) host.hidePopover();
     if (was.onClose) was.onClose();
   }
 
@@ -146,7 +167,7 @@
       items.push(item);
       box.appendChild(item);
     });
-    mount().appendChild(box);
+    mount(el).appendChild(box);
     const room = place(box, el, Math.min(rows.length, MAX_ROWS) * ROW + 2);
     const fit = Math.max(1, Math.min(rows.length, MAX_ROWS, Math.floor((room - 2) / ROW)));
     box.style.height = `${fit * ROW + 2}px`;
@@ -373,7 +394,7 @@
     const link = small ? "padding:1px 3px" : "padding:4px 6px";
     foot.append(button("Clear", "clear", link), button(kind === "month" ? "This month" : kind === "week" ? "This week" : "Today", now, link));
     box.appendChild(foot);
-    mount().appendChild(box);
+    mount(el).appendChild(box);
     place(box, el, box.offsetHeight);
     box.addEventListener("click", (e) => {
       const pick = e.target.closest && e.target.closest("[data-pick]");
@@ -420,7 +441,7 @@
       column(Array.from({ length: 60 }, (_, i) => [pad(i), i]), "m", parts.min),
       column([["AM", 0], ["PM", 1]], "p", pm === null ? null : Number(pm)),
     );
-    mount().appendChild(box);
+    mount(el).appendChild(box);
     place(box, el, 224);
     for (const col of box.children) {
       const on = Array.from(col.children).find((b) => b.style.background);
@@ -471,7 +492,7 @@
     sample.style.cssText = `width:24px;height:24px;border:1px solid #767676;background:${el.value}`;
     row.append(sample, document.createTextNode("HEX"), hex);
     box.append(grid, row);
-    mount().appendChild(box);
+    mount(el).appendChild(box);
     place(box, el, box.offsetHeight);
     box.addEventListener("click", (e) => {
       const pick = e.target.closest && e.target.closest("[data-pick]");
