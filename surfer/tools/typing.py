@@ -112,12 +112,12 @@ TYPED_IN = r"""
   if (!typing || focused !== typing.el || /[\t\r]/.test(text) || (/\n/.test(text) && !(focused instanceof HTMLTextAreaElement)))
     return '';
   const el = typing.el, value = el.value;
-  if (value.includes(text)) return '';
+  if (value.toLowerCase().includes(text.toLowerCase())) return '';  // (a code field that writes it in capitals)
   if (value === typing.before)
     return el.readOnly ? 'the field is read-only: its text did not change' : 'the field took none of it: its text did not change';
   if (el.maxLength >= 0 && value.length >= el.maxLength && el.maxLength < (clear ? 0 : typing.before.length) + text.length)
     return `the field takes at most ${el.maxLength} characters: not all of the ${text.length} typed went in`;
-  return `the field changed what was typed: it holds ${value.length} characters, not the ${text.length} typed`;
+  return `the field changed what was typed: it holds ${value.length} characters (${text.length} typed)`;
 }
 """
 
