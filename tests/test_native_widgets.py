@@ -31,6 +31,7 @@ from surfer.tools.widgets import drawn
 
 GOLD = (255, 215, 0)
 SCROLL_THUMB = (168, 168, 168)  # widgets.js THUMB
+SKY = (0, 160, 255)
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +139,18 @@ async def test_a_select_in_a_popover_or_a_modal_dialog_is_drawn_over_it_and_keep
         assert await env.page.evaluate(open_state) == still_open
     assert await received(env) == ["sort:input:Cheapest", "sort:change:Cheapest", "delivery:input:Express",
                                    "delivery:change:Express"]
+
+
+async def test_a_customizable_select_opens_the_pages_own_picker(widget_env):
+    # `appearance: base-select`: Chromium opens the page's picker in the page (styled, with the options' content)
+    env = await widget_env("select.html")
+    field = await box_of(env, "#theme")
+    await click(env, field["x"] + 10, field["y"] + field["height"] / 2)
+    shot = (await env.observe()).screenshot
+    x, y = colour_centre(shot.data, SKY, tolerance=40)  # the blue square in the Sky option, as the page draws it
+    assert await drawn(env.page) == []  # no stand-in
+    await click(env, x / shot.scale, y / shot.scale)
+    assert await received(env) == ["theme:input:■ Sky", "theme:change:■ Sky"]
 
 
 async def test_select_option_groups_long_lists_iframes_and_shadow_roots(widget_env):

@@ -20,7 +20,9 @@
     el.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
     el.dispatchEvent(new Event("change", { bubbles: true }));
   };
-  const isMenuList = (el) => el instanceof HTMLSelectElement && !el.multiple && el.size <= 1 && !el.disabled;
+  // (a customizable select, `appearance: base-select`, opens its own picker in the page, where clicks reach it)
+  const isMenuList = (el) => el instanceof HTMLSelectElement && !el.multiple && el.size <= 1 && !el.disabled &&
+    getComputedStyle(el).appearance !== "base-select";
   const pickerKind = (el) =>
     el instanceof HTMLInputElement && !el.disabled && !el.readOnly && PICKERS.has(el.type) ? el.type : null;
   const listOf = (el) =>
