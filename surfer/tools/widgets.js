@@ -31,10 +31,14 @@
   const up = (node) => node.parentElement || (node.getRootNode().host || null); // through shadow roots
   // The top-layer element the field is in (an open modal <dialog>, an open popover), else null.
   function layerOf(el) {
-    for (let node = el; node; node = up(node))
-      if (node.matches("dialog:modal, :popover-open")) return node;
+    try {
+      for (let node = el; node; node = up(node))
+        if (node.matches("dialog:modal, :popover-open")) return node;
+    } catch (e) { /* an older Chromium, without popovers: no such selector */ }
     return null;
   }
+
+  const unshow = () => { try { host.hidePopover(); } catch (e) { /* not shown, or gone with its layer */ } };
 
   // The shadow root popups are drawn in, emptied. Under <html>; for a field in a top-layer element (a modal
   // <dialog>, a popover) inside that element and shown as a popover above it: drawn over it (the page under a
@@ -55,9 +59,9 @@
     if (host.parentNode !== (layer || document.documentElement)) (layer || document.documentElement).appendChild(host);
     if (layer && host.showPopover) {
       host.popover = "manual";
-      if (host.matches(":popover-open")) host.hidePopover();
+      unshow();
       host.showPopover(); // (again: the last shown is the topmost)
-    }
+    } else if (host.popover) host.removeAttribute("popover");
     // a page zoomed as a whole (`zoom` on <html>, or on the element it is in) would zoom the popup's position
     // again: undone, so the popup is placed in the same pixels getBoundingClientRect gives
     let zoom = 1;
@@ -74,7 +78,7 @@
     state = null;
     api.open = null;
     if (root) root.replaceChildren();
-    if (host && host.matches(":popover-open")) host.hidePopover();
+    if (host && host.popover) unshow();
     if (was.onClose) was.onClose();
   }
 
