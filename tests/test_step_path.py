@@ -28,21 +28,7 @@ async def test_plain_text_is_inserted_in_one_go_with_input_events(browser_env, p
     log = await _log(env)
     assert log.count("plain:beforeinput:insertText") == 1 and log.count("notes:beforeinput:insertText") == 1, log
     assert log.count("plain:input:true") == 1 and log.count("notes:input:true") == 1, log
-
-
-@pytest.mark.parametrize("hook", ["keys", "onkey", "prop"])
-async def test_a_page_that_listens_to_keys_gets_every_key(browser_env, pages, hook):
-    env = await browser_env(pages.url(f"typing.html#{hook}"))
-    await env.perform(TypeText(text="abc", target="field", point=PLAIN, clear=False))
-    assert await env.page.input_value("#plain") == "abc"
-    log = await _log(env)
-    expected = {"keys": ["keydown:a", "keydown:b", "keydown:c"], "onkey": ["keyup"] * 3, "prop": ["keypress"] * 3}[hook]
-    assert [e for e in log if e.startswith("key")] == expected
-    assert log.count("plain:beforeinput:insertText") == 3  # one per key, as before
-
-
-async def test_what_a_field_did_not_keep_is_told_and_code_boxes_get_every_digit(browser_env, pages):
-    env = await browser_env(pages.url("typing.html"))
+    # what a field did not keep is told, and code boxes get every digit
     typed = {}
     fields = (("code", 335, "123"), ("fixed", 385, "new"), ("short", 435, "abcdefg"), ("digits", 485, "555-12"))
     for name, y, text in fields:
@@ -55,6 +41,17 @@ async def test_what_a_field_did_not_keep_is_told_and_code_boxes_get_every_digit(
     assert typed["short"].endswith("the field takes at most 4 characters: not all of the 7 typed went in")
     assert typed["digits"].endswith("the field changed what was typed: it holds 5 characters (6 typed)")
     assert await env.page.evaluate("[fixed.value, short.value, digits.value]") == ["fixed", "abcd", "55512"]
+
+
+@pytest.mark.parametrize("hook", ["keys", "onkey", "prop"])
+async def test_a_page_that_listens_to_keys_gets_every_key(browser_env, pages, hook):
+    env = await browser_env(pages.url(f"typing.html#{hook}"))
+    await env.perform(TypeText(text="abc", target="field", point=PLAIN, clear=False))
+    assert await env.page.input_value("#plain") == "abc"
+    log = await _log(env)
+    expected = {"keys": ["keydown:a", "keydown:b", "keydown:c"], "onkey": ["keyup"] * 3, "prop": ["keypress"] * 3}[hook]
+    assert [e for e in log if e.startswith("key")] == expected
+    assert log.count("plain:beforeinput:insertText") == 3  # one per key, as before
 
 
 async def test_a_newline_is_still_the_enter_key(browser_env, pages):
