@@ -112,7 +112,8 @@ TYPED_IN = r"""
   if (!typing || focused !== typing.el || /[\t\r]/.test(text) || (/\n/.test(text) && !(focused instanceof HTMLTextAreaElement)))
     return '';
   const el = typing.el, value = el.value;
-  if (value.toLowerCase().includes(text.toLowerCase())) return '';  // (a code field that writes it in capitals)
+  // (in capitals, as a code field writes it, or without the spaces around it, as an email field keeps it: kept)
+  if (value.toLowerCase().includes(text.trim().toLowerCase())) return '';
   if (value === typing.before)
     return el.readOnly ? 'the field is read-only: its text did not change' : 'the field took none of it: its text did not change';
   if (el.maxLength >= 0 && value.length >= el.maxLength && el.maxLength < (clear ? 0 : typing.before.length) + text.length)
