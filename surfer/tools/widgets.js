@@ -149,7 +149,9 @@
     const box = panel(el, "overflow-y:auto;overflow-x:hidden;padding:0;scrollbar-width:none");
     box.dataset.shrinks = "1";
     const r = el.getBoundingClientRect();
-    box.style.minWidth = `${r.width}px`;
+    const widest = area().right - area().left; // as wide as the window at most: long options are cut
+    box.style.minWidth = `${Math.min(r.width, widest)}px`;
+    box.style.maxWidth = `${widest}px`;
     const items = [];
     rows.forEach((row, i) => {
       const item = document.createElement("div");
