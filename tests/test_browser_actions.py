@@ -40,6 +40,8 @@ async def test_pointer_and_key_actions(browser_env, pages, action, expected):
     assert await page_log(env) == expected
     assert outcome.detail
     assert outcome.settle_reason
+    if action.type == "hover":  # the tooltip Chromium draws outside the page, never on a screenshot, is told
+        assert outcome.detail.endswith('; its tooltip reads "Shows the menu"')
 
 
 async def test_type_clears_then_types_and_submits(browser_env, pages):

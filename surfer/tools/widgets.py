@@ -51,6 +51,41 @@ CONTEXT_MENU_STATE = "() => window.__surferWidgets ? window.__surferWidgets.cont
 PRINT_NOTE = "the page asked to print (window.print): surfer does not print, and no print dialog opened"
 
 
+# The tooltip of what is under the pointer: the `title` of the element there or of its nearest ancestor with
+# one (an SVG element's <title> child), through open shadow roots; '' when none (or an iframe is there).
+TOOLTIP = r"""
+({ x, y }) => {
+  let el = document.elementFromPoint(x, y);
+  while (el && el.shadowRoot) {
+    const inner = el.shadowRoot.elementFromPoint(x, y);
+    if (!inner || inner === el) break;
+    el = inner;
+  }
+  if (el && ['IFRAME', 'FRAME'].includes(el.tagName)) return '';
+  for (let node = el; node; node = node.parentElement || (node.getRootNode().host || null)) {
+    if (node instanceof SVGElement) {
+      const own = Array.from(node.children).find((child) => child.tagName.toLowerCase() === 'title');
+      if (own && own.textContent.trim()) return own.textContent.trim();
+    } else if (node.hasAttribute && node.hasAttribute('title')) return node.getAttribute('title').trim();
+  }
+  return '';
+}
+"""
+
+
+async def tooltip_note(page: Any, x: float, y: float) -> str:
+    """After a hover: a sentence quoting the tooltip Chromium would show there (drawn outside the page, so
+    never on a screenshot), else ''."""
+    try:
+        text = await page.evaluate(TOOLTIP, {"x": x, "y": y})
+    except Exception:  # noqa: BLE001 - the page navigated or closed
+        return ""
+    if not text:
+        return ""
+    text = " ".join(text.split())
+    return f'; its tooltip reads "{text[:300]}{"…" if len(text) > 300 else ""}"'
+
+
 async def context_menu_note(page: Any, since_ms: float) -> str:
     """After a right click: '' when the page showed a menu of its own, else a
     sentence saying Chromium's native menu is not usable."""

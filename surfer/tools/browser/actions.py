@@ -32,7 +32,7 @@ from surfer.tools.dialogs import PendingDialog
 from surfer.tools.keys import KEY_NAMES_HINT, browser_shortcut, playwright_keys
 from surfer.tools.typing import FOCUS_MOVES, MAY_INSERT, TYPED_IN, focused_target, hide_typed
 from surfer.tools.url_policy import normalize_url
-from surfer.tools.widgets import PRINT_NOTE, context_menu_note
+from surfer.tools.widgets import PRINT_NOTE, context_menu_note, tooltip_note
 
 WHEEL_NOTCH_PX = 100
 SHORTCUT_VERBS = {"refresh": "reload the page", "back": "go back", "forward": "go forward", "close_tab": "close the tab",
@@ -274,7 +274,7 @@ class BrowserActions:
 
     async def _act_hover(self, action: Hover) -> str:
         await self.page.mouse.move(action.point.x, action.point.y)
-        return f"hover at {action.point}"
+        return f"hover at {action.point}" + await tooltip_note(self.page, action.point.x, action.point.y)
 
     async def _act_type(self, action: TypeText) -> str:
         if self._dialog is not None and self._dialog.kind == "prompt":
