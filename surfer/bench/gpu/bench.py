@@ -372,6 +372,7 @@ def register(bench_app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         typer.echo(text)
         if json_out:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(rows, indent=2))
             typer.echo(f"rows: {json_out}")
 
