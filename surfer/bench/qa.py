@@ -88,7 +88,7 @@ def register(bench_app: Any) -> None:
 
     @bench_app.command("qa")
     def qa(
-        model_latency: float = typer.Option(0.5, "--model-latency", help="Seconds the stand-in model takes per answer."),
+        model_latency: float = typer.Option(0.5, "--model-latency", min=0.0, help="Seconds the stand-in model takes per answer."),
         out: Path = typer.Option(Path(".bench/qa.json"), "--out", help="Where to write the figures (JSON)."),
         runs: int = typer.Option(3, "--runs", min=1, help="Repetitions (first run + cached re-run each); medians compared."),
     ) -> None:

@@ -215,6 +215,10 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
     from surfer.models.profiles import get_profile
     from surfer.tools.replay import lengthened
 
+    if not window > 0:
+        raise ConfigError(f"--window must be more than 0 seconds, got {window:g}")
+    if auto and not auto_interval > 0:
+        raise ConfigError(f"--auto-interval must be more than 0 seconds, got {auto_interval:g}")
     recordings = [lengthened(r, session_steps) for r in replay_recordings("replay", replay)]
     shortest = min(len(r.frames) for r in recordings)
     for variant in variants or []:
@@ -318,7 +322,7 @@ def register(bench_app: typer.Typer) -> None:
         from surfer.bench.gpu.variants import parse_variants
 
         try:
-            levels, variants = parse_levels(levels_text), parse_variants(variant)
+            levels, variants = parse_levels(levels_text, "--levels"), parse_variants(variant)
             with emulated_server(prefix_capacity, token_seconds) as server:
                 results = run_gpu_bench([("holo2", server.model)], levels=levels, window=window, replay="demo",
                                         base_url=server.base_url, port=0, serve_timeout=0, bare=False, log_dir=out.parent,
@@ -329,6 +333,7 @@ def register(bench_app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         results["stand_in"] = {"prefix_capacity": prefix_capacity, "token_seconds": token_seconds}
         results["auto_vs_best_fixed"] = auto_against_fixed(results)
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2))
         typer.echo(table(results))
         typer.echo(steady_table(results))
@@ -419,7 +424,7 @@ def register(bench_app: typer.Typer) -> None:
         import shlex
 
         try:
-            levels = parse_levels(levels_text)
+            levels = parse_levels(levels_text, "--levels")
             from surfer.agent.layouts import check_layout
 
             layouts = tuple(check_layout(name.strip()) for name in layouts_text.split(",") if name.strip())

@@ -75,6 +75,7 @@ def register(gpu_app: typer.Typer, run_gpu_bench: Any) -> None:
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2))
         for row in results["rows"]:
             typer.echo(f"{row['run']}: {row['steps_per_s']} steps/s (steady {row['steady_steps_per_s']}), "
