@@ -49,7 +49,7 @@ from typing import Any, Optional
 
 import typer
 
-from surfer.bench.gpu.emulate import DEFAULT_VARIANT, auto_against_fixed, emulated_server
+from surfer.bench.gpu.emulate import DEFAULT_VARIANT, auto_against_fixed, check_times, emulated_server
 from surfer.bench.gpu.levels import bench_levels, fmt
 from surfer.bench.gpu.serving import Served, gpu_memory, log_facts, serve_model, stop
 from surfer.bench.gpu.variants import Variant
@@ -215,10 +215,7 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
     from surfer.models.profiles import get_profile
     from surfer.tools.replay import lengthened
 
-    if not window > 0:
-        raise ConfigError(f"--window must be more than 0 seconds, got {window:g}")
-    if auto and not auto_interval > 0:
-        raise ConfigError(f"--auto-interval must be more than 0 seconds, got {auto_interval:g}")
+    check_times(window, auto_interval if auto else None)
     recordings = [lengthened(r, session_steps) for r in replay_recordings("replay", replay)]
     shortest = min(len(r.frames) for r in recordings)
     for variant in variants or []:
@@ -323,6 +320,7 @@ def register(bench_app: typer.Typer) -> None:
 
         try:
             levels, variants = parse_levels(levels_text, "--levels"), parse_variants(variant)
+            check_times(window, auto_interval)  # (before the stand-in starts)
             with emulated_server(prefix_capacity, token_seconds) as server:
                 results = run_gpu_bench([("holo2", server.model)], levels=levels, window=window, replay="demo",
                                         base_url=server.base_url, port=0, serve_timeout=0, bare=False, log_dir=out.parent,
