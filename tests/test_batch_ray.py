@@ -66,6 +66,19 @@ def content(out: Path) -> dict[str, dict]:
     return {r["id"]: {k: v for k, v in r.items() if k not in TIMING} for r in records}
 
 
+def test_a_cluster_address_nothing_answers_at_is_refused_at_once_not_retried_for_minutes():
+    import socket
+
+    from surfer.core.errors import ConfigError
+    from surfer.fleet.cluster.runner import connect
+
+    with socket.socket() as probe:  # a port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(ConfigError, match=f"cannot join the Ray cluster at '127.0.0.1:{port}': nothing answers there"):
+        connect(f"127.0.0.1:{port}")  # (Ray's own client would retry it, deaf to SIGTERM)
+
+
 def test_plan_splits_sessions_by_slots_and_caps_each_node():
     nodes = [
         {"NodeID": "head", "Alive": True, "Resources": {"CPU": 8}},

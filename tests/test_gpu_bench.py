@@ -564,6 +564,11 @@ def test_bench_gpu_emulate_runs_fixed_levels_and_auto_against_a_stand_in_in_a_ch
     assert "auto / best fixed:" in result.output
     bad = CliRunner().invoke(app, ["bench", "gpu", "emulate", "--variant", "layout=nowhere", "--out", str(out)])
     assert bad.exit_code == 2 and "error:" in bad.output
+    # refused before anything starts, naming the flag given (not a ZeroDivisionError, not "--concurrency")
+    for flags, said in ((["--window", "0"], "--window must be more than 0"), (["--auto-interval", "0"], "--auto-interval"),
+                        (["--levels", "0,2"], "--levels must list positive integers")):
+        refused = CliRunner().invoke(app, ["bench", "gpu", "emulate", *flags, "--out", str(out)])
+        assert refused.exit_code == 2 and said in refused.output and "Traceback" not in refused.output, refused.output
 
 
 def test_gpu_bench_reads_an_sglang_server_and_flushes_its_cache_between_runs(standin, tmp_path):

@@ -126,3 +126,21 @@ def test_unknown_architecture_is_a_config_error():
         model_costs({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})
     with pytest.raises(ConfigError, match="unknown model shape"):
         costs_for_shape("gpt2")
+
+
+def test_the_flops_command_refuses_a_bad_peak_and_other_json_and_writes_into_a_new_folder(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from surfer.apps.cli import app
+
+    run = str(IMAGES / "holotron.json")
+    negative = CliRunner().invoke(app, ["bench", "gpu", "flops", run, "--peak", "-1"])  # not shares of -37,000 %
+    assert negative.exit_code == 2 and "--peak must be" in negative.output
+    other = tmp_path / "tokens.json"
+    other.write_text(json.dumps({"benchmark": "tokens", "runs": 4}))  # another benchmark's JSON, not a KeyError's 'models'
+    wrong = CliRunner().invoke(app, ["bench", "gpu", "flops", str(other)])
+    assert wrong.exit_code == 2 and "is not a `surfer bench gpu run` result" in wrong.output
+    out = tmp_path / "new" / "flops.json"
+    written = CliRunner().invoke(app, ["bench", "gpu", "flops", run, "--json", str(out)])
+    assert written.exit_code == 0, written.output
+    assert len(json.loads(out.read_text())) == 4 and f"rows: {out}" in written.output

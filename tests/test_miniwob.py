@@ -117,6 +117,20 @@ def test_bench_command_prints_a_table_and_writes_json(tmp_path):
     assert {r["seed"] for r in report["runs"]} == {0, 1}
 
 
+def test_bench_with_a_model_server_down_says_so_instead_of_zero_percent(tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "mw.json"
+    result = CliRunner().invoke(app, ["bench", "miniwob", "--tasks", "click-button", "--base-url", f"http://127.0.0.1:{port}/v1",
+                                      "--model", "m", "--out", str(out)])
+    assert result.exit_code == 3, result.output
+    assert f"cannot reach the model server at http://127.0.0.1:{port}/v1" in result.output and "0%" not in result.output
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("oracle_input", ["keyboard", "pointer"])
 async def test_selects_and_date_pickers_by_keyboard_and_by_clicking_what_is_drawn(oracle_input: str, shared_browser):
     # pointer: the select's popup and the date field's calendar are opened and clicked where they are drawn

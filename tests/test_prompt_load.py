@@ -177,11 +177,14 @@ def test_bench_prompts_figures_on_a_recorded_run_are_pinned(tmp_path) -> None:
     assert "| vllm | holo2 | blocks | off | - | policy |" in result.output
     assert "window on vllm / blocks on vllm uncached" in result.output
     assert "holotron budget - all: window on vllm / blocks+continuation on vllm uncached = 3.11x" in result.output
+    nested = tmp_path / "new" / "prompts.json"  # (a folder not made yet, as the other benchmarks' --out)
     only = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--profile", "holo2", "--continuation", "on",
-                                    "--layout", "window", "--json", str(out)])
-    assert only.exit_code == 0 and {r["continuation"] for r in json.loads(out.read_text())} == {True}
+                                    "--layout", "window", "--json", str(nested)])
+    assert only.exit_code == 0 and {r["continuation"] for r in json.loads(nested.read_text())} == {True}
     wrong = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--continuation", "maybe"])
     assert wrong.exit_code == 2 and "on/off" in wrong.output
+    typo = CliRunner().invoke(app, ["bench", "prompts", str(RUN), "--role", "localiser"])  # not an empty table
+    assert typo.exit_code == 2 and "unknown role 'localiser'" in typo.output and "validator, all" in typo.output
     bad = CliRunner().invoke(app, ["bench", "prompts", str(tmp_path)])
     assert bad.exit_code == 2 and "no run directories" in bad.output
 

@@ -73,6 +73,8 @@ def test_levels_and_memory_helpers():
     assert parse_levels("1, 8,32") == [1, 8, 32]
     with pytest.raises(ConfigError, match="1,8,32,64"):
         parse_levels("1,x")
+    with pytest.raises(ConfigError, match="--levels must list positive integers"):
+        parse_levels("0,2", "--levels")
     rss, pss = process_tree_memory()
     assert rss >= pss > 0
 

@@ -27,13 +27,12 @@ from surfer.models.affinity import model_session
 from surfer.models.backend import Message, ModelRequest, Tokens
 from surfer.models.endpoint import Endpoint
 from surfer.models.http import OpenAICompatibleBackend
-from surfer.models.profiles import get_profile
 from surfer.models.standin_tokenizer import StandInTokenizer
 from test_batch import VIEWPORT, centres  # noqa: F401 - fixture
 
 
-def _config(server, **settings) -> AgentConfig:  # type: ignore[no-untyped-def]
-    return AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10,
+def _config(server, profile: str = "holotron", **settings) -> AgentConfig:  # type: ignore[no-untyped-def]
+    return AgentConfig(base_url=server.base_url, model=server.model, profile=profile, max_steps=10,
                        browser=BrowserSettings(viewport=VIEWPORT), record_tokens=True, **settings)
 
 
@@ -133,8 +132,8 @@ async def test_an_answer_without_token_fields_mid_run_ends_it_never_a_silent_nul
 
 
 async def test_a_conversation_run_is_recorded_exactly_chains_and_joins(oracle, run, tmp_path: Path) -> None:
-    server = oracle(template="nemotron")  # Holotron's turn shape: the generation prompt ends with <think></think>
-    result = await run(_config(server, prompt_layout="conversation", policy_version="v3"), tmp_path / "run")
+    server = oracle(template="qwen3")  # Holo2's turn shape: the generation prompt ends with an empty thinking block
+    result = await run(_config(server, "holo2", prompt_layout="conversation", policy_version="v3"), tmp_path / "run")
     assert result.status == "success", result.reason
     calls = read_calls(tmp_path / "run")
     sent = server.requests[1:]  # (the first request is the preflight probe)
@@ -142,9 +141,8 @@ async def test_a_conversation_run_is_recorded_exactly_chains_and_joins(oracle, r
     tokenizer = server.tokenizer
     for call, request in zip(calls, sent):  # what the reader gives back is what the server computed, id for id
         assert call.prompt_ids == tokenizer.chat_ids(request.body["messages"])
-        # the reply as Holotron ends it: its text, a newline (the template's close up to the stop id), `<SPECIAL_12>`
-        assert call.completion_ids == tokenizer.encode(call_text(tmp_path / "run", call.call) + "\n") + tokenizer.end_ids
-        assert tokenizer.decode(call.completion_ids).endswith("}\n<SPECIAL_12>")
+        assert call.completion_ids == tokenizer.encode(call_text(tmp_path / "run", call.call)) + tokenizer.end_ids
+        assert tokenizer.decode(call.completion_ids).endswith("}<|im_end|>")
         assert (call.policy, call.policy_version) == (server.model, "v3")
     steps = [json.loads(line) for line in (tmp_path / "run" / "trajectory.jsonl").read_text().splitlines()]
     numbers = sorted(c["call"] for s in steps for cs in s["calls"].values() for c in cs)
@@ -183,20 +181,27 @@ def call_text(run_dir: Path, number: int) -> str:
     raise AssertionError(f"call {number} is not in the trajectory")
 
 
-async def test_a_template_that_drops_the_reply_prefix_breaks_the_chain_where_it_does(oracle, run, tmp_path: Path) -> None:
+async def test_holotrons_template_drops_the_thinking_block_so_chat_calls_never_chain(oracle, run, tmp_path: Path) -> None:
+    # Nemotron-Nano-v2's template drops an earlier assistant turn's text up to `</think>`: the reply_prefix the
+    # client puts back in front of each history reply is gone from what the server computes
     server = oracle(template="nemotron")
-    bare = dataclasses.replace(get_profile("holotron"), reply_prefix="")  # history turns without the thinking block
-    result = await run(_config(server, prompt_layout="conversation"), tmp_path / "run", profile=bare)
+    result = await run(_config(server, prompt_layout="conversation"), tmp_path / "run")
     assert result.status == "success", result.reason
     calls = read_calls(tmp_path / "run")
+    sent = server.requests[1:]  # (the first request is the preflight probe)
+    assert any(m["role"] == "assistant" and m["content"].startswith("<think></think>") for r in sent for m in r.body["messages"])
+    tokenizer = server.tokenizer
+    assert [c.prompt_ids for c in calls] == [tokenizer.chat_ids(r.body["messages"]) for r in sent]
+    for call in calls:  # the reply as Holotron ends it: its text, a newline (the close up to the stop id), `<SPECIAL_12>`
+        assert call.completion_ids == tokenizer.encode(call_text(tmp_path / "run", call.call) + "\n") + tokenizer.end_ids
     report = chain_report(calls)
-    assert report["policy"]["extends"] == 0 and report["policy"]["breaks"]
-    for broken in report["policy"]["breaks"] + report["localizer"]["breaks"]:
+    assert {role: entry["extends"] for role, entry in report.items()} == {"policy": 0, "localizer": 0, "validator": 0}
+    for broken in report["policy"]["breaks"] + report["localizer"]["breaks"] + report["validator"]["breaks"]:
         # the earlier call went on with the generation prompt's <think></think>; the history turn starts the reply
-        assert server.tokenizer.decode(broken["expected"]).startswith("<think></think>")
-        assert server.tokenizer.decode(broken["before"]).endswith("Assistant\n")
+        assert tokenizer.decode(broken["expected"]).startswith("<think></think>")
+        assert tokenizer.decode(broken["found"]).startswith('{"')
+        assert tokenizer.decode(broken["before"]).endswith("Assistant\n")
     assert all(len(view["calls"]) == 1 for view in trajectory_views(calls))  # nothing chains: one view per call
-    assert [c.prompt_ids for c in calls] == [server.tokenizer.chat_ids(r.body["messages"]) for r in server.requests[1:]]
 
 
 def test_ids_are_packed_and_prefixes_found_exactly() -> None:
@@ -251,7 +256,7 @@ def test_the_standin_tokenizer_is_deterministic_and_expands_images() -> None:
 
 
 async def test_a_retry_after_malformed_output_extends_the_rejected_call(oracle, run, tmp_path: Path) -> None:
-    server = oracle(template="nemotron")
+    server = oracle(template="qwen3")
     original, spoiled = server.respond, []
 
     def respond(request):  # type: ignore[no-untyped-def]
@@ -261,7 +266,7 @@ async def test_a_retry_after_malformed_output_extends_the_rejected_call(oracle, 
         return original(request)
 
     server.respond = respond
-    result = await run(_config(server, prompt_layout="conversation"), tmp_path / "run")
+    result = await run(_config(server, "holo2", prompt_layout="conversation"), tmp_path / "run")
     assert result.status == "success", result.reason
     calls = read_calls(tmp_path / "run")
     rejected, retry = calls[0], calls[1]

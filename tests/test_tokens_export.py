@@ -35,10 +35,11 @@ def _example(name: str):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 async def rollouts_dir(demo_site, centres, tmp_path_factory):  # type: ignore[no-untyped-def]
-    """Two samples of the demo task through surfer.rollouts (token capture on by default there)."""
+    """Two samples of the demo task through surfer.rollouts (token capture on by default there), Holo2's turn shape
+    (its history turns render as the model generated them: the calls chain through chat completions)."""
     out = tmp_path_factory.mktemp("rollouts")
-    with StandInServer(ConversationOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)), template="nemotron") as server:
-        config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10,
+    with StandInServer(ConversationOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0)), template="qwen3") as server:
+        config = AgentConfig(base_url=server.base_url, model=server.model, profile="holo2", max_steps=10,
                              prompt_layout="conversation", policy_version="it-4", browser=BrowserSettings(viewport=VIEWPORT))
         records = [r async for r in surfer.rollouts(config, [{"id": "reg", "task": DEMO_TASK, "url": demo_site.url("index.html")}],
                                                     samples=2, out_dir=out, concurrency=2)]
@@ -61,7 +62,7 @@ def test_call_rows_carry_token_ids_logprobs_and_the_processor(rollouts_dir: Path
     assert (row["policy"], row["policy_version"], row["finish_reason"]) == ("standin-model", "it-4", "stop")
     assert all(r["dropped_stop"] is None for r in rows) and any(r["extends_previous"] for r in rows)
     assert len(row["logprobs"]) == len(row["completion_ids"])
-    assert json.loads(row["processor"])["profile"] == "holotron" and "image" in json.loads(row["processor"])
+    assert json.loads(row["processor"])["profile"] == "holo2" and "image" in json.loads(row["processor"])
     assert row["images"] and all(Path(p).exists() for p in row["images"])
     assert {r["group"] for r in rows} == {"reg"} and {r["group_index"] for r in rows} == {0, 1}
 
@@ -172,8 +173,8 @@ def test_the_verl_example_builds_an_agent_loop_output(rollouts_dir: Path) -> Non
 def test_the_trl_rollout_func_runs_the_prompts_in_order(demo_site, centres) -> None:  # noqa: F811
     trl = _example("trl_rollout_func")
     oracle = ConversationOracle(centres, frame_mapper("normalized_1000", VIEWPORT, 1.0))
-    with StandInServer(oracle, template="nemotron") as server:
-        config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron", max_steps=10,
+    with StandInServer(oracle, template="qwen3") as server:
+        config = AgentConfig(base_url=server.base_url, model=server.model, profile="holo2", max_steps=10,
                              prompt_layout="conversation", browser=BrowserSettings(viewport=VIEWPORT))
         batch = trl.make_rollout_func(config, demo_site.url("index.html"))([DEMO_TASK, "Report the code shown (a second prompt)."])
     assert len(batch["prompt_ids"]) == 2 and len(batch["completion_ids"][0]) == len(batch["env_mask"][0])

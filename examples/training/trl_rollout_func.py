@@ -32,7 +32,9 @@ def rows_for_trl(records: list[dict[str, Any]], episodes: list[str] | None = Non
     policy = [r for r in records if r["role"] == "policy"]
     runs = [r["run_dir"] for r in policy]
     if len(set(runs)) != len(runs):
-        raise ValueError("an episode's policy calls form several sequences: run with --prompt-layout conversation")
+        raise ValueError("an episode's policy calls form several sequences: run with --prompt-layout conversation, and "
+                         "with Holotron send tokens in (SGLang's /generate): through chat completions its template "
+                         "re-renders the history")
     if episodes is not None:
         by_id = {r["id"]: r for r in policy}
         missing = [episode for episode in episodes if episode not in by_id]

@@ -30,7 +30,9 @@ def agent_loop_output(records: list[dict[str, Any]], *, load_images: bool = True
         raise ValueError("the episode has no policy sequence: it ended before the policy's first call "
                          "(its results line says why)")
     if len(policy) != 1:
-        raise ValueError(f"the episode's policy calls form {len(policy)} sequences, not one: train on `--per call` rows")
+        raise ValueError(f"the episode's policy calls form {len(policy)} sequences, not one: train on `--per call` rows "
+                         "(or run with --prompt-layout conversation, and with Holotron send tokens in: through chat "
+                         "completions its template re-renders the history)")
     record = policy[0]
     images: list[Any] = list(record["images"])
     if load_images:

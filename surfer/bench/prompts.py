@@ -454,6 +454,9 @@ def register(bench_app: typer.Typer) -> None:
                 raise ConfigError("--image-budget must be at least 64 tokens")
             if steps is not None and steps < 1:
                 raise ConfigError("--steps must be at least 1")
+            unknown = [name for name in role or [] if name not in (*ROLES, "all")]
+            if unknown:
+                raise ConfigError(f"unknown role {unknown[0]!r} for --role; choose one of: {', '.join((*ROLES, 'all'))}")
             recorded = [lengthened(load_run(d), steps) for d in find_run_dirs(runs or [DEMO_RECORDINGS])]
             modes = parse_switch(continuation, "--continuation")
             engines = tuple(dict.fromkeys(e.strip() for e in engine.split(",") if e.strip()))
@@ -476,5 +479,6 @@ def register(bench_app: typer.Typer) -> None:
                            f"uncached = {ratio['uncached_reduction']}x (screenshots/request {ratio['screenshots_per_request'][0]} -> "
                            f"{ratio['screenshots_per_request'][1]})")
         if json_out:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(rows, indent=2) + "\n")
             typer.echo(f"rows: {json_out}")

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,20 @@ def _figures(summaries: list[QaSummary]) -> dict[str, Any]:
     }
 
 
-async def _run(config: AgentConfig, suite_path: Path, site_url: str, out: Path, cache: ActionCache) -> QaSummary:
+async def _run(config: AgentConfig, suite_path: Path, site_url: str, out: Path, cache: ActionCache,
+               said: set[str]) -> QaSummary:
+    """One run of the suite; a warning (its secret may be typed on any site) said once a benchmark, not once a run
+    (`said`: what was said already)."""
     environ = {**os.environ, "LIBRARY_PASSWORD": BENCH_PASSWORD}
     suite = load_suite(suite_path, {"demo_url": site_url}, environ)
     runner = QaRunner([SuiteRun(suite, config)], out, cache=cache, environ=environ)
+
+    def warn(text: str) -> None:
+        if text not in said:
+            said.add(text)
+            print(f"warning: {text}", file=sys.stderr)
+
+    runner.warn_unbound_secrets(warn)
     return await runner.run()
 
 
@@ -64,10 +75,11 @@ def bench_qa(model_latency: float, out: Path, runs: int = 3, suite_path: Path | 
         with StandInProcess(qa_oracle, centres, frame, options={"delay": model_latency}) as server:
             config = AgentConfig(base_url=server.base_url, model=server.model, profile="holotron")
             first, cached = [], []
+            said: set[str] = set()
             for k in range(runs):  # each repetition: an empty cache, a first run, a re-run from its cache
                 cache = ActionCache(Path(tmp) / f"cache-{k}")
-                first.append(asyncio.run(_run(config, suite_path, site.base_url, Path(tmp) / f"first-{k}", cache)))
-                cached.append(asyncio.run(_run(config, suite_path, site.base_url, Path(tmp) / f"cached-{k}", cache)))
+                first.append(asyncio.run(_run(config, suite_path, site.base_url, Path(tmp) / f"first-{k}", cache, said)))
+                cached.append(asyncio.run(_run(config, suite_path, site.base_url, Path(tmp) / f"cached-{k}", cache, said)))
     report: dict[str, Any] = {
         "suite": str(suite_path), "model_latency": model_latency, "repetitions": runs, "machine": platform.machine(),
         "cpus": os.cpu_count(), "first_run": _figures(first), "cached_run": _figures(cached),
@@ -88,7 +100,7 @@ def register(bench_app: Any) -> None:
 
     @bench_app.command("qa")
     def qa(
-        model_latency: float = typer.Option(0.5, "--model-latency", help="Seconds the stand-in model takes per answer."),
+        model_latency: float = typer.Option(0.5, "--model-latency", min=0.0, help="Seconds the stand-in model takes per answer."),
         out: Path = typer.Option(Path(".bench/qa.json"), "--out", help="Where to write the figures (JSON)."),
         runs: int = typer.Option(3, "--runs", min=1, help="Repetitions (first run + cached re-run each); medians compared."),
     ) -> None:

@@ -230,11 +230,15 @@ def throughput_page(report: dict[str, Any]) -> str:
     return page("surfer bench throughput", intro, charts)
 
 
-def parse_levels(text: str) -> list[int]:
+def parse_levels(text: str, flag: str = "--concurrency") -> list[int]:
+    """Comma-separated session counts, each at least 1 (`flag`: the option named in the error)."""
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        levels = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ConfigError(f"--concurrency must look like 1,8,32,64, got {text!r}") from None
+        raise ConfigError(f"{flag} must look like 1,8,32,64, got {text!r}") from None
+    if not levels or min(levels) < 1:
+        raise ConfigError(f"{flag} must list positive integers, got {text!r}")
+    return levels
 
 
 def register(bench_app: typer.Typer) -> None:

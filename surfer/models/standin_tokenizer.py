@@ -13,7 +13,9 @@ characters a piece), each piece's id a hash of it; an image becomes a start id,
 one placeholder id per 28×28 pixels (Qwen2-VL's 14-pixel patches merged 2×2,
 `image_ids`) and an end id; a chat template (`ChatTemplate`) frames each turn with special ids and
 adds the generation prompt, whose tail (an empty thinking block, say) a history
-turn does not repeat — as real templates do.
+turn does not repeat — as real templates do; Nemotron-Nano-v2's (Holotron's) also
+drops an earlier assistant turn's text up to its `</think>` and strips each turn's
+text, so a history turn that repeats that empty block is rendered without it.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class ChatTemplate:
     generation_prefix: str = ""  # what the generation prompt adds after the header (not rendered for history turns)
     starts: Mapping[str, str] | None = None  # role -> its turn's start, where not turn_start
     closes: Mapping[str, str] | None = None  # role -> the text after its content, where not turn_end + separator
+    # an assistant turn of the history keeps only what follows this text's last occurrence (Nemotron-Nano-v2's
+    # `</think>`: the thinking block and all before it dropped), "" to keep it whole
+    history_after: str = ""
+    strip: bool = False  # each turn's text stripped of leading and trailing whitespace (Nemotron-Nano-v2's)
 
     def header(self, role: str) -> str:
         return (self.headers or {}).get(role, f"{role}\n")
@@ -99,6 +105,7 @@ TEMPLATES: dict[str, ChatTemplate] = {
         "nemotron", turn_start="<SPECIAL_11>", turn_end="<SPECIAL_12>",
         headers={"system": "System\n", "user": "User\n", "assistant": "Assistant\n"}, generation_prefix="<think></think>",
         starts={"system": "<SPECIAL_10>"}, closes={"system": "\n", "user": "\n", "tool": "\n", "assistant": "\n<SPECIAL_12>\n"},
+        history_after="</think>", strip=True,  # an earlier assistant turn: its text after `</think>`, stripped
     ),
 }
 # The template of each shipped profile's family, as far as token boundaries go.
@@ -175,12 +182,32 @@ class StandInTokenizer:
                 ids += self.image_ids(base64.b64decode(url.split(",", 1)[1])) if url.startswith("data:") else []
         return ids if parts and parts[-1].get("type") == "text" else ids + self.encode(close)
 
+    def _shown(self, role: str, content: Any) -> Any:
+        """A turn's content as the template writes it: an assistant turn of the history less all up to
+        `history_after` (Nemotron-Nano-v2's `</think>`), the text stripped where the template strips it."""
+        t = self.template
+        if role == "assistant" and isinstance(content, list) and all(p.get("type") == "text" for p in content):
+            content = "".join(p.get("text", "") for p in content)
+        if isinstance(content, str):
+            if role == "assistant" and t.history_after:
+                content = content.rpartition(t.history_after)[2]
+            return content.strip() if t.strip else content
+        if not (t.strip and content):
+            return content
+        parts = [dict(part) for part in content]
+        if parts[0].get("type") == "text":
+            parts[0]["text"] = parts[0].get("text", "").lstrip()
+        if parts[-1].get("type") == "text":
+            parts[-1]["text"] = parts[-1].get("text", "").rstrip()
+        return parts
+
     def chat_ids(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool = True) -> list[int]:
         t = self.template
         ids: list[int] = []
         for message in messages:
             role = message.get("role", "user")
-            ids += [*self.encode(t.start(role) + t.header(role)), *self._content_ids(message.get("content"), t.close(role))]
+            content = self._shown(role, message.get("content"))
+            ids += [*self.encode(t.start(role) + t.header(role)), *self._content_ids(content, t.close(role))]
         if add_generation_prompt:
             ids += self.encode(t.turn_start + t.header("assistant") + t.generation_prefix)
         return ids

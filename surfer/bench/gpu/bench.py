@@ -49,7 +49,7 @@ from typing import Any, Optional
 
 import typer
 
-from surfer.bench.gpu.emulate import DEFAULT_VARIANT, auto_against_fixed, emulated_server
+from surfer.bench.gpu.emulate import DEFAULT_VARIANT, auto_against_fixed, check_times, emulated_server
 from surfer.bench.gpu.levels import bench_levels, fmt
 from surfer.bench.gpu.serving import Served, gpu_memory, log_facts, serve_model, stop
 from surfer.bench.gpu.variants import Variant
@@ -215,6 +215,7 @@ def run_gpu_bench(models: list[tuple[str, str]], *, levels: list[int], window: f
     from surfer.models.profiles import get_profile
     from surfer.tools.replay import lengthened
 
+    check_times(window, auto_interval if auto else None)
     recordings = [lengthened(r, session_steps) for r in replay_recordings("replay", replay)]
     shortest = min(len(r.frames) for r in recordings)
     for variant in variants or []:
@@ -318,7 +319,8 @@ def register(bench_app: typer.Typer) -> None:
         from surfer.bench.gpu.variants import parse_variants
 
         try:
-            levels, variants = parse_levels(levels_text), parse_variants(variant)
+            levels, variants = parse_levels(levels_text, "--levels"), parse_variants(variant)
+            check_times(window, auto_interval)  # (before the stand-in starts)
             with emulated_server(prefix_capacity, token_seconds) as server:
                 results = run_gpu_bench([("holo2", server.model)], levels=levels, window=window, replay="demo",
                                         base_url=server.base_url, port=0, serve_timeout=0, bare=False, log_dir=out.parent,
@@ -329,6 +331,7 @@ def register(bench_app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         results["stand_in"] = {"prefix_capacity": prefix_capacity, "token_seconds": token_seconds}
         results["auto_vs_best_fixed"] = auto_against_fixed(results)
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2))
         typer.echo(table(results))
         typer.echo(steady_table(results))
@@ -372,6 +375,7 @@ def register(bench_app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         typer.echo(text)
         if json_out:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(rows, indent=2))
             typer.echo(f"rows: {json_out}")
 
@@ -418,7 +422,7 @@ def register(bench_app: typer.Typer) -> None:
         import shlex
 
         try:
-            levels = parse_levels(levels_text)
+            levels = parse_levels(levels_text, "--levels")
             from surfer.agent.layouts import check_layout
 
             layouts = tuple(check_layout(name.strip()) for name in layouts_text.split(",") if name.strip())

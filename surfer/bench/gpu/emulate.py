@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from surfer.core.errors import ConfigError
+
 DEFAULT_VARIANT = "layout=blocks,continuation=on,block_images=32,warm_steps=6"
 
 
@@ -25,6 +27,14 @@ class ClickEverywhere:
         if request.role == "localizer":
             return {"x": 500, "y": 500}
         return {"thought": "click", "notes": "", "action": {"type": "click", "target": "the middle"}}
+
+
+def check_times(window: float, auto_interval: float | None = None) -> None:
+    """ConfigError for a `--window` (or, where auto runs, an `--auto-interval`) that is not more than 0 seconds."""
+    if not window > 0:
+        raise ConfigError(f"--window must be more than 0 seconds, got {window:g}")
+    if auto_interval is not None and not auto_interval > 0:
+        raise ConfigError(f"--auto-interval must be more than 0 seconds, got {auto_interval:g}")
 
 
 def emulated_server(prefix_capacity: int, token_seconds: float) -> Any:

@@ -226,9 +226,14 @@ def step_flops(costs: ModelCosts, row: dict[str, Any], image_tokens: int,
 
 def flops_table(paths: list[Path], peak: float = H100_BF16_DENSE_TFLOPS) -> tuple[list[dict[str, Any]], str]:
     """One dict per row (with steps/s) of every `surfer bench gpu run` JSON file, and a markdown table."""
+    if not peak > 0:
+        raise ValueError(f"--peak must be the GPU's TFLOP/s, more than 0 (got {peak:g})")
     rows: list[dict[str, Any]] = []
     for path in paths:
-        for model in json.loads(Path(path).read_text())["models"]:
+        results = json.loads(Path(path).read_text())
+        if not isinstance(results, dict) or not isinstance(results.get("models"), list):
+            raise ValueError(f"{path} is not a `surfer bench gpu run` result (it has no \"models\" list)")
+        for model in results["models"]:
             costs = costs_for_shape(model["name"])
             for row in model["levels"]:
                 figures = step_flops(costs, row, screenshot_tokens(model["name"], row), peak)

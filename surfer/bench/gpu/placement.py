@@ -24,7 +24,7 @@ import typer
 
 from surfer.core.errors import ConfigError
 
-from .emulate import DEFAULT_VARIANT, emulated_server
+from .emulate import DEFAULT_VARIANT, check_times, emulated_server
 
 RUNS = (("one server", 1, "session"), ("two servers, per-session placement", 2, "session"),
         ("two servers, round-robin per request", 2, "round-robin-per-request"))
@@ -37,6 +37,7 @@ def emulate_placement(run_gpu_bench: Any, sessions: int, prefix_capacity: int, t
     from surfer.bench.gpu.variants import parse_variants
 
     variants = parse_variants(variant)
+    check_times(window)  # (before the stand-ins start)
     rows = []
     with ExitStack() as stack:
         servers = [stack.enter_context(emulated_server(prefix_capacity, token_seconds)) for _ in range(2)]
@@ -75,6 +76,7 @@ def register(gpu_app: typer.Typer, run_gpu_bench: Any) -> None:
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2))
         for row in results["rows"]:
             typer.echo(f"{row['run']}: {row['steps_per_s']} steps/s (steady {row['steady_steps_per_s']}), "

@@ -102,6 +102,8 @@ class MiniWobBench:
         browser = SharedBrowser(headless=config.browser.headless) if given is None else SharedBrowser.given(given)
         slots = asyncio.Semaphore(self.concurrency)
         try:
+            for backend in {id(b): b for b in backends.values()}.values():
+                await backend.check()  # a server down or a model it does not serve: said once, not 0% of N episodes
             with StaticSite(html) as site:
                 await browser.start()
 

@@ -48,12 +48,28 @@ def _ray() -> Any:
     return ray
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """ConfigError when nothing accepts a connection at a HOST:PORT `address` (Ray's own client retries for
+    minutes, deaf to SIGTERM, where a head is down or the address mistyped); `auto` and `local` are not checked."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot join the Ray cluster at {address!r}: nothing answers there ({exc}). Is its head "
+                          "running (`ray start --head`)? Give its address as HOST:PORT (6379 by default)") from None
+
+
 def connect(address: str) -> bool:
     """Join the cluster at `address` (`auto`: the one this machine belongs to;
     `local`: start one in this process). False when Ray was connected already."""
     ray = _ray()
     if ray.is_initialized():
         return False
+    _check_reachable(address)
     options: dict[str, Any] = {"include_dashboard": False} if address == "local" else {"address": address}
     try:
         ray.init(**options, logging_level="warning", configure_logging=True)
