@@ -51,17 +51,21 @@ CONTEXT_MENU_STATE = "() => window.__surferWidgets ? window.__surferWidgets.cont
 PRINT_NOTE = "the page asked to print (window.print): surfer does not print, and no print dialog opened"
 
 
-# The tooltip of what is under the pointer: the `title` of the element there or of its nearest ancestor with
-# one (an SVG element's <title> child), through open shadow roots; '' when none (or an iframe is there).
-TOOLTIP = r"""
-({ x, y }) => {
+# The innermost element at (x, y) as `el`, through open shadow roots (the start of a page function of x and y).
+DEEPEST_AT = r"""
   let el = document.elementFromPoint(x, y);
   while (el && el.shadowRoot) {
     const inner = el.shadowRoot.elementFromPoint(x, y);
     if (!inner || inner === el) break;
     el = inner;
   }
-  if (el && ['IFRAME', 'FRAME'].includes(el.tagName)) return '';
+"""
+
+# The tooltip of what is under the pointer: the `title` of the element there or of its nearest ancestor with
+# one (an SVG element's <title> child), through open shadow roots; '' when none (or an iframe is there).
+TOOLTIP = r"""
+({ x, y }) => {
+""" + DEEPEST_AT + r"""  if (el && ['IFRAME', 'FRAME'].includes(el.tagName)) return '';
   for (let node = el; node; node = node.parentElement || (node.getRootNode().host || null)) {
     if (node instanceof SVGElement) {
       const own = Array.from(node.children).find((child) => child.tagName.toLowerCase() === 'title');

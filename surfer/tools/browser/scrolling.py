@@ -12,15 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from surfer.tools.widgets import DEEPEST_AT
+
 BEFORE = r"""
 ({ x, y }) => {
-  let el = document.elementFromPoint(x, y);
-  while (el && el.shadowRoot) {
-    const inner = el.shadowRoot.elementFromPoint(x, y);
-    if (!inner || inner === el) break;
-    el = inner;
-  }
-  if (el && ['IFRAME', 'FRAME', 'EMBED', 'OBJECT'].includes(el.tagName)) return false;
+""" + DEEPEST_AT + r"""  if (el && ['IFRAME', 'FRAME', 'EMBED', 'OBJECT'].includes(el.tagName)) return false;
   const root = document.scrollingElement || document.documentElement;
   const nodes = [];
   for (let node = el; node && node.nodeType === 1; node = node.parentElement || (node.getRootNode().host || null)) {
