@@ -586,8 +586,10 @@ def test_gpu_bench_reads_an_sglang_server_and_flushes_its_cache_between_runs(sta
     out = tmp_path / "gpu.json"
     result = CliRunner().invoke(app, [
         "bench", "gpu", "run", "--base-url", server.base_url, "--model", f"holotron={server.model}", "--levels", "2",
-        # (the run ends when its steady window closes: the window is only an upper bound, roomy for a loaded runner)
-        "--window", "60", "--min-steps", "1", "--no-bare", "--out", str(out), "--session-steps", "6",
+        # (the run ends when its steady window closes: the window is only an upper bound, roomy for a loaded runner;
+        # two steps a session in it: with one, a loaded runner's window could hold steps whose calls all came
+        # before its first /metrics reading, and no computed token)
+        "--window", "60", "--min-steps", "2", "--no-bare", "--out", str(out), "--session-steps", "6",
         "--variants", "layout=window,continuation=off;layout=conversation,continuation=on",
     ])
     assert result.exit_code == 0, result.output
