@@ -617,6 +617,14 @@ async def test_a_task_the_server_cannot_start_is_refused_with_the_reason(tmp_pat
     with pytest.raises(RunRefused, match="the url is blank"):  # (a bare tool crash that left a session busy for ever)
         runs.start("t", "  ")
     assert not runs.runs and not runs.sessions
+    # a client starting tasks in a loop opened a browser for each: past --max-sessions a new session is refused
+    capped = RunManager(ServerSettings(AgentConfig(**flags), None, flags, None, tmp_path / "runs", tmp_path / "qa",
+                                       max_sessions=1))
+    capped.sessions["s1"] = object()  # type: ignore[assignment]  (an open session: its browser is not needed here)
+    with pytest.raises(RunRefused, match=r"1 sessions are open, each with its browser \(--max-sessions 1\): pass one's "
+                                         r"session_id .* end one with end_session.*\(s1\)"):
+        capped.start("t", "http://127.0.0.1:9/")
+    assert not capped.runs and list(capped.sessions) == ["s1"]
     (tmp_path / "suite.yaml").write_text("name: s\nbase_url: http://127.0.0.1:9/\ncases:\n  - name: c\n    task: t\n")
     with pytest.raises(SuiteRefused, match=f"QA output directory .* cannot be made: {tmp_path / 'qa'} is a file"):
         await run_suite_file(settings, tmp_path / "suite.yaml", tags=[], grep=None, variables={}, concurrency=None,

@@ -51,6 +51,9 @@ def register(app: typer.Typer) -> None:
         session_idle: float = typer.Option(
             120.0, "--session-idle", metavar="SECONDS", help="Close a session's browser after this long without a task "
             "(a later call naming its session_id is told so)."),
+        max_sessions: int = typer.Option(
+            8, "--max-sessions", min=1, help="Sessions open at once, each a browser of its own; a task that would open "
+            "one more is refused (it can name an open session_id instead)."),
         base_url: options.BaseUrl = None,
         model: options.Model = None,
         api_key: options.ApiKey = None,
@@ -126,7 +129,8 @@ def register(app: typer.Typer) -> None:
             if session_idle <= 0:
                 raise ConfigError(f"--session-idle must be positive, got {session_idle:g}")
             runs_dir, qa_dir = writable_dir(runs_dir, "--runs-dir"), writable_dir(qa_dir, "--qa-dir")
-            settings = ServerSettings(cfg, config, flags, options.secrets_from(secret, cfg, console), runs_dir, qa_dir, session_idle)
+            settings = ServerSettings(cfg, config, flags, options.secrets_from(secret, cfg, console), runs_dir, qa_dir,
+                                      session_idle, max_sessions)
         from .serve import serve
 
         serve(settings, http=http, host=host, token=token, console=console)

@@ -67,6 +67,7 @@ class ServerSettings:
     runs_root: Path
     qa_root: Path
     session_idle_s: float = 120.0  # a session's browser is closed after this long without a task
+    max_sessions: int = 8  # browsers open at once (a session each); a new session past it is refused
 
 
 @dataclass
@@ -300,6 +301,13 @@ class RunManager:
                 return self._step_finished(holder[0], event.record)
             return None
 
+        if held is None and len(self.sessions) >= self.settings.max_sessions:
+            # (each session is a Chromium of its own: a client starting tasks in a loop opened one for each)
+            open_ids = ", ".join(sorted(self.sessions))
+            raise RunRefused(
+                f"{len(self.sessions)} sessions are open, each with its browser (--max-sessions "
+                f"{self.settings.max_sessions}): pass one's session_id to run this task after its current one, end "
+                f"one with end_session, or wait for an idle one to close ({open_ids})")
         if held is None:
             from surfer.agent.session import Session
 
