@@ -230,6 +230,10 @@ async def test_surfer_policy_switch_reaches_a_running_batch_through_its_output_d
     out = tmp_path / "out"
     batch = Batch(config, tasks(2), out, concurrency=1, replay=load_recordings(DEMO_RECORDINGS), policy="step-1@1")
     running = asyncio.ensure_future(batch.run())
+    for _ in range(3000):  # until the batch runs (t0 waits at the gate): a switch before it found no --out yet
+        if server.requests or running.done():
+            break
+        await asyncio.sleep(0.01)
 
     def switch(to: str):  # type: ignore[no-untyped-def]  # the command, in a thread: the batch runs in this loop
         return CliRunner().invoke(app, ["policy", "switch", to, "--out", str(out), "--wait", "30"])
