@@ -274,6 +274,20 @@ def test_a_stop_as_the_reports_are_written_waits_for_them():
         requests.reset()
 
 
+def test_a_stop_held_up_for_good_ends_the_command_at_its_deadline_with_the_stacks():
+    """A cleanup that never ends (a browser, a thread or a server that never answers) kept a stopped command running
+    for good (seen once in CI: `surfer run` still running 90 s after its SIGTERM)."""
+    env = {**os.environ, "SURFER_STOP_DEADLINE_S": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLEANUP, "3600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143 and out.split() == ["cleaning", "up"]
+    assert "the stop (SIGTERM) has not ended the command in 1 s: exiting now; what held it up:" in err
+    assert "Thread 0x" in err or "Current thread" in err  # every thread's stack
+
+
 @WALL_CLOCK
 def test_copies_of_one_signal_are_one_request():
     """GNU `timeout` signals the command, then its whole process group: the same

@@ -68,6 +68,9 @@ SIGPIPE = 13  # (signal.SIGPIPE where the platform has it) the stop of a closed 
 # Copies of one request arrive within a millisecond of each other (handled a few ms apart at
 # most, even on a loaded machine); a person's second Ctrl-C comes later than this.
 COPY_WINDOW_S = 0.5
+# A stop that has not ended the command this long after it came (its cleanup held up: a browser, a thread or a server
+# that never answers) ends it anyway, with the threads' stacks on stderr: a CI job never waits on it for good.
+STOP_DEADLINE_S = 60.0
 
 
 def _name(signum: int) -> str:
@@ -147,6 +150,7 @@ class StopRequests:
             os._exit(128 + signum)
         self.first = (signum, now)
         stopping.request(f"stopped by {_name(signum)}")
+        _exit_if_not_done(signum)
         if self.deliver is not None:
             self.deliver(signum)
             return
@@ -194,6 +198,30 @@ class StopRequests:
 
 
 _requests = StopRequests()
+
+
+def _exit_if_not_done(signum: int) -> None:
+    """After STOP_DEADLINE_S (SURFER_STOP_DEADLINE_S), a command still running since the stop exits: it says so, with
+    every thread's stack (what held the stop up), and ends as the stop would have (128 + the signal)."""
+    import threading
+
+    def overdue() -> None:
+        import faulthandler
+
+        say(f"\nthe stop ({_name(signum)}) has not ended the command in {deadline:g} s: exiting now; what held it up:\n")
+        try:
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        except (OSError, ValueError):
+            pass
+        os._exit(128 + signum)
+
+    try:
+        deadline = float(os.environ.get("SURFER_STOP_DEADLINE_S") or STOP_DEADLINE_S)
+    except ValueError:
+        deadline = STOP_DEADLINE_S
+    timer = threading.Timer(deadline, overdue)
+    timer.daemon = True  # (it never keeps a command that ends from ending)
+    timer.start()
 
 
 def never_started_json(signum: int) -> str:
