@@ -283,7 +283,7 @@ async def test_the_sdk_places_each_run_and_round_robin_per_request_spreads_one(s
     runs = await asyncio.gather(*(agent.run("Register Ada") for agent in agents))
     for agent in agents:
         await agent.aclose()
-    assert [r.status for r in runs] == ["success", "success"]
+    assert [r.status for r in runs] == ["success", "success"], [(r.status, r.error_kind, r.reason) for r in runs]
     assert sorted(next(iter(n)) for n in sessions_by_server(a, b).values()) == [1, 2]  # one run each
 
     naive = Agent(servers=[a.base_url, b.base_url], model=a.model, profile="holotron", max_steps=10,
